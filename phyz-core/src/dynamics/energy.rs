@@ -1,0 +1,43 @@
+//! Energy and momentum, for diagnostics and conservation checks.
+
+use nalgebra::DVector;
+
+use super::kinematics::{Kinematics, link_inertia, link_velocities};
+use crate::math::Force;
+use crate::model::{JointKind, Model};
+use crate::Scalar;
+
+/// Kinetic energy `½ q̇ᵀ M q̇` (armature included).
+pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
+    let vel = link_velocities(model, kin, qvel);
+    let links = &model.tree().links;
+    let bodies = links.iter().zip(&vel).fold(S::zero(), |e, (link, v)| e + v.dot(&link_inertia(model, link).mul_motion(v)));
+    let rotors = model.joints().iter().fold(S::zero(), |e, joint| {
+        let adr = joint.dof_adr();
+        (adr..adr + joint.kind().nv()).fold(e, |e, d| e + joint.armature * qvel[d] * qvel[d])
+    });
+    (bodies + rotors) * S::from_f64(0.5)
+}
+
+/// Potential energy of gravity (zero at the world origin) and of hinge and slide springs.
+pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
+    let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
+        let moment = kin.body_pose(model, b).rot * body.inertia.first_moment + kin.body_pose(model, b).pos * body.inertia.mass;
+        e - model.gravity.dot(&moment)
+    });
+    model.joints().iter().fold(gravity, |e, joint| match joint.kind() {
+        JointKind::Hinge | JointKind::Slide => {
+            let stretch = qpos[joint.qpos_adr()] - joint.spring_ref;
+            e + joint.stiffness * stretch * stretch * S::from_f64(0.5)
+        }
+        JointKind::Ball | JointKind::Free => e,
+    })
+}
+
+/// Total spatial momentum of all bodies, in world coordinates about the world origin.
+pub fn momentum<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Force<S> {
+    let vel = link_velocities(model, kin, qvel);
+    model.tree().links.iter().enumerate().fold(Force::zero(), |h, (i, link)| {
+        h + kin.world[i].force_to_parent(&link_inertia(model, link).mul_motion(&vel[i]))
+    })
+}

@@ -1,0 +1,44 @@
+//! Rigid-body dynamics over any [`Scalar`](crate::Scalar): forward kinematics, inverse dynamics
+//! (RNEA), the mass matrix (CRBA) and its factorization, forward dynamics (ABA), passive and
+//! actuator forces, motion on the configuration manifold, and the integrators.
+
+pub mod aba;
+pub mod actuation;
+pub mod crba;
+pub mod energy;
+pub mod integrator;
+pub mod kinematics;
+pub mod mass;
+pub mod passive;
+pub mod position;
+pub mod rnea;
+
+pub use aba::forward_dynamics;
+pub use actuation::actuator_forces;
+pub use crba::mass_matrix;
+pub use kinematics::{Kinematics, forward_kinematics};
+pub use mass::MassFactor;
+pub use passive::passive_forces;
+pub use position::{difference_position, integrate_position};
+pub use rnea::{bias_forces, inverse_dynamics};
+
+use nalgebra::DVector;
+
+use crate::error::StepError;
+use crate::model::Model;
+use crate::Scalar;
+
+/// The unconstrained joint acceleration at `(qpos, qvel)` under `ctrl`: kinematics, passive and
+/// actuator forces, then ABA (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass
+/// matrix diagonal (see [`forward_dynamics`]).
+pub fn smooth_acceleration<S: Scalar>(
+    model: &Model<S>,
+    qpos: &DVector<S>,
+    qvel: &DVector<S>,
+    ctrl: &[S],
+    extra_diagonal: Option<&DVector<S>>,
+) -> Result<DVector<S>, StepError> {
+    let kin = forward_kinematics(model, qpos);
+    let tau = passive_forces(model, qpos, qvel) + actuator_forces(model, qpos, qvel, ctrl);
+    forward_dynamics(model, &kin, qvel, &tau, extra_diagonal)
+}

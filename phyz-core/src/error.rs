@@ -1,0 +1,16 @@
+//! Errors raised while stepping.
+
+/// Why a step (or a dynamics query) could not produce a state. The input state is left as it was.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StepError {
+    #[error("{what} has {got} entries, the model needs {expected}")]
+    Dimension { what: &'static str, expected: usize, got: usize },
+    #[error("{what}[{index}] is not finite")]
+    NonFiniteState { what: &'static str, index: usize },
+    #[error("ctrl[{index}] is not finite")]
+    NonFiniteControl { index: usize },
+    #[error("the mass matrix is singular at body `{body}`: a joint moves no mass")]
+    SingularMass { body: String },
+    #[error("the step produced a non-finite {what}[{index}]")]
+    NonFiniteResult { what: &'static str, index: usize },
+}

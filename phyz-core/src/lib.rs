@@ -1,0 +1,16 @@
+//! phyz-core: the phyz engine, generic over [`Scalar`].
+//!
+//! Modules follow the order data flows through a step: [`scalar`] (the numbers), [`math`]
+//! (spatial algebra), [`model`] (what is simulated), [`dynamics`] (kinematics, RNEA, CRBA, ABA,
+//! integrators) and [`sim`] (the step).
+
+pub mod dynamics;
+pub mod error;
+pub mod math;
+pub mod model;
+pub mod scalar;
+pub mod sim;
+
+pub use model::{Model, ModelBuilder, ModelError, State};
+pub use scalar::{Lanes, Mask, Scalar};
+pub use sim::{Simulator, StepError, step};

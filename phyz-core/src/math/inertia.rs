@@ -1,0 +1,117 @@
+//! Rigid-body spatial inertia.
+
+use std::ops::Add;
+
+use nalgebra::{Matrix3, Matrix6, Vector3};
+
+use super::{Force, Motion, Pose, skew};
+use crate::Scalar;
+
+/// The spatial inertia of a rigid body in some frame, stored as mass, first moment of mass
+/// `h = m·c` (with `c` the centre of mass) and rotational inertia about the frame's origin.
+/// That form makes the sum of two inertias in one frame a plain sum of the fields.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpatialInertia<S> {
+    pub mass: S,
+    pub first_moment: Vector3<S>,
+    /// Rotational inertia about the frame's origin, in the frame's axes.
+    pub rot_inertia: Matrix3<S>,
+}
+
+impl<S: Scalar> SpatialInertia<S> {
+    /// From mass, centre of mass and rotational inertia about the centre of mass (frame axes).
+    pub fn from_com(mass: S, com: Vector3<S>, inertia_com: Matrix3<S>) -> Self {
+        let c = skew(&com);
+        SpatialInertia { mass, first_moment: com * mass, rot_inertia: inertia_com - c * c * mass }
+    }
+
+    #[inline]
+    pub fn zero() -> Self {
+        SpatialInertia { mass: S::zero(), first_moment: Vector3::zeros(), rot_inertia: Matrix3::zeros() }
+    }
+
+    /// Centre of mass (undefined for zero mass).
+    #[inline]
+    pub fn com(&self) -> Vector3<S> {
+        self.first_moment / self.mass
+    }
+
+    /// Rotational inertia about the centre of mass (undefined for zero mass).
+    pub fn inertia_about_com(&self) -> Matrix3<S> {
+        let c = skew(&self.first_moment);
+        self.rot_inertia + c * c / self.mass
+    }
+
+    /// Momentum `I·v` of a body moving with spatial velocity `v`.
+    #[inline]
+    pub fn mul_motion(&self, v: &Motion<S>) -> Force<S> {
+        let h = &self.first_moment;
+        Force::new(self.rot_inertia * v.ang + h.cross(&v.lin), v.lin * self.mass - h.cross(&v.ang))
+    }
+
+    /// The same body's inertia in the parent frame of `pose` (this inertia is in its child frame).
+    pub fn to_parent(&self, pose: &Pose<S>) -> SpatialInertia<S> {
+        let (m, p) = (self.mass, &pose.pos);
+        let h = pose.rot * self.first_moment;
+        let rotated = pose.rot * self.rot_inertia * pose.rot.transpose();
+        // Shift the reference point from the child origin to the parent origin (at -p from it).
+        let shift = Matrix3::identity() * (h.dot(p) * S::from_f64(2.0)) - h * p.transpose() - p * h.transpose();
+        let point = (Matrix3::identity() * p.dot(p) - p * p.transpose()) * m;
+        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: rotated + shift + point }
+    }
+
+    /// The 6×6 matrix of [`SpatialInertia::mul_motion`], the starting point of articulated
+    /// inertias.
+    pub fn to_matrix(&self) -> Matrix6<S> {
+        let h = skew(&self.first_moment);
+        let mut out = Matrix6::zeros();
+        out.fixed_view_mut::<3, 3>(0, 0).copy_from(&self.rot_inertia);
+        out.fixed_view_mut::<3, 3>(0, 3).copy_from(&h);
+        out.fixed_view_mut::<3, 3>(3, 0).copy_from(&h.transpose());
+        out.fixed_view_mut::<3, 3>(3, 3).copy_from(&(Matrix3::identity() * self.mass));
+        out
+    }
+
+    /// Converts every entry to another scalar.
+    pub fn map<T: Scalar>(&self, mut f: impl FnMut(S) -> T) -> SpatialInertia<T> {
+        SpatialInertia {
+            mass: f(self.mass),
+            first_moment: self.first_moment.map(&mut f),
+            rot_inertia: self.rot_inertia.map(&mut f),
+        }
+    }
+}
+
+impl<S: Scalar> Add for SpatialInertia<S> {
+    type Output = Self;
+    fn add(self, rhs: Self) -> Self {
+        SpatialInertia {
+            mass: self.mass + rhs.mass,
+            first_moment: self.first_moment + rhs.first_moment,
+            rot_inertia: self.rot_inertia + rhs.rot_inertia,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::math::Quat;
+    use approx::assert_relative_eq;
+
+    #[test]
+    fn parent_transform_matches_matrix_form() {
+        let inertia = SpatialInertia::from_com(
+            2.5,
+            Vector3::new(0.1, -0.3, 0.2),
+            Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3),
+        );
+        let pose = Pose::from_quat(&Quat::from_axis_angle(&Vector3::new(0.6, 0.0, 0.8), 0.7), Vector3::new(1.0, 0.5, -2.0));
+        let direct = inertia.to_parent(&pose).to_matrix();
+        let via_matrix = pose.inertia_to_parent(&inertia.to_matrix());
+        assert_relative_eq!(direct, via_matrix, epsilon = 1e-12);
+        assert_relative_eq!(inertia.inertia_about_com(), Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3), epsilon = 1e-14);
+        let v = Motion::new(Vector3::new(0.3, -0.1, 0.2), Vector3::new(1.0, 2.0, -1.0));
+        assert_relative_eq!(inertia.mul_motion(&v).to_vector(), inertia.to_matrix() * v.to_vector(), epsilon = 1e-14);
+    }
+}

@@ -1,0 +1,22 @@
+//! Errors from building or reshaping a model.
+
+/// A model that cannot be built as described. Each variant names the offending element.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("body `{body}`: mass {mass} is invalid: {reason}")]
+    InvalidMass { body: String, mass: f64, reason: &'static str },
+    #[error("body `{body}`: rotational inertia is invalid: {reason}")]
+    InvalidInertia { body: String, reason: &'static str },
+    #[error("body `{body}`: parent index {parent} does not name an existing body")]
+    InvalidParent { body: String, parent: usize },
+    #[error("joint `{joint}`: {reason}")]
+    InvalidJoint { joint: String, reason: String },
+    #[error("actuator `{actuator}`: {reason}")]
+    InvalidActuator { actuator: String, reason: String },
+    #[error("option `{option}`: {reason}")]
+    InvalidOption { option: &'static str, reason: String },
+    #[error("models cannot be batched: {reason}")]
+    StructureMismatch { reason: String },
+    #[error("expected {expected} parameters, got {got}")]
+    ParameterCount { expected: usize, got: usize },
+}

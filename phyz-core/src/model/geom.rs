@@ -1,0 +1,100 @@
+//! Collision geometry carried on bodies (used by the contact stages).
+
+use nalgebra::Vector3;
+
+use crate::Scalar;
+use crate::math::Quat;
+
+/// A geometric primitive, sized in its own frame (MuJoCo's conventions: capsules and cylinders
+/// along their local z axis, boxes by half-extents, planes as the local z = 0 half-space).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape<S> {
+    Plane,
+    Sphere { radius: S },
+    Capsule { radius: S, half_length: S },
+    Box { half_extents: Vector3<S> },
+    Cylinder { radius: S, half_length: S },
+    Ellipsoid { radii: Vector3<S> },
+}
+
+impl<S> Shape<S> {
+    /// The shape's kind, without its sizes.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Shape::Plane => "plane",
+            Shape::Sphere { .. } => "sphere",
+            Shape::Capsule { .. } => "capsule",
+            Shape::Box { .. } => "box",
+            Shape::Cylinder { .. } => "cylinder",
+            Shape::Ellipsoid { .. } => "ellipsoid",
+        }
+    }
+}
+
+/// A geom: a shape placed on a body, with its contact parameters (MuJoCo's meaning and defaults).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Geom<S> {
+    pub name: String,
+    pub shape: Shape<S>,
+    /// Pose in the body frame.
+    pub pos: Vector3<S>,
+    pub quat: Quat<S>,
+    /// Sliding, torsional and rolling friction.
+    pub friction: [S; 3],
+    pub contype: u32,
+    pub conaffinity: u32,
+    pub condim: u8,
+    pub solref: [S; 2],
+    pub solimp: [S; 5],
+    pub margin: S,
+    pub gap: S,
+    pub priority: i32,
+}
+
+impl<S: Scalar> Geom<S> {
+    /// A geom with MuJoCo's default contact parameters.
+    pub fn new(name: impl Into<String>, shape: Shape<S>) -> Self {
+        let c = S::from_f64;
+        Geom {
+            name: name.into(),
+            shape,
+            pos: Vector3::zeros(),
+            quat: Quat::identity(),
+            friction: [c(1.0), c(0.005), c(0.0001)],
+            contype: 1,
+            conaffinity: 1,
+            condim: 3,
+            solref: [c(0.02), c(1.0)],
+            solimp: [c(0.9), c(0.95), c(0.001), c(0.5), c(2.0)],
+            margin: S::zero(),
+            gap: S::zero(),
+            priority: 0,
+        }
+    }
+
+    pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Geom<T> {
+        let shape = match self.shape {
+            Shape::Plane => Shape::Plane,
+            Shape::Sphere { radius } => Shape::Sphere { radius: f(radius) },
+            Shape::Capsule { radius, half_length } => Shape::Capsule { radius: f(radius), half_length: f(half_length) },
+            Shape::Box { half_extents } => Shape::Box { half_extents: half_extents.map(&mut *f) },
+            Shape::Cylinder { radius, half_length } => Shape::Cylinder { radius: f(radius), half_length: f(half_length) },
+            Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: radii.map(&mut *f) },
+        };
+        Geom {
+            name: self.name.clone(),
+            shape,
+            pos: self.pos.map(&mut *f),
+            quat: self.quat.map(&mut *f),
+            friction: self.friction.map(&mut *f),
+            contype: self.contype,
+            conaffinity: self.conaffinity,
+            condim: self.condim,
+            solref: self.solref.map(&mut *f),
+            solimp: self.solimp.map(&mut *f),
+            margin: f(self.margin),
+            gap: f(self.gap),
+            priority: self.priority,
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Joints: how a body moves relative to its parent.
+
+use nalgebra::Vector3;
+
+use crate::Scalar;
+
+/// The kind of a joint, with MuJoCo's coordinate conventions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JointKind {
+    /// Six degrees of freedom. `qpos`: position, then unit quaternion `(w, x, y, z)`; `qvel`:
+    /// world-frame linear velocity, then body-frame angular velocity. Only on children of the
+    /// world, and the only joint of its body.
+    Free,
+    /// Rotation about the anchor. `qpos`: unit quaternion relative to the parent; `qvel`:
+    /// body-frame angular velocity.
+    Ball,
+    /// Rotation about `axis` through the anchor by `qpos - reference` radians.
+    Hinge,
+    /// Translation along `axis` by `qpos - reference`.
+    Slide,
+}
+
+impl JointKind {
+    /// Number of position coordinates.
+    pub const fn nq(self) -> usize {
+        match self {
+            JointKind::Free => 7,
+            JointKind::Ball => 4,
+            JointKind::Hinge | JointKind::Slide => 1,
+        }
+    }
+
+    /// Number of velocity coordinates (degrees of freedom).
+    pub const fn nv(self) -> usize {
+        match self {
+            JointKind::Free => 6,
+            JointKind::Ball => 3,
+            JointKind::Hinge | JointKind::Slide => 1,
+        }
+    }
+}
+
+/// A joint of a compiled model. Structural fields are read through methods; the numeric
+/// parameters are public so that they can be changed or seeded with tangents.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Joint<S> {
+    pub name: String,
+    pub(crate) kind: JointKind,
+    pub(crate) body: usize,
+    pub(crate) qpos_adr: usize,
+    pub(crate) dof_adr: usize,
+    /// Anchor point, in the body frame.
+    pub pos: Vector3<S>,
+    /// Unit axis (hinge, slide), in the body frame.
+    pub axis: Vector3<S>,
+    /// The `qpos` at which a hinge or slide is in the body's reference pose (MuJoCo's `ref`).
+    pub reference: S,
+    /// Spring stiffness, pulling towards `spring_ref` (hinge, slide) or the reference pose.
+    pub stiffness: S,
+    pub spring_ref: S,
+    /// Viscous damping per degree of freedom.
+    pub damping: S,
+    /// Rotor inertia added to the mass matrix diagonal per degree of freedom.
+    pub armature: S,
+    /// Position limits `[lo, hi]` (for a ball joint `[0, max angle]`), enforced by the
+    /// constraint solver.
+    pub range: Option<[S; 2]>,
+}
+
+impl<S: Scalar> Joint<S> {
+    #[inline]
+    pub fn kind(&self) -> JointKind {
+        self.kind
+    }
+    /// Index of the body this joint moves.
+    #[inline]
+    pub fn body(&self) -> usize {
+        self.body
+    }
+    /// Index of its first coordinate in `qpos`.
+    #[inline]
+    pub fn qpos_adr(&self) -> usize {
+        self.qpos_adr
+    }
+    /// Index of its first degree of freedom in `qvel`.
+    #[inline]
+    pub fn dof_adr(&self) -> usize {
+        self.dof_adr
+    }
+
+    pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Joint<T> {
+        Joint {
+            name: self.name.clone(),
+            kind: self.kind,
+            body: self.body,
+            qpos_adr: self.qpos_adr,
+            dof_adr: self.dof_adr,
+            pos: self.pos.map(&mut *f),
+            axis: self.axis.map(&mut *f),
+            reference: f(self.reference),
+            stiffness: f(self.stiffness),
+            spring_ref: f(self.spring_ref),
+            damping: f(self.damping),
+            armature: f(self.armature),
+            range: self.range.map(|[lo, hi]| [f(lo), f(hi)]),
+        }
+    }
+}

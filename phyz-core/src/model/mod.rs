@@ -1,0 +1,223 @@
+//! What is simulated: bodies, joints, geoms, actuators and options ([`Model`]), how to build one
+//! ([`ModelBuilder`]), and the simulated [`State`].
+//!
+//! A model is generic over the scalar so that its parameters can carry derivatives or differ per
+//! batch lane. Structure (the tree, joint kinds, addresses) is fixed at build time and never
+//! depends on a value; every numeric parameter is reachable through [`Model::parameters`].
+
+mod actuator;
+mod body;
+mod builder;
+mod error;
+mod geom;
+mod joint;
+mod state;
+pub mod tree;
+
+pub use actuator::Actuator;
+pub use body::Body;
+pub use builder::{ActuatorSpec, BodySpec, JointSpec, ModelBuilder};
+pub use error::ModelError;
+pub use geom::{Geom, Shape};
+pub use joint::{Joint, JointKind};
+pub use state::State;
+
+use nalgebra::{DVector, Vector3};
+
+use crate::Scalar;
+use crate::scalar::convert;
+use tree::Tree;
+
+/// How a step advances the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Integrator {
+    /// Semi-implicit Euler, with joint damping integrated implicitly (MuJoCo's `Euler`).
+    #[default]
+    Euler,
+    /// Classic fourth-order Runge-Kutta (MuJoCo's `RK4`).
+    Rk4,
+}
+
+/// A compiled model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model<S> {
+    bodies: Vec<Body<S>>,
+    joints: Vec<Joint<S>>,
+    actuators: Vec<Actuator<S>>,
+    tree: Tree,
+    nq: usize,
+    nv: usize,
+    /// Gravitational acceleration, world frame.
+    pub gravity: Vector3<S>,
+    /// Step length in seconds.
+    pub timestep: S,
+    pub integrator: Integrator,
+}
+
+impl<S: Scalar> Model<S> {
+    /// Number of position coordinates.
+    #[inline]
+    pub fn nq(&self) -> usize {
+        self.nq
+    }
+    /// Number of degrees of freedom.
+    #[inline]
+    pub fn nv(&self) -> usize {
+        self.nv
+    }
+    /// Number of actuators (controls).
+    #[inline]
+    pub fn nu(&self) -> usize {
+        self.actuators.len()
+    }
+    /// Bodies, the world first.
+    #[inline]
+    pub fn bodies(&self) -> &[Body<S>] {
+        &self.bodies
+    }
+    /// Bodies, for changing their parameters.
+    #[inline]
+    pub fn bodies_mut(&mut self) -> &mut [Body<S>] {
+        &mut self.bodies
+    }
+    #[inline]
+    pub fn joints(&self) -> &[Joint<S>] {
+        &self.joints
+    }
+    #[inline]
+    pub fn joints_mut(&mut self) -> &mut [Joint<S>] {
+        &mut self.joints
+    }
+    #[inline]
+    pub fn actuators(&self) -> &[Actuator<S>] {
+        &self.actuators
+    }
+    #[inline]
+    pub fn actuators_mut(&mut self) -> &mut [Actuator<S>] {
+        &mut self.actuators
+    }
+    /// The kinematic tree the dynamics walk.
+    #[inline]
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// Index of the body with this name.
+    pub fn body_id(&self, name: &str) -> Option<usize> {
+        self.bodies.iter().position(|b| b.name == name)
+    }
+    /// Index of the joint with this name.
+    pub fn joint_id(&self, name: &str) -> Option<usize> {
+        self.joints.iter().position(|j| j.name == name)
+    }
+
+    /// The reference configuration (MuJoCo's `qpos0`): hinges and slides at their `reference`,
+    /// ball joints at the identity, free joints at the body's pose in the model.
+    pub fn qpos0(&self) -> DVector<S> {
+        let mut q = DVector::zeros(self.nq);
+        for joint in &self.joints {
+            let a = joint.qpos_adr;
+            match joint.kind {
+                JointKind::Hinge | JointKind::Slide => q[a] = joint.reference,
+                JointKind::Ball => q[a] = S::one(),
+                JointKind::Free => {
+                    let body = &self.bodies[joint.body];
+                    q.rows_mut(a, 3).copy_from(&body.pos);
+                    let quat = body.quat;
+                    for (k, c) in [quat.w, quat.x, quat.y, quat.z].into_iter().enumerate() {
+                        q[a + 3 + k] = c;
+                    }
+                }
+            }
+        }
+        q
+    }
+
+    /// The reference configuration at rest, at time zero.
+    pub fn default_state(&self) -> State<S> {
+        State::new(self.qpos0(), DVector::zeros(self.nv))
+    }
+
+    /// The same model with every parameter passed through `f`, in the order of
+    /// [`Model::parameters`].
+    fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Model<T> {
+        Model {
+            bodies: self.bodies.iter().map(|b| b.map(f)).collect(),
+            joints: self.joints.iter().map(|j| j.map(f)).collect(),
+            actuators: self.actuators.iter().map(|a| a.map(f)).collect(),
+            tree: self.tree.clone(),
+            nq: self.nq,
+            nv: self.nv,
+            gravity: self.gravity.map(&mut *f),
+            timestep: f(self.timestep),
+            integrator: self.integrator,
+        }
+    }
+
+    /// Every numeric parameter of the model, in a fixed order: body by body (pose, inertia,
+    /// geoms), then joints, actuators, gravity and timestep.
+    pub fn parameters(&self) -> Vec<S> {
+        let mut out = Vec::new();
+        self.map(&mut |x| {
+            out.push(x);
+            x
+        });
+        out
+    }
+
+    /// A model of the same structure whose parameters are `values`, in the order of
+    /// [`Model::parameters`].
+    pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {
+        let expected = self.parameters().len();
+        if values.len() != expected {
+            return Err(ModelError::ParameterCount { expected, got: values.len() });
+        }
+        let mut next = values.iter().copied();
+        Ok(self.map(&mut |_| next.next().unwrap_or_else(T::zero)))
+    }
+
+    /// The model in another scalar: each parameter keeps its real part per lane (tangents are
+    /// dropped, a single lane is broadcast). `Model<f64>::cast::<Dual64>()` followed by setting
+    /// a parameter's tangent is how derivatives with respect to model parameters are seeded.
+    pub fn cast<T: Scalar>(&self) -> Model<T> {
+        self.map(&mut convert)
+    }
+
+    /// True when `other` has the same bodies, joints, actuators and tree, whatever their values.
+    pub fn same_structure<T: Scalar>(&self, other: &Model<T>) -> bool {
+        let bodies_match = self.bodies.len() == other.bodies.len()
+            && self.bodies.iter().zip(&other.bodies).all(|(a, b)| {
+                a.parent == b.parent
+                    && a.joints == b.joints
+                    && a.geoms.len() == b.geoms.len()
+                    && a.geoms.iter().zip(&b.geoms).all(|(g, h)| g.shape.name() == h.shape.name())
+            });
+        let joints_match = self.joints.len() == other.joints.len()
+            && self.joints.iter().zip(&other.joints).all(|(a, b)| a.kind == b.kind && a.range.is_some() == b.range.is_some());
+        let actuators_match = self.actuators.len() == other.actuators.len()
+            && self.actuators.iter().zip(&other.actuators).all(|(a, b)| {
+                a.joint == b.joint
+                    && a.ctrl_range.is_some() == b.ctrl_range.is_some()
+                    && a.force_range.is_some() == b.force_range.is_some()
+            });
+        bodies_match && joints_match && actuators_match && self.tree == other.tree && self.integrator == other.integrator
+    }
+}
+
+impl<S: Scalar> Model<S> {
+    /// One batch-lane model from per-lane `f64` models of the same structure (each lane its own
+    /// parameter set).
+    pub fn batch(models: &[Model<f64>]) -> Result<Model<S>, ModelError> {
+        let first = models.first().ok_or(ModelError::StructureMismatch { reason: "no models to batch".into() })?;
+        if let Some(k) = models.iter().position(|m| !first.same_structure(m)) {
+            return Err(ModelError::StructureMismatch { reason: format!("model {k} differs in structure from model 0") });
+        }
+        let per_lane: Vec<Vec<f64>> = models.iter().map(Model::parameters).collect();
+        let mut index = 0;
+        Ok(first.map(&mut |_| {
+            let reals: Vec<f64> = per_lane.iter().map(|p| p[index]).collect();
+            index += 1;
+            S::from_lanes(&reals)
+        }))
+    }
+}

@@ -1,0 +1,110 @@
+//! The kinematic tree the dynamics algorithms walk.
+//!
+//! MuJoCo lets a body carry several joints, applied in order, and a free joint has a
+//! configuration-dependent motion subspace in MuJoCo's coordinates (world-frame linear velocity).
+//! Featherstone's algorithms want one joint with a constant motion subspace per node. The tree
+//! therefore expands each body into a chain of *links*: one per joint (the last link carries the
+//! body's inertia and frame; the ones before it are massless), a free joint into a translation
+//! link with world-aligned axes followed by a rotation link, and a welded body into a single
+//! link with no degrees of freedom. Links are numbered so that a parent precedes its children.
+
+/// What moves a link relative to its parent link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkJoint {
+    /// Rigidly attached.
+    Weld,
+    /// A ball, hinge or slide joint (by joint index).
+    Joint(usize),
+    /// The translational half of a free joint.
+    FreeTranslation(usize),
+    /// The rotational half of a free joint.
+    FreeRotation(usize),
+}
+
+/// One node of the kinematic tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Parent link, `None` for links attached to the world.
+    pub parent: Option<usize>,
+    /// The body this link belongs to.
+    pub body: usize,
+    pub joint: LinkJoint,
+    /// The first link of a body starts from the body's offset in its parent's frame.
+    pub first_of_body: bool,
+    /// The last link of a body carries its inertia, and its frame is the body frame.
+    pub last_of_body: bool,
+    /// First degree of freedom, and how many.
+    pub dof_adr: usize,
+    pub dof_num: usize,
+    /// First `qpos` coordinate used by this link.
+    pub qpos_adr: usize,
+}
+
+/// The compiled tree: links, and the maps between bodies, links and degrees of freedom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub links: Vec<Link>,
+    /// The link whose frame is each body's frame (`None` for the world).
+    pub body_link: Vec<Option<usize>>,
+    /// For each degree of freedom, the closest ancestor degree of freedom (the sparsity of the
+    /// mass matrix, as MuJoCo's `dof_parentid`).
+    pub dof_parent: Vec<Option<usize>>,
+    /// The link each degree of freedom belongs to.
+    pub dof_link: Vec<usize>,
+}
+
+impl Tree {
+    /// Builds the tree from each body's parent and its joints' kinds and addresses. Bodies must be
+    /// numbered parents first, body 0 being the world.
+    pub(crate) fn build<S: crate::Scalar>(bodies: &[super::Body<S>], joints: &[super::Joint<S>]) -> Tree {
+        use super::JointKind;
+        let mut links: Vec<Link> = Vec::new();
+        let mut body_link = vec![None; bodies.len()];
+        let mut dof_parent = Vec::new();
+        let mut dof_link = Vec::new();
+        // Last degree of freedom on the path from the root to each link (inclusive).
+        let mut last_dof: Vec<Option<usize>> = Vec::new();
+
+        for (b, body) in bodies.iter().enumerate().skip(1) {
+            let mut parent = body_link[body.parent];
+            let mut parts = Vec::new();
+            for j in body.joints() {
+                let joint = &joints[j];
+                match joint.kind {
+                    JointKind::Free => {
+                        parts.push((LinkJoint::FreeTranslation(j), joint.dof_adr, 3, joint.qpos_adr));
+                        parts.push((LinkJoint::FreeRotation(j), joint.dof_adr + 3, 3, joint.qpos_adr + 3));
+                    }
+                    kind => parts.push((LinkJoint::Joint(j), joint.dof_adr, kind.nv(), joint.qpos_adr)),
+                }
+            }
+            if parts.is_empty() {
+                parts.push((LinkJoint::Weld, 0, 0, 0));
+            }
+            let count = parts.len();
+            for (k, (joint, dof_adr, dof_num, qpos_adr)) in parts.into_iter().enumerate() {
+                let index = links.len();
+                let mut previous = parent.and_then(|p| last_dof[p]);
+                for d in dof_adr..dof_adr + dof_num {
+                    dof_parent.push(previous);
+                    dof_link.push(index);
+                    previous = Some(d);
+                }
+                last_dof.push(previous);
+                links.push(Link {
+                    parent,
+                    body: b,
+                    joint,
+                    first_of_body: k == 0,
+                    last_of_body: k + 1 == count,
+                    dof_adr,
+                    dof_num,
+                    qpos_adr,
+                });
+                parent = Some(index);
+            }
+            body_link[b] = parent;
+        }
+        Tree { links, body_link, dof_parent, dof_link }
+    }
+}

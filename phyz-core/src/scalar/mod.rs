@@ -1,0 +1,311 @@
+//! The numbers the engine runs on.
+//!
+//! Every stage of phyz is written once, generic over [`Scalar`]. A scalar is `Copy` arithmetic,
+//! the elementary functions, and comparisons that return a [`Mask`] instead of a `bool`: the
+//! smooth engine never branches on a value, it [`select`](Scalar::select)s. That is what lets the
+//! same code run on plain `f64`, on dual numbers (exact forward-mode derivatives) and on batch
+//! lanes (many environments at once, possibly each lane a tensor element on a device).
+//!
+//! Two kinds of "lanes" must not be confused:
+//! - **batch lanes** are environments: [`Scalar::lanes`], [`Scalar::lane`] and
+//!   [`Scalar::from_lanes`] read and build the real value of each;
+//! - **tangent directions** are the derivative parts of a dual number:
+//!   [`Scalar::tangent_dim`], [`Scalar::tangent`] and [`Scalar::set_tangent`] read and write
+//!   them per batch lane. Operations that are differentiated by a rule rather than by running
+//!   them in the scalar (the contact solve, by the implicit function theorem) use these.
+//!
+//! There is deliberately no `PartialOrd` bound. Decisions that must be made on values
+//! (detection, error checks) read real parts through [`Scalar::lane`], at a boundary.
+
+mod lanes;
+#[cfg(feature = "num-dual")]
+mod dual;
+
+pub use lanes::{LaneMask, Lanes};
+
+use std::fmt::Debug;
+use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
+
+use num_traits::{One, Zero};
+
+/// The result of comparing two scalars: one `bool` per batch lane.
+pub trait Mask: Copy + Debug + BitAnd<Output = Self> + BitOr<Output = Self> + Not<Output = Self> {
+    /// The same answer in every lane.
+    fn splat(value: bool) -> Self;
+    /// True when every lane is true.
+    fn all(self) -> bool;
+    /// True when some lane is true.
+    fn any(self) -> bool;
+}
+
+impl Mask for bool {
+    #[inline]
+    fn splat(value: bool) -> Self {
+        value
+    }
+    #[inline]
+    fn all(self) -> bool {
+        self
+    }
+    #[inline]
+    fn any(self) -> bool {
+        self
+    }
+}
+
+/// A real number as the engine sees it: plain, dual, or one value per batch lane.
+///
+/// The arithmetic supertraits are the ones nalgebra's fixed-size matrices need, so
+/// `Matrix3<S>`, `Vector6<S>` and friends work as storage and arithmetic for any `S: Scalar`.
+pub trait Scalar:
+    Copy
+    + Debug
+    + PartialEq
+    + Send
+    + Sync
+    + 'static
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+    + AddAssign
+    + SubAssign
+    + MulAssign
+    + DivAssign
+    + Zero
+    + One
+{
+    /// Per-lane comparison result.
+    type Mask: Mask;
+
+    /// A constant, the same in every batch lane, with zero tangents.
+    fn from_f64(value: f64) -> Self;
+
+    fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    /// Four-quadrant arctangent of `self / x`.
+    fn atan2(self, x: Self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn tanh(self) -> Self;
+    fn abs(self) -> Self;
+    fn powi(self, n: i32) -> Self;
+    fn powf(self, n: Self) -> Self;
+
+    #[inline]
+    fn sin_cos(self) -> (Self, Self) {
+        (self.sin(), self.cos())
+    }
+    #[inline]
+    fn recip(self) -> Self {
+        Self::one() / self
+    }
+    #[inline]
+    fn square(self) -> Self {
+        self * self
+    }
+
+    /// `self < other`, per lane, on real parts.
+    fn less(self, other: Self) -> Self::Mask;
+    /// `self <= other`, per lane, on real parts.
+    fn less_eq(self, other: Self) -> Self::Mask;
+    /// `self > other`, per lane, on real parts.
+    #[inline]
+    fn greater(self, other: Self) -> Self::Mask {
+        other.less(self)
+    }
+    /// `self >= other`, per lane, on real parts.
+    #[inline]
+    fn greater_eq(self, other: Self) -> Self::Mask {
+        other.less_eq(self)
+    }
+    /// Per lane: `if_true` where the mask is set, `if_false` elsewhere (all parts of the value).
+    fn select(mask: Self::Mask, if_true: Self, if_false: Self) -> Self;
+
+    #[inline]
+    fn min(self, other: Self) -> Self {
+        Self::select(self.less(other), self, other)
+    }
+    #[inline]
+    fn max(self, other: Self) -> Self {
+        Self::select(self.greater(other), self, other)
+    }
+    /// `self` limited to `[lo, hi]`.
+    #[inline]
+    fn clamp(self, lo: Self, hi: Self) -> Self {
+        self.max(lo).min(hi)
+    }
+
+    /// Number of batch lanes this value holds (1 for a single environment).
+    fn lanes(&self) -> usize;
+    /// Real value of batch lane `lane`.
+    fn lane(&self, lane: usize) -> f64;
+    /// A value from per-lane reals, tangents zero. A single real is broadcast to every lane.
+    ///
+    /// # Panics
+    /// If the number of reals is neither 1 nor a lane count this type can hold.
+    fn from_lanes(reals: &[f64]) -> Self;
+
+    /// Number of tangent directions each lane carries (0 for `f64`).
+    fn tangent_dim() -> usize;
+    /// Tangent `direction` of batch lane `lane`.
+    fn tangent(&self, lane: usize, direction: usize) -> f64;
+    /// Overwrites tangent `direction` of batch lane `lane`.
+    ///
+    /// # Panics
+    /// If `direction >= Self::tangent_dim()`.
+    fn set_tangent(&mut self, lane: usize, direction: usize, value: f64);
+
+    /// True when every real part and every tangent of every lane is finite.
+    fn is_finite(&self) -> bool;
+
+    /// Real values of every lane.
+    fn reals(&self) -> Vec<f64> {
+        (0..self.lanes()).map(|l| self.lane(l)).collect()
+    }
+}
+
+impl Scalar for f64 {
+    type Mask = bool;
+
+    #[inline]
+    fn from_f64(value: f64) -> Self {
+        value
+    }
+    #[inline]
+    fn sqrt(self) -> Self {
+        f64::sqrt(self)
+    }
+    #[inline]
+    fn sin(self) -> Self {
+        f64::sin(self)
+    }
+    #[inline]
+    fn cos(self) -> Self {
+        f64::cos(self)
+    }
+    #[inline]
+    fn tan(self) -> Self {
+        f64::tan(self)
+    }
+    #[inline]
+    fn asin(self) -> Self {
+        f64::asin(self)
+    }
+    #[inline]
+    fn acos(self) -> Self {
+        f64::acos(self)
+    }
+    #[inline]
+    fn atan(self) -> Self {
+        f64::atan(self)
+    }
+    #[inline]
+    fn atan2(self, x: Self) -> Self {
+        f64::atan2(self, x)
+    }
+    #[inline]
+    fn exp(self) -> Self {
+        f64::exp(self)
+    }
+    #[inline]
+    fn ln(self) -> Self {
+        f64::ln(self)
+    }
+    #[inline]
+    fn tanh(self) -> Self {
+        f64::tanh(self)
+    }
+    #[inline]
+    fn abs(self) -> Self {
+        f64::abs(self)
+    }
+    #[inline]
+    fn powi(self, n: i32) -> Self {
+        f64::powi(self, n)
+    }
+    #[inline]
+    fn powf(self, n: Self) -> Self {
+        f64::powf(self, n)
+    }
+    #[inline]
+    fn sin_cos(self) -> (Self, Self) {
+        f64::sin_cos(self)
+    }
+    #[inline]
+    fn less(self, other: Self) -> bool {
+        self < other
+    }
+    #[inline]
+    fn less_eq(self, other: Self) -> bool {
+        self <= other
+    }
+    #[inline]
+    fn select(mask: bool, if_true: Self, if_false: Self) -> Self {
+        if mask { if_true } else { if_false }
+    }
+    #[inline]
+    fn lanes(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn lane(&self, _lane: usize) -> f64 {
+        *self
+    }
+    fn from_lanes(reals: &[f64]) -> Self {
+        assert_eq!(reals.len(), 1, "f64 holds exactly one lane");
+        reals[0]
+    }
+    #[inline]
+    fn tangent_dim() -> usize {
+        0
+    }
+    #[inline]
+    fn tangent(&self, _lane: usize, direction: usize) -> f64 {
+        panic!("f64 has no tangent direction {direction}")
+    }
+    fn set_tangent(&mut self, _lane: usize, direction: usize, _value: f64) {
+        panic!("f64 has no tangent direction {direction}")
+    }
+    #[inline]
+    fn is_finite(&self) -> bool {
+        f64::is_finite(*self)
+    }
+}
+
+/// Converts a value between scalar types through its per-lane real parts (tangents are dropped,
+/// a single lane is broadcast).
+pub fn convert<S: Scalar, T: Scalar>(value: S) -> T {
+    if value.lanes() == 1 {
+        T::from_f64(value.lane(0))
+    } else {
+        T::from_lanes(&value.reals())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f64_select_and_clamp() {
+        assert_eq!(f64::select(true, 1.0, 2.0), 1.0);
+        assert_eq!(Scalar::clamp(5.0_f64, -1.0, 1.0), 1.0);
+        assert_eq!(Scalar::clamp(-5.0_f64, -1.0, 1.0), -1.0);
+        assert_eq!(Scalar::min(3.0_f64, 2.0), 2.0);
+    }
+
+    #[test]
+    fn convert_broadcasts() {
+        let x: Lanes<3> = convert(2.5_f64);
+        assert_eq!(x.0, [2.5; 3]);
+        let back: f64 = convert(Lanes([4.0]));
+        assert_eq!(back, 4.0);
+    }
+}

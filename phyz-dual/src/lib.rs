@@ -1,0 +1,1 @@
+//! phyz-dual: forward-mode derivatives of phyz steps with num-dual.
