@@ -30,7 +30,8 @@ fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
     }
 }
 
-fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<(), StepError> {
+/// Checks dimensions and finiteness of a step's inputs (what [`step`] does first).
+pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<(), StepError> {
     let dims = [("qpos", model.nq(), state.qpos.len()), ("qvel", model.nv(), state.qvel.len()), ("ctrl", model.nu(), ctrl.len())];
     for (what, expected, got) in dims {
         if expected != got {

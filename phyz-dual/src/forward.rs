@@ -1,0 +1,151 @@
+//! Pushing tangents through one step.
+
+use nalgebra::{DMatrix, DVector};
+use num_dual::{Dual64, DualSVec64};
+
+use crate::DualError;
+use phyz_core::dynamics::{difference_position, integrate_position};
+use phyz_core::sim::{check_input, step};
+use phyz_core::{Model, Scalar, State};
+
+/// A direction in the inputs of a step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Seed {
+    /// Position direction in tangent coordinates (`nv` entries): `q(ε) = q ⊕ ε·qpos`.
+    pub qpos: DVector<f64>,
+    pub qvel: DVector<f64>,
+    pub ctrl: DVector<f64>,
+    /// Direction in the model's parameters, in the order of [`Model::parameters`]; `None`
+    /// holds the model fixed.
+    pub params: Option<Vec<f64>>,
+}
+
+impl Seed {
+    /// The zero direction for `model`.
+    pub fn zeros(model: &Model<f64>) -> Self {
+        Seed { qpos: DVector::zeros(model.nv()), qvel: DVector::zeros(model.nv()), ctrl: DVector::zeros(model.nu()), params: None }
+    }
+
+    fn check(&self, model: &Model<f64>) -> Result<(), DualError> {
+        let params = self.params.as_ref().map(|p| (p.len(), model.parameters().len()));
+        let dims = [("qpos", model.nv(), self.qpos.len()), ("qvel", model.nv(), self.qvel.len()), ("ctrl", model.nu(), self.ctrl.len())];
+        for (what, expected, got) in dims.into_iter().chain(params.map(|(got, expected)| ("params", expected, got))) {
+            if expected != got {
+                return Err(DualError::SeedDimension { what, expected, got });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The derivative of a state along a direction, in tangent coordinates (`nv` + `nv`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateTangent {
+    pub qpos: DVector<f64>,
+    pub qvel: DVector<f64>,
+}
+
+/// A real value with the given tangent in each direction.
+fn lift<D: Scalar>(value: f64, tangents: impl Iterator<Item = f64>) -> D {
+    let mut x = D::from_f64(value);
+    for (k, t) in tangents.enumerate() {
+        if t != 0.0 {
+            x.set_tangent(0, k, t);
+        }
+    }
+    x
+}
+
+/// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`; returns the real
+/// next state and the next state's tangent along each seed.
+fn push_forward<D: Scalar>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seeds: &[Seed]) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
+    if seeds.len() > D::tangent_dim() {
+        return Err(DualError::TooManySeeds { seeds: seeds.len(), directions: D::tangent_dim() });
+    }
+    check_input(model, state, ctrl)?;
+    for seed in seeds {
+        seed.check(model)?;
+    }
+    let model_d: Model<D> = if seeds.iter().any(|s| s.params.is_some()) {
+        let values: Vec<D> = model
+            .parameters()
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| lift(p, seeds.iter().map(|s| s.params.as_ref().map_or(0.0, |dp| dp[i]))))
+            .collect();
+        model.with_parameters(&values)?
+    } else {
+        model.cast()
+    };
+    let delta = DVector::from_fn(model.nv(), |i, _| lift::<D>(0.0, seeds.iter().map(|s| s.qpos[i])));
+    let qpos = integrate_position(&model_d, &state.qpos.map(D::from_f64), &delta, D::one());
+    let qvel = DVector::from_fn(model.nv(), |i, _| lift(state.qvel[i], seeds.iter().map(|s| s.qvel[i])));
+    let ctrl_d: Vec<D> = (0..model.nu()).map(|i| lift(ctrl[i], seeds.iter().map(|s| s.ctrl[i]))).collect();
+    let start = State { qpos, qvel, time: D::from_f64(state.time) };
+
+    let next = step(&model_d, &start, &ctrl_d)?;
+    let next_real = next.lane(0);
+    let dq = difference_position(&model_d, &next.qpos, &next_real.qpos.map(D::from_f64));
+    let tangents = (0..seeds.len())
+        .map(|k| StateTangent { qpos: dq.map(|x| x.tangent(0, k)), qvel: next.qvel.map(|x| x.tangent(0, k)) })
+        .collect();
+    Ok((next_real, tangents))
+}
+
+/// The next state and its directional derivative along `seed` (one `Dual64` pass).
+pub fn jvp(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seed: &Seed) -> Result<(State<f64>, StateTangent), DualError> {
+    let (next, mut tangents) = push_forward::<Dual64>(model, state, ctrl, std::slice::from_ref(seed))?;
+    let tangent = tangents.pop().ok_or(DualError::TooManySeeds { seeds: 1, directions: 0 })?;
+    Ok((next, tangent))
+}
+
+/// The next state and its directional derivatives along up to `N` seeds in one `DualSVec64<N>`
+/// pass.
+pub fn jvp_lanes<const N: usize>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seeds: &[Seed]) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
+    push_forward::<DualSVec64<N>>(model, state, ctrl, seeds)
+}
+
+/// Exact Jacobians of one step, in tangent coordinates: `a` is `∂(q', v')/∂(q, v)`
+/// (`2nv × 2nv`), `b` is `∂(q', v')/∂u` (`2nv × nu`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepJacobians {
+    pub a: DMatrix<f64>,
+    pub b: DMatrix<f64>,
+    /// The state the step reaches.
+    pub next: State<f64>,
+}
+
+/// Step Jacobians with 8 tangent directions per pass.
+pub fn step_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Result<StepJacobians, DualError> {
+    step_jacobians_lanes::<8>(model, state, ctrl)
+}
+
+/// Step Jacobians computed `N` columns per `DualSVec64<N>` pass (`⌈(2nv + nu) / N⌉` passes).
+pub fn step_jacobians_lanes<const N: usize>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Result<StepJacobians, DualError> {
+    let (nv, nu) = (model.nv(), model.nu());
+    let columns = 2 * nv + nu;
+    let unit = |column: usize| {
+        let mut seed = Seed::zeros(model);
+        match column {
+            c if c < nv => seed.qpos[c] = 1.0,
+            c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
+            c => seed.ctrl[c - 2 * nv] = 1.0,
+        }
+        seed
+    };
+    let mut jac = DMatrix::zeros(2 * nv, columns);
+    let mut next = None;
+    // At least one pass, so that a model without degrees of freedom still reports its step.
+    for start in (0..columns.max(1)).step_by(N.max(1)) {
+        let end = (start + N).min(columns);
+        let seeds: Vec<Seed> = (start..end).map(unit).collect();
+        let (reached, tangents) = push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds)?;
+        for (k, t) in tangents.iter().enumerate() {
+            jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
+            jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);
+        }
+        next = Some(reached);
+    }
+    let next = next.ok_or(DualError::TooManySeeds { seeds: columns, directions: N })?;
+    Ok(StepJacobians { a: jac.columns(0, 2 * nv).into_owned(), b: jac.columns(2 * nv, nu).into_owned(), next })
+}

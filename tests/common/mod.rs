@@ -1,0 +1,191 @@
+//! Shared test fixtures: a seeded random-tree generator and finite-difference helpers.
+#![allow(dead_code)]
+
+use nalgebra::{DVector, Matrix3, Vector3};
+use phyz::math::Quat;
+use phyz::model::{ActuatorSpec, BodySpec, Integrator, JointKind, JointSpec, ModelBuilder};
+use phyz::{Model, State};
+
+/// SplitMix64: a tiny deterministic generator, so every case is reproducible from its seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [lo, hi).
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    pub fn index(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    pub fn vector(&mut self, scale: f64) -> Vector3<f64> {
+        Vector3::new(self.uniform(-scale, scale), self.uniform(-scale, scale), self.uniform(-scale, scale))
+    }
+    pub fn unit_vector(&mut self) -> Vector3<f64> {
+        loop {
+            let v = self.vector(1.0);
+            if v.norm() > 0.2 {
+                return v.normalize();
+            }
+        }
+    }
+    pub fn quat(&mut self) -> Quat<f64> {
+        let v = self.unit_vector();
+        Quat::new(self.uniform(-1.0, 1.0), v.x, v.y, v.z).normalize()
+    }
+}
+
+/// The joints a random body can have: welded, one joint of each kind, or several in a row.
+#[derive(Clone, Copy, Debug)]
+enum Mobility {
+    Weld,
+    Free,
+    One(JointKind),
+    Chain,
+}
+
+/// The structure of a random tree: each body's parent and joint kinds.
+#[derive(Clone, Debug)]
+pub struct TreeShape {
+    bodies: Vec<(usize, Vec<JointKind>)>,
+}
+
+impl TreeShape {
+    /// `n` bodies; every kind of joint shows up across bodies (the kinds cycle from a random
+    /// start), free joints only on children of the world.
+    pub fn random(n: usize, rng: &mut Rng) -> Self {
+        let kinds = [Mobility::One(JointKind::Hinge), Mobility::One(JointKind::Slide), Mobility::One(JointKind::Ball), Mobility::Chain, Mobility::Weld, Mobility::Free];
+        let start = rng.index(kinds.len());
+        let mut bodies = Vec::new();
+        for i in 0..n {
+            let parent = if i == 0 { 0 } else { rng.index(i + 1) };
+            let mut mobility = kinds[(start + i) % kinds.len()];
+            if matches!(mobility, Mobility::Free) && parent != 0 {
+                mobility = Mobility::One(JointKind::Hinge);
+            }
+            let joints = match mobility {
+                Mobility::Weld => vec![],
+                Mobility::Free => vec![JointKind::Free],
+                Mobility::One(k) => vec![k],
+                // Several joints on one body; at most one ball, since two balls on one body
+                // have a redundant spin about the line through their anchors.
+                Mobility::Chain => {
+                    let mut chain: Vec<JointKind> = (0..2 + rng.index(2)).map(|_| [JointKind::Hinge, JointKind::Slide][rng.index(2)]).collect();
+                    if rng.index(2) == 0 {
+                        let at = rng.index(chain.len());
+                        chain[at] = JointKind::Ball;
+                    }
+                    chain
+                }
+            };
+            bodies.push((parent, joints));
+        }
+        TreeShape { bodies }
+    }
+
+    /// A model of this shape with random parameters (positive masses, physical inertias,
+    /// random anchors and axes, some armature, damping and springs, a motor on every hinge and
+    /// slide).
+    pub fn model(&self, rng: &mut Rng, integrator: Integrator) -> Model<f64> {
+        let mut builder = ModelBuilder::new();
+        builder.timestep = rng.uniform(0.001, 0.004);
+        builder.integrator = integrator;
+        builder.gravity = Vector3::new(rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0), -9.81);
+        let mut motors = Vec::new();
+        for (i, (parent, kinds)) in self.bodies.iter().enumerate() {
+            let joints = kinds
+                .iter()
+                .enumerate()
+                .map(|(k, &kind)| {
+                    let name = format!("j{i}_{k}");
+                    let base = match kind {
+                        JointKind::Hinge => JointSpec::hinge(name.clone(), rng.unit_vector()),
+                        JointKind::Slide => JointSpec::slide(name.clone(), rng.unit_vector()),
+                        JointKind::Ball => JointSpec::ball(name.clone()),
+                        JointKind::Free => JointSpec::free(name.clone()),
+                    };
+                    if matches!(kind, JointKind::Hinge | JointKind::Slide) {
+                        motors.push(name);
+                    }
+                    JointSpec {
+                        pos: if kind == JointKind::Free { Vector3::zeros() } else { rng.vector(0.3) },
+                        reference: rng.uniform(-0.5, 0.5),
+                        armature: if rng.index(2) == 0 { 0.0 } else { rng.uniform(0.0, 0.2) },
+                        damping: if rng.index(2) == 0 { 0.0 } else { rng.uniform(0.0, 0.5) },
+                        stiffness: if rng.index(3) == 0 { rng.uniform(0.0, 3.0) } else { 0.0 },
+                        spring_ref: rng.uniform(-0.5, 0.5),
+                        ..base
+                    }
+                })
+                .collect();
+            builder.add_body(*parent, random_body(rng, format!("b{i}"), joints)).expect("valid parent");
+        }
+        for (k, joint) in motors.into_iter().enumerate() {
+            let mut motor = ActuatorSpec::motor(format!("m{k}"), joint);
+            motor.gear = rng.uniform(0.5, 2.0);
+            builder.add_actuator(motor);
+        }
+        builder.build().expect("random model is valid")
+    }
+}
+
+/// A body with random pose and box-like mass properties (which obey the triangle inequality).
+pub fn random_body(rng: &mut Rng, name: String, joints: Vec<JointSpec>) -> BodySpec {
+    let mass = rng.uniform(0.5, 3.0);
+    let [a, b, c] = [rng.uniform(0.1, 0.6), rng.uniform(0.1, 0.6), rng.uniform(0.1, 0.6)];
+    let principal = Matrix3::from_diagonal(&Vector3::new(b * b + c * c, a * a + c * c, a * a + b * b)) * (mass / 12.0);
+    let r = rng.quat().to_rotation_matrix();
+    BodySpec {
+        pos: rng.vector(0.5),
+        quat: rng.quat(),
+        mass,
+        com: rng.vector(0.2),
+        inertia: r * principal * r.transpose(),
+        joints,
+        ..BodySpec::new(name)
+    }
+}
+
+/// A random state of `model`: angles and slides in [-1, 1], random unit quaternions, velocities
+/// in [-1, 1].
+pub fn random_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut qpos = DVector::zeros(model.nq());
+    for joint in model.joints() {
+        let a = joint.qpos_adr();
+        match joint.kind() {
+            JointKind::Hinge | JointKind::Slide => qpos[a] = rng.uniform(-1.0, 1.0),
+            JointKind::Ball | JointKind::Free => {
+                let offset = if joint.kind() == JointKind::Free {
+                    qpos.rows_mut(a, 3).copy_from(&rng.vector(1.0));
+                    3
+                } else {
+                    0
+                };
+                let q = rng.quat();
+                for (k, c) in [q.w, q.x, q.y, q.z].into_iter().enumerate() {
+                    qpos[a + offset + k] = c;
+                }
+            }
+        }
+    }
+    let qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-1.0, 1.0));
+    State::new(qpos, qvel)
+}
+
+pub fn random_vector(n: usize, rng: &mut Rng, scale: f64) -> DVector<f64> {
+    DVector::from_fn(n, |_, _| rng.uniform(-scale, scale))
+}
+
+/// Largest absolute entry.
+pub fn max_abs(x: &[f64]) -> f64 {
+    x.iter().fold(0.0, |m, v| m.max(v.abs()))
+}

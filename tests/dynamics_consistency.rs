@@ -1,0 +1,53 @@
+//! The three dynamics algorithms agree with each other on random trees: ABA (forward), CRBA
+//! with the tree LDLᵀ (mass matrix) and RNEA (inverse).
+
+mod common;
+
+use common::{Rng, TreeShape, max_abs, random_state, random_vector};
+use nalgebra::DVector;
+use phyz::dynamics::{MassFactor, bias_forces, forward_dynamics, forward_kinematics, inverse_dynamics, mass_matrix};
+use phyz::model::Integrator;
+use proptest::prelude::*;
+
+/// Relative tolerance stated by the foundation issue.
+const TOL: f64 = 1e-10;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn aba_crba_rnea_agree(n in 1usize..=12, seed in any::<u64>()) {
+        let mut rng = Rng::new(seed);
+        let model = TreeShape::random(n, &mut rng).model(&mut rng, Integrator::Euler);
+        let state = random_state(&model, &mut rng);
+        let tau = random_vector(model.nv(), &mut rng, 5.0);
+
+        let kin = forward_kinematics(&model, &state.qpos);
+        let qacc = forward_dynamics(&model, &kin, &state.qvel, &tau, None).expect("non-singular");
+        let m = mass_matrix(&model, &kin);
+        let c = bias_forces(&model, &kin, &state.qvel);
+
+        // M is symmetric.
+        prop_assert!(max_abs((&m - m.transpose()).as_slice()) <= TOL * max_abs(m.as_slice()));
+
+        // M·ABA(q, v, τ) = τ − C(q, v)
+        let lhs = &m * &qacc;
+        let rhs = &tau - &c;
+        let scale = max_abs(tau.as_slice()) + max_abs(c.as_slice()) + max_abs(lhs.as_slice());
+        let err = max_abs((&lhs - &rhs).as_slice());
+        prop_assert!(err <= TOL * scale, "M·qacc vs τ − C: {err:e} (scale {scale:e})");
+
+        // RNEA(q, v, ABA(q, v, τ)) = τ
+        let back = inverse_dynamics(&model, &kin, &state.qvel, &qacc);
+        let err = max_abs((&back - &tau).as_slice());
+        prop_assert!(err <= TOL * scale, "RNEA(ABA) vs τ: {err:e} (scale {scale:e})");
+
+        // The tree LDLᵀ solve gives ABA's answer.
+        let factor = MassFactor::new(&model, &m).expect("positive definite");
+        let via_ldl: DVector<f64> = factor.solve(&rhs);
+        let err = max_abs((&via_ldl - &qacc).as_slice());
+        let acc_scale = max_abs(qacc.as_slice()).max(1.0);
+        prop_assert!(err <= TOL * acc_scale, "LDLᵀ vs ABA: {err:e}");
+    }
+}
+
