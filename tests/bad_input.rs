@@ -1,0 +1,74 @@
+//! Bad input is a typed error, never a panic or a NaN.
+
+use nalgebra::{DVector, Matrix3, Vector3};
+use phyz::model::{BodySpec, JointSpec, ModelBuilder};
+use phyz::{ModelError, StepError, step};
+
+fn pendulum_body(mass: f64, inertia: Matrix3<f64>) -> BodySpec {
+    BodySpec { mass, com: Vector3::new(0.0, 0.0, -0.5), inertia, joints: vec![JointSpec::hinge("hinge", Vector3::x())], ..BodySpec::new("arm") }
+}
+
+fn build(body: BodySpec) -> Result<phyz::Model<f64>, ModelError> {
+    let mut builder = ModelBuilder::new();
+    builder.add_body(ModelBuilder::WORLD, body)?;
+    builder.add_actuator(phyz::model::ActuatorSpec::motor("motor", "hinge"));
+    builder.build()
+}
+
+#[test]
+fn non_finite_state_and_control_are_errors() {
+    let model = build(pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
+    let good = model.default_state();
+    let mut bad = good.clone();
+    bad.qpos[0] = f64::NAN;
+    assert_eq!(step(&model, &bad, &[0.0]), Err(StepError::NonFiniteState { what: "qpos", index: 0 }));
+    let mut bad = good.clone();
+    bad.qvel = DVector::from_element(1, f64::INFINITY);
+    assert_eq!(step(&model, &bad, &[0.0]), Err(StepError::NonFiniteState { what: "qvel", index: 0 }));
+    assert_eq!(step(&model, &good, &[f64::NAN]), Err(StepError::NonFiniteControl { index: 0 }));
+    assert_eq!(step(&model, &good, &[]), Err(StepError::Dimension { what: "ctrl", expected: 1, got: 0 }));
+    // A simulator keeps its state when a step fails.
+    let mut sim = phyz::Simulator::new(model);
+    assert!(sim.step(&[f64::NAN]).is_err());
+    assert_eq!(sim.state, good);
+}
+
+#[test]
+fn zero_or_negative_mass_is_an_error() {
+    let zero = build(BodySpec { inertia: Matrix3::zeros(), ..pendulum_body(0.0, Matrix3::zeros()) });
+    assert!(matches!(zero, Err(ModelError::InvalidMass { ref body, .. }) if body == "arm"), "{zero:?}");
+    let negative = build(pendulum_body(-1.0, Matrix3::identity() * 0.1));
+    assert!(matches!(negative, Err(ModelError::InvalidMass { mass, .. }) if mass == -1.0), "{negative:?}");
+}
+
+#[test]
+fn non_positive_definite_inertia_is_an_error() {
+    let indefinite = Matrix3::from_diagonal(&Vector3::new(0.1, 0.1, -0.05));
+    assert!(matches!(build(pendulum_body(1.0, indefinite)), Err(ModelError::InvalidInertia { .. })));
+    let singular = Matrix3::from_diagonal(&Vector3::new(0.1, 0.1, 0.0));
+    assert!(matches!(build(pendulum_body(1.0, singular)), Err(ModelError::InvalidInertia { .. })));
+    // Positive eigenvalues that no rigid body can have (1 + 1 < 3).
+    let impossible = Matrix3::from_diagonal(&Vector3::new(1.0, 1.0, 3.0));
+    assert!(matches!(build(pendulum_body(1.0, impossible)), Err(ModelError::InvalidInertia { .. })));
+    let asymmetric = Matrix3::new(0.1, 0.02, 0.0, 0.0, 0.1, 0.0, 0.0, 0.0, 0.1);
+    assert!(matches!(build(pendulum_body(1.0, asymmetric)), Err(ModelError::InvalidInertia { .. })));
+}
+
+#[test]
+fn singular_articulation_is_an_error_at_step() {
+    // Parameters changed after building (as an optimizer may do) can leave a joint moving no
+    // inertia: the step refuses rather than dividing by zero.
+    let mut model = build(pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
+    model.bodies_mut()[1].inertia = phyz::math::SpatialInertia::zero();
+    let result = step(&model, &model.default_state(), &[0.0]);
+    assert_eq!(result, Err(StepError::SingularMass { body: "arm".into() }));
+}
+
+#[test]
+fn misplaced_free_joint_is_an_error() {
+    let mut builder = ModelBuilder::new();
+    let parent = builder.add_body(ModelBuilder::WORLD, pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
+    let floating = BodySpec { mass: 1.0, inertia: Matrix3::identity() * 0.1, joints: vec![JointSpec::free("free")], ..BodySpec::new("floating") };
+    builder.add_body(parent, floating).expect("valid parent");
+    assert!(matches!(builder.build(), Err(ModelError::InvalidJoint { ref joint, .. }) if joint == "free"));
+}

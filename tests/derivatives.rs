@@ -1,0 +1,124 @@
+//! Forward-mode derivatives against independent methods: central finite differences, and one
+//! `DualSVec64<N>` pass against N `Dual64` passes.
+
+mod common;
+
+use common::{Rng, TreeShape, max_abs, random_state};
+use nalgebra::DMatrix;
+use phyz::dual::{Seed, jvp, jvp_lanes, step_jacobians};
+use phyz::dynamics::{difference_position, integrate_position};
+use phyz::model::Integrator;
+use phyz::{Model, State, step};
+use proptest::prelude::*;
+
+/// Central finite differences of one step in tangent coordinates, column by column.
+fn finite_difference_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], eps: f64) -> (DMatrix<f64>, DMatrix<f64>) {
+    let (nv, nu) = (model.nv(), model.nu());
+    let mut jac = DMatrix::zeros(2 * nv, 2 * nv + nu);
+    let reference = step(model, state, ctrl).expect("step");
+    for column in 0..2 * nv + nu {
+        let perturbed = |sign: f64| {
+            let mut s = state.clone();
+            let mut u = ctrl.to_vec();
+            match column {
+                c if c < nv => {
+                    let mut delta = nalgebra::DVector::zeros(nv);
+                    delta[c] = sign * eps;
+                    s.qpos = integrate_position(model, &state.qpos, &delta, 1.0);
+                }
+                c if c < 2 * nv => s.qvel[c - nv] += sign * eps,
+                c => u[c - 2 * nv] += sign * eps,
+            }
+            step(model, &s, &u).expect("step")
+        };
+        let (plus, minus) = (perturbed(1.0), perturbed(-1.0));
+        let dq = (difference_position(model, &plus.qpos, &reference.qpos) - difference_position(model, &minus.qpos, &reference.qpos)) / (2.0 * eps);
+        let dv = (plus.qvel - minus.qvel) / (2.0 * eps);
+        jac.view_mut((0, column), (nv, 1)).copy_from(&dq);
+        jac.view_mut((nv, column), (nv, 1)).copy_from(&dv);
+    }
+    (jac.columns(0, 2 * nv).into_owned(), jac.columns(2 * nv, nu).into_owned())
+}
+
+/// Relative tolerance of dual Jacobians against central differences (stated by the issue).
+const FD_TOL: f64 = 1e-6;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn step_jacobians_match_central_differences(n in 1usize..=6, seed in any::<u64>(), rk4 in any::<bool>()) {
+        let mut rng = Rng::new(seed);
+        let integrator = if rk4 { Integrator::Rk4 } else { Integrator::Euler };
+        let model = TreeShape::random(n, &mut rng).model(&mut rng, integrator);
+        let state = random_state(&model, &mut rng);
+        let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+
+        let exact = step_jacobians(&model, &state, &ctrl).expect("jacobians");
+        let (a_fd, b_fd) = finite_difference_jacobians(&model, &state, &ctrl, 1e-6);
+        let scale = max_abs(exact.a.as_slice()).max(max_abs(exact.b.as_slice()));
+        let err_a = max_abs((&exact.a - &a_fd).as_slice());
+        let err_b = max_abs((&exact.b - &b_fd).as_slice());
+        prop_assert!(err_a <= FD_TOL * scale, "A: {err_a:e} vs scale {scale:e}");
+        prop_assert!(err_b <= FD_TOL * scale, "B: {err_b:e} vs scale {scale:e}");
+        // The dual pass reaches the same state as the plain f64 step.
+        let plain = step(&model, &state, &ctrl).expect("step");
+        prop_assert!(max_abs((&exact.next.qvel - &plain.qvel).as_slice()) <= 1e-12 * max_abs(plain.qvel.as_slice()).max(1.0));
+    }
+
+    #[test]
+    fn vector_lanes_equal_single_direction_passes(n in 1usize..=8, seed in any::<u64>()) {
+        let mut rng = Rng::new(seed);
+        let model = TreeShape::random(n, &mut rng).model(&mut rng, Integrator::Rk4);
+        let state = random_state(&model, &mut rng);
+        let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let params = model.parameters().len();
+        // Four random directions through state, control and model parameters at once.
+        let seeds: Vec<Seed> = (0..4)
+            .map(|_| Seed {
+                qpos: common::random_vector(model.nv(), &mut rng, 1.0),
+                qvel: common::random_vector(model.nv(), &mut rng, 1.0),
+                ctrl: common::random_vector(model.nu(), &mut rng, 1.0),
+                params: Some((0..params).map(|_| rng.uniform(-0.01, 0.01)).collect()),
+            })
+            .collect();
+        let (_, together) = jvp_lanes::<4>(&model, &state, &ctrl, &seeds).expect("vector pass");
+        for (seed, lane) in seeds.iter().zip(&together) {
+            let (_, alone) = jvp(&model, &state, &ctrl, seed).expect("single pass");
+            let scale = max_abs(alone.qpos.as_slice()).max(max_abs(alone.qvel.as_slice())).max(1.0);
+            prop_assert!(max_abs((&lane.qpos - &alone.qpos).as_slice()) <= 1e-14 * scale);
+            prop_assert!(max_abs((&lane.qvel - &alone.qvel).as_slice()) <= 1e-14 * scale);
+        }
+    }
+}
+
+#[test]
+fn parameter_derivative_matches_finite_difference() {
+    // d(next state)/d(mass of one body), against a central difference on the f64 model.
+    let mut rng = Rng::new(7);
+    let model = TreeShape::random(5, &mut rng).model(&mut rng, Integrator::Rk4);
+    let state = random_state(&model, &mut rng);
+    let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let params = model.parameters();
+    // The index of body 2's mass: perturb it alone through with_parameters.
+    let mut probe = model.clone();
+    probe.bodies_mut()[2].inertia.mass += 1.0;
+    let index = probe.parameters().iter().zip(&params).position(|(a, b)| a != b).expect("mass is a parameter");
+    let mut direction = vec![0.0; params.len()];
+    direction[index] = 1.0;
+    let seed = Seed { params: Some(direction), ..Seed::zeros(&model) };
+    let (_, tangent) = jvp(&model, &state, &ctrl, &seed).expect("jvp");
+
+    let eps = 1e-6;
+    let shifted = |delta: f64| {
+        let mut values = params.clone();
+        values[index] += delta;
+        step(&model.with_parameters(&values).expect("same length"), &state, &ctrl).expect("step")
+    };
+    let (plus, minus) = (shifted(eps), shifted(-eps));
+    let fd = (plus.qvel - minus.qvel) / (2.0 * eps);
+    let scale = max_abs(fd.as_slice()).max(1e-3);
+    let err = max_abs((&tangent.qvel - &fd).as_slice());
+    assert!(err <= FD_TOL * scale, "mass derivative: {err:e} vs {scale:e}");
+    assert!(max_abs(tangent.qvel.as_slice()) > 0.0, "the mass matters to the step");
+}
