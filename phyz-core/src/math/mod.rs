@@ -10,7 +10,7 @@ mod spatial;
 
 pub use inertia::SpatialInertia;
 pub use pose::Pose;
-pub use quat::Quat;
+pub use quat::{Quat, dexp_inv};
 pub use spatial::{Force, Motion};
 
 use nalgebra::{Matrix3, Vector3};

@@ -47,6 +47,10 @@ impl Scalar for Dual64 {
         num_traits::Signed::abs(&self)
     }
     #[inline]
+    fn floor(self) -> Self {
+        Dual64::from_re(self.re.floor())
+    }
+    #[inline]
     fn powi(self, n: i32) -> Self {
         DualNum::powi(&self, n)
     }
@@ -123,6 +127,10 @@ impl<const N: usize> Scalar for DualSVec64<N> {
     #[inline]
     fn abs(self) -> Self {
         num_traits::Signed::abs(&self)
+    }
+    #[inline]
+    fn floor(self) -> Self {
+        DualSVec64::from_re(self.re.floor())
     }
     #[inline]
     fn powi(self, n: i32) -> Self {

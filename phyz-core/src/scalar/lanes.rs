@@ -140,7 +140,7 @@ impl<const N: usize> Scalar for Lanes<N> {
         Lanes([value; N])
     }
 
-    lane_unary!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh, abs);
+    lane_unary!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh, abs, floor);
 
     #[inline]
     fn atan2(self, x: Self) -> Self {

@@ -95,6 +95,8 @@ pub trait Scalar:
     fn ln(self) -> Self;
     fn tanh(self) -> Self;
     fn abs(self) -> Self;
+    /// Largest integer not above `self` (derivative zero between the jumps).
+    fn floor(self) -> Self;
     fn powi(self, n: i32) -> Self;
     fn powf(self, n: Self) -> Self;
 
@@ -225,6 +227,10 @@ impl Scalar for f64 {
     #[inline]
     fn abs(self) -> Self {
         f64::abs(self)
+    }
+    #[inline]
+    fn floor(self) -> Self {
+        f64::floor(self)
     }
     #[inline]
     fn powi(self, n: i32) -> Self {
