@@ -17,74 +17,75 @@ fn powf_parts(x: f64, n: f64, dx: f64, dn: f64) -> (f64, f64) {
     (value, from_base + from_exponent)
 }
 
-macro_rules! dual_elementary {
+/// The methods both dual types implement the same way: elementary functions from num-dual,
+/// comparisons and selection on the real part, one batch lane.
+macro_rules! dual_common {
     ($($name:ident),*) => {
+        type Mask = bool;
+
+        #[inline]
+        fn from_f64(value: f64) -> Self {
+            Self::from_re(value)
+        }
         $(
             #[inline]
             fn $name(self) -> Self {
                 DualNum::$name(&self)
             }
         )*
+        #[inline]
+        fn atan2(self, x: Self) -> Self {
+            DualNum::atan2(&self, x)
+        }
+        #[inline]
+        fn abs(self) -> Self {
+            num_traits::Signed::abs(&self)
+        }
+        #[inline]
+        fn floor(self) -> Self {
+            Self::from_re(self.re.floor())
+        }
+        #[inline]
+        fn powi(self, n: i32) -> Self {
+            DualNum::powi(&self, n)
+        }
+        #[inline]
+        fn sin_cos(self) -> (Self, Self) {
+            DualNum::sin_cos(&self)
+        }
+        #[inline]
+        fn less(self, other: Self) -> bool {
+            self.re < other.re
+        }
+        #[inline]
+        fn less_eq(self, other: Self) -> bool {
+            self.re <= other.re
+        }
+        #[inline]
+        fn select(mask: bool, if_true: Self, if_false: Self) -> Self {
+            if mask { if_true } else { if_false }
+        }
+        #[inline]
+        fn lanes(&self) -> usize {
+            1
+        }
+        #[inline]
+        fn lane(&self, _lane: usize) -> f64 {
+            self.re
+        }
+        fn from_lanes(reals: &[f64]) -> Self {
+            assert_eq!(reals.len(), 1, "a dual number holds exactly one lane");
+            Self::from_re(reals[0])
+        }
     };
 }
 
 impl Scalar for Dual64 {
-    type Mask = bool;
+    dual_common!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
 
-    #[inline]
-    fn from_f64(value: f64) -> Self {
-        Dual64::from_re(value)
-    }
-
-    dual_elementary!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
-
-    #[inline]
-    fn atan2(self, x: Self) -> Self {
-        DualNum::atan2(&self, x)
-    }
-    #[inline]
-    fn abs(self) -> Self {
-        num_traits::Signed::abs(&self)
-    }
-    #[inline]
-    fn floor(self) -> Self {
-        Dual64::from_re(self.re.floor())
-    }
-    #[inline]
-    fn powi(self, n: i32) -> Self {
-        DualNum::powi(&self, n)
-    }
     fn powf(self, n: Self) -> Self {
         let (re, eps) = powf_parts(self.re, n.re, self.eps, n.eps);
         Dual64::new(re, eps)
-    }
-    #[inline]
-    fn sin_cos(self) -> (Self, Self) {
-        DualNum::sin_cos(&self)
-    }
-    #[inline]
-    fn less(self, other: Self) -> bool {
-        self.re < other.re
-    }
-    #[inline]
-    fn less_eq(self, other: Self) -> bool {
-        self.re <= other.re
-    }
-    #[inline]
-    fn select(mask: bool, if_true: Self, if_false: Self) -> Self {
-        if mask { if_true } else { if_false }
-    }
-    #[inline]
-    fn lanes(&self) -> usize {
-        1
-    }
-    #[inline]
-    fn lane(&self, _lane: usize) -> f64 {
-        self.re
-    }
-    fn from_lanes(reals: &[f64]) -> Self {
-        assert_eq!(reals.len(), 1, "Dual64 holds exactly one lane");
-        Dual64::from_re(reals[0])
     }
     #[inline]
     fn tangent_dim() -> usize {
@@ -111,64 +112,13 @@ fn tangents<const N: usize>(x: &DualSVec64<N>) -> SVector<f64, N> {
 }
 
 impl<const N: usize> Scalar for DualSVec64<N> {
-    type Mask = bool;
+    dual_common!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
 
-    #[inline]
-    fn from_f64(value: f64) -> Self {
-        DualSVec64::from_re(value)
-    }
-
-    dual_elementary!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
-
-    #[inline]
-    fn atan2(self, x: Self) -> Self {
-        DualNum::atan2(&self, x)
-    }
-    #[inline]
-    fn abs(self) -> Self {
-        num_traits::Signed::abs(&self)
-    }
-    #[inline]
-    fn floor(self) -> Self {
-        DualSVec64::from_re(self.re.floor())
-    }
-    #[inline]
-    fn powi(self, n: i32) -> Self {
-        DualNum::powi(&self, n)
-    }
     fn powf(self, n: Self) -> Self {
         let (dx, dn) = (tangents(&self), tangents(&n));
         let value = self.re.powf(n.re);
         let eps = SVector::from_fn(|k, _| powf_parts(self.re, n.re, dx[k], dn[k]).1);
         DualSVec64::new(value, Derivative::some(eps))
-    }
-    #[inline]
-    fn sin_cos(self) -> (Self, Self) {
-        DualNum::sin_cos(&self)
-    }
-    #[inline]
-    fn less(self, other: Self) -> bool {
-        self.re < other.re
-    }
-    #[inline]
-    fn less_eq(self, other: Self) -> bool {
-        self.re <= other.re
-    }
-    #[inline]
-    fn select(mask: bool, if_true: Self, if_false: Self) -> Self {
-        if mask { if_true } else { if_false }
-    }
-    #[inline]
-    fn lanes(&self) -> usize {
-        1
-    }
-    #[inline]
-    fn lane(&self, _lane: usize) -> f64 {
-        self.re
-    }
-    fn from_lanes(reals: &[f64]) -> Self {
-        assert_eq!(reals.len(), 1, "DualSVec64 holds exactly one lane");
-        DualSVec64::from_re(reals[0])
     }
     #[inline]
     fn tangent_dim() -> usize {
