@@ -12,7 +12,8 @@ use std::hint::black_box;
 type Dual8 = DualSVec64<8>;
 
 fn fixtures() -> Vec<(String, Model<f64>)> {
-    let mut out: Vec<(String, Model<f64>)> = [1, 8, 32].into_iter().map(|n| (format!("chain{n}"), scenes::hinge_chain(n).expect("valid"))).collect();
+    let mut out: Vec<(String, Model<f64>)> =
+        [1, 8, 32].into_iter().map(|n| (format!("chain{n}"), scenes::hinge_chain(n).expect("valid"))).collect();
     out.push(("quadruped14".into(), scenes::floating_quadruped().expect("valid")));
     out
 }
@@ -42,12 +43,16 @@ fn seeded(state: &State<f64>) -> State<Dual8> {
 fn bench_scalar<S: Scalar>(c: &mut Criterion, label: &str, name: &str, model: &Model<S>, state: &State<S>) {
     let ctrl = vec![S::zero(); model.nu()];
     let tau: DVector<S> = passive_forces(model, &state.qpos, &state.qvel);
-    c.bench_function(&format!("fk/{name}/{label}"), |b| b.iter(|| forward_kinematics(black_box(model), black_box(&state.qpos))));
+    c.bench_function(&format!("fk/{name}/{label}"), |b| {
+        b.iter(|| forward_kinematics(black_box(model), black_box(&state.qpos)))
+    });
     let kin = forward_kinematics(model, &state.qpos);
     c.bench_function(&format!("aba/{name}/{label}"), |b| {
         b.iter(|| forward_dynamics(black_box(model), black_box(&kin), black_box(&state.qvel), black_box(&tau), None))
     });
-    c.bench_function(&format!("step/{name}/{label}"), |b| b.iter(|| step(black_box(model), black_box(state), black_box(&ctrl))));
+    c.bench_function(&format!("step/{name}/{label}"), |b| {
+        b.iter(|| step(black_box(model), black_box(state), black_box(&ctrl)))
+    });
 }
 
 fn dynamics(c: &mut Criterion) {

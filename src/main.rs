@@ -39,7 +39,8 @@ enum IntegratorArg {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Demo { seconds: 10.0, integrator: IntegratorArg::Rk4, timestep: 1e-3 });
+    let command =
+        cli.command.unwrap_or(Command::Demo { seconds: 10.0, integrator: IntegratorArg::Rk4, timestep: 1e-3 });
     let result = match command {
         Command::Demo { seconds, integrator, timestep } => demo(seconds, integrator, timestep),
     };
@@ -70,7 +71,14 @@ fn demo(seconds: f64, integrator: IntegratorArg, timestep: f64) -> Result<(), Bo
     let steps = (seconds / timestep).round() as usize;
     let ctrl = vec![0.0; model.nu()];
     let e0 = energy(&model, &state);
-    println!("double pendulum: {} bodies, nq {}, nv {}, {:?}, dt {} s", model.bodies().len() - 1, model.nq(), model.nv(), model.integrator, timestep);
+    println!(
+        "double pendulum: {} bodies, nq {}, nv {}, {:?}, dt {} s",
+        model.bodies().len() - 1,
+        model.nq(),
+        model.nv(),
+        model.integrator,
+        timestep
+    );
     println!("{:>8} {:>12} {:>12} {:>12} {:>12} {:>14}", "time", "q0", "q1", "v0", "v1", "energy drift");
     let report_every = (steps / 10).max(1);
     let (mut max_drift, mut max_speed) = (0.0_f64, 0.0_f64);
@@ -81,11 +89,17 @@ fn demo(seconds: f64, integrator: IntegratorArg, timestep: f64) -> Result<(), Bo
         max_drift = max_drift.max(drift.abs());
         max_speed = max_speed.max(state.qvel.amax());
         if i % report_every == 0 || i == steps {
-            println!("{:>8.3} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>14.3e}", state.time, state.qpos[0], state.qpos[1], state.qvel[0], state.qvel[1], drift);
+            println!(
+                "{:>8.3} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>14.3e}",
+                state.time, state.qpos[0], state.qpos[1], state.qvel[0], state.qvel[1], drift
+            );
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    println!("{steps} steps in {elapsed:.3} s ({:.0} steps/s, energy evaluated every step)", steps as f64 / elapsed.max(1e-12));
+    println!(
+        "{steps} steps in {elapsed:.3} s ({:.0} steps/s, energy evaluated every step)",
+        steps as f64 / elapsed.max(1e-12)
+    );
     println!("energy {e0:.9} J at start; largest drift {max_drift:.3e} J; fastest joint {max_speed:.3} rad/s");
     Ok(())
 }

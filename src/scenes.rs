@@ -33,7 +33,10 @@ pub fn hinge_chain(links: usize) -> Result<Model<f64>, ModelError> {
     for i in 0..links {
         let offset = if i == 0 { Vector3::zeros() } else { Vector3::new(0.0, 0.0, -0.5) };
         parent = builder.add_body(parent, rod(format!("link{i}"), offset, Vector3::y(), 0.5, 0.0))?;
-        builder.add_actuator(ActuatorSpec { ctrl_range: Some([-1.0, 1.0]), ..ActuatorSpec::motor(format!("motor{i}"), format!("link{i}_hinge")) });
+        builder.add_actuator(ActuatorSpec {
+            ctrl_range: Some([-1.0, 1.0]),
+            ..ActuatorSpec::motor(format!("motor{i}"), format!("link{i}_hinge"))
+        });
     }
     builder.build()
 }
@@ -60,7 +63,8 @@ pub fn floating_quadruped() -> Result<Model<f64>, ModelError> {
     };
     let torso = builder.add_body(ModelBuilder::WORLD, torso)?;
     for (k, (x, y)) in [(0.3, 0.15), (0.3, -0.15), (-0.3, 0.15), (-0.3, -0.15)].into_iter().enumerate() {
-        let thigh = builder.add_body(torso, rod(format!("thigh{k}"), Vector3::new(x, y, 0.0), Vector3::y(), 0.25, 0.1))?;
+        let thigh =
+            builder.add_body(torso, rod(format!("thigh{k}"), Vector3::new(x, y, 0.0), Vector3::y(), 0.25, 0.1))?;
         builder.add_body(thigh, rod(format!("shin{k}"), Vector3::new(0.0, 0.0, -0.25), Vector3::y(), 0.25, 0.1))?;
         for part in ["thigh", "shin"] {
             builder.add_actuator(ActuatorSpec::motor(format!("{part}{k}_motor"), format!("{part}{k}_hinge")));

@@ -5,7 +5,13 @@ use phyz::model::{BodySpec, JointSpec, ModelBuilder};
 use phyz::{ModelError, StepError, step};
 
 fn pendulum_body(mass: f64, inertia: Matrix3<f64>) -> BodySpec {
-    BodySpec { mass, com: Vector3::new(0.0, 0.0, -0.5), inertia, joints: vec![JointSpec::hinge("hinge", Vector3::x())], ..BodySpec::new("arm") }
+    BodySpec {
+        mass,
+        com: Vector3::new(0.0, 0.0, -0.5),
+        inertia,
+        joints: vec![JointSpec::hinge("hinge", Vector3::x())],
+        ..BodySpec::new("arm")
+    }
 }
 
 fn build(body: BodySpec) -> Result<phyz::Model<f64>, ModelError> {
@@ -68,7 +74,12 @@ fn singular_articulation_is_an_error_at_step() {
 fn misplaced_free_joint_is_an_error() {
     let mut builder = ModelBuilder::new();
     let parent = builder.add_body(ModelBuilder::WORLD, pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
-    let floating = BodySpec { mass: 1.0, inertia: Matrix3::identity() * 0.1, joints: vec![JointSpec::free("free")], ..BodySpec::new("floating") };
+    let floating = BodySpec {
+        mass: 1.0,
+        inertia: Matrix3::identity() * 0.1,
+        joints: vec![JointSpec::free("free")],
+        ..BodySpec::new("floating")
+    };
     builder.add_body(parent, floating).expect("valid parent");
     assert!(matches!(builder.build(), Err(ModelError::InvalidJoint { ref joint, .. }) if joint == "free"));
 }

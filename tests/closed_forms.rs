@@ -182,7 +182,12 @@ fn thrown_body(integrator: Integrator) -> (Model<f64>, State<f64>) {
 fn free_fall_follows_the_parabola() {
     for integrator in [Integrator::Rk4, Integrator::Euler] {
         let (model, mut state) = thrown_body(integrator);
-        let (x0, v0, g, h) = (state.qpos.fixed_rows::<3>(0).into_owned(), state.qvel.fixed_rows::<3>(0).into_owned(), model.gravity, model.timestep);
+        let (x0, v0, g, h) = (
+            state.qpos.fixed_rows::<3>(0).into_owned(),
+            state.qvel.fixed_rows::<3>(0).into_owned(),
+            model.gravity,
+            model.timestep,
+        );
         let steps = 1000;
         for _ in 0..steps {
             state = step(&model, &state, &[]).expect("step");

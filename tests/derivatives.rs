@@ -12,7 +12,12 @@ use phyz::{Model, State, step};
 use proptest::prelude::*;
 
 /// Central finite differences of one step in tangent coordinates, column by column.
-fn finite_difference_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], eps: f64) -> (DMatrix<f64>, DMatrix<f64>) {
+fn finite_difference_jacobians(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    eps: f64,
+) -> (DMatrix<f64>, DMatrix<f64>) {
     let (nv, nu) = (model.nv(), model.nu());
     let mut jac = DMatrix::zeros(2 * nv, 2 * nv + nu);
     let reference = step(model, state, ctrl).expect("step");
@@ -32,7 +37,9 @@ fn finite_difference_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f
             step(model, &s, &u).expect("step")
         };
         let (plus, minus) = (perturbed(1.0), perturbed(-1.0));
-        let dq = (difference_position(model, &plus.qpos, &reference.qpos) - difference_position(model, &minus.qpos, &reference.qpos)) / (2.0 * eps);
+        let dq = (difference_position(model, &plus.qpos, &reference.qpos)
+            - difference_position(model, &minus.qpos, &reference.qpos))
+            / (2.0 * eps);
         let dv = (plus.qvel - minus.qvel) / (2.0 * eps);
         jac.view_mut((0, column), (nv, 1)).copy_from(&dq);
         jac.view_mut((nv, column), (nv, 1)).copy_from(&dv);

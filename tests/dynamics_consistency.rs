@@ -50,4 +50,3 @@ proptest! {
         prop_assert!(err <= TOL * acc_scale, "LDLᵀ vs ABA: {err:e}");
     }
 }
-

@@ -10,7 +10,8 @@ fn slider(joint: JointSpec, motor: Option<ActuatorSpec>, integrator: Integrator)
     builder.gravity = Vector3::zeros();
     builder.integrator = integrator;
     builder.timestep = 0.01;
-    let block = BodySpec { mass: 2.0, inertia: Matrix3::identity() * 0.1, joints: vec![joint], ..BodySpec::new("block") };
+    let block =
+        BodySpec { mass: 2.0, inertia: Matrix3::identity() * 0.1, joints: vec![joint], ..BodySpec::new("block") };
     builder.add_body(ModelBuilder::WORLD, block).expect("valid");
     if let Some(m) = motor {
         builder.add_actuator(m);

@@ -23,12 +23,21 @@ pub struct Seed {
 impl Seed {
     /// The zero direction for `model`.
     pub fn zeros(model: &Model<f64>) -> Self {
-        Seed { qpos: DVector::zeros(model.nv()), qvel: DVector::zeros(model.nv()), ctrl: DVector::zeros(model.nu()), params: None }
+        Seed {
+            qpos: DVector::zeros(model.nv()),
+            qvel: DVector::zeros(model.nv()),
+            ctrl: DVector::zeros(model.nu()),
+            params: None,
+        }
     }
 
     fn check(&self, model: &Model<f64>) -> Result<(), DualError> {
         let params = self.params.as_ref().map(|p| (p.len(), model.parameters().len()));
-        let dims = [("qpos", model.nv(), self.qpos.len()), ("qvel", model.nv(), self.qvel.len()), ("ctrl", model.nu(), self.ctrl.len())];
+        let dims = [
+            ("qpos", model.nv(), self.qpos.len()),
+            ("qvel", model.nv(), self.qvel.len()),
+            ("ctrl", model.nu(), self.ctrl.len()),
+        ];
         for (what, expected, got) in dims.into_iter().chain(params.map(|(got, expected)| ("params", expected, got))) {
             if expected != got {
                 return Err(DualError::SeedDimension { what, expected, got });
@@ -58,7 +67,12 @@ fn lift<D: Scalar>(value: f64, tangents: impl Iterator<Item = f64>) -> D {
 
 /// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`; returns the real
 /// next state and the next state's tangent along each seed.
-fn push_forward<D: Scalar>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seeds: &[Seed]) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
+fn push_forward<D: Scalar>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    seeds: &[Seed],
+) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
     if seeds.len() > D::tangent_dim() {
         return Err(DualError::TooManySeeds { seeds: seeds.len(), directions: D::tangent_dim() });
     }
@@ -93,7 +107,12 @@ fn push_forward<D: Scalar>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64],
 }
 
 /// The next state and its directional derivative along `seed` (one `Dual64` pass).
-pub fn jvp(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seed: &Seed) -> Result<(State<f64>, StateTangent), DualError> {
+pub fn jvp(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    seed: &Seed,
+) -> Result<(State<f64>, StateTangent), DualError> {
     let (next, mut tangents) = push_forward::<Dual64>(model, state, ctrl, std::slice::from_ref(seed))?;
     let tangent = tangents.pop().ok_or(DualError::TooManySeeds { seeds: 1, directions: 0 })?;
     Ok((next, tangent))
@@ -101,7 +120,12 @@ pub fn jvp(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seed: &Seed) ->
 
 /// The next state and its directional derivatives along up to `N` seeds in one `DualSVec64<N>`
 /// pass.
-pub fn jvp_lanes<const N: usize>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], seeds: &[Seed]) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
+pub fn jvp_lanes<const N: usize>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    seeds: &[Seed],
+) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
     push_forward::<DualSVec64<N>>(model, state, ctrl, seeds)
 }
 
@@ -121,7 +145,11 @@ pub fn step_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> R
 }
 
 /// Step Jacobians computed `N` columns per `DualSVec64<N>` pass (`⌈(2nv + nu) / N⌉` passes).
-pub fn step_jacobians_lanes<const N: usize>(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Result<StepJacobians, DualError> {
+pub fn step_jacobians_lanes<const N: usize>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+) -> Result<StepJacobians, DualError> {
     let (nv, nu) = (model.nv(), model.nu());
     let columns = 2 * nv + nu;
     let unit = |column: usize| {

@@ -63,7 +63,14 @@ impl TreeShape {
     /// `n` bodies; every kind of joint shows up across bodies (the kinds cycle from a random
     /// start), free joints only on children of the world.
     pub fn random(n: usize, rng: &mut Rng) -> Self {
-        let kinds = [Mobility::One(JointKind::Hinge), Mobility::One(JointKind::Slide), Mobility::One(JointKind::Ball), Mobility::Chain, Mobility::Weld, Mobility::Free];
+        let kinds = [
+            Mobility::One(JointKind::Hinge),
+            Mobility::One(JointKind::Slide),
+            Mobility::One(JointKind::Ball),
+            Mobility::Chain,
+            Mobility::Weld,
+            Mobility::Free,
+        ];
         let start = rng.index(kinds.len());
         let mut bodies = Vec::new();
         for i in 0..n {
@@ -79,7 +86,8 @@ impl TreeShape {
                 // Several joints on one body; at most one ball, since two balls on one body
                 // have a redundant spin about the line through their anchors.
                 Mobility::Chain => {
-                    let mut chain: Vec<JointKind> = (0..2 + rng.index(2)).map(|_| [JointKind::Hinge, JointKind::Slide][rng.index(2)]).collect();
+                    let mut chain: Vec<JointKind> =
+                        (0..2 + rng.index(2)).map(|_| [JointKind::Hinge, JointKind::Slide][rng.index(2)]).collect();
                     if rng.index(2) == 0 {
                         let at = rng.index(chain.len());
                         chain[at] = JointKind::Ball;

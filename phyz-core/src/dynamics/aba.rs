@@ -3,11 +3,11 @@
 use nalgebra::{DVector, Matrix3, Matrix6, Vector6};
 
 use super::kinematics::{Kinematics, dofs, link_inertia, subspace};
+use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{Force, Motion};
 use crate::model::Model;
 use crate::model::tree::LinkJoint;
-use crate::Scalar;
 
 /// The joint accelerations produced by the generalized forces `tau` at velocity `qvel` under
 /// gravity: `M(q)⁻¹ (tau − C(q, qvel))`, with `M` including armature plus `extra_diagonal` (per
@@ -64,7 +64,8 @@ pub fn forward_dynamics<S: Scalar>(
                 }
                 d[(k, k)] += armature + extra_diagonal.map_or_else(S::zero, |e| e[link.dof_adr + k]);
             }
-            d_inv[i] = inverse_spd(&d, nd).ok_or_else(|| StepError::SingularMass { body: model.bodies()[link.body].name.clone() })?;
+            d_inv[i] = inverse_spd(&d, nd)
+                .ok_or_else(|| StepError::SingularMass { body: model.bodies()[link.body].name.clone() })?;
             for k in 0..nd {
                 for l in 0..nd {
                     let w = d_inv[i][(k, l)];
@@ -90,7 +91,8 @@ pub fn forward_dynamics<S: Scalar>(
         let s = subspace(model, link);
         let cols = s.cols();
         let av = a.to_vector();
-        let rhs: [S; 3] = std::array::from_fn(|k| if k < cols.len() { u_res[i][k] - u_cols[i][k].dot(&av) } else { S::zero() });
+        let rhs: [S; 3] =
+            std::array::from_fn(|k| if k < cols.len() { u_res[i][k] - u_cols[i][k].dot(&av) } else { S::zero() });
         for k in 0..cols.len() {
             let qdd = (0..cols.len()).fold(S::zero(), |sum, l| sum + d_inv[i][(k, l)] * rhs[l]);
             qacc[link.dof_adr + k] = qdd;
@@ -149,7 +151,8 @@ pub(crate) fn inverse_spd<S: Scalar>(m: &Matrix3<S>, n: usize) -> Option<Matrix3
 }
 
 fn determinant3<S: Scalar>(m: &Matrix3<S>) -> S {
-    m[(0, 0)] * (m[(1, 1)] * m[(2, 2)] - m[(1, 2)] * m[(2, 1)]) - m[(0, 1)] * (m[(1, 0)] * m[(2, 2)] - m[(1, 2)] * m[(2, 0)])
+    m[(0, 0)] * (m[(1, 1)] * m[(2, 2)] - m[(1, 2)] * m[(2, 1)])
+        - m[(0, 1)] * (m[(1, 0)] * m[(2, 2)] - m[(1, 2)] * m[(2, 0)])
         + m[(0, 2)] * (m[(1, 0)] * m[(2, 1)] - m[(1, 1)] * m[(2, 0)])
 }
 
@@ -164,7 +167,11 @@ mod tests {
         let inv = inverse_spd(&m, 3).expect("positive definite");
         assert_relative_eq!(inv * m, Matrix3::identity(), epsilon = 1e-14);
         let inv2 = inverse_spd(&m, 2).expect("positive definite");
-        assert_relative_eq!((inv2 * m).fixed_view::<2, 2>(0, 0).into_owned(), nalgebra::Matrix2::identity(), epsilon = 1e-14);
+        assert_relative_eq!(
+            (inv2 * m).fixed_view::<2, 2>(0, 0).into_owned(),
+            nalgebra::Matrix2::identity(),
+            epsilon = 1e-14
+        );
         assert!(inverse_spd(&Matrix3::new(1.0, 2.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, 1.0), 3).is_none());
         assert!(inverse_spd(&Matrix3::<f64>::zeros(), 1).is_none());
     }

@@ -2,8 +2,8 @@
 
 use nalgebra::DVector;
 
-use crate::model::Model;
 use crate::Scalar;
+use crate::model::Model;
 
 /// Generalized forces of the actuators under `ctrl` (one entry per actuator), with controls and
 /// forces clamped to their ranges (MuJoCo's `qfrc_actuator`).

@@ -3,8 +3,8 @@
 use nalgebra::DMatrix;
 
 use super::kinematics::{Kinematics, link_inertia, subspace};
-use crate::model::Model;
 use crate::Scalar;
+use crate::model::Model;
 
 /// The joint-space mass matrix `M(q)`, armature included on the diagonal.
 pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<S> {

@@ -3,15 +3,16 @@
 use nalgebra::DVector;
 
 use super::kinematics::{Kinematics, link_inertia, link_velocities};
+use crate::Scalar;
 use crate::math::Force;
 use crate::model::{JointKind, Model};
-use crate::Scalar;
 
 /// Kinetic energy `½ q̇ᵀ M q̇` (armature included).
 pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
     let vel = link_velocities(model, kin, qvel);
     let links = &model.tree().links;
-    let bodies = links.iter().zip(&vel).fold(S::zero(), |e, (link, v)| e + v.dot(&link_inertia(model, link).mul_motion(v)));
+    let bodies =
+        links.iter().zip(&vel).fold(S::zero(), |e, (link, v)| e + v.dot(&link_inertia(model, link).mul_motion(v)));
     let rotors = model.joints().iter().fold(S::zero(), |e, joint| {
         let adr = joint.dof_adr();
         (adr..adr + joint.kind().nv()).fold(e, |e, d| e + joint.armature * qvel[d] * qvel[d])
@@ -22,7 +23,8 @@ pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &D
 /// Potential energy of gravity (zero at the world origin) and of hinge and slide springs.
 pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
     let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
-        let moment = kin.body_pose(model, b).rot * body.inertia.first_moment + kin.body_pose(model, b).pos * body.inertia.mass;
+        let moment =
+            kin.body_pose(model, b).rot * body.inertia.first_moment + kin.body_pose(model, b).pos * body.inertia.mass;
         e - model.gravity.dot(&moment)
     });
     model.joints().iter().fold(gravity, |e, joint| match joint.kind() {

@@ -4,10 +4,10 @@ use nalgebra::DVector;
 
 use super::position::integrate_position;
 use super::smooth_acceleration;
+use crate::Scalar;
 use crate::error::StepError;
 use crate::math::dexp_inv;
 use crate::model::{JointKind, Model, State};
-use crate::Scalar;
 
 /// Semi-implicit Euler: `v' = v + dt·a`, `q' = q ⊕ v'·dt`, where joint damping is integrated
 /// implicitly: `a` solves `(M + dt·B) a = f(q, v)` with `B` the damping, which keeps stiff
@@ -63,7 +63,8 @@ fn munthe_kaas_slope<S: Scalar>(model: &Model<S>, theta: &DVector<S>, mut qvel: 
             JointKind::Free => joint.dof_adr() + 3,
             JointKind::Hinge | JointKind::Slide => continue,
         };
-        let corrected = dexp_inv(&theta.fixed_rows::<3>(rotation).into_owned(), &qvel.fixed_rows::<3>(rotation).into_owned());
+        let corrected =
+            dexp_inv(&theta.fixed_rows::<3>(rotation).into_owned(), &qvel.fixed_rows::<3>(rotation).into_owned());
         qvel.fixed_rows_mut::<3>(rotation).copy_from(&corrected);
     }
     qvel

@@ -2,10 +2,10 @@
 
 use nalgebra::{DVector, Vector3};
 
+use crate::Scalar;
 use crate::math::{Motion, Pose, Quat, SpatialInertia};
 use crate::model::tree::{Link, LinkJoint};
 use crate::model::{JointKind, Model};
-use crate::Scalar;
 
 /// The columns of a link's motion subspace `S` (at most 3), in the link's own frame: the joint
 /// velocity of the link is `Σ_k S_k q̇_k`. Constant in that frame for every joint phyz has.

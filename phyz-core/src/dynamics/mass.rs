@@ -7,9 +7,9 @@
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::Scalar;
 use crate::error::StepError;
 use crate::model::Model;
-use crate::Scalar;
 
 /// `M = Lᵀ D L` with `L` unit lower-triangular along the tree (MuJoCo's `qLD` convention).
 #[derive(Clone, Debug)]

@@ -24,9 +24,9 @@ pub use rnea::{bias_forces, inverse_dynamics};
 
 use nalgebra::DVector;
 
+use crate::Scalar;
 use crate::error::StepError;
 use crate::model::Model;
-use crate::Scalar;
 
 /// The unconstrained joint acceleration at `(qpos, qvel)` under `ctrl`: kinematics, passive and
 /// actuator forces, then ABA (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass

@@ -3,9 +3,9 @@
 use nalgebra::{DVector, Vector3};
 
 use super::kinematics::qpos_quat;
+use crate::Scalar;
 use crate::math::Quat;
 use crate::model::{JointKind, Model};
-use crate::Scalar;
 
 /// Spring forces `-k (q - q_spring)` and damping forces `-b q̇`, per degree of freedom, as
 /// MuJoCo's `qfrc_passive`. Ball and free joints spring towards the reference pose (MuJoCo's

@@ -7,8 +7,8 @@
 use nalgebra::{DVector, Vector3};
 
 use super::kinematics::qpos_quat;
-use crate::model::{JointKind, Model};
 use crate::Scalar;
+use crate::model::{JointKind, Model};
 
 fn write_quat<S: Scalar>(q: &mut DVector<S>, adr: usize, quat: crate::math::Quat<S>) {
     for (k, c) in [quat.w, quat.x, quat.y, quat.z].into_iter().enumerate() {

@@ -3,14 +3,19 @@
 use nalgebra::DVector;
 
 use super::kinematics::{Kinematics, dofs, link_inertia, subspace};
+use crate::Scalar;
 use crate::math::{Force, Motion};
 use crate::model::Model;
-use crate::Scalar;
 
 /// The generalized forces that give acceleration `qacc` at velocity `qvel` under gravity, with
 /// armature: `M(q)·qacc + C(q, qvel)`. Passive and actuator forces are not included; they are
 /// inputs of forward dynamics.
-pub fn inverse_dynamics<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: &DVector<S>) -> DVector<S> {
+pub fn inverse_dynamics<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    qvel: &DVector<S>,
+    qacc: &DVector<S>,
+) -> DVector<S> {
     let links = &model.tree().links;
     // Gravity enters as an upward acceleration of the world (Featherstone's trick).
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity);

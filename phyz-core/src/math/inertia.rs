@@ -106,11 +106,16 @@ mod tests {
             Vector3::new(0.1, -0.3, 0.2),
             Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3),
         );
-        let pose = Pose::from_quat(&Quat::from_axis_angle(&Vector3::new(0.6, 0.0, 0.8), 0.7), Vector3::new(1.0, 0.5, -2.0));
+        let pose =
+            Pose::from_quat(&Quat::from_axis_angle(&Vector3::new(0.6, 0.0, 0.8), 0.7), Vector3::new(1.0, 0.5, -2.0));
         let direct = inertia.to_parent(&pose).to_matrix();
         let via_matrix = pose.inertia_to_parent(&inertia.to_matrix());
         assert_relative_eq!(direct, via_matrix, epsilon = 1e-12);
-        assert_relative_eq!(inertia.inertia_about_com(), Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3), epsilon = 1e-14);
+        assert_relative_eq!(
+            inertia.inertia_about_com(),
+            Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3),
+            epsilon = 1e-14
+        );
         let v = Motion::new(Vector3::new(0.3, -0.1, 0.2), Vector3::new(1.0, 2.0, -1.0));
         assert_relative_eq!(inertia.mul_motion(&v).to_vector(), inertia.to_matrix() * v.to_vector(), epsilon = 1e-14);
     }

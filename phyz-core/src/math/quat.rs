@@ -139,7 +139,10 @@ pub fn dexp_inv<S: Scalar>(theta: &Vector3<S>, omega: &Vector3<S>) -> Vector3<S>
     let t_sq = theta.dot(&theta);
     // Taylor series of c near 0, where the closed form cancels.
     let small = t_sq.less(c(1e-2));
-    let series = c(1.0 / 12.0) + t_sq * (c(1.0 / 720.0) + t_sq * (c(1.0 / 30240.0) + t_sq * (c(1.0 / 1_209_600.0) + t_sq * c(1.0 / 47_900_160.0))));
+    let series = c(1.0 / 12.0)
+        + t_sq
+            * (c(1.0 / 720.0)
+                + t_sq * (c(1.0 / 30240.0) + t_sq * (c(1.0 / 1_209_600.0) + t_sq * c(1.0 / 47_900_160.0))));
     let safe_sq = S::select(small, S::one(), t_sq);
     let half = safe_sq.sqrt() * c(0.5);
     let closed = (S::one() - half / half.tan()) / safe_sq;
@@ -184,7 +187,8 @@ mod tests {
             let h = 1e-6;
             let q0 = Quat::from_rotation_vector(&theta);
             let dq = |s: f64| Quat::from_rotation_vector(&(theta + delta * s));
-            let body_velocity = (q0.conjugate() * dq(h)).to_rotation_vector() / (2.0 * h) - (q0.conjugate() * dq(-h)).to_rotation_vector() / (2.0 * h);
+            let body_velocity = (q0.conjugate() * dq(h)).to_rotation_vector() / (2.0 * h)
+                - (q0.conjugate() * dq(-h)).to_rotation_vector() / (2.0 * h);
             assert_relative_eq!(dexp_inv(&theta, &body_velocity), delta, epsilon = 1e-8);
         }
     }

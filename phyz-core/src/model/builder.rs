@@ -189,7 +189,10 @@ impl ModelBuilder {
                 reason: format!("body `{}` has a zero or non-finite orientation", spec.name),
             })?;
             if !spec.pos.iter().all(|x| x.is_finite()) {
-                return Err(ModelError::InvalidOption { option: "body pos", reason: format!("body `{}` has a non-finite position", spec.name) });
+                return Err(ModelError::InvalidOption {
+                    option: "body pos",
+                    reason: format!("body `{}` has a non-finite position", spec.name),
+                });
             }
             bodies.push(Body {
                 name: spec.name,
@@ -204,7 +207,17 @@ impl ModelBuilder {
         check_moving_mass(&bodies)?;
         let actuators = self.actuators.iter().map(|a| compile_actuator(a, &joints)).collect::<Result<Vec<_>, _>>()?;
         let tree = Tree::build(&bodies, &joints);
-        Ok(Model { bodies, joints, actuators, tree, nq, nv, gravity: self.gravity, timestep: self.timestep, integrator: self.integrator })
+        Ok(Model {
+            bodies,
+            joints,
+            actuators,
+            tree,
+            nq,
+            nv,
+            gravity: self.gravity,
+            timestep: self.timestep,
+            integrator: self.integrator,
+        })
     }
 }
 
@@ -215,7 +228,10 @@ fn normalized(q: &Quat<f64>) -> Option<Quat<f64>> {
 
 fn check_options(b: &ModelBuilder) -> Result<(), ModelError> {
     if !(b.timestep.is_finite() && b.timestep > 0.0) {
-        return Err(ModelError::InvalidOption { option: "timestep", reason: format!("must be positive and finite, got {}", b.timestep) });
+        return Err(ModelError::InvalidOption {
+            option: "timestep",
+            reason: format!("must be positive and finite, got {}", b.timestep),
+        });
     }
     if !b.gravity.iter().all(|g| g.is_finite()) {
         return Err(ModelError::InvalidOption { option: "gravity", reason: "must be finite".into() });
@@ -228,7 +244,11 @@ fn check_options(b: &ModelBuilder) -> Result<(), ModelError> {
 fn check_mass(spec: &BodySpec) -> Result<(), ModelError> {
     let body = || spec.name.clone();
     if !spec.mass.is_finite() || spec.mass < 0.0 {
-        return Err(ModelError::InvalidMass { body: body(), mass: spec.mass, reason: "must be finite and non-negative" });
+        return Err(ModelError::InvalidMass {
+            body: body(),
+            mass: spec.mass,
+            reason: "must be finite and non-negative",
+        });
     }
     let i = &spec.inertia;
     if !i.iter().all(|x| x.is_finite()) || !spec.com.iter().all(|x| x.is_finite()) {
@@ -276,7 +296,14 @@ fn check_moving_mass(bodies: &[Body<f64>]) -> Result<(), ModelError> {
     Ok(())
 }
 
-fn compile_joint(js: &JointSpec, body: &BodySpec, parent: usize, index: usize, qpos_adr: usize, dof_adr: usize) -> Result<Joint<f64>, ModelError> {
+fn compile_joint(
+    js: &JointSpec,
+    body: &BodySpec,
+    parent: usize,
+    index: usize,
+    qpos_adr: usize,
+    dof_adr: usize,
+) -> Result<Joint<f64>, ModelError> {
     let invalid = |reason: &str| ModelError::InvalidJoint { joint: js.name.clone(), reason: reason.to_string() };
     let scalars = [js.reference, js.stiffness, js.spring_ref, js.damping, js.armature];
     if !scalars.iter().chain(js.pos.iter()).chain(js.axis.iter()).all(|x| x.is_finite()) {
@@ -318,7 +345,10 @@ fn compile_joint(js: &JointSpec, body: &BodySpec, parent: usize, index: usize, q
 
 fn compile_actuator(spec: &ActuatorSpec, joints: &[Joint<f64>]) -> Result<Actuator<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
-    let joint = joints.iter().position(|j| j.name == spec.joint).ok_or_else(|| invalid(format!("no joint named `{}`", spec.joint)))?;
+    let joint = joints
+        .iter()
+        .position(|j| j.name == spec.joint)
+        .ok_or_else(|| invalid(format!("no joint named `{}`", spec.joint)))?;
     if !matches!(joints[joint].kind, JointKind::Hinge | JointKind::Slide) {
         return Err(invalid(format!("joint `{}` is not a hinge or slide", spec.joint)));
     }

@@ -78,7 +78,9 @@ impl<S: Scalar> Geom<S> {
             Shape::Sphere { radius } => Shape::Sphere { radius: f(radius) },
             Shape::Capsule { radius, half_length } => Shape::Capsule { radius: f(radius), half_length: f(half_length) },
             Shape::Box { half_extents } => Shape::Box { half_extents: half_extents.map(&mut *f) },
-            Shape::Cylinder { radius, half_length } => Shape::Cylinder { radius: f(radius), half_length: f(half_length) },
+            Shape::Cylinder { radius, half_length } => {
+                Shape::Cylinder { radius: f(radius), half_length: f(half_length) }
+            }
             Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: radii.map(&mut *f) },
         };
         Geom {

@@ -193,14 +193,22 @@ impl<S: Scalar> Model<S> {
                     && a.geoms.iter().zip(&b.geoms).all(|(g, h)| g.shape.name() == h.shape.name())
             });
         let joints_match = self.joints.len() == other.joints.len()
-            && self.joints.iter().zip(&other.joints).all(|(a, b)| a.kind == b.kind && a.range.is_some() == b.range.is_some());
+            && self
+                .joints
+                .iter()
+                .zip(&other.joints)
+                .all(|(a, b)| a.kind == b.kind && a.range.is_some() == b.range.is_some());
         let actuators_match = self.actuators.len() == other.actuators.len()
             && self.actuators.iter().zip(&other.actuators).all(|(a, b)| {
                 a.joint == b.joint
                     && a.ctrl_range.is_some() == b.ctrl_range.is_some()
                     && a.force_range.is_some() == b.force_range.is_some()
             });
-        bodies_match && joints_match && actuators_match && self.tree == other.tree && self.integrator == other.integrator
+        bodies_match
+            && joints_match
+            && actuators_match
+            && self.tree == other.tree
+            && self.integrator == other.integrator
     }
 }
 
@@ -210,7 +218,9 @@ impl<S: Scalar> Model<S> {
     pub fn batch(models: &[Model<f64>]) -> Result<Model<S>, ModelError> {
         let first = models.first().ok_or(ModelError::StructureMismatch { reason: "no models to batch".into() })?;
         if let Some(k) = models.iter().position(|m| !first.same_structure(m)) {
-            return Err(ModelError::StructureMismatch { reason: format!("model {k} differs in structure from model 0") });
+            return Err(ModelError::StructureMismatch {
+                reason: format!("model {k} differs in structure from model 0"),
+            });
         }
         let per_lane: Vec<Vec<f64>> = models.iter().map(Model::parameters).collect();
         let mut index = 0;

@@ -25,7 +25,11 @@ impl<S: Scalar> State<S> {
 
     /// The `f64` state of one batch lane.
     pub fn lane(&self, lane: usize) -> State<f64> {
-        State { qpos: self.qpos.map(|x| x.lane(lane)), qvel: self.qvel.map(|x| x.lane(lane)), time: self.time.lane(lane) }
+        State {
+            qpos: self.qpos.map(|x| x.lane(lane)),
+            qvel: self.qvel.map(|x| x.lane(lane)),
+            time: self.time.lane(lane),
+        }
     }
 
     /// One batch-lane state from per-lane `f64` states of equal dimensions.

@@ -17,9 +17,9 @@
 //! There is deliberately no `PartialOrd` bound. Decisions that must be made on values
 //! (detection, error checks) read real parts through [`Scalar::lane`], at a boundary.
 
-mod lanes;
 #[cfg(feature = "num-dual")]
 mod dual;
+mod lanes;
 
 pub use lanes::{LaneMask, Lanes};
 
@@ -288,11 +288,7 @@ impl Scalar for f64 {
 /// Converts a value between scalar types through its per-lane real parts (tangents are dropped,
 /// a single lane is broadcast).
 pub fn convert<S: Scalar, T: Scalar>(value: S) -> T {
-    if value.lanes() == 1 {
-        T::from_f64(value.lane(0))
-    } else {
-        T::from_lanes(&value.reals())
-    }
+    if value.lanes() == 1 { T::from_f64(value.lane(0)) } else { T::from_lanes(&value.reals()) }
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@
 
 use nalgebra::DVector;
 
-pub use crate::error::StepError;
-use crate::dynamics::integrator;
-use crate::model::{Integrator, Model, State};
 use crate::Scalar;
+use crate::dynamics::integrator;
+pub use crate::error::StepError;
+use crate::model::{Integrator, Model, State};
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held
 /// over the step). Returns the new state, or a typed error without touching anything.
@@ -32,7 +32,11 @@ fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
 
 /// Checks dimensions and finiteness of a step's inputs (what [`step`] does first).
 pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<(), StepError> {
-    let dims = [("qpos", model.nq(), state.qpos.len()), ("qvel", model.nv(), state.qvel.len()), ("ctrl", model.nu(), ctrl.len())];
+    let dims = [
+        ("qpos", model.nq(), state.qpos.len()),
+        ("qvel", model.nv(), state.qvel.len()),
+        ("ctrl", model.nu(), ctrl.len()),
+    ];
     for (what, expected, got) in dims {
         if expected != got {
             return Err(StepError::Dimension { what, expected, got });
