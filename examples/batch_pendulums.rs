@@ -12,11 +12,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|&m| {
             let mut model = base.clone();
-            let lower = &mut model.bodies_mut()[2].inertia;
+            let lower = &mut model.bodies_mut()[2];
             let scale = m / lower.mass;
             lower.mass *= scale;
-            lower.first_moment *= scale;
-            lower.rot_inertia *= scale;
+            lower.inertia *= scale;
             model
         })
         .collect();

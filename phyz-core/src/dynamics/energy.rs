@@ -23,9 +23,8 @@ pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &D
 /// Potential energy of gravity (zero at the world origin) and of hinge and slide springs.
 pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
     let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
-        let moment =
-            kin.body_pose(model, b).rot * body.inertia.first_moment + kin.body_pose(model, b).pos * body.inertia.mass;
-        e - model.gravity.dot(&moment)
+        let com = kin.body_pose(model, b).transform_point(&body.com);
+        e - model.gravity.dot(&com) * body.mass
     });
     model.joints().iter().fold(gravity, |e, joint| match joint.kind() {
         JointKind::Hinge | JointKind::Slide => {

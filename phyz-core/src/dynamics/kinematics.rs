@@ -89,7 +89,7 @@ pub fn link_pose<S: Scalar>(model: &Model<S>, link: &Link, qpos: &DVector<S>) ->
 
 /// The inertia a link carries, in its frame: its body's for the body's last link, else none.
 pub fn link_inertia<S: Scalar>(model: &Model<S>, link: &Link) -> SpatialInertia<S> {
-    if link.last_of_body { model.bodies()[link.body].inertia } else { SpatialInertia::zero() }
+    if link.last_of_body { model.bodies()[link.body].spatial_inertia() } else { SpatialInertia::zero() }
 }
 
 /// Poses of every link at one configuration.

@@ -25,6 +25,13 @@ impl<S: Scalar> SpatialInertia<S> {
         SpatialInertia { mass, first_moment: com * mass, rot_inertia: inertia_com - c * c * mass }
     }
 
+    /// From MuJoCo's representation: mass, centre of mass, orientation of the principal axes
+    /// and the principal moments, all in the body frame.
+    pub fn from_principal(mass: S, com: Vector3<S>, axes: &super::Quat<S>, moments: &Vector3<S>) -> Self {
+        let r = axes.to_rotation_matrix();
+        Self::from_com(mass, com, r * Matrix3::from_diagonal(moments) * r.transpose())
+    }
+
     #[inline]
     pub fn zero() -> Self {
         SpatialInertia { mass: S::zero(), first_moment: Vector3::zeros(), rot_inertia: Matrix3::zeros() }
@@ -93,11 +100,30 @@ impl<S: Scalar> Add for SpatialInertia<S> {
     }
 }
 
+/// The principal axes (as the rotation from principal to given axes) and principal moments of
+/// a symmetric rotational inertia.
+pub fn principal_axes(inertia: &Matrix3<f64>) -> (super::Quat<f64>, Vector3<f64>) {
+    let eigen = inertia.symmetric_eigen();
+    let mut axes = eigen.eigenvectors;
+    if axes.determinant() < 0.0 {
+        axes.set_column(2, &(-axes.column(2)));
+    }
+    (super::Quat::from_rotation_matrix(&axes), eigen.eigenvalues)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::math::Quat;
     use approx::assert_relative_eq;
+
+    #[test]
+    fn principal_axes_reconstruct_the_inertia() {
+        let full = Matrix3::new(0.4, 0.01, 0.02, 0.01, 0.5, -0.03, 0.02, -0.03, 0.3);
+        let (axes, moments) = principal_axes(&full);
+        let back = SpatialInertia::from_principal(1.0, Vector3::zeros(), &axes, &moments);
+        assert_relative_eq!(back.rot_inertia, full, epsilon = 1e-15);
+    }
 
     #[test]
     fn parent_transform_matches_matrix_form() {

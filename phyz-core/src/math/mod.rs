@@ -8,7 +8,7 @@ mod pose;
 mod quat;
 mod spatial;
 
-pub use inertia::SpatialInertia;
+pub use inertia::{SpatialInertia, principal_axes};
 pub use pose::Pose;
 pub use quat::{Quat, dexp_inv};
 pub use spatial::{Force, Motion};

@@ -120,6 +120,27 @@ impl<S: Scalar> Quat<S> {
     }
 }
 
+impl Quat<f64> {
+    /// The unit quaternion of a rotation matrix (Shepperd's method, on the largest pivot).
+    pub fn from_rotation_matrix(m: &Matrix3<f64>) -> Quat<f64> {
+        let trace = m[(0, 0)] + m[(1, 1)] + m[(2, 2)];
+        let q = if trace > 0.0 {
+            let s = 2.0 * (trace + 1.0).sqrt();
+            Quat::new(0.25 * s, (m[(2, 1)] - m[(1, 2)]) / s, (m[(0, 2)] - m[(2, 0)]) / s, (m[(1, 0)] - m[(0, 1)]) / s)
+        } else if m[(0, 0)] > m[(1, 1)] && m[(0, 0)] > m[(2, 2)] {
+            let s = 2.0 * (1.0 + m[(0, 0)] - m[(1, 1)] - m[(2, 2)]).sqrt();
+            Quat::new((m[(2, 1)] - m[(1, 2)]) / s, 0.25 * s, (m[(0, 1)] + m[(1, 0)]) / s, (m[(0, 2)] + m[(2, 0)]) / s)
+        } else if m[(1, 1)] > m[(2, 2)] {
+            let s = 2.0 * (1.0 + m[(1, 1)] - m[(0, 0)] - m[(2, 2)]).sqrt();
+            Quat::new((m[(0, 2)] - m[(2, 0)]) / s, (m[(0, 1)] + m[(1, 0)]) / s, 0.25 * s, (m[(1, 2)] + m[(2, 1)]) / s)
+        } else {
+            let s = 2.0 * (1.0 + m[(2, 2)] - m[(0, 0)] - m[(1, 1)]).sqrt();
+            Quat::new((m[(1, 0)] - m[(0, 1)]) / s, (m[(0, 2)] + m[(2, 0)]) / s, (m[(1, 2)] + m[(2, 1)]) / s, 0.25 * s)
+        };
+        q.normalize()
+    }
+}
+
 /// The inverse of the right-trivialized derivative of the exponential map,
 /// `dexp⁻¹(θ)·ω = ω + ½ θ×ω + c(|θ|) θ×(θ×ω)` with `c = (1 − (|θ|/2)·cot(|θ|/2)) / |θ|²`.
 ///
@@ -190,6 +211,16 @@ mod tests {
             let body_velocity = (q0.conjugate() * dq(h)).to_rotation_vector() / (2.0 * h)
                 - (q0.conjugate() * dq(-h)).to_rotation_vector() / (2.0 * h);
             assert_relative_eq!(dexp_inv(&theta, &body_velocity), delta, epsilon = 1e-8);
+        }
+    }
+
+    #[test]
+    fn rotation_matrix_round_trips() {
+        for (axis, angle) in [(Vector3::new(1.0, 2.0, -0.5), 0.3), (Vector3::new(0.0, 1.0, 0.0), 3.1), (Vector3::new(1.0, -1.0, 0.2), -2.5)] {
+            let q = Quat::from_axis_angle(&axis.normalize(), angle);
+            let back = Quat::from_rotation_matrix(&q.to_rotation_matrix());
+            let same = back.w * q.w + back.x * q.x + back.y * q.y + back.z * q.z;
+            assert_relative_eq!(same.abs(), 1.0, epsilon = 1e-14);
         }
     }
 

@@ -8,6 +8,14 @@ use super::Geom;
 use crate::Scalar;
 use crate::math::{Quat, SpatialInertia};
 
+/// A named frame fixed to a body (MJCF `<site>`): kept for users and sensors, no dynamics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site<S> {
+    pub name: String,
+    pub pos: Vector3<S>,
+    pub quat: Quat<S>,
+}
+
 /// A rigid body of a compiled model. Body 0 is the world.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Body<S> {
@@ -18,9 +26,15 @@ pub struct Body<S> {
     pub pos: Vector3<S>,
     /// Orientation of the body frame in the parent body's frame, a unit quaternion.
     pub quat: Quat<S>,
-    /// Mass properties in the body frame.
-    pub inertia: SpatialInertia<S>,
+    pub mass: S,
+    /// Centre of mass in the body frame (MuJoCo's `ipos`).
+    pub com: Vector3<S>,
+    /// Orientation of the principal axes of inertia in the body frame (MuJoCo's `iquat`).
+    pub inertia_axes: Quat<S>,
+    /// Principal moments of inertia about the centre of mass (MuJoCo's `body_inertia`).
+    pub inertia: Vector3<S>,
     pub geoms: Vec<Geom<S>>,
+    pub sites: Vec<Site<S>>,
 }
 
 impl<S: Scalar> Body<S> {
@@ -37,6 +51,11 @@ impl<S: Scalar> Body<S> {
         self.joints.clone()
     }
 
+    /// Mass properties as a spatial inertia in the body frame.
+    pub fn spatial_inertia(&self) -> SpatialInertia<S> {
+        SpatialInertia::from_principal(self.mass, self.com, &self.inertia_axes, &self.inertia)
+    }
+
     pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Body<T> {
         Body {
             name: self.name.clone(),
@@ -44,8 +63,16 @@ impl<S: Scalar> Body<S> {
             joints: self.joints.clone(),
             pos: self.pos.map(&mut *f),
             quat: self.quat.map(&mut *f),
+            mass: f(self.mass),
+            com: self.com.map(&mut *f),
+            inertia_axes: self.inertia_axes.map(&mut *f),
             inertia: self.inertia.map(&mut *f),
             geoms: self.geoms.iter().map(|g| g.map(f)).collect(),
+            sites: self
+                .sites
+                .iter()
+                .map(|site| Site { name: site.name.clone(), pos: site.pos.map(&mut *f), quat: site.quat.map(&mut *f) })
+                .collect(),
         }
     }
 }

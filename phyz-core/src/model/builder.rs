@@ -3,8 +3,8 @@
 use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
-use super::{Actuator, Body, Geom, Integrator, Joint, JointKind, Model, ModelError};
-use crate::math::{Quat, SpatialInertia, norm};
+use super::{Actuator, Body, Geom, Integrator, Joint, JointKind, Model, ModelError, Site};
+use crate::math::{Quat, norm, principal_axes};
 
 /// A joint to create with its body. Start from [`JointSpec::hinge`] and friends and override
 /// fields with struct-update syntax.
@@ -68,6 +68,7 @@ pub struct BodySpec {
     /// Joints connecting the body to its parent, applied in order; empty welds the body.
     pub joints: Vec<JointSpec>,
     pub geoms: Vec<Geom<f64>>,
+    pub sites: Vec<Site<f64>>,
 }
 
 impl BodySpec {
@@ -82,6 +83,7 @@ impl BodySpec {
             inertia: Matrix3::zeros(),
             joints: Vec::new(),
             geoms: Vec::new(),
+            sites: Vec::new(),
         }
     }
 }
@@ -170,8 +172,12 @@ impl ModelBuilder {
             joints: 0..0,
             pos: Vector3::zeros(),
             quat: Quat::identity(),
-            inertia: SpatialInertia::zero(),
+            mass: 0.0,
+            com: Vector3::zeros(),
+            inertia_axes: Quat::identity(),
+            inertia: Vector3::zeros(),
             geoms: Vec::new(),
+            sites: Vec::new(),
         }];
         let mut joints = Vec::new();
         let (mut nq, mut nv) = (0, 0);
@@ -194,14 +200,19 @@ impl ModelBuilder {
                     reason: format!("body `{}` has a non-finite position", spec.name),
                 });
             }
+            let (inertia_axes, inertia) = principal_axes(&spec.inertia);
             bodies.push(Body {
                 name: spec.name,
                 parent,
                 joints: first_joint..joints.len(),
                 pos: spec.pos,
                 quat,
-                inertia: SpatialInertia::from_com(spec.mass, spec.com, spec.inertia),
+                mass: spec.mass,
+                com: spec.com,
+                inertia_axes,
+                inertia,
                 geoms: spec.geoms,
+                sites: spec.sites,
             });
         }
         check_moving_mass(&bodies)?;
@@ -277,7 +288,7 @@ fn check_mass(spec: &BodySpec) -> Result<(), ModelError> {
 
 /// Every body that carries joints must move some mass, or its accelerations are undefined.
 fn check_moving_mass(bodies: &[Body<f64>]) -> Result<(), ModelError> {
-    let mut subtree: Vec<f64> = bodies.iter().map(|b| b.inertia.mass).collect();
+    let mut subtree: Vec<f64> = bodies.iter().map(|b| b.mass).collect();
     for b in (1..bodies.len()).rev() {
         let p = bodies[b].parent;
         if p != 0 {
@@ -288,7 +299,7 @@ fn check_moving_mass(bodies: &[Body<f64>]) -> Result<(), ModelError> {
         if !body.joints.is_empty() && subtree[b] <= 0.0 {
             return Err(ModelError::InvalidMass {
                 body: body.name.clone(),
-                mass: body.inertia.mass,
+                mass: body.mass,
                 reason: "the body has joints but neither it nor its descendants have mass",
             });
         }

@@ -15,7 +15,7 @@ mod state;
 pub mod tree;
 
 pub use actuator::Actuator;
-pub use body::Body;
+pub use body::{Body, Site};
 pub use builder::{ActuatorSpec, BodySpec, JointSpec, ModelBuilder};
 pub use error::ModelError;
 pub use geom::{Geom, Shape};

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Generate MuJoCo reference data for phyz's Rust tests.
+
+For every model in the gymnasium set (/work/shared/models/gymnasium/*.xml, or
+--gym-dir) and in tests/models/*.xml, this loads the model with MuJoCo, disables
+all constraints (contacts, limits, equality: as phyz's --no-constraints) and writes
+tests/reference/<name>/:
+
+  sizes.csv         nq,nv,nu,nbody,njnt,timestep (one row)
+  model.csv         one row per body (world first): name, mass, ipos, iquat, inertia
+  onestep_in.csv    K=8 random states: time,qpos0..,qvel0..
+  onestep_ctrl.csv  K rows of nu controls (no header; empty lines when nu == 0)
+  onestep_out.csv   the states after one mj_step from each input row
+  traj_ctrl.csv     100 rows of controls (no header)
+  traj.csv          time,qpos..,qvel..: 101 rows, the initial state first
+  meta.csv          chaotic,amplification (sensitivity of the trajectory)
+  keys.csv          only for models with keyframes: name,time,qpos..,qvel..,ctrl..
+
+All floats are written with repr() (shortest string that round-trips an f64).
+The script is deterministic: every random draw comes from numpy's PCG64 seeded
+with a fixed constant and a CRC32 of the model name.
+
+Usage:  python3 tools/mujoco_reference.py [--gym-dir DIR] [--out DIR]
+"""
+
+import argparse
+import csv
+import glob
+import io
+import os
+import shutil
+import sys
+import zlib
+
+import mujoco
+import numpy as np
+
+K_ONESTEP = 8
+TRAJ_STEPS = 100
+CHAOS_EPS = 1e-10
+CHAOS_THRESHOLD = 1000.0
+SEED_ONESTEP = 20240601
+SEED_TRAJ = 20240602
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
+
+
+def fmt(x):
+    """Full-precision float text: repr() round-trips exactly."""
+    return repr(float(x))
+
+
+def load(path):
+    """Load a model with every constraint disabled, nothing else changed."""
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return m
+
+
+def rng_for(name, base):
+    return np.random.default_rng([base, zlib.crc32(name.encode())])
+
+
+def quat_from_rotvec(v):
+    angle = float(np.linalg.norm(v))
+    if angle == 0.0:
+        return np.array([1.0, 0.0, 0.0, 0.0])
+    axis = v / angle
+    return np.concatenate([[np.cos(angle / 2)], np.sin(angle / 2) * axis])
+
+
+def quat_mul(a, b):
+    res = np.zeros(4)
+    mujoco.mju_mulQuat(res, a, b)
+    return res
+
+
+def random_state(m, rng):
+    """qpos0 perturbed joint by joint, qvel uniform in +-0.5, ctrl uniform in ctrlrange."""
+    qpos = m.qpos0.copy()
+    for j in range(m.njnt):
+        adr = m.jnt_qposadr[j]
+        t = m.jnt_type[j]
+        if t == mujoco.mjtJoint.mjJNT_HINGE:
+            qpos[adr] += rng.uniform(-0.3, 0.3)
+        elif t == mujoco.mjtJoint.mjJNT_SLIDE:
+            qpos[adr] += rng.uniform(-0.05, 0.05)
+        else:
+            qadr = adr
+            if t == mujoco.mjtJoint.mjJNT_FREE:
+                qpos[adr:adr + 3] += rng.uniform(-0.05, 0.05, 3)
+                qadr = adr + 3
+            dq = quat_from_rotvec(rng.uniform(-0.3, 0.3, 3))
+            q = quat_mul(qpos[qadr:qadr + 4], dq)
+            qpos[qadr:qadr + 4] = q / np.linalg.norm(q)
+    qvel = rng.uniform(-0.5, 0.5, m.nv)
+    lo, hi = ctrl_bounds(m)
+    ctrl = rng.uniform(lo, hi) if m.nu else np.zeros(0)
+    return qpos, qvel, ctrl
+
+
+def ctrl_bounds(m):
+    """Per-actuator (lo, hi): ctrlrange when ctrl-limited, else [-1, 1]."""
+    lo = np.full(m.nu, -1.0)
+    hi = np.full(m.nu, 1.0)
+    for i in range(m.nu):
+        if m.actuator_ctrllimited[i]:
+            lo[i], hi[i] = m.actuator_ctrlrange[i]
+    return lo, hi
+
+
+def traj_controls(m):
+    """ctrl_t[i] = mid + half_range*0.8*sin(0.05*t*(i+1) + i), t = step index."""
+    lo, hi = ctrl_bounds(m)
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    out = np.zeros((TRAJ_STEPS, m.nu))
+    for t in range(TRAJ_STEPS):
+        for i in range(m.nu):
+            out[t, i] = mid[i] + half[i] * 0.8 * np.sin(0.05 * t * (i + 1) + i)
+    return out
+
+
+def set_state(m, d, qpos, qvel, ctrl):
+    mujoco.mj_resetData(m, d)
+    d.time = 0.0
+    d.qpos[:] = qpos
+    d.qvel[:] = qvel
+    if m.nu:
+        d.ctrl[:] = ctrl
+
+
+def state_row(d):
+    return [d.time] + list(d.qpos) + list(d.qvel)
+
+
+def state_header(m):
+    return ["time"] + [f"qpos{i}" for i in range(m.nq)] + [f"qvel{i}" for i in range(m.nv)]
+
+
+def write_csv(path, header, rows):
+    buf = io.StringIO()
+    if header is not None:
+        buf.write(",".join(header) + "\n")
+    for r in rows:
+        buf.write(",".join(x if isinstance(x, str) else fmt(x) for x in r) + "\n")
+    with open(path, "w", newline="") as f:
+        f.write(buf.getvalue())
+
+
+def run_traj(m, qpos, qvel, ctrls):
+    d = mujoco.MjData(m)
+    set_state(m, d, qpos, qvel, ctrls[0] if m.nu else None)
+    rows = [state_row(d)]
+    for t in range(TRAJ_STEPS):
+        if m.nu:
+            d.ctrl[:] = ctrls[t]
+        mujoco.mj_step(m, d)
+        rows.append(state_row(d))
+    return np.array(rows)
+
+
+def generate(path, out_root):
+    name = os.path.splitext(os.path.basename(path))[0]
+    m = load(path)
+    d = mujoco.MjData(m)
+    out = os.path.join(out_root, name)
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+
+    write_csv(os.path.join(out, "sizes.csv"), ["nq", "nv", "nu", "nbody", "njnt", "timestep"],
+              [[str(m.nq), str(m.nv), str(m.nu), str(m.nbody), str(m.njnt), fmt(m.opt.timestep)]])
+
+    body_rows = []
+    for b in range(m.nbody):
+        bname = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or ""
+        body_rows.append([bname, m.body_mass[b], *m.body_ipos[b], *m.body_iquat[b], *m.body_inertia[b]])
+    write_csv(os.path.join(out, "model.csv"),
+              ["name", "mass", "ipos_x", "ipos_y", "ipos_z", "iquat_w", "iquat_x", "iquat_y", "iquat_z",
+               "inertia_x", "inertia_y", "inertia_z"], body_rows)
+
+    # One-step data.
+    rng = rng_for(name, SEED_ONESTEP)
+    rows_in, rows_ctrl, rows_out = [], [], []
+    for _ in range(K_ONESTEP):
+        qpos, qvel, ctrl = random_state(m, rng)
+        set_state(m, d, qpos, qvel, ctrl)
+        rows_in.append(state_row(d))
+        rows_ctrl.append(list(ctrl))
+        mujoco.mj_step(m, d)
+        rows_out.append(state_row(d))
+    header = state_header(m)
+    write_csv(os.path.join(out, "onestep_in.csv"), header, rows_in)
+    write_csv(os.path.join(out, "onestep_ctrl.csv"), None, rows_ctrl)
+    write_csv(os.path.join(out, "onestep_out.csv"), header, rows_out)
+
+    # Trajectory.
+    qpos, qvel, _ = random_state(m, rng_for(name, SEED_TRAJ))
+    ctrls = traj_controls(m)
+    traj = run_traj(m, qpos, qvel, ctrls)
+    write_csv(os.path.join(out, "traj_ctrl.csv"), None, [list(c) for c in ctrls])
+    write_csv(os.path.join(out, "traj.csv"), header, traj.tolist())
+
+    # Chaos classification: perturb every qvel entry by 1e-10, compare at step 100.
+    traj2 = run_traj(m, qpos, qvel + CHAOS_EPS, ctrls)
+    amp = float(np.max(np.abs(traj2[-1, 1:] - traj[-1, 1:]))) / CHAOS_EPS
+    chaotic = bool(amp > CHAOS_THRESHOLD) or not np.all(np.isfinite(traj))
+    write_csv(os.path.join(out, "meta.csv"), ["chaotic", "amplification"],
+              [["true" if chaotic else "false", amp]])
+
+    if m.nkey:
+        key_rows = []
+        for k in range(m.nkey):
+            kname = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k) or ""
+            key_rows.append([kname, m.key_time[k], *m.key_qpos[k], *m.key_qvel[k], *m.key_ctrl[k]])
+        write_csv(os.path.join(out, "keys.csv"),
+                  ["name"] + header + [f"ctrl{i}" for i in range(m.nu)], key_rows)
+
+    return dict(name=name, nq=m.nq, nv=m.nv, nu=m.nu, nbody=m.nbody, njnt=m.njnt,
+                timestep=m.opt.timestep, integrator=mujoco.mjtIntegrator(m.opt.integrator).name,
+                chaotic=chaotic, amp=amp, finite=bool(np.all(np.isfinite(traj))))
+
+
+def model_paths(gym_dir):
+    gym = sorted(glob.glob(os.path.join(gym_dir, "*.xml")))
+    local = sorted(glob.glob(os.path.join(REPO, "tests", "models", "*.xml")))
+    return gym, local
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gym-dir", default=DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "reference"), help="output directory")
+    args = ap.parse_args()
+
+    gym, local = model_paths(args.gym_dir)
+    if not gym:
+        print(f"warning: no gymnasium models found in {args.gym_dir}", file=sys.stderr)
+    names = [os.path.splitext(os.path.basename(p))[0] for p in gym + local]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        sys.exit(f"error: duplicate model names {sorted(dup)}")
+
+    os.makedirs(args.out, exist_ok=True)
+    print(f"MuJoCo {mujoco.__version__}; writing to {args.out}")
+    print(f"{'model':<26} {'nq':>3} {'nv':>3} {'nu':>3} {'nbody':>5} {'njnt':>4} {'dt':>7} {'integrator':<10} "
+          f"{'chaotic':<7} amplification")
+    for p in gym + local:
+        r = generate(p, args.out)
+        print(f"{r['name']:<26} {r['nq']:>3} {r['nv']:>3} {r['nu']:>3} {r['nbody']:>5} {r['njnt']:>4} "
+              f"{r['timestep']:>7g} {r['integrator']:<10} {str(r['chaotic']).lower():<7} {r['amp']:.4g}"
+              + ("" if r["finite"] else "  (NON-FINITE)"))
+
+
+if __name__ == "__main__":
+    main()
