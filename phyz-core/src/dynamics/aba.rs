@@ -82,7 +82,7 @@ pub fn forward_dynamics<S: Scalar>(
         }
     }
 
-    let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity);
+    let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
     let mut acc: Vec<Motion<S>> = Vec::with_capacity(n);
     let mut qacc = DVector::zeros(model.nv());
     for (i, link) in links.iter().enumerate() {

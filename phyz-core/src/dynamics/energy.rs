@@ -24,7 +24,7 @@ pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &D
 pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
     let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
         let com = kin.body_pose(model, b).transform_point(&body.com);
-        e - model.gravity.dot(&com) * body.mass
+        e - model.gravity_acceleration().dot(&com) * body.mass
     });
     model.joints().iter().fold(gravity, |e, joint| match joint.kind() {
         JointKind::Hinge | JointKind::Slide => {

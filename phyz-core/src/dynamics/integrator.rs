@@ -14,14 +14,17 @@ use crate::model::{JointKind, Model, State};
 /// damping stable at any step (MuJoCo's Euler).
 pub fn euler<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<State<S>, StepError> {
     let dt = model.timestep;
-    let mut implicit = DVector::zeros(model.nv());
-    for joint in model.joints() {
-        let adr = joint.dof_adr();
-        for d in adr..adr + joint.kind().nv() {
-            implicit[d] = dt * joint.damping;
+    let implicit = (model.enabled.euler_damp && model.enabled.damper).then(|| {
+        let mut diagonal = DVector::zeros(model.nv());
+        for joint in model.joints() {
+            let adr = joint.dof_adr();
+            for d in adr..adr + joint.kind().nv() {
+                diagonal[d] = dt * joint.damping;
+            }
         }
-    }
-    let qacc = smooth_acceleration(model, &state.qpos, &state.qvel, ctrl, Some(&implicit))?;
+        diagonal
+    });
+    let qacc = smooth_acceleration(model, &state.qpos, &state.qvel, ctrl, implicit.as_ref())?;
     let qvel = &state.qvel + qacc * dt;
     let qpos = integrate_position(model, &state.qpos, &qvel, dt);
     Ok(State { qpos, qvel, time: state.time + dt })

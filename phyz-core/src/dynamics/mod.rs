@@ -6,6 +6,7 @@ pub mod aba;
 pub mod actuation;
 pub mod crba;
 pub mod energy;
+pub mod fluid;
 pub mod integrator;
 pub mod kinematics;
 pub mod mass;
@@ -20,7 +21,7 @@ pub use kinematics::{Kinematics, forward_kinematics};
 pub use mass::MassFactor;
 pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
-pub use rnea::{bias_forces, inverse_dynamics};
+pub use rnea::{bias_forces, inverse_dynamics, project_link_forces};
 
 use nalgebra::DVector;
 
@@ -39,6 +40,6 @@ pub fn smooth_acceleration<S: Scalar>(
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
     let kin = forward_kinematics(model, qpos);
-    let tau = passive_forces(model, qpos, qvel) + actuator_forces(model, qpos, qvel, ctrl);
+    let tau = passive_forces(model, &kin, qpos, qvel) + actuator_forces(model, qpos, qvel, ctrl);
     forward_dynamics(model, &kin, qvel, &tau, extra_diagonal)
 }

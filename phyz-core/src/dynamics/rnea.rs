@@ -18,7 +18,7 @@ pub fn inverse_dynamics<S: Scalar>(
 ) -> DVector<S> {
     let links = &model.tree().links;
     // Gravity enters as an upward acceleration of the world (Featherstone's trick).
-    let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity);
+    let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
     let mut vel: Vec<Motion<S>> = Vec::with_capacity(links.len());
     let mut acc: Vec<Motion<S>> = Vec::with_capacity(links.len());
     let mut force: Vec<Force<S>> = Vec::with_capacity(links.len());
@@ -34,22 +34,29 @@ pub fn inverse_dynamics<S: Scalar>(
         vel.push(v);
         acc.push(a);
     }
-    let mut tau = DVector::zeros(model.nv());
-    for (i, link) in links.iter().enumerate().rev() {
-        let s = subspace(model, link);
-        for (k, col) in s.cols().iter().enumerate() {
-            let d = link.dof_adr + k;
-            tau[d] = col.dot(&force[i]);
-        }
-        if let Some(p) = link.parent {
-            let f = kin.local[i].force_to_parent(&force[i]);
-            force[p] += f;
-        }
-    }
+    let mut tau = project_link_forces(model, kin, force);
     for joint in model.joints() {
         let adr = joint.dof_adr();
         for d in adr..adr + joint.kind().nv() {
             tau[d] += joint.armature * qacc[d];
+        }
+    }
+    tau
+}
+
+/// The generalized forces `Jᵀ f` of spatial forces acting on each link (in the link's own
+/// frame): each link's force is carried to its parent and projected on every joint axis it
+/// passes (the backward pass of RNEA).
+pub fn project_link_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, mut force: Vec<Force<S>>) -> DVector<S> {
+    let links = &model.tree().links;
+    let mut tau = DVector::zeros(model.nv());
+    for (i, link) in links.iter().enumerate().rev() {
+        for (k, col) in subspace(model, link).cols().iter().enumerate() {
+            tau[link.dof_adr + k] = col.dot(&force[i]);
+        }
+        if let Some(p) = link.parent {
+            let f = kin.local[i].force_to_parent(&force[i]);
+            force[p] += f;
         }
     }
     tau

@@ -216,7 +216,11 @@ mod tests {
 
     #[test]
     fn rotation_matrix_round_trips() {
-        for (axis, angle) in [(Vector3::new(1.0, 2.0, -0.5), 0.3), (Vector3::new(0.0, 1.0, 0.0), 3.1), (Vector3::new(1.0, -1.0, 0.2), -2.5)] {
+        for (axis, angle) in [
+            (Vector3::new(1.0, 2.0, -0.5), 0.3),
+            (Vector3::new(0.0, 1.0, 0.0), 3.1),
+            (Vector3::new(1.0, -1.0, 0.2), -2.5),
+        ] {
             let q = Quat::from_axis_angle(&axis.normalize(), angle);
             let back = Quat::from_rotation_matrix(&q.to_rotation_matrix());
             let same = back.w * q.w + back.x * q.x + back.y * q.y + back.z * q.z;

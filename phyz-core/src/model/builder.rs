@@ -3,7 +3,10 @@
 use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
-use super::{Actuator, Body, Geom, Integrator, Joint, JointKind, Model, ModelError, Site};
+use super::{
+    Actuator, Body, Enabled, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon,
+    Transmission,
+};
 use crate::math::{Quat, norm, principal_axes};
 
 /// A joint to create with its body. Start from [`JointSpec::hinge`] and friends and override
@@ -22,7 +25,15 @@ pub struct JointSpec {
     pub damping: f64,
     pub armature: f64,
     pub range: Option<[f64; 2]>,
+    pub limit_margin: f64,
+    pub solref_limit: [f64; 2],
+    pub solimp_limit: [f64; 5],
 }
+
+/// MuJoCo's default constraint reference `(timeconst, dampratio)`.
+pub const DEFAULT_SOLREF: [f64; 2] = [0.02, 1.0];
+/// MuJoCo's default constraint impedance `(dmin, dmax, width, midpoint, power)`.
+pub const DEFAULT_SOLIMP: [f64; 5] = [0.9, 0.95, 0.001, 0.5, 2.0];
 
 impl JointSpec {
     fn new(name: impl Into<String>, kind: JointKind, axis: Vector3<f64>) -> Self {
@@ -37,6 +48,9 @@ impl JointSpec {
             damping: 0.0,
             armature: 0.0,
             range: None,
+            limit_margin: 0.0,
+            solref_limit: DEFAULT_SOLREF,
+            solimp_limit: DEFAULT_SOLIMP,
         }
     }
     pub fn hinge(name: impl Into<String>, axis: Vector3<f64>) -> Self {
@@ -88,13 +102,20 @@ impl BodySpec {
     }
 }
 
-/// An actuator to add, driving the joint named `joint`.
+/// What an actuator to add drives, by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Joint(String),
+    Tendon(String),
+}
+
+/// An actuator to add (see [`Actuator`] for the force law).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActuatorSpec {
     pub name: String,
-    pub joint: String,
+    pub target: Target,
     pub gear: f64,
-    pub gain: f64,
+    pub gain: [f64; 3],
     pub bias: [f64; 3],
     pub ctrl_range: Option<[f64; 2]>,
     pub force_range: Option<[f64; 2]>,
@@ -105,9 +126,9 @@ impl ActuatorSpec {
     pub fn motor(name: impl Into<String>, joint: impl Into<String>) -> Self {
         ActuatorSpec {
             name: name.into(),
-            joint: joint.into(),
+            target: Target::Joint(joint.into()),
             gear: 1.0,
-            gain: 1.0,
+            gain: [1.0, 0.0, 0.0],
             bias: [0.0; 3],
             ctrl_range: None,
             force_range: None,
@@ -115,14 +136,50 @@ impl ActuatorSpec {
     }
 }
 
-/// Collects bodies and actuators, then checks and compiles them into a [`Model<f64>`].
+/// A fixed tendon to add: `(joint name, coefficient)` pairs and its spring, damper and limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TendonSpec {
+    pub name: String,
+    pub joints: Vec<(String, f64)>,
+    pub stiffness: f64,
+    pub damping: f64,
+    /// Spring dead band `[lo, hi]`; `None` rests at the length in the reference configuration.
+    pub spring_length: Option<[f64; 2]>,
+    pub range: Option<[f64; 2]>,
+    pub limit_margin: f64,
+    pub solref_limit: [f64; 2],
+    pub solimp_limit: [f64; 5],
+}
+
+impl TendonSpec {
+    pub fn new(name: impl Into<String>, joints: Vec<(String, f64)>) -> Self {
+        TendonSpec {
+            name: name.into(),
+            joints,
+            stiffness: 0.0,
+            damping: 0.0,
+            spring_length: None,
+            range: None,
+            limit_margin: 0.0,
+            solref_limit: DEFAULT_SOLREF,
+            solimp_limit: DEFAULT_SOLIMP,
+        }
+    }
+}
+
+/// Collects bodies, tendons, actuators and keyframes, then checks and compiles them into a
+/// [`Model<f64>`].
 #[derive(Clone, Debug)]
 pub struct ModelBuilder {
     pub gravity: Vector3<f64>,
     pub timestep: f64,
     pub integrator: Integrator,
+    pub medium: Medium<f64>,
+    pub enabled: Enabled,
     bodies: Vec<(usize, BodySpec)>,
+    tendons: Vec<TendonSpec>,
     actuators: Vec<ActuatorSpec>,
+    keyframes: Vec<Keyframe>,
 }
 
 impl Default for ModelBuilder {
@@ -141,8 +198,12 @@ impl ModelBuilder {
             gravity: Vector3::new(0.0, 0.0, -9.81),
             timestep: 0.002,
             integrator: Integrator::Euler,
+            medium: Medium::vacuum(),
+            enabled: Enabled::default(),
             bodies: Vec::new(),
+            tendons: Vec::new(),
             actuators: Vec::new(),
+            keyframes: Vec::new(),
         }
     }
 
@@ -161,6 +222,15 @@ impl ModelBuilder {
 
     pub fn add_actuator(&mut self, actuator: ActuatorSpec) {
         self.actuators.push(actuator);
+    }
+
+    pub fn add_tendon(&mut self, tendon: TendonSpec) {
+        self.tendons.push(tendon);
+    }
+
+    /// Adds a named state; its dimensions are checked when the model is built.
+    pub fn add_keyframe(&mut self, keyframe: Keyframe) {
+        self.keyframes.push(keyframe);
     }
 
     /// Checks every element and compiles the model.
@@ -216,19 +286,38 @@ impl ModelBuilder {
             });
         }
         check_moving_mass(&bodies)?;
-        let actuators = self.actuators.iter().map(|a| compile_actuator(a, &joints)).collect::<Result<Vec<_>, _>>()?;
         let tree = Tree::build(&bodies, &joints);
-        Ok(Model {
+        let mut model = Model {
             bodies,
             joints,
-            actuators,
+            tendons: Vec::new(),
+            actuators: Vec::new(),
+            keyframes: Vec::new(),
             tree,
             nq,
             nv,
             gravity: self.gravity,
             timestep: self.timestep,
             integrator: self.integrator,
-        })
+            medium: self.medium,
+            enabled: self.enabled,
+        };
+        let qpos0 = model.qpos0();
+        model.tendons = self
+            .tendons
+            .iter()
+            .map(|t| compile_tendon(t, &model.joints, qpos0.as_slice()))
+            .collect::<Result<_, _>>()?;
+        model.actuators = self
+            .actuators
+            .iter()
+            .map(|a| compile_actuator(a, &model.joints, &model.tendons))
+            .collect::<Result<_, _>>()?;
+        for key in &self.keyframes {
+            check_keyframe(key, nq, nv, model.actuators.len())?;
+        }
+        model.keyframes = self.keyframes;
+        Ok(model)
     }
 }
 
@@ -246,6 +335,15 @@ fn check_options(b: &ModelBuilder) -> Result<(), ModelError> {
     }
     if !b.gravity.iter().all(|g| g.is_finite()) {
         return Err(ModelError::InvalidOption { option: "gravity", reason: "must be finite".into() });
+    }
+    let m = &b.medium;
+    if !(m.density >= 0.0 && m.viscosity >= 0.0 && m.density.is_finite() && m.viscosity.is_finite())
+        || !m.wind.iter().all(|w| w.is_finite())
+    {
+        return Err(ModelError::InvalidOption {
+            option: "density/viscosity/wind",
+            reason: "must be finite, density and viscosity non-negative".into(),
+        });
     }
     Ok(())
 }
@@ -351,19 +449,74 @@ fn compile_joint(
         damping: js.damping,
         armature: js.armature,
         range: js.range,
+        limit_margin: js.limit_margin,
+        solref_limit: js.solref_limit,
+        solimp_limit: js.solimp_limit,
     })
 }
 
-fn compile_actuator(spec: &ActuatorSpec, joints: &[Joint<f64>]) -> Result<Actuator<f64>, ModelError> {
-    let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
-    let joint = joints
-        .iter()
-        .position(|j| j.name == spec.joint)
-        .ok_or_else(|| invalid(format!("no joint named `{}`", spec.joint)))?;
-    if !matches!(joints[joint].kind, JointKind::Hinge | JointKind::Slide) {
-        return Err(invalid(format!("joint `{}` is not a hinge or slide", spec.joint)));
+/// The index of the hinge or slide joint named `name`, or why there is none.
+fn scalar_joint(joints: &[Joint<f64>], name: &str) -> Result<usize, String> {
+    let j = joints.iter().position(|j| j.name == name).ok_or_else(|| format!("no joint named `{name}`"))?;
+    match joints[j].kind {
+        JointKind::Hinge | JointKind::Slide => Ok(j),
+        _ => Err(format!("joint `{name}` is not a hinge or slide")),
     }
-    let values = [spec.gear, spec.gain].into_iter().chain(spec.bias);
+}
+
+fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>], qpos0: &[f64]) -> Result<Tendon<f64>, ModelError> {
+    let invalid = |reason: String| ModelError::InvalidTendon { tendon: spec.name.clone(), reason };
+    if spec.joints.is_empty() {
+        return Err(invalid("a fixed tendon needs at least one joint".into()));
+    }
+    let indices = spec
+        .joints
+        .iter()
+        .map(|(name, _)| scalar_joint(joints, name))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(invalid)?;
+    let coefs: Vec<f64> = spec.joints.iter().map(|(_, c)| *c).collect();
+    let scalars = [spec.stiffness, spec.damping, spec.limit_margin].into_iter().chain(coefs.iter().copied());
+    if !scalars.chain(spec.spring_length.into_iter().flatten()).all(f64::is_finite) {
+        return Err(invalid("non-finite parameter".into()));
+    }
+    if spec.stiffness < 0.0 || spec.damping < 0.0 {
+        return Err(invalid("stiffness and damping must be non-negative".into()));
+    }
+    if let Some([lo, hi]) = spec.range
+        && (lo.is_nan() || hi.is_nan() || lo > hi)
+    {
+        return Err(invalid("range must have lo <= hi".into()));
+    }
+    // Without a given rest length the spring rests at the reference configuration (MuJoCo).
+    let rest: f64 = indices.iter().zip(&coefs).map(|(&j, c)| c * qpos0[joints[j].qpos_adr]).sum();
+    Ok(Tendon {
+        name: spec.name.clone(),
+        joints: indices,
+        coefs,
+        stiffness: spec.stiffness,
+        damping: spec.damping,
+        spring_length: spec.spring_length.unwrap_or([rest, rest]),
+        range: spec.range,
+        limit_margin: spec.limit_margin,
+        solref_limit: spec.solref_limit,
+        solimp_limit: spec.solimp_limit,
+    })
+}
+
+fn compile_actuator(
+    spec: &ActuatorSpec,
+    joints: &[Joint<f64>],
+    tendons: &[Tendon<f64>],
+) -> Result<Actuator<f64>, ModelError> {
+    let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
+    let transmission = match &spec.target {
+        Target::Joint(name) => Transmission::Joint(scalar_joint(joints, name).map_err(invalid)?),
+        Target::Tendon(name) => Transmission::Tendon(
+            tendons.iter().position(|t| &t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))?,
+        ),
+    };
+    let values = [spec.gear].into_iter().chain(spec.gain).chain(spec.bias);
     let ranges = [spec.ctrl_range, spec.force_range].into_iter().flatten();
     if !values.chain(ranges.clone().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
@@ -373,11 +526,28 @@ fn compile_actuator(spec: &ActuatorSpec, joints: &[Joint<f64>]) -> Result<Actuat
     }
     Ok(Actuator {
         name: spec.name.clone(),
-        joint,
+        transmission,
         gear: spec.gear,
         gain: spec.gain,
         bias: spec.bias,
         ctrl_range: spec.ctrl_range,
         force_range: spec.force_range,
     })
+}
+
+fn check_keyframe(key: &Keyframe, nq: usize, nv: usize, nu: usize) -> Result<(), ModelError> {
+    let dims = [("qpos", nq, key.qpos.len()), ("qvel", nv, key.qvel.len()), ("ctrl", nu, key.ctrl.len())];
+    for (what, expected, got) in dims {
+        if expected != got {
+            return Err(ModelError::InvalidKeyframe {
+                key: key.name.clone(),
+                reason: format!("{what} has {got} entries, the model needs {expected}"),
+            });
+        }
+    }
+    let values = key.qpos.iter().chain(key.qvel.iter()).chain(key.ctrl.iter());
+    if !values.chain([&key.time]).all(|x| x.is_finite()) {
+        return Err(ModelError::InvalidKeyframe { key: key.name.clone(), reason: "non-finite value".into() });
+    }
+    Ok(())
 }

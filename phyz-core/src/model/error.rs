@@ -11,6 +11,10 @@ pub enum ModelError {
     InvalidParent { body: String, parent: usize },
     #[error("joint `{joint}`: {reason}")]
     InvalidJoint { joint: String, reason: String },
+    #[error("tendon `{tendon}`: {reason}")]
+    InvalidTendon { tendon: String, reason: String },
+    #[error("keyframe `{key}`: {reason}")]
+    InvalidKeyframe { key: String, reason: String },
     #[error("actuator `{actuator}`: {reason}")]
     InvalidActuator { actuator: String, reason: String },
     #[error("option `{option}`: {reason}")]

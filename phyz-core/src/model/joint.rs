@@ -65,6 +65,11 @@ pub struct Joint<S> {
     /// Position limits `[lo, hi]` (for a ball joint `[0, max angle]`), enforced by the
     /// constraint solver.
     pub range: Option<[S; 2]>,
+    /// Distance inside which the limit becomes active, and its solver reference and impedance
+    /// (MuJoCo's `margin`, `solreflimit`, `solimplimit`).
+    pub limit_margin: S,
+    pub solref_limit: [S; 2],
+    pub solimp_limit: [S; 5],
 }
 
 impl<S: Scalar> Joint<S> {
@@ -103,6 +108,9 @@ impl<S: Scalar> Joint<S> {
             damping: f(self.damping),
             armature: f(self.armature),
             range: self.range.map(|[lo, hi]| [f(lo), f(hi)]),
+            limit_margin: f(self.limit_margin),
+            solref_limit: self.solref_limit.map(&mut *f),
+            solimp_limit: self.solimp_limit.map(&mut *f),
         }
     }
 }

@@ -11,16 +11,22 @@ mod builder;
 mod error;
 mod geom;
 mod joint;
+mod options;
 mod state;
+mod tendon;
 pub mod tree;
 
-pub use actuator::Actuator;
+pub use actuator::{Actuator, Transmission};
 pub use body::{Body, Site};
-pub use builder::{ActuatorSpec, BodySpec, JointSpec, ModelBuilder};
+pub use builder::{
+    ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, Target, TendonSpec,
+};
 pub use error::ModelError;
 pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
+pub use options::{Enabled, Medium};
 pub use state::State;
+pub use tendon::Tendon;
 
 use nalgebra::{DVector, Vector3};
 
@@ -38,12 +44,24 @@ pub enum Integrator {
     Rk4,
 }
 
+/// A named state of the model (MJCF `<keyframe><key>`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Keyframe {
+    pub name: String,
+    pub time: f64,
+    pub qpos: DVector<f64>,
+    pub qvel: DVector<f64>,
+    pub ctrl: DVector<f64>,
+}
+
 /// A compiled model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model<S> {
     bodies: Vec<Body<S>>,
     joints: Vec<Joint<S>>,
+    tendons: Vec<Tendon<S>>,
     actuators: Vec<Actuator<S>>,
+    keyframes: Vec<Keyframe>,
     tree: Tree,
     nq: usize,
     nv: usize,
@@ -52,6 +70,8 @@ pub struct Model<S> {
     /// Step length in seconds.
     pub timestep: S,
     pub integrator: Integrator,
+    pub medium: Medium<S>,
+    pub enabled: Enabled,
 }
 
 impl<S: Scalar> Model<S> {
@@ -87,6 +107,23 @@ impl<S: Scalar> Model<S> {
     #[inline]
     pub fn joints_mut(&mut self) -> &mut [Joint<S>] {
         &mut self.joints
+    }
+    #[inline]
+    pub fn tendons(&self) -> &[Tendon<S>] {
+        &self.tendons
+    }
+    #[inline]
+    pub fn tendons_mut(&mut self) -> &mut [Tendon<S>] {
+        &mut self.tendons
+    }
+    #[inline]
+    pub fn keyframes(&self) -> &[Keyframe] {
+        &self.keyframes
+    }
+    /// Gravity as the dynamics apply it: zero when switched off.
+    #[inline]
+    pub fn gravity_acceleration(&self) -> Vector3<S> {
+        if self.enabled.gravity { self.gravity } else { Vector3::zeros() }
     }
     #[inline]
     pub fn actuators(&self) -> &[Actuator<S>] {
@@ -133,6 +170,14 @@ impl<S: Scalar> Model<S> {
         q
     }
 
+    /// The state stored in keyframe `index` (MuJoCo's `mj_resetDataKeyframe`), and its controls.
+    pub fn keyframe_state(&self, index: usize) -> Option<(State<S>, Vec<S>)> {
+        let key = self.keyframes.get(index)?;
+        let state =
+            State { qpos: key.qpos.map(S::from_f64), qvel: key.qvel.map(S::from_f64), time: S::from_f64(key.time) };
+        Some((state, key.ctrl.iter().map(|&u| S::from_f64(u)).collect()))
+    }
+
     /// The reference configuration at rest, at time zero.
     pub fn default_state(&self) -> State<S> {
         State::new(self.qpos0(), DVector::zeros(self.nv))
@@ -144,18 +189,22 @@ impl<S: Scalar> Model<S> {
         Model {
             bodies: self.bodies.iter().map(|b| b.map(f)).collect(),
             joints: self.joints.iter().map(|j| j.map(f)).collect(),
+            tendons: self.tendons.iter().map(|t| t.map(f)).collect(),
             actuators: self.actuators.iter().map(|a| a.map(f)).collect(),
+            keyframes: self.keyframes.clone(),
             tree: self.tree.clone(),
             nq: self.nq,
             nv: self.nv,
             gravity: self.gravity.map(&mut *f),
             timestep: f(self.timestep),
             integrator: self.integrator,
+            medium: self.medium.map(f),
+            enabled: self.enabled,
         }
     }
 
     /// Every numeric parameter of the model, in a fixed order: body by body (pose, inertia,
-    /// geoms), then joints, actuators, gravity and timestep.
+    /// geoms, sites), then joints, tendons, actuators, gravity, timestep and the medium.
     pub fn parameters(&self) -> Vec<S> {
         let mut out = Vec::new();
         self.map(&mut |x| {
@@ -198,17 +247,25 @@ impl<S: Scalar> Model<S> {
                 .iter()
                 .zip(&other.joints)
                 .all(|(a, b)| a.kind == b.kind && a.range.is_some() == b.range.is_some());
+        let tendons_match = self.tendons.len() == other.tendons.len()
+            && self
+                .tendons
+                .iter()
+                .zip(&other.tendons)
+                .all(|(a, b)| a.joints == b.joints && a.range.is_some() == b.range.is_some());
         let actuators_match = self.actuators.len() == other.actuators.len()
             && self.actuators.iter().zip(&other.actuators).all(|(a, b)| {
-                a.joint == b.joint
+                a.transmission == b.transmission
                     && a.ctrl_range.is_some() == b.ctrl_range.is_some()
                     && a.force_range.is_some() == b.force_range.is_some()
             });
         bodies_match
             && joints_match
+            && tendons_match
             && actuators_match
             && self.tree == other.tree
             && self.integrator == other.integrator
+            && self.enabled == other.enabled
     }
 }
 

@@ -1,0 +1,63 @@
+//! Global options: the medium the model moves in, and switches for parts of the physics.
+
+use nalgebra::Vector3;
+
+use crate::Scalar;
+
+/// The surrounding medium (MJCF `<option density viscosity wind>`): when either density or
+/// viscosity is positive, every body with mass feels MuJoCo's inertia-box fluid forces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Medium<S> {
+    pub density: S,
+    pub viscosity: S,
+    pub wind: Vector3<S>,
+}
+
+impl<S: Scalar> Medium<S> {
+    /// Vacuum: no fluid forces.
+    pub fn vacuum() -> Self {
+        Medium { density: S::zero(), viscosity: S::zero(), wind: Vector3::zeros() }
+    }
+
+    pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Medium<T> {
+        Medium { density: f(self.density), viscosity: f(self.viscosity), wind: self.wind.map(&mut *f) }
+    }
+}
+
+/// Which parts of the physics are on (MJCF `<option><flag>`); all on by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enabled {
+    pub gravity: bool,
+    /// Joint and tendon springs.
+    pub spring: bool,
+    /// Joint and tendon dampers.
+    pub damper: bool,
+    /// Fluid forces.
+    pub fluid: bool,
+    pub actuation: bool,
+    /// Clamping of controls to their ranges.
+    pub clamp_ctrl: bool,
+    /// Euler's implicit integration of joint damping.
+    pub euler_damp: bool,
+    /// Every constraint (contacts, limits); off is MuJoCo's `constraint="disable"`.
+    pub constraint: bool,
+    pub contact: bool,
+    pub limit: bool,
+}
+
+impl Default for Enabled {
+    fn default() -> Self {
+        Enabled {
+            gravity: true,
+            spring: true,
+            damper: true,
+            fluid: true,
+            actuation: true,
+            clamp_ctrl: true,
+            euler_damp: true,
+            constraint: true,
+            contact: true,
+            limit: true,
+        }
+    }
+}
