@@ -337,9 +337,8 @@ fn check_options(b: &ModelBuilder) -> Result<(), ModelError> {
         return Err(ModelError::InvalidOption { option: "gravity", reason: "must be finite".into() });
     }
     let m = &b.medium;
-    if !(m.density >= 0.0 && m.viscosity >= 0.0 && m.density.is_finite() && m.viscosity.is_finite())
-        || !m.wind.iter().all(|w| w.is_finite())
-    {
+    let finite = m.density.is_finite() && m.viscosity.is_finite() && m.wind.iter().all(|w| w.is_finite());
+    if !finite || m.density < 0.0 || m.viscosity < 0.0 {
         return Err(ModelError::InvalidOption {
             option: "density/viscosity/wind",
             reason: "must be finite, density and viscosity non-negative".into(),
