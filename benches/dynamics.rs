@@ -42,11 +42,11 @@ fn seeded(state: &State<f64>) -> State<Dual8> {
 
 fn bench_scalar<S: Scalar>(c: &mut Criterion, label: &str, name: &str, model: &Model<S>, state: &State<S>) {
     let ctrl = vec![S::zero(); model.nu()];
-    let tau: DVector<S> = passive_forces(model, &state.qpos, &state.qvel);
     c.bench_function(&format!("fk/{name}/{label}"), |b| {
         b.iter(|| forward_kinematics(black_box(model), black_box(&state.qpos)))
     });
     let kin = forward_kinematics(model, &state.qpos);
+    let tau: DVector<S> = passive_forces(model, &kin, &state.qpos, &state.qvel);
     c.bench_function(&format!("aba/{name}/{label}"), |b| {
         b.iter(|| forward_dynamics(black_box(model), black_box(&kin), black_box(&state.qvel), black_box(&tau), None))
     });
