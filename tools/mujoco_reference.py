@@ -20,7 +20,8 @@ All floats are written with repr() (shortest string that round-trips an f64).
 The script is deterministic: every random draw comes from numpy's PCG64 seeded
 with a fixed constant and a CRC32 of the model name.
 
-Usage:  python3 tools/mujoco_reference.py [--gym-dir DIR] [--out DIR]
+Usage:  python3 tools/mujoco_reference.py [--gym-dir DIR] [--out DIR] [--check]
+        (--check writes nothing: it re-reads the files and replays them exactly)
 """
 
 import argparse
@@ -44,6 +45,12 @@ SEED_TRAJ = 20240602
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
+
+
+def route_warnings():
+    """Send MuJoCo warnings to stderr instead of its default handler, which also appends
+    them to MUJOCO_LOG.TXT in the current directory (the repository root)."""
+    mujoco.set_mju_user_warning(lambda msg: print(f"MuJoCo warning: {msg}", file=sys.stderr))
 
 
 def fmt(x):
@@ -130,6 +137,13 @@ def set_state(m, d, qpos, qvel, ctrl):
         d.ctrl[:] = ctrl
 
 
+def check_stable(m, d):
+    """MuJoCo silently resets the data when qacc blows up (auto-reset): refuse that."""
+    if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
+        name = m.names[:m.names.index(b"\0")].decode() if m.names else "?"
+        sys.exit(f"error: model {name!r} went unstable (mjWARN_BADQACC) at time {d.time}")
+
+
 def state_row(d):
     return [d.time] + list(d.qpos) + list(d.qvel)
 
@@ -156,6 +170,7 @@ def run_traj(m, qpos, qvel, ctrls):
         if m.nu:
             d.ctrl[:] = ctrls[t]
         mujoco.mj_step(m, d)
+        check_stable(m, d)
         rows.append(state_row(d))
     return np.array(rows)
 
@@ -189,6 +204,7 @@ def generate(path, out_root):
         rows_in.append(state_row(d))
         rows_ctrl.append(list(ctrl))
         mujoco.mj_step(m, d)
+        check_stable(m, d)
         rows_out.append(state_row(d))
     header = state_header(m)
     write_csv(os.path.join(out, "onestep_in.csv"), header, rows_in)
@@ -205,7 +221,7 @@ def generate(path, out_root):
     # Chaos classification: perturb every qvel entry by 1e-10, compare at step 100.
     traj2 = run_traj(m, qpos, qvel + CHAOS_EPS, ctrls)
     amp = float(np.max(np.abs(traj2[-1, 1:] - traj[-1, 1:]))) / CHAOS_EPS
-    chaotic = bool(amp > CHAOS_THRESHOLD) or not np.all(np.isfinite(traj))
+    chaotic = bool(amp > CHAOS_THRESHOLD)
     write_csv(os.path.join(out, "meta.csv"), ["chaotic", "amplification"],
               [["true" if chaotic else "false", amp]])
 
@@ -219,7 +235,76 @@ def generate(path, out_root):
 
     return dict(name=name, nq=m.nq, nv=m.nv, nu=m.nu, nbody=m.nbody, njnt=m.njnt,
                 timestep=m.opt.timestep, integrator=mujoco.mjtIntegrator(m.opt.integrator).name,
-                chaotic=chaotic, amp=amp, finite=bool(np.all(np.isfinite(traj))))
+                chaotic=chaotic, amp=amp)
+
+
+def read_csv(path, header=True):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if header:
+        return rows[0], rows[1:]
+    return None, rows
+
+
+def floats(rows):
+    return np.array([[float(x) for x in r] for r in rows], dtype=float).reshape(len(rows), -1)
+
+
+def check(path, out_root):
+    """Re-read the files written for one model, check their shapes, and replay them with
+    MuJoCo starting from the parsed text (so the text alone must reproduce the data
+    bit for bit). Returns a list of problems (empty when all is well)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    out = os.path.join(out_root, name)
+    m = load(path)
+    d = mujoco.MjData(m)
+    probs = []
+
+    def expect(cond, msg):
+        if not cond:
+            probs.append(f"{name}: {msg}")
+        return cond
+
+    h, rows = read_csv(os.path.join(out, "sizes.csv"))
+    expect(h == ["nq", "nv", "nu", "nbody", "njnt", "timestep"] and len(rows) == 1, "sizes.csv shape")
+    nq, nv, nu, nbody, njnt = (int(x) for x in rows[0][:5])
+    expect((nq, nv, nu, nbody, njnt) == (m.nq, m.nv, m.nu, m.nbody, m.njnt), "sizes.csv values")
+    expect(float(rows[0][5]) == m.opt.timestep, "timestep")
+
+    h, rows = read_csv(os.path.join(out, "model.csv"))
+    expect(len(h) == 12 and len(rows) == nbody and all(len(r) == 12 for r in rows), "model.csv shape")
+    vals = floats([r[1:] for r in rows])
+    expect(np.array_equal(vals[:, 0], m.body_mass) and np.array_equal(vals[:, 1:4], m.body_ipos)
+           and np.array_equal(vals[:, 4:8], m.body_iquat) and np.array_equal(vals[:, 8:11], m.body_inertia),
+           "model.csv values")
+
+    hdr = state_header(m)
+    h_in, rin = read_csv(os.path.join(out, "onestep_in.csv"))
+    h_out, rout = read_csv(os.path.join(out, "onestep_out.csv"))
+    _, rctrl = read_csv(os.path.join(out, "onestep_ctrl.csv"), header=False)
+    expect(h_in == hdr and h_out == hdr, "onestep headers")
+    expect(len(rin) == len(rout) == len(rctrl) == K_ONESTEP, "onestep row counts")
+    expect(all(len(r) == 1 + nq + nv for r in rin + rout), "onestep row widths")
+    expect(all(len(r) == nu for r in rctrl), "onestep_ctrl widths")
+    xin, xout = floats(rin), floats(rout)
+    uin = floats(rctrl) if nu else np.zeros((K_ONESTEP, 0))
+    for k in range(min(len(rin), len(rout), len(rctrl))):
+        set_state(m, d, xin[k, 1:1 + nq], xin[k, 1 + nq:], uin[k])
+        mujoco.mj_step(m, d)
+        expect(np.array_equal(np.array(state_row(d)), xout[k]), f"onestep row {k} does not replay exactly")
+
+    h, rtraj = read_csv(os.path.join(out, "traj.csv"))
+    _, rtc = read_csv(os.path.join(out, "traj_ctrl.csv"), header=False)
+    expect(h == hdr and len(rtraj) == TRAJ_STEPS + 1 and len(rtc) == TRAJ_STEPS, "traj shapes")
+    expect(all(len(r) == nu for r in rtc), "traj_ctrl widths")
+    x = floats(rtraj)
+    u = floats(rtc) if nu else np.zeros((TRAJ_STEPS, 0))
+    replay = run_traj(m, x[0, 1:1 + nq], x[0, 1 + nq:], u)
+    expect(np.array_equal(replay, x), "traj does not replay exactly")
+
+    h, rows = read_csv(os.path.join(out, "meta.csv"))
+    expect(h == ["chaotic", "amplification"] and len(rows) == 1 and rows[0][0] in ("true", "false"), "meta.csv")
+    return probs
 
 
 def model_paths(gym_dir):
@@ -232,7 +317,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gym-dir", default=DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "reference"), help="output directory")
+    ap.add_argument("--check", action="store_true",
+                    help="do not write: re-read the existing files and replay them with MuJoCo")
     args = ap.parse_args()
+    route_warnings()
 
     gym, local = model_paths(args.gym_dir)
     if not gym:
@@ -242,6 +330,16 @@ def main():
     if dup:
         sys.exit(f"error: duplicate model names {sorted(dup)}")
 
+    if args.check:
+        probs = []
+        for p in gym + local:
+            probs += check(p, args.out)
+        for msg in probs:
+            print(msg)
+        print(f"checked {len(gym + local)} models with MuJoCo {mujoco.__version__}: "
+              + ("OK" if not probs else f"{len(probs)} problem(s)"))
+        sys.exit(1 if probs else 0)
+
     os.makedirs(args.out, exist_ok=True)
     print(f"MuJoCo {mujoco.__version__}; writing to {args.out}")
     print(f"{'model':<26} {'nq':>3} {'nv':>3} {'nu':>3} {'nbody':>5} {'njnt':>4} {'dt':>7} {'integrator':<10} "
@@ -249,8 +347,7 @@ def main():
     for p in gym + local:
         r = generate(p, args.out)
         print(f"{r['name']:<26} {r['nq']:>3} {r['nv']:>3} {r['nu']:>3} {r['nbody']:>5} {r['njnt']:>4} "
-              f"{r['timestep']:>7g} {r['integrator']:<10} {str(r['chaotic']).lower():<7} {r['amp']:.4g}"
-              + ("" if r["finite"] else "  (NON-FINITE)"))
+              f"{r['timestep']:>7g} {r['integrator']:<10} {str(r['chaotic']).lower():<7} {r['amp']:.4g}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Time MuJoCo's mj_step against phyz on the same models, constraints off in both.
+
+For every gymnasium model and every tests/models/*.xml:
+  * MuJoCo: constraints disabled (mjDSBL_CONSTRAINT), state = the initial row of
+    tests/reference/<name>/traj.csv (or the same seeded random state when that file is
+    missing), ctrl = 0; a warm-up run, then the median over --reps repetitions of
+    --steps steps, each repetition restarting from that state. The stepping loop runs
+    inside MuJoCo (mj_step with nstep), so Python overhead is not counted.
+  * phyz: runs `target/release/phyz bench MODEL.xml --steps N --no-constraints` and
+    reads the line `step_us <number>` (microseconds per step) from its output.
+
+Prints a Markdown table (model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco)
+on stdout; progress and warnings go to stderr.
+
+Usage:  python3 tools/bench_vs_mujoco.py [--steps 2000] [--reps 7] [--phyz PATH] [MODEL_NAME ...]
+"""
+
+import argparse
+import csv
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import mujoco
+import numpy as np
+
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the working tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mujoco_reference as ref  # noqa: E402  (shared loading, seeds and model list)
+
+STEP_US = re.compile(r"^\s*step_us\s+([-+0-9.eE]+|nan|inf)\s*$", re.MULTILINE)
+
+
+def initial_state(m, name):
+    path = os.path.join(ref.REPO, "tests", "reference", name, "traj.csv")
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+        x = np.array([float(v) for v in rows[1]])
+        if len(x) == 1 + m.nq + m.nv:
+            return x[1:1 + m.nq], x[1 + m.nq:]
+        print(f"warning: {path} does not match the model's sizes; using a fresh random state",
+              file=sys.stderr)
+    qpos, qvel, _ = ref.random_state(m, ref.rng_for(name, ref.SEED_TRAJ))
+    return qpos, qvel
+
+
+def bench_mujoco(path, name, steps, reps, warmup):
+    m = ref.load(path)
+    d = mujoco.MjData(m)
+    qpos, qvel = initial_state(m, name)
+
+    def reset():
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = qpos
+        d.qvel[:] = qvel
+        d.ctrl[:] = 0.0
+
+    reset()
+    mujoco.mj_step(m, d, nstep=warmup)
+    times = []
+    unstable = False
+    for _ in range(reps):
+        reset()
+        t0 = time.perf_counter()
+        mujoco.mj_step(m, d, nstep=steps)
+        times.append(time.perf_counter() - t0)
+        unstable |= d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+    return statistics.median(times) / steps * 1e6, unstable
+
+
+def bench_phyz(binary, path, steps, timeout):
+    """Returns (µs/step or None, note)."""
+    cmd = [binary, "bench", path, "--steps", str(steps), "--no-constraints"]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    except OSError as e:
+        return None, f"could not run: {e}"
+    if p.returncode != 0:
+        lines = [l.strip() for l in (p.stderr + "\n" + p.stdout).splitlines() if l.strip()]
+        errs = [l for l in lines if "error" in l.lower()]
+        msg = errs[0] if errs else (lines[-1] if lines else "")
+        if "subcommand" in msg and "bench" in msg:
+            msg += " (this phyz build has no `bench` subcommand yet)"
+        return None, f"exit {p.returncode}: {msg}"
+    hits = STEP_US.findall(p.stdout)
+    if not hits:
+        return None, "no `step_us <number>` line in its output"
+    return float(hits[-1]), ""
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*", help="only these model names (default: all)")
+    ap.add_argument("--steps", type=int, default=2000, help="steps per timed run (default 2000)")
+    ap.add_argument("--reps", type=int, default=7, help="timed repetitions, median taken (default 7)")
+    ap.add_argument("--warmup", type=int, default=500, help="MuJoCo warm-up steps (default 500)")
+    ap.add_argument("--phyz", default=os.path.join(ref.REPO, "target", "release", "phyz"),
+                    help="phyz binary (default target/release/phyz)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per phyz run")
+    ap.add_argument("--gym-dir", default=ref.DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
+    args = ap.parse_args()
+    ref.route_warnings()
+
+    gym, local = ref.model_paths(args.gym_dir)
+    paths = gym + local
+    if args.models:
+        want = set(args.models)
+        paths = [p for p in paths if os.path.splitext(os.path.basename(p))[0] in want]
+        missing = want - {os.path.splitext(os.path.basename(p))[0] for p in paths}
+        if missing:
+            sys.exit(f"error: unknown model(s): {', '.join(sorted(missing))}")
+
+    have_phyz = os.path.isfile(args.phyz) and os.access(args.phyz, os.X_OK)
+    if not have_phyz:
+        print(f"NOTE: phyz binary not found at {args.phyz}: build it with `cargo build --release`. "
+              "Only the MuJoCo column is measured.", file=sys.stderr)
+
+    rows, notes = [], []
+    for p in paths:
+        name = os.path.splitext(os.path.basename(p))[0]
+        print(f"{name} ...", file=sys.stderr, flush=True)
+        mj_us, unstable = bench_mujoco(p, name, args.steps, args.reps, args.warmup)
+        if unstable:
+            notes.append(f"{name}: MuJoCo went unstable (auto-reset) during the timed run")
+        phyz_us, note = (None, "not built") if not have_phyz else bench_phyz(args.phyz, p, args.steps, args.timeout)
+        if note and have_phyz:
+            notes.append(f"{name}: phyz {note}")
+        rows.append((name, mj_us, phyz_us, note))
+
+    print(f"MuJoCo {mujoco.__version__} vs phyz, constraints disabled in both, {args.steps} steps, "
+          f"median of {args.reps}; CPU: {cpu_name()}")
+    print()
+    print("| model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco |")
+    print("|---|---:|---:|---:|")
+    for name, mj_us, phyz_us, note in rows:
+        if phyz_us is None:
+            pz, ratio = ("n/a (not built)" if note == "not built" else "error"), "n/a"
+        else:
+            pz, ratio = f"{phyz_us:.3f}", f"{phyz_us / mj_us:.2f}"
+        print(f"| {name} | {mj_us:.3f} | {pz} | {ratio} |")
+    if not have_phyz:
+        print()
+        print(f"phyz binary not found at {args.phyz} (build it with `cargo build --release`).")
+    if notes:
+        print()
+        for n in notes:
+            print(f"- {n}")
+
+
+if __name__ == "__main__":
+    main()
