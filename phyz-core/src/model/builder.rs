@@ -143,7 +143,8 @@ pub struct TendonSpec {
     pub joints: Vec<(String, f64)>,
     pub stiffness: f64,
     pub damping: f64,
-    /// Spring dead band `[lo, hi]`; `None` rests at the length in the reference configuration.
+    /// Spring dead band `[lo, hi]`; `None` rests at the length where every joint is at its
+    /// `spring_ref`.
     pub spring_length: Option<[f64; 2]>,
     pub range: Option<[f64; 2]>,
     pub limit_margin: f64,
@@ -177,9 +178,11 @@ pub struct ModelBuilder {
     pub medium: Medium<f64>,
     pub enabled: Enabled,
     bodies: Vec<(usize, BodySpec)>,
+    world: BodySpec,
     tendons: Vec<TendonSpec>,
     actuators: Vec<ActuatorSpec>,
     keyframes: Vec<Keyframe>,
+    excludes: Vec<[usize; 2]>,
 }
 
 impl Default for ModelBuilder {
@@ -201,9 +204,11 @@ impl ModelBuilder {
             medium: Medium::vacuum(),
             enabled: Enabled::default(),
             bodies: Vec::new(),
+            world: BodySpec::new("world"),
             tendons: Vec::new(),
             actuators: Vec::new(),
             keyframes: Vec::new(),
+            excludes: Vec::new(),
         }
     }
 
@@ -222,6 +227,21 @@ impl ModelBuilder {
 
     pub fn add_actuator(&mut self, actuator: ActuatorSpec) {
         self.actuators.push(actuator);
+    }
+
+    /// Adds a geom fixed to the world (a floor, a wall).
+    pub fn add_world_geom(&mut self, geom: Geom<f64>) {
+        self.world.geoms.push(geom);
+    }
+
+    /// Adds a named frame fixed to the world.
+    pub fn add_world_site(&mut self, site: Site<f64>) {
+        self.world.sites.push(site);
+    }
+
+    /// Excludes contacts between two bodies (by index).
+    pub fn exclude_contact(&mut self, body1: usize, body2: usize) {
+        self.excludes.push([body1, body2]);
     }
 
     pub fn add_tendon(&mut self, tendon: TendonSpec) {
@@ -246,8 +266,8 @@ impl ModelBuilder {
             com: Vector3::zeros(),
             inertia_axes: Quat::identity(),
             inertia: Vector3::zeros(),
-            geoms: Vec::new(),
-            sites: Vec::new(),
+            geoms: self.world.geoms,
+            sites: self.world.sites,
         }];
         let mut joints = Vec::new();
         let (mut nq, mut nv) = (0, 0);
@@ -293,6 +313,7 @@ impl ModelBuilder {
             tendons: Vec::new(),
             actuators: Vec::new(),
             keyframes: Vec::new(),
+            excludes: Vec::new(),
             tree,
             nq,
             nv,
@@ -302,21 +323,19 @@ impl ModelBuilder {
             medium: self.medium,
             enabled: self.enabled,
         };
-        let qpos0 = model.qpos0();
-        model.tendons = self
-            .tendons
-            .iter()
-            .map(|t| compile_tendon(t, &model.joints, qpos0.as_slice()))
-            .collect::<Result<_, _>>()?;
+        model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model.joints)).collect::<Result<_, _>>()?;
         model.actuators = self
             .actuators
             .iter()
             .map(|a| compile_actuator(a, &model.joints, &model.tendons))
             .collect::<Result<_, _>>()?;
-        for key in &self.keyframes {
-            check_keyframe(key, nq, nv, model.actuators.len())?;
+        for key in self.keyframes {
+            model.add_keyframe(key)?;
         }
-        model.keyframes = self.keyframes;
+        if let Some(&[a, b]) = self.excludes.iter().find(|[a, b]| (*a).max(*b) >= model.bodies.len()) {
+            return Err(ModelError::InvalidParent { body: format!("contact exclusion {a}-{b}"), parent: a.max(b) });
+        }
+        model.excludes = self.excludes;
         Ok(model)
     }
 }
@@ -463,7 +482,7 @@ fn scalar_joint(joints: &[Joint<f64>], name: &str) -> Result<usize, String> {
     }
 }
 
-fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>], qpos0: &[f64]) -> Result<Tendon<f64>, ModelError> {
+fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidTendon { tendon: spec.name.clone(), reason };
     if spec.joints.is_empty() {
         return Err(invalid("a fixed tendon needs at least one joint".into()));
@@ -487,8 +506,9 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>], qpos0: &[f64]) -> Re
     {
         return Err(invalid("range must have lo <= hi".into()));
     }
-    // Without a given rest length the spring rests at the reference configuration (MuJoCo).
-    let rest: f64 = indices.iter().zip(&coefs).map(|(&j, c)| c * qpos0[joints[j].qpos_adr]).sum();
+    // Without a given rest length the spring rests at the joints' spring references (MuJoCo's
+    // tendon length at `qpos_spring`).
+    let rest: f64 = indices.iter().zip(&coefs).map(|(&j, c)| c * joints[j].spring_ref).sum();
     Ok(Tendon {
         name: spec.name.clone(),
         joints: indices,
@@ -534,7 +554,7 @@ fn compile_actuator(
     })
 }
 
-fn check_keyframe(key: &Keyframe, nq: usize, nv: usize, nu: usize) -> Result<(), ModelError> {
+pub(super) fn check_keyframe(key: &Keyframe, nq: usize, nv: usize, nu: usize) -> Result<(), ModelError> {
     let dims = [("qpos", nq, key.qpos.len()), ("qvel", nv, key.qvel.len()), ("ctrl", nu, key.ctrl.len())];
     for (what, expected, got) in dims {
         if expected != got {

@@ -11,6 +11,7 @@ mod builder;
 mod error;
 mod geom;
 mod joint;
+pub mod mjcf;
 mod options;
 mod state;
 mod tendon;
@@ -62,6 +63,7 @@ pub struct Model<S> {
     tendons: Vec<Tendon<S>>,
     actuators: Vec<Actuator<S>>,
     keyframes: Vec<Keyframe>,
+    excludes: Vec<[usize; 2]>,
     tree: Tree,
     nq: usize,
     nv: usize,
@@ -119,6 +121,17 @@ impl<S: Scalar> Model<S> {
     #[inline]
     pub fn keyframes(&self) -> &[Keyframe] {
         &self.keyframes
+    }
+    /// Adds a named state, checking its dimensions against the model.
+    pub fn add_keyframe(&mut self, key: Keyframe) -> Result<(), ModelError> {
+        builder::check_keyframe(&key, self.nq, self.nv, self.actuators.len())?;
+        self.keyframes.push(key);
+        Ok(())
+    }
+    /// Body pairs whose contacts are excluded (MJCF `<contact><exclude>`).
+    #[inline]
+    pub fn contact_excludes(&self) -> &[[usize; 2]] {
+        &self.excludes
     }
     /// Gravity as the dynamics apply it: zero when switched off.
     #[inline]
@@ -192,6 +205,7 @@ impl<S: Scalar> Model<S> {
             tendons: self.tendons.iter().map(|t| t.map(f)).collect(),
             actuators: self.actuators.iter().map(|a| a.map(f)).collect(),
             keyframes: self.keyframes.clone(),
+            excludes: self.excludes.clone(),
             tree: self.tree.clone(),
             nq: self.nq,
             nv: self.nv,

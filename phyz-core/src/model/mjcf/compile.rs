@@ -1,0 +1,883 @@
+//! From parsed MJCF elements to a model, following MuJoCo's compiler.
+
+use std::collections::HashMap;
+
+use nalgebra::{DVector, Matrix3, Vector3};
+
+use super::defaults::{Defaults, MAIN};
+use super::element::Element;
+use super::error::{MjcfError, MjcfErrorKind};
+use super::frame::{AngleSettings, orientation, z_to};
+use super::mass::{Part, combine, geom_mass};
+use super::source::{Located, Parsed};
+use crate::math::Quat;
+use crate::model::{
+    ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe, Model,
+    ModelBuilder, Shape, Site, Target, TendonSpec,
+};
+
+/// `<compiler inertiafromgeom>`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InertiaFromGeom {
+    Always,
+    Never,
+    Auto,
+}
+
+struct Settings {
+    angles: AngleSettings,
+    inertia_from_geom: InertiaFromGeom,
+    total_mass: Option<f64>,
+    autolimits: bool,
+}
+
+/// Top-level elements that only matter for rendering or bookkeeping.
+const SKIPPED: &[&str] = &["visual", "asset", "statistic", "custom", "sensor"];
+
+struct Compiler<'a> {
+    parsed: &'a Parsed<'a>,
+    settings: Settings,
+    defaults: Defaults,
+    builder: ModelBuilder,
+    /// Bodies in MuJoCo's order (depth first), with their parent's index.
+    bodies: Vec<(usize, BodySpec)>,
+    body_index: HashMap<String, usize>,
+    /// Keyframes count requested by `<size nkey>`.
+    nkey: usize,
+}
+
+pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfError> {
+    let root = parsed.root();
+    if !root.node.has_tag_name("mujoco") {
+        return Err(Element::new(root, None).invalid("the root element must be <mujoco>"));
+    }
+    Element::new(root, None).check_attributes(&["model"])?;
+    let top = parsed.children(root);
+    let of = |tag: &'static str| top.iter().copied().filter(move |e| e.node.has_tag_name(tag));
+
+    let mut settings = Settings {
+        angles: AngleSettings { degrees: true, euler_seq: *b"xyz" },
+        inertia_from_geom: InertiaFromGeom::Auto,
+        total_mass: None,
+        autolimits: true,
+    };
+    for at in of("compiler") {
+        read_compiler(&Element::new(at, None), &mut settings)?;
+    }
+    let defaults = Defaults::read(parsed, &of("default").collect::<Vec<_>>())?;
+    let mut c = Compiler {
+        parsed,
+        settings,
+        defaults,
+        builder: ModelBuilder::new(),
+        bodies: Vec::new(),
+        body_index: HashMap::from([("world".to_string(), 0)]),
+        nkey: 0,
+    };
+    for &at in &top {
+        let el = Element::new(at, None);
+        match el.tag() {
+            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" => {}
+            "option" => c.option(&el)?,
+            "size" => c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize,
+            "worldbody" => c.worldbody(at)?,
+            "equality" | "deformable" if !parsed.children(at).is_empty() => {
+                return Err(el.unsupported(format!("<{}> constraints", el.tag())));
+            }
+            "equality" | "deformable" => {}
+            tag if SKIPPED.contains(&tag) => {}
+            tag => return Err(el.unsupported(format!("element <{tag}>"))),
+        }
+    }
+    c.finish_bodies()?;
+    for at in of("tendon") {
+        c.tendons(at)?;
+    }
+    for at in of("actuator") {
+        c.actuators(at)?;
+    }
+    for at in of("contact") {
+        c.contact(at)?;
+    }
+    let located_error = |e: crate::model::ModelError| MjcfError {
+        location: Element::new(root, None).location(),
+        kind: MjcfErrorKind::Model(e),
+    };
+    let mut model = c.builder.build().map_err(located_error)?;
+    for at in of("keyframe") {
+        for key in parsed.children(at) {
+            let keyframe = read_key(&Element::new(key, None), &model)?;
+            model.add_keyframe(keyframe).map_err(|e| MjcfError {
+                location: Element::new(key, None).location(),
+                kind: MjcfErrorKind::Model(e),
+            })?;
+        }
+    }
+    while model.keyframes().len() < c.nkey {
+        let (nv, nu) = (model.nv(), model.nu());
+        let key = Keyframe {
+            name: String::new(),
+            time: 0.0,
+            qpos: model.qpos0(),
+            qvel: DVector::zeros(nv),
+            ctrl: DVector::zeros(nu),
+        };
+        model.add_keyframe(key).map_err(located_error)?;
+    }
+    Ok(model)
+}
+
+fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError> {
+    el.check_attributes(&[
+        "angle",
+        "coordinate",
+        "inertiafromgeom",
+        "eulerseq",
+        "settotalmass",
+        "autolimits",
+        "boundmass",
+        "boundinertia",
+        "balanceinertia",
+        "meshdir",
+        "texturedir",
+        "assetdir",
+        "discardvisual",
+        "fusestatic",
+        "inertiagrouprange",
+        "exactmeshinertia",
+        "strippath",
+        "alignfree",
+        "usethread",
+        "saveinertial",
+        "fitaabb",
+        "convexhull",
+    ])?;
+    if let Some(angle) = el.keyword("angle", &["degree", "radian"])? {
+        s.angles.degrees = angle == "degree";
+    }
+    if el.keyword("coordinate", &["local", "global"])? == Some("global") {
+        return Err(el.unsupported("coordinate=\"global\" (removed from MuJoCo too)"));
+    }
+    if let Some(mode) = el.keyword("inertiafromgeom", &["true", "false", "auto"])? {
+        s.inertia_from_geom = match mode {
+            "true" => InertiaFromGeom::Always,
+            "false" => InertiaFromGeom::Never,
+            _ => InertiaFromGeom::Auto,
+        };
+    }
+    if let Some(seq) = el.string("eulerseq") {
+        let bytes = seq.as_bytes();
+        if bytes.len() != 3 || !bytes.iter().all(|b| b"xyzXYZ".contains(b)) {
+            return Err(el.invalid(format!("eulerseq `{seq}` must be three of xyzXYZ")));
+        }
+        s.angles.euler_seq = [bytes[0], bytes[1], bytes[2]];
+    }
+    if let Some(total) = el.number("settotalmass")?
+        && total > 0.0
+    {
+        s.total_mass = Some(total);
+    }
+    if let Some(auto) = el.boolean("autolimits")? {
+        s.autolimits = auto;
+    }
+    el.reject_nonzero("boundmass")?;
+    el.reject_nonzero("boundinertia")?;
+    el.reject_unless("balanceinertia", &["false"])?;
+    el.reject_unless("fusestatic", &["false"])?;
+    el.reject_unless("alignfree", &["false"])?;
+    Ok(())
+}
+
+/// Flags phyz reads; the rest are accepted when they do not change the smooth dynamics.
+const FLAGS: &[&str] = &[
+    "constraint",
+    "equality",
+    "frictionloss",
+    "limit",
+    "contact",
+    "passive",
+    "spring",
+    "damper",
+    "gravity",
+    "clampctrl",
+    "warmstart",
+    "filterparent",
+    "actuation",
+    "refsafe",
+    "sensor",
+    "midphase",
+    "eulerdamp",
+    "autoreset",
+    "nativeccd",
+    "island",
+    "override",
+    "energy",
+    "fwdinv",
+    "invdiscrete",
+    "multiccd",
+    "sleep",
+];
+
+impl<'a> Compiler<'a> {
+    fn option(&mut self, el: &Element<'a, '_>) -> Result<(), MjcfError> {
+        el.check_attributes(&[
+            "timestep",
+            "gravity",
+            "integrator",
+            "density",
+            "viscosity",
+            "wind",
+            "magnetic",
+            "iterations",
+            "solver",
+            "tolerance",
+            "ls_iterations",
+            "ls_tolerance",
+            "noslip_iterations",
+            "noslip_tolerance",
+            "ccd_iterations",
+            "ccd_tolerance",
+            "cone",
+            "jacobian",
+            "impratio",
+            "o_margin",
+            "o_solref",
+            "o_solimp",
+            "o_friction",
+            "apirate",
+            "sdf_iterations",
+            "sdf_initpoints",
+            "actuatorgroupdisable",
+            "sleep_tolerance",
+        ])?;
+        let b = &mut self.builder;
+        b.timestep = el.number_or("timestep", b.timestep)?;
+        if let Some(g) = el.array::<3>("gravity")? {
+            b.gravity = Vector3::from(g);
+        }
+        match el.keyword("integrator", &["Euler", "RK4", "implicit", "implicitfast", "discrete"])? {
+            Some("RK4") => b.integrator = Integrator::Rk4,
+            Some("Euler") | None => b.integrator = Integrator::Euler,
+            Some(other) => return Err(el.unsupported(format!("integrator=\"{other}\""))),
+        }
+        b.medium.density = el.number_or("density", 0.0)?;
+        b.medium.viscosity = el.number_or("viscosity", 0.0)?;
+        if let Some(w) = el.array::<3>("wind")? {
+            b.medium.wind = Vector3::from(w);
+        }
+        for at in self.parsed.children(el.at) {
+            let flag = Element::new(at, None);
+            if flag.tag() != "flag" {
+                return Err(flag.invalid(format!("unexpected <{}> in <option>", flag.tag())));
+            }
+            flag.check_attributes(FLAGS)?;
+            let read = |name: &str| flag.keyword(name, &["enable", "disable"]).map(|v| v.map(|v| v == "enable"));
+            let e = &mut self.builder.enabled;
+            for (name, switch) in [
+                ("constraint", &mut e.constraint),
+                ("limit", &mut e.limit),
+                ("contact", &mut e.contact),
+                ("gravity", &mut e.gravity),
+                ("clampctrl", &mut e.clamp_ctrl),
+                ("actuation", &mut e.actuation),
+                ("eulerdamp", &mut e.euler_damp),
+                ("spring", &mut e.spring),
+                ("damper", &mut e.damper),
+            ] {
+                if let Some(on) = read(name)? {
+                    *switch = on;
+                }
+            }
+            if let Some(on) = read("passive")? {
+                (e.spring, e.damper, e.fluid) = (on, on, on);
+            }
+            if read("override")? == Some(true) {
+                return Err(flag.unsupported("the contact override flag"));
+            }
+            for name in FLAGS {
+                read(name)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn worldbody(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        Element::new(at, None).check_attributes(&[])?;
+        for child in self.parsed.children(at) {
+            let el = self.defaults.element(child, MAIN)?;
+            match el.tag() {
+                "body" => self.body(child, 0, MAIN)?,
+                "geom" => {
+                    let (geom, _) = self.geom(&el)?;
+                    self.builder.add_world_geom(geom);
+                }
+                "site" => {
+                    let site = self.site(&el)?;
+                    self.builder.add_world_site(site);
+                }
+                "camera" | "light" => {}
+                tag => return Err(el.unsupported(format!("<{tag}> in <worldbody>"))),
+            }
+        }
+        Ok(())
+    }
+
+    fn body(&mut self, at: Located<'a>, parent: usize, childclass: &str) -> Result<(), MjcfError> {
+        let el = Element::new(at, None);
+        el.check_attributes(&[
+            "name",
+            "childclass",
+            "pos",
+            "quat",
+            "axisangle",
+            "euler",
+            "xyaxes",
+            "zaxis",
+            "mocap",
+            "gravcomp",
+            "user",
+            "sleep",
+        ])?;
+        el.reject_unless("mocap", &["false"])?;
+        el.reject_nonzero("gravcomp")?;
+        let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
+        self.defaults.lookup(at, &childclass)?;
+        let mut spec = BodySpec::new(el.string("name").unwrap_or_default());
+        spec.pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
+        spec.quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+
+        let mut inertial = None;
+        let mut geom_parts = Vec::new();
+        let mut children = Vec::new();
+        for child in self.parsed.children(at) {
+            let cel = self.defaults.element(child, &childclass)?;
+            match cel.tag() {
+                "inertial" => inertial = Some(self.inertial(&cel)?),
+                "joint" => spec.joints.push(self.joint(&cel)?),
+                "freejoint" => {
+                    cel.check_attributes(&["name", "group", "align"])?;
+                    cel.reject_unless("align", &["false", "auto"])?;
+                    spec.joints.push(JointSpec::free(cel.string("name").unwrap_or_default()));
+                }
+                "geom" => {
+                    let (geom, part) = self.geom(&cel)?;
+                    geom_parts.extend(part);
+                    spec.geoms.push(geom);
+                }
+                "site" => spec.sites.push(self.site(&cel)?),
+                "body" => children.push(child),
+                "camera" | "light" => {}
+                tag => return Err(cel.unsupported(format!("<{tag}> in <body>"))),
+            }
+        }
+        let from_geoms = match self.settings.inertia_from_geom {
+            InertiaFromGeom::Always => true,
+            InertiaFromGeom::Never => false,
+            InertiaFromGeom::Auto => inertial.is_none(),
+        };
+        let (mass, com, inertia) = if from_geoms {
+            combine(&geom_parts)
+        } else {
+            inertial.map_or((0.0, Vector3::zeros(), Matrix3::zeros()), |part| combine(&[part]))
+        };
+        (spec.mass, spec.com, spec.inertia) = (mass, com, inertia);
+
+        let index = self.bodies.len() + 1;
+        if !spec.name.is_empty() && self.body_index.insert(spec.name.clone(), index).is_some() {
+            return Err(el.invalid(format!("body name `{}` is used twice", spec.name)));
+        }
+        self.bodies.push((parent, spec));
+        for child in children {
+            self.body(child, index, &childclass)?;
+        }
+        Ok(())
+    }
+
+    /// Scales masses for `settotalmass` and hands the bodies to the builder.
+    fn finish_bodies(&mut self) -> Result<(), MjcfError> {
+        if let Some(total) = self.settings.total_mass {
+            let current: f64 = self.bodies.iter().map(|(_, b)| b.mass).sum();
+            if current > 0.0 {
+                let scale = total / current;
+                for (_, body) in &mut self.bodies {
+                    body.mass *= scale;
+                    body.inertia *= scale;
+                }
+            }
+        }
+        for (parent, spec) in std::mem::take(&mut self.bodies) {
+            let name = spec.name.clone();
+            self.builder.add_body(parent, spec).map_err(|e| MjcfError {
+                location: Element::new(self.parsed.root(), None).location(),
+                kind: MjcfErrorKind::Invalid(format!("body `{name}`: {e}")),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn inertial(&self, el: &Element<'_, '_>) -> Result<Part, MjcfError> {
+        el.check_attributes(&[
+            "pos",
+            "quat",
+            "axisangle",
+            "euler",
+            "xyaxes",
+            "zaxis",
+            "mass",
+            "diaginertia",
+            "fullinertia",
+        ])?;
+        let mass = el.number("mass")?.ok_or_else(|| el.invalid("missing attribute `mass`"))?;
+        if mass < 0.0 {
+            return Err(el.invalid(format!("negative mass {mass}")));
+        }
+        let pos = Vector3::from(el.array::<3>("pos")?.ok_or_else(|| el.invalid("missing attribute `pos`"))?);
+        let quat = orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+        match (el.array::<3>("diaginertia")?, el.array::<6>("fullinertia")?) {
+            (Some(d), None) => Ok(Part { mass, inertia: Vector3::from(d), pos, quat }),
+            (None, Some([xx, yy, zz, xy, xz, yz])) => {
+                let full = Matrix3::new(xx, xy, xz, xy, yy, yz, xz, yz, zz);
+                let (axes, moments) = crate::math::principal_axes(&full);
+                if full.symmetric_eigenvalues().min() < 0.0 {
+                    return Err(el.invalid("fullinertia is not positive semi-definite"));
+                }
+                Ok(Part { mass, inertia: moments, pos, quat: quat * axes })
+            }
+            (None, None) => Err(el.invalid("needs diaginertia or fullinertia")),
+            (Some(_), Some(_)) => Err(el.invalid("give diaginertia or fullinertia, not both")),
+        }
+    }
+
+    fn joint(&self, el: &Element<'_, '_>) -> Result<JointSpec, MjcfError> {
+        el.check_attributes(&[
+            "name",
+            "class",
+            "type",
+            "group",
+            "pos",
+            "axis",
+            "springdamper",
+            "limited",
+            "actuatorfrclimited",
+            "solreflimit",
+            "solimplimit",
+            "solreffriction",
+            "solimpfriction",
+            "stiffness",
+            "range",
+            "actuatorfrcrange",
+            "actuatorgravcomp",
+            "margin",
+            "ref",
+            "springref",
+            "armature",
+            "damping",
+            "frictionloss",
+            "user",
+        ])?;
+        el.reject_nonzero("frictionloss")?;
+        el.reject_nonzero("springdamper")?;
+        el.reject_unless("actuatorgravcomp", &["false"])?;
+        if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
+            return Err(el.unsupported("joint actuator force limits (actuatorfrcrange)"));
+        }
+        let name = el.string("name").unwrap_or_default();
+        let kind = match el.keyword("type", &["free", "ball", "slide", "hinge"])?.unwrap_or("hinge") {
+            "free" => JointKind::Free,
+            "ball" => JointKind::Ball,
+            "slide" => JointKind::Slide,
+            _ => JointKind::Hinge,
+        };
+        let angular = |x: f64| if kind == JointKind::Slide { x } else { self.settings.angles.angle(x) };
+        let range = el.array::<2>("range")?;
+        let limited = el.limited("limited", range.is_some(), self.settings.autolimits)?;
+        let mut spec = JointSpec {
+            name,
+            kind,
+            pos: Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
+            axis: Vector3::from(el.array::<3>("axis")?.unwrap_or([0.0, 0.0, 1.0])),
+            reference: angular(el.number_or("ref", 0.0)?),
+            stiffness: el.number_or("stiffness", 0.0)?,
+            spring_ref: angular(el.number_or("springref", 0.0)?),
+            damping: el.number_or("damping", 0.0)?,
+            armature: el.number_or("armature", 0.0)?,
+            range: None,
+            limit_margin: el.number_or("margin", 0.0)?,
+            solref_limit: el.padded("solreflimit", DEFAULT_SOLREF)?,
+            solimp_limit: el.padded("solimplimit", DEFAULT_SOLIMP)?,
+        };
+        if limited {
+            let [lo, hi] = range.ok_or_else(|| el.invalid("limited joint without a range"))?;
+            if lo > hi {
+                return Err(el.invalid(format!("range {lo} {hi} has lo > hi")));
+            }
+            spec.range = Some([angular(lo), angular(hi)]);
+        }
+        if kind == JointKind::Hinge || kind == JointKind::Slide {
+            if spec.axis.norm() == 0.0 {
+                return Err(el.invalid("axis has zero length"));
+            }
+        } else {
+            spec.axis = Vector3::z();
+        }
+        Ok(spec)
+    }
+
+    /// A geom and, for shapes with volume, its mass properties as a part of its body.
+    fn geom(&self, el: &Element<'_, '_>) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
+        el.check_attributes(&[
+            "name",
+            "class",
+            "type",
+            "contype",
+            "conaffinity",
+            "condim",
+            "group",
+            "priority",
+            "size",
+            "material",
+            "rgba",
+            "friction",
+            "mass",
+            "density",
+            "shellinertia",
+            "solmix",
+            "solref",
+            "solimp",
+            "margin",
+            "gap",
+            "fromto",
+            "pos",
+            "quat",
+            "axisangle",
+            "xyaxes",
+            "zaxis",
+            "euler",
+            "hfield",
+            "mesh",
+            "fitscale",
+            "fluidshape",
+            "fluidcoef",
+            "user",
+        ])?;
+        el.reject_unless("shellinertia", &["false"])?;
+        el.reject_unless("fluidshape", &["none"])?;
+        let kind = el.keyword(
+            "type",
+            &["plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf"],
+        )?;
+        let size = el.numbers("size")?.unwrap_or_default();
+        let fromto = el.array::<6>("fromto")?;
+        let segment = fromto.map(|[a, b, c, d, e, f]| (Vector3::new(a, b, c), Vector3::new(d, e, f)));
+        let dim = |k: usize| -> Result<f64, MjcfError> {
+            size.get(k)
+                .copied()
+                .filter(|x| *x > 0.0)
+                .ok_or_else(|| el.invalid(format!("size[{k}] must be given and positive")))
+        };
+        let half_length = |k: usize| -> Result<f64, MjcfError> {
+            match segment {
+                Some((a, b)) if (b - a).norm() > 0.0 => Ok((b - a).norm() / 2.0),
+                Some(_) => Err(el.invalid("fromto has zero length")),
+                None => dim(k),
+            }
+        };
+        let shape = match kind.unwrap_or("sphere") {
+            "plane" => Shape::Plane,
+            "sphere" => Shape::Sphere { radius: dim(0)? },
+            "capsule" => Shape::Capsule { radius: dim(0)?, half_length: half_length(1)? },
+            "cylinder" => Shape::Cylinder { radius: dim(0)?, half_length: half_length(1)? },
+            "box" => Shape::Box { half_extents: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
+            "ellipsoid" => Shape::Ellipsoid { radii: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
+            other => return Err(el.unsupported(format!("geom type `{other}`"))),
+        };
+        let (pos, quat) = match segment {
+            Some((a, b)) => ((a + b) / 2.0, z_to(&(b - a))),
+            None => (
+                Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
+                orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
+            ),
+        };
+        let mut geom = Geom::new(el.string("name").unwrap_or_default(), shape);
+        geom.pos = pos;
+        geom.quat = quat;
+        geom.friction = el.padded("friction", geom.friction)?;
+        geom.solref = el.padded("solref", geom.solref)?;
+        geom.solimp = el.padded("solimp", geom.solimp)?;
+        geom.margin = el.number_or("margin", 0.0)?;
+        geom.gap = el.number_or("gap", 0.0)?;
+        let bits = |name: &str, default: i64| -> Result<u32, MjcfError> {
+            let v = el.integer(name)?.unwrap_or(default);
+            u32::try_from(v).map_err(|_| el.invalid(format!("`{name}` must be a non-negative 32-bit integer")))
+        };
+        geom.contype = bits("contype", 1)?;
+        geom.conaffinity = bits("conaffinity", 1)?;
+        geom.condim = match el.integer("condim")?.unwrap_or(3) {
+            d @ (1 | 3 | 4 | 6) => d as u8,
+            d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
+        };
+        geom.priority = el.integer("priority")?.unwrap_or(0) as i32;
+        let mass = el.number("mass")?;
+        let density = el.number_or("density", 1000.0)?;
+        if mass.is_some_and(|m| m < 0.0) || density < 0.0 {
+            return Err(el.invalid("mass and density must be non-negative"));
+        }
+        let part = geom_mass(&shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
+        Ok((geom, part))
+    }
+
+    fn site(&self, el: &Element<'_, '_>) -> Result<Site<f64>, MjcfError> {
+        el.check_attributes(&[
+            "name",
+            "class",
+            "type",
+            "group",
+            "pos",
+            "quat",
+            "axisangle",
+            "xyaxes",
+            "zaxis",
+            "euler",
+            "size",
+            "material",
+            "rgba",
+            "fromto",
+            "user",
+        ])?;
+        let (pos, quat) = match el.array::<6>("fromto")? {
+            Some([a, b, c, d, e, f]) => {
+                let (from, to) = (Vector3::new(a, b, c), Vector3::new(d, e, f));
+                ((from + to) / 2.0, z_to(&(to - from)))
+            }
+            None => (
+                Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
+                orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
+            ),
+        };
+        Ok(Site { name: el.string("name").unwrap_or_default(), pos, quat })
+    }
+
+    fn tendons(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        for child in self.parsed.children(at) {
+            let el = self.defaults.element(child, MAIN)?;
+            if el.tag() != "fixed" {
+                return Err(el.unsupported(format!("<{}> tendons", el.tag())));
+            }
+            el.check_attributes(&[
+                "name",
+                "class",
+                "group",
+                "limited",
+                "range",
+                "solreflimit",
+                "solimplimit",
+                "solreffriction",
+                "solimpfriction",
+                "frictionloss",
+                "springlength",
+                "margin",
+                "stiffness",
+                "damping",
+                "armature",
+                "user",
+                "rgba",
+                "width",
+                "material",
+                "actuatorfrcrange",
+                "actuatorfrclimited",
+            ])?;
+            el.reject_nonzero("frictionloss")?;
+            el.reject_nonzero("armature")?;
+            if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
+                return Err(el.unsupported("tendon actuator force limits (actuatorfrcrange)"));
+            }
+            let mut joints = Vec::new();
+            for j in self.parsed.children(child) {
+                let jel = Element::new(j, None);
+                if jel.tag() != "joint" {
+                    return Err(jel.invalid(format!("unexpected <{}> in a fixed tendon", jel.tag())));
+                }
+                jel.check_attributes(&["joint", "coef"])?;
+                let name = jel.string("joint").ok_or_else(|| jel.invalid("missing attribute `joint`"))?;
+                joints.push((name, jel.number_or("coef", 1.0)?));
+            }
+            let range = el.array::<2>("range")?;
+            let limited = el.limited("limited", range.is_some(), self.settings.autolimits)?;
+            let spring_length = match el.numbers("springlength")? {
+                None => None,
+                Some(v) if v.len() == 1 && v[0] == -1.0 => None,
+                Some(v) if v.len() == 2 && v[0] == -1.0 && v[1] == -1.0 => None,
+                Some(v) if v.len() == 1 => Some([v[0], v[0]]),
+                Some(v) if v.len() == 2 && v[0] <= v[1] => Some([v[0], v[1]]),
+                Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
+            };
+            let mut spec = TendonSpec::new(el.string("name").unwrap_or_default(), joints);
+            spec.stiffness = el.number_or("stiffness", 0.0)?;
+            spec.damping = el.number_or("damping", 0.0)?;
+            spec.spring_length = spring_length;
+            spec.range =
+                if limited { Some(range.ok_or_else(|| el.invalid("limited tendon without a range"))?) } else { None };
+            spec.limit_margin = el.number_or("margin", 0.0)?;
+            spec.solref_limit = el.padded("solreflimit", DEFAULT_SOLREF)?;
+            spec.solimp_limit = el.padded("solimplimit", DEFAULT_SOLIMP)?;
+            self.builder.add_tendon(spec);
+        }
+        Ok(())
+    }
+
+    fn actuators(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        for child in self.parsed.children(at) {
+            let el = self.defaults.element(child, MAIN)?;
+            let spec = self.actuator(&el)?;
+            self.builder.add_actuator(spec);
+        }
+        Ok(())
+    }
+
+    fn actuator(&self, el: &Element<'_, '_>) -> Result<ActuatorSpec, MjcfError> {
+        el.check_attributes(&[
+            "name",
+            "class",
+            "group",
+            "ctrllimited",
+            "forcelimited",
+            "actlimited",
+            "ctrlrange",
+            "forcerange",
+            "actrange",
+            "lengthrange",
+            "gear",
+            "cranklength",
+            "joint",
+            "jointinparent",
+            "tendon",
+            "site",
+            "refsite",
+            "body",
+            "cranksite",
+            "slidersite",
+            "user",
+            "actdim",
+            "dyntype",
+            "gaintype",
+            "biastype",
+            "dynprm",
+            "gainprm",
+            "biasprm",
+            "actearly",
+            "kp",
+            "kv",
+            "dampratio",
+            "timeconst",
+            "inheritrange",
+            "delay",
+            "nsample",
+            "interp",
+        ])?;
+        for target in ["jointinparent", "site", "refsite", "body", "cranksite", "slidersite"] {
+            if el.has(target) {
+                return Err(el.unsupported(format!("actuator transmission `{target}`")));
+            }
+        }
+        el.reject_nonzero("timeconst")?;
+        el.reject_nonzero("dampratio")?;
+        el.reject_nonzero("inheritrange")?;
+        el.reject_nonzero("delay")?;
+        el.reject_unless("dyntype", &["none"])?;
+        if el.integer("actdim")?.is_some_and(|d| d > 0) {
+            return Err(el.unsupported("actuator activation state (actdim)"));
+        }
+        let target = match (el.string("joint"), el.string("tendon")) {
+            (Some(j), None) => Target::Joint(j),
+            (None, Some(t)) => Target::Tendon(t),
+            (None, None) => return Err(el.invalid("an actuator needs a `joint` or `tendon`")),
+            (Some(_), Some(_)) => return Err(el.invalid("an actuator drives one `joint` or `tendon`, not both")),
+        };
+        let mut spec = ActuatorSpec::motor(el.string("name").unwrap_or_default(), String::new());
+        spec.target = target;
+        spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?[0];
+        let ctrl_range = el.array::<2>("ctrlrange")?;
+        if el.limited("ctrllimited", ctrl_range.is_some(), self.settings.autolimits)? {
+            spec.ctrl_range = Some(ctrl_range.ok_or_else(|| el.invalid("ctrllimited without a ctrlrange"))?);
+        }
+        let force_range = el.array::<2>("forcerange")?;
+        if el.limited("forcelimited", force_range.is_some(), self.settings.autolimits)? {
+            spec.force_range = Some(force_range.ok_or_else(|| el.invalid("forcelimited without a forcerange"))?);
+        }
+        let three = |v: [f64; 10]| [v[0], v[1], v[2]];
+        (spec.gain, spec.bias) = match el.tag() {
+            "motor" => ([1.0, 0.0, 0.0], [0.0; 3]),
+            "position" => {
+                let (kp, kv) = (el.number_or("kp", 1.0)?, el.number_or("kv", 0.0)?);
+                ([kp, 0.0, 0.0], [0.0, -kp, -kv])
+            }
+            "velocity" => {
+                let kv = el.number_or("kv", 1.0)?;
+                ([kv, 0.0, 0.0], [0.0, 0.0, -kv])
+            }
+            "general" => {
+                let mut gain_default = [0.0; 10];
+                gain_default[0] = 1.0;
+                let gain = three(el.padded("gainprm", gain_default)?);
+                let bias = three(el.padded("biasprm", [0.0; 10])?);
+                let gain = match el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") {
+                    "fixed" => [gain[0], 0.0, 0.0],
+                    "affine" => gain,
+                    other => return Err(el.unsupported(format!("gaintype=\"{other}\""))),
+                };
+                let bias = match el.keyword("biastype", &["none", "affine", "muscle", "user"])?.unwrap_or("none") {
+                    "none" => [0.0; 3],
+                    "affine" => bias,
+                    other => return Err(el.unsupported(format!("biastype=\"{other}\""))),
+                };
+                (gain, bias)
+            }
+            other => return Err(el.unsupported(format!("<{other}> actuators"))),
+        };
+        Ok(spec)
+    }
+
+    fn contact(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        for child in self.parsed.children(at) {
+            let el = Element::new(child, None);
+            if el.tag() != "exclude" {
+                return Err(el.unsupported(format!("<{}> in <contact>", el.tag())));
+            }
+            el.check_attributes(&["name", "body1", "body2"])?;
+            let body = |attr: &str| -> Result<usize, MjcfError> {
+                let name = el.string(attr).ok_or_else(|| el.invalid(format!("missing attribute `{attr}`")))?;
+                self.body_index.get(&name).copied().ok_or_else(|| el.invalid(format!("no body named `{name}`")))
+            };
+            let (a, b) = (body("body1")?, body("body2")?);
+            self.builder.exclude_contact(a, b);
+        }
+        Ok(())
+    }
+}
+
+/// A `<key>`: unspecified parts default to the reference configuration, rest and zero controls.
+fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfError> {
+    if el.tag() != "key" {
+        return Err(el.invalid(format!("unexpected <{}> in <keyframe>", el.tag())));
+    }
+    el.check_attributes(&["name", "time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat"])?;
+    for unsupported in ["act", "mpos", "mquat"] {
+        if el.numbers(unsupported)?.is_some_and(|v| !v.is_empty()) {
+            return Err(el.unsupported(format!("keyframe `{unsupported}`")));
+        }
+    }
+    let vector = |name: &str, default: DVector<f64>| -> Result<DVector<f64>, MjcfError> {
+        match el.numbers(name)? {
+            None => Ok(default),
+            Some(v) if v.len() == default.len() => Ok(DVector::from_vec(v)),
+            Some(v) => Err(el.invalid(format!("`{name}` has {} values, the model needs {}", v.len(), default.len()))),
+        }
+    };
+    Ok(Keyframe {
+        name: el.string("name").unwrap_or_default(),
+        time: el.number_or("time", 0.0)?,
+        qpos: vector("qpos", model.qpos0())?,
+        qvel: vector("qvel", DVector::zeros(model.nv()))?,
+        ctrl: vector("ctrl", DVector::zeros(model.nu()))?,
+    })
+}

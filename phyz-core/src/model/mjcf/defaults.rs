@@ -1,0 +1,93 @@
+//! Default classes: `<default class="…">` trees whose element attributes are inherited by
+//! elements that name the class (`class=`) or sit under a body with `childclass=`.
+
+use std::collections::HashMap;
+
+use super::element::{Element, Inherited};
+use super::error::MjcfError;
+use super::source::{Located, Parsed};
+
+/// The class every element falls back to.
+pub(super) const MAIN: &str = "main";
+
+/// The default group an element tag reads from. All actuator shortcuts share one group, as in
+/// MuJoCo, where they all set the class's single default actuator.
+pub(super) fn group(tag: &str) -> Option<&'static str> {
+    match tag {
+        "joint" => Some("joint"),
+        "geom" => Some("geom"),
+        "site" => Some("site"),
+        "fixed" | "spatial" | "tendon" => Some("tendon"),
+        "general" | "motor" | "position" | "velocity" | "intvelocity" | "damper" | "cylinder" | "muscle"
+        | "adhesion" => Some("actuator"),
+        _ => None,
+    }
+}
+
+/// Every class's inherited attributes, per group.
+#[derive(Default)]
+pub(super) struct Defaults {
+    classes: HashMap<String, HashMap<&'static str, Inherited>>,
+}
+
+impl Defaults {
+    /// Reads the top-level `<default>` elements (and their nested classes).
+    pub(super) fn read<'a>(parsed: &'a Parsed<'a>, tops: &[Located<'a>]) -> Result<Defaults, MjcfError> {
+        let mut defaults = Defaults::default();
+        defaults.classes.insert(MAIN.to_string(), HashMap::new());
+        for &top in tops {
+            let el = Element::new(top, None);
+            el.check_attributes(&["class"])?;
+            let name = el.string("class").unwrap_or_else(|| MAIN.to_string());
+            let inherited = defaults.classes.get(MAIN).cloned().unwrap_or_default();
+            defaults.read_class(parsed, top, name, inherited)?;
+        }
+        Ok(defaults)
+    }
+
+    fn read_class<'a>(
+        &mut self,
+        parsed: &'a Parsed<'a>,
+        at: Located<'a>,
+        name: String,
+        mut class: HashMap<&'static str, Inherited>,
+    ) -> Result<(), MjcfError> {
+        let children = parsed.children(at);
+        for &child in children.iter().filter(|c| !c.node.has_tag_name("default")) {
+            let tag = child.node.tag_name().name();
+            if let Some(group) = group(tag) {
+                let entry = class.entry(group).or_default();
+                for attribute in child.node.attributes() {
+                    entry.insert(attribute.name().to_string(), attribute.value().to_string());
+                }
+            }
+        }
+        self.classes.insert(name.clone(), class.clone());
+        for &child in children.iter().filter(|c| c.node.has_tag_name("default")) {
+            let el = Element::new(child, None);
+            el.check_attributes(&["class"])?;
+            let child_name = el.string("class").ok_or_else(|| el.invalid("a nested default needs a `class`"))?;
+            if self.classes.contains_key(&child_name) {
+                return Err(el.invalid(format!("default class `{child_name}` is defined twice")));
+            }
+            self.read_class(parsed, child, child_name, class.clone())?;
+        }
+        Ok(())
+    }
+
+    /// The attributes class `class` gives elements with tag `tag`; a class that does not exist is
+    /// an error at the element `at`.
+    pub(super) fn lookup<'a>(&self, at: Located<'a>, class: &str) -> Result<Option<&Inherited>, MjcfError> {
+        let groups = self
+            .classes
+            .get(class)
+            .ok_or_else(|| Element::new(at, None).invalid(format!("default class `{class}` does not exist")))?;
+        Ok(group(at.node.tag_name().name()).and_then(|g| groups.get(g)))
+    }
+
+    /// An element, with the defaults of its own `class` or else the enclosing `childclass`.
+    pub(super) fn element<'a>(&self, at: Located<'a>, childclass: &str) -> Result<Element<'a, '_>, MjcfError> {
+        let class = at.node.attribute("class").unwrap_or(childclass);
+        Ok(Element::new(at, self.lookup(at, class)?))
+    }
+}

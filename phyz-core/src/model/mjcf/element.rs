@@ -1,0 +1,170 @@
+//! Reading one element: its attributes (own, else from its default class), parsed into numbers
+//! and keywords, every failure located at the element.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use roxmltree::Node;
+
+use super::error::{Location, MjcfError, MjcfErrorKind};
+use super::source::Located;
+
+pub(super) fn location(file: &Path, node: &Node<'_, '_>) -> Location {
+    let pos = node.document().text_pos_at(node.range().start);
+    Location { file: file.to_path_buf(), line: pos.row, column: pos.col, element: node.tag_name().name().to_string() }
+}
+
+/// Attribute values inherited from a default class, by attribute name.
+pub(super) type Inherited = HashMap<String, String>;
+
+/// An element and the defaults that apply to it.
+pub(super) struct Element<'a, 'd> {
+    pub(super) at: Located<'a>,
+    defaults: Option<&'d Inherited>,
+}
+
+impl<'a, 'd> Element<'a, 'd> {
+    pub(super) fn new(at: Located<'a>, defaults: Option<&'d Inherited>) -> Self {
+        Element { at, defaults }
+    }
+
+    pub(super) fn tag(&self) -> &'a str {
+        self.at.node.tag_name().name()
+    }
+
+    pub(super) fn location(&self) -> Location {
+        location(self.at.file, &self.at.node)
+    }
+
+    pub(super) fn invalid(&self, message: impl Into<String>) -> MjcfError {
+        MjcfError { location: self.location(), kind: MjcfErrorKind::Invalid(message.into()) }
+    }
+
+    pub(super) fn unsupported(&self, message: impl Into<String>) -> MjcfError {
+        MjcfError { location: self.location(), kind: MjcfErrorKind::Unsupported(message.into()) }
+    }
+
+    /// Every attribute written on the element must be one of `known`.
+    pub(super) fn check_attributes(&self, known: &[&str]) -> Result<(), MjcfError> {
+        match self.at.node.attributes().find(|a| !known.contains(&a.name())) {
+            Some(a) => Err(self.invalid(format!("unknown attribute `{}`", a.name()))),
+            None => Ok(()),
+        }
+    }
+
+    /// The element's own value of `name`, else its default class's.
+    pub(super) fn raw(&self, name: &str) -> Option<&str> {
+        self.at.node.attribute(name).or_else(|| self.defaults.and_then(|d| d.get(name)).map(String::as_str))
+    }
+
+    /// True when `name` is given on the element or its defaults.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.raw(name).is_some()
+    }
+
+    pub(super) fn string(&self, name: &str) -> Option<String> {
+        self.raw(name).map(str::to_string)
+    }
+
+    /// All numbers of attribute `name`.
+    pub(super) fn numbers(&self, name: &str) -> Result<Option<Vec<f64>>, MjcfError> {
+        let Some(text) = self.raw(name) else { return Ok(None) };
+        text.split_whitespace()
+            .map(|w| {
+                w.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| self.invalid(format!("attribute `{name}`: `{w}` is not a finite number")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// Exactly `N` numbers.
+    pub(super) fn array<const N: usize>(&self, name: &str) -> Result<Option<[f64; N]>, MjcfError> {
+        match self.numbers(name)? {
+            None => Ok(None),
+            Some(v) => <[f64; N]>::try_from(v.as_slice())
+                .map(Some)
+                .map_err(|_| self.invalid(format!("attribute `{name}` needs {N} numbers, got {}", v.len()))),
+        }
+    }
+
+    /// Between 1 and `N` numbers, the rest filled from `fill`.
+    pub(super) fn padded<const N: usize>(&self, name: &str, fill: [f64; N]) -> Result<[f64; N], MjcfError> {
+        match self.numbers(name)? {
+            None => Ok(fill),
+            Some(v) if v.is_empty() || v.len() > N => {
+                Err(self.invalid(format!("attribute `{name}` needs 1 to {N} numbers, got {}", v.len())))
+            }
+            Some(v) => {
+                let mut out = fill;
+                out[..v.len()].copy_from_slice(&v);
+                Ok(out)
+            }
+        }
+    }
+
+    pub(super) fn number(&self, name: &str) -> Result<Option<f64>, MjcfError> {
+        Ok(self.array::<1>(name)?.map(|[x]| x))
+    }
+
+    pub(super) fn number_or(&self, name: &str, default: f64) -> Result<f64, MjcfError> {
+        Ok(self.number(name)?.unwrap_or(default))
+    }
+
+    pub(super) fn integer(&self, name: &str) -> Result<Option<i64>, MjcfError> {
+        self.raw(name)
+            .map(|t| {
+                t.trim()
+                    .parse::<i64>()
+                    .map_err(|_| self.invalid(format!("attribute `{name}`: `{t}` is not an integer")))
+            })
+            .transpose()
+    }
+
+    /// One of `options`.
+    pub(super) fn keyword(&self, name: &str, options: &[&'static str]) -> Result<Option<&'static str>, MjcfError> {
+        let Some(text) = self.raw(name) else { return Ok(None) };
+        let text = text.trim();
+        options
+            .iter()
+            .find(|o| **o == text)
+            .copied()
+            .map(Some)
+            .ok_or_else(|| self.invalid(format!("attribute `{name}`: `{text}` is not one of {}", options.join(", "))))
+    }
+
+    pub(super) fn boolean(&self, name: &str) -> Result<Option<bool>, MjcfError> {
+        Ok(self.keyword(name, &["true", "false"])?.map(|k| k == "true"))
+    }
+
+    /// MuJoCo's `limited`-style attribute: `true`, `false` or `auto` (limited when a range is
+    /// given, under `autolimits`).
+    pub(super) fn limited(&self, name: &str, range_given: bool, autolimits: bool) -> Result<bool, MjcfError> {
+        match self.keyword(name, &["true", "false", "auto"])? {
+            Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            _ if autolimits => Ok(range_given),
+            _ if range_given => Err(self.invalid(format!("`{name}` is auto but compiler autolimits is false"))),
+            _ => Ok(false),
+        }
+    }
+
+    /// Errors when a physics attribute phyz does not implement is set to anything but its
+    /// neutral value.
+    pub(super) fn reject_unless(&self, name: &str, neutral: &[&str]) -> Result<(), MjcfError> {
+        match self.raw(name) {
+            Some(v) if !neutral.contains(&v.trim()) => Err(self.unsupported(format!("attribute `{name}=\"{v}\"`"))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Errors when a numeric physics attribute phyz does not implement is non-zero.
+    pub(super) fn reject_nonzero(&self, name: &str) -> Result<(), MjcfError> {
+        match self.numbers(name)? {
+            Some(v) if v.iter().any(|x| *x != 0.0) => Err(self.unsupported(format!("non-zero `{name}`"))),
+            _ => Ok(()),
+        }
+    }
+}

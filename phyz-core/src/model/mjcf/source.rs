@@ -1,0 +1,129 @@
+//! Reading model files: the main file and every file it `<include>`s, each parsed once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use roxmltree::{Document, Node};
+
+use super::error::{Location, MjcfError, MjcfErrorKind};
+
+/// The text of every file a model is made of, the main file first.
+pub(super) struct Sources {
+    files: Vec<(PathBuf, String)>,
+}
+
+/// Includes nested deeper than this are taken to be a cycle.
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+fn parse(text: &str) -> Result<Document<'_>, roxmltree::Error> {
+    Document::parse(text)
+}
+
+pub(super) fn xml_error(file: &Path, e: &roxmltree::Error) -> MjcfError {
+    let pos = e.pos();
+    MjcfError {
+        location: Location { file: file.to_path_buf(), line: pos.row, column: pos.col, element: String::new() },
+        kind: MjcfErrorKind::Xml(e.to_string()),
+    }
+}
+
+impl Sources {
+    /// The main file `path`, or in-memory `text` named `path`, and everything it includes.
+    pub(super) fn read(path: &Path, text: Option<String>) -> Result<Sources, MjcfError> {
+        let main = match text {
+            Some(t) => t,
+            None => std::fs::read_to_string(path).map_err(|e| MjcfError {
+                location: Location { file: path.to_path_buf(), line: 0, column: 0, element: String::new() },
+                kind: MjcfErrorKind::Io(e.to_string()),
+            })?,
+        };
+        let mut sources = Sources { files: vec![(path.to_path_buf(), main)] };
+        let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let mut next = 0;
+        while next < sources.files.len() {
+            let includes = {
+                let (file, text) = &sources.files[next];
+                let doc = parse(text).map_err(|e| xml_error(file, &e))?;
+                let mut found = Vec::new();
+                for node in doc.descendants().filter(|n| n.has_tag_name("include")) {
+                    let location = super::element::location(file, &node);
+                    let name = node.attribute("file").ok_or_else(|| MjcfError {
+                        location: location.clone(),
+                        kind: MjcfErrorKind::Invalid("missing attribute `file`".into()),
+                    })?;
+                    found.push((base.join(name), location));
+                }
+                found
+            };
+            for (path, location) in includes {
+                if sources.files.iter().any(|(p, _)| *p == path) {
+                    continue;
+                }
+                if sources.files.len() > MAX_INCLUDE_DEPTH * 8 {
+                    return Err(MjcfError { location, kind: MjcfErrorKind::Invalid("too many included files".into()) });
+                }
+                let text = std::fs::read_to_string(&path).map_err(|e| MjcfError {
+                    location: location.clone(),
+                    kind: MjcfErrorKind::Io(format!("{}: {e}", path.display())),
+                })?;
+                sources.files.push((path, text));
+            }
+            next += 1;
+        }
+        Ok(sources)
+    }
+
+    /// Every file parsed, with a map from include path to its document.
+    pub(super) fn parse(&self) -> Result<Parsed<'_>, MjcfError> {
+        let mut docs = Vec::new();
+        for (path, text) in &self.files {
+            docs.push((path.as_path(), parse(text).map_err(|e| xml_error(path, &e))?));
+        }
+        let index = self.files.iter().enumerate().map(|(i, (p, _))| (p.clone(), i)).collect();
+        Ok(Parsed { docs, index, base: self.files[0].0.parent().unwrap_or(Path::new("")).to_path_buf() })
+    }
+}
+
+/// The parsed documents of a model.
+pub(super) struct Parsed<'a> {
+    pub(super) docs: Vec<(&'a Path, Document<'a>)>,
+    index: HashMap<PathBuf, usize>,
+    base: PathBuf,
+}
+
+/// An element together with the file it came from.
+#[derive(Clone, Copy)]
+pub(super) struct Located<'a> {
+    pub(super) node: Node<'a, 'a>,
+    pub(super) file: &'a Path,
+}
+
+impl<'a> Parsed<'a> {
+    /// The root `<mujoco>` element of the main file.
+    pub(super) fn root(&'a self) -> Located<'a> {
+        let (file, doc) = &self.docs[0];
+        Located { node: doc.root_element(), file }
+    }
+
+    /// The element children of `parent`, with each `<include>` replaced by the children of the
+    /// included file's root, recursively.
+    pub(super) fn children(&'a self, parent: Located<'a>) -> Vec<Located<'a>> {
+        let mut out = Vec::new();
+        self.expand(parent, &mut out, 0);
+        out
+    }
+
+    fn expand(&'a self, parent: Located<'a>, out: &mut Vec<Located<'a>>, depth: usize) {
+        for node in parent.node.children().filter(Node::is_element) {
+            if node.has_tag_name("include") && depth < MAX_INCLUDE_DEPTH {
+                let target = node.attribute("file").map(|f| self.base.join(f));
+                if let Some(&i) = target.as_ref().and_then(|t| self.index.get(t)) {
+                    let (file, doc) = &self.docs[i];
+                    self.expand(Located { node: doc.root_element(), file }, out, depth + 1);
+                }
+            } else {
+                out.push(Located { node, file: parent.file });
+            }
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Agreement with MuJoCo on smooth dynamics (contacts and constraints disabled in both), against
+//! the reference data of `tools/mujoco_reference.py` in `tests/reference/` (MuJoCo 4.0.0).
+
+use std::path::{Path, PathBuf};
+
+use nalgebra::{DVector, Matrix3};
+use phyz::math::Quat;
+use phyz::model::mjcf;
+use phyz::{Model, State, step};
+
+/// Relative tolerances stated by the MJCF issue.
+const ONE_STEP_TOL: f64 = 1e-12;
+const TRAJECTORY_TOL: f64 = 1e-9;
+const INERTIA_TOL: f64 = 1e-12;
+
+fn reference_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference")
+}
+
+/// The model file a reference directory was generated from.
+fn model_path(name: &str) -> PathBuf {
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/models").join(format!("{name}.xml"));
+    if local.exists() {
+        local
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/models/gymnasium").join(format!("{name}.xml"))
+    }
+}
+
+fn reference_models() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(reference_dir())
+        .expect("tests/reference exists")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Rows of a CSV file of numbers; `header` skips the first line.
+fn read_rows(path: &Path, header: bool) -> Vec<Vec<f64>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .skip(usize::from(header))
+        .map(|line| {
+            line.split(',')
+                .filter(|f| !f.is_empty())
+                .map(|f| f.parse().unwrap_or_else(|_| panic!("{}: bad number {f}", path.display())))
+                .collect()
+        })
+        .collect()
+}
+
+fn load(name: &str) -> Model<f64> {
+    let mut model = mjcf::load(model_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    model.enabled.constraint = false;
+    model
+}
+
+fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
+    let (nq, nv) = (model.nq(), model.nv());
+    State {
+        time: row[0],
+        qpos: DVector::from_column_slice(&row[1..1 + nq]),
+        qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]),
+    }
+}
+
+/// Largest difference of qpos and of qvel, each relative to the reference's scale (≥ 1).
+fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
+    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
+    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
+}
+
+#[test]
+fn sizes_masses_and_inertias_match_mujoco() {
+    for name in reference_models() {
+        let model = load(&name);
+        let dir = reference_dir().join(&name);
+        let sizes = &read_rows(&dir.join("sizes.csv"), true)[0];
+        let njnt = model.joints().len();
+        let ours = [model.nq(), model.nv(), model.nu(), model.bodies().len(), njnt].map(|n| n as f64);
+        assert_eq!(&ours[..], &sizes[..5], "{name}: nq, nv, nu, nbody, njnt");
+        assert_eq!(model.timestep, sizes[5], "{name}: timestep");
+        let text = std::fs::read_to_string(dir.join("model.csv")).expect("model.csv");
+        for (line, body) in text.lines().skip(1).zip(model.bodies()) {
+            let fields: Vec<&str> = line.split(',').collect();
+            let v: Vec<f64> = fields[1..].iter().map(|f| f.parse().expect("number")).collect();
+            assert_eq!(fields[0], body.name, "{name}: body order");
+            let scale = v[0].max(1e-300);
+            assert!(
+                (body.mass - v[0]).abs() <= INERTIA_TOL * scale,
+                "{name}/{}: mass {} vs {}",
+                body.name,
+                body.mass,
+                v[0]
+            );
+            let com_err = (body.com - nalgebra::Vector3::new(v[1], v[2], v[3])).amax();
+            assert!(com_err <= INERTIA_TOL * (1.0 + body.com.amax()), "{name}/{}: com off by {com_err:e}", body.name);
+            let tensor = |q: &Quat<f64>, d: &nalgebra::Vector3<f64>| {
+                let r = q.to_rotation_matrix();
+                r * Matrix3::from_diagonal(d) * r.transpose()
+            };
+            let theirs =
+                tensor(&Quat::new(v[4], v[5], v[6], v[7]).normalize(), &nalgebra::Vector3::new(v[8], v[9], v[10]));
+            let ours = tensor(&body.inertia_axes, &body.inertia);
+            let err = (ours - theirs).amax();
+            assert!(
+                err <= INERTIA_TOL * theirs.amax().max(1e-300),
+                "{name}/{}: inertia off by {err:e} ({theirs})",
+                body.name
+            );
+        }
+    }
+}
+
+#[test]
+fn one_step_matches_mujoco() {
+    let mut report = Vec::new();
+    for name in reference_models() {
+        let model = load(&name);
+        let dir = reference_dir().join(&name);
+        let inputs = read_rows(&dir.join("onestep_in.csv"), true);
+        let outputs = read_rows(&dir.join("onestep_out.csv"), true);
+        let controls = read_rows(&dir.join("onestep_ctrl.csv"), false);
+        let mut worst: f64 = 0.0;
+        for ((input, output), ctrl) in inputs.iter().zip(&outputs).zip(&controls) {
+            let next = step(&model, &state_from_row(&model, input), ctrl).unwrap_or_else(|e| panic!("{name}: {e}"));
+            worst = worst.max(relative_error(&next, &state_from_row(&model, output)));
+        }
+        report.push((name, worst));
+    }
+    for (name, worst) in &report {
+        eprintln!("one step   {name:<26} {worst:.2e}");
+    }
+    let failures: Vec<_> = report.iter().filter(|(_, w)| !(*w <= ONE_STEP_TOL)).collect();
+    assert!(failures.is_empty(), "one-step disagreement above {ONE_STEP_TOL:e}: {failures:?}");
+}
+
+#[test]
+fn trajectories_match_mujoco() {
+    let mut report = Vec::new();
+    for name in reference_models() {
+        let model = load(&name);
+        let dir = reference_dir().join(&name);
+        let states = read_rows(&dir.join("traj.csv"), true);
+        let controls = read_rows(&dir.join("traj_ctrl.csv"), false);
+        let chaotic = std::fs::read_to_string(dir.join("meta.csv"))
+            .expect("meta.csv")
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("true"));
+        let mut state = state_from_row(&model, &states[0]);
+        let mut worst: f64 = 0.0;
+        for (ctrl, want) in controls.iter().zip(&states[1..]) {
+            state = step(&model, &state, ctrl).unwrap_or_else(|e| panic!("{name}: {e}"));
+            worst = worst.max(relative_error(&state, &state_from_row(&model, want)));
+        }
+        report.push((name, chaotic, worst));
+    }
+    for (name, chaotic, worst) in &report {
+        eprintln!("100 steps  {name:<26} {worst:.2e}{}", if *chaotic { " (chaotic: not checked)" } else { "" });
+    }
+    let failures: Vec<_> = report.iter().filter(|(_, chaotic, w)| !chaotic && !(*w <= TRAJECTORY_TOL)).collect();
+    assert!(failures.is_empty(), "100-step disagreement above {TRAJECTORY_TOL:e}: {failures:?}");
+}
