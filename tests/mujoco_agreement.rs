@@ -162,6 +162,7 @@ fn trajectories_match_mujoco() {
     for (name, chaotic, worst) in &report {
         eprintln!("100 steps  {name:<26} {worst:.2e}{}", if *chaotic { " (chaotic: not checked)" } else { "" });
     }
-    let failures: Vec<_> = report.iter().filter(|(_, chaotic, w)| !chaotic && (w.is_nan() || *w > TRAJECTORY_TOL)).collect();
+    let failures: Vec<_> =
+        report.iter().filter(|(_, chaotic, w)| !chaotic && (w.is_nan() || *w > TRAJECTORY_TOL)).collect();
     assert!(failures.is_empty(), "100-step disagreement above {TRAJECTORY_TOL:e}: {failures:?}");
 }

@@ -6,14 +6,14 @@ use nalgebra::{DVector, Matrix3, Vector3};
 
 use super::defaults::{Defaults, MAIN};
 use super::element::Element;
-use super::error::{MjcfError, MjcfErrorKind};
+use super::error::{Location, MjcfError, MjcfErrorKind};
 use super::frame::{AngleSettings, orientation, z_to};
 use super::mass::{Part, combine, geom_mass};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe, Model,
-    ModelBuilder, Shape, Site, Target, TendonSpec,
+    ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -42,6 +42,8 @@ struct Compiler<'a> {
     /// Bodies in MuJoCo's order (depth first), with their parent's index.
     bodies: Vec<(usize, BodySpec)>,
     body_index: HashMap<String, usize>,
+    /// Where each named body, joint, tendon and actuator is written, to place model errors.
+    places: HashMap<(&'static str, String), Location>,
     /// Keyframes count requested by `<size nkey>`.
     nkey: usize,
 }
@@ -72,6 +74,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         builder: ModelBuilder::new(),
         bodies: Vec::new(),
         body_index: HashMap::from([("world".to_string(), 0)]),
+        places: HashMap::new(),
         nkey: 0,
     };
     for &at in &top {
@@ -99,8 +102,10 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
     for at in of("contact") {
         c.contact(at)?;
     }
-    let located_error = |e: crate::model::ModelError| MjcfError {
-        location: Element::new(root, None).location(),
+    let located_error = |e: ModelError| MjcfError {
+        location: subject(&e)
+            .and_then(|key| c.places.get(&key).cloned())
+            .unwrap_or_else(|| Element::new(root, None).location()),
         kind: MjcfErrorKind::Model(e),
     };
     let mut model = c.builder.build().map_err(located_error)?;
@@ -125,6 +130,19 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         model.add_keyframe(key).map_err(located_error)?;
     }
     Ok(model)
+}
+
+/// The element a model error is about, as a key of `Compiler::places`.
+fn subject(e: &ModelError) -> Option<(&'static str, String)> {
+    match e {
+        ModelError::InvalidMass { body, .. }
+        | ModelError::InvalidInertia { body, .. }
+        | ModelError::InvalidParent { body, .. } => Some(("body", body.clone())),
+        ModelError::InvalidJoint { joint, .. } => Some(("joint", joint.clone())),
+        ModelError::InvalidTendon { tendon, .. } => Some(("tendon", tendon.clone())),
+        ModelError::InvalidActuator { actuator, .. } => Some(("actuator", actuator.clone())),
+        _ => None,
+    }
 }
 
 fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError> {
@@ -353,7 +371,11 @@ impl<'a> Compiler<'a> {
             let cel = self.defaults.element(child, &childclass)?;
             match cel.tag() {
                 "inertial" => inertial = Some(self.inertial(&cel)?),
-                "joint" => spec.joints.push(self.joint(&cel)?),
+                "joint" => {
+                    let joint = self.joint(&cel)?;
+                    self.places.insert(("joint", joint.name.clone()), cel.location());
+                    spec.joints.push(joint);
+                }
                 "freejoint" => {
                     cel.check_attributes(&["name", "group", "align"])?;
                     cel.reject_unless("align", &["false", "auto"])?;
@@ -386,6 +408,7 @@ impl<'a> Compiler<'a> {
         if !spec.name.is_empty() && self.body_index.insert(spec.name.clone(), index).is_some() {
             return Err(el.invalid(format!("body name `{}` is used twice", spec.name)));
         }
+        self.places.insert(("body", spec.name.clone()), el.location());
         self.bodies.push((parent, spec));
         for child in children {
             self.body(child, index, &childclass)?;
@@ -699,6 +722,9 @@ impl<'a> Compiler<'a> {
                 }
                 jel.check_attributes(&["joint", "coef"])?;
                 let name = jel.string("joint").ok_or_else(|| jel.invalid("missing attribute `joint`"))?;
+                if !self.places.contains_key(&("joint", name.clone())) {
+                    return Err(jel.invalid(format!("no joint named `{name}`")));
+                }
                 joints.push((name, jel.number_or("coef", 1.0)?));
             }
             let range = el.array::<2>("range")?;
@@ -712,6 +738,7 @@ impl<'a> Compiler<'a> {
                 Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
             };
             let mut spec = TendonSpec::new(el.string("name").unwrap_or_default(), joints);
+            self.places.insert(("tendon", spec.name.clone()), el.location());
             spec.stiffness = el.number_or("stiffness", 0.0)?;
             spec.damping = el.number_or("damping", 0.0)?;
             spec.spring_length = spring_length;
@@ -729,6 +756,7 @@ impl<'a> Compiler<'a> {
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
             let spec = self.actuator(&el)?;
+            self.places.insert(("actuator", spec.name.clone()), el.location());
             self.builder.add_actuator(spec);
         }
         Ok(())
@@ -793,6 +821,13 @@ impl<'a> Compiler<'a> {
             (None, None) => return Err(el.invalid("an actuator needs a `joint` or `tendon`")),
             (Some(_), Some(_)) => return Err(el.invalid("an actuator drives one `joint` or `tendon`, not both")),
         };
+        let (kind, name) = match &target {
+            Target::Joint(name) => ("joint", name),
+            Target::Tendon(name) => ("tendon", name),
+        };
+        if !self.places.contains_key(&(kind, name.clone())) {
+            return Err(el.invalid(format!("no {kind} named `{name}`")));
+        }
         let mut spec = ActuatorSpec::motor(el.string("name").unwrap_or_default(), String::new());
         spec.target = target;
         spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?[0];
