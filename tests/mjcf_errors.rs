@@ -163,3 +163,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn includes_are_expanded_in_place() {
+    let dir = std::env::temp_dir().join(format!("phyz-include-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("arm.xml"),
+        r#"<mujoco><body name="arm" pos="0 0 1"><joint name="shoulder" axis="0 1 0"/><geom size="0.1"/></body></mujoco>"#,
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join("main.xml"),
+        r#"<mujoco><worldbody><include file="arm.xml"/></worldbody><actuator><motor joint="shoulder"/></actuator></mujoco>"#,
+    )
+    .expect("write");
+    let model = mjcf::load(dir.join("main.xml")).expect("loads with its include");
+    assert_eq!((model.bodies()[1].name.as_str(), model.nv(), model.nu()), ("arm", 1, 1));
+    std::fs::write(dir.join("broken.xml"), r#"<mujoco><worldbody><include file="missing.xml"/></worldbody></mujoco>"#)
+        .expect("write");
+    let e = mjcf::load(dir.join("broken.xml")).expect_err("missing include");
+    assert!(matches!(e.kind, MjcfErrorKind::Io(ref m) if m.contains("missing.xml")), "{e}");
+    assert_eq!(e.location.element, "include", "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn keyframes_and_flags_are_read() {
+    let with_key = BASE.replace(
+        "</mujoco>",
+        r#"<keyframe><key name="bent" qpos="0.5" ctrl="0.2"/></keyframe><option><flag gravity="disable"/></option></mujoco>"#,
+    );
+    let model = parse(&with_key).expect("valid");
+    let (state, ctrl) = model.keyframe_state(0).expect("one keyframe");
+    assert_eq!((state.qpos[0], ctrl[0], model.keyframes()[0].name.as_str()), (0.5, 0.2, "bent"));
+    assert!(!model.enabled.gravity);
+    let wrong = error(&BASE.replace("</mujoco>", r#"<keyframe><key qpos="0.5 0.1"/></keyframe></mujoco>"#));
+    assert_eq!(wrong.location.element, "key", "{wrong}");
+}
