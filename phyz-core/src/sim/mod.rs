@@ -1,7 +1,9 @@
 //! The step: check the input, advance the state with the model's integrator, check the output.
 //!
 //! Contact and constraints join this pipeline in later stages; today a step is the smooth
-//! dynamics only.
+//! dynamics only, as MuJoCo's with `enabled.constraint = false`. Callers that must not drop a
+//! model's limits or contacts check for them first (the `phyz` command refuses such models
+//! unless `--no-constraints` is given).
 
 use nalgebra::DVector;
 

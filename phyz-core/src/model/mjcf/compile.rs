@@ -31,6 +31,9 @@ struct Settings {
     autolimits: bool,
 }
 
+/// The attributes that place a frame.
+const FRAME: &[&str] = &["pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"];
+
 /// Top-level elements that only matter for rendering or bookkeeping.
 const SKIPPED: &[&str] = &["visual", "asset", "statistic", "custom", "sensor"];
 
@@ -342,20 +345,7 @@ impl<'a> Compiler<'a> {
 
     fn body(&mut self, at: Located<'a>, parent: usize, childclass: &str) -> Result<(), MjcfError> {
         let el = Element::new(at, None);
-        el.check_attributes(&[
-            "name",
-            "childclass",
-            "pos",
-            "quat",
-            "axisangle",
-            "euler",
-            "xyaxes",
-            "zaxis",
-            "mocap",
-            "gravcomp",
-            "user",
-            "sleep",
-        ])?;
+        el.check_attributes(&[FRAME, &["name", "childclass", "mocap", "gravcomp", "user", "sleep"]].concat())?;
         el.reject_unless("mocap", &["false"])?;
         el.reject_nonzero("gravcomp")?;
         let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
@@ -439,17 +429,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn inertial(&self, el: &Element<'_, '_>) -> Result<Part, MjcfError> {
-        el.check_attributes(&[
-            "pos",
-            "quat",
-            "axisangle",
-            "euler",
-            "xyaxes",
-            "zaxis",
-            "mass",
-            "diaginertia",
-            "fullinertia",
-        ])?;
+        el.check_attributes(&[FRAME, &["mass", "diaginertia", "fullinertia"]].concat())?;
         let mass = el.number("mass")?.ok_or_else(|| el.invalid("missing attribute `mass`"))?;
         if mass < 0.0 {
             return Err(el.invalid(format!("negative mass {mass}")));
@@ -548,41 +528,41 @@ impl<'a> Compiler<'a> {
 
     /// A geom and, for shapes with volume, its mass properties as a part of its body.
     fn geom(&self, el: &Element<'_, '_>) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
-        el.check_attributes(&[
-            "name",
-            "class",
-            "type",
-            "contype",
-            "conaffinity",
-            "condim",
-            "group",
-            "priority",
-            "size",
-            "material",
-            "rgba",
-            "friction",
-            "mass",
-            "density",
-            "shellinertia",
-            "solmix",
-            "solref",
-            "solimp",
-            "margin",
-            "gap",
-            "fromto",
-            "pos",
-            "quat",
-            "axisangle",
-            "xyaxes",
-            "zaxis",
-            "euler",
-            "hfield",
-            "mesh",
-            "fitscale",
-            "fluidshape",
-            "fluidcoef",
-            "user",
-        ])?;
+        el.check_attributes(
+            &[
+                FRAME,
+                &[
+                    "name",
+                    "class",
+                    "type",
+                    "contype",
+                    "conaffinity",
+                    "condim",
+                    "group",
+                    "priority",
+                    "size",
+                    "material",
+                    "rgba",
+                    "friction",
+                    "mass",
+                    "density",
+                    "shellinertia",
+                    "solmix",
+                    "solref",
+                    "solimp",
+                    "margin",
+                    "gap",
+                    "fromto",
+                    "hfield",
+                    "mesh",
+                    "fitscale",
+                    "fluidshape",
+                    "fluidcoef",
+                    "user",
+                ],
+            ]
+            .concat(),
+        )?;
         el.reject_unless("shellinertia", &["false"])?;
         el.reject_unless("fluidshape", &["none"])?;
         let kind = el.keyword(
@@ -650,23 +630,9 @@ impl<'a> Compiler<'a> {
     }
 
     fn site(&self, el: &Element<'_, '_>) -> Result<Site<f64>, MjcfError> {
-        el.check_attributes(&[
-            "name",
-            "class",
-            "type",
-            "group",
-            "pos",
-            "quat",
-            "axisangle",
-            "xyaxes",
-            "zaxis",
-            "euler",
-            "size",
-            "material",
-            "rgba",
-            "fromto",
-            "user",
-        ])?;
+        el.check_attributes(
+            &[FRAME, &["name", "class", "type", "group", "size", "material", "rgba", "fromto", "user"]].concat(),
+        )?;
         let (pos, quat) = match el.array::<6>("fromto")? {
             Some([a, b, c, d, e, f]) => {
                 let (from, to) = (Vector3::new(a, b, c), Vector3::new(d, e, f));
