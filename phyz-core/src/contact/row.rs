@@ -1,0 +1,113 @@
+//! One constraint's physics: what a contact or limit asks of the solve.
+
+use super::config::SolverConfig;
+use super::material::{Material, smoothstep};
+
+/// The impedance an impacting contact is driven to: nearly rigid, so the rebound is the
+/// restitution's and not the soft model's, but not exactly rigid, so a flat landing (a rank-
+/// deficient manifold) stays conditioned.
+pub const IMPACT_IMPEDANCE: f64 = 0.999;
+
+/// The shape of a constraint in the problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConstraintKind {
+    /// A contact frame `[n, t1, t2]` with Coulomb friction (condim 3).
+    Contact,
+    /// A frictionless contact: one normal row (condim 1).
+    Frictionless,
+    /// A joint or tendon limit: one unilateral row.
+    Limit,
+}
+
+impl ConstraintKind {
+    /// Rows the constraint occupies.
+    pub const fn dim(self) -> usize {
+        match self {
+            ConstraintKind::Contact => 3,
+            ConstraintKind::Frictionless | ConstraintKind::Limit => 1,
+        }
+    }
+}
+
+/// What one constraint contributes to the problem, in physical terms.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactRow {
+    pub kind: ConstraintKind,
+    /// Friction coefficient (ignored without friction rows).
+    pub mu: f64,
+    /// Effective restitution (after the low-speed ramp).
+    pub restitution: f64,
+    /// Signed penetration (negative: separated, inside the margin band).
+    pub depth: f64,
+    /// Target normal velocity after the step: the solref reference response (penetration
+    /// recovery) and restitution's rebound.
+    pub bias: f64,
+    /// Impedance `d` at this depth, and its derivative with respect to depth.
+    pub impedance: f64,
+    pub dimpedance_ddepth: f64,
+    /// How much of an impact this is, in `[0, 1]` (the restitution ramp alone).
+    pub impact: f64,
+    /// `d(bias)/d(depth)`, for the depth sensitivity.
+    pub dbias_ddepth: f64,
+}
+
+impl ContactRow {
+    /// A rigid, frictionless, unbiased row of `kind` (hand-built problems start here).
+    pub fn rigid(kind: ConstraintKind) -> Self {
+        ContactRow {
+            kind,
+            mu: 0.0,
+            restitution: 0.0,
+            depth: 0.0,
+            bias: 0.0,
+            impedance: 1.0,
+            dimpedance_ddepth: 0.0,
+            impact: 0.0,
+            dbias_ddepth: 0.0,
+        }
+    }
+
+    /// A row from a (pair-combined) material at signed `depth`, with the pre-step normal velocity
+    /// `v_n` (positive separating), for a step `dt`.
+    ///
+    /// The bias is MuJoCo's reference dynamics in impulse form: the post-step normal velocity
+    /// target `v_n + dt·a_ref` with `a_ref = −B v_n + K d·depth⁺`, so a body under a steady load
+    /// settles at MuJoCo's depth for the same solref/solimp in every preset. An impact (approach
+    /// faster than the restitution threshold) blends towards a rigid rebound at `−e v_n`.
+    pub fn from_material(
+        kind: ConstraintKind,
+        material: &Material,
+        depth: f64,
+        v_n: f64,
+        dt: f64,
+        config: &SolverConfig,
+    ) -> Self {
+        let d = material.impedance_at(depth);
+        let dd = material.dimpedance_ddepth(depth);
+        let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
+        let penetration = depth.max(0.0);
+        let reference = v_n + dt * (-b * v_n + k * d * penetration);
+        let dreference = dt * k * (dd * penetration + if depth > 0.0 { d } else { 0.0 });
+        let approach = (-v_n).max(0.0);
+        let threshold = config.restitution_threshold;
+        let impact = if threshold > 0.0 { smoothstep((approach - threshold) / threshold).0 } else { 1.0 };
+        let restitution = if kind == ConstraintKind::Limit { 0.0 } else { material.restitution * impact };
+        let rebound = restitution * approach;
+        ContactRow {
+            kind,
+            mu: material.friction,
+            restitution,
+            depth,
+            bias: (1.0 - impact) * reference + rebound,
+            impedance: d,
+            dimpedance_ddepth: dd,
+            impact,
+            dbias_ddepth: (1.0 - impact) * dreference,
+        }
+    }
+
+    /// The impedance the regularizer uses: `d` at rest, [`IMPACT_IMPEDANCE`] in an impact.
+    pub fn effective_impedance(&self) -> f64 {
+        self.impedance + self.impact * (IMPACT_IMPEDANCE - self.impedance).max(0.0)
+    }
+}

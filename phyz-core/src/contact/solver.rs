@@ -1,0 +1,238 @@
+//! The solve: projected Gauss-Seidel with the staged Coulomb update and the exact friction
+//! block, alternating with active-set Newton steps on the KKT system.
+//!
+//! The sweep discovers which constraints carry load and which way they slide; on its own it is
+//! hopeless on a redundant manifold (coplanar contacts under one body make `A` singular, and
+//! what remains in its null space is the tiny friction regularizer, which decays over
+//! `A_tt / R_t` sweeps). Newton fixes the active set the sweep found, making the conditions
+//! linear, and solves them directly, null space included. Each Newton proposal is accepted only
+//! if a real sweep from it lowers the residual, so `converged` keeps one meaning: a full sweep
+//! no longer moves any impulse by more than the tolerance.
+
+use nalgebra::{DVector, Matrix2, Vector2};
+
+use super::config::{Coupling, SolverConfig};
+use super::friction::{FrictionError, solve_disc};
+use super::kkt::{classify, kkt_matrix, residual};
+use super::problem::ContactProblem;
+use super::row::ConstraintKind;
+
+/// The outcome of a solve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    /// Impulses, row by row (`[n, t1, t2]` per contact).
+    pub impulses: DVector<f64>,
+    /// Work spent: sweeps plus dense KKT solves.
+    pub iterations: usize,
+    /// Largest change of a constraint's own velocity (`(A + R)_cc Δf_c`) in the last sweep.
+    pub residual: f64,
+    /// The last sweep moved nothing beyond the tolerance: a fixed point, valid to differentiate.
+    pub converged: bool,
+    /// Newton proposals accepted.
+    pub newton_steps: usize,
+}
+
+/// Sweeps that equilibrate the normal impulses alone before friction joins: on a redundant
+/// manifold the first sweeps would otherwise tip the body and seed friction impulses in the null
+/// space that nothing removes.
+const NORMAL_WARMUP: usize = 8;
+/// Plain sweeps before the first Newton attempt.
+const WARMUP: usize = 16;
+/// Most active-set changes tried.
+const NEWTON_ATTEMPTS: usize = 24;
+/// Halvings of a rejected Newton proposal.
+const LINE_SEARCH: usize = 3;
+/// Sweeps between Newton attempts.
+const SWEEP_BLOCK: usize = 4;
+/// A block that keeps more than this share of the residual made no progress...
+const STALL_RATIO: f64 = 0.99;
+/// ...and this many such blocks in a row end the solve, unconverged.
+const STALL_BLOCKS: usize = 3;
+/// Relative tolerance with which Newton reads the active set off an iterate.
+const REGIME_TOLERANCE: f64 = 1e-7;
+
+/// Per-constraint diagonal blocks of `A + R`, as 1×1 or 3×3 row-major arrays.
+struct Blocks {
+    offsets: Vec<usize>,
+    coupled: Vec<Vec<usize>>,
+}
+
+impl Blocks {
+    fn new(problem: &ContactProblem<f64>, config: &SolverConfig) -> Self {
+        let offsets = problem.offsets();
+        let n = problem.constraints.len();
+        let coupled = (0..n)
+            .map(|c| {
+                (0..n)
+                    .filter(|&k| {
+                        k != c
+                            && match config.coupling {
+                                Coupling::Full => true,
+                                Coupling::BlockDiagonal => false,
+                                Coupling::PerBody => problem.constraints[c].shares_body(&problem.constraints[k]),
+                            }
+                    })
+                    .collect()
+            })
+            .collect();
+        Blocks { offsets, coupled }
+    }
+}
+
+/// One staged sweep; returns the largest per-constraint movement, as the change it makes to
+/// that constraint's own velocity (so the tolerance is in velocity units). With `normals_only`
+/// the tangential impulses are held.
+fn sweep(
+    problem: &ContactProblem<f64>,
+    blocks: &Blocks,
+    f: &mut DVector<f64>,
+    normals_only: bool,
+) -> Result<f64, FrictionError> {
+    let a = &problem.delassus;
+    let mut largest: f64 = 0.0;
+    for (c, constraint) in problem.constraints.iter().enumerate() {
+        let at = blocks.offsets[c];
+        let dim = constraint.kind.dim();
+        // Velocity of this constraint's rows from everything but its own impulse.
+        let mut r = problem.free_velocity.rows(at, dim) - problem.target.rows(at, dim);
+        for &k in &blocks.coupled[c] {
+            let kt = blocks.offsets[k];
+            let kd = problem.constraints[k].kind.dim();
+            r += a.view((at, kt), (dim, kd)) * f.rows(kt, kd);
+        }
+        let m = |i: usize, j: usize| a[(at + i, at + j)] + if i == j { problem.regularizer[at + i] } else { 0.0 };
+        let old = f.rows(at, dim).into_owned();
+        // Normal first: the impulse that meets the target given the current friction...
+        let coupling_n = (1..dim).fold(0.0, |acc, j| acc + m(0, j) * old[j]);
+        let f_n = (-(r[0] + coupling_n) / m(0, 0)).max(0.0);
+        f[at] = f_n;
+        // ...then friction: the exact minimizer over the disc that normal admits.
+        if constraint.kind == ConstraintKind::Contact && !normals_only {
+            let k = Matrix2::new(m(1, 1), m(1, 2), m(2, 1), m(2, 2));
+            let v = Vector2::new(r[1] + m(1, 0) * f_n, r[2] + m(2, 0) * f_n);
+            let t = solve_disc(&k, &v, problem.mu[c] * f_n)?;
+            f[at + 1] = t[0];
+            f[at + 2] = t[1];
+        }
+        // The movement, in velocity units: how much this constraint's own velocity changed.
+        let moved = f.rows(at, dim) - old;
+        let mut change = a.view((at, at), (dim, dim)) * &moved;
+        for r in 0..dim {
+            change[r] += problem.regularizer[at + r] * moved[r];
+        }
+        largest = largest.max(change.norm());
+    }
+    Ok(largest)
+}
+
+/// Clamps a proposal into the cones the staged way: normal to `≥ 0`, then friction radially
+/// into the disc (a feasible point; the sweep that follows makes it optimal).
+fn project(problem: &ContactProblem<f64>, f: &mut DVector<f64>) {
+    for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+        f[at] = f[at].max(0.0);
+        if c.kind == ConstraintKind::Contact {
+            let limit = mu * f[at];
+            let t = f.fixed_rows::<2>(at + 1).into_owned();
+            let norm = t.norm();
+            if norm > limit {
+                let scaled = if norm > 0.0 { t * (limit / norm) } else { Vector2::zeros() };
+                f.fixed_rows_mut::<2>(at + 1).copy_from(&scaled);
+            }
+        }
+    }
+}
+
+/// A Newton proposal from `f`: fix the regimes read off it, solve `K Δ = −F(f)`.
+fn newton_proposal(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Option<DVector<f64>> {
+    let regimes = classify(problem, f, REGIME_TOLERANCE);
+    let k = kkt_matrix(problem, &regimes, f);
+    let step = k.lu().solve(&-residual(problem, &regimes, f))?;
+    let mut candidate = f + step;
+    if candidate.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    project(problem, &mut candidate);
+    Some(candidate)
+}
+
+/// Solves `problem` from `warm` (previous impulses; missing or infeasible entries are fine, the
+/// first sweep projects them). Errors only when a friction block is not positive definite.
+pub fn solve(
+    problem: &ContactProblem<f64>,
+    config: &SolverConfig,
+    warm: Option<&DVector<f64>>,
+) -> Result<Solution, FrictionError> {
+    let m = problem.rows();
+    let mut f = DVector::zeros(m);
+    if let Some(w) = warm {
+        let n = w.len().min(m);
+        f.rows_mut(0, n).copy_from(&w.rows(0, n));
+    }
+    let done = |f: DVector<f64>, iterations, residual: f64, newton_steps| Solution {
+        impulses: f,
+        iterations,
+        residual,
+        converged: residual < config.tolerance,
+        newton_steps,
+    };
+    if m == 0 {
+        return Ok(done(f, 0, 0.0, 0));
+    }
+    let blocks = Blocks::new(problem, config);
+    let mut iterations = 0;
+    let mut residual_now = f64::INFINITY;
+    for _ in 0..NORMAL_WARMUP.min(config.max_iterations) {
+        iterations += 1;
+        if sweep(problem, &blocks, &mut f, true)? < config.tolerance {
+            break;
+        }
+    }
+    while iterations < config.max_iterations.min(WARMUP) {
+        iterations += 1;
+        residual_now = sweep(problem, &blocks, &mut f, false)?;
+        if residual_now < config.tolerance {
+            return Ok(done(f, iterations, residual_now, 0));
+        }
+    }
+
+    let (mut attempts, mut accepted, mut stalls) = (0, 0, 0);
+    while iterations < config.max_iterations && residual_now >= config.tolerance {
+        let entry = residual_now;
+        if config.newton && attempts < NEWTON_ATTEMPTS {
+            attempts += 1;
+            iterations += 1;
+            if let Some(candidate) = newton_proposal(problem, &f) {
+                // Backtrack along the (feasible) segment; accept the swept point.
+                let mut alpha = 1.0;
+                for _ in 0..LINE_SEARCH {
+                    let mut trial = &f + (&candidate - &f) * alpha;
+                    iterations += 1;
+                    let moved = sweep(problem, &blocks, &mut trial, false)?;
+                    if moved < residual_now {
+                        residual_now = moved;
+                        f = trial;
+                        accepted += 1;
+                        break;
+                    }
+                    alpha *= 0.5;
+                }
+            }
+        }
+        for _ in 0..SWEEP_BLOCK {
+            if iterations >= config.max_iterations || residual_now < config.tolerance {
+                break;
+            }
+            iterations += 1;
+            residual_now = sweep(problem, &blocks, &mut f, false)?;
+        }
+        if residual_now > entry * STALL_RATIO {
+            stalls += 1;
+            if stalls >= STALL_BLOCKS {
+                break;
+            }
+        } else {
+            stalls = 0;
+        }
+    }
+    Ok(done(f, iterations, residual_now, accepted))
+}
