@@ -264,3 +264,65 @@ fn random_problems_almost_always_converge() {
     eprintln!("{converged}/500 random problems converged");
     assert!(converged >= 495, "{converged}/500");
 }
+
+#[test]
+fn coupling_modes_restrict_the_operator_only() {
+    // Four contacts under one body and one under another: PerBody keeps the within-body blocks,
+    // so it solves a manifold on one body exactly as Full does; BlockDiagonal does not.
+    let config = SolverConfig::simulation();
+    let points: Vec<Vector3<f64>> =
+        [(0.1, 0.1), (0.1, -0.1), (-0.1, 0.1), (-0.1, -0.1)].iter().map(|&(x, y)| Vector3::new(x, y, -0.1)).collect();
+    let a = rigid_body_problem(&points, 2.0, Matrix3::from_diagonal(&Vector3::new(0.02, 0.03, 0.04)));
+    let b = DVector::from_fn(12, |i, _| if i % 3 == 0 { -0.02 } else { 0.001 });
+    let material = Material { friction: 0.7, ..Material::default() };
+    let rows: Vec<ContactRow> = (0..4)
+        .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 3e-4, 0.0, 0.002, &config))
+        .collect();
+    let bodies = [[Some(0), None]; 4];
+    let (problem, _) = ContactProblem::from_rows(a, b, &rows, Some(&bodies), &config);
+    let full = solve(&problem, &config, None).expect("ok");
+    let per_body =
+        solve(&problem, &SolverConfig { coupling: phyz::contact::Coupling::PerBody, ..config }, None).expect("ok");
+    let diagonal = solve(
+        &problem,
+        &SolverConfig { coupling: phyz::contact::Coupling::BlockDiagonal, newton: false, ..config },
+        None,
+    )
+    .expect("ok");
+    assert!(full.converged && per_body.converged);
+    assert!((&full.impulses - &per_body.impulses).amax() <= 1e-9 * full.impulses.amax());
+    assert!((&full.impulses - &diagonal.impulses).amax() > 1e-3 * full.impulses.amax());
+}
+
+#[test]
+fn batch_lanes_solve_each_lane_alone() {
+    use phyz::Lanes;
+    use phyz::contact::solve_scalar;
+    let config = SolverConfig::simulation();
+    // Three problems of one structure: different free velocities and friction.
+    let base = random_problem(&mut Rng::new(100), &config);
+    let variants: Vec<ContactProblem<f64>> = [(1.0, 1.0), (0.5, 0.7), (-0.3, 1.3)]
+        .iter()
+        .map(|&(vb, vmu)| {
+            let mut p = base.clone();
+            p.free_velocity *= vb;
+            p.mu.iter_mut().for_each(|m| *m *= vmu);
+            p
+        })
+        .collect();
+    let m = base.rows();
+    let gather = |get: &dyn Fn(&ContactProblem<f64>) -> f64| Lanes::<3>(std::array::from_fn(|l| get(&variants[l])));
+    let batch: ContactProblem<Lanes<3>> = ContactProblem {
+        constraints: base.constraints.clone(),
+        delassus: DMatrix::from_fn(m, m, |i, j| gather(&|p| p.delassus[(i, j)])),
+        free_velocity: DVector::from_fn(m, |i, _| gather(&|p| p.free_velocity[i])),
+        target: DVector::from_fn(m, |i, _| gather(&|p| p.target[i])),
+        regularizer: DVector::from_fn(m, |i, _| gather(&|p| p.regularizer[i])),
+        mu: (0..base.mu.len()).map(|c| gather(&|p| p.mu[c])).collect(),
+    };
+    let (impulses, _) = solve_scalar(&batch, &config, &[]).expect("solves");
+    for (lane, p) in variants.iter().enumerate() {
+        let alone = solve(p, &config, None).expect("solves");
+        assert!(impulses.iter().zip(alone.impulses.iter()).all(|(x, y)| x.0[lane] == *y), "lane {lane}");
+    }
+}
