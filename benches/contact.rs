@@ -18,11 +18,12 @@ fn point_row(j: &mut DMatrix<f64>, row: usize, body: usize, p: &Vector3<f64>, d:
     }
 }
 
-/// `A = J M⁻¹ Jᵀ` and `b = J v_free` for contacts between rigid boxes (body `None` = ground).
-fn boxes_problem(
-    bodies: usize,
-    contacts: &[(Option<usize>, usize, Vector3<f64>, Vector3<f64>)],
-) -> (DMatrix<f64>, DVector<f64>) {
+/// A contact between the body below (`None`: the ground) and the body above, at points relative
+/// to each one's centre of mass.
+type BoxContact = (Option<usize>, usize, Vector3<f64>, Vector3<f64>);
+
+/// `A = J M⁻¹ Jᵀ` and `b = J v_free` for contacts between rigid boxes.
+fn boxes_problem(bodies: usize, contacts: &[BoxContact]) -> (DMatrix<f64>, DVector<f64>) {
     let frame = |n: Vector3<f64>| {
         let t1 = if n.x.abs() < 0.9 { Vector3::x().cross(&n).normalize() } else { Vector3::y().cross(&n).normalize() };
         [n, t1, n.cross(&t1)]
