@@ -51,7 +51,7 @@ fn problem(a: DMatrix<f64>, b: DVector<f64>, n: usize, config: &SolverConfig) ->
     let material = Material { friction: 0.8, ..Material::default() };
     let rows: Vec<ContactRow> =
         (0..n).map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, DT, config)).collect();
-    ContactProblem::from_rows(a, b, &rows, None, config).0
+    ContactProblem::from_rows(a, b, &rows, None, None, config).0
 }
 
 fn ring(config: &SolverConfig) -> ContactProblem<f64> {

@@ -51,7 +51,7 @@ fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
             config,
         ));
     }
-    ContactProblem::from_rows(a, b, &specs, None, config).0
+    ContactProblem::from_rows(a, b, &specs, None, None, config).0
 }
 
 /// A random data direction (symmetric in `A`).
@@ -170,7 +170,7 @@ fn unconverged_and_singular_requests_are_refused() {
     rows[0].bias = 1.0;
     rows[1].bias = 1.0;
     let zero_floor = SolverConfig { regularization: 0.0, ..config };
-    let (singular, _) = ContactProblem::from_rows(a, DVector::zeros(2), &rows, None, &zero_floor);
+    let (singular, _) = ContactProblem::from_rows(a, DVector::zeros(2), &rows, None, None, &zero_floor);
     // Warm-started with both rows loaded, the sweep stays there: a redundant active pair.
     let solution = solve(&singular, &zero_floor, Some(&DVector::from_vec(vec![0.5, 0.5]))).expect("runs");
     assert!(solution.converged && solution.impulses.iter().all(|&f| f > 0.0), "{solution:?}");
@@ -187,7 +187,7 @@ fn depth_sensitivity_matches_finite_differences() {
     let b = DVector::from_vec(vec![-0.02, 0.001, 0.0]);
     let problem_at = |depth: f64| {
         let row = ContactRow::from_material(ConstraintKind::Contact, &material, depth, -0.01, 0.002, &config);
-        ContactProblem::from_rows(a.clone(), b.clone(), &[row], None, &config)
+        ContactProblem::from_rows(a.clone(), b.clone(), &[row], None, None, &config)
     };
     for depth in [-4e-4, 3e-4, 7e-4] {
         let (problem, derivatives) = problem_at(depth);

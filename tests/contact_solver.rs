@@ -27,7 +27,7 @@ fn incline(alpha: f64, mu: f64, v0: [f64; 3], steps: usize, config: &SolverConfi
         let row = ContactRow::from_material(ConstraintKind::Contact, &material, depth, v.x, DT, config);
         let a = DMatrix::identity(3, 3) / m;
         let (problem, _) =
-            ContactProblem::from_rows(a, DVector::from_column_slice(v_free.as_slice()), &[row], None, config);
+            ContactProblem::from_rows(a, DVector::from_column_slice(v_free.as_slice()), &[row], None, None, config);
         let solution = solve(&problem, config, warm.as_ref()).expect("solvable");
         assert!(solution.converged, "unconverged: residual {}", solution.residual);
         let f = &solution.impulses;
@@ -151,7 +151,7 @@ fn ring_problem(n: usize, config: &SolverConfig) -> ContactProblem<f64> {
     let rows: Vec<ContactRow> = (0..n)
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, 0.002, config))
         .collect();
-    ContactProblem::from_rows(a, v_free, &rows, None, config).0
+    ContactProblem::from_rows(a, v_free, &rows, None, None, config).0
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
             config,
         ));
     }
-    ContactProblem::from_rows(a, b, &specs, None, config).0
+    ContactProblem::from_rows(a, b, &specs, None, None, config).0
 }
 
 proptest! {
@@ -251,7 +251,7 @@ proptest! {
         // A warm start from a perturbed answer lands on the same point.
         let seed_guess = f.map(|x| x * 1.3 + 0.01);
         let warm = solve(&problem, &config, Some(&seed_guess)).expect("solvable");
-        prop_assert!(warm.converged);
+        prop_assume!(warm.converged);
         prop_assert!((&warm.impulses - f).amax() <= 1e-9 * (1.0 + f.amax()));
     }
 }
@@ -262,14 +262,17 @@ fn random_problems_almost_always_converge() {
     // high-friction problem can stall; those are reported unconverged, never as solutions. The
     // bar: at least 99% of random problems converge (and within the default budget).
     let config = SolverConfig::simulation();
-    let converged = (0..500u64)
-        .filter(|&seed| {
-            let mut rng = Rng::new(seed);
-            solve(&random_problem(&mut rng, &config), &config, None).expect("solvable").converged
-        })
-        .count();
-    eprintln!("{converged}/500 random problems converged");
-    assert!(converged >= 495, "{converged}/500");
+    let (mut cold, mut warm) = (0, 0);
+    for seed in 0..500u64 {
+        let problem = random_problem(&mut Rng::new(seed), &config);
+        let solution = solve(&problem, &config, None).expect("solvable");
+        cold += usize::from(solution.converged);
+        // And from a warm start near the answer (as a stepper gives it).
+        let guess = solution.impulses.map(|x| x * 1.3 + 0.01);
+        warm += usize::from(solve(&problem, &config, Some(&guess)).expect("solvable").converged);
+    }
+    eprintln!("{cold}/500 random problems converged cold, {warm}/500 warm");
+    assert!(cold >= 495 && warm >= 495, "{cold}/500 cold, {warm}/500 warm");
 }
 
 #[test]
@@ -286,7 +289,7 @@ fn coupling_modes_restrict_the_operator_only() {
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 3e-4, 0.0, 0.002, &config))
         .collect();
     let bodies = [[Some(0), None]; 4];
-    let (problem, _) = ContactProblem::from_rows(a, b, &rows, Some(&bodies), &config);
+    let (problem, _) = ContactProblem::from_rows(a, b, &rows, None, Some(&bodies), &config);
     let full = solve(&problem, &config, None).expect("ok");
     let per_body =
         solve(&problem, &SolverConfig { coupling: phyz::contact::Coupling::PerBody, ..config }, None).expect("ok");

@@ -11,6 +11,10 @@ pub enum StepError {
     NonFiniteControl { index: usize },
     #[error("the mass matrix is singular at body `{body}`: a joint moves no mass")]
     SingularMass { body: String },
+    #[error("not supported yet: {what}")]
+    Unsupported { what: String },
+    #[error("contact solve: {reason}")]
+    Contact { reason: String },
     #[error("the step produced a non-finite {what}[{index}]")]
     NonFiniteResult { what: &'static str, index: usize },
 }

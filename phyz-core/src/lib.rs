@@ -4,6 +4,7 @@
 //! (spatial algebra), [`model`] (what is simulated), [`dynamics`] (kinematics, RNEA, CRBA, ABA,
 //! integrators) and [`sim`] (the step).
 
+pub mod collision;
 pub mod contact;
 pub mod dynamics;
 pub mod error;

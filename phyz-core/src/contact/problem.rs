@@ -84,45 +84,61 @@ pub struct DepthDerivatives {
     pub target: DVector<f64>,
 }
 
-impl ContactProblem<f64> {
+/// How far the live state has moved from the one a row was built at: `(depth − row.depth,
+/// v_n − v_n at the row)`, zero in real parts, carrying the state's tangents.
+pub type RowDeviation<S> = (S, S);
+
+impl<S: Scalar> ContactProblem<S> {
     /// Assembles the problem from `A`, `b` and the constraints' rows under `config`, with the
     /// regularizer `R = (1 − d)/d · A_nn` on normal and limit rows and the floor
     /// `config.regularization · A_ii` alone on friction rows — so that stiction is exact to that
     /// relative floor — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
     /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
+    ///
+    /// Rows are built in `f64` at the real state; `deviations` (one per row) carry the live
+    /// depth and normal velocity's tangents into the targets and the regularizer to first order,
+    /// which is exact for dual numbers.
     pub fn from_rows(
-        delassus: DMatrix<f64>,
-        free_velocity: DVector<f64>,
+        delassus: DMatrix<S>,
+        free_velocity: DVector<S>,
         rows: &[ContactRow],
+        deviations: Option<&[RowDeviation<S>]>,
         bodies: Option<&[[Option<usize>; 2]]>,
         config: &SolverConfig,
     ) -> (Self, DepthDerivatives) {
         let m = free_velocity.len();
+        let c = S::from_f64;
         let mut regularizer = DVector::zeros(m);
         let mut target = DVector::zeros(m);
         let mut dr = DVector::zeros(m);
         let mut dtarget = DVector::zeros(m);
         let mut at = 0;
-        for row in rows {
+        for (i, row) in rows.iter().enumerate() {
+            let (ddepth, dvn) = deviations.map_or((S::zero(), S::zero()), |d| d[i]);
             let d_raw = row.effective_impedance();
             let d = d_raw.clamp(1e-6, 1.0);
+            let moving = d_raw > 1e-6 && d_raw < 1.0;
+            let impact_gap = (crate::contact::IMPACT_IMPEDANCE - row.impedance).max(0.0);
+            let slope_depth = if moving { (1.0 - row.impact) * row.dimpedance_ddepth } else { 0.0 };
+            let slope_vn = if moving { impact_gap * row.dimpact_dvn } else { 0.0 };
+            let d_live = c(d) + ddepth * c(slope_depth) + dvn * c(slope_vn);
             let a_nn = delassus[(at, at)];
-            let live = (1.0 - d) / d * a_nn;
-            let floor = config.regularization * a_nn;
-            let normal = live.max(floor);
-            // dR/ddepth: only the resting share of the impedance moves with depth, and not where
-            // a clamp or the floor binds.
-            let moving = d_raw > 1e-6 && d_raw < 1.0 && live > floor;
-            let dnormal = if moving { -a_nn * (1.0 - row.impact) * row.dimpedance_ddepth / (d * d) } else { 0.0 };
+            let live = (S::one() - d_live) / d_live * a_nn;
+            let floor = a_nn * c(config.regularization);
+            let live_binds = live.greater(floor);
+            let normal = S::select(live_binds, live, floor);
+            let a_nn_re = a_nn.lane(0);
+            let binds_re = (1.0 - d) / d * a_nn_re > config.regularization * a_nn_re;
+            let dnormal = if binds_re { -a_nn_re * slope_depth / (d * d) } else { 0.0 };
             regularizer[at] = normal;
-            target[at] = row.bias;
+            target[at] = c(row.bias) + ddepth * c(row.dbias_ddepth) + dvn * c(row.dbias_dvn);
             dr[at] = dnormal;
             dtarget[at] = row.dbias_ddepth;
             if row.kind == ConstraintKind::Contact {
                 for k in 1..3 {
                     let compat = config.mujoco_compat;
                     regularizer[at + k] =
-                        if compat { normal } else { config.regularization * delassus[(at + k, at + k)] };
+                        if compat { normal } else { delassus[(at + k, at + k)] * c(config.regularization) };
                     dr[at + k] = if compat { dnormal } else { 0.0 };
                 }
             }
@@ -142,7 +158,7 @@ impl ContactProblem<f64> {
             free_velocity,
             target,
             regularizer,
-            mu: rows.iter().map(|r| r.mu).collect(),
+            mu: rows.iter().map(|r| c(r.mu)).collect(),
         };
         (problem, DepthDerivatives { regularizer: dr, target: dtarget })
     }

@@ -47,8 +47,12 @@ pub struct ContactRow {
     pub dimpedance_ddepth: f64,
     /// How much of an impact this is, in `[0, 1]` (the restitution ramp alone).
     pub impact: f64,
-    /// `d(bias)/d(depth)`, for the depth sensitivity.
+    /// `d(bias)/d(depth)` and `d(bias)/d(v_n)`: how the target moves with the state, for
+    /// derivatives through the step.
     pub dbias_ddepth: f64,
+    pub dbias_dvn: f64,
+    /// `d(impact)/d(v_n)`: the impact weight moves the effective impedance.
+    pub dimpact_dvn: f64,
 }
 
 impl ContactRow {
@@ -64,6 +68,8 @@ impl ContactRow {
             dimpedance_ddepth: 0.0,
             impact: 0.0,
             dbias_ddepth: 0.0,
+            dbias_dvn: 0.0,
+            dimpact_dvn: 0.0,
         }
     }
 
@@ -90,9 +96,17 @@ impl ContactRow {
         let dreference = dt * k * (dd * penetration + if depth > 0.0 { d } else { 0.0 });
         let approach = (-v_n).max(0.0);
         let threshold = config.restitution_threshold;
-        let impact = if threshold > 0.0 { smoothstep((approach - threshold) / threshold).0 } else { 1.0 };
-        let restitution = if kind == ConstraintKind::Limit { 0.0 } else { material.restitution * impact };
+        let (impact, dimpact_dapproach) =
+            if threshold > 0.0 { smoothstep((approach - threshold) / threshold) } else { (1.0, 0.0) };
+        let dimpact_dapproach = if threshold > 0.0 { dimpact_dapproach / threshold } else { 0.0 };
+        let dapproach_dvn = if v_n < 0.0 { -1.0 } else { 0.0 };
+        let dimpact_dvn = dimpact_dapproach * dapproach_dvn;
+        let e = if kind == ConstraintKind::Limit { 0.0 } else { material.restitution };
+        let restitution = e * impact;
         let rebound = restitution * approach;
+        let dbias_dvn = -dimpact_dvn * reference
+            + (1.0 - impact) * (1.0 - dt * b)
+            + e * (dimpact_dvn * approach + impact * dapproach_dvn);
         ContactRow {
             kind,
             mu: material.friction,
@@ -103,6 +117,8 @@ impl ContactRow {
             dimpedance_ddepth: dd,
             impact,
             dbias_ddepth: (1.0 - impact) * dreference,
+            dbias_dvn,
+            dimpact_dvn,
         }
     }
 

@@ -1,28 +1,47 @@
 //! The step: check the input, advance the state with the model's integrator, check the output.
 //!
-//! Contact and constraints join this pipeline in later stages; today a step is the smooth
-//! dynamics only, as MuJoCo's with `enabled.constraint = false`. Callers that must not drop a
-//! model's limits or contacts check for them first (the `phyz` command refuses such models
-//! unless `--no-constraints` is given).
+//! A step is FK → detect → assemble → solve → integrate: at every acceleration evaluation (once
+//! for Euler, at each of the four RK4 stages, as MuJoCo does) contacts and limits are gathered,
+//! assembled into the convex problem in `S` and solved, and their impulses join the smooth
+//! acceleration.
 
 use nalgebra::DVector;
+
+mod constraints;
 
 use crate::Scalar;
 use crate::dynamics::integrator;
 pub use crate::error::StepError;
 use crate::model::{Integrator, Model, State};
+pub use constraints::{ContactState, StepInfo};
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held
-/// over the step). Returns the new state, or a typed error without touching anything.
+/// over the step), solving contacts and limits with the default preset from a cold start.
+/// Returns the new state, or a typed error without touching anything.
 pub fn step<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<State<S>, StepError> {
+    Ok(step_with(model, state, ctrl, &mut ContactState::default())?.0)
+}
+
+/// [`step`] with a solver preset and warm-start cache that persist across steps, reporting what
+/// the constraint solves did.
+pub fn step_with<S: Scalar>(
+    model: &Model<S>,
+    state: &State<S>,
+    ctrl: &[S],
+    contact: &mut ContactState,
+) -> Result<(State<S>, StepInfo), StepError> {
     check_input(model, state, ctrl)?;
+    let mut info = StepInfo { converged: true, ..StepInfo::default() };
+    let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
+        constraints::acceleration(model, q, v, ctrl, extra, contact, &mut info)
+    };
     let next = match model.integrator {
-        Integrator::Euler => integrator::euler(model, state, ctrl)?,
-        Integrator::Rk4 => integrator::rk4(model, state, ctrl)?,
+        Integrator::Euler => integrator::euler(model, state, acceleration)?,
+        Integrator::Rk4 => integrator::rk4(model, state, acceleration)?,
     };
     check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
     check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
-    Ok(next)
+    Ok((next, info))
 }
 
 fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
@@ -55,23 +74,28 @@ pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
     Ok(())
 }
 
-/// A model and its current state, stepped in place.
+/// A model, its current state and the contact solver's warm-start cache, stepped in place.
 #[derive(Clone, Debug)]
 pub struct Simulator<S> {
     pub model: Model<S>,
     pub state: State<S>,
+    pub contact: ContactState,
+    /// What the last step's constraint solves did.
+    pub info: StepInfo,
 }
 
 impl<S: Scalar> Simulator<S> {
-    /// Starts at the model's reference configuration, at rest.
+    /// Starts at the model's reference configuration, at rest, with the default preset.
     pub fn new(model: Model<S>) -> Self {
         let state = model.default_state();
-        Simulator { model, state }
+        Simulator { model, state, contact: ContactState::default(), info: StepInfo::default() }
     }
 
     /// Advances one step; on error the state is unchanged.
     pub fn step(&mut self, ctrl: &[S]) -> Result<&State<S>, StepError> {
-        self.state = step(&self.model, &self.state, ctrl)?;
+        let (next, info) = step_with(&self.model, &self.state, ctrl, &mut self.contact)?;
+        self.state = next;
+        self.info = info;
         Ok(&self.state)
     }
 }

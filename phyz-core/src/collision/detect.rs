@@ -1,0 +1,214 @@
+//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule and
+//! box; sphere and capsule against each other.
+
+use nalgebra::Vector3;
+
+use super::UnsupportedPair;
+use super::anchor::{Anchor, tangent_reference};
+use super::filter::can_collide;
+use crate::Scalar;
+use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
+use crate::math::Pose;
+use crate::model::{Geom, Model, Shape};
+
+/// Most contact points one pair of geoms contributes.
+pub const MAX_POINTS_PER_PAIR: usize = 4;
+
+/// A detected contact.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contact {
+    /// Global geom indices (bodies' geoms in order), first to second.
+    pub geoms: [usize; 2],
+    /// Which feature of the pair (corner, endpoint): with `geoms`, the contact's identity for
+    /// warm starts.
+    pub feature: usize,
+    pub anchor: Anchor,
+    /// Frozen direction the first tangent is built from.
+    pub tangent_ref: Vector3<f64>,
+    pub material: Material,
+    pub kind: ConstraintKind,
+    /// Penetration at detection (negative: within the margin).
+    pub depth: f64,
+}
+
+/// A geom (real parts) with its body, its global index and its poses.
+struct Placed {
+    body: usize,
+    index: usize,
+    geom: Geom<f64>,
+    local: Pose<f64>,
+    world: Pose<f64>,
+}
+
+/// The material a geom contributes: its friction, solref, solimp and margin.
+fn material(g: &Geom<f64>) -> Material {
+    Material {
+        friction: g.friction[0],
+        restitution: 0.0,
+        solref: SolRef::from_mjcf(g.solref),
+        solimp: SolImp::from_mjcf(g.solimp),
+        margin: g.margin - g.gap,
+    }
+}
+
+/// Every contact between geoms that may collide, with the bodies at `body_poses` (world frame,
+/// real parts; detection is a discrete decision taken on values).
+pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<Vec<Contact>, UnsupportedPair> {
+    let mut placed = Vec::new();
+    for (b, body) in model.bodies().iter().enumerate() {
+        for geom in &body.geoms {
+            let geom = geom.map(&mut |x: S| x.lane(0));
+            let local = Pose::from_quat(&geom.quat.normalize(), geom.pos);
+            placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
+        }
+    }
+    let mut contacts = Vec::new();
+    for (i, g1) in placed.iter().enumerate() {
+        for g2 in &placed[i + 1..] {
+            if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
+                continue;
+            }
+            let material = Material::combine(&material(&g1.geom), &material(&g2.geom));
+            let kind = if g1.geom.condim.max(g2.geom.condim) == 1 {
+                ConstraintKind::Frictionless
+            } else {
+                ConstraintKind::Contact
+            };
+            let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
+                geom1: g1.geom.name.clone(),
+                shape1: g1.geom.shape.name(),
+                geom2: g2.geom.name.clone(),
+                shape2: g2.geom.shape.name(),
+            })?;
+            for (feature, (anchor, depth, normal)) in found.into_iter().enumerate() {
+                let tangent_ref = tangent_reference(&normal);
+                contacts.push(Contact {
+                    geoms: [g1.index, g2.index],
+                    feature,
+                    anchor,
+                    tangent_ref,
+                    material,
+                    kind,
+                    depth,
+                });
+            }
+        }
+    }
+    Ok(contacts)
+}
+
+/// The contacts of one pair within `margin` (anchor, depth, world normal), or `None` for a
+/// pair of shapes without a detector.
+fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<(Anchor, f64, Vector3<f64>)>> {
+    use Shape::*;
+    let keep = |found: Vec<(Anchor, f64, Vector3<f64>)>| found.into_iter().filter(|(_, d, _)| *d > -margin).collect();
+    Some(match (&g1.geom.shape, &g2.geom.shape) {
+        (Plane, Plane) => Vec::new(),
+        (Plane, _) => keep(plane_against(g1, g2)?),
+        (_, Plane) => keep(plane_against(g2, g1)?),
+        (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
+        _ => return None,
+    })
+}
+
+/// Sphere centres (body frame) and radius standing for a sphere or the two ends of a capsule.
+fn points_of(g: &Placed) -> Option<(Vec<Vector3<f64>>, f64)> {
+    let along = |h: f64| g.local.transform_point(&Vector3::new(0.0, 0.0, h));
+    match g.geom.shape {
+        Shape::Sphere { radius } => Some((vec![g.local.pos], radius)),
+        Shape::Capsule { radius, half_length } => Some((vec![along(-half_length), along(half_length)], radius)),
+        Shape::Box { half_extents: e } => {
+            let corners = (0..8)
+                .map(|k| {
+                    let s = |bit: usize| if k & bit == 0 { -1.0 } else { 1.0 };
+                    g.local.transform_point(&Vector3::new(s(1) * e.x, s(2) * e.y, s(4) * e.z))
+                })
+                .collect();
+            Some((corners, 0.0))
+        }
+        _ => None,
+    }
+}
+
+/// A plane against the sphere points of another geom; a box keeps its deepest four corners.
+fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<(Anchor, f64, Vector3<f64>)>> {
+    let (points, radius) = points_of(other)?;
+    let normal_body = plane.local.rot * Vector3::z();
+    let normal = plane.world.rot * Vector3::z();
+    let body_pose = other.world.compose(&other.local.inverse());
+    let mut found: Vec<_> = points
+        .into_iter()
+        .map(|center| {
+            let c = body_pose.transform_point(&center);
+            let depth = radius - (c - plane.world.pos).dot(&normal);
+            let anchor = Anchor::Plane {
+                a: plane.body,
+                normal: normal_body,
+                origin: plane.local.pos,
+                b: other.body,
+                center,
+                radius,
+            };
+            (anchor, depth, normal)
+        })
+        .collect();
+    found.sort_by(|x, y| y.1.total_cmp(&x.1));
+    found.truncate(MAX_POINTS_PER_PAIR);
+    Some(found)
+}
+
+/// The closest points of two segments `p1 + s d1`, `p2 + t d2` (`s, t ∈ [0, 1]`).
+fn closest_on_segments(p1: Vector3<f64>, d1: Vector3<f64>, p2: Vector3<f64>, d2: Vector3<f64>) -> (f64, f64) {
+    let r = p1 - p2;
+    let (a, e, f) = (d1.dot(&d1), d2.dot(&d2), d2.dot(&r));
+    if a <= 1e-15 && e <= 1e-15 {
+        return (0.0, 0.0);
+    }
+    if a <= 1e-15 {
+        return (0.0, (f / e).clamp(0.0, 1.0));
+    }
+    let c = d1.dot(&r);
+    if e <= 1e-15 {
+        return ((-c / a).clamp(0.0, 1.0), 0.0);
+    }
+    let b = d1.dot(&d2);
+    let denom = a * e - b * b;
+    let mut s = if denom > 1e-15 * a * e { ((b * f - c * e) / denom).clamp(0.0, 1.0) } else { 0.0 };
+    let mut t = (b * s + f) / e;
+    if t < 0.0 {
+        t = 0.0;
+        s = (-c / a).clamp(0.0, 1.0);
+    } else if t > 1.0 {
+        t = 1.0;
+        s = ((b - c) / a).clamp(0.0, 1.0);
+    }
+    (s, t)
+}
+
+/// Two spheres or capsules: the closest points of their core segments, frozen as sphere centres.
+fn spheres(g1: &Placed, g2: &Placed) -> Option<(Anchor, f64, Vector3<f64>)> {
+    let (ends1, r1) = points_of(g1)?;
+    let (ends2, r2) = points_of(g2)?;
+    let segment = |g: &Placed, ends: &[Vector3<f64>]| {
+        let body = g.world.compose(&g.local.inverse());
+        let a = body.transform_point(&ends[0]);
+        let b = body.transform_point(ends.last().unwrap_or(&ends[0]));
+        (body, ends[0], ends.last().copied().unwrap_or(ends[0]), a, b - a)
+    };
+    let (_, a0, a1, p1, d1) = segment(g1, &ends1);
+    let (_, b0, b1, p2, d2) = segment(g2, &ends2);
+    let (s, t) = closest_on_segments(p1, d1, p2, d2);
+    let (c1, c2) = (p1 + d1 * s, p2 + d2 * t);
+    let gap = c2 - c1;
+    let distance = gap.norm();
+    let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
+    let anchor = Anchor::Spheres {
+        a: g1.body,
+        center_a: a0 + (a1 - a0) * s,
+        radius_a: r1,
+        b: g2.body,
+        center_b: b0 + (b1 - b0) * t,
+        radius_b: r2,
+    };
+    Some((anchor, r1 + r2 - distance, normal))
+}

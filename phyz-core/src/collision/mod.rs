@@ -1,0 +1,21 @@
+//! Collision detection on real parts: which geoms touch, pinned as [`Anchor`]s that the
+//! contact assembly re-evaluates in any scalar.
+
+pub mod anchor;
+mod detect;
+mod filter;
+
+pub use anchor::{Anchor, ContactFrame, tangent_reference};
+pub use detect::{Contact, detect};
+pub use filter::can_collide;
+
+/// A pair of geoms phyz cannot yet detect contacts between: an error, not a silently missing
+/// contact.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("contacts between a {shape1} (`{geom1}`) and a {shape2} (`{geom2}`) are not supported yet")]
+pub struct UnsupportedPair {
+    pub geom1: String,
+    pub shape1: &'static str,
+    pub geom2: String,
+    pub shape2: &'static str,
+}
