@@ -28,7 +28,8 @@ fn run(model: &Model<f64>, steps: usize) -> Vec<State<f64>> {
 }
 
 fn reference_depth(name: &str) -> f64 {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/contact/rest.csv")).expect("reference");
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/contact/rest.csv"))
+        .expect("reference");
     text.lines().find_map(|l| l.strip_prefix(&format!("{name},"))).expect("row").parse().expect("number")
 }
 
@@ -61,4 +62,14 @@ fn a_sphere_rolls_down_an_incline_at_five_sevenths_g_sin_alpha() {
     let expected = 5.0 / 7.0 * 9.81 * alpha.to_radians().sin();
     eprintln!("rolling acceleration {accel:.6} vs {expected:.6}");
     assert!((accel - expected).abs() <= 1e-3 * expected, "{accel} vs {expected}");
+}
+
+#[test]
+fn a_box_rests_at_mujocos_depth() {
+    let model = scene("<geom type='box' size='0.1 0.15 0.05'/>", 0.05, 0.0, 1.0);
+    let states = run(&model, 1500);
+    let depth = 0.05 - states[states.len() - 1].qpos[2];
+    let expected = reference_depth("box");
+    eprintln!("box depth {depth:.9e} vs MuJoCo {expected:.9e}");
+    assert!((depth - expected).abs() < 1e-6, "{depth} vs {expected}");
 }

@@ -90,7 +90,8 @@ pub type RowDeviation<S> = (S, S);
 
 impl<S: Scalar> ContactProblem<S> {
     /// Assembles the problem from `A`, `b` and the constraints' rows under `config`, with the
-    /// regularizer `R = (1 − d)/d · A_nn` on normal and limit rows and the floor
+    /// regularizer `R = (1 − d)/d · w` on normal and limit rows (`w` the row's inverse weight,
+    /// MuJoCo's `diagApprox`, or else `A_nn`) and the floor
     /// `config.regularization · A_ii` alone on friction rows — so that stiction is exact to that
     /// relative floor — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
     /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
@@ -122,7 +123,7 @@ impl<S: Scalar> ContactProblem<S> {
             let slope_depth = if moving { (1.0 - row.impact) * row.dimpedance_ddepth } else { 0.0 };
             let slope_vn = if moving { impact_gap * row.dimpact_dvn } else { 0.0 };
             let d_live = c(d) + ddepth * c(slope_depth) + dvn * c(slope_vn);
-            let a_nn = delassus[(at, at)];
+            let a_nn = row.inverse_weight.map_or(delassus[(at, at)], c);
             let live = (S::one() - d_live) / d_live * a_nn;
             let floor = a_nn * c(config.regularization);
             let live_binds = live.greater(floor);

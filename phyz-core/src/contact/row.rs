@@ -53,6 +53,9 @@ pub struct ContactRow {
     pub dbias_dvn: f64,
     /// `d(impact)/d(v_n)`: the impact weight moves the effective impedance.
     pub dimpact_dvn: f64,
+    /// The inertia scale the regularizer multiplies (MuJoCo's `diagApprox`: the constraint's
+    /// inverse weight at the reference pose); `None` uses the problem's own `A_nn`.
+    pub inverse_weight: Option<f64>,
 }
 
 impl ContactRow {
@@ -70,6 +73,7 @@ impl ContactRow {
             dbias_ddepth: 0.0,
             dbias_dvn: 0.0,
             dimpact_dvn: 0.0,
+            inverse_weight: None,
         }
     }
 
@@ -119,6 +123,7 @@ impl ContactRow {
             dbias_ddepth: (1.0 - impact) * dreference,
             dbias_dvn,
             dimpact_dvn,
+            inverse_weight: None,
         }
     }
 

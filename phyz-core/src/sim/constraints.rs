@@ -61,6 +61,55 @@ struct Gathered<S> {
     /// Rows of the constraint Jacobian (normal first), `nv` each.
     jacobian: Vec<DVector<S>>,
     depth: S,
+    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
+    inverse_weight: f64,
+}
+
+/// MuJoCo's inverse weights at the reference pose (`body_invweight0`, `dof_invweight0`,
+/// `tendon_invweight0`): how hard each body's centre of mass, each degree of freedom and each
+/// tendon is to accelerate. The soft-constraint regularizer is scaled by them, which is what
+/// makes a resting body settle at MuJoCo's depth.
+struct InverseWeights {
+    body: Vec<f64>,
+    dof: Vec<f64>,
+    tendon: Vec<f64>,
+}
+
+impl InverseWeights {
+    fn new<S: Scalar>(model: &Model<S>) -> Result<Self, StepError> {
+        let model = model.cast::<f64>();
+        let q0 = model.qpos0();
+        let kin = forward_kinematics(&model, &q0);
+        let factor = MassFactor::new(&model, &mass_matrix(&model, &kin))?;
+        let weight = |jac: &DMatrix<f64>| {
+            let rows = jac.nrows() as f64;
+            (0..jac.nrows()).map(|r| jac.row(r).dot(&factor.solve(&jac.row(r).transpose()).transpose())).sum::<f64>()
+                / rows
+        };
+        let body = (0..model.bodies().len())
+            .map(|b| {
+                let com = kin.body_pose(&model, b).transform_point(&model.bodies()[b].com);
+                if b == 0 { 0.0 } else { weight(&point_jacobian(&model, &kin, b, &com)) }
+            })
+            .collect();
+        let dof = (0..model.nv())
+            .map(|d| {
+                let mut e = DVector::zeros(model.nv());
+                e[d] = 1.0;
+                factor.solve(&e)[d]
+            })
+            .collect();
+        let tendon = model
+            .tendons()
+            .iter()
+            .map(|t| {
+                let mut jac = DVector::zeros(model.nv());
+                t.apply(&model, 1.0, &mut jac);
+                weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
+            })
+            .collect();
+        Ok(InverseWeights { body, dof, tendon })
+    }
 }
 
 /// The world-frame linear-velocity Jacobian (3 × nv) of the point `p` moving with `body`.
@@ -78,7 +127,12 @@ fn point_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize,
     jac
 }
 
-fn contact_constraint<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, c: &Contact) -> Gathered<S> {
+fn contact_constraint<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    c: &Contact,
+    weights: &InverseWeights,
+) -> Gathered<S> {
     let frame = c.anchor.evaluate(model, kin, &c.tangent_ref);
     let [a, b] = c.anchor.bodies();
     let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
@@ -92,6 +146,7 @@ fn contact_constraint<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, c: &Cont
         material: c.material,
         jacobian,
         depth: frame.depth,
+        inverse_weight: weights.body[a] + weights.body[b],
     }
 }
 
@@ -107,10 +162,14 @@ fn limit_material(solref: [f64; 2], solimp: [f64; 5], margin: f64) -> Material {
 }
 
 /// Joint and tendon limits within their margins, as one-row unilateral constraints.
-fn limits<S: Scalar>(model: &Model<S>, q: &DVector<S>) -> Result<Vec<Gathered<S>>, StepError> {
+fn limits<S: Scalar>(
+    model: &Model<S>,
+    q: &DVector<S>,
+    weights: &InverseWeights,
+) -> Result<Vec<Gathered<S>>, StepError> {
     let real = |x: S| x.lane(0);
     let mut out = Vec::new();
-    let mut push = |key, jacobian: DVector<S>, depth: S, material: Material| {
+    let mut push = |key, jacobian: DVector<S>, depth: S, material: Material, inverse_weight: f64| {
         if real(depth) > -material.margin {
             out.push(Gathered {
                 key,
@@ -119,6 +178,7 @@ fn limits<S: Scalar>(model: &Model<S>, q: &DVector<S>) -> Result<Vec<Gathered<S>
                 material,
                 jacobian: vec![jacobian],
                 depth,
+                inverse_weight,
             });
         }
     };
@@ -135,7 +195,7 @@ fn limits<S: Scalar>(model: &Model<S>, q: &DVector<S>) -> Result<Vec<Gathered<S>
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             jac[joint.dof_adr()] = S::from_f64(sign);
-            push(Key::JointLimit { joint: j, upper }, jac, depth, material);
+            push(Key::JointLimit { joint: j, upper }, jac, depth, material, weights.dof[joint.dof_adr()]);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
@@ -146,7 +206,7 @@ fn limits<S: Scalar>(model: &Model<S>, q: &DVector<S>) -> Result<Vec<Gathered<S>
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             tendon.apply(model, S::from_f64(sign), &mut jac);
-            push(Key::TendonLimit { tendon: t, upper }, jac, depth, material);
+            push(Key::TendonLimit { tendon: t, upper }, jac, depth, material, weights.tendon[t]);
         }
     }
     Ok(out)
@@ -169,8 +229,14 @@ pub(crate) fn acceleration<S: Scalar>(
     if !model.enabled.constraint {
         return Ok(smooth);
     }
-    let mut gathered = if model.enabled.limit { limits(model, q)? } else { Vec::new() };
+    let has_limits =
+        model.joints().iter().any(|j| j.range.is_some()) || model.tendons().iter().any(|t| t.range.is_some());
     let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
+    if !(model.enabled.limit && has_limits || model.enabled.contact && has_geoms) {
+        return Ok(smooth);
+    }
+    let weights = InverseWeights::new(model)?;
+    let mut gathered = if model.enabled.limit { limits(model, q, &weights)? } else { Vec::new() };
     if model.enabled.contact && has_geoms {
         let poses: Vec<Pose<f64>> = (0..model.bodies().len())
             .map(|b| {
@@ -179,7 +245,7 @@ pub(crate) fn acceleration<S: Scalar>(
             })
             .collect();
         let contacts = detect(model, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })?;
-        gathered.extend(contacts.iter().map(|c| contact_constraint(model, &kin, c)));
+        gathered.extend(contacts.iter().map(|c| contact_constraint(model, &kin, c, &weights)));
     }
     if gathered.is_empty() {
         return Ok(smooth);
@@ -213,7 +279,8 @@ pub(crate) fn acceleration<S: Scalar>(
     let mut at = 0;
     for g in &gathered {
         let (depth, v_n) = (g.depth, velocity[at]);
-        specs.push(ContactRow::from_material(g.kind, &g.material, real(depth), real(v_n), real(dt), &config));
+        let row = ContactRow::from_material(g.kind, &g.material, real(depth), real(v_n), real(dt), &config);
+        specs.push(ContactRow { inverse_weight: Some(g.inverse_weight), ..row });
         deviations.push((depth - S::from_f64(real(depth)), v_n - S::from_f64(real(v_n))));
         at += g.kind.dim();
     }
