@@ -31,7 +31,7 @@ fn reference_models() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(reference_dir())
         .expect("tests/reference exists")
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
+        .filter(|e| e.path().join("sizes.csv").exists())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
