@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use phyz::step;
+use phyz::sim::step_with;
 
 use super::{CliError, ConstraintArgs, load};
 
@@ -24,25 +24,31 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let mut model = load(&args.model)?;
-    args.constraints.apply(&mut model)?;
+    let contact = args.constraints.apply(&mut model);
     if args.steps == 0 || args.runs == 0 {
         return Err("--steps and --runs must be positive".into());
     }
     let ctrl = vec![0.0; model.nu()];
     let start = model.default_state();
-    let run = || -> Result<f64, CliError> {
+    let run = || -> Result<(f64, f64), CliError> {
         let mut state = start.clone();
+        let mut contact = contact.clone();
+        let mut iterations = 0;
         let began = Instant::now();
         for _ in 0..args.steps {
-            state = step(&model, &state, &ctrl)?;
+            let (next, info) = step_with(&model, &state, &ctrl, &mut contact)?;
+            state = next;
+            iterations += info.iterations;
         }
-        Ok(began.elapsed().as_secs_f64() * 1e6 / args.steps as f64)
+        Ok((began.elapsed().as_secs_f64() * 1e6 / args.steps as f64, iterations as f64 / args.steps as f64))
     };
     run()?; // warm-up
-    let mut times = (0..args.runs).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
+    let runs = (0..args.runs).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
+    let mut times: Vec<f64> = runs.iter().map(|r| r.0).collect();
     times.sort_by(f64::total_cmp);
     let median = times[times.len() / 2];
     println!("{}: {} steps x {} runs, median", args.model.display(), args.steps, args.runs);
     println!("step_us {median}");
+    println!("solver_iterations_per_step {}", runs[0].1);
     Ok(())
 }

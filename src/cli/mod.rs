@@ -8,9 +8,11 @@ mod simulate;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use phyz::Model;
+use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
+use phyz::sim::ContactState;
 
 /// An error for the user: a message, already phrased.
 pub type CliError = Box<dyn std::error::Error>;
@@ -37,61 +39,39 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
-/// How the constraint solver is configured for a run.
+/// How constraints are handled in a run.
 #[derive(Args, Clone, Copy)]
 pub struct ConstraintArgs {
     /// Switch off contacts and every constraint (joint and tendon limits), as MuJoCo's
     /// `constraint` disable flag does.
     #[arg(long)]
     no_constraints: bool,
+    /// Contact-solver preset.
+    #[arg(long, value_enum, default_value_t = Preset::Simulation)]
+    preset: Preset,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Preset {
+    Simulation,
+    Gradients,
+    MujocoCompat,
+    GpuEquivalent,
 }
 
 impl ConstraintArgs {
-    /// Applies the flag, and refuses a model whose constraints would be active: the constraint
-    /// solver is not part of phyz yet, and silently dropping contacts or limits would simulate
-    /// a different system.
-    fn apply(self, model: &mut Model<f64>) -> Result<(), CliError> {
+    /// Applies `--no-constraints` to the model and returns the solver state for the preset.
+    fn apply(self, model: &mut Model<f64>) -> ContactState {
         if self.no_constraints {
             model.enabled.constraint = false;
-            return Ok(());
         }
-        match active_constraints(model) {
-            None => Ok(()),
-            Some(what) => Err(format!(
-                "the model has {what}, and phyz does not solve constraints yet: pass --no-constraints to simulate without them"
-            )
-            .into()),
-        }
+        ContactState::new(match self.preset {
+            Preset::Simulation => SolverConfig::simulation(),
+            Preset::Gradients => SolverConfig::gradients(),
+            Preset::MujocoCompat => SolverConfig::mujoco_compat(),
+            Preset::GpuEquivalent => SolverConfig::gpu_equivalent(),
+        })
     }
-}
-
-/// A description of the first constraint the model would activate, if any.
-fn active_constraints(model: &Model<f64>) -> Option<String> {
-    let e = model.enabled;
-    if !e.constraint {
-        return None;
-    }
-    if e.limit {
-        if let Some(j) = model.joints().iter().find(|j| j.range.is_some()) {
-            return Some(format!("a limited joint (`{}`)", j.name));
-        }
-        if let Some(t) = model.tendons().iter().find(|t| t.range.is_some()) {
-            return Some(format!("a limited tendon (`{}`)", t.name));
-        }
-    }
-    if e.contact {
-        let geoms: Vec<(usize, &phyz::model::Geom<f64>)> =
-            model.bodies().iter().enumerate().flat_map(|(b, body)| body.geoms.iter().map(move |g| (b, g))).collect();
-        for (i, (b1, g1)) in geoms.iter().enumerate() {
-            for (b2, g2) in &geoms[i + 1..] {
-                let compatible = (g1.contype & g2.conaffinity) != 0 || (g2.contype & g1.conaffinity) != 0;
-                if b1 != b2 && compatible {
-                    return Some("geoms that can collide".to_string());
-                }
-            }
-        }
-    }
-    None
 }
 
 fn load(path: &PathBuf) -> Result<Model<f64>, CliError> {

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DVector;
-use phyz::{Model, State, step};
+use phyz::sim::step_with;
+use phyz::{Model, State};
 
 use super::csv::{read_rows, read_vector, write_header, write_state};
 use super::{CliError, ConstraintArgs, load};
@@ -62,7 +63,7 @@ fn initial_state(model: &Model<f64>, args: &SimulateArgs) -> Result<(State<f64>,
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let mut model = load(&args.model)?;
-    args.constraints.apply(&mut model)?;
+    let mut contact = args.constraints.apply(&mut model);
     let (mut state, key_ctrl) = initial_state(&model, &args)?;
     let controls = match &args.ctrl {
         Some(path) => {
@@ -96,7 +97,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let no_controls = Vec::new();
     for i in 0..args.steps {
         let ctrl = controls.get(i).or(controls.last()).unwrap_or(&no_controls);
-        state = step(&model, &state, ctrl).map_err(|e| format!("step {i}: {e}"))?;
+        state = step_with(&model, &state, ctrl, &mut contact).map_err(|e| format!("step {i}: {e}"))?.0;
         write_state(&mut out, &state)?;
         if i % 256 == 0 {
             progress.set_position(i as u64);

@@ -22,9 +22,9 @@ pub struct SolverConfig {
     pub coupling: Coupling,
     /// Alternate active-set Newton steps with the sweeps.
     pub newton: bool,
-    /// Floor of the regularizer `R` on every row, relative to the row's `A_ii` (and all of the
-    /// regularizer on friction rows, unless `mujoco_compat`): a stuck contact slips at this
-    /// fraction of its free slip velocity.
+    /// Floor of the regularizer `R` on every row of a constraint, relative to its normal row's
+    /// inverse weight (and all of the regularizer on friction rows, unless `mujoco_compat`): a
+    /// stuck contact slips at about this fraction of its free slip velocity.
     pub regularization: f64,
     /// Converged means a full sweep changes no constraint's velocity by more than this (m/s).
     pub tolerance: f64,

@@ -91,9 +91,9 @@ pub type RowDeviation<S> = (S, S);
 impl<S: Scalar> ContactProblem<S> {
     /// Assembles the problem from `A`, `b` and the constraints' rows under `config`, with the
     /// regularizer `R = (1 − d)/d · w` on normal and limit rows (`w` the row's inverse weight,
-    /// MuJoCo's `diagApprox`, or else `A_nn`) and the floor
-    /// `config.regularization · A_ii` alone on friction rows — so that stiction is exact to that
-    /// relative floor — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
+    /// MuJoCo's `diagApprox`, or else `A_nn`) and the floor `config.regularization · w` alone on
+    /// friction rows — so that stiction is exact to that relative floor, and a friction direction
+    /// nothing can move (a planar model's out-of-plane tangent) still has a definite block — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
     /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
     ///
     /// Rows are built in `f64` at the real state; `deviations` (one per row) carry the live
@@ -138,8 +138,7 @@ impl<S: Scalar> ContactProblem<S> {
             if row.kind == ConstraintKind::Contact {
                 for k in 1..3 {
                     let compat = config.mujoco_compat;
-                    regularizer[at + k] =
-                        if compat { normal } else { delassus[(at + k, at + k)] * c(config.regularization) };
+                    regularizer[at + k] = if compat { normal } else { floor };
                     dr[at + k] = if compat { dnormal } else { 0.0 };
                 }
             }
