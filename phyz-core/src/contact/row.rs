@@ -92,16 +92,29 @@ impl ContactRow {
         dt: f64,
         config: &SolverConfig,
     ) -> Self {
-        let d = material.impedance_at(depth);
-        let dd = material.dimpedance_ddepth(depth);
+        // MuJoCo measures the violation from the margin surface and has no taper; phyz measures
+        // it from the surface and tapers the impedance across the margin band.
+        let (violation, d, dd) = if config.mujoco_compat {
+            let violation = depth + material.margin;
+            let (d, dd) = material.solimp.impedance(violation.max(0.0));
+            (violation, d, dd)
+        } else {
+            (depth, material.impedance_at(depth), material.dimpedance_ddepth(depth))
+        };
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
-        let penetration = depth.max(0.0);
+        let penetration = violation.max(0.0);
         let reference = v_n + dt * (-b * v_n + k * d * penetration);
-        let dreference = dt * k * (dd * penetration + if depth > 0.0 { d } else { 0.0 });
+        let dreference = dt * k * (dd * penetration + if violation > 0.0 { d } else { 0.0 });
         let approach = (-v_n).max(0.0);
         let threshold = config.restitution_threshold;
-        let (impact, dimpact_dapproach) =
-            if threshold > 0.0 { smoothstep((approach - threshold) / threshold) } else { (1.0, 0.0) };
+        // MuJoCo has no impacts: its soft model is the whole response under compatibility.
+        let (impact, dimpact_dapproach) = if config.mujoco_compat {
+            (0.0, 0.0)
+        } else if threshold > 0.0 {
+            smoothstep((approach - threshold) / threshold)
+        } else {
+            (1.0, 0.0)
+        };
         let dimpact_dapproach = if threshold > 0.0 { dimpact_dapproach / threshold } else { 0.0 };
         let dapproach_dvn = if v_n < 0.0 { -1.0 } else { 0.0 };
         let dimpact_dvn = dimpact_dapproach * dapproach_dvn;

@@ -256,19 +256,32 @@ pub(crate) fn acceleration<S: Scalar>(
         });
     }
     let dt = model.timestep;
-    let v_free = v + &smooth * dt;
-    let mut mass = mass_matrix(model, &kin);
-    if let Some(extra) = extra_diagonal {
-        for i in 0..model.nv() {
-            mass[(i, i)] += extra[i];
+    let mass = mass_matrix(model, &kin);
+    let with_extra = |extra: Option<&DVector<S>>| -> Result<MassFactor<S>, StepError> {
+        let mut m = mass.clone();
+        if let Some(extra) = extra {
+            for i in 0..model.nv() {
+                m[(i, i)] += extra[i];
+            }
         }
-    }
-    let factor = MassFactor::new(model, &mass)?;
+        MassFactor::new(model, &m)
+    };
     let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
     let m = rows.len();
     let jac = DMatrix::from_fn(m, model.nv(), |i, j| rows[i][j]);
-    let minv_jt = DMatrix::from_columns(&rows.iter().map(|r| factor.solve(r)).collect::<Vec<_>>());
-    let delassus = &jac * &minv_jt;
+    let solve_rows = |factor: &MassFactor<S>| DMatrix::from_columns(&rows.iter().map(|r| factor.solve(r)).collect::<Vec<_>>());
+    // The impulses act through the mass matrix the integrator uses (with Euler's implicit
+    // damping). phyz solves the problem in that same metric; MuJoCo solves it with the bare mass
+    // matrix and the undamped free motion, then integrates with the damped one — reproduced
+    // under compatibility.
+    let minv_jt = solve_rows(&with_extra(extra_diagonal)?);
+    let (delassus, v_free) = match extra_diagonal {
+        Some(_) if state.config.mujoco_compat => {
+            let undamped = forward_dynamics(model, &kin, v, &tau, None)?;
+            (&jac * solve_rows(&with_extra(None)?), v + undamped * dt)
+        }
+        _ => (&jac * &minv_jt, v + &smooth * dt),
+    };
     let free_velocity = &jac * &v_free;
     let velocity = &jac * v;
 

@@ -1,0 +1,101 @@
+//! Constraints against MuJoCo 4.0.0 (elliptic cone): joint and tendon limits on the gymnasium and
+//! hand-written models (contacts off), and contact scenes under `mujoco_compat`. Reference data
+//! from `tools/mujoco_constraint_reference.py`.
+
+use std::path::{Path, PathBuf};
+
+use nalgebra::DVector;
+use phyz::contact::SolverConfig;
+use phyz::model::mjcf;
+use phyz::sim::{ContactState, step_with};
+use phyz::{Model, State};
+
+/// Tolerances stated before measuring: MuJoCo's own solver stops at its tolerance, so agreement
+/// with constraints is bounded by that, not by rounding.
+const ONE_STEP_TOL: f64 = 1e-9;
+const TRAJECTORY_TOL: f64 = 1e-6;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rows(path: &Path, header: bool) -> Vec<Vec<f64>> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .skip(usize::from(header))
+        .map(|l| l.split(',').filter(|f| !f.is_empty()).map(|f| f.parse().expect("number")).collect())
+        .collect()
+}
+
+fn state(model: &Model<f64>, row: &[f64]) -> State<f64> {
+    let (nq, nv) = (model.nq(), model.nv());
+    State { time: row[0], qpos: DVector::from_column_slice(&row[1..1 + nq]), qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]) }
+}
+
+fn error(got: &State<f64>, want: &State<f64>) -> f64 {
+    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
+    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
+}
+
+fn model_file(name: &str) -> PathBuf {
+    let local = root().join("tests/models").join(format!("{name}.xml"));
+    if local.exists() { local } else { root().join("../shared/models/gymnasium").join(format!("{name}.xml")) }
+}
+
+#[test]
+fn limits_match_mujoco() {
+    let dir = root().join("tests/reference/limits");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).expect("limits data").filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    let mut failures = Vec::new();
+    for name in names {
+        let mut model = mjcf::load(model_file(&name)).expect("loads");
+        model.enabled.contact = false;
+        let data = dir.join(&name);
+        let chaotic = std::fs::read_to_string(data.join("meta.csv")).expect("meta").lines().nth(1).is_some_and(|l| l.starts_with("true"));
+        let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+        let (ins, outs, ctrls) = (rows(&data.join("onestep_in.csv"), true), rows(&data.join("onestep_out.csv"), true), rows(&data.join("onestep_ctrl.csv"), false));
+        let mut one: f64 = 0.0;
+        for ((i, o), u) in ins.iter().zip(&outs).zip(&ctrls) {
+            let (next, _) = step_with(&model, &state(&model, i), u, &mut ContactState::new(SolverConfig::mujoco_compat())).expect("step");
+            one = one.max(error(&next, &state(&model, o)));
+        }
+        let traj = rows(&data.join("traj.csv"), true);
+        let ctrl = rows(&data.join("traj_ctrl.csv"), false);
+        let mut s = state(&model, &traj[0]);
+        let mut worst: f64 = 0.0;
+        for (u, want) in ctrl.iter().zip(&traj[1..]) {
+            s = step_with(&model, &s, u, &mut contact).expect("step").0;
+            worst = worst.max(error(&s, &state(&model, want)));
+        }
+        eprintln!("limits {name:<26} one step {one:.2e}  100 steps {worst:.2e}{}", if chaotic { " (chaotic: not checked)" } else { "" });
+        if one.is_nan() || one > ONE_STEP_TOL || (!chaotic && (worst.is_nan() || worst > TRAJECTORY_TOL)) {
+            failures.push((name, one, worst));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+#[test]
+fn contact_scenes_match_mujoco_under_compatibility() {
+    let dir = root().join("tests/reference/contact");
+    let mut failures = Vec::new();
+    for name in ["sphere_drop", "box_flat", "box_tilted"] {
+        let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");
+        let traj = rows(&dir.join(format!("{name}_traj.csv")), true);
+        let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+        let mut s = state(&model, &traj[0]);
+        let mut worst: f64 = 0.0;
+        for want in &traj[1..] {
+            s = step_with(&model, &s, &[], &mut contact).expect("step").0;
+            worst = worst.max(error(&s, &state(&model, want)));
+        }
+        eprintln!("contact {name:<12} 500 steps {worst:.2e}");
+        if worst.is_nan() || worst > TRAJECTORY_TOL {
+            failures.push((name, worst));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
