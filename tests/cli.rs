@@ -65,14 +65,21 @@ fn info_and_errors() {
     let info = phyz().args(["info", "../shared/models/gymnasium/ant.xml"]).current_dir(root()).output().expect("runs");
     assert!(info.status.success());
     assert!(String::from_utf8_lossy(&info.stdout).contains("nq 15  nv 14  nu 8"));
-    // Constraints would be active and phyz cannot solve them yet: refused, not dropped.
+    // Contacts and limits are solved by default, with a chosen preset.
+    let contact = phyz()
+        .args(["simulate", "../shared/models/gymnasium/hopper.xml", "--steps", "50", "--preset", "gradients", "--out", "/dev/null"])
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(contact.status.success(), "{}", String::from_utf8_lossy(&contact.stderr));
+    // A pair phyz cannot detect yet is refused by name, not silently dropped.
     let refused = phyz()
-        .args(["simulate", "../shared/models/gymnasium/hopper.xml", "--steps", "10", "--out", "/dev/null"])
+        .args(["simulate", "../shared/models/gymnasium/pusher.xml", "--steps", "10", "--out", "/dev/null"])
         .current_dir(root())
         .output()
         .expect("runs");
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--no-constraints"));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("cylinder"));
     let missing = phyz().args(["info", "nope.xml"]).output().expect("runs");
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.xml"));

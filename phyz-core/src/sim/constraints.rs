@@ -86,14 +86,58 @@ impl InverseWeights {
             (0..jac.nrows()).map(|r| jac.row(r).dot(&factor.solve(&jac.row(r).transpose()).transpose())).sum::<f64>()
                 / rows
         };
-        let body = (0..model.bodies().len())
+        // MuJoCo's "simple" bodies — moved only by slides, off a static parent, carrying nothing
+        // that moves — use their mass alone (no armature), for the body and for its degrees of
+        // freedom.
+        let carries_joints = |b: usize| {
+            model.bodies().iter().enumerate().any(|(c, child)| {
+                let mut p = c;
+                while p != 0 && p != b {
+                    p = model.bodies()[p].parent();
+                }
+                c != b && p == b && !child.joints().is_empty()
+            })
+        };
+        let simple = |b: usize| {
+            let body = &model.bodies()[b];
+            if carries_joints(b) {
+                return false;
+            }
+            let slides_only =
+                !body.joints().is_empty() && body.joints().all(|j| model.joints()[j].kind() == JointKind::Slide);
+            let static_parent = (0..).try_fold(body.parent(), |p, _| {
+                if p == 0 {
+                    Err(true)
+                } else if model.bodies()[p].joints().is_empty() {
+                    Ok(model.bodies()[p].parent())
+                } else {
+                    Err(false)
+                }
+            });
+            slides_only && static_parent == Err(true) && body.mass > 0.0
+        };
+        let body: Vec<f64> = (0..model.bodies().len())
             .map(|b| {
-                let com = kin.body_pose(&model, b).transform_point(&model.bodies()[b].com);
-                if b == 0 { 0.0 } else { weight(&point_jacobian(&model, &kin, b, &com)) }
+                if b == 0 {
+                    return 0.0;
+                }
+                if simple(b) {
+                    return 1.0 / model.bodies()[b].mass;
+                }
+                let pose = kin.body_pose(&model, b);
+                let com = pose.transform_point(&model.bodies()[b].com);
+                let tran = weight(&point_jacobian(&model, &kin, b, &com));
+                // A body that can only turn about its centre has no translational weight:
+                // MuJoCo falls back to the rotational one.
+                if tran > 1e-15 { tran } else { weight(&angular_jacobian(&model, &kin, b)) }
             })
             .collect();
         let dof = (0..model.nv())
             .map(|d| {
+                let owner = model.tree().links[model.tree().dof_link[d]].body;
+                if simple(owner) {
+                    return 1.0 / model.bodies()[owner].mass;
+                }
                 let mut e = DVector::zeros(model.nv());
                 e[d] = 1.0;
                 factor.solve(&e)[d]
@@ -110,6 +154,20 @@ impl InverseWeights {
             .collect();
         Ok(InverseWeights { body, dof, tendon })
     }
+}
+
+/// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
+fn angular_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    let links = &model.tree().links;
+    let mut link = model.tree().body_link[body];
+    while let Some(l) = link {
+        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
+            jac.set_column(links[l].dof_adr + k, &kin.world[l].motion_to_parent(col).ang);
+        }
+        link = links[l].parent;
+    }
+    jac
 }
 
 /// The world-frame linear-velocity Jacobian (3 × nv) of the point `p` moving with `body`.
@@ -269,7 +327,8 @@ pub(crate) fn acceleration<S: Scalar>(
     let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
     let m = rows.len();
     let jac = DMatrix::from_fn(m, model.nv(), |i, j| rows[i][j]);
-    let solve_rows = |factor: &MassFactor<S>| DMatrix::from_columns(&rows.iter().map(|r| factor.solve(r)).collect::<Vec<_>>());
+    let solve_rows =
+        |factor: &MassFactor<S>| DMatrix::from_columns(&rows.iter().map(|r| factor.solve(r)).collect::<Vec<_>>());
     // The impulses act through the mass matrix the integrator uses (with Euler's implicit
     // damping). phyz solves the problem in that same metric; MuJoCo solves it with the bare mass
     // matrix and the undamped free motion, then integrates with the damped one — reproduced
