@@ -67,7 +67,16 @@ fn info_and_errors() {
     assert!(String::from_utf8_lossy(&info.stdout).contains("nq 15  nv 14  nu 8"));
     // Contacts and limits are solved by default, with a chosen preset.
     let contact = phyz()
-        .args(["simulate", "../shared/models/gymnasium/hopper.xml", "--steps", "50", "--preset", "gradients", "--out", "/dev/null"])
+        .args([
+            "simulate",
+            "../shared/models/gymnasium/hopper.xml",
+            "--steps",
+            "50",
+            "--preset",
+            "gradients",
+            "--out",
+            "/dev/null",
+        ])
         .current_dir(root())
         .output()
         .expect("runs");
