@@ -44,7 +44,7 @@ struct Placed {
 fn material(g: &Geom<f64>) -> Material {
     Material {
         friction: g.friction[0],
-        restitution: 0.0,
+        restitution: g.restitution,
         solref: SolRef::from_mjcf(g.solref),
         solimp: SolImp::from_mjcf(g.solimp),
         margin: g.margin - g.gap,

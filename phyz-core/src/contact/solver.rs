@@ -225,7 +225,10 @@ pub fn solve(
             iterations += 1;
             residual_now = sweep(problem, &blocks, &mut f, false)?;
         }
-        if residual_now > entry * STALL_RATIO {
+        // Stagnation, judged once Newton has had its attempts (an active set can take several
+        // to settle while the sweeps crawl): blocks that barely move the residual end the solve.
+        let newton_left = config.newton && attempts < NEWTON_ATTEMPTS;
+        if residual_now > entry * STALL_RATIO && !newton_left {
             stalls += 1;
             if stalls >= STALL_BLOCKS {
                 break;

@@ -49,6 +49,9 @@ pub struct Geom<S> {
     pub margin: S,
     pub gap: S,
     pub priority: i32,
+    /// Coefficient of restitution (a phyz extension: MuJoCo has none, so MJCF models load with
+    /// zero and behave as MuJoCo's).
+    pub restitution: S,
 }
 
 impl<S: Scalar> Geom<S> {
@@ -69,6 +72,7 @@ impl<S: Scalar> Geom<S> {
             margin: S::zero(),
             gap: S::zero(),
             priority: 0,
+            restitution: S::zero(),
         }
     }
 
@@ -97,6 +101,7 @@ impl<S: Scalar> Geom<S> {
             margin: f(self.margin),
             gap: f(self.gap),
             priority: self.priority,
+            restitution: f(self.restitution),
         }
     }
 }
