@@ -50,8 +50,15 @@ def initial_state(m, name):
     return qpos, qvel
 
 
+CONSTRAINTS = False  # set by --constraints: contacts and limits on in both (elliptic cone)
+
+
 def bench_mujoco(path, name, steps, reps, warmup):
-    m = ref.load(path)
+    if CONSTRAINTS:
+        m = mujoco.MjModel.from_xml_path(path)
+        m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    else:
+        m = ref.load(path)
     d = mujoco.MjData(m)
     qpos, qvel = initial_state(m, name)
 
@@ -76,7 +83,7 @@ def bench_mujoco(path, name, steps, reps, warmup):
 
 def bench_phyz(binary, path, steps, timeout):
     """Returns (µs/step or None, note)."""
-    cmd = [binary, "bench", path, "--steps", str(steps), "--no-constraints"]
+    cmd = [binary, "bench", path, "--steps", str(steps)] + ([] if CONSTRAINTS else ["--no-constraints"])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -117,7 +124,11 @@ def main():
                     help="phyz binary (default target/release/phyz)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed per phyz run")
     ap.add_argument("--gym-dir", default=ref.DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
+    ap.add_argument("--constraints", action="store_true",
+                    help="contacts and limits on in both (MuJoCo with the elliptic cone)")
     args = ap.parse_args()
+    global CONSTRAINTS
+    CONSTRAINTS = args.constraints
     ref.route_warnings()
 
     gym, local = ref.model_paths(args.gym_dir)

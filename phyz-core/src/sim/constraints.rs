@@ -2,6 +2,7 @@
 //! solve it, and turn the impulses into accelerations.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use nalgebra::{DMatrix, DVector, Vector3};
 
@@ -44,11 +45,27 @@ pub struct StepInfo {
 pub struct ContactState {
     pub config: SolverConfig,
     warm: HashMap<Key, [f64; 3]>,
+    /// The model's inverse weights, with the parameters (real parts) they were computed from:
+    /// recomputed whenever a parameter changes.
+    weights: Option<(Vec<f64>, Arc<InverseWeights>)>,
 }
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState { config, warm: HashMap::new() }
+        ContactState { config, warm: HashMap::new(), weights: None }
+    }
+
+    /// The model's inverse weights, computed once per parameter set.
+    fn weights<S: Scalar>(&mut self, model: &Model<S>) -> Result<Arc<InverseWeights>, StepError> {
+        let parameters: Vec<f64> = model.parameters().iter().map(|p| p.lane(0)).collect();
+        if let Some((known, weights)) = &self.weights
+            && *known == parameters
+        {
+            return Ok(Arc::clone(weights));
+        }
+        let weights = Arc::new(InverseWeights::new(model)?);
+        self.weights = Some((parameters, Arc::clone(&weights)));
+        Ok(weights)
     }
 }
 
@@ -69,6 +86,7 @@ struct Gathered<S> {
 /// `tendon_invweight0`): how hard each body's centre of mass, each degree of freedom and each
 /// tendon is to accelerate. The soft-constraint regularizer is scaled by them, which is what
 /// makes a resting body settle at MuJoCo's depth.
+#[derive(Debug)]
 struct InverseWeights {
     body: Vec<f64>,
     dof: Vec<f64>,
@@ -293,7 +311,7 @@ pub(crate) fn acceleration<S: Scalar>(
     if !(model.enabled.limit && has_limits || model.enabled.contact && has_geoms) {
         return Ok(smooth);
     }
-    let weights = InverseWeights::new(model)?;
+    let weights = state.weights(model)?;
     let mut gathered = if model.enabled.limit { limits(model, q, &weights)? } else { Vec::new() };
     if model.enabled.contact && has_geoms {
         let poses: Vec<Pose<f64>> = (0..model.bodies().len())
