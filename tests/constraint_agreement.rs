@@ -2,13 +2,15 @@
 //! hand-written models (contacts off), and contact scenes under `mujoco_compat`. Reference data
 //! from `tools/mujoco_constraint_reference.py`.
 
-use std::path::{Path, PathBuf};
+mod common;
 
-use nalgebra::DVector;
+use std::path::PathBuf;
+
+use common::{read_rows as rows, relative_error as error, state_from_row as state};
+
 use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
 use phyz::sim::{ContactState, step_with};
-use phyz::{Model, State};
 
 /// Tolerances stated before measuring: MuJoCo's own solver stops at its tolerance, so agreement
 /// with constraints is bounded by that, not by rounding.
@@ -17,29 +19,6 @@ const TRAJECTORY_TOL: f64 = 1e-6;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rows(path: &Path, header: bool) -> Vec<Vec<f64>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .skip(usize::from(header))
-        .map(|l| l.split(',').filter(|f| !f.is_empty()).map(|f| f.parse().expect("number")).collect())
-        .collect()
-}
-
-fn state(model: &Model<f64>, row: &[f64]) -> State<f64> {
-    let (nq, nv) = (model.nq(), model.nv());
-    State {
-        time: row[0],
-        qpos: DVector::from_column_slice(&row[1..1 + nq]),
-        qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]),
-    }
-}
-
-fn error(got: &State<f64>, want: &State<f64>) -> f64 {
-    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
-    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
 }
 
 fn model_file(name: &str) -> PathBuf {

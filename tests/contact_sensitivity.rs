@@ -19,39 +19,8 @@ fn config() -> SolverConfig {
     SolverConfig { tolerance: 1e-14, max_iterations: 4000, ..SolverConfig::gradients() }
 }
 
-/// A random problem as in the solver tests (full-rank `A`, `b = J v`), with moderate friction.
 fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
-    let contacts = 1 + rng.index(4);
-    let limits = rng.index(2);
-    let rows = 3 * contacts + limits;
-    let dofs = rows + 1 + rng.index(4);
-    let j = DMatrix::from_fn(rows, dofs, |_, _| rng.uniform(-1.0, 1.0));
-    let l = DMatrix::from_fn(dofs, dofs, |_, _| rng.uniform(-1.0, 1.0));
-    let a = &j * (&l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.2) * j.transpose();
-    let b = &j * DVector::from_fn(dofs, |_, _| rng.uniform(-0.3, 0.2));
-    let mut specs = Vec::new();
-    for _ in 0..contacts {
-        let material = Material { friction: rng.uniform(0.1, 0.9), ..Material::default() };
-        specs.push(ContactRow::from_material(
-            ConstraintKind::Contact,
-            &material,
-            rng.uniform(-5e-4, 2e-3),
-            rng.uniform(-0.5, 0.5),
-            0.002,
-            config,
-        ));
-    }
-    for _ in 0..limits {
-        specs.push(ContactRow::from_material(
-            ConstraintKind::Limit,
-            &Material::default(),
-            rng.uniform(0.0, 1e-3),
-            0.0,
-            0.002,
-            config,
-        ));
-    }
-    ContactProblem::from_rows(a, b, &specs, None, None, config).0
+    common::random_contact_problem(rng, config, 4, 1, (0.1, 0.9))
 }
 
 /// A random data direction (symmetric in `A`).

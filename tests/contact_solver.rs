@@ -171,42 +171,8 @@ fn redundant_rings_converge_quickly() {
     }
 }
 
-/// A random problem: contacts and limits, `A = J M⁻¹ Jᵀ` with a random SPD `M⁻¹` and a random
-/// full-rank `J` (more degrees of freedom than rows, so `A` is SPD), and `b = J v` for a random
-/// velocity `v`.
 fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
-    let contacts = 1 + rng.index(6);
-    let limits = rng.index(3);
-    let rows = 3 * contacts + limits;
-    let dofs = rows + rng.index(6);
-    let j = DMatrix::from_fn(rows, dofs, |_, _| rng.uniform(-1.0, 1.0));
-    let l = DMatrix::from_fn(dofs, dofs, |_, _| rng.uniform(-1.0, 1.0));
-    let minv = &l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.1;
-    let a = &j * minv * j.transpose();
-    let b = &j * DVector::from_fn(dofs, |_, _| rng.uniform(-0.3, 0.2));
-    let mut specs = Vec::new();
-    for _ in 0..contacts {
-        let material = Material { friction: rng.uniform(0.1, 1.2), ..Material::default() };
-        specs.push(ContactRow::from_material(
-            ConstraintKind::Contact,
-            &material,
-            rng.uniform(-5e-4, 2e-3),
-            rng.uniform(-0.5, 0.5),
-            0.002,
-            config,
-        ));
-    }
-    for _ in 0..limits {
-        specs.push(ContactRow::from_material(
-            ConstraintKind::Limit,
-            &Material::default(),
-            rng.uniform(0.0, 1e-3),
-            0.0,
-            0.002,
-            config,
-        ));
-    }
-    ContactProblem::from_rows(a, b, &specs, None, None, config).0
+    common::random_contact_problem(rng, config, 6, 2, (0.1, 1.2))
 }
 
 proptest! {

@@ -1,12 +1,16 @@
 //! Agreement with MuJoCo on smooth dynamics (contacts and constraints disabled in both), against
 //! the reference data of `tools/mujoco_reference.py` in `tests/reference/` (MuJoCo 4.0.0).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use nalgebra::{DVector, Matrix3};
+use common::{read_rows, relative_error, state_from_row};
+
+use nalgebra::Matrix3;
 use phyz::math::Quat;
 use phyz::model::mjcf;
-use phyz::{Model, State, step};
+use phyz::{Model, step};
 
 /// Relative tolerances stated by the MJCF issue.
 const ONE_STEP_TOL: f64 = 1e-12;
@@ -38,39 +42,10 @@ fn reference_models() -> Vec<String> {
     names
 }
 
-/// Rows of a CSV file of numbers; `header` skips the first line.
-fn read_rows(path: &Path, header: bool) -> Vec<Vec<f64>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .skip(usize::from(header))
-        .map(|line| {
-            line.split(',')
-                .filter(|f| !f.is_empty())
-                .map(|f| f.parse().unwrap_or_else(|_| panic!("{}: bad number {f}", path.display())))
-                .collect()
-        })
-        .collect()
-}
-
 fn load(name: &str) -> Model<f64> {
     let mut model = mjcf::load(model_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     model.enabled.constraint = false;
     model
-}
-
-fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
-    let (nq, nv) = (model.nq(), model.nv());
-    State {
-        time: row[0],
-        qpos: DVector::from_column_slice(&row[1..1 + nq]),
-        qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]),
-    }
-}
-
-/// Largest difference of qpos and of qvel, each relative to the reference's scale (≥ 1).
-fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
-    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
-    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
 }
 
 #[test]

@@ -197,3 +197,67 @@ pub fn random_vector(n: usize, rng: &mut Rng, scale: f64) -> DVector<f64> {
 pub fn max_abs(x: &[f64]) -> f64 {
     x.iter().fold(0.0, |m, v| m.max(v.abs()))
 }
+
+/// A random contact problem: up to `max_contacts` frictional contacts (friction drawn from
+/// `friction`) and up to `max_limits` limits, with `A = J M⁻¹ Jᵀ` for a random SPD `M⁻¹` and a
+/// random full-rank `J` (more degrees of freedom than rows, so `A` is SPD), and `b = J v` for a
+/// random velocity `v`.
+pub fn random_contact_problem(
+    rng: &mut Rng,
+    config: &phyz::contact::SolverConfig,
+    max_contacts: usize,
+    max_limits: usize,
+    friction: (f64, f64),
+) -> phyz::contact::ContactProblem<f64> {
+    use nalgebra::DMatrix;
+    use phyz::contact::{ConstraintKind, ContactProblem, ContactRow, Material};
+    let contacts = 1 + rng.index(max_contacts);
+    let limits = rng.index(max_limits + 1);
+    let rows = 3 * contacts + limits;
+    let dofs = rows + 1 + rng.index(5);
+    let j = DMatrix::from_fn(rows, dofs, |_, _| rng.uniform(-1.0, 1.0));
+    let l = DMatrix::from_fn(dofs, dofs, |_, _| rng.uniform(-1.0, 1.0));
+    let a = &j * (&l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.1) * j.transpose();
+    let b = &j * DVector::from_fn(dofs, |_, _| rng.uniform(-0.3, 0.2));
+    let mut specs = Vec::new();
+    for _ in 0..contacts {
+        let material = Material { friction: rng.uniform(friction.0, friction.1), ..Material::default() };
+        let (depth, v_n) = (rng.uniform(-5e-4, 2e-3), rng.uniform(-0.5, 0.5));
+        specs.push(ContactRow::from_material(ConstraintKind::Contact, &material, depth, v_n, 0.002, config));
+    }
+    for _ in 0..limits {
+        let depth = rng.uniform(0.0, 1e-3);
+        specs.push(ContactRow::from_material(ConstraintKind::Limit, &Material::default(), depth, 0.0, 0.002, config));
+    }
+    ContactProblem::from_rows(a, b, &specs, None, None, config).0
+}
+
+/// Rows of a CSV file of numbers (MuJoCo reference data); `header` skips the first line.
+pub fn read_rows(path: &std::path::Path, header: bool) -> Vec<Vec<f64>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .skip(usize::from(header))
+        .map(|line| {
+            line.split(',')
+                .filter(|f| !f.is_empty())
+                .map(|f| f.parse().unwrap_or_else(|_| panic!("{}: bad number {f}", path.display())))
+                .collect()
+        })
+        .collect()
+}
+
+/// A `time,qpos…,qvel…` row as a state of `model`.
+pub fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
+    let (nq, nv) = (model.nq(), model.nv());
+    State {
+        time: row[0],
+        qpos: DVector::from_column_slice(&row[1..1 + nq]),
+        qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]),
+    }
+}
+
+/// Largest difference of qpos and of qvel, each relative to the reference's scale (≥ 1).
+pub fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
+    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
+    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
+}
