@@ -81,14 +81,25 @@ fn info_and_errors() {
         .output()
         .expect("runs");
     assert!(contact.status.success(), "{}", String::from_utf8_lossy(&contact.stderr));
-    // A pair phyz cannot detect yet is refused by name, not silently dropped.
-    let refused = phyz()
-        .args(["simulate", "../shared/models/gymnasium/pusher.xml", "--steps", "10", "--out", "/dev/null"])
-        .current_dir(root())
-        .output()
-        .expect("runs");
+    // A pair phyz cannot detect yet is refused by name once it could touch, not silently dropped.
+    let scene = |height: f64| {
+        let path = std::env::temp_dir().join(format!("phyz-cli-unsupported-{}-{height}.xml", std::process::id()));
+        let xml = format!(
+            "<mujoco><worldbody><body><freejoint/><geom name='crate' type='box' size='.1 .1 .1'/></body>\
+             <body pos='0 0 {height}'><freejoint/><geom name='ball' size='.1'/></body></worldbody></mujoco>"
+        );
+        std::fs::write(&path, xml).expect("temp file");
+        let out = phyz().args(["simulate", "--steps", "10", "--out", "/dev/null"]).arg(&path).output().expect("runs");
+        std::fs::remove_file(&path).ok();
+        out
+    };
+    let refused = scene(0.15);
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("cylinder"));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("box (`crate`)") && message.contains("sphere (`ball`)"), "{message}");
+    // Out of reach of each other (bounding spheres apart), the same pair is no obstacle.
+    let apart = scene(1.0);
+    assert!(apart.status.success(), "{}", String::from_utf8_lossy(&apart.stderr));
     let missing = phyz().args(["info", "nope.xml"]).output().expect("runs");
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.xml"));

@@ -73,14 +73,34 @@ fn a_sphere_rolls_down_an_incline_at_five_sevenths_g_sin_alpha() {
     assert!((accel - expected).abs() <= 1e-3 * expected, "{accel} vs {expected}");
 }
 
+/// Releases `geom` with its centre `half` above the plane; after 3 s its depth is MuJoCo's.
+fn rests_at_mujocos_depth(name: &str, geom: &str, half: f64) {
+    let model = scene(geom, half, 0.0, 1.0);
+    rest_depth_matches(name, half, &run(&model, 1500));
+}
+
+/// The final depth of a trajectory that rested on the plane is MuJoCo's to 1e-6 m.
+fn rest_depth_matches(name: &str, half: f64, states: &[State<f64>]) {
+    let depth = half - states[states.len() - 1].qpos[2];
+    let expected = reference_depth(name);
+    eprintln!("{name} depth {depth:.9e} vs MuJoCo {expected:.9e}");
+    assert!((depth - expected).abs() < 1e-6, "{name}: {depth} vs {expected}");
+}
+
 #[test]
 fn a_box_rests_at_mujocos_depth() {
-    let model = scene("<geom type='box' size='0.1 0.15 0.05'/>", 0.05, 0.0, 1.0);
-    let states = run(&model, 1500);
-    let depth = 0.05 - states[states.len() - 1].qpos[2];
-    let expected = reference_depth("box");
-    eprintln!("box depth {depth:.9e} vs MuJoCo {expected:.9e}");
-    assert!((depth - expected).abs() < 1e-6, "{depth} vs {expected}");
+    rests_at_mujocos_depth("box", "<geom type='box' size='0.1 0.15 0.05'/>", 0.05);
+}
+
+#[test]
+fn a_cylinder_rests_at_mujocos_depth_standing_and_lying() {
+    rests_at_mujocos_depth("cylinder_standing", "<geom type='cylinder' size='0.1 0.05'/>", 0.05);
+    // Lying, the two rim contacts are a nearly redundant pair along the axis: some solves stop
+    // unconverged (docs/contact.md, "Known gap"), so the count is reported, not asserted here.
+    let model = scene("<geom type='cylinder' size='0.05 0.1' euler='90 0 0'/>", 0.05, 0.0, 1.0);
+    let (states, unconverged) = run_counting(&model, 1500);
+    eprintln!("cylinder_lying: {unconverged} of 1500 solves unconverged");
+    rest_depth_matches("cylinder_lying", 0.05, &states);
 }
 
 #[test]

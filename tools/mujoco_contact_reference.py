@@ -1,4 +1,5 @@
-"""MuJoCo reference for phyz's contact tests: resting depths of a sphere and a box on a plane.
+"""MuJoCo reference for phyz's contact tests: resting depths of a sphere, a box and a cylinder
+(standing, and lying on its side) on a plane.
 
 Writes tests/reference/contact/rest.csv (header `model,depth`): after 3 s of rest under gravity,
 `depth = radius (or half height) - height of the centre`, MuJoCo 4 defaults (elliptic cone, default
@@ -13,6 +14,8 @@ OUT = os.path.join(HERE, "..", "tests", "reference", "contact")
 SCENES = {
     "sphere": ("<geom type='sphere' size='0.1'/>", 0.1),
     "box": ("<geom type='box' size='0.1 0.15 0.05'/>", 0.05),
+    "cylinder_standing": ("<geom type='cylinder' size='0.1 0.05'/>", 0.05),
+    "cylinder_lying": ("<geom type='cylinder' size='0.05 0.1' euler='90 0 0'/>", 0.05),
 }
 
 TEMPLATE = """<mujoco><option timestep='0.002' cone='elliptic'/>

@@ -1,5 +1,6 @@
-//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule and
-//! box; sphere and capsule against each other.
+//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box
+//! and cylinder; sphere and capsule against each other. A bounding-sphere test skips pairs too
+//! far apart to touch, so a pair without a detector is an error only once it could touch.
 
 use nalgebra::Vector3;
 
@@ -69,6 +70,9 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
                 continue;
             }
             let material = Material::combine(&material(&g1.geom), &material(&g2.geom));
+            if apart(g1, g2, material.margin) {
+                continue;
+            }
             let kind = if g1.geom.condim.max(g2.geom.condim) == 1 {
                 ConstraintKind::Frictionless
             } else {
@@ -95,6 +99,22 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
         }
     }
     Ok(contacts)
+}
+
+/// Whether the bounding spheres of two geoms (a plane's half-space) are farther apart than
+/// `margin`, so that the pair cannot touch.
+fn apart(g1: &Placed, g2: &Placed, margin: f64) -> bool {
+    match (g1.geom.shape.bounding_radius(), g2.geom.shape.bounding_radius()) {
+        (Some(r1), Some(r2)) => (g2.world.pos - g1.world.pos).norm() > r1 + r2 + margin,
+        (None, Some(r)) => plane_height(g1, &g2.world.pos) > r + margin,
+        (Some(r), None) => plane_height(g2, &g1.world.pos) > r + margin,
+        (None, None) => false,
+    }
+}
+
+/// Height of a world point above a plane geom.
+fn plane_height(plane: &Placed, point: &Vector3<f64>) -> f64 {
+    (point - plane.world.pos).dot(&(plane.world.rot * Vector3::z()))
 }
 
 /// The contacts of one pair within `margin` (anchor, depth, world normal), or `None` for a
@@ -130,11 +150,35 @@ fn points_of(g: &Placed) -> Option<(Vec<Vector3<f64>>, f64)> {
     }
 }
 
-/// A plane against the sphere points of another geom; a box keeps its deepest four corners.
+/// Points on a cylinder's rim (body frame) that can touch a plane with world normal `normal`:
+/// the deepest point of each end disc's rim, and the two further corners of an equilateral
+/// triangle inscribed in the nearer disc, so that a standing cylinder rests on three points.
+fn cylinder_rim(cylinder: &Placed, radius: f64, half_length: f64, normal: &Vector3<f64>) -> Vec<Vector3<f64>> {
+    // The plane normal in the cylinder's own frame, where the axis is z.
+    let n = cylinder.world.rot.transpose() * normal;
+    let axis = if n.z > 0.0 { -Vector3::z() } else { Vector3::z() };
+    // In the disc's plane, the direction towards the plane, scaled to the radius; any direction
+    // when the discs lie parallel to the plane.
+    let towards = axis * n.dot(&axis) - n;
+    let length = towards.norm();
+    let towards = if length > 1e-12 { towards * (radius / length) } else { Vector3::x() * radius };
+    let across = towards.cross(&axis) * (3f64.sqrt() / 2.0);
+    let near = axis * half_length;
+    [near + towards, -near + towards, near - towards * 0.5 + across, near - towards * 0.5 - across]
+        .iter()
+        .map(|p| cylinder.local.transform_point(p))
+        .collect()
+}
+
+/// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points);
+/// a pair keeps its deepest four.
 fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<(Anchor, f64, Vector3<f64>)>> {
-    let (points, radius) = points_of(other)?;
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
+    let (points, radius) = match other.geom.shape {
+        Shape::Cylinder { radius, half_length } => (cylinder_rim(other, radius, half_length, &normal), 0.0),
+        _ => points_of(other)?,
+    };
     let body_pose = other.world.compose(&other.local.inverse());
     let mut found: Vec<_> = points
         .into_iter()

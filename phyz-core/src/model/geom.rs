@@ -31,6 +31,21 @@ impl<S> Shape<S> {
     }
 }
 
+impl Shape<f64> {
+    /// Radius of the smallest sphere about the geom's origin that holds the shape; `None` for a
+    /// plane, which is unbounded.
+    pub fn bounding_radius(&self) -> Option<f64> {
+        match *self {
+            Shape::Plane => None,
+            Shape::Sphere { radius } => Some(radius),
+            Shape::Capsule { radius, half_length } => Some(radius + half_length),
+            Shape::Box { half_extents } => Some(half_extents.norm()),
+            Shape::Cylinder { radius, half_length } => Some(radius.hypot(half_length)),
+            Shape::Ellipsoid { radii } => Some(radii.max()),
+        }
+    }
+}
+
 /// A geom: a shape placed on a body, with its contact parameters (MuJoCo's meaning and defaults).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Geom<S> {
