@@ -84,7 +84,7 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
                 geom2: g2.geom.name.clone(),
                 shape2: g2.geom.shape.name(),
             })?;
-            for (feature, (anchor, depth, normal)) in found.into_iter().enumerate() {
+            for Found { feature, anchor, depth, normal } in found {
                 let tangent_ref = tangent_reference(&normal);
                 contacts.push(Contact {
                     geoms: [g1.index, g2.index],
@@ -117,11 +117,20 @@ fn plane_height(plane: &Placed, point: &Vector3<f64>) -> f64 {
     (point - plane.world.pos).dot(&(plane.world.rot * Vector3::z()))
 }
 
-/// The contacts of one pair within `margin` (anchor, depth, world normal), or `None` for a
-/// pair of shapes without a detector.
-fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<(Anchor, f64, Vector3<f64>)>> {
+/// One contact of a pair, before its material is attached.
+struct Found {
+    /// Which corner, end or rim point of the pair: stable while the pair stays in contact, so
+    /// that warm starts find the same contact again whatever the depth order.
+    feature: usize,
+    anchor: Anchor,
+    depth: f64,
+    normal: Vector3<f64>,
+}
+
+/// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
+fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     use Shape::*;
-    let keep = |found: Vec<(Anchor, f64, Vector3<f64>)>| found.into_iter().filter(|(_, d, _)| *d > -margin).collect();
+    let keep = |found: Vec<Found>| found.into_iter().filter(|c| c.depth > -margin).collect();
     Some(match (&g1.geom.shape, &g2.geom.shape) {
         (Plane, Plane) => Vec::new(),
         (Plane, _) => keep(plane_against(g1, g2)?),
@@ -172,7 +181,7 @@ fn cylinder_rim(cylinder: &Placed, radius: f64, half_length: f64, normal: &Vecto
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points);
 /// a pair keeps its deepest four.
-fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<(Anchor, f64, Vector3<f64>)>> {
+fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
     let (points, radius) = match other.geom.shape {
@@ -182,7 +191,8 @@ fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<(Anchor, f64, Vec
     let body_pose = other.world.compose(&other.local.inverse());
     let mut found: Vec<_> = points
         .into_iter()
-        .map(|center| {
+        .enumerate()
+        .map(|(feature, center)| {
             let c = body_pose.transform_point(&center);
             let depth = radius - (c - plane.world.pos).dot(&normal);
             let anchor = Anchor::Plane {
@@ -193,10 +203,10 @@ fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<(Anchor, f64, Vec
                 center,
                 radius,
             };
-            (anchor, depth, normal)
+            Found { feature, anchor, depth, normal }
         })
         .collect();
-    found.sort_by(|x, y| y.1.total_cmp(&x.1));
+    found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
     found.truncate(MAX_POINTS_PER_PAIR);
     Some(found)
 }
@@ -230,7 +240,7 @@ fn closest_on_segments(p1: Vector3<f64>, d1: Vector3<f64>, p2: Vector3<f64>, d2:
 }
 
 /// Two spheres or capsules: the closest points of their core segments, frozen as sphere centres.
-fn spheres(g1: &Placed, g2: &Placed) -> Option<(Anchor, f64, Vector3<f64>)> {
+fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
     let (ends1, r1) = points_of(g1)?;
     let (ends2, r2) = points_of(g2)?;
     let segment = |g: &Placed, ends: &[Vector3<f64>]| {
@@ -254,5 +264,5 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<(Anchor, f64, Vector3<f64>)> {
         center_b: b0 + (b1 - b0) * t,
         radius_b: r2,
     };
-    Some((anchor, r1 + r2 - distance, normal))
+    Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal })
 }
