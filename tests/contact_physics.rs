@@ -93,6 +93,11 @@ fn a_box_rests_at_mujocos_depth() {
 }
 
 #[test]
+fn an_ellipsoid_rests_at_mujocos_depth() {
+    rests_at_mujocos_depth("ellipsoid", "<geom type='ellipsoid' size='0.1 0.15 0.05'/>", 0.05);
+}
+
+#[test]
 fn a_cylinder_rests_at_mujocos_depth_standing_and_lying() {
     rests_at_mujocos_depth("cylinder_standing", "<geom type='cylinder' size='0.1 0.05'/>", 0.05);
     // Lying, the two rim contacts are a nearly redundant pair along the axis: some solves stop
@@ -155,5 +160,36 @@ fn a_box_on_an_incline_sticks_below_and_slides_above_the_friction_angle() {
         } else {
             assert!(speed(late).abs() < 1e-6, "creeping at {}", speed(late));
         }
+    }
+}
+
+#[test]
+fn plane_contacts_reach_the_deepest_point_of_tilted_shapes() {
+    use phyz::collision::detect;
+    use phyz::dynamics::forward_kinematics;
+    let (radius, half, radii) = (0.05, 0.1, Vector3::new(0.1, 0.15, 0.05));
+    let cylinder = format!("<geom type='cylinder' size='{radius} {half}' euler='30 20 10' margin='1'/>");
+    let ellipsoid =
+        format!("<geom type='ellipsoid' size='{} {} {}' euler='30 20 10' margin='1'/>", radii.x, radii.y, radii.z);
+    for geom in [cylinder, ellipsoid] {
+        let model = scene(&geom, 0.3, 0.0, 1.0);
+        let kin = forward_kinematics(&model, &model.default_state().qpos);
+        let body = kin.body_pose(&model, 1);
+        let g = &model.bodies()[1].geoms[0];
+        let rot = body.rot * g.quat.normalize().to_rotation_matrix();
+        let centre = body.transform_point(&g.pos);
+        // How far the shape reaches below its centre (its support function along −z), in closed form.
+        let reach = if geom.contains("cylinder") {
+            let axis_z = (rot * Vector3::z()).z;
+            half * axis_z.abs() + radius * (1.0 - axis_z * axis_z).sqrt()
+        } else {
+            (rot.transpose() * Vector3::z()).component_mul(&radii).norm()
+        };
+        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
+        let contacts = detect(&model, &poses).expect("supported pair");
+        let depth = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
+        let expected = reach - centre.z;
+        eprintln!("{geom}: deepest contact {depth:.15} vs support {expected:.15}");
+        assert!((depth - expected).abs() < 1e-12, "{depth} vs {expected}");
     }
 }

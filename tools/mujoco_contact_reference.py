@@ -1,5 +1,5 @@
-"""MuJoCo reference for phyz's contact tests: resting depths of a sphere, a box and a cylinder
-(standing, and lying on its side) on a plane.
+"""MuJoCo reference for phyz's contact tests: resting depths of a sphere, a box, a cylinder
+(standing and lying on its side) and an ellipsoid on a plane.
 
 Writes tests/reference/contact/rest.csv (header `model,depth`): after 3 s of rest under gravity,
 `depth = radius (or half height) - height of the centre`, MuJoCo 4 defaults (elliptic cone, default
@@ -16,6 +16,7 @@ SCENES = {
     "box": ("<geom type='box' size='0.1 0.15 0.05'/>", 0.05),
     "cylinder_standing": ("<geom type='cylinder' size='0.1 0.05'/>", 0.05),
     "cylinder_lying": ("<geom type='cylinder' size='0.05 0.1' euler='90 0 0'/>", 0.05),
+    "ellipsoid": ("<geom type='ellipsoid' size='0.1 0.15 0.05'/>", 0.05),
 }
 
 TEMPLATE = """<mujoco><option timestep='0.002' cone='elliptic'/>

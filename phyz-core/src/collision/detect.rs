@@ -1,5 +1,5 @@
-//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box
-//! and cylinder; sphere and capsule against each other. A bounding-sphere test skips pairs too
+//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box,
+//! cylinder and ellipsoid; sphere and capsule against each other. A bounding-sphere test skips pairs too
 //! far apart to touch, so a pair without a detector is an error only once it could touch.
 
 use nalgebra::Vector3;
@@ -179,13 +179,22 @@ fn cylinder_rim(cylinder: &Placed, radius: f64, half_length: f64, normal: &Vecto
         .collect()
 }
 
-/// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points);
-/// a pair keeps its deepest four.
+/// The point of an ellipsoid (body frame) deepest towards a plane with world normal `normal`:
+/// the support point `D² d / |D d|` along `d = −n` in the ellipsoid's frame, `D` its radii.
+fn ellipsoid_support(ellipsoid: &Placed, radii: &Vector3<f64>, normal: &Vector3<f64>) -> Vector3<f64> {
+    let d = -(ellipsoid.world.rot.transpose() * normal);
+    let scaled = d.component_mul(radii);
+    ellipsoid.local.transform_point(&(scaled.component_mul(radii) / scaled.norm()))
+}
+
+/// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
+/// an ellipsoid's support point); a pair keeps its deepest four.
 fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
     let (points, radius) = match other.geom.shape {
         Shape::Cylinder { radius, half_length } => (cylinder_rim(other, radius, half_length, &normal), 0.0),
+        Shape::Ellipsoid { radii } => (vec![ellipsoid_support(other, &radii, &normal)], 0.0),
         _ => points_of(other)?,
     };
     let body_pose = other.world.compose(&other.local.inverse());
