@@ -1,6 +1,6 @@
 //! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box,
-//! cylinder and ellipsoid; sphere and capsule against each other. A bounding-sphere test skips pairs too
-//! far apart to touch, so a pair without a detector is an error only once it could touch.
+//! cylinder and ellipsoid; sphere and capsule against each other. A bounding-sphere test skips
+//! pairs too far apart to touch, so a pair without a detector is an error only once it could.
 
 use nalgebra::Vector3;
 
