@@ -98,6 +98,25 @@ fn an_ellipsoid_rests_at_mujocos_depth() {
 }
 
 #[test]
+fn a_sphere_rests_on_a_box_face_and_edge_at_mujocos_plane_depth() {
+    // A single contact with a vertical normal carries the same load as on a plane: the same depth.
+    let expected = reference_depth("sphere");
+    for (label, euler, top) in [("face", "0 0 0", 0.1), ("edge", "45 0 0", 0.1 * 2f64.sqrt())] {
+        let xml = format!(
+            "<mujoco><option timestep='0.002'/><worldbody>\
+             <geom type='box' size='0.5 0.1 0.1' euler='{euler}'/>\
+             <body pos='0 0 {}'><freejoint/><geom type='sphere' size='0.1'/></body></worldbody></mujoco>",
+            top + 0.1
+        );
+        let model = mjcf::parse(&xml, "scene.xml").expect("valid scene");
+        let states = run(&model, 1500);
+        let depth = top + 0.1 - states[states.len() - 1].qpos[2];
+        eprintln!("sphere on a box {label}: depth {depth:.9e} vs MuJoCo on a plane {expected:.9e}");
+        assert!((depth - expected).abs() < 1e-6, "{label}: {depth} vs {expected}");
+    }
+}
+
+#[test]
 fn a_cylinder_rests_at_mujocos_depth_standing_and_lying() {
     rests_at_mujocos_depth("cylinder_standing", "<geom type='cylinder' size='0.1 0.05'/>", 0.05);
     // Lying, the two rim contacts are a nearly redundant pair along the axis: some solves stop

@@ -1,5 +1,6 @@
 //! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box,
-//! cylinder and ellipsoid; sphere and capsule against each other. A bounding-sphere test skips
+//! cylinder and ellipsoid; sphere and capsule against each other; box against sphere. A
+//! bounding-sphere test skips
 //! pairs too far apart to touch, so a pair without a detector is an error only once it could.
 
 use nalgebra::Vector3;
@@ -136,6 +137,8 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
         (Plane, _) => keep(plane_against(g1, g2)?),
         (_, Plane) => keep(plane_against(g2, g1)?),
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
+        (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
+        (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
         _ => return None,
     })
 }
@@ -274,4 +277,51 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
         radius_b: r2,
     };
     Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal })
+}
+
+/// A box against a sphere. With the sphere's centre over a face (or inside the box), the face is
+/// the plane it rests on; over an edge or a corner, the closest point of the box is frozen as a
+/// point (radius 0) and the normal follows the live centres.
+fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radius: f64) -> Found {
+    let to_box = cube.world.inverse();
+    let centre = to_box.transform_point(&sphere.world.pos);
+    let closest = centre.zip_map(half_extents, |c, e| c.clamp(-e, e));
+    let outside = (0..3).filter(|&i| centre[i].abs() > half_extents[i]).count();
+    // The face the contact pushes through: the one the centre is beyond, or, from inside, the
+    // nearest (either way, the least inset); `face` is its axis and `side` its sign.
+    let inset = |i: usize| half_extents[i] - centre[i].abs();
+    let face = (0..3).min_by(|&i, &j| inset(i).total_cmp(&inset(j))).unwrap_or(0);
+    let side = if centre[face] < 0.0 { -1.0 } else { 1.0 };
+    let (sphere_centre, centre_in_body) = (sphere.world.pos, sphere.local.pos);
+    let to_body = |p: &Vector3<f64>| cube.local.transform_point(p);
+    if outside <= 1 {
+        let mut normal = Vector3::zeros();
+        normal[face] = side;
+        let mut origin = Vector3::zeros();
+        origin[face] = side * half_extents[face];
+        let world_normal = cube.world.rot * normal;
+        let depth = radius - (sphere_centre - cube.world.transform_point(&origin)).dot(&world_normal);
+        let anchor = Anchor::Plane {
+            a: cube.body,
+            normal: cube.local.rot * normal,
+            origin: to_body(&origin),
+            b: sphere.body,
+            center: centre_in_body,
+            radius,
+        };
+        Found { feature: 0, anchor, depth, normal: world_normal }
+    } else {
+        let corner = cube.world.transform_point(&closest);
+        let gap = sphere_centre - corner;
+        let distance = gap.norm();
+        let anchor = Anchor::Spheres {
+            a: cube.body,
+            center_a: to_body(&closest),
+            radius_a: 0.0,
+            b: sphere.body,
+            center_b: centre_in_body,
+            radius_b: radius,
+        };
+        Found { feature: 0, anchor, depth: radius - distance, normal: gap / distance }
+    }
 }
