@@ -1,8 +1,9 @@
 //! Exact step Jacobians through contact: dual numbers against central finite differences.
 
 use nalgebra::DVector;
+use phyz::collision::detect;
 use phyz::dual::step_jacobians;
-use phyz::dynamics::{difference_position, integrate_position};
+use phyz::dynamics::{difference_position, forward_kinematics, integrate_position};
 use phyz::model::mjcf;
 use phyz::{Model, State, step};
 
@@ -76,4 +77,27 @@ fn a_sphere_within_the_margin() {
     state.qpos[2] = 0.1 + 0.0005;
     state.qvel[2] = -0.01;
     check("sphere in the margin band", &model, &state);
+}
+
+/// Tilted shapes whose touching point moves over the surface as they turn (an ellipsoid, a
+/// cylinder's rim) or stays on a corner (a box), pressed 3e-4 m into the plane and sliding.
+#[test]
+fn tilted_shapes_sliding_on_the_plane() {
+    for geom in [
+        "<geom type='ellipsoid' size='0.1 0.15 0.05' euler='20 10 0'/>",
+        "<geom type='cylinder' size='0.05 0.1' euler='70 10 0'/>",
+        "<geom type='box' size='0.05 0.1 0.07' euler='20 10 0'/>",
+    ] {
+        let model = scene(geom);
+        // Find how deep the shape reaches with its centre on the plane, then lift it to 3e-4 m.
+        let mut state = model.default_state();
+        state.qpos[2] = 0.0;
+        let kin = forward_kinematics(&model, &state.qpos);
+        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
+        let contacts = detect(&model, &poses).expect("supported pair");
+        let deepest = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
+        state.qpos[2] = deepest - 3e-4;
+        state.qvel[0] = 1.0;
+        check(geom, &model, &state);
+    }
 }

@@ -32,9 +32,40 @@ pub enum Anchor {
     /// A sphere (radius 0 for a point: a box corner) on body `b` against a plane on body `a`;
     /// the plane's normal and point are frozen in `a`'s frame.
     Plane { a: usize, normal: Vector3<f64>, origin: Vector3<f64>, b: usize, center: Vector3<f64>, radius: f64 },
+    /// The deepest point of a curved geom on body `b` towards a plane on body `a`, found again at
+    /// the live orientation: a frozen material point would have the right depth but not the
+    /// right lever arm, as the touching point moves over the surface when the geom turns.
+    PlaneSupport { a: usize, normal: Vector3<f64>, origin: Vector3<f64>, b: usize, geom: Pose<f64>, surface: Surface },
     /// Two spheres (capsules at their frozen closest segment points): the normal is re-derived
     /// from the live centres.
     Spheres { a: usize, center_a: Vector3<f64>, radius_a: f64, b: usize, center_b: Vector3<f64>, radius_b: f64 },
+}
+
+/// A curved surface whose point deepest along a direction has a closed form.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Surface {
+    /// An ellipsoid with these semi-axes.
+    Ellipsoid { radii: Vector3<f64> },
+    /// The rim of a cylinder's end disc at `z = end · half_length` (`end` is ±1, the disc chosen
+    /// at detection).
+    CylinderRim { radius: f64, half_length: f64, end: f64 },
+}
+
+impl Surface {
+    /// The surface point (geom frame) deepest along the unit direction `d` (geom frame).
+    pub fn support<S: Scalar>(&self, d: &Vector3<S>) -> Vector3<S> {
+        match *self {
+            Surface::Ellipsoid { radii } => {
+                let scaled = d.component_mul(&lift(&radii));
+                scaled.component_mul(&lift(&radii)) / norm(&scaled)
+            }
+            Surface::CylinderRim { radius, half_length, end } => {
+                let across = Vector3::new(d.x, d.y, S::zero());
+                let rim = across * (S::from_f64(radius) / norm(&across));
+                rim + Vector3::new(S::zero(), S::zero(), S::from_f64(end * half_length))
+            }
+        }
+    }
 }
 
 fn world<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Pose<S> {
@@ -45,11 +76,15 @@ fn lift<S: Scalar>(v: &Vector3<f64>) -> Vector3<S> {
     v.map(S::from_f64)
 }
 
+fn lift_pose<S: Scalar>(p: &Pose<f64>) -> Pose<S> {
+    Pose { rot: p.rot.map(S::from_f64), pos: lift(&p.pos) }
+}
+
 impl Anchor {
     /// The two bodies, first to second (the normal points from the first to the second).
     pub fn bodies(&self) -> [usize; 2] {
         match *self {
-            Anchor::Plane { a, b, .. } | Anchor::Spheres { a, b, .. } => [a, b],
+            Anchor::Plane { a, b, .. } | Anchor::PlaneSupport { a, b, .. } | Anchor::Spheres { a, b, .. } => [a, b],
         }
     }
 
@@ -69,6 +104,14 @@ impl Anchor {
                 let height = (c - pa.transform_point(&lift(origin))).dot(&n);
                 let depth = S::from_f64(*radius) - height;
                 (c - n * (S::from_f64(*radius) - depth * S::from_f64(0.5)), n, depth)
+            }
+            Anchor::PlaneSupport { a, normal, origin, b, geom, surface } => {
+                let (pa, pb) = (world(model, kin, *a), world(model, kin, *b));
+                let n = pa.rot * lift::<S>(normal);
+                let geom = pb.compose(&lift_pose(geom));
+                let deepest = geom.transform_point(&surface.support(&(geom.rot.transpose() * -n)));
+                let depth = -(deepest - pa.transform_point(&lift(origin))).dot(&n);
+                (deepest + n * (depth * S::from_f64(0.5)), n, depth)
             }
             Anchor::Spheres { a, center_a, radius_a, b, center_b, radius_b } => {
                 let ca = world(model, kin, *a).transform_point(&lift(center_a));

@@ -6,7 +6,7 @@
 use nalgebra::Vector3;
 
 use super::UnsupportedPair;
-use super::anchor::{Anchor, tangent_reference};
+use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
 use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
@@ -162,32 +162,39 @@ fn points_of(g: &Placed) -> Option<(Vec<Vector3<f64>>, f64)> {
     }
 }
 
-/// Points on a cylinder's rim (body frame) that can touch a plane with world normal `normal`:
-/// the deepest point of each end disc's rim, and the two further corners of an equilateral
-/// triangle inscribed in the nearer disc, so that a standing cylinder rests on three points.
-fn cylinder_rim(cylinder: &Placed, radius: f64, half_length: f64, normal: &Vector3<f64>) -> Vec<Vector3<f64>> {
+/// Below this sine of the tilt between a cylinder's discs and a plane, the deepest rim point is
+/// ill-defined (it swings round the rim): the rim points are frozen material points instead.
+const MIN_TILT: f64 = 1e-6;
+
+/// Points on a cylinder's rim (geom frame) that can touch a plane with world normal `normal`:
+/// the deepest point of each end disc's rim (re-found live when the cylinder is tilted), and the
+/// two further corners of an equilateral triangle inscribed in the nearer disc, so that a
+/// standing cylinder rests on three points.
+fn cylinder_rim(
+    cylinder: &Placed,
+    radius: f64,
+    half_length: f64,
+    normal: &Vector3<f64>,
+) -> Vec<(Vector3<f64>, Option<Surface>)> {
     // The plane normal in the cylinder's own frame, where the axis is z.
     let n = cylinder.world.rot.transpose() * normal;
-    let axis = if n.z > 0.0 { -Vector3::z() } else { Vector3::z() };
+    let near_end = if n.z > 0.0 { -1.0 } else { 1.0 };
+    let axis = Vector3::z() * near_end;
     // In the disc's plane, the direction towards the plane, scaled to the radius; any direction
     // when the discs lie parallel to the plane.
     let towards = axis * n.dot(&axis) - n;
-    let length = towards.norm();
-    let towards = if length > 1e-12 { towards * (radius / length) } else { Vector3::x() * radius };
+    let tilted = towards.norm() > MIN_TILT;
+    let towards = if tilted { towards * (radius / towards.norm()) } else { Vector3::x() * radius };
     let across = towards.cross(&axis) * (3f64.sqrt() / 2.0);
     let near = axis * half_length;
-    [near + towards, -near + towards, near - towards * 0.5 + across, near - towards * 0.5 - across]
-        .iter()
-        .map(|p| cylinder.local.transform_point(p))
-        .collect()
-}
-
-/// The point of an ellipsoid (body frame) deepest towards a plane with world normal `normal`:
-/// the support point `D² d / |D d|` along `d = −n` in the ellipsoid's frame, `D` its radii.
-fn ellipsoid_support(ellipsoid: &Placed, radii: &Vector3<f64>, normal: &Vector3<f64>) -> Vector3<f64> {
-    let d = -(ellipsoid.world.rot.transpose() * normal);
-    let scaled = d.component_mul(radii);
-    ellipsoid.local.transform_point(&(scaled.component_mul(radii) / scaled.norm()))
+    let rim =
+        |end: f64, point: Vector3<f64>| (point, tilted.then_some(Surface::CylinderRim { radius, half_length, end }));
+    vec![
+        rim(near_end, near + towards),
+        rim(-near_end, -near + towards),
+        (near - towards * 0.5 + across, None),
+        (near - towards * 0.5 - across, None),
+    ]
 }
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
@@ -195,25 +202,32 @@ fn ellipsoid_support(ellipsoid: &Placed, radii: &Vector3<f64>, normal: &Vector3<
 fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
+    // Points in the geom's frame, each with the surface it is re-found on, if curved.
     let (points, radius) = match other.geom.shape {
         Shape::Cylinder { radius, half_length } => (cylinder_rim(other, radius, half_length, &normal), 0.0),
-        Shape::Ellipsoid { radii } => (vec![ellipsoid_support(other, &radii, &normal)], 0.0),
-        _ => points_of(other)?,
+        Shape::Ellipsoid { radii } => {
+            let surface = Surface::Ellipsoid { radii };
+            let down = -(other.world.rot.transpose() * normal);
+            (vec![(surface.support(&down), Some(surface))], 0.0)
+        }
+        _ => {
+            let (centres, radius) = points_of(other)?;
+            let to_geom = other.local.inverse();
+            (centres.iter().map(|c| (to_geom.transform_point(c), None)).collect(), radius)
+        }
     };
-    let body_pose = other.world.compose(&other.local.inverse());
     let mut found: Vec<_> = points
         .into_iter()
         .enumerate()
-        .map(|(feature, center)| {
-            let c = body_pose.transform_point(&center);
-            let depth = radius - (c - plane.world.pos).dot(&normal);
-            let anchor = Anchor::Plane {
-                a: plane.body,
-                normal: normal_body,
-                origin: plane.local.pos,
-                b: other.body,
-                center,
-                radius,
+        .map(|(feature, (point, surface))| {
+            let depth = radius - (other.world.transform_point(&point) - plane.world.pos).dot(&normal);
+            let (a, b, origin) = (plane.body, other.body, plane.local.pos);
+            let anchor = match surface {
+                Some(surface) => Anchor::PlaneSupport { a, normal: normal_body, origin, b, geom: other.local, surface },
+                None => {
+                    let center = other.local.transform_point(&point);
+                    Anchor::Plane { a, normal: normal_body, origin, b, center, radius }
+                }
             };
             Found { feature, anchor, depth, normal }
         })

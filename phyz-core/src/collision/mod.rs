@@ -5,7 +5,7 @@ pub mod anchor;
 mod detect;
 mod filter;
 
-pub use anchor::{Anchor, ContactFrame, tangent_reference};
+pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
 pub use detect::{Contact, detect};
 pub use filter::can_collide;
 
