@@ -77,7 +77,7 @@ fn lift<S: Scalar>(v: &Vector3<f64>) -> Vector3<S> {
 }
 
 fn lift_pose<S: Scalar>(p: &Pose<f64>) -> Pose<S> {
-    Pose { rot: p.rot.map(S::from_f64), pos: lift(&p.pos) }
+    Pose::new(p.rot.map(S::from_f64), lift(&p.pos))
 }
 
 impl Anchor {
