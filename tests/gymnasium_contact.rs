@@ -11,12 +11,11 @@ mod common;
 use std::path::PathBuf;
 
 use common::Rng;
+use phyz::Model;
 use phyz::dynamics::actuator_forces;
-use phyz::dynamics::energy::{kinetic_energy, potential_energy};
-use phyz::dynamics::forward_kinematics;
+use phyz::dynamics::energy::mechanical_energy;
 use phyz::model::mjcf;
 use phyz::sim::{ContactState, step_with};
-use phyz::{Model, State};
 
 const STEPS: usize = 10_000;
 
@@ -27,11 +26,6 @@ const HOLD: usize = 10;
 /// stated before measuring as 5% of the largest of |E₀|, |W| and the model's weight times one
 /// metre.
 const ENERGY_SLACK: f64 = 0.05;
-
-fn energy(model: &Model<f64>, state: &State<f64>) -> f64 {
-    let kin = forward_kinematics(model, &state.qpos);
-    kinetic_energy(model, &kin, &state.qvel) + potential_energy(model, &kin, &state.qpos)
-}
 
 fn weight(model: &Model<f64>) -> f64 {
     model.bodies().iter().map(|b| b.mass).sum::<f64>() * model.gravity_acceleration().norm()
@@ -53,7 +47,8 @@ fn every_gymnasium_model_runs_ten_thousand_steps_with_contact() {
         let mut state = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
         let ranges: Vec<[f64; 2]> = model.actuators().iter().map(|a| a.ctrl_range.unwrap_or([-1.0, 1.0])).collect();
         let mut contact = ContactState::default();
-        let (e0, mut work, mut excess, mut unconverged, mut contacts) = (energy(&model, &state), 0.0, 0.0f64, 0, 0);
+        let (e0, mut work, mut excess, mut unconverged, mut contacts) =
+            (mechanical_energy(&model, &state), 0.0, 0.0f64, 0, 0);
         let mut ctrl = vec![0.0; ranges.len()];
         for k in 0..STEPS {
             if k % HOLD == 0 {
@@ -72,7 +67,7 @@ fn every_gymnasium_model_runs_ten_thousand_steps_with_contact() {
             contacts = contacts.max(info.contacts);
             work += tau.dot(&next.qvel) * model.timestep;
             state = next;
-            excess = excess.max(energy(&model, &state) - e0 - work);
+            excess = excess.max(mechanical_energy(&model, &state) - e0 - work);
         }
         let scale = e0.abs().max(work.abs()).max(weight(&model));
         eprintln!(

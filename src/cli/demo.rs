@@ -3,10 +3,9 @@
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use phyz::dynamics::energy::{kinetic_energy, potential_energy};
-use phyz::dynamics::forward_kinematics;
+use phyz::dynamics::energy::mechanical_energy;
 use phyz::model::Integrator;
-use phyz::{Model, State, scenes, step};
+use phyz::{scenes, step};
 
 use super::CliError;
 
@@ -34,11 +33,6 @@ enum IntegratorArg {
     Rk4,
 }
 
-fn energy(model: &Model<f64>, state: &State<f64>) -> f64 {
-    let kin = forward_kinematics(model, &state.qpos);
-    kinetic_energy(model, &kin, &state.qvel) + potential_energy(model, &kin, &state.qpos)
-}
-
 pub fn run(args: DemoArgs) -> Result<(), CliError> {
     let DemoArgs { seconds, integrator, timestep } = args;
     if !(timestep.is_finite() && timestep > 0.0 && seconds.is_finite() && seconds >= 0.0) {
@@ -52,7 +46,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
     model.timestep = timestep;
     let steps = (seconds / timestep).round() as usize;
     let ctrl = vec![0.0; model.nu()];
-    let e0 = energy(&model, &state);
+    let e0 = mechanical_energy(&model, &state);
     println!(
         "double pendulum: {} bodies, nq {}, nv {}, {:?}, dt {} s",
         model.bodies().len() - 1,
@@ -67,7 +61,7 @@ pub fn run(args: DemoArgs) -> Result<(), CliError> {
     let started = Instant::now();
     for i in 1..=steps {
         state = step(&model, &state, &ctrl)?;
-        let drift = energy(&model, &state) - e0;
+        let drift = mechanical_energy(&model, &state) - e0;
         max_drift = max_drift.max(drift.abs());
         max_speed = max_speed.max(state.qvel.amax());
         if i % report_every == 0 || i == steps {

@@ -2,10 +2,16 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, link_inertia, link_velocities};
+use super::kinematics::{Kinematics, forward_kinematics, link_inertia, link_velocities};
 use crate::Scalar;
 use crate::math::Force;
-use crate::model::{JointKind, Model};
+use crate::model::{JointKind, Model, State};
+
+/// Mechanical energy of a state: kinetic plus potential (gravity and joint springs).
+pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
+    let kin = forward_kinematics(model, &state.qpos);
+    kinetic_energy(model, &kin, &state.qvel) + potential_energy(model, &kin, &state.qpos)
+}
 
 /// Kinetic energy `½ q̇ᵀ M q̇` (armature included).
 pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
