@@ -1,11 +1,13 @@
 //! Exact step Jacobians through contact: dual numbers against central finite differences.
 
-use nalgebra::DVector;
+mod common;
+
+use common::finite_difference_jacobians;
 use phyz::collision::detect;
 use phyz::dual::step_jacobians;
-use phyz::dynamics::{difference_position, forward_kinematics, integrate_position};
+use phyz::dynamics::forward_kinematics;
 use phyz::model::mjcf;
-use phyz::{Model, State, step};
+use phyz::{Model, State};
 
 /// Relative tolerance stated by the contact issue.
 const TOL: f64 = 1e-6;
@@ -18,36 +20,9 @@ fn scene(body: &str) -> Model<f64> {
     mjcf::parse(&xml, "scene.xml").expect("valid")
 }
 
-fn finite_differences(model: &Model<f64>, state: &State<f64>, eps: f64) -> nalgebra::DMatrix<f64> {
-    let nv = model.nv();
-    let reference = step(model, state, &[]).expect("step");
-    let mut jac = nalgebra::DMatrix::zeros(2 * nv, 2 * nv);
-    for col in 0..2 * nv {
-        let run = |sign: f64| {
-            let mut s = state.clone();
-            if col < nv {
-                let mut d = DVector::zeros(nv);
-                d[col] = sign * eps;
-                s.qpos = integrate_position(model, &state.qpos, &d, 1.0);
-            } else {
-                s.qvel[col - nv] += sign * eps;
-            }
-            step(model, &s, &[]).expect("step")
-        };
-        let (p, m) = (run(1.0), run(-1.0));
-        let dq = (difference_position(model, &p.qpos, &reference.qpos)
-            - difference_position(model, &m.qpos, &reference.qpos))
-            / (2.0 * eps);
-        let dv = (p.qvel - m.qvel) / (2.0 * eps);
-        jac.view_mut((0, col), (nv, 1)).copy_from(&dq);
-        jac.view_mut((nv, col), (nv, 1)).copy_from(&dv);
-    }
-    jac
-}
-
 fn check(name: &str, model: &Model<f64>, state: &State<f64>) {
     let exact = step_jacobians(model, state, &[]).expect("jacobians").a;
-    let fd = finite_differences(model, state, 1e-7);
+    let (fd, _) = finite_difference_jacobians(model, state, &[], 1e-7);
     let err = (&exact - &fd).amax() / exact.amax();
     eprintln!("{name}: step Jacobian vs central differences {err:.2e}");
     assert!(err <= TOL, "{name}: {err:e}\n{exact}\n{fd}");

@@ -3,49 +3,11 @@
 
 mod common;
 
-use common::{Rng, TreeShape, max_abs, random_state};
-use nalgebra::DMatrix;
+use common::{Rng, TreeShape, finite_difference_jacobians, max_abs, random_state};
 use phyz::dual::{Seed, jvp, jvp_lanes, step_jacobians};
-use phyz::dynamics::{difference_position, integrate_position};
 use phyz::model::Integrator;
-use phyz::{Model, State, step};
+use phyz::step;
 use proptest::prelude::*;
-
-/// Central finite differences of one step in tangent coordinates, column by column.
-fn finite_difference_jacobians(
-    model: &Model<f64>,
-    state: &State<f64>,
-    ctrl: &[f64],
-    eps: f64,
-) -> (DMatrix<f64>, DMatrix<f64>) {
-    let (nv, nu) = (model.nv(), model.nu());
-    let mut jac = DMatrix::zeros(2 * nv, 2 * nv + nu);
-    let reference = step(model, state, ctrl).expect("step");
-    for column in 0..2 * nv + nu {
-        let perturbed = |sign: f64| {
-            let mut s = state.clone();
-            let mut u = ctrl.to_vec();
-            match column {
-                c if c < nv => {
-                    let mut delta = nalgebra::DVector::zeros(nv);
-                    delta[c] = sign * eps;
-                    s.qpos = integrate_position(model, &state.qpos, &delta, 1.0);
-                }
-                c if c < 2 * nv => s.qvel[c - nv] += sign * eps,
-                c => u[c - 2 * nv] += sign * eps,
-            }
-            step(model, &s, &u).expect("step")
-        };
-        let (plus, minus) = (perturbed(1.0), perturbed(-1.0));
-        let dq = (difference_position(model, &plus.qpos, &reference.qpos)
-            - difference_position(model, &minus.qpos, &reference.qpos))
-            / (2.0 * eps);
-        let dv = (plus.qvel - minus.qvel) / (2.0 * eps);
-        jac.view_mut((0, column), (nv, 1)).copy_from(&dq);
-        jac.view_mut((nv, column), (nv, 1)).copy_from(&dv);
-    }
-    (jac.columns(0, 2 * nv).into_owned(), jac.columns(2 * nv, nu).into_owned())
-}
 
 /// Relative tolerance of dual Jacobians against central differences (stated by the issue).
 const FD_TOL: f64 = 1e-6;

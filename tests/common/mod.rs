@@ -1,10 +1,11 @@
 //! Shared test fixtures: a seeded random-tree generator and finite-difference helpers.
 #![allow(dead_code)]
 
-use nalgebra::{DVector, Matrix3, Vector3};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use phyz::dynamics::{difference_position, integrate_position};
 use phyz::math::Quat;
 use phyz::model::{ActuatorSpec, BodySpec, Integrator, JointKind, JointSpec, ModelBuilder};
-use phyz::{Model, State};
+use phyz::{Model, State, step};
 
 /// SplitMix64: a tiny deterministic generator, so every case is reproducible from its seed.
 pub struct Rng(u64);
@@ -260,4 +261,40 @@ pub fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
 pub fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
     let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
     rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
+}
+
+/// Central finite differences of one step in tangent coordinates, column by column.
+pub fn finite_difference_jacobians(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    eps: f64,
+) -> (DMatrix<f64>, DMatrix<f64>) {
+    let (nv, nu) = (model.nv(), model.nu());
+    let mut jac = DMatrix::zeros(2 * nv, 2 * nv + nu);
+    let reference = step(model, state, ctrl).expect("step");
+    for column in 0..2 * nv + nu {
+        let perturbed = |sign: f64| {
+            let mut s = state.clone();
+            let mut u = ctrl.to_vec();
+            match column {
+                c if c < nv => {
+                    let mut delta = DVector::zeros(nv);
+                    delta[c] = sign * eps;
+                    s.qpos = integrate_position(model, &state.qpos, &delta, 1.0);
+                }
+                c if c < 2 * nv => s.qvel[c - nv] += sign * eps,
+                c => u[c - 2 * nv] += sign * eps,
+            }
+            step(model, &s, &u).expect("step")
+        };
+        let (plus, minus) = (perturbed(1.0), perturbed(-1.0));
+        let dq = (difference_position(model, &plus.qpos, &reference.qpos)
+            - difference_position(model, &minus.qpos, &reference.qpos))
+            / (2.0 * eps);
+        let dv = (plus.qvel - minus.qvel) / (2.0 * eps);
+        jac.view_mut((0, column), (nv, 1)).copy_from(&dq);
+        jac.view_mut((nv, column), (nv, 1)).copy_from(&dv);
+    }
+    (jac.columns(0, 2 * nv).into_owned(), jac.columns(2 * nv, nu).into_owned())
 }
