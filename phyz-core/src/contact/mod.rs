@@ -15,6 +15,7 @@
 pub mod config;
 pub mod differentiable;
 pub mod friction;
+mod interior;
 pub mod kkt;
 pub mod material;
 pub mod problem;

@@ -13,6 +13,7 @@ use nalgebra::{DVector, Matrix2, Vector2};
 
 use super::config::{Coupling, SolverConfig};
 use super::friction::{FrictionError, solve_disc};
+use super::interior;
 use super::kkt::{classify, kkt_matrix, residual};
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
@@ -48,6 +49,9 @@ const SWEEP_BLOCK: usize = 4;
 const STALL_RATIO: f64 = 0.99;
 /// ...and this many such blocks in a row end the solve, unconverged.
 const STALL_BLOCKS: usize = 3;
+/// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
+/// (it is in impulse × velocity units; the pass that follows judges convergence).
+const INTERIOR_GAP: f64 = 1e-4;
 /// Relative tolerance with which Newton reads the active set off an iterate.
 const REGIME_TOLERANCE: f64 = 1e-7;
 
@@ -195,23 +199,64 @@ pub fn solve(
         }
     }
 
-    let (mut attempts, mut accepted, mut stalls) = (0, 0, 0);
-    while iterations < config.max_iterations && residual_now >= config.tolerance {
-        let entry = residual_now;
+    let first = Iterate { f, residual: residual_now, iterations, accepted: 0 };
+    let mut best = refine(problem, &blocks, config, first, config.max_iterations)?;
+    if best.residual >= config.tolerance && config.newton {
+        // A degenerate problem the active set would not settle on: the interior-point method
+        // finds the optimum of its convex relaxation without guessing regimes, and a second
+        // pass of Newton and sweeps starts from there, with a budget of its own.
+        let gap = config.tolerance * config.tolerance * INTERIOR_GAP;
+        if let Some(interior) = interior::solve(problem, gap) {
+            let start = Iterate { f: interior.impulses, residual: f64::INFINITY, iterations: 0, accepted: 0 };
+            let second = refine(problem, &blocks, config, start, config.max_iterations)?;
+            best.iterations += interior.iterations + second.iterations;
+            if second.residual < best.residual {
+                (best.f, best.residual, best.accepted) = (second.f, second.residual, second.accepted);
+            }
+        }
+    }
+    Ok(done(best.f, best.iterations, best.residual, best.accepted))
+}
+
+/// Where a pass of the solve stands.
+struct Iterate {
+    f: DVector<f64>,
+    /// Movement of the last sweep (infinite before the first).
+    residual: f64,
+    iterations: usize,
+    /// Newton proposals accepted.
+    accepted: usize,
+}
+
+/// Alternates Newton proposals (each accepted only through a sweep that lowers the residual)
+/// with blocks of sweeps, until converged, stalled or `budget` iterations are spent.
+fn refine(
+    problem: &ContactProblem<f64>,
+    blocks: &Blocks,
+    config: &SolverConfig,
+    mut it: Iterate,
+    budget: usize,
+) -> Result<Iterate, FrictionError> {
+    let (mut attempts, mut stalls) = (0, 0);
+    if it.residual == f64::INFINITY {
+        it.iterations += 1;
+        it.residual = sweep(problem, blocks, &mut it.f, false)?;
+    }
+    while it.iterations < budget && it.residual >= config.tolerance {
+        let entry = it.residual;
         if config.newton && attempts < NEWTON_ATTEMPTS {
             attempts += 1;
-            iterations += 1;
-            if let Some(candidate) = newton_proposal(problem, &f) {
+            it.iterations += 1;
+            if let Some(candidate) = newton_proposal(problem, &it.f) {
                 // Backtrack along the (feasible) segment; accept the swept point.
                 let mut alpha = 1.0;
                 for _ in 0..LINE_SEARCH {
-                    let mut trial = &f + (&candidate - &f) * alpha;
-                    iterations += 1;
-                    let moved = sweep(problem, &blocks, &mut trial, false)?;
-                    if moved < residual_now {
-                        residual_now = moved;
-                        f = trial;
-                        accepted += 1;
+                    let mut trial = &it.f + (&candidate - &it.f) * alpha;
+                    it.iterations += 1;
+                    let moved = sweep(problem, blocks, &mut trial, false)?;
+                    if moved < it.residual {
+                        (it.f, it.residual) = (trial, moved);
+                        it.accepted += 1;
                         break;
                     }
                     alpha *= 0.5;
@@ -219,16 +264,16 @@ pub fn solve(
             }
         }
         for _ in 0..SWEEP_BLOCK {
-            if iterations >= config.max_iterations || residual_now < config.tolerance {
+            if it.iterations >= budget || it.residual < config.tolerance {
                 break;
             }
-            iterations += 1;
-            residual_now = sweep(problem, &blocks, &mut f, false)?;
+            it.iterations += 1;
+            it.residual = sweep(problem, blocks, &mut it.f, false)?;
         }
         // Stagnation, judged once Newton has had its attempts (an active set can take several
-        // to settle while the sweeps crawl): blocks that barely move the residual end the solve.
+        // to settle while the sweeps crawl): blocks that barely move the residual end the pass.
         let newton_left = config.newton && attempts < NEWTON_ATTEMPTS;
-        if residual_now > entry * STALL_RATIO && !newton_left {
+        if it.residual > entry * STALL_RATIO && !newton_left {
             stalls += 1;
             if stalls >= STALL_BLOCKS {
                 break;
@@ -237,5 +282,5 @@ pub fn solve(
             stalls = 0;
         }
     }
-    Ok(done(f, iterations, residual_now, accepted))
+    Ok(it)
 }
