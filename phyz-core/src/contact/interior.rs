@@ -286,7 +286,8 @@ pub(crate) fn solve(problem: &ContactProblem<f64>, gap: f64) -> Option<InteriorS
             d
         });
         let alpha = (STEP_FRACTION * longest(&du, &dz)).min(1.0);
-        if !(alpha > 1e-12) {
+        // A vanishing (or NaN) step: the path cannot be followed further in this arithmetic.
+        if alpha.is_nan() || alpha <= 1e-12 {
             break;
         }
         u += du * alpha;

@@ -21,6 +21,7 @@ pub mod material;
 pub mod problem;
 pub mod row;
 pub mod sensitivity;
+mod semismooth;
 pub mod solver;
 
 pub use config::{Coupling, GPU_SWEEPS, SolverConfig};

@@ -13,8 +13,8 @@ use nalgebra::{DVector, Matrix2, Vector2};
 
 use super::config::{Coupling, SolverConfig};
 use super::friction::{FrictionError, solve_disc};
-use super::interior;
-use super::kkt::{classify, kkt_matrix, residual};
+use super::{interior, semismooth};
+use super::kkt::{Regime, kkt_matrix, residual, velocity_error};
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
 
@@ -49,11 +49,11 @@ const SWEEP_BLOCK: usize = 4;
 const STALL_RATIO: f64 = 0.99;
 /// ...and this many such blocks in a row end the solve, unconverged.
 const STALL_BLOCKS: usize = 3;
+/// Most convex problems solved on the way to the Coulomb solution.
+const CONVEX_ROUNDS: usize = 40;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
 /// (it is in impulse × velocity units; the pass that follows judges convergence).
 const INTERIOR_GAP: f64 = 1e-4;
-/// Relative tolerance with which Newton reads the active set off an iterate.
-const REGIME_TOLERANCE: f64 = 1e-7;
 
 /// Per-constraint diagonal blocks of `A + R`, as 1×1 or 3×3 row-major arrays.
 struct Blocks {
@@ -85,12 +85,14 @@ impl Blocks {
 
 /// One staged sweep; returns the largest per-constraint movement, as the change it makes to
 /// that constraint's own velocity (so the tolerance is in velocity units). With `normals_only`
-/// the tangential impulses are held.
+/// the tangential impulses are held. A contact whose staged update leaves its normal velocity
+/// error above `tolerance` is solved exactly instead.
 fn sweep(
     problem: &ContactProblem<f64>,
     blocks: &Blocks,
     f: &mut DVector<f64>,
     normals_only: bool,
+    tolerance: f64,
 ) -> Result<f64, FrictionError> {
     let a = &problem.delassus;
     let mut largest: f64 = 0.0;
@@ -112,9 +114,17 @@ fn sweep(
         f[at] = f_n;
         // ...then friction: the exact minimizer over the disc that normal admits.
         if constraint.kind == ConstraintKind::Contact && !normals_only {
-            let k = Matrix2::new(m(1, 1), m(1, 2), m(2, 1), m(2, 2));
-            let v = Vector2::new(r[1] + m(1, 0) * f_n, r[2] + m(2, 0) * f_n);
-            let t = solve_disc(&k, &v, problem.mu[c] * f_n)?;
+            let block = ContactBlock {
+                normal: (m(0, 0), r[0]),
+                coupling: Vector2::new(m(0, 1), m(0, 2)),
+                tangential: (Matrix2::new(m(1, 1), m(1, 2), m(2, 1), m(2, 2)), Vector2::new(r[1], r[2])),
+                mu: problem.mu[c],
+            };
+            let t = block.friction(f_n)?;
+            // Strong normal-tangential coupling can make that staged update cycle (friction
+            // lifts the contact off, no friction presses it back): solve the block exactly.
+            let (f_n, t) = if block.normal_error(f_n, &t).abs() > tolerance { block.solve(f_n, t)? } else { (f_n, t) };
+            f[at] = f_n;
             f[at + 1] = t[0];
             f[at + 2] = t[1];
         }
@@ -127,6 +137,96 @@ fn sweep(
         largest = largest.max(change.norm());
     }
     Ok(largest)
+}
+
+/// One contact's 3×3 block of the problem with every other impulse held: `(A + R)` split into
+/// its normal diagonal, normal-tangential coupling and tangential block, with the velocities
+/// the rest of the impulses leave (minus targets).
+struct ContactBlock {
+    normal: (f64, f64),
+    coupling: Vector2<f64>,
+    tangential: (Matrix2<f64>, Vector2<f64>),
+    mu: f64,
+}
+
+/// Most bisection/secant steps of the exact block solve.
+const BLOCK_ITERATIONS: usize = 100;
+
+impl ContactBlock {
+    /// The friction impulse at normal impulse `f_n`: the disc's exact minimizer.
+    fn friction(&self, f_n: f64) -> Result<Vector2<f64>, FrictionError> {
+        let (k, r) = self.tangential;
+        solve_disc(&k, &(r + self.coupling * f_n), self.mu * f_n)
+    }
+
+    /// The normal row's velocity error with impulses `(f_n, t)`.
+    fn normal_error(&self, f_n: f64, t: &Vector2<f64>) -> f64 {
+        self.normal.0 * f_n + self.coupling.dot(t) + self.normal.1
+    }
+
+    /// The block's exact solution: the normal impulse where the normal velocity error, with
+    /// friction at its disc minimizer, vanishes (zero if it is positive without impulse). That
+    /// error rises with `f_n` unless the contact is in Painlevé's paradox (friction pulling it
+    /// in faster than pressing pushes it out); then `(f_n, t)`, the staged update, is kept.
+    fn solve(&self, f_n: f64, t: Vector2<f64>) -> Result<(f64, Vector2<f64>), FrictionError> {
+        let error = |x: f64| -> Result<(f64, Vector2<f64>), FrictionError> {
+            let t = self.friction(x)?;
+            Ok((self.normal_error(x, &t), t))
+        };
+        if self.normal.1 >= 0.0 {
+            return Ok((0.0, Vector2::zeros()));
+        }
+        // Bracket the root: g(0) = r_n < 0; grow until the error turns positive.
+        let (mut lo, mut g_lo) = (0.0, self.normal.1);
+        let mut hi = -self.normal.1 / self.normal.0;
+        let mut g_hi = error(hi)?.0;
+        let mut grown = 0;
+        while g_hi < 0.0 {
+            if grown == 64 {
+                return Ok((f_n, t));
+            }
+            (lo, g_lo) = (hi, g_hi);
+            hi *= 2.0;
+            g_hi = error(hi)?.0;
+            grown += 1;
+        }
+        // Illinois false position: superlinear on this piecewise-smooth, increasing function.
+        let mut best = error(hi)?;
+        let mut x = hi;
+        let mut side = 0;
+        for _ in 0..BLOCK_ITERATIONS {
+            x = (lo * g_hi - hi * g_lo) / (g_hi - g_lo);
+            if !(x > lo && x < hi) {
+                x = 0.5 * (lo + hi);
+            }
+            best = error(x)?;
+            let g = best.0;
+            if g == 0.0 || (hi - lo) <= 4.0 * f64::EPSILON * hi {
+                break;
+            }
+            if g < 0.0 {
+                (lo, g_lo) = (x, g);
+                if side == -1 {
+                    g_hi *= 0.5;
+                }
+                side = -1;
+            } else {
+                (hi, g_hi) = (x, g);
+                if side == 1 {
+                    g_lo *= 0.5;
+                }
+                side = 1;
+            }
+        }
+        Ok((x, best.1))
+    }
+}
+
+/// The normal velocity error above which a sweep solves a contact's block exactly: the
+/// tolerance, or never for a fixed-budget run (tolerance zero), which stays the plain staged
+/// update a GPU pass makes.
+fn block_threshold(config: &SolverConfig) -> f64 {
+    if config.tolerance > 0.0 { config.tolerance } else { f64::INFINITY }
 }
 
 /// Clamps a proposal into the cones the staged way: normal to `≥ 0`, then friction radially
@@ -146,9 +246,36 @@ fn project(problem: &ContactProblem<f64>, f: &mut DVector<f64>) {
     }
 }
 
-/// A Newton proposal from `f`: fix the regimes read off it, solve `K Δ = −F(f)`.
+/// The regimes a Newton step assumes from `f`, read off `f − ρ s` with `ρ = 1/(A + R)_nn` (the
+/// Alart–Curnier prediction): unlike `f` alone it sees a contact pressing or slipping from its
+/// velocity where the impulse has not caught up yet — as in a sweep that cycles through
+/// `f_n = 0` on a contact whose friction pushes it off the plane.
+fn predicted_regimes(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Vec<Regime> {
+    let s = velocity_error(problem, f);
+    problem
+        .constraints
+        .iter()
+        .zip(problem.offsets())
+        .zip(&problem.mu)
+        .map(|((c, at), &mu)| {
+            let rho = 1.0 / (problem.delassus[(at, at)] + problem.regularizer[at]);
+            let y_n = f[at] - rho * s[at];
+            if y_n <= 0.0 {
+                return Regime::Separating;
+            }
+            if c.kind != ConstraintKind::Contact {
+                return Regime::Sticking;
+            }
+            let slip = s.fixed_rows::<2>(at + 1);
+            let y_t = f.fixed_rows::<2>(at + 1) - slip * rho;
+            if y_t.norm() <= mu * y_n || slip.norm() == 0.0 { Regime::Sticking } else { Regime::Sliding }
+        })
+        .collect()
+}
+
+/// A Newton proposal from `f`: fix the predicted regimes, solve `K Δ = −F(f)`.
 fn newton_proposal(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Option<DVector<f64>> {
-    let regimes = classify(problem, f, REGIME_TOLERANCE);
+    let regimes = predicted_regimes(problem, f);
     let k = kkt_matrix(problem, &regimes, f);
     let step = k.lu().solve(&-residual(problem, &regimes, f))?;
     let mut candidate = f + step;
@@ -187,13 +314,13 @@ pub fn solve(
     let mut residual_now = f64::INFINITY;
     for _ in 0..NORMAL_WARMUP.min(config.max_iterations) {
         iterations += 1;
-        if sweep(problem, &blocks, &mut f, true)? < config.tolerance {
+        if sweep(problem, &blocks, &mut f, true, block_threshold(config))? < config.tolerance {
             break;
         }
     }
     while iterations < config.max_iterations.min(WARMUP) {
         iterations += 1;
-        residual_now = sweep(problem, &blocks, &mut f, false)?;
+        residual_now = sweep(problem, &blocks, &mut f, false, block_threshold(config))?;
         if residual_now < config.tolerance {
             return Ok(done(f, iterations, residual_now, 0));
         }
@@ -205,17 +332,54 @@ pub fn solve(
         // A degenerate problem the active set would not settle on: the interior-point method
         // finds the optimum of its convex relaxation without guessing regimes, and a second
         // pass of Newton and sweeps starts from there, with a budget of its own.
-        let gap = config.tolerance * config.tolerance * INTERIOR_GAP;
-        if let Some(interior) = interior::solve(problem, gap) {
-            let start = Iterate { f: interior.impulses, residual: f64::INFINITY, iterations: 0, accepted: 0 };
-            let second = refine(problem, &blocks, config, start, config.max_iterations)?;
-            best.iterations += interior.iterations + second.iterations;
+        // First semismooth Newton from where the pass stopped; failing that, from the Coulomb
+        // point approached through convex problems (which needs no good start).
+        for from_convex in [false, true] {
+            if best.residual < config.tolerance {
+                break;
+            }
+            let start = if from_convex { coulomb_by_convex_problems(problem, config) } else { Some((best.f.clone(), 0)) };
+            let Some((f, spent)) = start else { continue };
+            let (f, newton) = semismooth::solve(problem, f);
+            let second = refine(problem, &blocks, config, Iterate { f, residual: f64::INFINITY, iterations: 0, accepted: 0 }, config.max_iterations)?;
+            best.iterations += spent + newton + second.iterations;
             if second.residual < best.residual {
                 (best.f, best.residual, best.accepted) = (second.f, second.residual, second.accepted);
             }
         }
     }
     Ok(done(best.f, best.iterations, best.residual, best.accepted))
+}
+
+/// The staged Coulomb solution approached through convex problems (De Saxcé's bipotential,
+/// iterated as by Acary and Cadoux): the interior-point method solves the convex relaxation,
+/// whose sliding contacts separate at `μ |s_t|`; lowering each normal target by that amount and
+/// solving again converges to the point where sliding contacts keep `s_n = 0`. Returns the last
+/// point and the interior-point iterations spent; `None` if the first solve fails.
+fn coulomb_by_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig) -> Option<(DVector<f64>, usize)> {
+    let gap = config.tolerance * config.tolerance * INTERIOR_GAP;
+    let mut shifted = problem.clone();
+    let mut last = None;
+    let mut spent = 0;
+    for _ in 0..CONVEX_ROUNDS {
+        let Some(interior) = interior::solve(&shifted, gap) else { break };
+        spent += interior.iterations;
+        let s = velocity_error(problem, &interior.impulses);
+        let mut moved: f64 = 0.0;
+        for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+            if c.kind == ConstraintKind::Contact {
+                let target = problem.target[at] - mu * s.fixed_rows::<2>(at + 1).norm();
+                moved = moved.max((target - shifted.target[at]).abs());
+                shifted.target[at] = target;
+            }
+        }
+
+        last = Some(interior.impulses);
+        if moved < config.tolerance {
+            break;
+        }
+    }
+    last.map(|f| (f, spent))
 }
 
 /// Where a pass of the solve stands.
@@ -238,10 +402,6 @@ fn refine(
     budget: usize,
 ) -> Result<Iterate, FrictionError> {
     let (mut attempts, mut stalls) = (0, 0);
-    if it.residual == f64::INFINITY {
-        it.iterations += 1;
-        it.residual = sweep(problem, blocks, &mut it.f, false)?;
-    }
     while it.iterations < budget && it.residual >= config.tolerance {
         let entry = it.residual;
         if config.newton && attempts < NEWTON_ATTEMPTS {
@@ -253,7 +413,7 @@ fn refine(
                 for _ in 0..LINE_SEARCH {
                     let mut trial = &it.f + (&candidate - &it.f) * alpha;
                     it.iterations += 1;
-                    let moved = sweep(problem, blocks, &mut trial, false)?;
+                    let moved = sweep(problem, blocks, &mut trial, false, block_threshold(config))?;
                     if moved < it.residual {
                         (it.f, it.residual) = (trial, moved);
                         it.accepted += 1;
@@ -268,7 +428,7 @@ fn refine(
                 break;
             }
             it.iterations += 1;
-            it.residual = sweep(problem, blocks, &mut it.f, false)?;
+            it.residual = sweep(problem, blocks, &mut it.f, false, block_threshold(config))?;
         }
         // Stagnation, judged once Newton has had its attempts (an active set can take several
         // to settle while the sweeps crawl): blocks that barely move the residual end the pass.
