@@ -126,7 +126,7 @@ fn unconverged_and_singular_requests_are_refused() {
     let config = config();
     let mut rng = Rng::new(11);
     let problem = random_problem(&mut rng, &config);
-    let budget = SolverConfig { max_iterations: 1, ..config };
+    let budget = SolverConfig { max_iterations: 1, newton: false, ..config };
     let truncated = solve(&problem, &budget, None).expect("runs");
     assert!(!truncated.converged);
     assert!(matches!(Sensitivity::new(&problem, &truncated), Err(SensitivityError::Unconverged { .. })));

@@ -28,8 +28,8 @@ pub struct SolverConfig {
     pub regularization: f64,
     /// Converged means a full sweep changes no constraint's velocity by more than this (m/s).
     pub tolerance: f64,
-    /// Budget in units of work: one sweep or one dense KKT solve each. The interior-point
-    /// fallback, when it runs, and the pass after it get a budget of their own.
+    /// Budget in units of work: one sweep or one dense linear solve each. With Newton on, the
+    /// main pass may spend half of it and the fallbacks for degenerate problems the rest.
     pub max_iterations: usize,
     /// Below this approach speed restitution ramps smoothly to zero (resting contact must not
     /// bounce).

@@ -78,18 +78,32 @@ fn system(problem: &ContactProblem<f64>, f: &DVector<f64>) -> (DVector<f64>, DMa
 const MAX_STEPS: usize = 50;
 const MAX_HALVINGS: usize = 30;
 
+/// Where semismooth Newton stopped.
+pub(crate) struct Outcome {
+    pub impulses: DVector<f64>,
+    /// `‖F‖∞` there.
+    pub residual: f64,
+    /// `F` vanished to roundoff: a solution, up to the sweep that confirms it.
+    pub solved: bool,
+    /// Linear solves spent.
+    pub solves: usize,
+}
+
+/// `‖F‖∞` at or below this fraction of the largest impulse counts as a root.
+const ROOT_TOLERANCE: f64 = 1e-14;
+
 /// Runs semismooth Newton from `f` until `F` vanishes to roundoff or a step no longer lowers
-/// `‖F‖`; returns the last iterate and the number of linear solves spent. Whether it is a
-/// solution is for the caller's sweep to judge.
-pub(crate) fn solve(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> (DVector<f64>, usize) {
-    let mut spent = 0;
+/// `‖F‖`.
+pub(crate) fn run(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> Outcome {
+    let mut solves = 0;
     let (mut value, mut jacobian) = system(problem, &f);
+    let solved = |value: &DVector<f64>, f: &DVector<f64>| value.amax() <= ROOT_TOLERANCE * f.amax();
     for _ in 0..MAX_STEPS {
-        let norm = value.norm();
-        if value.amax() <= 1e-15 * f.amax() {
+        if solved(&value, &f) {
             break;
         }
-        spent += 1;
+        let norm = value.norm();
+        solves += 1;
         let Some(step) = jacobian.clone().lu().solve(&-&value) else { break };
         let mut alpha = 1.0;
         let mut improved = false;
@@ -106,5 +120,11 @@ pub(crate) fn solve(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> (DVec
             break;
         }
     }
-    (f, spent)
+    Outcome { solved: solved(&value, &f), residual: value.amax(), impulses: f, solves }
+}
+
+/// [`run`], keeping only the point and the solves spent.
+pub(crate) fn solve(problem: &ContactProblem<f64>, f: DVector<f64>) -> (DVector<f64>, usize) {
+    let outcome = run(problem, f);
+    (outcome.impulses, outcome.solves)
 }

@@ -50,7 +50,7 @@ const STALL_RATIO: f64 = 0.99;
 /// ...and this many such blocks in a row end the solve, unconverged.
 const STALL_BLOCKS: usize = 3;
 /// Most convex problems solved on the way to the Coulomb solution.
-const CONVEX_ROUNDS: usize = 40;
+const CONVEX_ROUNDS: usize = 20;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
 /// (it is in impulse × velocity units; the pass that follows judges convergence).
 const INTERIOR_GAP: f64 = 1e-4;
@@ -328,23 +328,23 @@ pub fn solve(
 
     let first = Iterate { f, residual: residual_now, iterations, accepted: 0 };
     let mut best = refine(problem, &blocks, config, first, config.max_iterations)?;
-    if best.residual >= config.tolerance && config.newton {
-        // A degenerate problem the active set would not settle on: the interior-point method
-        // finds the optimum of its convex relaxation without guessing regimes, and a second
-        // pass of Newton and sweeps starts from there, with a budget of its own.
-        // First semismooth Newton from where the pass stopped; failing that, from the Coulomb
-        // point approached through convex problems (which needs no good start).
-        for from_convex in [false, true] {
+    if config.newton {
+        // What the active set would not settle on: semismooth Newton from the Coulomb point
+        // approached through convex problems (which needs no good start), then from where the
+        // pass stopped. Each result is judged by a pass of Newton and sweeps with a budget of
+        // its own, under the same convergence test.
+        for from_convex in [true, false] {
             if best.residual < config.tolerance {
                 break;
             }
-            let start = if from_convex { coulomb_by_convex_problems(problem, config) } else { Some((best.f.clone(), 0)) };
-            let Some((f, spent)) = start else { continue };
-            let (f, newton) = semismooth::solve(problem, f);
-            let second = refine(problem, &blocks, config, Iterate { f, residual: f64::INFINITY, iterations: 0, accepted: 0 }, config.max_iterations)?;
-            best.iterations += spent + newton + second.iterations;
-            if second.residual < best.residual {
-                (best.f, best.residual, best.accepted) = (second.f, second.residual, second.accepted);
+            let (f, spent) =
+                if from_convex { through_convex_problems(problem, config) } else { semismooth::solve(problem, best.f.clone()) };
+            let start = Iterate { f, residual: f64::INFINITY, iterations: best.iterations + spent, accepted: 0 };
+            let budget = start.iterations + config.max_iterations;
+            let pass = refine(problem, &blocks, config, start, budget)?;
+            best.iterations = pass.iterations;
+            if pass.residual < best.residual {
+                (best.f, best.residual, best.accepted) = (pass.f, pass.residual, pass.accepted);
             }
         }
     }
@@ -353,18 +353,24 @@ pub fn solve(
 
 /// The staged Coulomb solution approached through convex problems (De Saxcé's bipotential,
 /// iterated as by Acary and Cadoux): the interior-point method solves the convex relaxation,
-/// whose sliding contacts separate at `μ |s_t|`; lowering each normal target by that amount and
-/// solving again converges to the point where sliding contacts keep `s_n = 0`. Returns the last
-/// point and the interior-point iterations spent; `None` if the first solve fails.
-fn coulomb_by_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig) -> Option<(DVector<f64>, usize)> {
+/// whose sliding contacts separate at `μ |s_t|`; semismooth Newton finishes from its point, and
+/// if that does not reach a root, each normal target is lowered by `μ |s_t|` and the convex
+/// problem solved again. Returns the point with the smallest Alart–Curnier residual and the
+/// linear solves spent.
+fn through_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig) -> (DVector<f64>, usize) {
     let gap = config.tolerance * config.tolerance * INTERIOR_GAP;
     let mut shifted = problem.clone();
-    let mut last = None;
+    let mut best: Option<semismooth::Outcome> = None;
     let mut spent = 0;
     for _ in 0..CONVEX_ROUNDS {
         let Some(interior) = interior::solve(&shifted, gap) else { break };
-        spent += interior.iterations;
         let s = velocity_error(problem, &interior.impulses);
+        let finished = semismooth::run(problem, interior.impulses);
+        spent += interior.iterations + finished.solves;
+        let solved = finished.solved;
+        if best.as_ref().is_none_or(|b| finished.residual < b.residual) {
+            best = Some(finished);
+        }
         let mut moved: f64 = 0.0;
         for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
             if c.kind == ConstraintKind::Contact {
@@ -373,13 +379,11 @@ fn coulomb_by_convex_problems(problem: &ContactProblem<f64>, config: &SolverConf
                 shifted.target[at] = target;
             }
         }
-
-        last = Some(interior.impulses);
-        if moved < config.tolerance {
+        if solved || moved < config.tolerance {
             break;
         }
     }
-    last.map(|f| (f, spent))
+    (best.map_or_else(|| DVector::zeros(problem.rows()), |b| b.impulses), spent)
 }
 
 /// Where a pass of the solve stands.
