@@ -178,6 +178,14 @@ fn max_step(cone: Cone, x: &DVector<f64>, d: &DVector<f64>) -> f64 {
     }
 }
 
+/// Whether `x` lies strictly inside the cone.
+fn interior_point(cone: Cone, x: &DVector<f64>) -> bool {
+    match cone {
+        Cone::Ray(i) => x[i] > 0.0,
+        Cone::Lorentz(i) => x[i] > 0.0 && lorentz_det(&block(x, i)) > 0.0,
+    }
+}
+
 /// Most interior-point iterations.
 const MAX_ITERATIONS: usize = 60;
 /// Fraction of the way to the cone boundary a step may go.
@@ -290,8 +298,12 @@ pub(crate) fn solve(problem: &ContactProblem<f64>, gap: f64) -> Option<InteriorS
         if alpha.is_nan() || alpha <= 1e-12 {
             break;
         }
-        u += du * alpha;
-        z += dz * alpha;
+        let (next_u, next_z) = (&u + du * alpha, &z + dz * alpha);
+        // Roundoff near the boundary can still leave a cone: the last interior point stands.
+        if !cp.cones.iter().all(|&c| interior_point(c, &next_u) && interior_point(c, &next_z)) {
+            break;
+        }
+        (u, z) = (next_u, next_z);
     }
     let impulses = cp.impulses(&u, problem.rows());
     impulses.iter().all(|x| x.is_finite()).then_some(InteriorSolution { impulses, iterations })

@@ -342,11 +342,21 @@ pub fn solve(
             let start = Iterate { f, residual: f64::INFINITY, iterations: best.iterations + spent, accepted: 0 };
             let budget = start.iterations + config.max_iterations;
             let pass = refine(problem, &blocks, config, start, budget)?;
+            if std::env::var("SSN").is_ok() { eprintln!("fallback convex={from_convex} from {:e} -> {:e}", best.residual, pass.residual); }
             best.iterations = pass.iterations;
             if pass.residual < best.residual {
                 (best.f, best.residual, best.accepted) = (pass.f, pass.residual, pass.accepted);
             }
         }
+    }
+    if best.residual >= config.tolerance && config.newton {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let kinds: Vec<usize> = problem.constraints.iter().map(|c| c.kind.dim()).collect();
+        let text = format!("{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n", kinds, problem.delassus.as_slice(), problem.free_velocity.as_slice(), problem.target.as_slice(), problem.regularizer.as_slice(), problem.mu);
+        std::fs::create_dir_all("/tmp/problems").ok();
+        std::fs::write(format!("/tmp/problems/{n}.txt"), text).ok();
+        eprintln!("UNCONVERGED {n} residual {:e} m {}", best.residual, problem.rows());
     }
     Ok(done(best.f, best.iterations, best.residual, best.accepted))
 }
@@ -363,11 +373,13 @@ fn through_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig)
     let mut best: Option<semismooth::Outcome> = None;
     let mut spent = 0;
     for _ in 0..CONVEX_ROUNDS {
-        let Some(interior) = interior::solve(&shifted, gap) else { break };
+        let Some(interior) = interior::solve(&shifted, gap) else { if std::env::var("SSN").is_ok() { eprintln!("ipm None"); } break };
         let s = velocity_error(problem, &interior.impulses);
+        if std::env::var("SSN").is_ok() { eprintln!("ipm point {:?} s {:?}", interior.impulses.as_slice(), s.as_slice()); }
         let finished = semismooth::run(problem, interior.impulses);
         spent += interior.iterations + finished.solves;
         let solved = finished.solved;
+        if std::env::var("SSN").is_ok() { eprintln!("round: ipm {} ssn {} residual {:e} solved {solved} f {:?}", interior.iterations, finished.solves, finished.residual, finished.impulses.as_slice()); }
         if best.as_ref().is_none_or(|b| finished.residual < b.residual) {
             best = Some(finished);
         }
