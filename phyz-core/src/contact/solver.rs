@@ -418,6 +418,12 @@ fn refine(
     budget: usize,
 ) -> Result<Iterate, FrictionError> {
     let (mut attempts, mut stalls) = (0, 0);
+    if it.residual == f64::INFINITY {
+        // Measure the starting point on a copy: a sweep can throw a good point far away (a
+        // contact cycling through `f_n = 0`), and Newton should start from the point itself.
+        it.iterations += 1;
+        it.residual = sweep(problem, blocks, &mut it.f.clone(), false, block_threshold(config))?;
+    }
     while it.iterations < budget && it.residual >= config.tolerance {
         let entry = it.residual;
         if config.newton && attempts < NEWTON_ATTEMPTS {
