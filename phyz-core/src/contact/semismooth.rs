@@ -123,6 +123,11 @@ pub(crate) fn run(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> Outcome
     Outcome { solved: solved(&value, &f), residual: value.amax(), impulses: f, solves }
 }
 
+/// `‖F(f)‖∞`.
+pub(crate) fn residual(problem: &ContactProblem<f64>, f: &DVector<f64>) -> f64 {
+    system(problem, f).0.amax()
+}
+
 /// [`run`], keeping only the point and the solves spent.
 pub(crate) fn solve(problem: &ContactProblem<f64>, f: DVector<f64>) -> (DVector<f64>, usize) {
     let outcome = run(problem, f);

@@ -14,7 +14,7 @@ use nalgebra::{DVector, Matrix2, Vector2};
 use super::config::{Coupling, SolverConfig};
 use super::friction::{FrictionError, solve_disc};
 use super::{interior, semismooth};
-use super::kkt::{Regime, kkt_matrix, residual, velocity_error};
+use super::kkt::{Regime, classify, kkt_matrix, residual, velocity_error};
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
 
@@ -49,6 +49,8 @@ const SWEEP_BLOCK: usize = 4;
 const STALL_RATIO: f64 = 0.99;
 /// ...and this many such blocks in a row end the solve, unconverged.
 const STALL_BLOCKS: usize = 3;
+/// Relative tolerance with which a Newton guess reads regimes off the impulses themselves.
+const REGIME_TOLERANCE: f64 = 1e-7;
 /// Most convex problems solved on the way to the Coulomb solution.
 const CONVEX_ROUNDS: usize = 20;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
@@ -274,10 +276,9 @@ fn predicted_regimes(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Vec<Reg
 }
 
 /// A Newton proposal from `f`: fix the predicted regimes, solve `K Δ = −F(f)`.
-fn newton_proposal(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Option<DVector<f64>> {
-    let regimes = predicted_regimes(problem, f);
-    let k = kkt_matrix(problem, &regimes, f);
-    let step = k.lu().solve(&-residual(problem, &regimes, f))?;
+fn newton_proposal(problem: &ContactProblem<f64>, f: &DVector<f64>, regimes: &[Regime]) -> Option<DVector<f64>> {
+    let k = kkt_matrix(problem, regimes, f);
+    let step = k.lu().solve(&-residual(problem, regimes, f))?;
     let mut candidate = f + step;
     if candidate.iter().any(|x| !x.is_finite()) {
         return None;
@@ -376,9 +377,17 @@ fn through_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig)
         let Some(interior) = interior::solve(&shifted, gap) else { if std::env::var("SSN").is_ok() { eprintln!("ipm None"); } break };
         let s = velocity_error(problem, &interior.impulses);
         if std::env::var("SSN").is_ok() { eprintln!("ipm point {:?} s {:?}", interior.impulses.as_slice(), s.as_slice()); }
-        let finished = semismooth::run(problem, interior.impulses);
+        let start_residual = semismooth::residual(problem, &interior.impulses);
+        let finished = semismooth::run(problem, interior.impulses.clone());
         spent += interior.iterations + finished.solves;
         let solved = finished.solved;
+        // Newton's line search can stall near a solution it cannot resolve (a slowly sliding
+        // contact); the interior point itself may then be the better start.
+        let finished = if finished.residual <= start_residual {
+            finished
+        } else {
+            semismooth::Outcome { impulses: interior.impulses, residual: start_residual, solved: false, solves: 0 }
+        };
         if std::env::var("SSN").is_ok() { eprintln!("round: ipm {} ssn {} residual {:e} solved {solved} f {:?}", interior.iterations, finished.solves, finished.residual, finished.impulses.as_slice()); }
         if best.as_ref().is_none_or(|b| finished.residual < b.residual) {
             best = Some(finished);
@@ -429,7 +438,14 @@ fn refine(
         if config.newton && attempts < NEWTON_ATTEMPTS {
             attempts += 1;
             it.iterations += 1;
-            if let Some(candidate) = newton_proposal(problem, &it.f) {
+            // The regimes Alart–Curnier predicts, and failing those the ones the impulses show
+            // (they differ on weakly active contacts, where either can be the right guess).
+            let guesses = [predicted_regimes(problem, &it.f), classify(problem, &it.f, REGIME_TOLERANCE)];
+            'guesses: for (g, regimes) in guesses.iter().enumerate() {
+                if g > 0 && *regimes == guesses[0] {
+                    break;
+                }
+                let Some(candidate) = newton_proposal(problem, &it.f, regimes) else { continue };
                 // Backtrack along the (feasible) segment; accept the swept point.
                 let mut alpha = 1.0;
                 for _ in 0..LINE_SEARCH {
@@ -439,7 +455,7 @@ fn refine(
                     if moved < it.residual {
                         (it.f, it.residual) = (trial, moved);
                         it.accepted += 1;
-                        break;
+                        break 'guesses;
                     }
                     alpha *= 0.5;
                 }
