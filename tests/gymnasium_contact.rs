@@ -39,7 +39,7 @@ fn every_gymnasium_model_runs_ten_thousand_steps_with_contact() {
     let mut files: Vec<_> =
         std::fs::read_dir(&dir).expect("gymnasium models").map(|e| e.expect("entry").path()).collect();
     files.sort();
-    let mut rng = Rng::new(5);
+    let mut rng = Rng::new(std::env::var("GYM_SEED").map_or(5, |s| s.parse().unwrap()));
     let mut failures = Vec::new();
     for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
         let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?");

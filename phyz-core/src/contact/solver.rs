@@ -52,7 +52,7 @@ const STALL_BLOCKS: usize = 3;
 /// Relative tolerance with which a Newton guess reads regimes off the impulses themselves.
 const REGIME_TOLERANCE: f64 = 1e-7;
 /// Most convex problems solved on the way to the Coulomb solution.
-const CONVEX_ROUNDS: usize = 20;
+const CONVEX_ROUNDS: usize = 60;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
 /// (it is in impulse × velocity units; the pass that follows judges convergence).
 const INTERIOR_GAP: f64 = 1e-4;
