@@ -85,8 +85,8 @@ fn info_and_errors() {
     let scene = |height: f64| {
         let path = std::env::temp_dir().join(format!("phyz-cli-unsupported-{}-{height}.xml", std::process::id()));
         let xml = format!(
-            "<mujoco><worldbody><body><freejoint/><geom name='crate' type='box' size='.1 .1 .1'/></body>\
-             <body pos='0 0 {height}'><freejoint/><geom name='rod' type='capsule' size='.05 .1'/></body></worldbody></mujoco>"
+            "<mujoco><worldbody><body><freejoint/><geom name='rod' type='capsule' size='.05 .1'/></body>\
+             <body pos='0 0 {height}'><freejoint/><geom name='egg' type='ellipsoid' size='.05 .06 .1'/></body></worldbody></mujoco>"
         );
         std::fs::write(&path, xml).expect("temp file");
         let out = phyz().args(["simulate", "--steps", "10", "--out", "/dev/null"]).arg(&path).output().expect("runs");
@@ -96,7 +96,7 @@ fn info_and_errors() {
     let refused = scene(0.15);
     assert!(!refused.status.success());
     let message = String::from_utf8_lossy(&refused.stderr);
-    assert!(message.contains("box (`crate`)") && message.contains("capsule (`rod`)"), "{message}");
+    assert!(message.contains("capsule (`rod`)") && message.contains("ellipsoid (`egg`)"), "{message}");
     // Out of reach of each other (bounding spheres apart), the same pair is no obstacle.
     let apart = scene(1.0);
     assert!(apart.status.success(), "{}", String::from_utf8_lossy(&apart.stderr));

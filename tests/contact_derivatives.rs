@@ -76,3 +76,30 @@ fn tilted_shapes_sliding_on_the_plane() {
         check(geom, &model, &state);
     }
 }
+
+/// General convex pairs (parry's manifolds): shapes on a box fixed to the world, pressed 3e-4 m
+/// in and sliding — a tilted box on a corner, a tilted capsule on its end, a cylinder standing
+/// on its disc.
+#[test]
+fn tilted_shapes_sliding_on_a_box() {
+    for geom in [
+        "<geom type='box' size='0.05 0.1 0.07' euler='20 10 0'/>",
+        "<geom type='capsule' size='0.04 0.1' euler='30 20 0'/>",
+        "<geom type='cylinder' size='0.05 0.1'/>",
+    ] {
+        let xml = format!(
+            "<mujoco><option timestep='0.002'/><worldbody><geom type='box' size='1 1 0.1' pos='0 0 -0.1'/>\
+             <body pos='0 0 0.1'><freejoint/>{geom}</body></worldbody></mujoco>"
+        );
+        let model = mjcf::parse(&xml, "scene.xml").expect("valid");
+        let mut state = model.default_state();
+        state.qpos[2] = 0.0;
+        let kin = forward_kinematics(&model, &state.qpos);
+        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
+        let contacts = detect(&model, &poses).expect("supported pair");
+        let deepest = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
+        state.qpos[2] = deepest - 3e-4;
+        state.qvel[0] = 1.0;
+        check(&format!("on a box: {geom}"), &model, &state);
+    }
+}

@@ -39,6 +39,12 @@ pub enum Anchor {
     /// Two spheres (capsules at their frozen closest segment points): the normal is re-derived
     /// from the live centres.
     Spheres { a: usize, center_a: Vector3<f64>, radius_a: f64, b: usize, center_b: Vector3<f64>, radius_b: f64 },
+    /// A point of a general convex pair (box–box, capsule–cylinder): the two surface points
+    /// frozen on their bodies and the normal frozen on the body that owns the reference face
+    /// (`normal_on_b`: body `b`'s, pointing from `a` to `b` as always), so the face is a plane
+    /// through its point and the other body's point is what slides over it. The depth is the gap
+    /// between the points along the normal.
+    Points { a: usize, point_a: Vector3<f64>, b: usize, point_b: Vector3<f64>, normal: Vector3<f64>, normal_on_b: bool },
 }
 
 /// A curved surface whose point deepest along a direction has a closed form.
@@ -84,7 +90,10 @@ impl Anchor {
     /// The two bodies, first to second (the normal points from the first to the second).
     pub fn bodies(&self) -> [usize; 2] {
         match *self {
-            Anchor::Plane { a, b, .. } | Anchor::PlaneSupport { a, b, .. } | Anchor::Spheres { a, b, .. } => [a, b],
+            Anchor::Plane { a, b, .. }
+            | Anchor::PlaneSupport { a, b, .. }
+            | Anchor::Spheres { a, b, .. }
+            | Anchor::Points { a, b, .. } => [a, b],
         }
     }
 
@@ -121,6 +130,17 @@ impl Anchor {
                 let n = gap / distance;
                 let depth = S::from_f64(radius_a + radius_b) - distance;
                 (ca + n * (S::from_f64(*radius_a) - depth * S::from_f64(0.5)), n, depth)
+            }
+            Anchor::Points { a, point_a, b, point_b, normal, normal_on_b } => {
+                let (pa, pb) = (world(model, kin, *a), world(model, kin, *b));
+                let n = if *normal_on_b { pb.rot * lift::<S>(normal) } else { pa.rot * lift::<S>(normal) };
+                let (xa, xb) = (pa.transform_point(&lift(point_a)), pb.transform_point(&lift(point_b)));
+                let depth = -(xb - xa).dot(&n);
+                // The face is a plane; the contact sits halfway between the other body's point
+                // (which moves with it) and its projection onto that plane.
+                let half = n * (depth * S::from_f64(0.5));
+                let point = if *normal_on_b { xa - half } else { xb + half };
+                (point, n, depth)
             }
         };
         let r = lift::<S>(tangent_ref);

@@ -1,12 +1,14 @@
-//! Narrow phase for the primitive pairs with closed forms: plane against sphere, capsule, box,
-//! cylinder and ellipsoid; sphere and capsule against each other; box against sphere. A
-//! bounding-sphere test skips
-//! pairs too far apart to touch, so a pair without a detector is an error only once it could.
+//! Narrow phase: closed forms for plane against sphere, capsule, box, cylinder and ellipsoid,
+//! sphere and capsule against each other, and box against sphere; the other convex pairs go to
+//! parry3d-f64 ([`super::convex`]). A bounding-sphere test skips pairs too far apart to touch,
+//! so a pair without a detector (ellipsoid against anything but a plane) is an error only once
+//! it could touch.
 
 use nalgebra::Vector3;
 
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
+use super::convex;
 use super::filter::can_collide;
 use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
@@ -34,12 +36,13 @@ pub struct Contact {
 }
 
 /// A geom (real parts) with its body, its global index and its poses.
-struct Placed {
-    body: usize,
-    index: usize,
-    geom: Geom<f64>,
-    local: Pose<f64>,
-    world: Pose<f64>,
+pub(super) struct Placed {
+    pub body: usize,
+    pub index: usize,
+    pub geom: Geom<f64>,
+    /// In its body's frame, and in the world.
+    pub local: Pose<f64>,
+    pub world: Pose<f64>,
 }
 
 /// The material a geom contributes: its friction, solref, solimp and margin.
@@ -80,9 +83,9 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
                 ConstraintKind::Contact
             };
             let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
-                geom1: g1.geom.name.clone(),
+                geom1: label(model, g1),
                 shape1: g1.geom.shape.name(),
-                geom2: g2.geom.name.clone(),
+                geom2: label(model, g2),
                 shape2: g2.geom.shape.name(),
             })?;
             for Found { feature, anchor, depth, normal } in found {
@@ -102,6 +105,17 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
     Ok(contacts)
 }
 
+/// A geom's name for messages: its own, or its place on its body when it has none.
+fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
+    if g.geom.name.is_empty() {
+        let body = &model.bodies()[g.body].name;
+        let first = model.bodies()[..g.body].iter().map(|b| b.geoms.len()).sum::<usize>();
+        format!("geom {} of body {body}", g.index - first)
+    } else {
+        g.geom.name.clone()
+    }
+}
+
 /// Whether the bounding spheres of two geoms (a plane's half-space) are farther apart than
 /// `margin`, so that the pair cannot touch.
 fn apart(g1: &Placed, g2: &Placed, margin: f64) -> bool {
@@ -119,13 +133,14 @@ fn plane_height(plane: &Placed, point: &Vector3<f64>) -> f64 {
 }
 
 /// One contact of a pair, before its material is attached.
-struct Found {
+pub(super) struct Found {
     /// Which corner, end or rim point of the pair: stable while the pair stays in contact, so
     /// that warm starts find the same contact again whatever the depth order.
-    feature: usize,
-    anchor: Anchor,
-    depth: f64,
-    normal: Vector3<f64>,
+    pub feature: usize,
+    pub anchor: Anchor,
+    pub depth: f64,
+    /// World normal at detection, first geom to second.
+    pub normal: Vector3<f64>,
 }
 
 /// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
@@ -139,7 +154,9 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
         (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
         (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
-        _ => return None,
+        (Box { half_extents }, _) if let Some(found) = box_face(g1, half_extents, g2) => keep(found),
+        (_, Box { half_extents }) if let Some(found) = box_face(g2, half_extents, g1) => keep(found),
+        _ => convex::manifold(g1, g2, margin)?,
     })
 }
 
@@ -235,6 +252,36 @@ fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
     found.truncate(MAX_POINTS_PER_PAIR);
     Some(found)
+}
+
+/// A geom over the middle of a box's face, where the face acts as a plane: the contacts are the
+/// plane's (a cylinder's rim points, an ellipsoid's support point, a box's corners), stable
+/// under small motions — unlike a general manifold, whose points on a curved rim jump with the
+/// orientation. `None` when the geom's bounding sphere reaches past the face's edges.
+fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed) -> Option<Vec<Found>> {
+    let reach = other.geom.shape.bounding_radius()?;
+    let centre = cube.world.inverse().transform_point(&other.world.pos);
+    // The face the geom is beyond (relative to the box's proportions).
+    let axis = (0..3).max_by(|&i, &j| (centre[i].abs() / half_extents[i]).total_cmp(&(centre[j].abs() / half_extents[j])))?;
+    let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
+    if centre[u].abs() + reach > half_extents[u] || centre[v].abs() + reach > half_extents[v] {
+        return None;
+    }
+    let side = if centre[axis] < 0.0 { -1.0 } else { 1.0 };
+    // The face as a plane geom on the box's body: z along the outward normal.
+    let (mut x, mut y, mut z) = (Vector3::zeros(), Vector3::zeros(), Vector3::zeros());
+    (x[u], y[v], z[axis]) = (side, 1.0, side);
+    let mut origin = Vector3::zeros();
+    origin[axis] = side * half_extents[axis];
+    let face = Pose::new(nalgebra::Matrix3::from_columns(&[x, y, z]), origin);
+    let plane = Placed {
+        body: cube.body,
+        index: cube.index,
+        geom: Geom { shape: Shape::Plane, ..cube.geom.clone() },
+        local: cube.local.compose(&face),
+        world: cube.world.compose(&face),
+    };
+    plane_against(&plane, other)
 }
 
 /// The closest points of two segments `p1 + s d1`, `p2 + t d2` (`s, t ∈ [0, 1]`).

@@ -2,6 +2,7 @@
 //! contact assembly re-evaluates in any scalar.
 
 pub mod anchor;
+mod convex;
 mod detect;
 mod filter;
 

@@ -83,8 +83,6 @@ pub(crate) struct Outcome {
     pub impulses: DVector<f64>,
     /// `‖F‖∞` there.
     pub residual: f64,
-    /// `F` vanished to roundoff: a solution, up to the sweep that confirms it.
-    pub solved: bool,
     /// Linear solves spent.
     pub solves: usize,
 }
@@ -120,7 +118,7 @@ pub(crate) fn run(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> Outcome
             break;
         }
     }
-    Outcome { solved: solved(&value, &f), residual: value.amax(), impulses: f, solves }
+    Outcome { residual: value.amax(), impulses: f, solves }
 }
 
 /// `‖F(f)‖∞`.

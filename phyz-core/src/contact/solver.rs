@@ -51,6 +51,8 @@ const STALL_RATIO: f64 = 0.99;
 const STALL_BLOCKS: usize = 3;
 /// Relative tolerance with which a Newton guess reads regimes off the impulses themselves.
 const REGIME_TOLERANCE: f64 = 1e-7;
+/// Budget of the main pass (sweeps and active-set Newton) before the fallbacks take over.
+const MAIN_PASS: usize = 100;
 /// Most convex problems solved on the way to the Coulomb solution.
 const CONVEX_ROUNDS: usize = 60;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
@@ -327,8 +329,10 @@ pub fn solve(
         }
     }
 
+    // With the fallbacks available, the main pass stops early rather than crawl.
+    let first_budget = if config.newton { config.max_iterations.min(MAIN_PASS) } else { config.max_iterations };
     let first = Iterate { f, residual: residual_now, iterations, accepted: 0 };
-    let mut best = refine(problem, &blocks, config, first, config.max_iterations)?;
+    let mut best = refine(problem, &blocks, config, first, first_budget)?;
     if config.newton {
         // What the active set would not settle on: semismooth Newton from the Coulomb point
         // approached through convex problems (which needs no good start), then from where the
@@ -339,25 +343,15 @@ pub fn solve(
                 break;
             }
             let (f, spent) =
-                if from_convex { through_convex_problems(problem, config) } else { semismooth::solve(problem, best.f.clone()) };
+                if from_convex { through_convex_problems(problem, &blocks, config)? } else { semismooth::solve(problem, best.f.clone()) };
             let start = Iterate { f, residual: f64::INFINITY, iterations: best.iterations + spent, accepted: 0 };
             let budget = start.iterations + config.max_iterations;
             let pass = refine(problem, &blocks, config, start, budget)?;
-            if std::env::var("SSN").is_ok() { eprintln!("fallback convex={from_convex} from {:e} -> {:e}", best.residual, pass.residual); }
             best.iterations = pass.iterations;
             if pass.residual < best.residual {
                 (best.f, best.residual, best.accepted) = (pass.f, pass.residual, pass.accepted);
             }
         }
-    }
-    if best.residual >= config.tolerance && config.newton {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let kinds: Vec<usize> = problem.constraints.iter().map(|c| c.kind.dim()).collect();
-        let text = format!("{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n", kinds, problem.delassus.as_slice(), problem.free_velocity.as_slice(), problem.target.as_slice(), problem.regularizer.as_slice(), problem.mu);
-        std::fs::create_dir_all("/tmp/problems").ok();
-        std::fs::write(format!("/tmp/problems/{n}.txt"), text).ok();
-        eprintln!("UNCONVERGED {n} residual {:e} m {}", best.residual, problem.rows());
     }
     Ok(done(best.f, best.iterations, best.residual, best.accepted))
 }
@@ -365,30 +359,35 @@ pub fn solve(
 /// The staged Coulomb solution approached through convex problems (De Saxcé's bipotential,
 /// iterated as by Acary and Cadoux): the interior-point method solves the convex relaxation,
 /// whose sliding contacts separate at `μ |s_t|`; semismooth Newton finishes from its point, and
-/// if that does not reach a root, each normal target is lowered by `μ |s_t|` and the convex
-/// problem solved again. Returns the point with the smallest Alart–Curnier residual and the
-/// linear solves spent.
-fn through_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig) -> (DVector<f64>, usize) {
+/// if a sweep does not confirm the result, each normal target is lowered by `μ |s_t|` and the
+/// convex problem solved again. Returns the first confirmed point, else the one with the
+/// smallest Alart–Curnier residual, and the work spent.
+fn through_convex_problems(
+    problem: &ContactProblem<f64>,
+    blocks: &Blocks,
+    config: &SolverConfig,
+) -> Result<(DVector<f64>, usize), FrictionError> {
     let gap = config.tolerance * config.tolerance * INTERIOR_GAP;
     let mut shifted = problem.clone();
     let mut best: Option<semismooth::Outcome> = None;
     let mut spent = 0;
     for _ in 0..CONVEX_ROUNDS {
-        let Some(interior) = interior::solve(&shifted, gap) else { if std::env::var("SSN").is_ok() { eprintln!("ipm None"); } break };
+        let Some(interior) = interior::solve(&shifted, gap) else { break };
         let s = velocity_error(problem, &interior.impulses);
-        if std::env::var("SSN").is_ok() { eprintln!("ipm point {:?} s {:?}", interior.impulses.as_slice(), s.as_slice()); }
         let start_residual = semismooth::residual(problem, &interior.impulses);
         let finished = semismooth::run(problem, interior.impulses.clone());
-        spent += interior.iterations + finished.solves;
-        let solved = finished.solved;
+        spent += interior.iterations + finished.solves + 1;
         // Newton's line search can stall near a solution it cannot resolve (a slowly sliding
         // contact); the interior point itself may then be the better start.
         let finished = if finished.residual <= start_residual {
             finished
         } else {
-            semismooth::Outcome { impulses: interior.impulses, residual: start_residual, solved: false, solves: 0 }
+            semismooth::Outcome { impulses: interior.impulses, residual: start_residual, solves: 0 }
         };
-        if std::env::var("SSN").is_ok() { eprintln!("round: ipm {} ssn {} residual {:e} solved {solved} f {:?}", interior.iterations, finished.solves, finished.residual, finished.impulses.as_slice()); }
+        let confirmed = sweep(problem, blocks, &mut finished.impulses.clone(), false, block_threshold(config))?;
+        if confirmed < config.tolerance {
+            return Ok((finished.impulses, spent));
+        }
         if best.as_ref().is_none_or(|b| finished.residual < b.residual) {
             best = Some(finished);
         }
@@ -400,11 +399,11 @@ fn through_convex_problems(problem: &ContactProblem<f64>, config: &SolverConfig)
                 shifted.target[at] = target;
             }
         }
-        if solved || moved < config.tolerance {
+        if moved < config.tolerance {
             break;
         }
     }
-    (best.map_or_else(|| DVector::zeros(problem.rows()), |b| b.impulses), spent)
+    Ok((best.map_or_else(|| DVector::zeros(problem.rows()), |b| b.impulses), spent))
 }
 
 /// Where a pass of the solve stands.

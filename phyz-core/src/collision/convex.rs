@@ -1,0 +1,130 @@
+//! General convex pairs — box–box, box–capsule, anything with a cylinder — by
+//! parry3d-f64's contact manifolds, each point pinned as an [`Anchor::Points`].
+//!
+//! parry reports each manifold point as a point on each shape, the signed distance between them
+//! and the normal in each shape's frame, with the features (vertex, edge, face) that produced it.
+//! Those are exactly an anchor's data once moved into body frames; the features give the
+//! contact's identity for warm starts.
+
+use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+use parry3d_f64::math::{Pose as ParryPose, Rot3, Vector};
+use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
+use parry3d_f64::shape::{Ball, Capsule, Cuboid, Cylinder, FeatureId, PackedFeatureId};
+
+use super::anchor::Anchor;
+use super::detect::{Found, MAX_POINTS_PER_PAIR, Placed};
+use crate::math::Pose;
+use crate::model::Shape;
+
+/// A geom as a parry shape, with the pose of parry's frame in the geom's frame (parry's
+/// cylinder axis is y, MuJoCo's z).
+fn solid(shape: &Shape<f64>) -> Option<(Box<dyn parry3d_f64::shape::Shape>, Pose<f64>)> {
+    let identity = Pose::new(Matrix3::identity(), Vector3::zeros());
+    Some(match *shape {
+        Shape::Sphere { radius } => (Box::new(Ball::new(radius)), identity),
+        Shape::Capsule { radius, half_length } => (Box::new(Capsule::new_z(half_length, radius)), identity),
+        Shape::Box { half_extents: e } => (Box::new(Cuboid::new(Vector::new(e.x, e.y, e.z))), identity),
+        Shape::Cylinder { radius, half_length } => {
+            // Turn parry's y axis onto z.
+            let y_to_z = Matrix3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0);
+            (Box::new(Cylinder::new(half_length, radius)), Pose::new(y_to_z, Vector3::zeros()))
+        }
+        Shape::Plane | Shape::Ellipsoid { .. } => return None,
+    })
+}
+
+/// The radius of a shape whose surface is a constant distance from its core (sphere, capsule).
+fn radius_of(shape: &Shape<f64>) -> Option<f64> {
+    match *shape {
+        Shape::Sphere { radius } | Shape::Capsule { radius, .. } => Some(radius),
+        _ => None,
+    }
+}
+
+fn to_parry(pose: &Pose<f64>) -> ParryPose {
+    let q = UnitQuaternion::from_matrix(&pose.rot);
+    ParryPose::from_parts(Vector::new(pose.pos.x, pose.pos.y, pose.pos.z), Rot3::from_xyzw(q.i, q.j, q.k, q.w))
+}
+
+fn from_parry(v: Vector) -> Vector3<f64> {
+    Vector3::new(v.x, v.y, v.z)
+}
+
+/// The contacts of a general convex pair within `margin` (up to [`MAX_POINTS_PER_PAIR`], the
+/// deepest and the most spread), or `None` if either shape is one parry has no manifold for.
+pub(super) fn manifold(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+    let (s1, offset1) = solid(&g1.geom.shape)?;
+    let (s2, offset2) = solid(&g2.geom.shape)?;
+    // Poses of parry's shape frames on their bodies and in the world.
+    let (body1, body2) = (g1.local.compose(&offset1), g2.local.compose(&offset2));
+    let (world1, world2) = (g1.world.compose(&offset1), g2.world.compose(&offset2));
+    let pos12 = to_parry(&world1.inverse().compose(&world2));
+    let mut manifolds: Vec<ContactManifold<(), ()>> = Vec::new();
+    DefaultQueryDispatcher
+        .contact_manifolds(&pos12, s1.as_ref(), s2.as_ref(), margin.max(0.0), &mut manifolds, &mut None)
+        .ok()?;
+    let mut found = Vec::new();
+    for m in &manifolds {
+        let n1 = from_parry(m.local_n1);
+        let normal = world1.rot * n1;
+        // The normal lives on the body whose face it is — parry's first shape if any point
+        // touches one of its faces, else the second's if one touches its faces — one owner for
+        // the whole manifold, so its normals stay parallel as the bodies move.
+        let face = |id: PackedFeatureId| matches!(id.unpack(), FeatureId::Face(_));
+        let normal_on_b = !m.points.iter().any(|p| face(p.fid1)) && m.points.iter().any(|p| face(p.fid2));
+        for p in m.points.iter().filter(|p| p.dist < margin) {
+            let (p1, p2, n2) = (from_parry(p.local_p1), from_parry(p.local_p2), from_parry(m.local_n2));
+            // A sphere or capsule touching the face keeps its core point and radius, so the
+            // touching point rolls over its surface as it turns (as against a plane).
+            let anchor = match (normal_on_b, radius_of(&g1.geom.shape), radius_of(&g2.geom.shape)) {
+                (true, Some(r), _) => Anchor::Plane {
+                    a: g2.body,
+                    normal: body2.rot * n2,
+                    origin: body2.transform_point(&p2),
+                    b: g1.body,
+                    center: body1.transform_point(&(p1 - n1 * r)),
+                    radius: r,
+                },
+                (false, _, Some(r)) => Anchor::Plane {
+                    a: g1.body,
+                    normal: body1.rot * n1,
+                    origin: body1.transform_point(&p1),
+                    b: g2.body,
+                    center: body2.transform_point(&(p2 - n2 * r)),
+                    radius: r,
+                },
+                _ => Anchor::Points {
+                    a: g1.body,
+                    point_a: body1.transform_point(&p1),
+                    b: g2.body,
+                    point_b: body2.transform_point(&p2),
+                    normal: if normal_on_b { body2.rot * -n2 } else { body1.rot * n1 },
+                    normal_on_b,
+                },
+            };
+            let feature = ((p.fid1.0 as usize) << 32) | p.fid2.0 as usize;
+            let at = world1.transform_point(&from_parry(p.local_p1));
+            found.push((Found { feature, anchor, depth: -p.dist, normal }, at));
+        }
+    }
+    Some(spread(found))
+}
+
+/// At most [`MAX_POINTS_PER_PAIR`] points of a manifold: the deepest, then each next the one
+/// that widens the chosen set the most (farthest from it), so a face contact keeps its corners.
+fn spread(mut points: Vec<(Found, Vector3<f64>)>) -> Vec<Found> {
+    if points.len() > MAX_POINTS_PER_PAIR {
+        points.sort_by(|x, y| y.0.depth.total_cmp(&x.0.depth));
+        let mut chosen = vec![points.remove(0)];
+        while chosen.len() < MAX_POINTS_PER_PAIR {
+            let distance = |p: &Vector3<f64>| chosen.iter().map(|c| (c.1 - p).norm()).fold(f64::INFINITY, f64::min);
+            let far = (0..points.len()).max_by(|&i, &j| distance(&points[i].1).total_cmp(&distance(&points[j].1)));
+            match far {
+                Some(i) => chosen.push(points.remove(i)),
+                None => break,
+            }
+        }
+        points = chosen;
+    }
+    points.into_iter().map(|(f, _)| f).collect()
+}
