@@ -78,6 +78,9 @@ fn system(problem: &ContactProblem<f64>, f: &DVector<f64>) -> (DVector<f64>, DMa
 const MAX_STEPS: usize = 50;
 const MAX_HALVINGS: usize = 30;
 
+/// Residuals the non-monotone line search remembers.
+const MEMORY: usize = 5;
+
 /// Where semismooth Newton stopped.
 pub(crate) struct Outcome {
     pub impulses: DVector<f64>,
@@ -96,11 +99,14 @@ pub(crate) fn run(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> Outcome
     let mut solves = 0;
     let (mut value, mut jacobian) = system(problem, &f);
     let solved = |value: &DVector<f64>, f: &DVector<f64>| value.amax() <= ROOT_TOLERANCE * f.amax();
+    // Non-monotone line search (Grippo–Lampariello–Lucidi): a step must beat the largest of
+    // the last few residuals, which lets Newton cross the kinks of `F` it would stall on.
+    let mut recent = std::collections::VecDeque::from([value.norm()]);
     for _ in 0..MAX_STEPS {
         if solved(&value, &f) {
             break;
         }
-        let norm = value.norm();
+        let norm = recent.iter().copied().fold(0.0, f64::max);
         solves += 1;
         let Some(step) = jacobian.clone().lu().solve(&-&value) else { break };
         let mut alpha = 1.0;
@@ -109,6 +115,10 @@ pub(crate) fn run(problem: &ContactProblem<f64>, mut f: DVector<f64>) -> Outcome
             let trial = &f + &step * alpha;
             let (v, j) = system(problem, &trial);
             if v.norm() <= (1.0 - 1e-4 * alpha) * norm {
+                recent.push_back(v.norm());
+                if recent.len() > MEMORY {
+                    recent.pop_front();
+                }
                 (f, value, jacobian, improved) = (trial, v, j, true);
                 break;
             }
