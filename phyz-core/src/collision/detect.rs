@@ -14,6 +14,9 @@ use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
 use crate::math::Pose;
 use crate::model::{Geom, Model, Shape};
+use parry3d_f64::bounding_volume::Aabb;
+use parry3d_f64::math::Vector;
+use parry3d_f64::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
 
 /// Most contact points one pair of geoms contributes.
 pub const MAX_POINTS_PER_PAIR: usize = 4;
@@ -68,38 +71,29 @@ pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<V
         }
     }
     let mut contacts = Vec::new();
-    for (i, g1) in placed.iter().enumerate() {
-        for g2 in &placed[i + 1..] {
-            if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
-                continue;
-            }
-            let material = Material::combine(&material(&g1.geom), &material(&g2.geom));
-            if apart(g1, g2, material.margin) {
-                continue;
-            }
-            let kind = if g1.geom.condim.max(g2.geom.condim) == 1 {
-                ConstraintKind::Frictionless
-            } else {
-                ConstraintKind::Contact
-            };
-            let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
-                geom1: label(model, g1),
-                shape1: g1.geom.shape.name(),
-                geom2: label(model, g2),
-                shape2: g2.geom.shape.name(),
-            })?;
-            for Found { feature, anchor, depth, normal } in found {
-                let tangent_ref = tangent_reference(&normal);
-                contacts.push(Contact {
-                    geoms: [g1.index, g2.index],
-                    feature,
-                    anchor,
-                    tangent_ref,
-                    material,
-                    kind,
-                    depth,
-                });
-            }
+    for (i, j) in candidate_pairs(&placed) {
+        let (g1, g2) = (&placed[i], &placed[j]);
+        if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
+            continue;
+        }
+        let material = Material::combine(&material(&g1.geom), &material(&g2.geom));
+        if apart(g1, g2, material.margin) {
+            continue;
+        }
+        let kind = if g1.geom.condim.max(g2.geom.condim) == 1 {
+            ConstraintKind::Frictionless
+        } else {
+            ConstraintKind::Contact
+        };
+        let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
+            geom1: label(model, g1),
+            shape1: g1.geom.shape.name(),
+            geom2: label(model, g2),
+            shape2: g2.geom.shape.name(),
+        })?;
+        for Found { feature, anchor, depth, normal } in found {
+            let tangent_ref = tangent_reference(&normal);
+            contacts.push(Contact { geoms: [g1.index, g2.index], feature, anchor, tangent_ref, material, kind, depth });
         }
     }
     Ok(contacts)
@@ -114,6 +108,36 @@ fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
     } else {
         g.geom.name.clone()
     }
+}
+
+/// Pairs of geoms (indices into `placed`, ascending) whose bounds overlap: a plane against every
+/// other geom, the bounded geoms by a BVH over their bounding boxes (bounding sphere plus
+/// margin), so a scene of many separate objects does not test every pair.
+fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
+    let (mut planes, mut bounded, mut boxes) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, g) in placed.iter().enumerate() {
+        match g.geom.shape.bounding_radius() {
+            None => planes.push(i),
+            Some(r) => {
+                let reach = r + g.geom.margin.max(0.0);
+                let (lo, hi) = (g.world.pos.add_scalar(-reach), g.world.pos.add_scalar(reach));
+                boxes.push(Aabb::new(Vector::new(lo.x, lo.y, lo.z), Vector::new(hi.x, hi.y, hi.z)));
+                bounded.push(i);
+            }
+        }
+    }
+    let mut pairs = Vec::new();
+    for &p in &planes {
+        pairs.extend(placed.iter().enumerate().filter(|&(i, _)| i != p).map(|(i, _)| (p.min(i), p.max(i))));
+    }
+    let bvh = Bvh::from_leaves(BvhBuildStrategy::default(), &boxes);
+    bvh.traverse_bvtt_single_tree::<false>(&mut BvhWorkspace::default(), &mut |a, b| {
+        let (i, j) = (bounded[a as usize], bounded[b as usize]);
+        pairs.push((i.min(j), i.max(j)));
+    });
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
 }
 
 /// Whether the bounding spheres of two geoms (a plane's half-space) are farther apart than
@@ -262,7 +286,8 @@ fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed) -> Optio
     let reach = other.geom.shape.bounding_radius()?;
     let centre = cube.world.inverse().transform_point(&other.world.pos);
     // The face the geom is beyond (relative to the box's proportions).
-    let axis = (0..3).max_by(|&i, &j| (centre[i].abs() / half_extents[i]).total_cmp(&(centre[j].abs() / half_extents[j])))?;
+    let axis =
+        (0..3).max_by(|&i, &j| (centre[i].abs() / half_extents[i]).total_cmp(&(centre[j].abs() / half_extents[j])))?;
     let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
     if centre[u].abs() + reach > half_extents[u] || centre[v].abs() + reach > half_extents[v] {
         return None;

@@ -20,8 +20,8 @@ pub mod kkt;
 pub mod material;
 pub mod problem;
 pub mod row;
-pub mod sensitivity;
 mod semismooth;
+pub mod sensitivity;
 pub mod solver;
 
 pub use config::{Coupling, GPU_SWEEPS, SolverConfig};

@@ -13,10 +13,10 @@ use nalgebra::{DVector, Matrix2, Vector2};
 
 use super::config::{Coupling, SolverConfig};
 use super::friction::{FrictionError, solve_disc};
-use super::{interior, semismooth};
 use super::kkt::{Regime, classify, kkt_matrix, residual, velocity_error};
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
+use super::{interior, semismooth};
 
 /// The outcome of a solve.
 #[derive(Clone, Debug, PartialEq)]
@@ -342,8 +342,11 @@ pub fn solve(
             if best.residual < config.tolerance {
                 break;
             }
-            let (f, spent) =
-                if from_convex { through_convex_problems(problem, &blocks, config)? } else { semismooth::solve(problem, best.f.clone()) };
+            let (f, spent) = if from_convex {
+                through_convex_problems(problem, &blocks, config)?
+            } else {
+                semismooth::solve(problem, best.f.clone())
+            };
             let start = Iterate { f, residual: f64::INFINITY, iterations: best.iterations + spent, accepted: 0 };
             let budget = start.iterations + config.max_iterations;
             let pass = refine(problem, &blocks, config, start, budget)?;
