@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time MuJoCo's mj_step against phyz on the same models, constraints off in both.
+"""Time MuJoCo's mj_step against phyz on the same models, constraints off in both (or, with
+--constraints, contacts and limits on in both, from the model's reference pose at rest).
 
 For every gymnasium model and every tests/models/*.xml:
   * MuJoCo: constraints disabled (mjDSBL_CONSTRAINT), state = the initial row of
@@ -13,7 +14,11 @@ For every gymnasium model and every tests/models/*.xml:
 Prints a Markdown table (model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco)
 on stdout; progress and warnings go to stderr.
 
-Usage:  python3 tools/bench_vs_mujoco.py [--steps 2000] [--reps 7] [--phyz PATH] [MODEL_NAME ...]
+Also prints each engine's solver iterations per step (MuJoCo's summed over islands, from an
+untimed run). Extra MJCF files can be named by path (e.g. benches/models/box_stack.xml).
+
+Usage:  python3 tools/bench_vs_mujoco.py [--constraints] [--steps 2000] [--reps 7] [--phyz PATH]
+                                        [MODEL_NAME | PATH.xml ...]
 """
 
 import argparse
@@ -37,6 +42,9 @@ STEP_US = re.compile(r"^\s*step_us\s+([-+0-9.eE]+|nan|inf)\s*$", re.MULTILINE)
 
 
 def initial_state(m, name):
+    if CONSTRAINTS:
+        # With contact both start where `phyz bench` does: the reference pose, at rest.
+        return m.qpos0.copy(), np.zeros(m.nv)
     path = os.path.join(ref.REPO, "tests", "reference", name, "traj.csv")
     if os.path.exists(path):
         with open(path, newline="") as f:
@@ -78,29 +86,39 @@ def bench_mujoco(path, name, steps, reps, warmup):
         mujoco.mj_step(m, d, nstep=steps)
         times.append(time.perf_counter() - t0)
         unstable |= d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
-    return statistics.median(times) / steps * 1e6, unstable
+    # Solver iterations per step, from an untimed run of single steps.
+    reset()
+    iterations = 0
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        iterations += int(d.solver_niter[:max(d.nisland, 1)].sum())
+    return statistics.median(times) / steps * 1e6, unstable, iterations / steps
+
+
+SOLVER_ITERATIONS = re.compile(r"^\s*solver_iterations_per_step\s+([-+0-9.eE]+|nan|inf)\s*$", re.MULTILINE)
 
 
 def bench_phyz(binary, path, steps, timeout):
-    """Returns (µs/step or None, note)."""
+    """Returns (µs/step or None, solver iterations per step or None, note)."""
     cmd = [binary, "bench", path, "--steps", str(steps)] + ([] if CONSTRAINTS else ["--no-constraints"])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout} s"
+        return None, None, f"timed out after {timeout} s"
     except OSError as e:
-        return None, f"could not run: {e}"
+        return None, None, f"could not run: {e}"
     if p.returncode != 0:
         lines = [l.strip() for l in (p.stderr + "\n" + p.stdout).splitlines() if l.strip()]
         errs = [l for l in lines if "error" in l.lower()]
         msg = errs[0] if errs else (lines[-1] if lines else "")
         if "subcommand" in msg and "bench" in msg:
             msg += " (this phyz build has no `bench` subcommand yet)"
-        return None, f"exit {p.returncode}: {msg}"
+        return None, None, f"exit {p.returncode}: {msg}"
     hits = STEP_US.findall(p.stdout)
     if not hits:
-        return None, "no `step_us <number>` line in its output"
-    return float(hits[-1]), ""
+        return None, None, "no `step_us <number>` line in its output"
+    iterations = SOLVER_ITERATIONS.findall(p.stdout)
+    return float(hits[-1]), (float(iterations[-1]) if iterations else None), ""
 
 
 def cpu_name():
@@ -116,7 +134,8 @@ def cpu_name():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("models", nargs="*", help="only these model names (default: all)")
+    ap.add_argument("models", nargs="*",
+                    help="only these model names, or paths to other MJCF files (default: all)")
     ap.add_argument("--steps", type=int, default=2000, help="steps per timed run (default 2000)")
     ap.add_argument("--reps", type=int, default=7, help="timed repetitions, median taken (default 7)")
     ap.add_argument("--warmup", type=int, default=500, help="MuJoCo warm-up steps (default 500)")
@@ -133,12 +152,17 @@ def main():
 
     gym, local = ref.model_paths(args.gym_dir)
     paths = gym + local
-    if args.models:
-        want = set(args.models)
+    files = [m for m in args.models if m.endswith(".xml")]
+    names = [m for m in args.models if not m.endswith(".xml")]
+    if files and not names:
+        paths = []
+    if names or files:
+        want = set(names)
         paths = [p for p in paths if os.path.splitext(os.path.basename(p))[0] in want]
         missing = want - {os.path.splitext(os.path.basename(p))[0] for p in paths}
         if missing:
             sys.exit(f"error: unknown model(s): {', '.join(sorted(missing))}")
+        paths += [os.path.abspath(f) for f in files]
 
     have_phyz = os.path.isfile(args.phyz) and os.access(args.phyz, os.X_OK)
     if not have_phyz:
@@ -149,25 +173,28 @@ def main():
     for p in paths:
         name = os.path.splitext(os.path.basename(p))[0]
         print(f"{name} ...", file=sys.stderr, flush=True)
-        mj_us, unstable = bench_mujoco(p, name, args.steps, args.reps, args.warmup)
+        mj_us, unstable, mj_iters = bench_mujoco(p, name, args.steps, args.reps, args.warmup)
         if unstable:
             notes.append(f"{name}: MuJoCo went unstable (auto-reset) during the timed run")
-        phyz_us, note = (None, "not built") if not have_phyz else bench_phyz(args.phyz, p, args.steps, args.timeout)
+        phyz_us, phyz_iters, note = ((None, None, "not built") if not have_phyz
+                                     else bench_phyz(args.phyz, p, args.steps, args.timeout))
         if note and have_phyz:
             notes.append(f"{name}: phyz {note}")
-        rows.append((name, mj_us, phyz_us, note))
+        rows.append((name, mj_us, phyz_us, note, mj_iters, phyz_iters))
 
-    print(f"MuJoCo {mujoco.__version__} vs phyz, constraints disabled in both, {args.steps} steps, "
+    setting = "contacts and limits on (MuJoCo: elliptic cone)" if CONSTRAINTS else "constraints disabled in both"
+    print(f"MuJoCo {mujoco.__version__} vs phyz, {setting}, {args.steps} steps, "
           f"median of {args.reps}; CPU: {cpu_name()}")
     print()
-    print("| model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco |")
-    print("|---|---:|---:|---:|")
-    for name, mj_us, phyz_us, note in rows:
+    print("| model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco | solver iterations/step mujoco / phyz |")
+    print("|---|---:|---:|---:|---:|")
+    for name, mj_us, phyz_us, note, mj_iters, phyz_iters in rows:
         if phyz_us is None:
             pz, ratio = ("n/a (not built)" if note == "not built" else "error"), "n/a"
         else:
             pz, ratio = f"{phyz_us:.3f}", f"{phyz_us / mj_us:.2f}"
-        print(f"| {name} | {mj_us:.3f} | {pz} | {ratio} |")
+        pi = "n/a" if phyz_iters is None else f"{phyz_iters:.1f}"
+        print(f"| {name} | {mj_us:.3f} | {pz} | {ratio} | {mj_iters:.1f} / {pi} |")
     if not have_phyz:
         print()
         print(f"phyz binary not found at {args.phyz} (build it with `cargo build --release`).")
