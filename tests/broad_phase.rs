@@ -17,9 +17,12 @@ fn the_bvh_finds_every_touching_pair() {
     let spheres: Vec<_> = (0..n).map(|_| (rng.vector(0.6), rng.uniform(0.03, 0.12))).collect();
     let bodies: String = spheres
         .iter()
-        .map(|(c, r)| format!("<body pos='{} {} {}'><freejoint/><geom type='sphere' size='{r}'/></body>", c.x, c.y, c.z))
+        .map(|(c, r)| {
+            format!("<body pos='{} {} {}'><freejoint/><geom type='sphere' size='{r}'/></body>", c.x, c.y, c.z)
+        })
         .collect();
-    let model = mjcf::parse(&format!("<mujoco><worldbody>{bodies}</worldbody></mujoco>"), "spheres.xml").expect("valid");
+    let model =
+        mjcf::parse(&format!("<mujoco><worldbody>{bodies}</worldbody></mujoco>"), "spheres.xml").expect("valid");
     let state = model.default_state();
     let kin = forward_kinematics(&model, &state.qpos);
     let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();

@@ -54,6 +54,20 @@ fn a_sphere_within_the_margin() {
     check("sphere in the margin band", &model, &state);
 }
 
+/// The free body's state pressed 3e-4 m into what it rests on and sliding at 1 m/s along x:
+/// how deep the shape reaches with its centre at height zero, lifted to leave 3e-4 m.
+fn pressed_and_sliding(model: &Model<f64>) -> State<f64> {
+    let mut state = model.default_state();
+    state.qpos[2] = 0.0;
+    let kin = forward_kinematics(model, &state.qpos);
+    let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(model, b)).collect();
+    let contacts = detect(model, &poses).expect("supported pair");
+    let deepest = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
+    state.qpos[2] = deepest - 3e-4;
+    state.qvel[0] = 1.0;
+    state
+}
+
 /// Tilted shapes whose touching point moves over the surface as they turn (an ellipsoid, a
 /// cylinder's rim) or stays on a corner (a box), pressed 3e-4 m into the plane and sliding.
 #[test]
@@ -64,15 +78,7 @@ fn tilted_shapes_sliding_on_the_plane() {
         "<geom type='box' size='0.05 0.1 0.07' euler='20 10 0'/>",
     ] {
         let model = scene(geom);
-        // Find how deep the shape reaches with its centre on the plane, then lift it to 3e-4 m.
-        let mut state = model.default_state();
-        state.qpos[2] = 0.0;
-        let kin = forward_kinematics(&model, &state.qpos);
-        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
-        let contacts = detect(&model, &poses).expect("supported pair");
-        let deepest = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
-        state.qpos[2] = deepest - 3e-4;
-        state.qvel[0] = 1.0;
+        let state = pressed_and_sliding(&model);
         check(geom, &model, &state);
     }
 }
@@ -92,14 +98,7 @@ fn tilted_shapes_sliding_on_a_box() {
              <body pos='0 0 0.1'><freejoint/>{geom}</body></worldbody></mujoco>"
         );
         let model = mjcf::parse(&xml, "scene.xml").expect("valid");
-        let mut state = model.default_state();
-        state.qpos[2] = 0.0;
-        let kin = forward_kinematics(&model, &state.qpos);
-        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
-        let contacts = detect(&model, &poses).expect("supported pair");
-        let deepest = contacts.iter().map(|c| c.depth).fold(f64::NEG_INFINITY, f64::max);
-        state.qpos[2] = deepest - 3e-4;
-        state.qvel[0] = 1.0;
+        let state = pressed_and_sliding(&model);
         check(&format!("on a box: {geom}"), &model, &state);
     }
 }

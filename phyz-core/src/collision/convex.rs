@@ -76,23 +76,22 @@ pub(super) fn manifold(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Foun
             let (p1, p2, n2) = (from_parry(p.local_p1), from_parry(p.local_p2), from_parry(m.local_n2));
             // A sphere or capsule touching the face keeps its core point and radius, so the
             // touching point rolls over its surface as it turns (as against a plane).
+            // The face's body, its point and outward normal; the round body, its point and normal.
+            let sides = [(g1.body, &body1, p1, n1), (g2.body, &body2, p2, n2)];
+            let round = |face: usize, r: f64| {
+                let ((a, pose_a, pa, na), (b, pose_b, pb, nb)) = (sides[face], sides[1 - face]);
+                Anchor::Plane {
+                    a,
+                    normal: pose_a.rot * na,
+                    origin: pose_a.transform_point(&pa),
+                    b,
+                    center: pose_b.transform_point(&(pb - nb * r)),
+                    radius: r,
+                }
+            };
             let anchor = match (normal_on_b, radius_of(&g1.geom.shape), radius_of(&g2.geom.shape)) {
-                (true, Some(r), _) => Anchor::Plane {
-                    a: g2.body,
-                    normal: body2.rot * n2,
-                    origin: body2.transform_point(&p2),
-                    b: g1.body,
-                    center: body1.transform_point(&(p1 - n1 * r)),
-                    radius: r,
-                },
-                (false, _, Some(r)) => Anchor::Plane {
-                    a: g1.body,
-                    normal: body1.rot * n1,
-                    origin: body1.transform_point(&p1),
-                    b: g2.body,
-                    center: body2.transform_point(&(p2 - n2 * r)),
-                    radius: r,
-                },
+                (true, Some(r), _) => round(1, r),
+                (false, _, Some(r)) => round(0, r),
                 _ => Anchor::Points {
                     a: g1.body,
                     point_a: body1.transform_point(&p1),

@@ -43,7 +43,7 @@ impl ConeProblem {
     fn new(problem: &ContactProblem<f64>) -> Self {
         let mut cones = Vec::new();
         let mut rows = Vec::new();
-        for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+        for (c, at, mu) in problem.each() {
             if c.kind == ConstraintKind::Contact && mu > 0.0 {
                 cones.push(Cone::Lorentz(rows.len()));
                 rows.extend([(at, 1.0 / mu), (at + 1, 1.0), (at + 2, 1.0)]);

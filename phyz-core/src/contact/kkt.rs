@@ -41,11 +41,8 @@ pub fn classify(problem: &ContactProblem<f64>, f: &DVector<f64>, tolerance: f64)
     let force_scale = f.amax().max(f64::MIN_POSITIVE);
     let slip_scale = s.amax().max(problem.free_velocity.amax()).max(f64::MIN_POSITIVE);
     problem
-        .constraints
-        .iter()
-        .zip(problem.offsets())
-        .zip(&problem.mu)
-        .map(|((c, at), &mu)| {
+        .each()
+        .map(|(c, at, mu)| {
             let f_n = f[at];
             if f_n <= tolerance * force_scale {
                 return Regime::Separating;

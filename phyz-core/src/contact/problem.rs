@@ -62,6 +62,11 @@ impl<S: Scalar> ContactProblem<S> {
             .collect()
     }
 
+    /// Each constraint with its first row and its friction coefficient.
+    pub fn each(&self) -> impl Iterator<Item = (&Constraint, usize, S)> + '_ {
+        self.constraints.iter().zip(self.offsets()).zip(&self.mu).map(|((c, at), &mu)| (c, at, mu))
+    }
+
     /// The real parts of batch lane `lane`.
     pub fn lane(&self, lane: usize) -> ContactProblem<f64> {
         let re = |x: &S| x.lane(lane);

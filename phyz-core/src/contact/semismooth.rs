@@ -24,7 +24,7 @@ fn system(problem: &ContactProblem<f64>, f: &DVector<f64>) -> (DVector<f64>, DMa
     let s = velocity_error(problem, f);
     let mut value = DVector::zeros(m);
     let mut jacobian = DMatrix::zeros(m, m);
-    for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+    for (c, at, mu) in problem.each() {
         let rho = 1.0 / h[(at, at)];
         // ∂y/∂f for row `r`: e_r − ρ H_r.
         let dy = |r: usize| {

@@ -236,7 +236,7 @@ fn block_threshold(config: &SolverConfig) -> f64 {
 /// Clamps a proposal into the cones the staged way: normal to `≥ 0`, then friction radially
 /// into the disc (a feasible point; the sweep that follows makes it optimal).
 fn project(problem: &ContactProblem<f64>, f: &mut DVector<f64>) {
-    for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+    for (c, at, mu) in problem.each() {
         f[at] = f[at].max(0.0);
         if c.kind == ConstraintKind::Contact {
             let limit = mu * f[at];
@@ -257,11 +257,8 @@ fn project(problem: &ContactProblem<f64>, f: &mut DVector<f64>) {
 fn predicted_regimes(problem: &ContactProblem<f64>, f: &DVector<f64>) -> Vec<Regime> {
     let s = velocity_error(problem, f);
     problem
-        .constraints
-        .iter()
-        .zip(problem.offsets())
-        .zip(&problem.mu)
-        .map(|((c, at), &mu)| {
+        .each()
+        .map(|(c, at, mu)| {
             let rho = 1.0 / (problem.delassus[(at, at)] + problem.regularizer[at]);
             let y_n = f[at] - rho * s[at];
             if y_n <= 0.0 {
@@ -395,7 +392,7 @@ fn through_convex_problems(
             best = Some(finished);
         }
         let mut moved: f64 = 0.0;
-        for ((c, at), &mu) in problem.constraints.iter().zip(problem.offsets()).zip(&problem.mu) {
+        for (c, at, mu) in problem.each() {
             if c.kind == ConstraintKind::Contact {
                 let target = problem.target[at] - mu * s.fixed_rows::<2>(at + 1).norm();
                 moved = moved.max((target - shifted.target[at]).abs());
