@@ -245,3 +245,32 @@ fn a_stack_of_ten_boxes_stands_for_ten_seconds() {
     eprintln!("10-box stack: largest movement over 9 s after settling {worst:.3e} m");
     assert!(worst < 1e-3, "stack crept {worst} m");
 }
+
+/// A mesh box (binary STL, convex hull, principal frame) rests where MuJoCo's primitive box of
+/// the same size does: on a plane, on a wide box's face, and on another mesh (parry's manifold).
+#[test]
+fn a_mesh_box_rests_at_mujocos_box_depth() {
+    let scene = |support: &str, base: f64| {
+        let xml = format!(
+            "<mujoco><compiler meshdir='tests/models/meshes'/><option timestep='0.002'/>\
+             <asset><mesh name='block' file='block.stl'/></asset><worldbody>{support}\
+             <body pos='0 0 {}'><freejoint/><geom type='mesh' mesh='block'/></body></worldbody></mujoco>",
+            base + 0.05
+        );
+        mjcf::parse(&xml, "scene.xml").expect("valid scene")
+    };
+    let on_plane = scene("<geom type='plane' size='5 5 0.1'/>", 0.0);
+    rest_depth_matches("box", 0.05, &run(&on_plane, 1500));
+    // On a wide box whose top face is at z = 0.2: the same depth (a face acts as a plane).
+    // On a mesh block fixed to the world, top face at z = 0.05: hull against hull (parry).
+    for (name, support, top) in [
+        ("a wide box", "<geom type='box' size='1 1 0.1' pos='0 0 0.1'/>", 0.2),
+        ("a fixed mesh block", "<geom type='mesh' mesh='block'/>", 0.05),
+    ] {
+        let states = run(&scene(support, top), 1500);
+        let depth = top + 0.05 - states[states.len() - 1].qpos[2];
+        let expected = reference_depth("box");
+        eprintln!("mesh box on {name}: depth {depth:.9e} vs MuJoCo on a plane {expected:.9e}");
+        assert!((depth - expected).abs() < 1e-6);
+    }
+}

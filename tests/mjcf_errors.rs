@@ -201,3 +201,24 @@ fn keyframes_and_flags_are_read() {
     let wrong = error(&BASE.replace("</mujoco>", r#"<keyframe><key qpos="0.5 0.1"/></keyframe></mujoco>"#));
     assert_eq!(wrong.location.element, "key", "{wrong}");
 }
+
+#[test]
+fn mesh_assets_that_cannot_be_read_name_the_mesh_element() {
+    let with_mesh = |asset: &str| {
+        BASE.replace("<worldbody>", &format!("<asset>{asset}</asset><worldbody>"))
+            .replace(r#"<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>"#, r#"<geom type="mesh" mesh="m"/>"#)
+    };
+    // A missing file: the message names the file, the location the <mesh> element.
+    let missing = error(&with_mesh(r#"<mesh name="m" file="nowhere.stl"/>"#));
+    assert_eq!(missing.location.element, "mesh", "{missing}");
+    assert!(missing.to_string().contains("nowhere.stl"), "{missing}");
+    // An extension neither STL nor OBJ.
+    let format = error(&with_mesh(r#"<mesh name="m" file="shape.ply"/>"#));
+    assert!(format.to_string().contains("shape.ply"), "{format}");
+    // Inline vertex data and height fields are not read yet: unsupported, not ignored.
+    let inline = error(&with_mesh(r#"<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>"#));
+    assert!(matches!(inline.kind, MjcfErrorKind::Unsupported(_)), "{inline}");
+    // A geom naming a mesh no asset defines.
+    let unknown = error(&with_mesh(r#"<mesh name="other" file="tests/models/meshes/block.stl"/>"#));
+    assert_eq!(unknown.location.element, "geom", "{unknown}");
+}

@@ -1,4 +1,4 @@
-//! General convex pairs — box–box, box–capsule, anything with a cylinder — by
+//! General convex pairs — box–box, box–capsule, anything with a cylinder or a mesh — by
 //! parry3d-f64's contact manifolds, each point pinned as an [`Anchor::Points`].
 //!
 //! parry reports each manifold point as a point on each shape, the signed distance between them
@@ -29,6 +29,7 @@ fn solid(shape: &Shape<f64>) -> Option<(Box<dyn parry3d_f64::shape::Shape>, Pose
             let y_to_z = Matrix3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0);
             (Box::new(Cylinder::new(half_length, radius)), Pose::new(y_to_z, Vector3::zeros()))
         }
+        Shape::Mesh { ref hull } => (Box::new(hull.polyhedron.clone()), identity),
         Shape::Plane | Shape::Ellipsoid { .. } => return None,
     })
 }

@@ -199,6 +199,7 @@ fn points_of(g: &Placed) -> Option<(Vec<Vector3<f64>>, f64)> {
                 .collect();
             Some((corners, 0.0))
         }
+        Shape::Mesh { ref hull } => Some((hull.vertices.iter().map(|v| g.local.transform_point(v)).collect(), 0.0)),
         _ => None,
     }
 }

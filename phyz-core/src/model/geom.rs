@@ -1,20 +1,40 @@
 //! Collision geometry carried on bodies (used by the contact stages).
 
+use std::sync::Arc;
+
 use nalgebra::Vector3;
+
+use super::mesh::ConvexHull;
 
 use crate::Scalar;
 use crate::math::Quat;
 
 /// A geometric primitive, sized in its own frame (MuJoCo's conventions: capsules and cylinders
 /// along their local z axis, boxes by half-extents, planes as the local z = 0 half-space).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Shape<S> {
     Plane,
-    Sphere { radius: S },
-    Capsule { radius: S, half_length: S },
-    Box { half_extents: Vector3<S> },
-    Cylinder { radius: S, half_length: S },
-    Ellipsoid { radii: Vector3<S> },
+    Sphere {
+        radius: S,
+    },
+    Capsule {
+        radius: S,
+        half_length: S,
+    },
+    Box {
+        half_extents: Vector3<S>,
+    },
+    Cylinder {
+        radius: S,
+        half_length: S,
+    },
+    Ellipsoid {
+        radii: Vector3<S>,
+    },
+    /// A mesh's convex hull, in its principal frame (fixed geometry: not a model parameter).
+    Mesh {
+        hull: Arc<ConvexHull>,
+    },
 }
 
 impl<S> Shape<S> {
@@ -27,6 +47,7 @@ impl<S> Shape<S> {
             Shape::Box { .. } => "box",
             Shape::Cylinder { .. } => "cylinder",
             Shape::Ellipsoid { .. } => "ellipsoid",
+            Shape::Mesh { .. } => "mesh",
         }
     }
 }
@@ -36,6 +57,7 @@ impl Shape<f64> {
     /// plane, which is unbounded.
     pub fn bounding_radius(&self) -> Option<f64> {
         match *self {
+            Shape::Mesh { ref hull } => Some(hull.bounding_radius()),
             Shape::Plane => None,
             Shape::Sphere { radius } => Some(radius),
             Shape::Capsule { radius, half_length } => Some(radius + half_length),
@@ -92,15 +114,18 @@ impl<S: Scalar> Geom<S> {
     }
 
     pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Geom<T> {
-        let shape = match self.shape {
+        let shape = match &self.shape {
             Shape::Plane => Shape::Plane,
-            Shape::Sphere { radius } => Shape::Sphere { radius: f(radius) },
-            Shape::Capsule { radius, half_length } => Shape::Capsule { radius: f(radius), half_length: f(half_length) },
+            Shape::Sphere { radius } => Shape::Sphere { radius: f(*radius) },
+            Shape::Capsule { radius, half_length } => {
+                Shape::Capsule { radius: f(*radius), half_length: f(*half_length) }
+            }
             Shape::Box { half_extents } => Shape::Box { half_extents: half_extents.map(&mut *f) },
             Shape::Cylinder { radius, half_length } => {
-                Shape::Cylinder { radius: f(radius), half_length: f(half_length) }
+                Shape::Cylinder { radius: f(*radius), half_length: f(*half_length) }
             }
             Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: radii.map(&mut *f) },
+            Shape::Mesh { hull } => Shape::Mesh { hull: hull.clone() },
         };
         Geom {
             name: self.name.clone(),

@@ -11,6 +11,7 @@ mod builder;
 mod error;
 mod geom;
 mod joint;
+pub mod mesh;
 pub mod mjcf;
 mod options;
 mod state;

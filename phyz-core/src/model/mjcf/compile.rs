@@ -1,6 +1,8 @@
 //! From parsed MJCF elements to a model, following MuJoCo's compiler.
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
@@ -11,6 +13,7 @@ use super::frame::{AngleSettings, orientation, z_to};
 use super::mass::{Part, combine, geom_mass};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
+use crate::model::mesh::ConvexHull;
 use crate::model::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe, Model,
     ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
@@ -29,13 +32,18 @@ struct Settings {
     inertia_from_geom: InertiaFromGeom,
     total_mass: Option<f64>,
     autolimits: bool,
+    /// Where mesh files are looked up, relative to the model file (`meshdir`, else `assetdir`).
+    mesh_dir: Option<String>,
 }
 
 /// The attributes that place a frame.
 const FRAME: &[&str] = &["pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"];
 
 /// Top-level elements that only matter for rendering or bookkeeping.
-const SKIPPED: &[&str] = &["visual", "asset", "statistic", "custom", "sensor"];
+const SKIPPED: &[&str] = &["visual", "statistic", "custom", "sensor"];
+
+/// Assets only rendering uses.
+const RENDERING_ASSETS: &[&str] = &["texture", "material", "skin"];
 
 struct Compiler<'a> {
     parsed: &'a Parsed<'a>,
@@ -49,6 +57,8 @@ struct Compiler<'a> {
     places: HashMap<(&'static str, String), Location>,
     /// Keyframes count requested by `<size nkey>`.
     nkey: usize,
+    /// Mesh assets by name.
+    meshes: HashMap<String, Arc<ConvexHull>>,
 }
 
 pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfError> {
@@ -65,6 +75,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         inertia_from_geom: InertiaFromGeom::Auto,
         total_mass: None,
         autolimits: true,
+        mesh_dir: None,
     };
     for at in of("compiler") {
         read_compiler(&Element::new(at, None), &mut settings)?;
@@ -79,11 +90,15 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         body_index: HashMap::from([("world".to_string(), 0)]),
         places: HashMap::new(),
         nkey: 0,
+        meshes: HashMap::new(),
     };
+    for at in of("asset") {
+        c.assets(at)?;
+    }
     for &at in &top {
         let el = Element::new(at, None);
         match el.tag() {
-            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" => {}
+            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" | "asset" => {}
             "option" => c.option(&el)?,
             "size" => c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize,
             "worldbody" => c.worldbody(at)?,
@@ -173,6 +188,9 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
         "fitaabb",
         "convexhull",
     ])?;
+    if let Some(dir) = el.string("meshdir").or_else(|| el.string("assetdir")) {
+        s.mesh_dir = Some(dir);
+    }
     if let Some(angle) = el.keyword("angle", &["degree", "radian"])? {
         s.angles.degrees = angle == "degree";
     }
@@ -527,6 +545,55 @@ impl<'a> Compiler<'a> {
     }
 
     /// A geom and, for shapes with volume, its mass properties as a part of its body.
+    /// `<asset>`: meshes are read (their convex hulls), rendering assets skipped.
+    fn assets(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        for child in self.parsed.children(at) {
+            let el = Element::new(child, None);
+            match el.tag() {
+                "mesh" => {
+                    el.check_attributes(&[
+                        "name",
+                        "class",
+                        "file",
+                        "scale",
+                        "content_type",
+                        "inertia",
+                        "maxhullvert",
+                        "smoothnormal",
+                        "refpos",
+                        "refquat",
+                        "vertex",
+                        "normal",
+                        "texcoord",
+                        "face",
+                        "builtin",
+                        "params",
+                        "material",
+                    ])?;
+                    for inline in ["vertex", "face", "builtin", "refpos", "refquat"] {
+                        if el.has(inline) {
+                            return Err(el.unsupported(format!("mesh attribute `{inline}`")));
+                        }
+                    }
+                    el.reject_unless("inertia", &["legacy", "convex", "exact"])?;
+                    let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file`"))?;
+                    let name = el.string("name").unwrap_or_else(|| {
+                        Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+                    });
+                    let scale = Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3]));
+                    let base = child.file.parent().unwrap_or(Path::new("."));
+                    let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
+                    let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()))?;
+                    self.meshes.insert(name, hull);
+                }
+                "hfield" => return Err(el.unsupported("height fields")),
+                tag if RENDERING_ASSETS.contains(&tag) => {}
+                tag => return Err(el.unsupported(format!("asset <{tag}>"))),
+            }
+        }
+        Ok(())
+    }
+
     fn geom(&self, el: &Element<'_, '_>) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
         el.check_attributes(
             &[
@@ -592,6 +659,11 @@ impl<'a> Compiler<'a> {
             "cylinder" => Shape::Cylinder { radius: dim(0)?, half_length: half_length(1)? },
             "box" => Shape::Box { half_extents: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
             "ellipsoid" => Shape::Ellipsoid { radii: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
+            "mesh" => {
+                let name = el.string("mesh").ok_or_else(|| el.invalid("a mesh geom needs `mesh`"))?;
+                let hull = self.meshes.get(&name).ok_or_else(|| el.invalid(format!("no mesh asset `{name}`")))?;
+                Shape::Mesh { hull: hull.clone() }
+            }
             other => return Err(el.unsupported(format!("geom type `{other}`"))),
         };
         let (pos, quat) = match segment {
@@ -600,6 +672,11 @@ impl<'a> Compiler<'a> {
                 Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
                 orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
             ),
+        };
+        // A mesh sits in its principal frame: the geom is placed by that frame, as in MuJoCo.
+        let (pos, quat) = match &shape {
+            Shape::Mesh { hull } => (pos + quat.rotate(&hull.frame_pos), quat * hull.frame_quat),
+            _ => (pos, quat),
         };
         let mut geom = Geom::new(el.string("name").unwrap_or_default(), shape);
         geom.pos = pos;
@@ -625,7 +702,7 @@ impl<'a> Compiler<'a> {
         if mass.is_some_and(|m| m < 0.0) || density < 0.0 {
             return Err(el.invalid("mass and density must be non-negative"));
         }
-        let part = geom_mass(&shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
+        let part = geom_mass(&geom.shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
         Ok((geom, part))
     }
 

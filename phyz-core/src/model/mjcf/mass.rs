@@ -12,6 +12,7 @@ use crate::model::Shape;
 fn unit_inertia(shape: &Shape<f64>) -> Option<(f64, Vector3<f64>)> {
     match *shape {
         Shape::Plane => None,
+        Shape::Mesh { ref hull } => Some((hull.volume, hull.inertia_per_mass)),
         Shape::Sphere { radius: r } => Some((4.0 / 3.0 * PI * r.powi(3), Vector3::repeat(0.4 * r * r))),
         Shape::Capsule { radius: r, half_length: hl } => {
             let h = 2.0 * hl;
