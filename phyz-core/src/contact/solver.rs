@@ -53,6 +53,8 @@ const STALL_BLOCKS: usize = 3;
 const REGIME_TOLERANCE: f64 = 1e-7;
 /// Budget of the main pass (sweeps and active-set Newton) before the fallbacks take over.
 const MAIN_PASS: usize = 100;
+/// Largest multiple of the De Saxcé step taken at once.
+const MAX_STRIDE: f64 = 64.0;
 /// Most convex problems solved on the way to the Coulomb solution.
 const CONVEX_ROUNDS: usize = 60;
 /// Mean complementarity the interior-point fallback aims for, relative to the tolerance squared
@@ -371,6 +373,7 @@ fn through_convex_problems(
     let mut shifted = problem.clone();
     let mut best: Option<semismooth::Outcome> = None;
     let mut spent = 0;
+    let (mut stride, mut previous): (f64, Option<DVector<f64>>) = (1.0, None);
     for _ in 0..CONVEX_ROUNDS {
         let Some(interior) = interior::solve(&shifted, gap) else { break };
         let s = velocity_error(problem, &interior.impulses);
@@ -391,14 +394,19 @@ fn through_convex_problems(
         if best.as_ref().is_none_or(|b| finished.residual < b.residual) {
             best = Some(finished);
         }
-        let mut moved: f64 = 0.0;
+        // The next normal targets. Where a contact slides steadily the iteration walks with
+        // nearly constant steps until a regime changes, so the step grows (doubling) while its
+        // direction persists, and falls back to one step when it turns.
+        let mut step = DVector::zeros(problem.rows());
         for (c, at, mu) in problem.each() {
             if c.kind == ConstraintKind::Contact {
-                let target = problem.target[at] - mu * s.fixed_rows::<2>(at + 1).norm();
-                moved = moved.max((target - shifted.target[at]).abs());
-                shifted.target[at] = target;
+                step[at] = problem.target[at] - mu * s.fixed_rows::<2>(at + 1).norm() - shifted.target[at];
             }
         }
+        let moved = step.amax();
+        stride = if previous.as_ref().is_some_and(|p| p.dot(&step) > 0.0) { (stride * 2.0).min(MAX_STRIDE) } else { 1.0 };
+        shifted.target += &step * stride;
+        previous = Some(step);
         if moved < config.tolerance {
             break;
         }
