@@ -8,6 +8,12 @@
 //! linear, and solves them directly, null space included. Each Newton proposal is accepted only
 //! if a real sweep from it lowers the residual, so `converged` keeps one meaning: a full sweep
 //! no longer moves any impulse by more than the tolerance.
+//!
+//! What that main pass does not settle within its budget — degenerate manifolds, contacts whose
+//! friction lifts them off, high friction next to a pressed limit — goes to the fallbacks: the
+//! convex relaxation by an interior-point method (`interior`), walked to the staged Coulomb
+//! point by De Saxcé rounds and finished by semismooth Newton (`semismooth`), each candidate
+//! judged by the same test.
 
 use nalgebra::{DVector, Matrix2, Vector2};
 
@@ -23,7 +29,7 @@ use super::{interior, semismooth};
 pub struct Solution {
     /// Impulses, row by row (`[n, t1, t2]` per contact).
     pub impulses: DVector<f64>,
-    /// Work spent: sweeps plus dense KKT solves.
+    /// Work spent: sweeps plus dense solves (Newton steps, interior-point iterations).
     pub iterations: usize,
     /// Largest change of a constraint's own velocity (`(A + R)_cc Δf_c`) in the last sweep.
     pub residual: f64,
