@@ -58,7 +58,7 @@ const STALL_BLOCKS: usize = 3;
 /// Relative tolerance with which a Newton guess reads regimes off the impulses themselves.
 const REGIME_TOLERANCE: f64 = 1e-7;
 /// Budget of the main pass (sweeps and active-set Newton) before the fallbacks take over.
-const MAIN_PASS: usize = 100;
+const MAIN_PASS: usize = 40;
 /// Largest multiple of the De Saxcé step taken at once.
 const MAX_STRIDE: f64 = 64.0;
 /// Most convex problems solved on the way to the Coulomb solution.
