@@ -9,27 +9,46 @@
 use nalgebra::{Matrix3, UnitQuaternion, Vector3};
 use parry3d_f64::math::{Pose as ParryPose, Rot3, Vector};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
-use parry3d_f64::shape::{Ball, Capsule, Cuboid, Cylinder, FeatureId, PackedFeatureId};
+use parry3d_f64::shape::{
+    Ball, Capsule, ConvexPolyhedron, Cuboid, Cylinder, FeatureId, PackedFeatureId, Shape as ParryShape,
+};
 
 use super::anchor::Anchor;
 use super::detect::{Found, MAX_POINTS_PER_PAIR, Placed};
 use crate::math::Pose;
 use crate::model::Shape;
 
+/// A parry shape: a primitive built for the query, or a mesh's hull borrowed from the model
+/// (not copied on every detection).
+enum Solid<'a> {
+    Built(Box<dyn ParryShape>),
+    Hull(&'a ConvexPolyhedron),
+}
+
+impl Solid<'_> {
+    fn shape(&self) -> &dyn ParryShape {
+        match self {
+            Solid::Built(shape) => shape.as_ref(),
+            Solid::Hull(hull) => *hull,
+        }
+    }
+}
+
 /// A geom as a parry shape, with the pose of parry's frame in the geom's frame (parry's
 /// cylinder axis is y, MuJoCo's z).
-fn solid(shape: &Shape<f64>) -> Option<(Box<dyn parry3d_f64::shape::Shape>, Pose<f64>)> {
+fn solid(shape: &Shape<f64>) -> Option<(Solid<'_>, Pose<f64>)> {
     let identity = Pose::new(Matrix3::identity(), Vector3::zeros());
+    let built = |s: Box<dyn ParryShape>| Solid::Built(s);
     Some(match *shape {
-        Shape::Sphere { radius } => (Box::new(Ball::new(radius)), identity),
-        Shape::Capsule { radius, half_length } => (Box::new(Capsule::new_z(half_length, radius)), identity),
-        Shape::Box { half_extents: e } => (Box::new(Cuboid::new(Vector::new(e.x, e.y, e.z))), identity),
+        Shape::Sphere { radius } => (built(Box::new(Ball::new(radius))), identity),
+        Shape::Capsule { radius, half_length } => (built(Box::new(Capsule::new_z(half_length, radius))), identity),
+        Shape::Box { half_extents: e } => (built(Box::new(Cuboid::new(Vector::new(e.x, e.y, e.z)))), identity),
         Shape::Cylinder { radius, half_length } => {
             // Turn parry's y axis onto z.
             let y_to_z = Matrix3::new(1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0);
-            (Box::new(Cylinder::new(half_length, radius)), Pose::new(y_to_z, Vector3::zeros()))
+            (built(Box::new(Cylinder::new(half_length, radius))), Pose::new(y_to_z, Vector3::zeros()))
         }
-        Shape::Mesh { ref hull } => (Box::new(hull.polyhedron.clone()), identity),
+        Shape::Mesh { ref hull } => (Solid::Hull(&hull.polyhedron), identity),
         Shape::Plane | Shape::Ellipsoid { .. } => return None,
     })
 }
@@ -62,7 +81,7 @@ pub(super) fn manifold(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Foun
     let pos12 = to_parry(&world1.inverse().compose(&world2));
     let mut manifolds: Vec<ContactManifold<(), ()>> = Vec::new();
     DefaultQueryDispatcher
-        .contact_manifolds(&pos12, s1.as_ref(), s2.as_ref(), margin.max(0.0), &mut manifolds, &mut None)
+        .contact_manifolds(&pos12, s1.shape(), s2.shape(), margin.max(0.0), &mut manifolds, &mut None)
         .ok()?;
     let mut found = Vec::new();
     for m in &manifolds {

@@ -410,7 +410,8 @@ fn through_convex_problems(
             }
         }
         let moved = step.amax();
-        stride = if previous.as_ref().is_some_and(|p| p.dot(&step) > 0.0) { (stride * 2.0).min(MAX_STRIDE) } else { 1.0 };
+        stride =
+            if previous.as_ref().is_some_and(|p| p.dot(&step) > 0.0) { (stride * 2.0).min(MAX_STRIDE) } else { 1.0 };
         shifted.target += &step * stride;
         previous = Some(step);
         if moved < config.tolerance {
