@@ -173,8 +173,8 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let keep = |found: Vec<Found>| found.into_iter().filter(|c| c.depth > -margin).collect();
     Some(match (&g1.geom.shape, &g2.geom.shape) {
         (Plane, Plane) => Vec::new(),
-        (Plane, _) => keep(plane_against(g1, g2)?),
-        (_, Plane) => keep(plane_against(g2, g1)?),
+        (Plane, _) => keep(plane_against(&PlaneFrame::of(g1), g2)?),
+        (_, Plane) => keep(plane_against(&PlaneFrame::of(g2), g1)?),
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
         (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
         (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
@@ -241,7 +241,7 @@ fn cylinder_rim(
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
 /// an ellipsoid's support point); a pair keeps its deepest four.
-fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
+fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
     // Points in the geom's frame, each with the surface it is re-found on, if curved.
@@ -279,6 +279,20 @@ fn plane_against(plane: &Placed, other: &Placed) -> Option<Vec<Found>> {
     Some(found)
 }
 
+/// Where a plane is: its body and its frame (z the normal) in the body and in the world — a
+/// plane geom's, or a box face's.
+struct PlaneFrame {
+    body: usize,
+    local: Pose<f64>,
+    world: Pose<f64>,
+}
+
+impl PlaneFrame {
+    fn of(plane: &Placed) -> Self {
+        PlaneFrame { body: plane.body, local: plane.local, world: plane.world }
+    }
+}
+
 /// A geom over the middle of a box's face, where the face acts as a plane: the contacts are the
 /// plane's (a cylinder's rim points, an ellipsoid's support point, a box's corners), stable
 /// under small motions — unlike a general manifold, whose points on a curved rim jump with the
@@ -300,13 +314,7 @@ fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed) -> Optio
     let mut origin = Vector3::zeros();
     origin[axis] = side * half_extents[axis];
     let face = Pose::new(nalgebra::Matrix3::from_columns(&[x, y, z]), origin);
-    let plane = Placed {
-        body: cube.body,
-        index: cube.index,
-        geom: Geom { shape: Shape::Plane, ..cube.geom.clone() },
-        local: cube.local.compose(&face),
-        world: cube.world.compose(&face),
-    };
+    let plane = PlaneFrame { body: cube.body, local: cube.local.compose(&face), world: cube.world.compose(&face) };
     plane_against(&plane, other)
 }
 
