@@ -37,7 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mujoco_reference import (  # noqa: E402  (shared conventions with the smooth-dynamics data)
     CHAOS_EPS, CHAOS_THRESHOLD, DEFAULT_GYM_DIR, K_ONESTEP, REPO, TRAJ_STEPS,
-    floats, fmt, model_paths, random_state, read_csv, rng_for, route_warnings, set_state,
+    floats, fmt, model_paths, problem_list, random_state, read_csv, rng_for, route_warnings, set_state,
     state_header, state_row, traj_controls, write_csv)
 
 SEED_LIM_ONESTEP = 20240611
@@ -292,11 +292,7 @@ def check_limits(path, out_root):
     out = os.path.join(out_root, name)
     m = load_limits(path)
     d = mujoco.MjData(m)
-    probs = []
-
-    def expect(cond, msg):
-        if not cond:
-            probs.append(f"limits/{name}: {msg}")
+    probs, expect = problem_list(f"limits/{name}")
 
     hdr = state_header(m)
     h_in, rin = read_csv(os.path.join(out, "onestep_in.csv"))

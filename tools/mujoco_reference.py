@@ -250,6 +250,19 @@ def floats(rows):
     return np.array([[float(x) for x in r] for r in rows], dtype=float).reshape(len(rows), -1)
 
 
+def problem_list(prefix):
+    """An empty list of problems, and `expect(cond, msg)`, which records `prefix: msg` in it
+    when `cond` is false and returns `cond`."""
+    probs = []
+
+    def expect(cond, msg):
+        if not cond:
+            probs.append(f"{prefix}: {msg}")
+        return cond
+
+    return probs, expect
+
+
 def check(path, out_root):
     """Re-read the files written for one model, check their shapes, and replay them with
     MuJoCo starting from the parsed text (so the text alone must reproduce the data
@@ -258,12 +271,7 @@ def check(path, out_root):
     out = os.path.join(out_root, name)
     m = load(path)
     d = mujoco.MjData(m)
-    probs = []
-
-    def expect(cond, msg):
-        if not cond:
-            probs.append(f"{name}: {msg}")
-        return cond
+    probs, expect = problem_list(name)
 
     h, rows = read_csv(os.path.join(out, "sizes.csv"))
     expect(h == ["nq", "nv", "nu", "nbody", "njnt", "timestep"] and len(rows) == 1, "sizes.csv shape")
