@@ -44,6 +44,7 @@ fn moved(problem: &ContactProblem<f64>, d: &ProblemTangent, t: f64) -> ContactPr
         target: &problem.target + &d.target * t,
         regularizer: &problem.regularizer + &d.regularizer * t,
         mu: problem.mu.iter().zip(&d.mu).map(|(m, dm)| m + dm * t).collect(),
+        present: problem.present.clone(),
     }
 }
 
@@ -193,6 +194,7 @@ fn dual_numbers_get_the_tangent_rule_without_unrolling() {
         target: DVector::from_fn(m, |i, _| lift(problem.target[i], &|d| d.target[i])),
         regularizer: DVector::from_fn(m, |i, _| lift(problem.regularizer[i], &|d| d.regularizer[i])),
         mu: (0..problem.mu.len()).map(|c| lift(problem.mu[c], &|d| d.mu[c])).collect(),
+        present: problem.present.clone(),
     };
     let (impulses, solutions) = solve_scalar(&dual, &config, &[]).expect("converged");
     let plain = solve(&problem, &config, None).expect("ok");

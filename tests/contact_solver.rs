@@ -283,8 +283,8 @@ fn coupling_modes_restrict_the_operator_only() {
 
 #[test]
 fn batch_lanes_solve_each_lane_alone() {
-    use phyz::Lanes;
     use phyz::contact::solve_scalar;
+    use phyz::{Lanes, scalar::LaneMask};
     let config = SolverConfig::simulation();
     // Three problems of one structure: different free velocities and friction.
     let base = random_problem(&mut Rng::new(100), &config);
@@ -306,6 +306,7 @@ fn batch_lanes_solve_each_lane_alone() {
         target: DVector::from_fn(m, |i, _| gather(&|p| p.target[i])),
         regularizer: DVector::from_fn(m, |i, _| gather(&|p| p.regularizer[i])),
         mu: (0..base.mu.len()).map(|c| gather(&|p| p.mu[c])).collect(),
+        present: vec![LaneMask([true; 3]); base.constraints.len()],
     };
     let (impulses, _) = solve_scalar(&batch, &config, &[]).expect("solves");
     for (lane, p) in variants.iter().enumerate() {

@@ -15,6 +15,8 @@ pub enum StepError {
     Unsupported { what: String },
     #[error("contact solve: {reason}")]
     Contact { reason: String },
+    #[error(transparent)]
+    ContactOverflow(#[from] crate::collision::Overflow),
     #[error("the step produced a non-finite {what}[{index}]")]
     NonFiniteResult { what: &'static str, index: usize },
 }

@@ -6,7 +6,7 @@
 //! detected point, normal and depth, and at a perturbed state moves them smoothly — which is what
 //! lets dual numbers carry exact derivatives through contact.
 
-use nalgebra::Vector3;
+use nalgebra::{Matrix3, Vector3};
 
 use crate::Scalar;
 use crate::dynamics::Kinematics;
@@ -26,67 +26,56 @@ pub struct ContactFrame<S> {
     pub depth: S,
 }
 
-/// What a contact is pinned to.
+/// What a contact is pinned to. Detection builds anchors in `f64`; assembly lifts them into the
+/// step's scalar (one value per batch lane, [`Anchor::lift`]) and evaluates them there.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Anchor {
+pub enum Anchor<T = f64> {
     /// A sphere (radius 0 for a point: a box corner) on body `b` against a plane on body `a`;
     /// the plane's normal and point are frozen in `a`'s frame.
-    Plane { a: usize, normal: Vector3<f64>, origin: Vector3<f64>, b: usize, center: Vector3<f64>, radius: f64 },
+    Plane { a: usize, normal: Vector3<T>, origin: Vector3<T>, b: usize, center: Vector3<T>, radius: T },
     /// The deepest point of a curved geom on body `b` towards a plane on body `a`, found again at
     /// the live orientation: a frozen material point would have the right depth but not the
     /// right lever arm, as the touching point moves over the surface when the geom turns.
-    PlaneSupport { a: usize, normal: Vector3<f64>, origin: Vector3<f64>, b: usize, geom: Pose<f64>, surface: Surface },
+    PlaneSupport { a: usize, normal: Vector3<T>, origin: Vector3<T>, b: usize, geom: Pose<T>, surface: Surface<T> },
     /// Two spheres (capsules at their frozen closest segment points): the normal is re-derived
     /// from the live centres.
-    Spheres { a: usize, center_a: Vector3<f64>, radius_a: f64, b: usize, center_b: Vector3<f64>, radius_b: f64 },
+    Spheres { a: usize, center_a: Vector3<T>, radius_a: T, b: usize, center_b: Vector3<T>, radius_b: T },
     /// A point of a general convex pair (box–box, capsule–cylinder): the two surface points
     /// frozen on their bodies and the normal frozen on the body that owns the reference face
     /// (`normal_on_b`: body `b`'s, pointing from `a` to `b` as always), so the face is a plane
     /// through its point and the other body's point is what slides over it. The depth is the gap
     /// between the points along the normal.
-    Points { a: usize, point_a: Vector3<f64>, b: usize, point_b: Vector3<f64>, normal: Vector3<f64>, normal_on_b: bool },
+    Points { a: usize, point_a: Vector3<T>, b: usize, point_b: Vector3<T>, normal: Vector3<T>, normal_on_b: bool },
 }
 
 /// A curved surface whose point deepest along a direction has a closed form.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Surface {
+pub enum Surface<T = f64> {
     /// An ellipsoid with these semi-axes.
-    Ellipsoid { radii: Vector3<f64> },
+    Ellipsoid { radii: Vector3<T> },
     /// The rim of a cylinder's end disc at `z = end · half_length` (`end` is ±1, the disc chosen
     /// at detection).
-    CylinderRim { radius: f64, half_length: f64, end: f64 },
+    CylinderRim { radius: T, half_length: T, end: T },
 }
 
-impl Surface {
+impl<T: Scalar> Surface<T> {
     /// The surface point (geom frame) deepest along the unit direction `d` (geom frame).
-    pub fn support<S: Scalar>(&self, d: &Vector3<S>) -> Vector3<S> {
+    pub fn support(&self, d: &Vector3<T>) -> Vector3<T> {
         match *self {
             Surface::Ellipsoid { radii } => {
-                let scaled = d.component_mul(&lift(&radii));
-                scaled.component_mul(&lift(&radii)) / norm(&scaled)
+                let scaled = d.component_mul(&radii);
+                scaled.component_mul(&radii) / norm(&scaled)
             }
             Surface::CylinderRim { radius, half_length, end } => {
-                let across = Vector3::new(d.x, d.y, S::zero());
-                let rim = across * (S::from_f64(radius) / norm(&across));
-                rim + Vector3::new(S::zero(), S::zero(), S::from_f64(end * half_length))
+                let across = Vector3::new(d.x, d.y, T::zero());
+                let rim = across * (radius / norm(&across));
+                rim + Vector3::new(T::zero(), T::zero(), end * half_length)
             }
         }
     }
 }
 
-fn world<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Pose<S> {
-    kin.body_pose(model, body)
-}
-
-fn lift<S: Scalar>(v: &Vector3<f64>) -> Vector3<S> {
-    v.map(S::from_f64)
-}
-
-fn lift_pose<S: Scalar>(p: &Pose<f64>) -> Pose<S> {
-    Pose::new(p.rot.map(S::from_f64), lift(&p.pos))
-}
-
-impl Anchor {
+impl<T> Anchor<T> {
     /// The two bodies, first to second (the normal points from the first to the second).
     pub fn bodies(&self) -> [usize; 2] {
         match *self {
@@ -96,54 +85,136 @@ impl Anchor {
             | Anchor::Points { a, b, .. } => [a, b],
         }
     }
+}
 
+impl Anchor {
+    /// True when `other` differs from `self` in its real numbers only — the same kind of anchor
+    /// between the same bodies — so that the two can be batch lanes of one lifted anchor.
+    pub fn same_structure(&self, other: &Anchor) -> bool {
+        let surface = |a: &Anchor| match a {
+            Anchor::PlaneSupport { surface, .. } => Some(std::mem::discriminant(surface)),
+            _ => None,
+        };
+        let normal_on_b = |a: &Anchor| matches!(a, Anchor::Points { normal_on_b: true, .. });
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.bodies() == other.bodies()
+            && surface(self) == surface(other)
+            && normal_on_b(self) == normal_on_b(other)
+    }
+
+    /// The real numbers of the anchor, in the order [`Anchor::rebuild`] reads them.
+    fn numbers(&self) -> Vec<f64> {
+        let v = |x: &Vector3<f64>| x.iter().copied().collect::<Vec<_>>();
+        match self {
+            Anchor::Plane { normal, origin, center, radius, .. } => {
+                [v(normal), v(origin), v(center), vec![*radius]].concat()
+            }
+            Anchor::PlaneSupport { normal, origin, geom, surface, .. } => {
+                let surface = match surface {
+                    Surface::Ellipsoid { radii } => v(radii),
+                    Surface::CylinderRim { radius, half_length, end } => vec![*radius, *half_length, *end],
+                };
+                [v(normal), v(origin), geom.rot.iter().copied().collect(), v(&geom.pos), surface].concat()
+            }
+            Anchor::Spheres { center_a, radius_a, center_b, radius_b, .. } => {
+                [v(center_a), vec![*radius_a], v(center_b), vec![*radius_b]].concat()
+            }
+            Anchor::Points { point_a, point_b, normal, .. } => [v(point_a), v(point_b), v(normal)].concat(),
+        }
+    }
+
+    /// An anchor of `self`'s structure holding the numbers `x` (as [`Anchor::numbers`] orders
+    /// them).
+    fn rebuild<S: Scalar>(&self, x: &[S]) -> Anchor<S> {
+        let v = |i: usize| Vector3::new(x[i], x[i + 1], x[i + 2]);
+        match *self {
+            Anchor::Plane { a, b, .. } => {
+                Anchor::Plane { a, normal: v(0), origin: v(3), b, center: v(6), radius: x[9] }
+            }
+            Anchor::PlaneSupport { a, b, surface, .. } => Anchor::PlaneSupport {
+                a,
+                normal: v(0),
+                origin: v(3),
+                b,
+                geom: Pose::new(Matrix3::from_column_slice(&x[6..15]), v(15)),
+                surface: match surface {
+                    Surface::Ellipsoid { .. } => Surface::Ellipsoid { radii: v(18) },
+                    Surface::CylinderRim { .. } => {
+                        Surface::CylinderRim { radius: x[18], half_length: x[19], end: x[20] }
+                    }
+                },
+            },
+            Anchor::Spheres { a, b, .. } => {
+                Anchor::Spheres { a, center_a: v(0), radius_a: x[3], b, center_b: v(4), radius_b: x[7] }
+            }
+            Anchor::Points { a, b, normal_on_b, .. } => {
+                Anchor::Points { a, point_a: v(0), b, point_b: v(3), normal: v(6), normal_on_b }
+            }
+        }
+    }
+
+    /// One anchor in `S` whose batch lane `l` is `lanes[l]` (a single anchor fills every lane),
+    /// or `None` when the lanes differ in structure ([`Anchor::same_structure`]).
+    pub fn lift<S: Scalar>(lanes: &[&Anchor]) -> Option<Anchor<S>> {
+        let first = lanes.first()?;
+        if !lanes.iter().all(|a| first.same_structure(a)) {
+            return None;
+        }
+        let numbers: Vec<Vec<f64>> = lanes.iter().map(|a| a.numbers()).collect();
+        let lifted: Vec<S> =
+            (0..numbers[0].len()).map(|i| S::from_lanes(&numbers.iter().map(|n| n[i]).collect::<Vec<_>>())).collect();
+        Some(first.rebuild(&lifted))
+    }
+}
+
+fn world<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Pose<S> {
+    kin.body_pose(model, body)
+}
+
+impl<S: Scalar> Anchor<S> {
     /// The contact geometry at the kinematic state `kin`; `tangent_ref` is the frozen direction
     /// the first tangent is built from (chosen at detection, away from the normal).
-    pub fn evaluate<S: Scalar>(
-        &self,
-        model: &Model<S>,
-        kin: &Kinematics<S>,
-        tangent_ref: &Vector3<f64>,
-    ) -> ContactFrame<S> {
-        let (point, normal, depth) = match self {
+    pub fn evaluate(&self, model: &Model<S>, kin: &Kinematics<S>, tangent_ref: &Vector3<S>) -> ContactFrame<S> {
+        let half = S::from_f64(0.5);
+        let (point, normal, depth) = match *self {
             Anchor::Plane { a, normal, origin, b, center, radius } => {
-                let (pa, pb) = (world(model, kin, *a), world(model, kin, *b));
-                let n = pa.rot * lift::<S>(normal);
-                let c = pb.transform_point(&lift(center));
-                let height = (c - pa.transform_point(&lift(origin))).dot(&n);
-                let depth = S::from_f64(*radius) - height;
-                (c - n * (S::from_f64(*radius) - depth * S::from_f64(0.5)), n, depth)
+                let (pa, pb) = (world(model, kin, a), world(model, kin, b));
+                let n = pa.rot * normal;
+                let c = pb.transform_point(&center);
+                let height = (c - pa.transform_point(&origin)).dot(&n);
+                let depth = radius - height;
+                (c - n * (radius - depth * half), n, depth)
             }
             Anchor::PlaneSupport { a, normal, origin, b, geom, surface } => {
-                let (pa, pb) = (world(model, kin, *a), world(model, kin, *b));
-                let n = pa.rot * lift::<S>(normal);
-                let geom = pb.compose(&lift_pose(geom));
+                let (pa, pb) = (world(model, kin, a), world(model, kin, b));
+                let n = pa.rot * normal;
+                let geom = pb.compose(&geom);
                 let deepest = geom.transform_point(&surface.support(&(geom.rot.transpose() * -n)));
-                let depth = -(deepest - pa.transform_point(&lift(origin))).dot(&n);
-                (deepest + n * (depth * S::from_f64(0.5)), n, depth)
+                let depth = -(deepest - pa.transform_point(&origin)).dot(&n);
+                (deepest + n * (depth * half), n, depth)
             }
             Anchor::Spheres { a, center_a, radius_a, b, center_b, radius_b } => {
-                let ca = world(model, kin, *a).transform_point(&lift(center_a));
-                let cb = world(model, kin, *b).transform_point(&lift(center_b));
+                let ca = world(model, kin, a).transform_point(&center_a);
+                let cb = world(model, kin, b).transform_point(&center_b);
                 let gap = cb - ca;
                 let distance = norm(&gap);
                 let n = gap / distance;
-                let depth = S::from_f64(radius_a + radius_b) - distance;
-                (ca + n * (S::from_f64(*radius_a) - depth * S::from_f64(0.5)), n, depth)
+                let depth = radius_a + radius_b - distance;
+                (ca + n * (radius_a - depth * half), n, depth)
             }
             Anchor::Points { a, point_a, b, point_b, normal, normal_on_b } => {
-                let (pa, pb) = (world(model, kin, *a), world(model, kin, *b));
-                let n = if *normal_on_b { pb.rot * lift::<S>(normal) } else { pa.rot * lift::<S>(normal) };
-                let (xa, xb) = (pa.transform_point(&lift(point_a)), pb.transform_point(&lift(point_b)));
+                let (pa, pb) = (world(model, kin, a), world(model, kin, b));
+                let n = if normal_on_b { pb.rot * normal } else { pa.rot * normal };
+                let (xa, xb) = (pa.transform_point(&point_a), pb.transform_point(&point_b));
                 let depth = -(xb - xa).dot(&n);
                 // The face is a plane; the contact sits halfway between the other body's point
                 // (which moves with it) and its projection onto that plane.
-                let half = n * (depth * S::from_f64(0.5));
-                let point = if *normal_on_b { xa - half } else { xb + half };
+                let half = n * (depth * half);
+                let point = if normal_on_b { xa - half } else { xb + half };
                 (point, n, depth)
             }
         };
-        let r = lift::<S>(tangent_ref);
+        let r = tangent_ref;
         let t1 = r - normal * r.dot(&normal);
         let t1 = t1 / norm(&t1);
         let t2 = normal.cross(&t1);

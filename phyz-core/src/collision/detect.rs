@@ -62,10 +62,19 @@ fn material(g: &Geom<f64>) -> Material {
 /// Every contact between geoms that may collide, with the bodies at `body_poses` (world frame,
 /// real parts; detection is a discrete decision taken on values).
 pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<Vec<Contact>, UnsupportedPair> {
+    detect_lane(model, 0, body_poses)
+}
+
+/// [`detect`] for batch lane `lane`: its geoms' sizes and materials, its bodies' poses.
+pub fn detect_lane<S: Scalar>(
+    model: &Model<S>,
+    lane: usize,
+    body_poses: &[Pose<f64>],
+) -> Result<Vec<Contact>, UnsupportedPair> {
     let mut placed = Vec::new();
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
-            let geom = geom.map(&mut |x: S| x.lane(0));
+            let geom = geom.map(&mut |x: S| x.lane(lane));
             let local = Pose::from_quat(&geom.quat.normalize(), geom.pos);
             placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
         }

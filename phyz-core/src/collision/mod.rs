@@ -2,12 +2,14 @@
 //! contact assembly re-evaluates in any scalar.
 
 pub mod anchor;
+mod buffer;
 mod convex;
 mod detect;
 mod filter;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
-pub use detect::{Contact, detect};
+pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
+pub use detect::{Contact, detect, detect_lane};
 pub use filter::can_collide;
 
 /// A pair of geoms phyz cannot yet detect contacts between: an error, not a silently missing

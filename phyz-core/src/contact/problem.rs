@@ -6,6 +6,7 @@ use nalgebra::{DMatrix, DVector};
 use super::config::SolverConfig;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
+use crate::scalar::Mask;
 
 /// The structure of one constraint: its shape and the moving bodies it acts between (`None`
 /// for the world), which `Coupling::PerBody` reads.
@@ -29,7 +30,7 @@ impl Constraint {
 /// The convex contact problem, in any scalar (its data can carry derivatives or batch lanes;
 /// the solve reads real parts).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ContactProblem<S> {
+pub struct ContactProblem<S: Scalar> {
     pub constraints: Vec<Constraint>,
     /// `A = J M⁻¹ Jᵀ`, one row and column per constraint row.
     pub delassus: DMatrix<S>,
@@ -42,6 +43,9 @@ pub struct ContactProblem<S> {
     pub regularizer: DVector<S>,
     /// Friction coefficient per constraint.
     pub mu: Vec<S>,
+    /// Per constraint, the batch lanes it exists in (a masked slot of a contact buffer is absent
+    /// from the lanes that found nothing there): each lane solves its own constraints only.
+    pub present: Vec<S::Mask>,
 }
 
 impl<S: Scalar> ContactProblem<S> {
@@ -67,17 +71,24 @@ impl<S: Scalar> ContactProblem<S> {
         self.constraints.iter().zip(self.offsets()).zip(&self.mu).map(|((c, at), &mu)| (c, at, mu))
     }
 
-    /// The real parts of batch lane `lane`.
-    pub fn lane(&self, lane: usize) -> ContactProblem<f64> {
+    /// The real parts of batch lane `lane`, the constraints absent from it left out, with the
+    /// rows of `self` the lane's rows come from.
+    pub fn lane(&self, lane: usize) -> (ContactProblem<f64>, Vec<usize>) {
         let re = |x: &S| x.lane(lane);
-        ContactProblem {
-            constraints: self.constraints.clone(),
-            delassus: self.delassus.map(|x| re(&x)),
-            free_velocity: self.free_velocity.map(|x| re(&x)),
-            target: self.target.map(|x| re(&x)),
-            regularizer: self.regularizer.map(|x| re(&x)),
-            mu: self.mu.iter().map(re).collect(),
-        }
+        let kept: Vec<usize> = (0..self.constraints.len()).filter(|&c| self.present[c].lane(lane)).collect();
+        let offsets = self.offsets();
+        let rows: Vec<usize> =
+            kept.iter().flat_map(|&c| offsets[c]..offsets[c] + self.constraints[c].kind.dim()).collect();
+        let problem = ContactProblem {
+            constraints: kept.iter().map(|&c| self.constraints[c]).collect(),
+            delassus: DMatrix::from_fn(rows.len(), rows.len(), |i, j| re(&self.delassus[(rows[i], rows[j])])),
+            free_velocity: DVector::from_fn(rows.len(), |i, _| re(&self.free_velocity[rows[i]])),
+            target: DVector::from_fn(rows.len(), |i, _| re(&self.target[rows[i]])),
+            regularizer: DVector::from_fn(rows.len(), |i, _| re(&self.regularizer[rows[i]])),
+            mu: kept.iter().map(|&c| re(&self.mu[c])).collect(),
+            present: vec![true; kept.len()],
+        };
+        (problem, rows)
     }
 }
 
@@ -101,13 +112,15 @@ impl<S: Scalar> ContactProblem<S> {
     /// nothing can move (a planar model's out-of-plane tangent) still has a definite block — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
     /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
     ///
-    /// Rows are built in `f64` at the real state; `deviations` (one per row) carry the live
-    /// depth and normal velocity's tangents into the targets and the regularizer to first order,
-    /// which is exact for dual numbers.
-    pub fn from_rows(
+    /// Rows are built in `f64` at the real state, one per batch lane (`rows[c][lane]`; a single
+    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry the live depth and normal
+    /// velocity's tangents into the targets and the regularizer to first order, which is exact
+    /// for dual numbers. Every constraint is present in every lane. The depth derivatives are
+    /// lane 0's.
+    pub fn from_rows<R: AsRef<[ContactRow]>>(
         delassus: DMatrix<S>,
         free_velocity: DVector<S>,
-        rows: &[ContactRow],
+        rows: &[R],
         deviations: Option<&[RowDeviation<S>]>,
         bodies: Option<&[[Option<usize>; 2]]>,
         config: &SolverConfig,
@@ -119,25 +132,37 @@ impl<S: Scalar> ContactProblem<S> {
         let mut dr = DVector::zeros(m);
         let mut dtarget = DVector::zeros(m);
         let mut at = 0;
-        for (i, row) in rows.iter().enumerate() {
+        for (i, lanes) in rows.iter().map(AsRef::as_ref).enumerate() {
+            let lift = |f: &dyn Fn(&ContactRow) -> f64| match lanes {
+                [row] => c(f(row)),
+                _ => S::from_lanes(&lanes.iter().map(f).collect::<Vec<_>>()),
+            };
             let (ddepth, dvn) = deviations.map_or((S::zero(), S::zero()), |d| d[i]);
-            let d_raw = row.effective_impedance();
-            let d = d_raw.clamp(1e-6, 1.0);
-            let moving = d_raw > 1e-6 && d_raw < 1.0;
-            let impact_gap = (crate::contact::IMPACT_IMPEDANCE - row.impedance).max(0.0);
-            let slope_depth = if moving { (1.0 - row.impact) * row.dimpedance_ddepth } else { 0.0 };
-            let slope_vn = if moving { impact_gap * row.dimpact_dvn } else { 0.0 };
-            let d_live = c(d) + ddepth * c(slope_depth) + dvn * c(slope_vn);
-            let a_nn = row.inverse_weight.map_or(delassus[(at, at)], c);
+            // Per lane: the impedance, and how it moves with depth and normal velocity.
+            let impedance = |r: &ContactRow| r.effective_impedance().clamp(1e-6, 1.0);
+            let moving = |r: &ContactRow| {
+                let d = r.effective_impedance();
+                d > 1e-6 && d < 1.0
+            };
+            let slope_depth = |r: &ContactRow| if moving(r) { (1.0 - r.impact) * r.dimpedance_ddepth } else { 0.0 };
+            let slope_vn = |r: &ContactRow| {
+                let impact_gap = (crate::contact::IMPACT_IMPEDANCE - r.impedance).max(0.0);
+                if moving(r) { impact_gap * r.dimpact_dvn } else { 0.0 }
+            };
+            let d_live = lift(&impedance) + ddepth * lift(&slope_depth) + dvn * lift(&slope_vn);
+            let a_nn = match lanes.iter().map(|r| r.inverse_weight).collect::<Option<Vec<f64>>>() {
+                Some(weights) => S::from_lanes(&weights),
+                None => delassus[(at, at)],
+            };
             let live = (S::one() - d_live) / d_live * a_nn;
             let floor = a_nn * c(config.regularization);
-            let live_binds = live.greater(floor);
-            let normal = S::select(live_binds, live, floor);
-            let a_nn_re = a_nn.lane(0);
+            let normal = S::select(live.greater(floor), live, floor);
+            let row = &lanes[0];
+            let (d, a_nn_re) = (impedance(row), a_nn.lane(0));
             let binds_re = (1.0 - d) / d * a_nn_re > config.regularization * a_nn_re;
-            let dnormal = if binds_re { -a_nn_re * slope_depth / (d * d) } else { 0.0 };
+            let dnormal = if binds_re { -a_nn_re * slope_depth(row) / (d * d) } else { 0.0 };
             regularizer[at] = normal;
-            target[at] = c(row.bias) + ddepth * c(row.dbias_ddepth) + dvn * c(row.dbias_dvn);
+            target[at] = lift(&|r| r.bias) + ddepth * lift(&|r| r.dbias_ddepth) + dvn * lift(&|r| r.dbias_dvn);
             dr[at] = dnormal;
             dtarget[at] = row.dbias_ddepth;
             if row.kind == ConstraintKind::Contact {
@@ -153,7 +178,7 @@ impl<S: Scalar> ContactProblem<S> {
             .iter()
             .enumerate()
             .map(|(i, r)| Constraint {
-                kind: r.kind,
+                kind: r.as_ref()[0].kind,
                 bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
             })
             .collect();
@@ -163,7 +188,8 @@ impl<S: Scalar> ContactProblem<S> {
             free_velocity,
             target,
             regularizer,
-            mu: rows.iter().map(|r| c(r.mu)).collect(),
+            mu: rows.iter().map(|r| S::from_lanes(&r.as_ref().iter().map(|r| r.mu).collect::<Vec<_>>())).collect(),
+            present: vec![S::Mask::splat(true); rows.len()],
         };
         (problem, DepthDerivatives { regularizer: dr, target: dtarget })
     }

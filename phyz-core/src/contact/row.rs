@@ -145,3 +145,10 @@ impl ContactRow {
         self.impedance + self.impact * (IMPACT_IMPEDANCE - self.impedance).max(0.0)
     }
 }
+
+/// A single row is the row of every batch lane ([`ContactProblem::from_rows`](super::ContactProblem::from_rows)).
+impl AsRef<[ContactRow]> for ContactRow {
+    fn as_ref(&self) -> &[ContactRow] {
+        std::slice::from_ref(self)
+    }
+}

@@ -247,6 +247,11 @@ impl<S: Scalar> Model<S> {
         self.map(&mut convert)
     }
 
+    /// The parameters of batch lane `lane`, in `f64`.
+    pub fn lane(&self, lane: usize) -> Model<f64> {
+        self.map(&mut |x| x.lane(lane))
+    }
+
     /// True when `other` has the same bodies, joints, actuators and tree, whatever their values.
     pub fn same_structure<T: Scalar>(&self, other: &Model<T>) -> bool {
         let bodies_match = self.bodies.len() == other.bodies.len()

@@ -39,6 +39,18 @@ impl<const N: usize> Mask for LaneMask<N> {
         LaneMask([value; N])
     }
     #[inline]
+    fn from_lanes(values: &[bool]) -> Self {
+        match values.len() {
+            1 => LaneMask([values[0]; N]),
+            n if n == N => LaneMask(std::array::from_fn(|i| values[i])),
+            n => panic!("LaneMask<{N}> cannot be built from {n} lanes"),
+        }
+    }
+    #[inline]
+    fn lane(self, lane: usize) -> bool {
+        self.0[lane]
+    }
+    #[inline]
     fn all(self) -> bool {
         self.0.iter().all(|&b| b)
     }

@@ -29,9 +29,16 @@ use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Ne
 use num_traits::{One, Zero};
 
 /// The result of comparing two scalars: one `bool` per batch lane.
-pub trait Mask: Copy + Debug + BitAnd<Output = Self> + BitOr<Output = Self> + Not<Output = Self> {
+pub trait Mask: Copy + Debug + PartialEq + BitAnd<Output = Self> + BitOr<Output = Self> + Not<Output = Self> {
     /// The same answer in every lane.
     fn splat(value: bool) -> Self;
+    /// One answer per lane; a single answer is broadcast.
+    ///
+    /// # Panics
+    /// If the number of answers is neither 1 nor a lane count this type can hold.
+    fn from_lanes(values: &[bool]) -> Self;
+    /// The answer of batch lane `lane`.
+    fn lane(self, lane: usize) -> bool;
     /// True when every lane is true.
     fn all(self) -> bool;
     /// True when some lane is true.
@@ -42,6 +49,15 @@ impl Mask for bool {
     #[inline]
     fn splat(value: bool) -> Self {
         value
+    }
+    #[inline]
+    fn from_lanes(values: &[bool]) -> Self {
+        assert_eq!(values.len(), 1, "a single-lane mask from {} lanes", values.len());
+        values[0]
+    }
+    #[inline]
+    fn lane(self, _lane: usize) -> bool {
+        self
     }
     #[inline]
     fn all(self) -> bool {

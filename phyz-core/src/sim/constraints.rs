@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use nalgebra::{DMatrix, DVector, Vector3};
 
-use crate::Scalar;
-use crate::collision::{Contact, detect};
+use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, Material, SolImp, SolRef, SolverConfig, solve_scalar,
 };
@@ -16,6 +15,7 @@ use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinemati
 use crate::error::StepError;
 use crate::math::Pose;
 use crate::model::{JointKind, Model};
+use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,61 +25,77 @@ enum Key {
     TendonLimit { tendon: usize, upper: bool },
 }
 
-/// What the constraint stages of a step did.
+/// What the constraint stages of a step did (over all batch lanes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepInfo {
-    /// Contacts and limits in the last solve.
+    /// Contacts and limits in the last solve, summed over the batch lanes.
     pub contacts: usize,
     pub limits: usize,
-    /// Largest iteration count and residual over the step's solves (one per RK4 stage).
+    /// Largest iteration count and residual over the step's solves (one per RK4 stage and lane).
     pub iterations: usize,
     pub residual: f64,
     /// Every solve of the step converged.
     pub converged: bool,
-    /// Impulses of the last solve, row by row.
+    /// Impulses of the last solve, row by row, one lane after another (zero on the rows of a
+    /// constraint absent from a lane).
     pub impulses: Vec<f64>,
 }
 
-/// The solver preset and the warm-start cache a simulator keeps between steps.
+/// The solver preset, the contact buffer's capacity and the warm-start cache a simulator keeps
+/// between steps.
 #[derive(Clone, Debug, Default)]
 pub struct ContactState {
     pub config: SolverConfig,
-    warm: HashMap<Key, [f64; 3]>,
-    /// The model's inverse weights, with the parameters (real parts) they were computed from:
-    /// recomputed whenever a parameter changes.
-    weights: Option<(Vec<f64>, Arc<InverseWeights>)>,
+    /// Contact slots a step may fill ([`ContactBuffer`]); `None`: as many as the batch needs.
+    /// More contacts than slots is an error ([`StepError::ContactOverflow`]), not a lost contact.
+    pub capacity: Option<usize>,
+    /// One cache per batch lane.
+    warm: Vec<HashMap<Key, [f64; 3]>>,
+    /// The model's inverse weights per batch lane, with the parameters (real parts of every
+    /// lane) they were computed from: recomputed whenever a parameter changes.
+    weights: Option<LaneWeights>,
 }
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState { config, warm: HashMap::new(), weights: None }
+        ContactState { config, capacity: None, warm: Vec::new(), weights: None }
     }
 
-    /// The model's inverse weights, computed once per parameter set.
-    fn weights<S: Scalar>(&mut self, model: &Model<S>) -> Result<Arc<InverseWeights>, StepError> {
-        let parameters: Vec<f64> = model.parameters().iter().map(|p| p.lane(0)).collect();
+    /// The model's inverse weights in each of `lanes` batch lanes, computed once per parameter
+    /// set.
+    fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<Arc<Vec<InverseWeights>>, StepError> {
+        let all = model.parameters();
+        let parameters: Vec<f64> = (0..lanes).flat_map(|l| all.iter().map(move |p| p.lane(l))).collect();
         if let Some((known, weights)) = &self.weights
             && *known == parameters
+            && weights.len() == lanes
         {
             return Ok(Arc::clone(weights));
         }
-        let weights = Arc::new(InverseWeights::new(model)?);
+        let weights = Arc::new((0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?);
         self.weights = Some((parameters, Arc::clone(&weights)));
         Ok(weights)
     }
 }
 
-/// One constraint gathered for assembly.
-struct Gathered<S> {
-    key: Key,
+/// Inverse weights of each batch lane, with the parameters (lane after lane) they came from.
+type LaneWeights = (Vec<f64>, Arc<Vec<InverseWeights>>);
+
+/// One constraint gathered for assembly (a contact slot or a limit), for every batch lane.
+struct Gathered<S: Scalar> {
+    /// The constraint's identity in each lane, `None` where it is absent.
+    keys: Vec<Option<Key>>,
     kind: ConstraintKind,
     bodies: [Option<usize>; 2],
-    material: Material,
+    /// Per batch lane.
+    materials: Vec<Material>,
     /// Rows of the constraint Jacobian (normal first), `nv` each.
     jacobian: Vec<DVector<S>>,
     depth: S,
-    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
-    inverse_weight: f64,
+    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`), per batch lane.
+    inverse_weights: Vec<f64>,
+    /// The lanes the constraint exists in.
+    present: S::Mask,
 }
 
 /// MuJoCo's inverse weights at the reference pose (`body_invweight0`, `dof_invweight0`,
@@ -94,11 +110,10 @@ struct InverseWeights {
 }
 
 impl InverseWeights {
-    fn new<S: Scalar>(model: &Model<S>) -> Result<Self, StepError> {
-        let model = model.cast::<f64>();
+    fn new(model: &Model<f64>) -> Result<Self, StepError> {
         let q0 = model.qpos0();
-        let kin = forward_kinematics(&model, &q0);
-        let factor = MassFactor::new(&model, &mass_matrix(&model, &kin))?;
+        let kin = forward_kinematics(model, &q0);
+        let factor = MassFactor::new(model, &mass_matrix(model, &kin))?;
         let weight = |jac: &DMatrix<f64>| {
             let rows = jac.nrows() as f64;
             (0..jac.nrows()).map(|r| jac.row(r).dot(&factor.solve(&jac.row(r).transpose()).transpose())).sum::<f64>()
@@ -142,12 +157,12 @@ impl InverseWeights {
                 if simple(b) {
                     return 1.0 / model.bodies()[b].mass;
                 }
-                let pose = kin.body_pose(&model, b);
+                let pose = kin.body_pose(model, b);
                 let com = pose.transform_point(&model.bodies()[b].com);
-                let tran = weight(&point_jacobian(&model, &kin, b, &com));
+                let tran = weight(&point_jacobian(model, &kin, b, &com));
                 // A body that can only turn about its centre has no translational weight:
                 // MuJoCo falls back to the rotational one.
-                if tran > 1e-15 { tran } else { weight(&angular_jacobian(&model, &kin, b)) }
+                if tran > 1e-15 { tran } else { weight(&angular_jacobian(model, &kin, b)) }
             })
             .collect();
         let dof = (0..model.nv())
@@ -166,7 +181,7 @@ impl InverseWeights {
             .iter()
             .map(|t| {
                 let mut jac = DVector::zeros(model.nv());
-                t.apply(&model, 1.0, &mut jac);
+                t.apply(model, 1.0, &mut jac);
                 weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
             })
             .collect();
@@ -203,58 +218,70 @@ fn point_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize,
     jac
 }
 
+/// A slot of the contact buffer, evaluated in `S` with each lane's anchor.
 fn contact_constraint<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
-    c: &Contact,
-    weights: &InverseWeights,
+    slot: &Slot,
+    lanes: usize,
+    weights: &[InverseWeights],
 ) -> Gathered<S> {
-    let frame = c.anchor.evaluate(model, kin, &c.tangent_ref);
-    let [a, b] = c.anchor.bodies();
+    let lifted = slot.lift::<S>();
+    let frame = lifted.anchor.evaluate(model, kin, &lifted.tangent_ref);
+    let [a, b] = lifted.anchor.bodies();
+    let contacts = slot.contacts();
+    let kind = contacts[0].kind;
     let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
-    let jacobian = directions[..c.kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose()).collect();
+    let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose()).collect();
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
-        key: Key::Contact { geoms: c.geoms, feature: c.feature },
-        kind: c.kind,
+        keys: (0..lanes).map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature })).collect(),
+        kind,
         bodies: [moving(a), moving(b)],
-        material: c.material,
+        materials: contacts.iter().map(|c| c.material).collect(),
         jacobian,
         depth: frame.depth,
-        inverse_weight: weights.body[a] + weights.body[b],
+        inverse_weights: weights.iter().map(|w| w.body[a] + w.body[b]).collect(),
+        present: lifted.present,
     }
 }
 
-/// The material of a joint or tendon limit: its own solref, solimp and margin, no friction.
-fn limit_material(solref: [f64; 2], solimp: [f64; 5], margin: f64) -> Material {
-    Material {
-        friction: 0.0,
-        restitution: 0.0,
-        solref: SolRef::from_mjcf(solref),
-        solimp: SolImp::from_mjcf(solimp),
-        margin,
-    }
+/// The material of a joint or tendon limit in each of `lanes` batch lanes: its own solref,
+/// solimp and margin, no friction.
+fn limit_materials<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S, lanes: usize) -> Vec<Material> {
+    (0..lanes)
+        .map(|l| Material {
+            friction: 0.0,
+            restitution: 0.0,
+            solref: SolRef::from_mjcf(solref.map(|x| x.lane(l))),
+            solimp: SolImp::from_mjcf(solimp.map(|x| x.lane(l))),
+            margin: margin.lane(l),
+        })
+        .collect()
 }
 
-/// Joint and tendon limits within their margins, as one-row unilateral constraints.
+/// Joint and tendon limits within their margins in some lane, as one-row unilateral
+/// constraints (present in the lanes where they are within the margin).
 fn limits<S: Scalar>(
     model: &Model<S>,
     q: &DVector<S>,
-    weights: &InverseWeights,
+    lanes: usize,
+    weights: &[InverseWeights],
 ) -> Result<Vec<Gathered<S>>, StepError> {
-    let real = |x: S| x.lane(0);
     let mut out = Vec::new();
-    let mut push = |key, jacobian: DVector<S>, depth: S, material: Material, inverse_weight: f64| {
-        if real(depth) > -material.margin {
+    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, materials, inverse_weights| {
+        let present = depth.greater(-margin);
+        if present.any() {
             out.push(Gathered {
-                key,
+                keys: (0..lanes).map(|l| present.lane(l).then_some(key)).collect(),
                 kind: ConstraintKind::Limit,
                 bodies: [None, None],
-                material,
+                materials,
                 jacobian: vec![jacobian],
                 depth,
-                inverse_weight,
+                inverse_weights,
+                present,
             });
         }
     };
@@ -265,24 +292,26 @@ fn limits<S: Scalar>(
                 what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
             });
         }
-        let material =
-            limit_material(joint.solref_limit.map(real), joint.solimp_limit.map(real), real(joint.limit_margin));
+        let materials = limit_materials(joint.solref_limit, joint.solimp_limit, joint.limit_margin, lanes);
         let x = q[joint.qpos_adr()];
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             jac[joint.dof_adr()] = S::from_f64(sign);
-            push(Key::JointLimit { joint: j, upper }, jac, depth, material, weights.dof[joint.dof_adr()]);
+            let inverse_weights = weights.iter().map(|w| w.dof[joint.dof_adr()]).collect();
+            let key = Key::JointLimit { joint: j, upper };
+            push(key, jac, depth, joint.limit_margin, materials.clone(), inverse_weights);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
         let Some([lo, hi]) = tendon.range else { continue };
-        let material =
-            limit_material(tendon.solref_limit.map(real), tendon.solimp_limit.map(real), real(tendon.limit_margin));
+        let materials = limit_materials(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin, lanes);
         let length = tendon.length(model, q);
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             tendon.apply(model, S::from_f64(sign), &mut jac);
-            push(Key::TendonLimit { tendon: t, upper }, jac, depth, material, weights.tendon[t]);
+            let inverse_weights = weights.iter().map(|w| w.tendon[t]).collect();
+            let key = Key::TendonLimit { tendon: t, upper };
+            push(key, jac, depth, tendon.limit_margin, materials.clone(), inverse_weights);
         }
     }
     Ok(out)
@@ -311,25 +340,29 @@ pub(crate) fn acceleration<S: Scalar>(
     if !(model.enabled.limit && has_limits || model.enabled.contact && has_geoms) {
         return Ok(smooth);
     }
-    let weights = state.weights(model)?;
-    let mut gathered = if model.enabled.limit { limits(model, q, &weights)? } else { Vec::new() };
+    let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+    let weights = state.weights(model, lanes)?;
+    let mut gathered = if model.enabled.limit { limits(model, q, lanes, &weights)? } else { Vec::new() };
     if model.enabled.contact && has_geoms {
-        let poses: Vec<Pose<f64>> = (0..model.bodies().len())
-            .map(|b| {
-                let p = kin.body_pose(model, b);
-                Pose::new(p.rot.map(|x| x.lane(0)), p.pos.map(|x| x.lane(0)))
+        // Detection reads each lane's poses (real parts); its contacts come back in slots.
+        let found = (0..lanes)
+            .map(|lane| {
+                let poses: Vec<Pose<f64>> = (0..model.bodies().len())
+                    .map(|b| {
+                        let p = kin.body_pose(model, b);
+                        Pose::new(p.rot.map(|x| x.lane(lane)), p.pos.map(|x| x.lane(lane)))
+                    })
+                    .collect();
+                detect_lane(model, lane, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })
             })
-            .collect();
-        let contacts = detect(model, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })?;
-        gathered.extend(contacts.iter().map(|c| contact_constraint(model, &kin, c, &weights)));
+            .collect::<Result<Vec<_>, _>>()?;
+        let buffer = ContactBuffer::new(found, state.capacity)?;
+        gathered.extend(buffer.slots().map(|slot| contact_constraint(model, &kin, &slot, lanes, &weights)));
     }
     if gathered.is_empty() {
+        (info.contacts, info.limits) = (0, 0);
+        info.impulses.clear();
         return Ok(smooth);
-    }
-    if q.iter().any(|x| x.lanes() > 1) {
-        return Err(StepError::Unsupported {
-            what: "constraints in batch lanes (each lane has its own contact set)".into(),
-        });
     }
     let dt = model.timestep;
     let mass = mass_matrix(model, &kin);
@@ -363,47 +396,69 @@ pub(crate) fn acceleration<S: Scalar>(
     let velocity = &jac * v;
 
     let config = state.config;
-    let real = |x: S| x.lane(0);
     let mut specs = Vec::with_capacity(gathered.len());
     let mut deviations = Vec::with_capacity(gathered.len());
     let mut at = 0;
     for g in &gathered {
         let (depth, v_n) = (g.depth, velocity[at]);
-        let row = ContactRow::from_material(g.kind, &g.material, real(depth), real(v_n), real(dt), &config);
-        specs.push(ContactRow { inverse_weight: Some(g.inverse_weight), ..row });
-        deviations.push((depth - S::from_f64(real(depth)), v_n - S::from_f64(real(v_n))));
+        let lane_rows: Vec<ContactRow> = (0..lanes)
+            .map(|l| {
+                let row =
+                    ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), &config);
+                ContactRow { inverse_weight: Some(g.inverse_weights[l]), ..row }
+            })
+            .collect();
+        specs.push(lane_rows);
+        let reals = |x: S| S::from_lanes(&x.reals());
+        deviations.push((depth - reals(depth), v_n - reals(v_n)));
         at += g.kind.dim();
     }
     let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();
-    let (problem, _) =
+    let (mut problem, _) =
         ContactProblem::from_rows(delassus, free_velocity, &specs, Some(&deviations), Some(&bodies), &config);
+    problem.present = gathered.iter().map(|g| g.present).collect();
 
-    let mut warm = DVector::zeros(m);
-    let mut at = 0;
-    for g in &gathered {
-        if let Some(w) = state.warm.get(&g.key) {
-            for k in 0..g.kind.dim() {
-                warm[at + k] = w[k];
+    state.warm.resize_with(lanes, HashMap::new);
+    let warm: Vec<DVector<f64>> = state
+        .warm
+        .iter()
+        .enumerate()
+        .map(|(lane, cache)| {
+            let mut warm = DVector::zeros(m);
+            let mut at = 0;
+            for g in &gathered {
+                if let Some(w) = g.keys[lane].and_then(|key| cache.get(&key)) {
+                    warm.rows_mut(at, g.kind.dim()).copy_from_slice(&w[..g.kind.dim()]);
+                }
+                at += g.kind.dim();
             }
+            warm
+        })
+        .collect();
+    let (impulses, solutions) =
+        solve_scalar(&problem, &config, &warm).map_err(|e| StepError::Contact { reason: e.to_string() })?;
+    info.impulses.clear();
+    for (lane, solution) in solutions.iter().enumerate() {
+        let mut at = 0;
+        for g in &gathered {
+            let dim = g.kind.dim();
+            if let Some(key) = g.keys[lane] {
+                let mut w = [0.0; 3];
+                w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
+                state.warm[lane].insert(key, w);
+            }
+            at += dim;
         }
-        at += g.kind.dim();
+        info.iterations = info.iterations.max(solution.iterations);
+        info.residual = info.residual.max(solution.residual);
+        info.converged &= solution.converged;
+        info.impulses.extend(solution.impulses.iter());
     }
-    let (impulses, solutions) = solve_scalar(&problem, &config, std::slice::from_ref(&warm))
-        .map_err(|e| StepError::Contact { reason: e.to_string() })?;
-    let solution = &solutions[0];
-    let mut at = 0;
-    for g in &gathered {
-        let mut w = [0.0; 3];
-        let dim = g.kind.dim();
-        w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
-        state.warm.insert(g.key, w);
-        at += g.kind.dim();
-    }
-    info.contacts = gathered.iter().filter(|g| g.kind != ConstraintKind::Limit).count();
-    info.limits = gathered.len() - info.contacts;
-    info.iterations = info.iterations.max(solution.iterations);
-    info.residual = info.residual.max(solution.residual);
-    info.converged &= solution.converged;
-    info.impulses = solution.impulses.iter().copied().collect();
+    let count = |limit: bool| -> usize {
+        let kind = gathered.iter().filter(|g| (g.kind == ConstraintKind::Limit) == limit);
+        kind.map(|g| g.keys.iter().flatten().count()).sum()
+    };
+    info.contacts = count(false);
+    info.limits = count(true);
     Ok(smooth + minv_jt * impulses / dt)
 }
