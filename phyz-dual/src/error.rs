@@ -12,4 +12,12 @@ pub enum DualError {
     SeedDimension { what: &'static str, expected: usize, got: usize },
     #[error("{seeds} seeds do not fit in {directions} tangent directions")]
     TooManySeeds { seeds: usize, directions: usize },
+    #[error("no {kind} named `{name}`")]
+    UnknownParameter { kind: &'static str, name: String },
+    #[error("parameter index {index} is out of range: the model has {count} parameters")]
+    ParameterIndex { index: usize, count: usize },
+    #[error("the contact solve did not converge (residual {residual:e}): no derivative exists there")]
+    Unconverged { residual: f64 },
+    #[error("step {step}: {source}")]
+    AtStep { step: usize, source: Box<DualError> },
 }

@@ -1,11 +1,11 @@
 //! Pushing tangents through one step.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 use num_dual::{Dual64, DualSVec64};
 
 use crate::DualError;
 use phyz_core::dynamics::{difference_position, integrate_position};
-use phyz_core::sim::{check_input, step};
+use phyz_core::sim::{ContactState, StepInfo, check_input, step_with};
 use phyz_core::{Model, Scalar, State};
 
 /// A direction in the inputs of a step.
@@ -31,7 +31,7 @@ impl Seed {
         }
     }
 
-    fn check(&self, model: &Model<f64>) -> Result<(), DualError> {
+    pub(crate) fn check(&self, model: &Model<f64>) -> Result<(), DualError> {
         let params = self.params.as_ref().map(|p| (p.len(), model.parameters().len()));
         let dims = [
             ("qpos", model.nv(), self.qpos.len()),
@@ -65,14 +65,16 @@ fn lift<D: Scalar>(value: f64, tangents: impl Iterator<Item = f64>) -> D {
     x
 }
 
-/// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`; returns the real
-/// next state and the next state's tangent along each seed.
-fn push_forward<D: Scalar>(
+/// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`, from the solver
+/// preset and warm starts in `contact` (which the step updates); returns the real next state,
+/// the next state's tangent along each seed, and what the constraint solves did.
+pub(crate) fn push_forward<D: Scalar>(
     model: &Model<f64>,
     state: &State<f64>,
     ctrl: &[f64],
     seeds: &[Seed],
-) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
+    contact: &mut ContactState,
+) -> Result<(State<f64>, Vec<StateTangent>, StepInfo), DualError> {
     if seeds.len() > D::tangent_dim() {
         return Err(DualError::TooManySeeds { seeds: seeds.len(), directions: D::tangent_dim() });
     }
@@ -97,13 +99,13 @@ fn push_forward<D: Scalar>(
     let ctrl_d: Vec<D> = (0..model.nu()).map(|i| lift(ctrl[i], seeds.iter().map(|s| s.ctrl[i]))).collect();
     let start = State { qpos, qvel, time: D::from_f64(state.time) };
 
-    let next = step(&model_d, &start, &ctrl_d)?;
+    let (next, info) = step_with(&model_d, &start, &ctrl_d, contact)?;
     let next_real = next.lane(0);
     let dq = difference_position(&model_d, &next.qpos, &next_real.qpos.map(D::from_f64));
     let tangents = (0..seeds.len())
         .map(|k| StateTangent { qpos: dq.map(|x| x.tangent(0, k)), qvel: next.qvel.map(|x| x.tangent(0, k)) })
         .collect();
-    Ok((next_real, tangents))
+    Ok((next_real, tangents, info))
 }
 
 /// The next state and its directional derivative along `seed` (one `Dual64` pass).
@@ -113,7 +115,8 @@ pub fn jvp(
     ctrl: &[f64],
     seed: &Seed,
 ) -> Result<(State<f64>, StateTangent), DualError> {
-    let (next, mut tangents) = push_forward::<Dual64>(model, state, ctrl, std::slice::from_ref(seed))?;
+    let (next, mut tangents, _) =
+        push_forward::<Dual64>(model, state, ctrl, std::slice::from_ref(seed), &mut ContactState::default())?;
     let tangent = tangents.pop().ok_or(DualError::TooManySeeds { seeds: 1, directions: 0 })?;
     Ok((next, tangent))
 }
@@ -126,54 +129,6 @@ pub fn jvp_lanes<const N: usize>(
     ctrl: &[f64],
     seeds: &[Seed],
 ) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
-    push_forward::<DualSVec64<N>>(model, state, ctrl, seeds)
-}
-
-/// Exact Jacobians of one step, in tangent coordinates: `a` is `∂(q', v')/∂(q, v)`
-/// (`2nv × 2nv`), `b` is `∂(q', v')/∂u` (`2nv × nu`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepJacobians {
-    pub a: DMatrix<f64>,
-    pub b: DMatrix<f64>,
-    /// The state the step reaches.
-    pub next: State<f64>,
-}
-
-/// Step Jacobians with 8 tangent directions per pass.
-pub fn step_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Result<StepJacobians, DualError> {
-    step_jacobians_lanes::<8>(model, state, ctrl)
-}
-
-/// Step Jacobians computed `N` columns per `DualSVec64<N>` pass (`⌈(2nv + nu) / N⌉` passes).
-pub fn step_jacobians_lanes<const N: usize>(
-    model: &Model<f64>,
-    state: &State<f64>,
-    ctrl: &[f64],
-) -> Result<StepJacobians, DualError> {
-    let (nv, nu) = (model.nv(), model.nu());
-    let columns = 2 * nv + nu;
-    let unit = |column: usize| {
-        let mut seed = Seed::zeros(model);
-        match column {
-            c if c < nv => seed.qpos[c] = 1.0,
-            c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
-            c => seed.ctrl[c - 2 * nv] = 1.0,
-        }
-        seed
-    };
-    let mut jac = DMatrix::zeros(2 * nv, columns);
-    let mut next = None;
-    // At least one pass, so that a model without degrees of freedom still reports its step.
-    for start in (0..columns.max(1)).step_by(N.max(1)) {
-        let end = (start + N).min(columns);
-        let seeds: Vec<Seed> = (start..end).map(unit).collect();
-        let (reached, tangents) = push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds)?;
-        for (k, t) in tangents.iter().enumerate() {
-            jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
-            jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);
-        }
-        next = Some(reached);
-    }
-    let next = next.ok_or(DualError::TooManySeeds { seeds: columns, directions: N })?;
-    Ok(StepJacobians { a: jac.columns(0, 2 * nv).into_owned(), b: jac.columns(2 * nv, nu).into_owned(), next })
+    let (next, tangents, _) = push_forward::<DualSVec64<N>>(model, state, ctrl, seeds, &mut ContactState::default())?;
+    Ok((next, tangents))
 }

@@ -2,15 +2,30 @@
 //!
 //! The engine runs unchanged in `Dual64` (one direction) or `DualSVec64<N>` (N directions per
 //! pass). [`jvp`] gives the directional derivative of a step along a [`Seed`] in state, control
-//! and model parameters; [`step_jacobians`] gives the full `A = ∂x'/∂x` and `B = ∂x'/∂u`.
+//! and model parameters; [`step_jacobians`] gives the full `A = ∂x'/∂x` and `B = ∂x'/∂u` (and,
+//! with [`step_jacobians_lanes`], `∂x'/∂θ` for chosen [`Parameter`]s); [`rollout_gradient`]
+//! gives the gradient of a rollout objective by one backward sweep through the exact per-step
+//! Jacobians; [`check_rollout_gradient`] and [`check_step_jacobians`] compare them with central
+//! differences. Contact is differentiated by the implicit function theorem at the converged
+//! solve; where the solve did not converge there is no derivative, and the call is an error.
 //!
 //! States are differentiated in tangent coordinates (MuJoCo's convention for
 //! `mjd_transitionFD`): a position perturbation is a velocity-like vector `δ` with
 //! `q(ε) = q ⊕ ε·δ`, so quaternions stay on the unit sphere and `A` is `2nv × 2nv`.
 
+mod check;
 mod error;
 mod forward;
+mod jacobian;
+mod parameter;
+mod rollout;
 
+pub use check::{CheckReport, check_rollout_gradient, check_step_jacobians, rollout_value};
 pub use error::DualError;
-pub use forward::{Seed, StateTangent, StepJacobians, jvp, jvp_lanes, step_jacobians, step_jacobians_lanes};
+pub use forward::{Seed, StateTangent, jvp, jvp_lanes};
+pub use jacobian::{StepJacobians, step_jacobians, step_jacobians_lanes};
 pub use num_dual::{Dual64, DualSVec64};
+pub use parameter::Parameter;
+pub use rollout::{
+    Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, rollout_directional, rollout_gradient,
+};

@@ -28,7 +28,7 @@ pub use config::{Coupling, GPU_SWEEPS, SolverConfig};
 pub use differentiable::{ContactError, solve_scalar};
 pub use kkt::{ProblemTangent, Regime};
 pub use material::{Material, SolImp, SolRef};
-pub use problem::{Constraint, ContactProblem, DepthDerivatives};
+pub use problem::{Constraint, ContactProblem, DepthDerivatives, RowDeviation};
 pub use row::{ConstraintKind, ContactRow, IMPACT_IMPEDANCE};
 pub use sensitivity::{Sensitivity, SensitivityError};
 pub use solver::{Solution, solve};

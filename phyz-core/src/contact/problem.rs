@@ -100,9 +100,33 @@ pub struct DepthDerivatives {
     pub target: DVector<f64>,
 }
 
-/// How far the live state has moved from the one a row was built at: `(depth − row.depth,
-/// v_n − v_n at the row)`, zero in real parts, carrying the state's tangents.
-pub type RowDeviation<S> = (S, S);
+/// How far the live values have moved from those a row was built from: zero in real parts,
+/// carrying the tangents of the state and the model parameters into the problem to first order
+/// (exact for dual numbers).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowDeviation<S> {
+    /// Of the depth and the pre-step normal velocity.
+    pub depth: S,
+    pub normal_velocity: S,
+    /// Of the combined friction coefficient and restitution.
+    pub friction: S,
+    pub restitution: S,
+    /// Of the inverse weight the regularizer is scaled by.
+    pub inverse_weight: S,
+}
+
+impl<S: Scalar> RowDeviation<S> {
+    /// No deviation: the row's values are the live ones.
+    pub fn zero() -> Self {
+        RowDeviation {
+            depth: S::zero(),
+            normal_velocity: S::zero(),
+            friction: S::zero(),
+            restitution: S::zero(),
+            inverse_weight: S::zero(),
+        }
+    }
+}
 
 impl<S: Scalar> ContactProblem<S> {
     /// Assembles the problem from `A`, `b` and the constraints' rows under `config`, with the
@@ -113,9 +137,9 @@ impl<S: Scalar> ContactProblem<S> {
     /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
     ///
     /// Rows are built in `f64` at the real state, one per batch lane (`rows[c][lane]`; a single
-    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry the live depth and normal
-    /// velocity's tangents into the targets and the regularizer to first order, which is exact
-    /// for dual numbers. Every constraint is present in every lane. The depth derivatives are
+    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry the
+    /// tangents of the live depth, normal velocity, friction, restitution and inverse weight into
+    /// the targets, the regularizer and μ to first order, which is exact for dual numbers. Every constraint is present in every lane. The depth derivatives are
     /// lane 0's.
     pub fn from_rows<R: AsRef<[ContactRow]>>(
         delassus: DMatrix<S>,
@@ -137,7 +161,8 @@ impl<S: Scalar> ContactProblem<S> {
                 [row] => c(f(row)),
                 _ => S::from_lanes(&lanes.iter().map(f).collect::<Vec<_>>()),
             };
-            let (ddepth, dvn) = deviations.map_or((S::zero(), S::zero()), |d| d[i]);
+            let deviation = deviations.map_or(RowDeviation::zero(), |d| d[i]);
+            let (ddepth, dvn) = (deviation.depth, deviation.normal_velocity);
             // Per lane: the impedance, and how it moves with depth and normal velocity.
             let impedance = |r: &ContactRow| r.effective_impedance().clamp(1e-6, 1.0);
             let moving = |r: &ContactRow| {
@@ -151,7 +176,7 @@ impl<S: Scalar> ContactProblem<S> {
             };
             let d_live = lift(&impedance) + ddepth * lift(&slope_depth) + dvn * lift(&slope_vn);
             let a_nn = match lanes.iter().map(|r| r.inverse_weight).collect::<Option<Vec<f64>>>() {
-                Some(weights) => S::from_lanes(&weights),
+                Some(weights) => S::from_lanes(&weights) + deviation.inverse_weight,
                 None => delassus[(at, at)],
             };
             let live = (S::one() - d_live) / d_live * a_nn;
@@ -162,7 +187,10 @@ impl<S: Scalar> ContactProblem<S> {
             let binds_re = (1.0 - d) / d * a_nn_re > config.regularization * a_nn_re;
             let dnormal = if binds_re { -a_nn_re * slope_depth(row) / (d * d) } else { 0.0 };
             regularizer[at] = normal;
-            target[at] = lift(&|r| r.bias) + ddepth * lift(&|r| r.dbias_ddepth) + dvn * lift(&|r| r.dbias_dvn);
+            target[at] = lift(&|r| r.bias)
+                + ddepth * lift(&|r| r.dbias_ddepth)
+                + dvn * lift(&|r| r.dbias_dvn)
+                + deviation.restitution * lift(&|r| r.dbias_drestitution);
             dr[at] = dnormal;
             dtarget[at] = row.dbias_ddepth;
             if row.kind == ConstraintKind::Contact {
@@ -188,7 +216,14 @@ impl<S: Scalar> ContactProblem<S> {
             free_velocity,
             target,
             regularizer,
-            mu: rows.iter().map(|r| S::from_lanes(&r.as_ref().iter().map(|r| r.mu).collect::<Vec<_>>())).collect(),
+            mu: rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let friction = deviations.map_or(S::zero(), |d| d[i].friction);
+                    S::from_lanes(&r.as_ref().iter().map(|r| r.mu).collect::<Vec<_>>()) + friction
+                })
+                .collect(),
             present: vec![S::Mask::splat(true); rows.len()],
         };
         (problem, DepthDerivatives { regularizer: dr, target: dtarget })

@@ -51,6 +51,8 @@ pub struct ContactRow {
     /// derivatives through the step.
     pub dbias_ddepth: f64,
     pub dbias_dvn: f64,
+    /// `d(bias)/d(restitution)`: the rebound's share of the target.
+    pub dbias_drestitution: f64,
     /// `d(impact)/d(v_n)`: the impact weight moves the effective impedance.
     pub dimpact_dvn: f64,
     /// The inertia scale the regularizer multiplies (MuJoCo's `diagApprox`: the constraint's
@@ -72,6 +74,7 @@ impl ContactRow {
             impact: 0.0,
             dbias_ddepth: 0.0,
             dbias_dvn: 0.0,
+            dbias_drestitution: 0.0,
             dimpact_dvn: 0.0,
             inverse_weight: None,
         }
@@ -135,6 +138,7 @@ impl ContactRow {
             impact,
             dbias_ddepth: (1.0 - impact) * dreference,
             dbias_dvn,
+            dbias_drestitution: if kind == ConstraintKind::Limit { 0.0 } else { impact * approach },
             dimpact_dvn,
             inverse_weight: None,
         }

@@ -229,6 +229,16 @@ impl<S: Scalar> Model<S> {
         out
     }
 
+    /// The model with every parameter replaced by its position in [`Model::parameters`]: how a
+    /// named parameter (a body's mass, a geom's friction) finds its index.
+    pub fn parameter_indices(&self) -> Model<f64> {
+        let mut next = 0.0;
+        self.map(&mut |_| {
+            next += 1.0;
+            next - 1.0
+        })
+    }
+
     /// A model of the same structure whose parameters are `values`, in the order of
     /// [`Model::parameters`].
     pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {

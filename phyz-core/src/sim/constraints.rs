@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use nalgebra::{DMatrix, DVector, Vector3};
+use nalgebra::{DMatrix, DVector};
 
+use super::weights::{InverseWeights, point_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, Material, SolImp, SolRef, SolverConfig, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, Material, RowDeviation, SolImp, SolRef, SolverConfig, solve_scalar,
 };
-use crate::dynamics::kinematics::subspace;
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{JointKind, Model};
+use crate::model::{Geom, JointKind, Model};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -61,25 +61,32 @@ impl ContactState {
         ContactState { config, capacity: None, warm: Vec::new(), weights: None }
     }
 
-    /// The model's inverse weights in each of `lanes` batch lanes, computed once per parameter
-    /// set.
-    fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<Arc<Vec<InverseWeights>>, StepError> {
+    /// The model's inverse weights, one value per batch lane: computed in `S` when a parameter
+    /// carries a derivative (they depend on the masses), else from each lane's `f64` weights,
+    /// computed once per parameter set.
+    fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<InverseWeights<S>, StepError> {
         let all = model.parameters();
+        let differentiated =
+            (0..S::tangent_dim()).any(|k| all.iter().any(|p| (0..p.lanes()).any(|l| p.tangent(l, k) != 0.0)));
+        if differentiated {
+            return InverseWeights::new(model);
+        }
         let parameters: Vec<f64> = (0..lanes).flat_map(|l| all.iter().map(move |p| p.lane(l))).collect();
         if let Some((known, weights)) = &self.weights
             && *known == parameters
             && weights.len() == lanes
         {
-            return Ok(Arc::clone(weights));
+            return Ok(InverseWeights::lift(weights));
         }
-        let weights = Arc::new((0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?);
-        self.weights = Some((parameters, Arc::clone(&weights)));
-        Ok(weights)
+        let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
+        let lifted = InverseWeights::lift(&weights);
+        self.weights = Some((parameters, Arc::new(weights)));
+        Ok(lifted)
     }
 }
 
 /// Inverse weights of each batch lane, with the parameters (lane after lane) they came from.
-type LaneWeights = (Vec<f64>, Arc<Vec<InverseWeights>>);
+type LaneWeights = (Vec<f64>, Arc<Vec<InverseWeights<f64>>>);
 
 /// One constraint gathered for assembly (a contact slot or a limit), for every batch lane.
 struct Gathered<S: Scalar> {
@@ -92,130 +99,18 @@ struct Gathered<S: Scalar> {
     /// Rows of the constraint Jacobian (normal first), `nv` each.
     jacobian: Vec<DVector<S>>,
     depth: S,
-    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`), per batch lane.
-    inverse_weights: Vec<f64>,
+    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
+    inverse_weight: S,
+    /// The combined friction and restitution, live (their real parts are the materials').
+    friction: S,
+    restitution: S,
     /// The lanes the constraint exists in.
     present: S::Mask,
 }
 
-/// MuJoCo's inverse weights at the reference pose (`body_invweight0`, `dof_invweight0`,
-/// `tendon_invweight0`): how hard each body's centre of mass, each degree of freedom and each
-/// tendon is to accelerate. The soft-constraint regularizer is scaled by them, which is what
-/// makes a resting body settle at MuJoCo's depth.
-#[derive(Debug)]
-struct InverseWeights {
-    body: Vec<f64>,
-    dof: Vec<f64>,
-    tendon: Vec<f64>,
-}
-
-impl InverseWeights {
-    fn new(model: &Model<f64>) -> Result<Self, StepError> {
-        let q0 = model.qpos0();
-        let kin = forward_kinematics(model, &q0);
-        let factor = MassFactor::new(model, &mass_matrix(model, &kin))?;
-        let weight = |jac: &DMatrix<f64>| {
-            let rows = jac.nrows() as f64;
-            (0..jac.nrows()).map(|r| jac.row(r).dot(&factor.solve(&jac.row(r).transpose()).transpose())).sum::<f64>()
-                / rows
-        };
-        // MuJoCo's "simple" bodies — moved only by slides, off a static parent, carrying nothing
-        // that moves — use their mass alone (no armature), for the body and for its degrees of
-        // freedom.
-        let carries_joints = |b: usize| {
-            model.bodies().iter().enumerate().any(|(c, child)| {
-                let mut p = c;
-                while p != 0 && p != b {
-                    p = model.bodies()[p].parent();
-                }
-                c != b && p == b && !child.joints().is_empty()
-            })
-        };
-        let simple = |b: usize| {
-            let body = &model.bodies()[b];
-            if carries_joints(b) {
-                return false;
-            }
-            let slides_only =
-                !body.joints().is_empty() && body.joints().all(|j| model.joints()[j].kind() == JointKind::Slide);
-            let static_parent = (0..).try_fold(body.parent(), |p, _| {
-                if p == 0 {
-                    Err(true)
-                } else if model.bodies()[p].joints().is_empty() {
-                    Ok(model.bodies()[p].parent())
-                } else {
-                    Err(false)
-                }
-            });
-            slides_only && static_parent == Err(true) && body.mass > 0.0
-        };
-        let body: Vec<f64> = (0..model.bodies().len())
-            .map(|b| {
-                if b == 0 {
-                    return 0.0;
-                }
-                if simple(b) {
-                    return 1.0 / model.bodies()[b].mass;
-                }
-                let pose = kin.body_pose(model, b);
-                let com = pose.transform_point(&model.bodies()[b].com);
-                let tran = weight(&point_jacobian(model, &kin, b, &com));
-                // A body that can only turn about its centre has no translational weight:
-                // MuJoCo falls back to the rotational one.
-                if tran > 1e-15 { tran } else { weight(&angular_jacobian(model, &kin, b)) }
-            })
-            .collect();
-        let dof = (0..model.nv())
-            .map(|d| {
-                let owner = model.tree().links[model.tree().dof_link[d]].body;
-                if simple(owner) {
-                    return 1.0 / model.bodies()[owner].mass;
-                }
-                let mut e = DVector::zeros(model.nv());
-                e[d] = 1.0;
-                factor.solve(&e)[d]
-            })
-            .collect();
-        let tendon = model
-            .tendons()
-            .iter()
-            .map(|t| {
-                let mut jac = DVector::zeros(model.nv());
-                t.apply(model, 1.0, &mut jac);
-                weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
-            })
-            .collect();
-        Ok(InverseWeights { body, dof, tendon })
-    }
-}
-
-/// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
-fn angular_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> DMatrix<S> {
-    let mut jac = DMatrix::zeros(3, model.nv());
-    let links = &model.tree().links;
-    let mut link = model.tree().body_link[body];
-    while let Some(l) = link {
-        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
-            jac.set_column(links[l].dof_adr + k, &kin.world[l].motion_to_parent(col).ang);
-        }
-        link = links[l].parent;
-    }
-    jac
-}
-
-/// The world-frame linear-velocity Jacobian (3 × nv) of the point `p` moving with `body`.
-fn point_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize, p: &Vector3<S>) -> DMatrix<S> {
-    let mut jac = DMatrix::zeros(3, model.nv());
-    let links = &model.tree().links;
-    let mut link = model.tree().body_link[body];
-    while let Some(l) = link {
-        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
-            let m = kin.world[l].motion_to_parent(col);
-            jac.set_column(links[l].dof_adr + k, &(m.lin + m.ang.cross(p)));
-        }
-        link = links[l].parent;
-    }
-    jac
+/// The geom with global index `index` (bodies' geoms in order).
+fn geom_at<S: Scalar>(model: &Model<S>, index: usize) -> &Geom<S> {
+    model.bodies().iter().flat_map(|b| &b.geoms).nth(index).expect("contacts name geoms of the model")
 }
 
 /// A slot of the contact buffer, evaluated in `S` with each lane's anchor.
@@ -224,13 +119,16 @@ fn contact_constraint<S: Scalar>(
     kin: &Kinematics<S>,
     slot: &Slot,
     lanes: usize,
-    weights: &[InverseWeights],
+    weights: &InverseWeights<S>,
 ) -> Gathered<S> {
     let lifted = slot.lift::<S>();
     let frame = lifted.anchor.evaluate(model, kin, &lifted.tangent_ref);
     let [a, b] = lifted.anchor.bodies();
     let contacts = slot.contacts();
     let kind = contacts[0].kind;
+    // The live friction and restitution come from the slot's first contact's geoms: in a batch,
+    // lanes carry no derivatives, so only the real parts (each lane's material) matter there.
+    let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
     let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
     let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose()).collect();
@@ -242,7 +140,9 @@ fn contact_constraint<S: Scalar>(
         materials: contacts.iter().map(|c| c.material).collect(),
         jacobian,
         depth: frame.depth,
-        inverse_weights: weights.iter().map(|w| w.body[a] + w.body[b]).collect(),
+        inverse_weight: weights.body[a] + weights.body[b],
+        friction: g1.friction[0].max(g2.friction[0]),
+        restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
     }
 }
@@ -267,10 +167,10 @@ fn limits<S: Scalar>(
     model: &Model<S>,
     q: &DVector<S>,
     lanes: usize,
-    weights: &[InverseWeights],
+    weights: &InverseWeights<S>,
 ) -> Result<Vec<Gathered<S>>, StepError> {
     let mut out = Vec::new();
-    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, materials, inverse_weights| {
+    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, materials, inverse_weight| {
         let present = depth.greater(-margin);
         if present.any() {
             out.push(Gathered {
@@ -280,7 +180,9 @@ fn limits<S: Scalar>(
                 materials,
                 jacobian: vec![jacobian],
                 depth,
-                inverse_weights,
+                inverse_weight,
+                friction: S::zero(),
+                restitution: S::zero(),
                 present,
             });
         }
@@ -297,9 +199,8 @@ fn limits<S: Scalar>(
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             jac[joint.dof_adr()] = S::from_f64(sign);
-            let inverse_weights = weights.iter().map(|w| w.dof[joint.dof_adr()]).collect();
             let key = Key::JointLimit { joint: j, upper };
-            push(key, jac, depth, joint.limit_margin, materials.clone(), inverse_weights);
+            push(key, jac, depth, joint.limit_margin, materials.clone(), weights.dof[joint.dof_adr()]);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
@@ -309,9 +210,8 @@ fn limits<S: Scalar>(
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             tendon.apply(model, S::from_f64(sign), &mut jac);
-            let inverse_weights = weights.iter().map(|w| w.tendon[t]).collect();
             let key = Key::TendonLimit { tendon: t, upper };
-            push(key, jac, depth, tendon.limit_margin, materials.clone(), inverse_weights);
+            push(key, jac, depth, tendon.limit_margin, materials.clone(), weights.tendon[t]);
         }
     }
     Ok(out)
@@ -405,12 +305,18 @@ pub(crate) fn acceleration<S: Scalar>(
             .map(|l| {
                 let row =
                     ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), &config);
-                ContactRow { inverse_weight: Some(g.inverse_weights[l]), ..row }
+                ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), ..row }
             })
             .collect();
         specs.push(lane_rows);
         let reals = |x: S| S::from_lanes(&x.reals());
-        deviations.push((depth - reals(depth), v_n - reals(v_n)));
+        deviations.push(RowDeviation {
+            depth: depth - reals(depth),
+            normal_velocity: v_n - reals(v_n),
+            friction: g.friction - reals(g.friction),
+            restitution: g.restitution - reals(g.restitution),
+            inverse_weight: g.inverse_weight - reals(g.inverse_weight),
+        });
         at += g.kind.dim();
     }
     let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();

@@ -8,6 +8,7 @@
 use nalgebra::DVector;
 
 mod constraints;
+mod weights;
 
 use crate::Scalar;
 use crate::dynamics::integrator;

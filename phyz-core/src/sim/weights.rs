@@ -1,0 +1,146 @@
+//! MuJoCo's inverse weights at the reference pose (`body_invweight0`, `dof_invweight0`,
+//! `tendon_invweight0`): how hard each body's centre of mass, each degree of freedom and each
+//! tendon is to accelerate. The soft-constraint regularizer is scaled by them, which is what
+//! makes a resting body settle at MuJoCo's depth. They depend on the model's masses, so they are
+//! computed in the step's scalar when a parameter carries a derivative.
+
+use nalgebra::{DMatrix, DVector, Vector3};
+
+use crate::Scalar;
+use crate::dynamics::kinematics::subspace;
+use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
+use crate::error::StepError;
+use crate::model::{JointKind, Model};
+
+/// The inverse weights of a model's bodies, degrees of freedom and tendons.
+#[derive(Clone, Debug)]
+pub(super) struct InverseWeights<S> {
+    pub body: Vec<S>,
+    pub dof: Vec<S>,
+    pub tendon: Vec<S>,
+}
+
+impl<S: Scalar> InverseWeights<S> {
+    pub fn new(model: &Model<S>) -> Result<Self, StepError> {
+        let q0 = model.qpos0();
+        let kin = forward_kinematics(model, &q0);
+        let factor = MassFactor::new(model, &mass_matrix(model, &kin))?;
+        let weight = |jac: &DMatrix<S>| {
+            let rows = jac.nrows();
+            let sum = (0..rows)
+                .map(|r| jac.row(r).transpose().dot(&factor.solve(&jac.row(r).transpose())))
+                .fold(S::zero(), |a, b| a + b);
+            sum / S::from_f64(rows as f64)
+        };
+        let body = (0..model.bodies().len())
+            .map(|b| {
+                if b == 0 {
+                    return S::zero();
+                }
+                if simple(model, b) {
+                    return S::one() / model.bodies()[b].mass;
+                }
+                let pose = kin.body_pose(model, b);
+                let com = pose.transform_point(&model.bodies()[b].com);
+                let tran = weight(&point_jacobian(model, &kin, b, &com));
+                // A body that can only turn about its centre has no translational weight:
+                // MuJoCo falls back to the rotational one.
+                if tran.lane(0) > 1e-15 { tran } else { weight(&angular_jacobian(model, &kin, b)) }
+            })
+            .collect();
+        let dof = (0..model.nv())
+            .map(|d| {
+                let owner = model.tree().links[model.tree().dof_link[d]].body;
+                if simple(model, owner) {
+                    return S::one() / model.bodies()[owner].mass;
+                }
+                let mut e = DVector::zeros(model.nv());
+                e[d] = S::one();
+                factor.solve(&e)[d]
+            })
+            .collect();
+        let tendon = model
+            .tendons()
+            .iter()
+            .map(|t| {
+                let mut jac = DVector::zeros(model.nv());
+                t.apply(model, S::one(), &mut jac);
+                weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
+            })
+            .collect();
+        Ok(InverseWeights { body, dof, tendon })
+    }
+}
+
+impl InverseWeights<f64> {
+    /// One value per batch lane from each lane's weights.
+    pub fn lift<S: Scalar>(lanes: &[InverseWeights<f64>]) -> InverseWeights<S> {
+        let gather = |get: &dyn Fn(&InverseWeights<f64>) -> &Vec<f64>| -> Vec<S> {
+            (0..get(&lanes[0]).len())
+                .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>()))
+                .collect()
+        };
+        InverseWeights { body: gather(&|w| &w.body), dof: gather(&|w| &w.dof), tendon: gather(&|w| &w.tendon) }
+    }
+}
+
+/// MuJoCo's "simple" bodies — moved only by slides, off a static parent, carrying nothing that
+/// moves — use their mass alone (no armature), for the body and for its degrees of freedom.
+fn simple<S: Scalar>(model: &Model<S>, b: usize) -> bool {
+    let body = &model.bodies()[b];
+    let carries_joints = model.bodies().iter().enumerate().any(|(c, child)| {
+        let mut p = c;
+        while p != 0 && p != b {
+            p = model.bodies()[p].parent();
+        }
+        c != b && p == b && !child.joints().is_empty()
+    });
+    if carries_joints {
+        return false;
+    }
+    let slides_only = !body.joints().is_empty() && body.joints().all(|j| model.joints()[j].kind() == JointKind::Slide);
+    let static_parent = (0..).try_fold(body.parent(), |p, _| {
+        if p == 0 {
+            Err(true)
+        } else if model.bodies()[p].joints().is_empty() {
+            Ok(model.bodies()[p].parent())
+        } else {
+            Err(false)
+        }
+    });
+    slides_only && static_parent == Err(true) && body.mass.lane(0) > 0.0
+}
+
+/// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
+pub(super) fn angular_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    let links = &model.tree().links;
+    let mut link = model.tree().body_link[body];
+    while let Some(l) = link {
+        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
+            jac.set_column(links[l].dof_adr + k, &kin.world[l].motion_to_parent(col).ang);
+        }
+        link = links[l].parent;
+    }
+    jac
+}
+
+/// The world-frame linear-velocity Jacobian (3 × nv) of the point `p` moving with `body`.
+pub(super) fn point_jacobian<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    body: usize,
+    p: &Vector3<S>,
+) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    let links = &model.tree().links;
+    let mut link = model.tree().body_link[body];
+    while let Some(l) = link {
+        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
+            let m = kin.world[l].motion_to_parent(col);
+            jac.set_column(links[l].dof_adr + k, &(m.lin + m.ang.cross(p)));
+        }
+        link = links[l].parent;
+    }
+    jac
+}

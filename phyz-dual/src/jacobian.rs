@@ -1,0 +1,90 @@
+//! Exact step Jacobians, `DualSVec64<N>` columns at a time.
+
+use nalgebra::DMatrix;
+use num_dual::DualSVec64;
+
+use crate::DualError;
+use crate::forward::{Seed, push_forward};
+use phyz_core::sim::{ContactState, StepInfo};
+use phyz_core::{Model, State};
+
+/// Exact Jacobians of one step, in tangent coordinates (MuJoCo's `mjd_transitionFD`
+/// convention): `a` is `∂(q', v')/∂(q, v)` (`2nv × 2nv`), `b` is `∂(q', v')/∂u` (`2nv × nu`),
+/// `p` is `∂(q', v')/∂θ` for the chosen parameters (`2nv × np`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepJacobians {
+    pub a: DMatrix<f64>,
+    pub b: DMatrix<f64>,
+    pub p: DMatrix<f64>,
+    /// The state the step reaches.
+    pub next: State<f64>,
+    /// What the step's constraint solves did.
+    pub info: StepInfo,
+}
+
+/// Step Jacobians `a` and `b` from a cold start of the default solver preset, 8 columns per
+/// pass.
+pub fn step_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Result<StepJacobians, DualError> {
+    step_jacobians_lanes::<8>(model, state, ctrl, &[], &mut ContactState::default())
+}
+
+/// Step Jacobians with respect to the state, the controls and the parameters at `params`
+/// (positions in [`Model::parameters`], see [`crate::Parameter::index`]), from the solver
+/// preset and warm starts in `contact` — the step a simulator with that state would take; the
+/// cache is left as that step leaves it. `N` columns per `DualSVec64<N>` pass
+/// (`⌈(2nv + nu + np) / N⌉` passes).
+pub fn step_jacobians_lanes<const N: usize>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    params: &[usize],
+    contact: &mut ContactState,
+) -> Result<StepJacobians, DualError> {
+    let (nv, nu, np) = (model.nv(), model.nu(), params.len());
+    let count = model.parameters().len();
+    if let Some(&index) = params.iter().find(|&&i| i >= count) {
+        return Err(DualError::ParameterIndex { index, count });
+    }
+    let columns = 2 * nv + nu + np;
+    let unit = |column: usize| {
+        let mut seed = Seed::zeros(model);
+        match column {
+            c if c < nv => seed.qpos[c] = 1.0,
+            c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
+            c if c < 2 * nv + nu => seed.ctrl[c - 2 * nv] = 1.0,
+            c => {
+                let mut direction = vec![0.0; count];
+                direction[params[c - 2 * nv - nu]] = 1.0;
+                seed.params = Some(direction);
+            }
+        }
+        seed
+    };
+    let mut jac = DMatrix::zeros(2 * nv, columns);
+    let mut reached = None;
+    let start_cache = contact.clone();
+    // At least one pass, so that a model without degrees of freedom still reports its step.
+    for start in (0..columns.max(1)).step_by(N.max(1)) {
+        let end = (start + N).min(columns);
+        let seeds: Vec<Seed> = (start..end).map(unit).collect();
+        // Every pass starts from the same warm starts; the first one's cache is the step's.
+        let mut cache = start_cache.clone();
+        let (next, tangents, info) = push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds, &mut cache)?;
+        for (k, t) in tangents.iter().enumerate() {
+            jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
+            jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);
+        }
+        if reached.is_none() {
+            *contact = cache;
+            reached = Some((next, info));
+        }
+    }
+    let (next, info) = reached.ok_or(DualError::TooManySeeds { seeds: columns, directions: N })?;
+    Ok(StepJacobians {
+        a: jac.columns(0, 2 * nv).into_owned(),
+        b: jac.columns(2 * nv, nu).into_owned(),
+        p: jac.columns(2 * nv + nu, np).into_owned(),
+        next,
+        info,
+    })
+}

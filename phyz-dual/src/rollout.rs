@@ -1,0 +1,214 @@
+//! The gradient of a rollout objective: one forward rollout recording each step's exact
+//! Jacobians, one backward sweep (the adjoint recursion) through them.
+
+use nalgebra::DVector;
+use num_dual::DualSVec64;
+
+use crate::DualError;
+use crate::forward::{Seed, push_forward};
+use crate::jacobian::{StepJacobians, step_jacobians_lanes};
+use phyz_core::sim::ContactState;
+use phyz_core::{Model, State};
+
+/// A cost term's value and its gradients: with respect to the state in tangent coordinates
+/// (`dq`, `dv`: `nv` each, as the step Jacobians) and, for a running cost, the control.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cost {
+    pub value: f64,
+    pub dq: DVector<f64>,
+    pub dv: DVector<f64>,
+    pub du: DVector<f64>,
+}
+
+impl Cost {
+    /// Zero cost with zero gradients for `model`.
+    pub fn zero(model: &Model<f64>) -> Self {
+        Cost {
+            value: 0.0,
+            dq: DVector::zeros(model.nv()),
+            dv: DVector::zeros(model.nv()),
+            du: DVector::zeros(model.nu()),
+        }
+    }
+}
+
+/// A rollout objective `J = Σ_t running(t, x_t, u_t) + terminal(x_T)`, each term with its own
+/// gradients.
+pub trait Objective {
+    /// The cost of step `t`, taken at the state it starts from and its control.
+    fn running(&self, t: usize, state: &State<f64>, ctrl: &[f64]) -> Cost;
+    /// The cost of the final state (its `du` is ignored).
+    fn terminal(&self, state: &State<f64>) -> Cost;
+}
+
+/// An [`Objective`] from two closures.
+pub struct CostFunctions<R, T> {
+    pub running: R,
+    pub terminal: T,
+}
+
+impl<R, T> Objective for CostFunctions<R, T>
+where
+    R: Fn(usize, &State<f64>, &[f64]) -> Cost,
+    T: Fn(&State<f64>) -> Cost,
+{
+    fn running(&self, t: usize, state: &State<f64>, ctrl: &[f64]) -> Cost {
+        (self.running)(t, state, ctrl)
+    }
+    fn terminal(&self, state: &State<f64>) -> Cost {
+        (self.terminal)(state)
+    }
+}
+
+/// A rollout and the gradient of its objective.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolloutGradient {
+    /// The objective's value.
+    pub value: f64,
+    /// With respect to the initial position (tangent coordinates, `nv`) and velocity.
+    pub dq0: DVector<f64>,
+    pub dv0: DVector<f64>,
+    /// With respect to each step's control.
+    pub du: Vec<DVector<f64>>,
+    /// With respect to the chosen parameters, in their order.
+    pub dparams: DVector<f64>,
+    /// The states visited, the initial one first.
+    pub states: Vec<State<f64>>,
+}
+
+/// Wraps a failure at step `step` of a rollout.
+fn at_step(step: usize) -> impl Fn(DualError) -> DualError {
+    move |e| DualError::AtStep { step, source: Box::new(e) }
+}
+
+/// Rolls out `controls` (one row per step) from `start` and returns the objective and its exact
+/// gradient with respect to the initial state, every control and the parameters at `params`
+/// (positions in [`Model::parameters`]). The contact solves start from `contact` (preset and
+/// warm starts) and leave it as the rollout does. A step whose contact solve did not converge,
+/// or whose KKT matrix is singular, makes the call an error naming the step.
+pub fn rollout_gradient(
+    model: &Model<f64>,
+    start: &State<f64>,
+    controls: &[Vec<f64>],
+    params: &[usize],
+    objective: &impl Objective,
+    contact: &mut ContactState,
+) -> Result<RolloutGradient, DualError> {
+    let nv = model.nv();
+    let mut states = vec![start.clone()];
+    let mut steps: Vec<StepJacobians> = Vec::with_capacity(controls.len());
+    for (t, ctrl) in controls.iter().enumerate() {
+        let jac = step_jacobians_lanes::<8>(model, &states[t], ctrl, params, contact).map_err(at_step(t))?;
+        if !jac.info.converged {
+            return Err(at_step(t)(DualError::Unconverged { residual: jac.info.residual }));
+        }
+        states.push(jac.next.clone());
+        steps.push(jac);
+    }
+    let terminal = objective.terminal(&states[controls.len()]);
+    let mut value = terminal.value;
+    // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates.
+    let mut lambda = DVector::from_iterator(2 * nv, terminal.dq.iter().chain(terminal.dv.iter()).copied());
+    let mut du = vec![DVector::zeros(model.nu()); controls.len()];
+    let mut dparams = DVector::zeros(params.len());
+    for t in (0..controls.len()).rev() {
+        let cost = objective.running(t, &states[t], &controls[t]);
+        value += cost.value;
+        let jac = &steps[t];
+        du[t] = &cost.du + jac.b.tr_mul(&lambda);
+        dparams += jac.p.tr_mul(&lambda);
+        let dx = DVector::from_iterator(2 * nv, cost.dq.iter().chain(cost.dv.iter()).copied());
+        lambda = dx + jac.a.tr_mul(&lambda);
+    }
+    Ok(RolloutGradient {
+        value,
+        dq0: lambda.rows(0, nv).into_owned(),
+        dv0: lambda.rows(nv, nv).into_owned(),
+        du,
+        dparams,
+        states,
+    })
+}
+
+/// A direction in a rollout's inputs: the initial state (tangent coordinates), every step's
+/// control, and the parameters at the `params` positions given alongside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolloutDirection {
+    pub dq0: DVector<f64>,
+    pub dv0: DVector<f64>,
+    pub du: Vec<DVector<f64>>,
+    pub dparams: DVector<f64>,
+}
+
+impl RolloutDirection {
+    /// The gradient's inner product with this direction: the directional derivative it
+    /// predicts.
+    pub fn dot(&self, gradient: &RolloutGradient) -> f64 {
+        self.dq0.dot(&gradient.dq0)
+            + self.dv0.dot(&gradient.dv0)
+            + self.du.iter().zip(&gradient.du).map(|(d, g)| d.dot(g)).sum::<f64>()
+            + self.dparams.dot(&gradient.dparams)
+    }
+}
+
+/// The objective and its directional derivatives along up to `N` directions, by carrying the
+/// directions forward through the whole rollout in one `DualSVec64<N>` pass per step — the
+/// forward-mode counterpart of [`rollout_gradient`], and an independent check of it.
+pub fn rollout_directional<const N: usize>(
+    model: &Model<f64>,
+    start: &State<f64>,
+    controls: &[Vec<f64>],
+    params: &[usize],
+    directions: &[RolloutDirection],
+    objective: &impl Objective,
+    contact: &mut ContactState,
+) -> Result<(f64, Vec<f64>), DualError> {
+    if directions.len() > N {
+        return Err(DualError::TooManySeeds { seeds: directions.len(), directions: N });
+    }
+    let count = model.parameters().len();
+    let seed_params = |d: &RolloutDirection| {
+        (!params.is_empty()).then(|| {
+            let mut p = vec![0.0; count];
+            for (&i, &v) in params.iter().zip(d.dparams.iter()) {
+                p[i] += v;
+            }
+            p
+        })
+    };
+    // The tangent of the current state along each direction.
+    let mut tangents: Vec<(DVector<f64>, DVector<f64>)> =
+        directions.iter().map(|d| (d.dq0.clone(), d.dv0.clone())).collect();
+    let mut state = start.clone();
+    let (mut value, mut derivative) = (0.0, vec![0.0; directions.len()]);
+    // Adds a cost term's value and its derivative along each direction.
+    let mut add = |cost: &Cost, tangents: &[(DVector<f64>, DVector<f64>)], du: Option<usize>| {
+        value += cost.value;
+        for (k, (dq, dv)) in tangents.iter().enumerate() {
+            let control = du.map_or(0.0, |t| cost.du.dot(&directions[k].du[t]));
+            derivative[k] += cost.dq.dot(dq) + cost.dv.dot(dv) + control;
+        }
+    };
+    for (t, ctrl) in controls.iter().enumerate() {
+        add(&objective.running(t, &state, ctrl), &tangents, Some(t));
+        let seeds: Vec<Seed> = directions
+            .iter()
+            .zip(&tangents)
+            .map(|(d, (dq, dv))| Seed {
+                qpos: dq.clone(),
+                qvel: dv.clone(),
+                ctrl: d.du[t].clone(),
+                params: seed_params(d),
+            })
+            .collect();
+        let (next, moved, info) =
+            push_forward::<DualSVec64<N>>(model, &state, ctrl, &seeds, contact).map_err(at_step(t))?;
+        if !info.converged {
+            return Err(at_step(t)(DualError::Unconverged { residual: info.residual }));
+        }
+        tangents = moved.into_iter().map(|m| (m.qpos, m.qvel)).collect();
+        state = next;
+    }
+    add(&objective.terminal(&state), &tangents, None);
+    Ok((value, derivative))
+}
