@@ -3,8 +3,13 @@
 mod bench;
 mod csv;
 mod demo;
+#[cfg(feature = "dual")]
+mod gradcheck;
 mod info;
+#[cfg(feature = "dual")]
+mod jacobian;
 mod simulate;
+mod start;
 
 use std::path::PathBuf;
 
@@ -37,6 +42,13 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     /// Time the smooth-dynamics step of a model (prints `step_us <microseconds per step>`).
     Bench(bench::BenchArgs),
+    /// Write a model's exact step Jacobians `A`, `B` at a state as JSON (tangent-space
+    /// convention of MuJoCo's `mjd_transitionFD`).
+    #[cfg(feature = "dual")]
+    Jacobian(jacobian::JacobianArgs),
+    /// Check a model's step Jacobians and a rollout gradient against central differences.
+    #[cfg(feature = "dual")]
+    Gradcheck(gradcheck::GradcheckArgs),
 }
 
 /// How constraints are handled in a run.
@@ -84,5 +96,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Info { model } => info::run(&load(&model)?),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
+        #[cfg(feature = "dual")]
+        Command::Jacobian(args) => jacobian::run(args),
+        #[cfg(feature = "dual")]
+        Command::Gradcheck(args) => gradcheck::run(args),
     }
 }

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use nalgebra::DVector;
 use phyz::sim::step_with;
-use phyz::{Model, State};
 
-use super::csv::{read_rows, read_vector, write_header, write_state};
+use super::csv::{read_rows, write_header, write_state};
+use super::start::StartArgs;
 use super::{CliError, ConstraintArgs, load};
 
 #[derive(Args)]
@@ -22,15 +21,8 @@ pub struct SimulateArgs {
     /// Controls: one row of `nu` numbers per step, no header; the last row repeats.
     #[arg(long)]
     ctrl: Option<PathBuf>,
-    /// Initial positions: one row of `nq` numbers.
-    #[arg(long, requires = "qvel")]
-    qpos: Option<PathBuf>,
-    /// Initial velocities: one row of `nv` numbers.
-    #[arg(long, requires = "qpos")]
-    qvel: Option<PathBuf>,
-    /// Start from this keyframe (index or name) instead of the reference configuration.
-    #[arg(long, conflicts_with = "qpos")]
-    keyframe: Option<String>,
+    #[command(flatten)]
+    start: StartArgs,
     #[command(flatten)]
     constraints: ConstraintArgs,
     /// Output CSV: a header, then one row per state, the initial state first.
@@ -38,33 +30,10 @@ pub struct SimulateArgs {
     out: PathBuf,
 }
 
-/// The starting state and the keyframe's controls (if a keyframe was chosen).
-fn initial_state(model: &Model<f64>, args: &SimulateArgs) -> Result<(State<f64>, Option<Vec<f64>>), CliError> {
-    if let Some(key) = &args.keyframe {
-        let index = key
-            .parse::<usize>()
-            .ok()
-            .or_else(|| model.keyframes().iter().position(|k| &k.name == key))
-            .ok_or_else(|| format!("no keyframe `{key}`"))?;
-        let (state, ctrl) = model
-            .keyframe_state(index)
-            .ok_or_else(|| format!("keyframe {index} does not exist ({} keyframes)", model.keyframes().len()))?;
-        return Ok((state, Some(ctrl)));
-    }
-    match (&args.qpos, &args.qvel) {
-        (Some(qpos), Some(qvel)) => {
-            let qpos = read_vector(qpos, model.nq(), "qpos")?;
-            let qvel = read_vector(qvel, model.nv(), "qvel")?;
-            Ok((State::new(DVector::from_vec(qpos), DVector::from_vec(qvel)), None))
-        }
-        _ => Ok((model.default_state(), None)),
-    }
-}
-
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let mut model = load(&args.model)?;
     let mut contact = args.constraints.apply(&mut model);
-    let (mut state, key_ctrl) = initial_state(&model, &args)?;
+    let (mut state, key_ctrl) = args.start.state(&model)?;
     let controls = match &args.ctrl {
         Some(path) => {
             let rows = read_rows(path)?;

@@ -29,7 +29,7 @@ pub enum SensitivityError {
 
 /// Relative tolerance for reading regimes off a converged solution.
 const REGIME_TOLERANCE: f64 = 1e-7;
-/// Pivot ratio below which `K` is treated as singular.
+/// Pivot ratio below which `K` (rows equilibrated) is treated as singular.
 const SINGULAR_PIVOT: f64 = 1e-13;
 
 /// The linearization of a converged solve, reusable for many directions and gradients.
@@ -38,8 +38,13 @@ pub struct Sensitivity {
     impulses: DVector<f64>,
     regimes: Vec<Regime>,
     kkt: DMatrix<f64>,
+    /// `D`: one over each row's largest entry of `K`. A sliding row's entries grow as
+    /// `μ f_n / |s|` when the slip is slow, so `K` is factorized as `D K`, whose rows are of
+    /// one size: its pivots then measure singularity, not the rows' units.
+    row_scale: DVector<f64>,
+    /// `D K` factorized.
     lu: LU<f64, Dyn, Dyn>,
-    /// `Kᵀ` factorized, for the transposed rule (nalgebra's LU solves only `K x = y`).
+    /// `(D K)ᵀ` factorized, for the transposed rule (nalgebra's LU solves only `K x = y`).
     lu_transposed: LU<f64, Dyn, Dyn>,
 }
 
@@ -52,14 +57,19 @@ impl Sensitivity {
         let f = solution.impulses.clone();
         let regimes = classify(problem, &f, REGIME_TOLERANCE);
         let kkt = kkt_matrix(problem, &regimes, &f);
-        let lu = kkt.clone().lu();
+        let row_scale = DVector::from_fn(kkt.nrows(), |i, _| {
+            let largest = kkt.row(i).amax();
+            if largest > 0.0 { 1.0 / largest } else { 1.0 }
+        });
+        let scaled = DMatrix::from_fn(kkt.nrows(), kkt.ncols(), |i, j| row_scale[i] * kkt[(i, j)]);
+        let lu = scaled.clone().lu();
         let pivots = lu.u().diagonal().map(f64::abs);
         let degenerate = pivots.min().is_nan() || pivots.min() <= SINGULAR_PIVOT * pivots.max();
         if !pivots.is_empty() && degenerate {
             return Err(SensitivityError::SingularKkt);
         }
-        let lu_transposed = kkt.transpose().lu();
-        Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, kkt, lu, lu_transposed })
+        let lu_transposed = scaled.transpose().lu();
+        Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, kkt, row_scale, lu, lu_transposed })
     }
 
     /// Each constraint's regime at the solution.
@@ -74,7 +84,8 @@ impl Sensitivity {
 
     /// Tangent rule: the impulses' derivative along a data direction.
     pub fn tangent(&self, direction: &ProblemTangent) -> DVector<f64> {
-        let rhs = data_differential(&self.problem, &self.regimes, &self.impulses, direction);
+        let rhs =
+            data_differential(&self.problem, &self.regimes, &self.impulses, direction).component_mul(&self.row_scale);
         -self.lu.solve(&rhs).unwrap_or_else(|| DVector::zeros(rhs.len()))
     }
 
@@ -82,7 +93,11 @@ impl Sensitivity {
     pub fn transpose(&self, gradient: &DVector<f64>) -> ProblemTangent {
         let p = &self.problem;
         let f = &self.impulses;
-        let lambda = self.lu_transposed.solve(gradient).unwrap_or_else(|| DVector::zeros(gradient.len()));
+        // Kᵀ λ = g with K = D⁻¹ (D K): (D K)ᵀ μ = g, then λ = D μ.
+        let lambda = self
+            .lu_transposed
+            .solve(gradient)
+            .map_or_else(|| DVector::zeros(gradient.len()), |m| m.component_mul(&self.row_scale));
         // w: the multiplier each row's velocity error carries in F.
         let mut w = lambda.clone();
         let mut mu = vec![0.0; p.constraints.len()];

@@ -1,0 +1,64 @@
+//! `phyz jacobian`: the exact step Jacobians of a model at a state, as JSON.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use nalgebra::DMatrix;
+use phyz::dual::step_jacobians_lanes;
+
+use super::csv::read_vector;
+use super::start::StartArgs;
+use super::{CliError, ConstraintArgs, load};
+
+#[derive(Args)]
+pub struct JacobianArgs {
+    /// MJCF model file.
+    model: PathBuf,
+    #[command(flatten)]
+    start: StartArgs,
+    /// The step's controls: one row of `nu` numbers (default: the keyframe's, else zeros).
+    #[arg(long)]
+    ctrl: Option<PathBuf>,
+    #[command(flatten)]
+    constraints: ConstraintArgs,
+    /// Output JSON: `{"A": [[…], …], "B": [[…], …]}`, rows of `A` (2nv × 2nv) then of `B`
+    /// (2nv × nu), in MuJoCo's tangent-space convention.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// A matrix as a JSON array of rows, every number exactly (shortest round-trip form).
+fn json_rows(m: &DMatrix<f64>) -> String {
+    let rows: Vec<String> = m
+        .row_iter()
+        .map(|r| format!("[{}]", r.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(", ")))
+        .collect();
+    format!("[{}]", rows.join(",\n  "))
+}
+
+pub fn run(args: JacobianArgs) -> Result<(), CliError> {
+    let mut model = load(&args.model)?;
+    let mut contact = args.constraints.apply(&mut model);
+    let (state, key_ctrl) = args.start.state(&model)?;
+    let ctrl = match &args.ctrl {
+        Some(path) => read_vector(path, model.nu(), "ctrl")?,
+        None => key_ctrl.unwrap_or_else(|| vec![0.0; model.nu()]),
+    };
+    let jac = step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact)?;
+    let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let mut out = BufWriter::new(file);
+    writeln!(out, "{{\"A\": {},\n\"B\": {}}}", json_rows(&jac.a), json_rows(&jac.b))?;
+    out.flush()?;
+    println!(
+        "A {}x{}, B {}x{} written to {} ({} contacts, {} limits)",
+        jac.a.nrows(),
+        jac.a.ncols(),
+        jac.b.nrows(),
+        jac.b.ncols(),
+        args.out.display(),
+        jac.info.contacts,
+        jac.info.limits
+    );
+    Ok(())
+}
