@@ -104,3 +104,59 @@ fn info_and_errors() {
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.xml"));
 }
+
+#[test]
+fn the_default_job_lands_the_ball_on_its_target_and_plots_it() {
+    let dir = std::env::temp_dir().join(format!("phyz-cli-throw-{}", std::process::id()));
+    // The main job (what `phyz` runs without a subcommand), into a folder of its own.
+    let out = phyz().arg("throw").arg("--out").arg(&dir).output().expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("iteration   1: loss"), "{text}");
+    let losses: Vec<f64> = rows(&dir.join("loss.csv"), true).iter().map(|r| r[1]).collect();
+    assert!(losses.len() >= 2 && losses.windows(2).all(|w| w[1] < w[0]), "{losses:?}");
+    // The exact Jacobian of the landing point: Levenberg–Marquardt lands the ball within a
+    // micrometre of the target.
+    assert!(losses[losses.len() - 1] < 1e-12, "{losses:?}");
+    let png = std::fs::read(dir.join("throw.png")).expect("plot written");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn jacobian_writes_a_and_b_and_gradcheck_reports() {
+    let path = std::env::temp_dir().join(format!("phyz-cli-jac-{}.json", std::process::id()));
+    let out = phyz()
+        .args(["jacobian", "../shared/models/gymnasium/inverted_pendulum.xml", "--out"])
+        .arg(&path)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json = std::fs::read_to_string(&path).expect("written");
+    // Two blocks of rows: A (4 × 4) and B (4 × 1) for the cart-pole.
+    let rows_of = |key: &str| {
+        let start = json.find(&format!("\"{key}\"")).expect("key");
+        let block = &json[start..];
+        let end = block.find("]]").expect("closing");
+        block[..end].matches('[').count() - 1
+    };
+    assert_eq!((rows_of("A"), rows_of("B")), (4, 4));
+    let first_row = json.split("[[").nth(1).expect("row").split(']').next().expect("row");
+    assert_eq!(first_row.split(',').count(), 4);
+    std::fs::remove_file(&path).ok();
+    let check = phyz()
+        .args(["gradcheck", "../shared/models/gymnasium/inverted_pendulum.xml", "--steps", "20"])
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    let report = String::from_utf8_lossy(&check.stdout);
+    let worst: Vec<f64> = report
+        .lines()
+        .filter_map(|l| l.split("worst relative error ").nth(1))
+        .map(|r| r.split_whitespace().next().expect("number").parse().expect("number"))
+        .collect();
+    assert_eq!(worst.len(), 2, "{report}");
+    assert!(worst.iter().all(|w| *w < 1e-6), "{report}");
+}

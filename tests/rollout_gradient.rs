@@ -98,7 +98,7 @@ fn the_backward_sweep_equals_forward_tangents_through_contact() {
     let gradient = rollout_gradient(&model, &start, &controls, &params, &objective, &mut ContactState::new(config))
         .expect("gradient");
     let directions: Vec<RolloutDirection> = (0..4).map(|k| random_direction(&model, steps, params.len(), k)).collect();
-    let (value, derivatives) = rollout_directional::<4>(
+    let forward = rollout_directional::<4>(
         &model,
         &start,
         &controls,
@@ -108,6 +108,7 @@ fn the_backward_sweep_equals_forward_tangents_through_contact() {
         &mut ContactState::new(config),
     )
     .expect("forward tangents");
+    let (value, derivatives) = (forward.value, forward.derivatives);
     assert!((value - gradient.value).abs() <= 1e-12 * value.abs(), "{value} vs {}", gradient.value);
     // Two independent code paths for one derivative (stated before measuring: 1e-10 relative).
     for (k, (d, forward)) in directions.iter().zip(&derivatives).enumerate() {

@@ -27,5 +27,6 @@ pub use jacobian::{StepJacobians, step_jacobians, step_jacobians_lanes};
 pub use num_dual::{Dual64, DualSVec64};
 pub use parameter::Parameter;
 pub use rollout::{
-    Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, rollout_directional, rollout_gradient,
+    Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, RolloutTangents, rollout_directional,
+    rollout_gradient,
 };

@@ -5,7 +5,7 @@ use nalgebra::DVector;
 use num_dual::DualSVec64;
 
 use crate::DualError;
-use crate::forward::{Seed, push_forward};
+use crate::forward::{Seed, StateTangent, push_forward};
 use crate::jacobian::{StepJacobians, step_jacobians_lanes};
 use phyz_core::sim::ContactState;
 use phyz_core::{Model, State};
@@ -151,9 +151,23 @@ impl RolloutDirection {
     }
 }
 
-/// The objective and its directional derivatives along up to `N` directions, by carrying the
-/// directions forward through the whole rollout in one `DualSVec64<N>` pass per step — the
-/// forward-mode counterpart of [`rollout_gradient`], and an independent check of it.
+/// A rollout with directions carried forward through it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RolloutTangents {
+    /// The objective and its derivative along each direction.
+    pub value: f64,
+    pub derivatives: Vec<f64>,
+    /// The final state's derivative along each direction (tangent coordinates): the columns of
+    /// `∂x_T/∂(inputs)` for unit directions.
+    pub final_tangents: Vec<StateTangent>,
+    /// The states visited, the initial one first.
+    pub states: Vec<State<f64>>,
+}
+
+/// The objective, its directional derivatives along up to `N` directions and the final state's,
+/// by carrying the directions forward through the whole rollout in one `DualSVec64<N>` pass per
+/// step — the forward-mode counterpart of [`rollout_gradient`] (an independent check of it, and
+/// the cheaper way when the directions are fewer than the outputs).
 pub fn rollout_directional<const N: usize>(
     model: &Model<f64>,
     start: &State<f64>,
@@ -162,7 +176,7 @@ pub fn rollout_directional<const N: usize>(
     directions: &[RolloutDirection],
     objective: &impl Objective,
     contact: &mut ContactState,
-) -> Result<(f64, Vec<f64>), DualError> {
+) -> Result<RolloutTangents, DualError> {
     if directions.len() > N {
         return Err(DualError::TooManySeeds { seeds: directions.len(), directions: N });
     }
@@ -179,7 +193,7 @@ pub fn rollout_directional<const N: usize>(
     // The tangent of the current state along each direction.
     let mut tangents: Vec<(DVector<f64>, DVector<f64>)> =
         directions.iter().map(|d| (d.dq0.clone(), d.dv0.clone())).collect();
-    let mut state = start.clone();
+    let mut states = vec![start.clone()];
     let (mut value, mut derivative) = (0.0, vec![0.0; directions.len()]);
     // Adds a cost term's value and its derivative along each direction.
     let mut add = |cost: &Cost, tangents: &[(DVector<f64>, DVector<f64>)], du: Option<usize>| {
@@ -190,7 +204,8 @@ pub fn rollout_directional<const N: usize>(
         }
     };
     for (t, ctrl) in controls.iter().enumerate() {
-        add(&objective.running(t, &state, ctrl), &tangents, Some(t));
+        let state = &states[t];
+        add(&objective.running(t, state, ctrl), &tangents, Some(t));
         let seeds: Vec<Seed> = directions
             .iter()
             .zip(&tangents)
@@ -202,13 +217,14 @@ pub fn rollout_directional<const N: usize>(
             })
             .collect();
         let (next, moved, info) =
-            push_forward::<DualSVec64<N>>(model, &state, ctrl, &seeds, contact).map_err(at_step(t))?;
+            push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds, contact).map_err(at_step(t))?;
         if !info.converged {
             return Err(at_step(t)(DualError::Unconverged { residual: info.residual }));
         }
         tangents = moved.into_iter().map(|m| (m.qpos, m.qvel)).collect();
-        state = next;
+        states.push(next);
     }
-    add(&objective.terminal(&state), &tangents, None);
-    Ok((value, derivative))
+    add(&objective.terminal(&states[controls.len()]), &tangents, None);
+    let final_tangents = tangents.into_iter().map(|(qpos, qvel)| StateTangent { qpos, qvel }).collect();
+    Ok(RolloutTangents { value, derivatives: derivative, final_tangents, states })
 }

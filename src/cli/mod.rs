@@ -8,8 +8,12 @@ mod gradcheck;
 mod info;
 #[cfg(feature = "dual")]
 mod jacobian;
+#[cfg(feature = "dual")]
+mod plot;
 mod simulate;
 mod start;
+#[cfg(feature = "dual")]
+mod throw;
 
 use std::path::PathBuf;
 
@@ -31,7 +35,11 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Simulate the built-in double pendulum and summarize its trajectory (the default).
+    /// Optimize a ball's launch velocity and spin so that it lands on a target after bouncing,
+    /// through the exact rollout gradient; plots the loss and the paths (the default).
+    #[cfg(feature = "dual")]
+    Throw(throw::ThrowArgs),
+    /// Simulate the built-in double pendulum and summarize its trajectory.
     Demo(demo::DemoArgs),
     /// Print a model's bodies, joints, sizes, timestep and integrator.
     Info {
@@ -90,8 +98,18 @@ fn load(path: &PathBuf) -> Result<Model<f64>, CliError> {
     Ok(mjcf::load(path)?)
 }
 
+/// The main job: the throw optimization, or the pendulum demo in a build without derivatives.
+fn default_command() -> Command {
+    #[cfg(feature = "dual")]
+    return Command::Throw(throw::ThrowArgs::default());
+    #[cfg(not(feature = "dual"))]
+    return Command::Demo(demo::DemoArgs::default());
+}
+
 pub fn run(cli: Cli) -> Result<(), CliError> {
-    match cli.command.unwrap_or(Command::Demo(demo::DemoArgs::default())) {
+    match cli.command.unwrap_or_else(default_command) {
+        #[cfg(feature = "dual")]
+        Command::Throw(args) => throw::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Info { model } => info::run(&load(&model)?),
         Command::Simulate(args) => simulate::run(args),
