@@ -80,10 +80,12 @@ fn check(integrator: &str, steps: usize) {
     assert!(differing > steps / 2, "the lanes should touch differently");
     // Each lane solves its own constraints, in its own order, from its own warm start: the same
     // problem as its separate run, but not bit for bit — nalgebra multiplies `f64` matrices with
-    // a blocked kernel (another summation order) and lane matrices with the plain loop — so the
-    // lanes agree with separate runs to roundoff grown over the run (stated before measuring:
-    // 1e-9; measured 7e-12 with Euler, 2e-15 with RK4).
-    assert!(worst < 1e-9, "a lane left its own run by {worst:e}");
+    // a blocked kernel (another summation order) and lane matrices with the plain loop — and the
+    // solver's final Newton polish solves a KKT system whose condition grows as one over the
+    // friction regularizer (1e-10), so that roundoff grows over the run. Stated at 1e-9 before
+    // the polish (measured 7e-12 then), now 1e-8 (measured 2.0e-9 with Euler over 400 steps,
+    // 9e-12 with RK4 over 150).
+    assert!(worst < 1e-8, "a lane left its own run by {worst:e}");
 }
 
 #[test]

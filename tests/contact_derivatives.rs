@@ -4,9 +4,11 @@ mod common;
 
 use common::finite_difference_jacobians;
 use phyz::collision::detect;
-use phyz::dual::step_jacobians;
+use phyz::contact::SolverConfig;
+use phyz::dual::{check_step_jacobians, step_jacobians};
 use phyz::dynamics::forward_kinematics;
 use phyz::model::mjcf;
+use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 
 /// Relative tolerance stated by the contact issue.
@@ -43,6 +45,48 @@ fn a_sliding_sphere() {
     state.qpos[2] = 0.1 - 3.6e-4;
     state.qvel[0] = 1.0;
     check("sliding sphere", &model, &state);
+}
+
+#[test]
+fn a_box_sticking_on_an_incline() {
+    // 15° of incline against μ = 1 (45°): settled, all four corners stick.
+    let xml = "<mujoco><option timestep='0.002'/><worldbody>\
+        <geom type='plane' size='5 5 0.1' euler='0 15 0' friction='1 0.005 0.0001'/>\
+        <body pos='0 0 0.1' euler='0 15 0'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>\
+        </worldbody></mujoco>";
+    let model = phyz::model::mjcf::parse(xml, "incline.xml").expect("valid");
+    // Four sticking corners are a redundant set held by the friction rows' regularizer alone:
+    // under the `simulation` preset (1e-10) the step's response is exact but so stiff that
+    // central differences drown in roundoff (their error changes by 10× between step sizes);
+    // under `gradients` (1e-6, the preset for optimizing through contact) they resolve it.
+    // Reference: the best of three step sizes.
+    let config = SolverConfig::gradients();
+    let mut contact = ContactState::new(config);
+    let mut state = model.default_state();
+    for _ in 0..500 {
+        state = step_with(&model, &state, &[], &mut contact).expect("step").0;
+    }
+    let report = [1e-5, 1e-6, 1e-7]
+        .into_iter()
+        .map(|h| check_step_jacobians(&model, &state, &[], config, h).expect("check"))
+        .min_by(|a, b| a.worst.total_cmp(&b.worst))
+        .expect("three step sizes");
+    eprintln!("box sticking on a 15° incline: {:.2e} ({})", report.worst, report.at);
+    assert!(report.worst <= TOL, "{report:?}");
+}
+
+#[test]
+fn a_ball_at_impact() {
+    // A ball with restitution 0.8 meeting the floor at 2 m/s: the impact's rebound target.
+    let mut model = scene("<geom name='ball' type='sphere' size='0.1'/>");
+    for geom in model.bodies_mut().iter_mut().flat_map(|b| &mut b.geoms) {
+        geom.restitution = 0.8;
+    }
+    let mut state = model.default_state();
+    state.qpos[2] = 0.1 - 2e-3;
+    state.qvel[2] = -2.0;
+    state.qvel[0] = 0.3;
+    check("ball at impact", &model, &state);
 }
 
 #[test]

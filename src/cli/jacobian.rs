@@ -22,6 +22,13 @@ pub struct JacobianArgs {
     ctrl: Option<PathBuf>,
     #[command(flatten)]
     constraints: ConstraintArgs,
+    /// Step with semi-implicit Euler whatever the model asks (MuJoCo's `mjd_transitionFD`
+    /// refuses RK4; this makes the two comparable).
+    #[arg(long)]
+    euler: bool,
+    /// Evaluate the Jacobians this many times and print the median time of one evaluation.
+    #[arg(long, default_value_t = 1)]
+    reps: usize,
     /// Output JSON: `{"A": [[…], …], "B": [[…], …]}`, rows of `A` (2nv × 2nv) then of `B`
     /// (2nv × nu), in MuJoCo's tangent-space convention.
     #[arg(long)]
@@ -39,26 +46,39 @@ fn json_rows(m: &DMatrix<f64>) -> String {
 
 pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     let mut model = load(&args.model)?;
-    let mut contact = args.constraints.apply(&mut model);
+    if args.euler {
+        model.integrator = phyz::model::Integrator::Euler;
+    }
+    let contact = args.constraints.apply(&mut model);
     let (state, key_ctrl) = args.start.state(&model)?;
     let ctrl = match &args.ctrl {
         Some(path) => read_vector(path, model.nu(), "ctrl")?,
         None => key_ctrl.unwrap_or_else(|| vec![0.0; model.nu()]),
     };
-    let jac = step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact)?;
+    let mut times = Vec::with_capacity(args.reps.max(1));
+    let mut jac = None;
+    for _ in 0..args.reps.max(1) {
+        let started = std::time::Instant::now();
+        jac = Some(step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?);
+        times.push(started.elapsed().as_secs_f64());
+    }
+    let jac = jac.ok_or("no evaluation")?;
+    times.sort_by(f64::total_cmp);
+    let median_us = 1e6 * times[times.len() / 2];
     let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut out = BufWriter::new(file);
     writeln!(out, "{{\"A\": {},\n\"B\": {}}}", json_rows(&jac.a), json_rows(&jac.b))?;
     out.flush()?;
     println!(
-        "A {}x{}, B {}x{} written to {} ({} contacts, {} limits)",
+        "A {}x{}, B {}x{} written to {} ({} contacts, {} limits); median {median_us:.1} µs per evaluation of {}",
         jac.a.nrows(),
         jac.a.ncols(),
         jac.b.nrows(),
         jac.b.ncols(),
         args.out.display(),
         jac.info.contacts,
-        jac.info.limits
+        jac.info.limits,
+        times.len()
     );
     Ok(())
 }

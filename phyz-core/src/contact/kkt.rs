@@ -12,10 +12,14 @@
 //! function: a solver and a gradient that disagree about the system produce confident wrong
 //! numbers, never an error.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Dyn, LU};
 
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
+
+/// Relative tolerance for reading regimes off a converged solution (the solver's active-set
+/// guesses, the derivatives and the polish all read them alike).
+pub const REGIME_TOLERANCE: f64 = 1e-7;
 
 /// How a constraint is acting at a solution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +117,52 @@ pub fn kkt_matrix(problem: &ContactProblem<f64>, regimes: &[Regime], f: &DVector
         }
     }
     k
+}
+
+/// `K` with its rows equilibrated, factorized: `(D, LU(D K))` with `D` one over each row's
+/// largest entry. A sliding row's entries grow as `μ f_n / |s|` when the slip is slow, so the
+/// pivots of `K` itself mix the rows' units with singularity; those of `D K` do not.
+pub fn equilibrated_lu(k: &DMatrix<f64>) -> (DVector<f64>, LU<f64, Dyn, Dyn>) {
+    let row_scale = DVector::from_fn(k.nrows(), |i, _| {
+        let largest = k.row(i).amax();
+        if largest > 0.0 { 1.0 / largest } else { 1.0 }
+    });
+    let scaled = DMatrix::from_fn(k.nrows(), k.ncols(), |i, j| row_scale[i] * k[(i, j)]);
+    (row_scale, scaled.lu())
+}
+
+/// The exact solution at the regimes of `f` (read with relative `tolerance`): one Newton step
+/// `f − K⁻¹F(f)`, kept only if it is a solution with the same regimes (separating rows not
+/// approaching beyond `velocity_tolerance`). A converged solve is exact to its velocity
+/// tolerance only; where the regularizer is tiny (redundant sticking contacts: a box on four
+/// corners) the sweeps stall long before the internal forces settle, and those forces, turned
+/// with the contact frames, are what a step's derivative sees.
+pub fn polish(
+    problem: &ContactProblem<f64>,
+    f: &DVector<f64>,
+    tolerance: f64,
+    velocity_tolerance: f64,
+) -> Option<DVector<f64>> {
+    if f.is_empty() {
+        return None;
+    }
+    let regimes = classify(problem, f, tolerance);
+    let (row_scale, lu) = equilibrated_lu(&kkt_matrix(problem, &regimes, f));
+    let mut exact = f - lu.solve(&residual(problem, &regimes, f).component_mul(&row_scale))?;
+    // Separating constraints carry no impulse by definition, not the solve's roundoff of zero.
+    for ((c, at, _), regime) in problem.each().zip(&regimes) {
+        if *regime == Regime::Separating {
+            exact.rows_mut(at, c.kind.dim()).fill(0.0);
+        }
+    }
+    let s = velocity_error(problem, &exact);
+    let separating_hold = problem
+        .each()
+        .zip(&regimes)
+        .all(|((_, at, _), regime)| *regime != Regime::Separating || s[at] >= -velocity_tolerance);
+    let valid =
+        exact.iter().all(|x| x.is_finite()) && separating_hold && classify(problem, &exact, tolerance) == regimes;
+    valid.then_some(exact)
 }
 
 /// A direction in the problem's data.

@@ -14,7 +14,9 @@
 
 use nalgebra::{DMatrix, DVector, Dyn, LU, Matrix2};
 
-use super::kkt::{ProblemTangent, Regime, classify, data_differential, kkt_matrix, velocity_error};
+use super::kkt::{
+    ProblemTangent, REGIME_TOLERANCE, Regime, classify, data_differential, equilibrated_lu, kkt_matrix, velocity_error,
+};
 use super::problem::{ContactProblem, DepthDerivatives};
 use super::solver::Solution;
 
@@ -27,8 +29,6 @@ pub enum SensitivityError {
     SingularKkt,
 }
 
-/// Relative tolerance for reading regimes off a converged solution.
-const REGIME_TOLERANCE: f64 = 1e-7;
 /// Pivot ratio below which `K` (rows equilibrated) is treated as singular.
 const SINGULAR_PIVOT: f64 = 1e-13;
 
@@ -57,18 +57,13 @@ impl Sensitivity {
         let f = solution.impulses.clone();
         let regimes = classify(problem, &f, REGIME_TOLERANCE);
         let kkt = kkt_matrix(problem, &regimes, &f);
-        let row_scale = DVector::from_fn(kkt.nrows(), |i, _| {
-            let largest = kkt.row(i).amax();
-            if largest > 0.0 { 1.0 / largest } else { 1.0 }
-        });
-        let scaled = DMatrix::from_fn(kkt.nrows(), kkt.ncols(), |i, j| row_scale[i] * kkt[(i, j)]);
-        let lu = scaled.clone().lu();
+        let (row_scale, lu) = equilibrated_lu(&kkt);
         let pivots = lu.u().diagonal().map(f64::abs);
         let degenerate = pivots.min().is_nan() || pivots.min() <= SINGULAR_PIVOT * pivots.max();
         if !pivots.is_empty() && degenerate {
             return Err(SensitivityError::SingularKkt);
         }
-        let lu_transposed = scaled.transpose().lu();
+        let lu_transposed = DMatrix::from_fn(kkt.ncols(), kkt.nrows(), |i, j| row_scale[j] * kkt[(j, i)]).lu();
         Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, kkt, row_scale, lu, lu_transposed })
     }
 

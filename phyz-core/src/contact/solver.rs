@@ -19,7 +19,7 @@ use nalgebra::{DVector, Matrix2, Vector2};
 
 use super::config::{Coupling, SolverConfig};
 use super::friction::{FrictionError, solve_disc};
-use super::kkt::{Regime, classify, kkt_matrix, residual, velocity_error};
+use super::kkt::{REGIME_TOLERANCE, Regime, classify, kkt_matrix, polish, residual, velocity_error};
 use super::problem::ContactProblem;
 use super::row::ConstraintKind;
 use super::{interior, semismooth};
@@ -55,8 +55,6 @@ const SWEEP_BLOCK: usize = 4;
 const STALL_RATIO: f64 = 0.99;
 /// ...and this many such blocks in a row end the solve, unconverged.
 const STALL_BLOCKS: usize = 3;
-/// Relative tolerance with which a Newton guess reads regimes off the impulses themselves.
-const REGIME_TOLERANCE: f64 = 1e-7;
 /// Budget of the main pass (sweeps and active-set Newton) before the fallbacks take over.
 const MAIN_PASS: usize = 40;
 /// Largest multiple of the De Saxcé step taken at once.
@@ -297,6 +295,26 @@ fn newton_proposal(problem: &ContactProblem<f64>, f: &DVector<f64>, regimes: &[R
 /// Solves `problem` from `warm` (previous impulses; missing or infeasible entries are fine, the
 /// first sweep projects them). Errors only when a friction block is not positive definite.
 pub fn solve(
+    problem: &ContactProblem<f64>,
+    config: &SolverConfig,
+    warm: Option<&DVector<f64>>,
+) -> Result<Solution, FrictionError> {
+    let mut solution = iterate(problem, config, warm)?;
+    // With Newton on, the converged point is made exact at its regimes (`kkt::polish`): the
+    // step it gives differs only within the tolerance, but its derivative is the one of the
+    // problem actually posed.
+    if config.newton
+        && solution.converged
+        && let Some(exact) = polish(problem, &solution.impulses, REGIME_TOLERANCE, config.tolerance)
+    {
+        solution.impulses = exact;
+        solution.iterations += 1;
+    }
+    Ok(solution)
+}
+
+/// The sweeps, Newton steps and fallbacks of [`solve`], up to its convergence test.
+fn iterate(
     problem: &ContactProblem<f64>,
     config: &SolverConfig,
     warm: Option<&DVector<f64>>,

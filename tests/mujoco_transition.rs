@@ -1,0 +1,59 @@
+//! phyz's exact step Jacobians against MuJoCo's centred finite differences
+//! (`mjd_transitionFD`, eps 1e-6; reference data from tools/mujoco_transition_reference.py) on
+//! every gymnasium model's smooth dynamics (constraints off), stepped with Euler as
+//! `mjd_transitionFD` requires.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{read_rows, state_from_row};
+use nalgebra::DMatrix;
+use phyz::dual::step_jacobians;
+use phyz::model::{Integrator, mjcf};
+
+/// MuJoCo's centred differences carry an error of about `ε² · f'''` plus roundoff over `ε`: the
+/// comparison is to that noise, stated before measuring as 1e-6 of the largest entry.
+const TOL: f64 = 1e-6;
+
+fn matrix(rows: Vec<Vec<f64>>, columns: usize) -> DMatrix<f64> {
+    DMatrix::from_fn(rows.len(), columns, |i, j| rows[i][j])
+}
+
+#[test]
+fn exact_jacobians_match_mujocos_finite_differences() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let gym = root.join("../shared/models/gymnasium");
+    let mut names: Vec<String> = std::fs::read_dir(root.join("tests/reference"))
+        .expect("reference data")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("transition_A.csv").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "reference data for {} models", names.len());
+    let mut failures = Vec::new();
+    for name in &names {
+        let reference = root.join("tests/reference").join(name);
+        let mut model = mjcf::load(gym.join(format!("{name}.xml"))).expect("model");
+        model.enabled.constraint = false;
+        model.integrator = Integrator::Euler;
+        let state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
+        let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
+        let ctrl = ctrl[..model.nu()].to_vec();
+        let jac = step_jacobians(&model, &state, &ctrl).expect("jacobians");
+        let two_nv = 2 * model.nv();
+        let a = matrix(read_rows(&reference.join("transition_A.csv"), false), two_nv);
+        let b_rows = read_rows(&reference.join("transition_B.csv"), false);
+        let b = if model.nu() == 0 { DMatrix::zeros(two_nv, 0) } else { matrix(b_rows, model.nu()) };
+        let error = |ours: &DMatrix<f64>, theirs: &DMatrix<f64>| {
+            (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(1e-12)
+        };
+        let (ea, eb) = (error(&jac.a, &a), if model.nu() == 0 { 0.0 } else { error(&jac.b, &b) });
+        eprintln!("{name:>26}: A {ea:.2e}, B {eb:.2e}");
+        if ea > TOL || eb > TOL {
+            failures.push(format!("{name}: A {ea:.2e}, B {eb:.2e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""MuJoCo's finite-difference step Jacobians (mjd_transitionFD, centred) as reference data, and
+the step-Jacobian benchmark against phyz.
+
+mjd_transitionFD does not support RK4, so models that ask for it are stepped with Euler here,
+and the phyz side does the same (tests/mujoco_transition.rs, `phyz jacobian --euler`).
+
+Reference data (default): for every gymnasium model, with constraints disabled (the smooth
+dynamics, as tools/mujoco_reference.py), at the first state and control of that model's
+tests/reference/<name>/onestep_in.csv and onestep_ctrl.csv, writes
+
+  tests/reference/<name>/transition_A.csv   2nv rows of 2nv numbers
+  tests/reference/<name>/transition_B.csv   2nv rows of nu numbers
+
+from mjd_transitionFD(eps=1e-6, centred). tests/mujoco_transition.rs compares phyz's exact
+Jacobians with them.
+
+Benchmark (--bench, needs `cargo build --release` first): for each named model, the time of one
+mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured inside phyz (the
+command's own timing line), and the agreement of the two.
+
+Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR]
+        python3 tools/mujoco_transition_reference.py --bench [--reps N] hopper walker2d ant humanoid
+"""
+
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import mujoco
+import numpy as np
+
+from mujoco_reference import DEFAULT_GYM_DIR, REPO, fmt, load, route_warnings
+
+EPS = 1e-6
+
+
+def first_row(path, header):
+    with open(path) as f:
+        rows = [r for r in csv.reader(f)]
+    rows = rows[1:] if header else rows
+    return [float(x) for x in rows[0] if x.strip()] if rows else []
+
+
+def euler(m):
+    """The model stepped with semi-implicit Euler (mjd_transitionFD refuses RK4)."""
+    if m.opt.integrator == mujoco.mjtIntegrator.mjINT_RK4:
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    return m
+
+
+def transition(m, d):
+    nv, nu = m.nv, m.nu
+    a = np.zeros((2 * nv, 2 * nv))
+    b = np.zeros((2 * nv, nu))
+    mujoco.mjd_transitionFD(m, d, EPS, True, a, b, None, None)
+    return a, b
+
+
+def state_of(name, m, d):
+    ref = os.path.join(REPO, "tests", "reference", name)
+    row = first_row(os.path.join(ref, "onestep_in.csv"), True)
+    d.time = row[0]
+    d.qpos[:] = row[1 : 1 + m.nq]
+    d.qvel[:] = row[1 + m.nq : 1 + m.nq + m.nv]
+    d.ctrl[:] = first_row(os.path.join(ref, "onestep_ctrl.csv"), False)[: m.nu] if m.nu else []
+
+
+def write(path, matrix):
+    with open(path, "w") as f:
+        for row in matrix:
+            f.write(",".join(fmt(x) for x in row) + "\n")
+
+
+def reference(gym_dir):
+    for path in sorted(glob.glob(os.path.join(gym_dir, "*.xml"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        m = euler(load(path))
+        d = mujoco.MjData(m)
+        state_of(name, m, d)
+        a, b = transition(m, d)
+        out = os.path.join(REPO, "tests", "reference", name)
+        write(os.path.join(out, "transition_A.csv"), a)
+        write(os.path.join(out, "transition_B.csv"), b)
+        print(f"{name}: A {a.shape}, B {b.shape}")
+
+
+def bench(gym_dir, names, reps):
+    phyz = os.path.join(REPO, "target", "release", "phyz")
+    print(f"MuJoCo {mujoco.__version__} mjd_transitionFD (centred, eps {EPS}) vs phyz exact step Jacobians; "
+          f"constraints off, median of {reps}")
+    print()
+    print("| model | nv | nu | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | max abs difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name in names:
+        path = name if name.endswith(".xml") else os.path.join(gym_dir, name + ".xml")
+        name = os.path.splitext(os.path.basename(path))[0]
+        m = euler(load(path))
+        d = mujoco.MjData(m)
+        state_of(name, m, d)
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            a, b = transition(m, d)
+            times.append(time.perf_counter() - start)
+        mj_us = 1e6 * float(np.median(times))
+        with tempfile.TemporaryDirectory() as tmp:
+            qpos, qvel, ctrl, out = (os.path.join(tmp, f) for f in ("q.csv", "v.csv", "u.csv", "j.json"))
+            for f, values in ((qpos, d.qpos), (qvel, d.qvel), (ctrl, d.ctrl)):
+                with open(f, "w") as fh:
+                    fh.write(",".join(fmt(x) for x in values) + "\n")
+            args = [phyz, "jacobian", path, "--qpos", qpos, "--qvel", qvel, "--out", out,
+                    "--no-constraints", "--euler", "--reps", str(reps)]
+            if m.nu:
+                args += ["--ctrl", ctrl]
+            text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+            us = float(text.split("median ")[1].split(" µs")[0])
+            jac = json.load(open(out))
+        diff = max(np.abs(np.array(jac["A"]) - a).max(), np.abs(np.array(jac["B"]) - b).max() if m.nu else 0.0)
+        print(f"| {name} | {m.nv} | {m.nu} | {mj_us:.1f} | {us:.1f} | {us / mj_us:.2f} | {diff:.1e} |")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gym-dir", default=DEFAULT_GYM_DIR)
+    parser.add_argument("--bench", action="store_true")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("models", nargs="*")
+    args = parser.parse_args()
+    route_warnings()
+    if args.bench:
+        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps)
+    else:
+        reference(args.gym_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
