@@ -69,7 +69,8 @@ pub fn solve_scalar<S: Scalar>(
             }
         }
         tangents.push(lane_tangents);
-        solutions.push(Solution { impulses: scatter(&solution.impulses, &rows), ..solution });
+        let (impulses, iterate) = (scatter(&solution.impulses, &rows), scatter(&solution.iterate, &rows));
+        solutions.push(Solution { impulses, iterate, ..solution });
     }
     let impulses = DVector::from_fn(m, |i, _| {
         let reals: Vec<f64> = solutions.iter().map(|s| s.impulses[i]).collect();

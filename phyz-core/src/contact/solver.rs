@@ -29,6 +29,9 @@ use super::{interior, semismooth};
 pub struct Solution {
     /// Impulses, row by row (`[n, t1, t2]` per contact).
     pub impulses: DVector<f64>,
+    /// Where the iterations stopped, before the final polish: the warm start for the next step
+    /// (the sweeps' own fixed point, from which they confirm convergence at once).
+    pub iterate: DVector<f64>,
     /// Work spent: sweeps plus dense solves (Newton steps, interior-point iterations).
     pub iterations: usize,
     /// Largest change of a constraint's own velocity (`(A + R)_cc Δf_c`) in the last sweep.
@@ -326,6 +329,7 @@ fn iterate(
         f.rows_mut(0, n).copy_from(&w.rows(0, n));
     }
     let done = |f: DVector<f64>, iterations, residual: f64, newton_steps| Solution {
+        iterate: f.clone(),
         impulses: f,
         iterations,
         residual,

@@ -350,7 +350,7 @@ pub(crate) fn acceleration<S: Scalar>(
             let dim = g.kind.dim();
             if let Some(key) = g.keys[lane] {
                 let mut w = [0.0; 3];
-                w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
+                w[..dim].copy_from_slice(&solution.iterate.as_slice()[at..at + dim]);
                 state.warm[lane].insert(key, w);
             }
             at += dim;
