@@ -80,12 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             dq[1] = e[1];
             Cost { value: 0.5 * (e[0] * e[0] + e[1] * e[1]), dq, dv: DVector::zeros(nv), du: DVector::zeros(1) }
         },
-        terminal: |_s: &State<f64>| Cost {
-            value: 0.0,
-            dq: DVector::zeros(nv),
-            dv: DVector::zeros(nv),
-            du: DVector::zeros(1),
-        },
+        terminal: |_s: &State<f64>| Cost::zeros(nv, 1),
     };
     // The loss and its gradient in log-parameters, for parameters `theta = ln(mass, friction)`.
     let evaluate = |theta: &DVector<f64>| -> Result<(f64, DVector<f64>), Box<dyn std::error::Error>> {

@@ -20,12 +20,7 @@ const FLOOR: f64 = 1e-3;
 /// body's position).
 fn final_coordinate(nv: usize, coordinate: usize) -> impl Objective {
     CostFunctions {
-        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost {
-            value: 0.0,
-            dq: DVector::zeros(nv),
-            dv: DVector::zeros(nv),
-            du: DVector::zeros(0),
-        },
+        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost::zeros(nv, 0),
         terminal: move |s: &State<f64>| {
             let mut dq = DVector::zeros(nv);
             dq[coordinate] = 1.0;

@@ -250,12 +250,7 @@ fn dropped_ball(height: f64) -> (Model<f64>, State<f64>) {
 fn restitution_sensitivity_is_zero_below_the_threshold_and_right_above_it() {
     let nv = 1;
     let height_cost = CostFunctions {
-        running: |_t: usize, _s: &State<f64>, _u: &[f64]| Cost {
-            value: 0.0,
-            dq: DVector::zeros(nv),
-            dv: DVector::zeros(nv),
-            du: DVector::zeros(0),
-        },
+        running: |_t: usize, _s: &State<f64>, _u: &[f64]| Cost::zeros(nv, 0),
         terminal: |s: &State<f64>| Cost {
             value: s.qpos[0],
             dq: DVector::from_element(nv, 1.0),

@@ -21,14 +21,10 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// Zero cost with zero gradients for `model`.
-    pub fn zero(model: &Model<f64>) -> Self {
-        Cost {
-            value: 0.0,
-            dq: DVector::zeros(model.nv()),
-            dv: DVector::zeros(model.nv()),
-            du: DVector::zeros(model.nu()),
-        }
+    /// Zero cost with zero gradients, for a model of `nv` degrees of freedom and `nu` controls
+    /// (the running cost of an objective that only looks at the final state, say).
+    pub fn zeros(nv: usize, nu: usize) -> Self {
+        Cost { value: 0.0, dq: DVector::zeros(nv), dv: DVector::zeros(nv), du: DVector::zeros(nu) }
     }
 }
 

@@ -68,12 +68,7 @@ fn miss_of(s: &State<f64>) -> Vector2<f64> {
 /// `½ |miss|²`: only where the flight ends matters.
 fn landing_error(nv: usize) -> impl Objective {
     CostFunctions {
-        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost {
-            value: 0.0,
-            dq: DVector::zeros(nv),
-            dv: DVector::zeros(nv),
-            du: DVector::zeros(0),
-        },
+        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost::zeros(nv, 0),
         terminal: move |s: &State<f64>| {
             let miss = miss_of(s);
             let mut dq = DVector::zeros(nv);
