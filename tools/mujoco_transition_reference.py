@@ -20,7 +20,7 @@ mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured insid
 command's own timing line), and the agreement of the two.
 
 Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR]
-        python3 tools/mujoco_transition_reference.py --bench [--reps N] hopper walker2d ant humanoid
+        python3 tools/mujoco_transition_reference.py --bench [--constraints] [--reps N] hopper walker2d ant humanoid
 """
 
 import argparse
@@ -91,19 +91,21 @@ def reference(gym_dir):
         print(f"{name}: A {a.shape}, B {b.shape}")
 
 
-def bench(gym_dir, names, reps):
+def bench(gym_dir, names, reps, constraints):
     phyz = os.path.join(REPO, "target", "release", "phyz")
     print(f"MuJoCo {mujoco.__version__} mjd_transitionFD (centred, eps {EPS}) vs phyz exact step Jacobians; "
-          f"constraints off, median of {reps}")
+          f"constraints {'on' if constraints else 'off'}, median of {reps}")
     print()
-    print("| model | nv | nu | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | max abs difference |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| model | nv | nu | contacts and limits | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | max abs difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         path = name if name.endswith(".xml") else os.path.join(gym_dir, name + ".xml")
         name = os.path.splitext(os.path.basename(path))[0]
-        m = euler(load(path))
+        m = euler(mujoco.MjModel.from_xml_path(path) if constraints else load(path))
         d = mujoco.MjData(m)
         state_of(name, m, d)
+        mujoco.mj_forward(m, d)
+        active = d.nefc and (d.ncon + int(np.sum(d.efc_type == mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT)))
         times = []
         for _ in range(reps):
             start = time.perf_counter()
@@ -115,15 +117,16 @@ def bench(gym_dir, names, reps):
             for f, values in ((qpos, d.qpos), (qvel, d.qvel), (ctrl, d.ctrl)):
                 with open(f, "w") as fh:
                     fh.write(",".join(fmt(x) for x in values) + "\n")
-            args = [phyz, "jacobian", path, "--qpos", qpos, "--qvel", qvel, "--out", out,
-                    "--no-constraints", "--euler", "--reps", str(reps)]
+            args = [phyz, "jacobian", path, "--qpos", qpos, "--qvel", qvel, "--out", out, "--euler", "--reps", str(reps)]
+            if not constraints:
+                args.append("--no-constraints")
             if m.nu:
                 args += ["--ctrl", ctrl]
             text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
             us = float(text.split("median ")[1].split(" µs")[0])
             jac = json.load(open(out))
         diff = max(np.abs(np.array(jac["A"]) - a).max(), np.abs(np.array(jac["B"]) - b).max() if m.nu else 0.0)
-        print(f"| {name} | {m.nv} | {m.nu} | {mj_us:.1f} | {us:.1f} | {us / mj_us:.2f} | {diff:.1e} |")
+        print(f"| {name} | {m.nv} | {m.nu} | {active} | {mj_us:.1f} | {us:.1f} | {us / mj_us:.2f} | {diff:.1e} |")
 
 
 def main():
@@ -131,11 +134,12 @@ def main():
     parser.add_argument("--gym-dir", default=DEFAULT_GYM_DIR)
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--constraints", action="store_true", help="benchmark with contacts and limits on")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     route_warnings()
     if args.bench:
-        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps)
+        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps, args.constraints)
     else:
         reference(args.gym_dir)
 
