@@ -179,6 +179,17 @@ fn unknown_parameters_are_named_errors() {
     let err = Parameter::BodyMass("nobody".into()).index(&model).expect_err("no such body");
     assert!(err.to_string().contains("nobody"), "{err}");
     assert!(Parameter::BodyCom("block".into(), 3).index(&model).is_err());
+    // A parameter the contact rows read as a constant (here a geom's size) is refused, not
+    // differentiated without its effect through the contacts.
+    let constants = model.constraint_constants();
+    let refused = phyz::dual::step_jacobians_lanes::<8>(
+        &model,
+        &resting(&model),
+        &[0.0],
+        &constants[..1],
+        &mut ContactState::default(),
+    );
+    assert!(matches!(refused, Err(DualError::ConstantInConstraints { .. })), "{refused:?}");
 }
 
 fn friction_gradient(start: &State<f64>, model: &Model<f64>, push: f64, steps: usize) -> f64 {

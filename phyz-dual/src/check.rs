@@ -25,8 +25,9 @@ impl CheckReport {
         CheckReport { worst: 0.0, at: "nothing checked".into() }
     }
 
-    /// Keeps `error` if it is the worst so far.
+    /// Keeps `error` if it is the worst so far; a non-finite error is the worst there is.
     fn record(&mut self, error: f64, at: impl FnOnce() -> String) {
+        let error = if error.is_nan() { f64::INFINITY } else { error };
         if error > self.worst || self.at == "nothing checked" {
             self.worst = error;
             self.at = at();
@@ -81,7 +82,8 @@ fn moved(
     Ok((model, state, controls))
 }
 
-/// The objective of a plain `f64` rollout from a cold start of `config`.
+/// The objective of a plain `f64` rollout from a cold start of `config`; an unconverged contact
+/// solve is an error naming the step.
 pub fn rollout_value(
     model: &Model<f64>,
     start: &State<f64>,
@@ -94,9 +96,13 @@ pub fn rollout_value(
     let mut value = 0.0;
     for (t, ctrl) in controls.iter().enumerate() {
         value += objective.running(t, &state, ctrl).value;
-        state = step_with(model, &state, ctrl, &mut contact)
-            .map_err(|e| DualError::AtStep { step: t, source: Box::new(e.into()) })?
-            .0;
+        let at_step = |e: DualError| DualError::AtStep { step: t, source: Box::new(e) };
+        let (next, info) = step_with(model, &state, ctrl, &mut contact).map_err(|e| at_step(e.into()))?;
+        // An unconverged solve is no reference to compare a derivative with.
+        if !info.converged {
+            return Err(at_step(DualError::Unconverged { residual: info.residual }));
+        }
+        state = next;
     }
     Ok(value + objective.terminal(&state).value)
 }
@@ -183,8 +189,11 @@ pub fn check_step_jacobians(
         }
         let fd = (step(&plus, &up)? - step(&minus, &um)?) / (2.0 * h);
         let exact = if c < 2 * nv { jac.a.column(c).into_owned() } else { jac.b.column(c - 2 * nv).into_owned() };
+        // nalgebra's `amax` skips NaN: a non-finite entry is reported as such.
+        let finite = exact.iter().chain(fd.iter()).all(|x| x.is_finite());
         let scale = exact.amax().max(fd.amax()).max(1e-9);
-        report.record((&exact - &fd).amax() / scale, || names(c));
+        let error = if finite { (&exact - &fd).amax() / scale } else { f64::INFINITY };
+        report.record(error, || names(c));
     }
     Ok(report)
 }

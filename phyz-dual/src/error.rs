@@ -14,8 +14,16 @@ pub enum DualError {
     TooManySeeds { seeds: usize, directions: usize },
     #[error("no {kind} named `{name}`")]
     UnknownParameter { kind: &'static str, name: String },
+    #[error("the name `{name}` does not choose one {kind} (unnamed, or shared by several)")]
+    AmbiguousParameter { kind: &'static str, name: String },
     #[error("parameter index {index} is out of range: the model has {count} parameters")]
     ParameterIndex { index: usize, count: usize },
+    #[error(
+        "parameter {index} enters the contact and limit rows as a constant (geom shape, placement, solref, \
+         solimp, margin, or the timestep): its derivative through constraints is not available \
+         (switch constraints off to differentiate the smooth dynamics along it)"
+    )]
+    ConstantInConstraints { index: usize },
     #[error("the contact solve did not converge (residual {residual:e}): no derivative exists there")]
     Unconverged { residual: f64 },
     #[error("step {step}: {source}")]

@@ -5,6 +5,7 @@ use num_dual::DualSVec64;
 
 use crate::DualError;
 use crate::forward::{Seed, push_forward};
+use crate::parameter::check_positions;
 use phyz_core::sim::{ContactState, StepInfo};
 use phyz_core::{Model, State};
 
@@ -41,10 +42,8 @@ pub fn step_jacobians_lanes<const N: usize>(
     contact: &mut ContactState,
 ) -> Result<StepJacobians, DualError> {
     let (nv, nu, np) = (model.nv(), model.nu(), params.len());
+    check_positions(model, params)?;
     let count = model.parameters().len();
-    if let Some(&index) = params.iter().find(|&&i| i >= count) {
-        return Err(DualError::ParameterIndex { index, count });
-    }
     let columns = 2 * nv + nu + np;
     let unit = |column: usize| {
         let mut seed = Seed::zeros(model);

@@ -13,9 +13,11 @@ pub enum Parameter {
     BodyCom(String, usize),
     /// One principal moment of inertia (0, 1, 2) of a body.
     BodyInertia(String, usize),
-    /// A geom's sliding friction coefficient (pairs combine by maximum).
+    /// A geom's sliding friction coefficient. Pairs combine by maximum, so with the other geom
+    /// of a pair at the same value the derivative follows one of the two (central differences
+    /// then see half of it).
     GeomFriction(String),
-    /// A geom's restitution (pairs combine by maximum).
+    /// A geom's restitution (pairs combine by maximum, as friction).
     GeomRestitution(String),
     /// An actuator's gear.
     ActuatorGear(String),
@@ -26,10 +28,9 @@ impl Parameter {
     pub fn index(&self, model: &Model<f64>) -> Result<usize, DualError> {
         let indices = model.parameter_indices();
         let unknown = |kind: &'static str, name: &str| DualError::UnknownParameter { kind, name: name.to_string() };
-        let body = |name: &str| indices.bodies().iter().find(|b| b.name == name).ok_or_else(|| unknown("body", name));
-        let geom = |name: &str| {
-            indices.bodies().iter().flat_map(|b| &b.geoms).find(|g| g.name == name).ok_or_else(|| unknown("geom", name))
-        };
+        let body = |name: &str| only("body", name, indices.bodies().iter().filter(|b| b.name == name));
+        let geom =
+            |name: &str| only("geom", name, indices.bodies().iter().flat_map(|b| &b.geoms).filter(|g| g.name == name));
         let axis = |name: &str, axis: usize| {
             if axis < 3 { Ok(axis) } else { Err(unknown("axis (0, 1 or 2) of body", name)) }
         };
@@ -40,7 +41,7 @@ impl Parameter {
             Parameter::GeomFriction(name) => geom(name)?.friction[0],
             Parameter::GeomRestitution(name) => geom(name)?.restitution,
             Parameter::ActuatorGear(name) => {
-                indices.actuators().iter().find(|a| &a.name == name).ok_or_else(|| unknown("actuator", name))?.gear
+                only("actuator", name, indices.actuators().iter().filter(|a| &a.name == name))?.gear
             }
         };
         Ok(index as usize)
@@ -49,5 +50,24 @@ impl Parameter {
     /// The positions of `parameters` in [`Model::parameters`].
     pub fn indices(parameters: &[Parameter], model: &Model<f64>) -> Result<Vec<usize>, DualError> {
         parameters.iter().map(|p| p.index(model)).collect()
+    }
+}
+
+/// The one element a name chooses: none is an unknown name, an empty name or several matches
+/// are ambiguous.
+fn only<'a, T>(kind: &'static str, name: &str, mut matches: impl Iterator<Item = &'a T>) -> Result<&'a T, DualError> {
+    match (matches.next(), matches.next()) {
+        (None, _) => Err(DualError::UnknownParameter { kind, name: name.to_string() }),
+        (Some(one), None) if !name.is_empty() => Ok(one),
+        _ => Err(DualError::AmbiguousParameter { kind, name: name.to_string() }),
+    }
+}
+
+/// Checks positions in [`Model::parameters`] against the model.
+pub(crate) fn check_positions(model: &Model<f64>, params: &[usize]) -> Result<(), DualError> {
+    let count = model.parameters().len();
+    match params.iter().find(|&&i| i >= count) {
+        Some(&index) => Err(DualError::ParameterIndex { index, count }),
+        None => Ok(()),
     }
 }

@@ -7,6 +7,7 @@ use num_dual::DualSVec64;
 use crate::DualError;
 use crate::forward::{Seed, StateTangent, push_forward};
 use crate::jacobian::{StepJacobians, step_jacobians_lanes};
+use crate::parameter::check_positions;
 use phyz_core::sim::ContactState;
 use phyz_core::{Model, State};
 
@@ -72,6 +73,20 @@ pub struct RolloutGradient {
     pub states: Vec<State<f64>>,
 }
 
+impl Cost {
+    /// Checks the gradients' sizes against a model of `nv` degrees of freedom and `nu` controls.
+    fn check(&self, nv: usize, nu: usize) -> Result<(), DualError> {
+        for (what, expected, got) in
+            [("cost dq", nv, self.dq.len()), ("cost dv", nv, self.dv.len()), ("cost du", nu, self.du.len())]
+        {
+            if expected != got {
+                return Err(DualError::SeedDimension { what, expected, got });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Wraps a failure at step `step` of a rollout.
 fn at_step(step: usize) -> impl Fn(DualError) -> DualError {
     move |e| DualError::AtStep { step, source: Box::new(e) }
@@ -102,6 +117,8 @@ pub fn rollout_gradient(
         steps.push(jac);
     }
     let terminal = objective.terminal(&states[controls.len()]);
+    // The terminal cost's `du` is ignored; its state gradients must fit.
+    Cost { du: DVector::zeros(model.nu()), ..terminal.clone() }.check(nv, model.nu())?;
     let mut value = terminal.value;
     // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates.
     let mut lambda = DVector::from_iterator(2 * nv, terminal.dq.iter().chain(terminal.dv.iter()).copied());
@@ -109,6 +126,7 @@ pub fn rollout_gradient(
     let mut dparams = DVector::zeros(params.len());
     for t in (0..controls.len()).rev() {
         let cost = objective.running(t, &states[t], &controls[t]);
+        cost.check(nv, model.nu()).map_err(at_step(t))?;
         value += cost.value;
         let jac = &steps[t];
         du[t] = &cost.du + jac.b.tr_mul(&lambda);
@@ -176,6 +194,20 @@ pub fn rollout_directional<const N: usize>(
     if directions.len() > N {
         return Err(DualError::TooManySeeds { seeds: directions.len(), directions: N });
     }
+    check_positions(model, params)?;
+    let (nv, nu) = (model.nv(), model.nu());
+    for d in directions {
+        let sizes = [
+            ("direction dq0", nv, d.dq0.len()),
+            ("direction dv0", nv, d.dv0.len()),
+            ("direction du (steps)", controls.len(), d.du.len()),
+            ("direction dparams", params.len(), d.dparams.len()),
+        ];
+        let controls_fit = d.du.iter().map(|u| ("direction du", nu, u.len()));
+        if let Some((what, expected, got)) = sizes.into_iter().chain(controls_fit).find(|(_, e, g)| e != g) {
+            return Err(DualError::SeedDimension { what, expected, got });
+        }
+    }
     let count = model.parameters().len();
     let seed_params = |d: &RolloutDirection| {
         (!params.is_empty()).then(|| {
@@ -193,15 +225,20 @@ pub fn rollout_directional<const N: usize>(
     let (mut value, mut derivative) = (0.0, vec![0.0; directions.len()]);
     // Adds a cost term's value and its derivative along each direction.
     let mut add = |cost: &Cost, tangents: &[(DVector<f64>, DVector<f64>)], du: Option<usize>| {
+        Cost { du: DVector::zeros(nu), ..cost.clone() }.check(nv, nu)?;
+        if du.is_some() {
+            cost.check(nv, nu)?;
+        }
         value += cost.value;
         for (k, (dq, dv)) in tangents.iter().enumerate() {
             let control = du.map_or(0.0, |t| cost.du.dot(&directions[k].du[t]));
             derivative[k] += cost.dq.dot(dq) + cost.dv.dot(dv) + control;
         }
+        Ok::<(), DualError>(())
     };
     for (t, ctrl) in controls.iter().enumerate() {
         let state = &states[t];
-        add(&objective.running(t, state, ctrl), &tangents, Some(t));
+        add(&objective.running(t, state, ctrl), &tangents, Some(t)).map_err(at_step(t))?;
         let seeds: Vec<Seed> = directions
             .iter()
             .zip(&tangents)
@@ -220,7 +257,7 @@ pub fn rollout_directional<const N: usize>(
         tangents = moved.into_iter().map(|m| (m.qpos, m.qvel)).collect();
         states.push(next);
     }
-    add(&objective.terminal(&states[controls.len()]), &tangents, None);
+    add(&objective.terminal(&states[controls.len()]), &tangents, None)?;
     let final_tangents = tangents.into_iter().map(|(qpos, qvel)| StateTangent { qpos, qvel }).collect();
     Ok(RolloutTangents { value, derivatives: derivative, final_tangents, states })
 }

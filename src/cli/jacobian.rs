@@ -63,6 +63,9 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
         times.push(started.elapsed().as_secs_f64());
     }
     let jac = jac.ok_or("no evaluation")?;
+    if jac.a.iter().chain(jac.b.iter()).any(|x| !x.is_finite()) {
+        return Err("the step Jacobians are not finite at this state".into());
+    }
     times.sort_by(f64::total_cmp);
     let median_us = 1e6 * times[times.len() / 2];
     let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;

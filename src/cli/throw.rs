@@ -1,5 +1,5 @@
 //! `phyz throw` (the default): optimize a ball's launch velocity and spin, through a bounce off
-//! the floor, so that it lands on a target. Each iteration carries the six launch directions
+//! the floor, so that it lands on a target. Each iteration carries the five launch directions
 //! through the whole flight in one forward dual pass per step (the bounce differentiated by the
 //! implicit function theorem), which gives the landing point's exact Jacobian, and takes a
 //! Levenberg–Marquardt step.

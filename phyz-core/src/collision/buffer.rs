@@ -27,7 +27,6 @@ pub struct Overflow {
 /// The contacts of a batch in slots, one contact or none per lane in each.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContactBuffer {
-    lanes: usize,
     /// `slots[k][lane]`.
     slots: Vec<Vec<Option<Contact>>>,
 }
@@ -69,13 +68,8 @@ impl ContactBuffer {
         }
         match capacity {
             Some(capacity) if slots.len() > capacity => Err(Overflow { needed: slots.len(), capacity }),
-            _ => Ok(ContactBuffer { lanes, slots }),
+            _ => Ok(ContactBuffer { slots }),
         }
-    }
-
-    /// Number of batch lanes.
-    pub fn lanes(&self) -> usize {
-        self.lanes
     }
 
     /// The slots in use, in order.
@@ -100,8 +94,8 @@ pub struct Lifted<S: Scalar> {
 }
 
 impl<'a> Slot<'a> {
-    /// The contact of each lane; a lane without one borrows the slot's first contact, so that
-    /// its (masked) numbers stay finite.
+    /// The contact of each lane; a lane without one borrows the slot's first contact, to give
+    /// every lane of the lifted anchor numbers (the assembly zeroes its rows by the mask).
     pub fn contacts(&self) -> Vec<&'a Contact> {
         let first = self.lanes.iter().flatten().next();
         self.lanes.iter().filter_map(|c| c.as_ref().or(first)).collect()

@@ -59,7 +59,8 @@ pub fn solve_scalar<S: Scalar>(
     };
     for lane in 0..lanes {
         let (real, rows) = problem.lane(lane);
-        let warm = warm.get(lane).map(|w| DVector::from_fn(rows.len(), |i, _| w[rows[i]]));
+        // A warm start shorter than the problem leaves the rest cold, as `solve` does.
+        let warm = warm.get(lane).map(|w| DVector::from_fn(rows.len(), |i, _| w.get(rows[i]).copied().unwrap_or(0.0)));
         let solution = solve(&real, config, warm.as_ref())?;
         let mut lane_tangents = Vec::new();
         if S::tangent_dim() > 0 && !rows.is_empty() {

@@ -119,24 +119,49 @@ pub fn kkt_matrix(problem: &ContactProblem<f64>, regimes: &[Regime], f: &DVector
     k
 }
 
-/// `K` with its rows equilibrated, factorized: `(D, LU(D K))` with `D` one over each row's
-/// largest entry. A sliding row's entries grow as `μ f_n / |s|` when the slip is slow, so the
-/// pivots of `K` itself mix the rows' units with singularity; those of `D K` do not.
-pub fn equilibrated_lu(k: &DMatrix<f64>) -> (DVector<f64>, LU<f64, Dyn, Dyn>) {
-    let row_scale = DVector::from_fn(k.nrows(), |i, _| {
-        let largest = k.row(i).amax();
-        if largest > 0.0 { 1.0 / largest } else { 1.0 }
-    });
-    let scaled = DMatrix::from_fn(k.nrows(), k.ncols(), |i, j| row_scale[i] * k[(i, j)]);
-    (row_scale, scaled.lu())
+/// Pivot ratio below which `K` (rows equilibrated) is treated as singular.
+const SINGULAR_PIVOT: f64 = 1e-13;
+
+/// `K` at given regimes, factorized with its rows equilibrated.
+pub struct Factorized {
+    pub kkt: DMatrix<f64>,
+    /// `D`: one over each row's largest entry of `K`. A sliding row's entries grow as
+    /// `μ f_n / |s|` when the slip is slow, so the pivots of `K` itself mix the rows' units with
+    /// singularity; those of `D K` do not.
+    pub row_scale: DVector<f64>,
+    /// `D K` factorized.
+    pub lu: LU<f64, Dyn, Dyn>,
+}
+
+impl Factorized {
+    /// `K` at `regimes` and `f`, or `None` when `D K` is singular (a pivot below
+    /// [`SINGULAR_PIVOT`] of the largest, or not finite).
+    pub fn new(problem: &ContactProblem<f64>, regimes: &[Regime], f: &DVector<f64>) -> Option<Self> {
+        let kkt = kkt_matrix(problem, regimes, f);
+        let row_scale = DVector::from_fn(kkt.nrows(), |i, _| {
+            let largest = kkt.row(i).amax();
+            if largest > 0.0 { 1.0 / largest } else { 1.0 }
+        });
+        let lu = DMatrix::from_fn(kkt.nrows(), kkt.ncols(), |i, j| row_scale[i] * kkt[(i, j)]).lu();
+        let pivots = lu.u().diagonal().map(f64::abs);
+        let largest = pivots.iter().copied().fold(0.0, f64::max);
+        let singular = pivots.iter().any(|p| !p.is_finite() || *p <= SINGULAR_PIVOT * largest);
+        (!singular).then_some(Factorized { kkt, row_scale, lu })
+    }
+
+    /// `K⁻¹ y`.
+    pub fn solve(&self, y: &DVector<f64>) -> Option<DVector<f64>> {
+        self.lu.solve(&y.component_mul(&self.row_scale))
+    }
 }
 
 /// The exact solution at the regimes of `f` (read with relative `tolerance`): one Newton step
-/// `f − K⁻¹F(f)`, kept only if it is a solution with the same regimes (separating rows not
-/// approaching beyond `velocity_tolerance`). A converged solve is exact to its velocity
-/// tolerance only; where the regularizer is tiny (redundant sticking contacts: a box on four
-/// corners) the sweeps stall long before the internal forces settle, and those forces, turned
-/// with the contact frames, are what a step's derivative sees.
+/// `f − K⁻¹F(f)`, kept only if it is a solution with the same regimes — each sticking contact's
+/// friction inside its cone, separating rows not approaching beyond `velocity_tolerance` — and
+/// a smaller residual. A converged solve is exact to its velocity tolerance only; where the
+/// regularizer is tiny (redundant sticking contacts: a box on four corners) the sweeps stall
+/// long before the internal forces settle, and those forces, turned with the contact frames,
+/// are what a step's derivative sees.
 pub fn polish(
     problem: &ContactProblem<f64>,
     f: &DVector<f64>,
@@ -147,8 +172,8 @@ pub fn polish(
         return None;
     }
     let regimes = classify(problem, f, tolerance);
-    let (row_scale, lu) = equilibrated_lu(&kkt_matrix(problem, &regimes, f));
-    let mut exact = f - lu.solve(&residual(problem, &regimes, f).component_mul(&row_scale))?;
+    let before = residual(problem, &regimes, f);
+    let mut exact = f - Factorized::new(problem, &regimes, f)?.solve(&before)?;
     // Separating constraints carry no impulse by definition, not the solve's roundoff of zero.
     for ((c, at, _), regime) in problem.each().zip(&regimes) {
         if *regime == Regime::Separating {
@@ -156,12 +181,16 @@ pub fn polish(
         }
     }
     let s = velocity_error(problem, &exact);
-    let separating_hold = problem
-        .each()
-        .zip(&regimes)
-        .all(|((_, at, _), regime)| *regime != Regime::Separating || s[at] >= -velocity_tolerance);
+    let holds = problem.each().zip(&regimes).all(|((c, at, mu), regime)| match regime {
+        Regime::Separating => s[at] >= -velocity_tolerance,
+        Regime::Sticking if c.kind == ConstraintKind::Contact => {
+            exact.fixed_rows::<2>(at + 1).norm() <= mu * exact[at] * (1.0 + tolerance)
+        }
+        _ => true,
+    });
+    let smaller = residual(problem, &regimes, &exact).amax() <= before.amax();
     let valid =
-        exact.iter().all(|x| x.is_finite()) && separating_hold && classify(problem, &exact, tolerance) == regimes;
+        exact.iter().all(|x| x.is_finite()) && holds && smaller && classify(problem, &exact, tolerance) == regimes;
     valid.then_some(exact)
 }
 

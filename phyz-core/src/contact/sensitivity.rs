@@ -14,9 +14,7 @@
 
 use nalgebra::{DMatrix, DVector, Dyn, LU, Matrix2};
 
-use super::kkt::{
-    ProblemTangent, REGIME_TOLERANCE, Regime, classify, data_differential, equilibrated_lu, kkt_matrix, velocity_error,
-};
+use super::kkt::{Factorized, ProblemTangent, REGIME_TOLERANCE, Regime, classify, data_differential, velocity_error};
 use super::problem::{ContactProblem, DepthDerivatives};
 use super::solver::Solution;
 
@@ -29,18 +27,13 @@ pub enum SensitivityError {
     SingularKkt,
 }
 
-/// Pivot ratio below which `K` (rows equilibrated) is treated as singular.
-const SINGULAR_PIVOT: f64 = 1e-13;
-
 /// The linearization of a converged solve, reusable for many directions and gradients.
 pub struct Sensitivity {
     problem: ContactProblem<f64>,
     impulses: DVector<f64>,
     regimes: Vec<Regime>,
     kkt: DMatrix<f64>,
-    /// `D`: one over each row's largest entry of `K`. A sliding row's entries grow as
-    /// `μ f_n / |s|` when the slip is slow, so `K` is factorized as `D K`, whose rows are of
-    /// one size: its pivots then measure singularity, not the rows' units.
+    /// The row equilibration of `K` ([`Factorized`]).
     row_scale: DVector<f64>,
     /// `D K` factorized.
     lu: LU<f64, Dyn, Dyn>,
@@ -56,13 +49,8 @@ impl Sensitivity {
         }
         let f = solution.impulses.clone();
         let regimes = classify(problem, &f, REGIME_TOLERANCE);
-        let kkt = kkt_matrix(problem, &regimes, &f);
-        let (row_scale, lu) = equilibrated_lu(&kkt);
-        let pivots = lu.u().diagonal().map(f64::abs);
-        let degenerate = pivots.min().is_nan() || pivots.min() <= SINGULAR_PIVOT * pivots.max();
-        if !pivots.is_empty() && degenerate {
-            return Err(SensitivityError::SingularKkt);
-        }
+        let Factorized { kkt, row_scale, lu } =
+            Factorized::new(problem, &regimes, &f).ok_or(SensitivityError::SingularKkt)?;
         let lu_transposed = DMatrix::from_fn(kkt.ncols(), kkt.nrows(), |i, j| row_scale[j] * kkt[(j, i)]).lu();
         Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, kkt, row_scale, lu, lu_transposed })
     }

@@ -239,6 +239,45 @@ impl<S: Scalar> Model<S> {
         })
     }
 
+    /// Positions in [`Model::parameters`] of the numbers the constraint stage reads as
+    /// constants: every geom number but its sliding friction and restitution (shape, placement,
+    /// the other friction coefficients, solref, solimp, margin, gap), the joints' and tendons'
+    /// limit solref, solimp and margin, and the timestep. Contact and limit rows are built from
+    /// their real parts, so derivatives along them through constraints are not carried.
+    pub fn constraint_constants(&self) -> Vec<usize> {
+        let indices = self.parameter_indices();
+        let mut out = Vec::new();
+        let contacts = self.enabled.constraint && self.enabled.contact;
+        let limits = self.enabled.constraint && self.enabled.limit;
+        for geom in indices.bodies.iter().flat_map(|b| &b.geoms).filter(|_| contacts) {
+            let carried = [geom.friction[0], geom.restitution];
+            geom.map(&mut |x| {
+                if !carried.contains(&x) {
+                    out.push(x as usize);
+                }
+                x
+            });
+        }
+        let joint_limits = indices
+            .joints
+            .iter()
+            .filter(|j| j.range.is_some())
+            .map(|j| (j.solref_limit, j.solimp_limit, j.limit_margin));
+        let tendon_limits = indices
+            .tendons
+            .iter()
+            .filter(|t| t.range.is_some())
+            .map(|t| (t.solref_limit, t.solimp_limit, t.limit_margin));
+        for (solref, solimp, margin) in joint_limits.chain(tendon_limits).filter(|_| limits) {
+            out.extend(solref.iter().chain(&solimp).chain([&margin]).map(|&x| x as usize));
+        }
+        // The timestep enters the rows' reference dynamics: a constant as soon as there are rows.
+        if !out.is_empty() {
+            out.push(indices.timestep as usize);
+        }
+        out
+    }
+
     /// A model of the same structure whose parameters are `values`, in the order of
     /// [`Model::parameters`].
     pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {

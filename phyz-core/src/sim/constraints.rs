@@ -2,7 +2,6 @@
 //! solve it, and turn the impulses into accelerations.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use nalgebra::{DMatrix, DVector};
 
@@ -80,13 +79,13 @@ impl ContactState {
         }
         let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
         let lifted = InverseWeights::lift(&weights);
-        self.weights = Some((parameters, Arc::new(weights)));
+        self.weights = Some((parameters, weights));
         Ok(lifted)
     }
 }
 
 /// Inverse weights of each batch lane, with the parameters (lane after lane) they came from.
-type LaneWeights = (Vec<f64>, Arc<Vec<InverseWeights<f64>>>);
+type LaneWeights = (Vec<f64>, Vec<InverseWeights<f64>>);
 
 /// One constraint gathered for assembly (a contact slot or a limit), for every batch lane.
 struct Gathered<S: Scalar> {
@@ -131,7 +130,11 @@ fn contact_constraint<S: Scalar>(
     let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
     let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
-    let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose()).collect();
+    // A lane without a contact here evaluated another lane's anchor at its own pose, which
+    // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
+    // reaches the lane's acceleration.
+    let keep = |x: S| S::select(lifted.present, x, S::zero());
+    let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose().map(keep)).collect();
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
         keys: (0..lanes).map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature })).collect(),
@@ -139,7 +142,7 @@ fn contact_constraint<S: Scalar>(
         bodies: [moving(a), moving(b)],
         materials: contacts.iter().map(|c| c.material).collect(),
         jacobian,
-        depth: frame.depth,
+        depth: keep(frame.depth),
         inverse_weight: weights.body[a] + weights.body[b],
         friction: g1.friction[0].max(g2.friction[0]),
         restitution: g1.restitution.max(g2.restitution),
