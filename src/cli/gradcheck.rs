@@ -23,6 +23,9 @@ pub struct GradcheckArgs {
     /// Finite-difference step.
     #[arg(long, default_value_t = 1e-6)]
     h: f64,
+    /// The command fails (exit status 1) when either worst relative error exceeds this.
+    #[arg(long, default_value_t = 1e-6)]
+    tolerance: f64,
     #[command(flatten)]
     start: StartArgs,
     #[command(flatten)]
@@ -82,5 +85,14 @@ pub fn run(args: GradcheckArgs) -> Result<(), CliError> {
         "rollout gradient ({} steps) vs central differences: worst relative error {:.3e} ({})",
         args.steps, rollout.worst, rollout.at
     );
+    let worst = step.worst.max(rollout.worst);
+    if worst > args.tolerance {
+        return Err(format!(
+            "worst relative error {worst:.3e} exceeds --tolerance {:e} (a state on a contact's or a limit's \
+             activation boundary has no derivative; try another state)",
+            args.tolerance
+        )
+        .into());
+    }
     Ok(())
 }
