@@ -84,7 +84,7 @@ pub(crate) fn push_forward<D: Scalar>(
     }
     // Contact and limit rows read some parameters as constants: a direction along them would
     // come out without their effect through the constraints, silently — refuse it.
-    if model.enabled.constraint {
+    if model.enabled.constraint && seeds.iter().any(|s| s.params.is_some()) {
         let constants = model.constraint_constants();
         let along = |p: &[f64]| constants.iter().copied().find(|&i| p[i] != 0.0);
         if let Some(index) = seeds.iter().filter_map(|s| s.params.as_deref()).find_map(along) {

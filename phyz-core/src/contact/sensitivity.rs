@@ -32,11 +32,8 @@ pub struct Sensitivity {
     problem: ContactProblem<f64>,
     impulses: DVector<f64>,
     regimes: Vec<Regime>,
-    kkt: DMatrix<f64>,
-    /// The row equilibration of `K` ([`Factorized`]).
-    row_scale: DVector<f64>,
-    /// `D K` factorized.
-    lu: LU<f64, Dyn, Dyn>,
+    /// `K`, equilibrated and factorized.
+    factorized: Factorized,
     /// `(D K)ᵀ` factorized, for the transposed rule (nalgebra's LU solves only `K x = y`).
     lu_transposed: LU<f64, Dyn, Dyn>,
 }
@@ -49,10 +46,10 @@ impl Sensitivity {
         }
         let f = solution.impulses.clone();
         let regimes = classify(problem, &f, REGIME_TOLERANCE);
-        let Factorized { kkt, row_scale, lu } =
-            Factorized::new(problem, &regimes, &f).ok_or(SensitivityError::SingularKkt)?;
-        let lu_transposed = DMatrix::from_fn(kkt.ncols(), kkt.nrows(), |i, j| row_scale[j] * kkt[(j, i)]).lu();
-        Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, kkt, row_scale, lu, lu_transposed })
+        let factorized = Factorized::new(problem, &regimes, &f).ok_or(SensitivityError::SingularKkt)?;
+        let (k, d) = (&factorized.kkt, &factorized.row_scale);
+        let lu_transposed = DMatrix::from_fn(k.ncols(), k.nrows(), |i, j| d[j] * k[(j, i)]).lu();
+        Ok(Sensitivity { problem: problem.clone(), impulses: f, regimes, factorized, lu_transposed })
     }
 
     /// Each constraint's regime at the solution.
@@ -62,14 +59,13 @@ impl Sensitivity {
 
     /// The KKT matrix `K` the derivatives invert.
     pub fn kkt(&self) -> &DMatrix<f64> {
-        &self.kkt
+        &self.factorized.kkt
     }
 
     /// Tangent rule: the impulses' derivative along a data direction.
     pub fn tangent(&self, direction: &ProblemTangent) -> DVector<f64> {
-        let rhs =
-            data_differential(&self.problem, &self.regimes, &self.impulses, direction).component_mul(&self.row_scale);
-        -self.lu.solve(&rhs).unwrap_or_else(|| DVector::zeros(rhs.len()))
+        let rhs = data_differential(&self.problem, &self.regimes, &self.impulses, direction);
+        -self.factorized.solve(&rhs).unwrap_or_else(|| DVector::zeros(rhs.len()))
     }
 
     /// Transposed rule: given `∂L/∂f`, the gradient of `L` on the problem data.
@@ -80,7 +76,7 @@ impl Sensitivity {
         let lambda = self
             .lu_transposed
             .solve(gradient)
-            .map_or_else(|| DVector::zeros(gradient.len()), |m| m.component_mul(&self.row_scale));
+            .map_or_else(|| DVector::zeros(gradient.len()), |m| m.component_mul(&self.factorized.row_scale));
         // w: the multiplier each row's velocity error carries in F.
         let mut w = lambda.clone();
         let mut mu = vec![0.0; p.constraints.len()];
