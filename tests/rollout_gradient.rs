@@ -207,7 +207,10 @@ fn friction_sensitivity_is_zero_while_sticking_and_right_while_sliding() {
     // loaded corner does creep).
     let ball = pushed("<geom name='ball' type='sphere' size='0.1' mass='2' friction='0.1 0.005 0.0001'/>", 0.5);
     let rolling = friction_gradient(&resting(&ball), &ball, 1.0, 200);
-    assert_eq!(rolling, 0.0, "a trajectory that never slips cannot depend on μ");
+    // A rolling contact creeps at the friction floor's 1e-9 m/s; μ reaches it only through
+    // the glide compensation of that creep (`μ |v_t|`, smoothed below 1 mm/s): nine orders
+    // below the sliding box's sensitivity.
+    assert!(rolling.abs() < 1e-8, "a trajectory that never slips cannot depend on μ: {rolling:e}");
     let model = pushed_box(0.5);
     // Moving at 1 m/s and pushed with 24 N: it slides throughout.
     let mut start = resting(&model);

@@ -224,6 +224,10 @@ impl<S: Scalar> ContactProblem<S> {
                     regularizer[at + k] = if config.mujoco_compat { normal } else { floor };
                     target[at + k] = velocity.map_or(S::zero(), |v| v[at + k] * reference);
                 }
+                if let (Some(v), false) = (velocity, config.mujoco_compat) {
+                    let mu = lift::<S>(lanes, |r| r.mu) + deviation.friction;
+                    target[at] -= mu * slip_speed(v[at + 1], v[at + 2]);
+                }
             }
             at += kind.dim();
         }
@@ -250,6 +254,24 @@ impl<S: Scalar> ContactProblem<S> {
             units: Units::default(),
         }
     }
+}
+
+/// The slip speed (m/s) below which the glide compensation fades out (see [`slip_speed`]): far
+/// above a sticking contact's creep, far below any slip whose glide matters.
+const GLIDE_FADE: f64 = 1e-3;
+
+/// The pre-step slip speed `|v_t|`, smoothed to `√(|v_t|² + ε²) − ε` with `ε` =
+/// [`GLIDE_FADE`] so that it has a derivative where a contact sticks.
+///
+/// Every convex relaxation of Coulomb friction puts a sliding contact's post-step velocity on
+/// the dual cone, `v_n = target_n + μ |v_t|`: the body glides off the surface at `μ` times its
+/// slip (Anitescu's relaxation). phyz's own presets lower the normal target by `μ |v_t|` at
+/// the step's start, so that in steady sliding the two cancel to `μ |Δv_t|` and the contact
+/// keeps Coulomb's normal force; a sticking contact (no slip) is unchanged. `mujoco_compat`
+/// keeps MuJoCo's targets, glide included.
+fn slip_speed<S: Scalar>(t1: S, t2: S) -> S {
+    let fade = S::from_f64(GLIDE_FADE);
+    (t1 * t1 + t2 * t2 + fade * fade).sqrt() - fade
 }
 
 /// One value per batch lane of a row's property (a single row serves every lane).
