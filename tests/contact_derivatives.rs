@@ -24,10 +24,15 @@ fn scene(body: &str) -> Model<f64> {
 
 fn check(name: &str, model: &Model<f64>, state: &State<f64>) {
     let exact = step_jacobians(model, state, &[]).expect("jacobians").a;
-    let (fd, _) = finite_difference_jacobians(model, state, &[], 1e-7);
-    let err = (&exact - &fd).amax() / exact.amax();
+    // Central differences trade truncation (h²) against the step's roundoff (1/h); which step
+    // size balances them depends on the scene's stiffness, so the reference is the best of
+    // three (a ball hitting the floor at 2 m/s: 5e-9 at 1e-5, 1e-6 at 1e-7).
+    let err = [1e-5, 1e-6, 1e-7]
+        .into_iter()
+        .map(|h| (&exact - finite_difference_jacobians(model, state, &[], h).0).amax() / exact.amax())
+        .fold(f64::INFINITY, f64::min);
     eprintln!("{name}: step Jacobian vs central differences {err:.2e}");
-    assert!(err <= TOL, "{name}: {err:e}\n{exact}\n{fd}");
+    assert!(err <= TOL, "{name}: {err:e}\n{exact}");
 }
 
 #[test]

@@ -163,11 +163,9 @@ fn a_box_on_an_incline_sticks_below_and_slides_above_the_friction_angle() {
         let a = degrees.to_radians();
         let geom = format!("<geom type='box' size='0.1 0.1 0.05' friction='{mu} 0.005 0.0001'/>");
         let model = scene(&geom, 0.05 / a.cos() + 0.0002, degrees, mu);
-        // Known gap (the contact issue stays open on it): a four-corner manifold under a
-        // tangential load can stall the staged solve for some steps; they are reported
-        // unconverged in StepInfo and counted here, and the physics is what is asserted.
         let (states, unconverged) = run_counting(&model, 1500);
         eprintln!("box at {degrees}°: {unconverged} unconverged steps of 1500");
+        assert_eq!(unconverged, 0);
         let downhill = Vector3::new(a.cos(), 0.0, -a.sin());
         let speed = |s: &State<f64>| Vector3::new(s.qvel[0], s.qvel[1], s.qvel[2]).dot(&downhill);
         let (early, late) = (&states[700], &states[1499]);
@@ -175,7 +173,10 @@ fn a_box_on_an_incline_sticks_below_and_slides_above_the_friction_angle() {
         let expected = if slides { 9.81 * (a.sin() - mu * a.cos()) } else { 0.0 };
         eprintln!("box at {degrees}°: acceleration {accel:.5} (Coulomb {expected:.5}), speed {:.2e}", speed(late));
         if slides {
-            assert!((accel - expected).abs() <= 1e-3 * expected, "{accel} vs {expected}");
+            // What the convex model loses against Coulomb (the staged solve this replaced
+            // reached 1e-3): with the glide compensation the sliding box accelerates 3.4e-3
+            // above Coulomb's rate; without it, gliding at μ|v_t|, it was 13% below.
+            assert!((accel - expected).abs() <= 5e-3 * expected, "{accel} vs {expected}");
         } else {
             assert!(speed(late).abs() < 1e-6, "creeping at {}", speed(late));
         }

@@ -1,54 +1,52 @@
 //! Derivatives of the contact solve by the implicit function theorem, against central finite
-//! differences of the solve, between the two rules, and through dual numbers.
+//! differences of the solve, between the tangent and adjoint rules, and their errors.
 
 mod common;
 
 use common::Rng;
 use nalgebra::{DMatrix, DVector};
-use num_dual::DualSVec64;
+use num_dual::Dual64;
 use phyz::Scalar;
-use phyz::contact::kkt::{ProblemTangent, classify};
 use phyz::contact::{
-    ConstraintKind, ContactProblem, ContactRow, Material, Regime, Sensitivity, SensitivityError, SolverConfig, solve,
-    solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, Material, Method, Sensitivity, SensitivityError,
+    SolverConfig, Warm, Zone, solve, solve_scalar,
 };
 use proptest::prelude::*;
 
 /// Tight enough that the solve's own error is far below the finite-difference error.
 fn config() -> SolverConfig {
-    SolverConfig { tolerance: 1e-14, max_iterations: 4000, ..SolverConfig::gradients() }
+    SolverConfig { tolerance: 1e-20, ..SolverConfig::gradients() }
 }
 
 fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
     common::random_contact_problem(rng, config, 4, 1, (0.1, 0.9))
 }
 
-/// A random data direction (symmetric in `A`).
-fn random_direction(problem: &ContactProblem<f64>, rng: &mut Rng) -> ProblemTangent {
-    let m = problem.rows();
-    let e = DMatrix::from_fn(m, m, |_, _| rng.uniform(-1.0, 1.0));
-    ProblemTangent {
-        delassus: (&e + e.transpose()) * 0.5,
-        free_velocity: DVector::from_fn(m, |_, _| rng.uniform(-1.0, 1.0)),
-        target: DVector::from_fn(m, |_, _| rng.uniform(-0.2, 0.2)),
-        regularizer: DVector::from_fn(m, |_, _| rng.uniform(0.0, 1.0) * 1e-3),
-        mu: (0..problem.constraints.len()).map(|_| rng.uniform(-0.5, 0.5)).collect(),
-    }
-}
-
-fn moved(problem: &ContactProblem<f64>, d: &ProblemTangent, t: f64) -> ContactProblem<f64> {
+/// `problem` moved along a random data direction by `t`, in any scalar (the direction touches
+/// the mass matrix, the Jacobian, the free velocity, targets, regularizer and friction).
+fn moved<S: Scalar>(problem: &ContactProblem<f64>, seed: u64, t: S) -> ContactProblem<S> {
+    let mut rng = Rng::new(seed);
+    let c = S::from_f64;
+    let joint = &problem.joint;
+    let (m, nv) = (problem.rows(), problem.dofs());
+    let e = DMatrix::from_fn(nv, nv, |_, _| rng.uniform(-0.1, 0.1));
+    let de = (&e + e.transpose()) * 0.5;
     ContactProblem {
         constraints: problem.constraints.clone(),
-        delassus: &problem.delassus + &d.delassus * t,
-        free_velocity: &problem.free_velocity + &d.free_velocity * t,
-        target: &problem.target + &d.target * t,
-        regularizer: &problem.regularizer + &d.regularizer * t,
-        mu: problem.mu.iter().zip(&d.mu).map(|(m, dm)| m + dm * t).collect(),
-        present: problem.present.clone(),
+        joint: JointSpace {
+            mass: DMatrix::from_fn(nv, nv, |i, j| c(joint.mass[(i, j)]) + t * c(de[(i, j)])),
+            jacobian: DMatrix::from_fn(m, nv, |i, j| c(joint.jacobian[(i, j)]) + t * c(rng.uniform(-1.0, 1.0))),
+            free: DVector::from_fn(nv, |i, _| c(joint.free[i]) + t * c(rng.uniform(-1.0, 1.0))),
+        },
+        target: DVector::from_fn(m, |i, _| c(problem.target[i]) + t * c(rng.uniform(-0.2, 0.2))),
+        regularizer: DVector::from_fn(m, |i, _| c(problem.regularizer[i]) * (S::one() + t * c(rng.uniform(-0.5, 0.5)))),
+        mu: problem.mu.iter().map(|&mu| c(mu) + t * c(rng.uniform(-0.3, 0.3))).collect(),
+        present: vec![<S::Mask as phyz::scalar::Mask>::splat(true); problem.constraints.len()],
+        units: problem.units,
     }
 }
 
-/// Relative tolerance of the tangent rule against central differences (stated by the issue).
+/// Relative tolerance of the tangent rule against central differences.
 const FD_TOL: f64 = 1e-6;
 
 proptest! {
@@ -59,154 +57,103 @@ proptest! {
         let config = config();
         let mut rng = Rng::new(seed);
         let problem = random_problem(&mut rng, &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        prop_assume!(solution.converged);
-        let sensitivity = Sensitivity::new(&problem, &solution).expect("non-singular");
-        let direction = random_direction(&problem, &mut rng);
-        let eps = 1e-6;
-        let (plus, minus) = (moved(&problem, &direction, eps), moved(&problem, &direction, -eps));
-        let (sp, sm) = (solve(&plus, &config, None).expect("ok"), solve(&minus, &config, None).expect("ok"));
-        prop_assume!(sp.converged && sm.converged);
-        // Finite differences are only meaningful in the interior of a regime.
-        let regimes = sensitivity.regimes().to_vec();
-        prop_assume!(classify(&plus, &sp.impulses, 1e-7) == regimes && classify(&minus, &sm.impulses, 1e-7) == regimes);
-        let fd = (&sp.impulses - &sm.impulses) / (2.0 * eps);
-        let exact = sensitivity.tangent(&direction);
-        let scale = fd.amax().max(exact.amax()).max(1e-3 * solution.impulses.amax());
-        let err = (&exact - &fd).amax();
-        prop_assert!(err <= FD_TOL * scale, "tangent rule off by {err:e} (scale {scale:e}, regimes {regimes:?})");
-    }
-
-    #[test]
-    fn transposed_rule_is_the_adjoint_of_the_tangent_rule(seed in any::<u64>()) {
-        let config = config();
-        let mut rng = Rng::new(seed);
-        let problem = random_problem(&mut rng, &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        prop_assume!(solution.converged);
-        let sensitivity = Sensitivity::new(&problem, &solution).expect("non-singular");
-        let t = random_direction(&problem, &mut rng);
-        let g = DVector::from_fn(problem.rows(), |_, _| rng.uniform(-1.0, 1.0));
-        // ⟨ḡ, J ṫ⟩ = ⟨Jᵀ ḡ, ṫ⟩
-        let lhs = g.dot(&sensitivity.tangent(&t));
-        let back = sensitivity.transpose(&g);
-        let rhs = back.delassus.dot(&t.delassus)
-            + back.free_velocity.dot(&t.free_velocity)
-            + back.target.dot(&t.target)
-            + back.regularizer.dot(&t.regularizer)
-            + back.mu.iter().zip(&t.mu).map(|(a, b)| a * b).sum::<f64>();
-        prop_assert!((lhs - rhs).abs() <= 1e-10 * (1.0 + lhs.abs()), "{lhs} vs {rhs}");
+        let direction = seed.wrapping_add(1);
+        // Exact: the solve in dual numbers seeded along the direction.
+        let dual = moved(&problem, direction, Dual64::new(0.0, 1.0));
+        let (velocity, solutions) = solve_scalar(&dual, &config, &[]).expect("converged");
+        let exact = velocity.map(|x| x.eps);
+        // Central differences, at a step that keeps every constraint in its zone.
+        let eps = 1e-5;
+        let at = |t: f64| solve(&moved(&problem, direction, t), &config, &Warm::default()).expect("solvable");
+        let (plus, minus) = (at(eps), at(-eps));
+        prop_assume!(plus.zones == solutions[0].zones && minus.zones == solutions[0].zones);
+        let fd = (&plus.velocity - &minus.velocity) / (2.0 * eps);
+        let scale = fd.amax().max(exact.amax()).max(1e-6);
+        let error = (&fd - &exact).amax() / scale;
+        prop_assert!(error <= FD_TOL, "relative error {error:e} (zones {:?})", solutions[0].zones);
     }
 }
 
 #[test]
-fn regimes_respond_as_physics_says() {
+fn tangent_and_adjoint_rules_are_transposes() {
+    // ⟨ḡ, dx⟩ = −⟨λ, dg⟩ with H λ = ḡ and dx = −H⁻¹ dg.
     let config = config();
-    let mut sliding_seen = false;
-    for seed in 0..200u64 {
+    for seed in 0..20 {
         let mut rng = Rng::new(seed);
         let problem = random_problem(&mut rng, &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        let Ok(sensitivity) = Sensitivity::new(&problem, &solution) else { continue };
-        for (c, regime) in sensitivity.regimes().iter().enumerate() {
-            // Only a sliding contact's impulses respond to its friction coefficient.
-            let dmu = sensitivity.friction(c);
-            if *regime == Regime::Sliding {
-                sliding_seen = true;
-                assert!(dmu.amax() > 0.0, "seed {seed}: sliding contact {c} ignores μ");
-            } else {
-                assert_eq!(dmu.amax(), 0.0, "seed {seed}: {regime:?} contact {c} responds to μ");
-            }
-        }
+        let solution = solve(&problem, &config, &Warm::default()).expect("solvable");
+        let sensitivity = Sensitivity::new(&problem, &solution).expect("regular");
+        let nv = problem.dofs();
+        let dg = DVector::from_fn(nv, |_, _| rng.uniform(-1.0, 1.0));
+        let gbar = DVector::from_fn(nv, |_, _| rng.uniform(-1.0, 1.0));
+        let left = gbar.dot(&sensitivity.tangent(&dg));
+        let right = -sensitivity.adjoint(&gbar).dot(&dg);
+        assert!((left - right).abs() <= 1e-10 * (1.0 + left.abs()), "{left} vs {right}");
     }
-    assert!(sliding_seen);
 }
 
 #[test]
-fn unconverged_and_singular_requests_are_refused() {
+fn unconverged_fixed_sweep_and_singular_solves_refuse_derivatives() {
     let config = config();
-    let mut rng = Rng::new(11);
-    let problem = random_problem(&mut rng, &config);
-    let budget = SolverConfig { max_iterations: 1, newton: false, ..config };
-    let truncated = solve(&problem, &budget, None).expect("runs");
+    let problem = random_problem(&mut Rng::new(3), &config);
+    // Out of budget: not a solution.
+    let truncated = solve(&problem, &SolverConfig { max_iterations: 0, ..config }, &Warm::default()).expect("runs");
     assert!(!truncated.converged);
     assert!(matches!(Sensitivity::new(&problem, &truncated), Err(SensitivityError::Unconverged { .. })));
-    // The GPU-equivalent preset never claims convergence.
-    let gpu = solve(&problem, &SolverConfig::gpu_equivalent(), None).expect("runs");
-    assert!(!gpu.converged);
-    // Two identical sticking rows with no regularizer: K is singular.
-    let a = DMatrix::from_element(2, 2, 1.0);
-    let mut rows = vec![ContactRow::rigid(ConstraintKind::Limit); 2];
-    rows[0].bias = 1.0;
-    rows[1].bias = 1.0;
-    let zero_floor = SolverConfig { regularization: 0.0, ..config };
-    let (singular, _) = ContactProblem::from_rows(a, DVector::zeros(2), &rows, None, None, &zero_floor);
-    // Warm-started with both rows loaded, the sweep stays there: a redundant active pair.
-    let solution = solve(&singular, &zero_floor, Some(&DVector::from_vec(vec![0.5, 0.5]))).expect("runs");
-    assert!(solution.converged && solution.impulses.iter().all(|&f| f > 0.0), "{solution:?}");
+    // The Gauss-Seidel pass's fixed sweeps have no derivative.
+    let dual = moved(&problem, 1, Dual64::new(0.0, 1.0));
+    let sweeps = SolverConfig { method: Method::GaussSeidel, ..config };
+    assert!(matches!(
+        solve_scalar(&dual, &sweeps, &[]),
+        Err(phyz::contact::ContactError::Sensitivity(SensitivityError::FixedSweeps))
+    ));
+    // A mass matrix with a direction of almost no inertia: the Hessian is numerically singular.
+    let row = ContactRow::from_material(ConstraintKind::Limit, &Material::default(), 1e-3, 0.0, 0.002, &config);
+    let joint = JointSpace {
+        mass: DMatrix::from_diagonal(&DVector::from_column_slice(&[1.0, 1e-17])),
+        jacobian: DMatrix::from_row_slice(1, 2, &[1.0, 0.0]),
+        free: DVector::from_column_slice(&[-0.1, 0.0]),
+    };
+    let singular = ContactProblem::from_rows(joint, None, &[row], None, None, &config);
+    let solution = solve(&singular, &config, &Warm::default()).expect("solvable");
+    assert!(solution.converged && solution.zones == [Zone::Quadratic], "{solution:?}");
     assert!(matches!(Sensitivity::new(&singular, &solution), Err(SensitivityError::SingularKkt)));
 }
 
 #[test]
-fn depth_sensitivity_matches_finite_differences() {
-    // A block resting on one frictional contact: the normal impulse moves with depth through
-    // the impedance and the penetration-recovery target.
+fn depth_reaches_the_solution_through_the_regularizer_and_target() {
+    // A limit pressed into its soft region: the depth moves both the impedance (R) and the
+    // reference target; its derivative from dual numbers matches central differences.
     let config = config();
     let material = Material::default();
-    let a = DMatrix::from_diagonal(&DVector::from_vec(vec![0.5, 0.5, 0.5]));
-    let b = DVector::from_vec(vec![-0.02, 0.001, 0.0]);
-    let problem_at = |depth: f64| {
-        let row = ContactRow::from_material(ConstraintKind::Contact, &material, depth, -0.01, 0.002, &config);
-        ContactProblem::from_rows(a.clone(), b.clone(), &[row], None, None, &config)
+    let velocity_at = |depth: f64| -> (ContactProblem<f64>, f64) {
+        let row = ContactRow::from_material(ConstraintKind::Limit, &material, depth, -0.01, 0.002, &config);
+        let row = ContactRow { inverse_weight: Some(0.5), ..row };
+        let joint = JointSpace {
+            mass: DMatrix::from_element(1, 1, 2.0),
+            jacobian: DMatrix::from_element(1, 1, 1.0),
+            free: DVector::from_element(1, -0.02),
+        };
+        let problem = ContactProblem::from_rows(joint, None, &[row], None, None, &config);
+        let x = solve(&problem, &config, &Warm::default()).expect("solvable").velocity[0];
+        (problem, x)
     };
-    for depth in [-4e-4, 3e-4, 7e-4] {
-        let (problem, derivatives) = problem_at(depth);
-        let solution = solve(&problem, &config, None).expect("ok");
-        let exact = Sensitivity::new(&problem, &solution).expect("ok").depth(0, &derivatives);
-        let h = 1e-8;
-        let f = |d: f64| solve(&problem_at(d).0, &config, None).expect("ok").impulses;
-        let fd = (f(depth + h) - f(depth - h)) / (2.0 * h);
-        let err = (&exact - &fd).amax();
-        assert!(err <= FD_TOL * fd.amax().max(1e-9), "depth {depth}: {exact} vs {fd}");
-        assert!(exact[0].abs() > 0.0, "depth {depth}: the impulse must respond");
-    }
-}
-
-#[test]
-fn dual_numbers_get_the_tangent_rule_without_unrolling() {
-    let config = config();
-    let mut rng = Rng::new(5);
-    let problem = random_problem(&mut rng, &config);
-    let directions: Vec<ProblemTangent> = (0..4).map(|_| random_direction(&problem, &mut rng)).collect();
-    // Lift the problem into DualSVec64<4>, direction k in tangent k.
-    let lift = |value: f64, tangent: &dyn Fn(&ProblemTangent) -> f64| {
-        let mut x = DualSVec64::<4>::from_f64(value);
-        for (k, d) in directions.iter().enumerate() {
-            x.set_tangent(0, k, tangent(d));
-        }
-        x
+    // Off solimp's midpoint, where its curve's second derivative jumps.
+    let depth = 3e-4;
+    let (problem, _) = velocity_at(depth);
+    let row = ContactRow::from_material(ConstraintKind::Limit, &material, depth, -0.01, 0.002, &config);
+    let row = ContactRow { inverse_weight: Some(0.5), ..row };
+    let deviation = phyz::contact::RowDeviation { depth: Dual64::new(0.0, 1.0), ..phyz::contact::RowDeviation::zero() };
+    let joint = JointSpace {
+        mass: problem.joint.mass.map(Dual64::from),
+        jacobian: problem.joint.jacobian.map(Dual64::from),
+        free: problem.joint.free.map(Dual64::from),
     };
-    let m = problem.rows();
-    let dual = ContactProblem {
-        constraints: problem.constraints.clone(),
-        delassus: DMatrix::from_fn(m, m, |i, j| lift(problem.delassus[(i, j)], &|d| d.delassus[(i, j)])),
-        free_velocity: DVector::from_fn(m, |i, _| lift(problem.free_velocity[i], &|d| d.free_velocity[i])),
-        target: DVector::from_fn(m, |i, _| lift(problem.target[i], &|d| d.target[i])),
-        regularizer: DVector::from_fn(m, |i, _| lift(problem.regularizer[i], &|d| d.regularizer[i])),
-        mu: (0..problem.mu.len()).map(|c| lift(problem.mu[c], &|d| d.mu[c])).collect(),
-        present: problem.present.clone(),
-    };
-    let (impulses, solutions) = solve_scalar(&dual, &config, &[]).expect("converged");
-    let plain = solve(&problem, &config, None).expect("ok");
-    // The real parts are the plain solve (its iterations never saw a dual part)...
-    assert_eq!(solutions[0].impulses, plain.impulses);
-    let sensitivity = Sensitivity::new(&problem, &plain).expect("ok");
-    for (k, d) in directions.iter().enumerate() {
-        let expected = sensitivity.tangent(d);
-        for i in 0..m {
-            assert_eq!(impulses[i].lane(0), plain.impulses[i]);
-            // ...and each tangent is the tangent rule's.
-            assert!((impulses[i].tangent(0, k) - expected[i]).abs() <= 1e-12 * (1.0 + expected.amax()));
-        }
-    }
+    let dual = ContactProblem::from_rows(joint, None, &[row], Some(&[deviation]), None, &config);
+    let (velocity, _) = solve_scalar(&dual, &config, &[]).expect("converged");
+    let h = 1e-8;
+    let fd = (velocity_at(depth + h).1 - velocity_at(depth - h).1) / (2.0 * h);
+    let exact = velocity[0].eps;
+    assert!(exact.abs() > 1.0, "depth moves the velocity: {exact}");
+    assert!((exact - fd).abs() <= 1e-6 * exact.abs(), "{exact} vs {fd}");
 }

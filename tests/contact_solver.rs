@@ -5,8 +5,9 @@ mod common;
 
 use common::Rng;
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
-use phyz::contact::kkt::{classify, velocity_error};
-use phyz::contact::{ConstraintKind, ContactProblem, ContactRow, Material, Regime, SolverConfig, solve};
+use phyz::contact::{
+    ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, SolverConfig, Warm, Zone, solve,
+};
 use proptest::prelude::*;
 
 const G: f64 = 9.81;
@@ -20,53 +21,61 @@ fn incline(alpha: f64, mu: f64, v0: [f64; 3], steps: usize, config: &SolverConfi
     let gravity = Vector3::new(-G * alpha.cos(), G * alpha.sin(), 0.0);
     let mut v = Vector3::from(v0);
     let mut depth = 0.0;
-    let mut warm = None;
+    let mut acceleration: Option<DVector<f64>> = None;
     let mut out = Vec::new();
     for _ in 0..steps {
         let v_free = v + gravity * DT;
         let row = ContactRow::from_material(ConstraintKind::Contact, &material, depth, v.x, DT, config);
-        let a = DMatrix::identity(3, 3) / m;
-        let (problem, _) =
-            ContactProblem::from_rows(a, DVector::from_column_slice(v_free.as_slice()), &[row], None, None, config);
-        let solution = solve(&problem, config, warm.as_ref()).expect("solvable");
+        let row = ContactRow { inverse_weight: Some(1.0 / m), ..row };
+        let joint = JointSpace {
+            mass: DMatrix::identity(3, 3) * m,
+            jacobian: DMatrix::identity(3, 3),
+            free: DVector::from_column_slice(v_free.as_slice()),
+        };
+        let velocity = DVector::from_column_slice(v.as_slice());
+        let problem = ContactProblem::from_rows(joint, Some(&velocity), &[row], None, None, config);
+        let warm = Warm { velocity: acceleration.as_ref().map(|a| &velocity + a * DT), impulses: None };
+        let solution = solve(&problem, config, &warm).expect("solvable");
         assert!(solution.converged, "unconverged: residual {}", solution.residual);
-        let f = &solution.impulses;
-        v = v_free + Vector3::new(f[0], f[1], f[2]) / m;
+        acceleration = Some((&solution.velocity - &velocity) / DT);
+        v = Vector3::from_column_slice(solution.velocity.as_slice());
         depth -= v.x * DT;
-        warm = Some(solution.impulses);
         out.push(v);
     }
     out
 }
 
 #[test]
-fn a_block_below_the_friction_angle_holds_exactly() {
+fn a_block_below_the_friction_angle_holds() {
     let config = SolverConfig::simulation();
     let (alpha, mu) = (25f64.to_radians(), 0.6);
     assert!(alpha.tan() < mu);
     let mut worst: f64 = 0.0;
-    for v in incline(alpha, mu, [0.0; 3], 3000, &config) {
+    for v in &incline(alpha, mu, [0.0; 3], 3000, &config)[100..] {
         let slip = (v.y * v.y + v.z * v.z).sqrt();
         worst = worst.max(slip);
-        assert!(slip < 1e-12, "slip {slip:e} m/s");
     }
     eprintln!("largest slip below the friction angle: {worst:.2e} m/s");
+    // The friction rows' regularizer is `regularization` times the inverse weight: the stuck
+    // block slips at about that fraction of its free slip velocity g sin α dt.
+    let free_slip = G * alpha.sin() * DT;
+    assert!(worst < 1.1 * config.regularization * free_slip, "slip {worst:e} m/s");
 }
 
+/// What the convex model does to a sliding block: friction is exactly `μ f_n` on the cone's
+/// boundary, but a sliding contact's normal velocity exceeds its target by `μ` times its slip
+/// deviation, so the block rides higher than at rest; its deceleration is measured against
+/// Coulomb's `g (sin α − μ cos α)`.
 #[test]
-fn a_block_above_the_friction_angle_slides_at_the_coulomb_rate() {
+fn a_block_above_the_friction_angle_slides_near_the_coulomb_rate() {
     let config = SolverConfig::simulation();
     let (alpha, mu) = (40f64.to_radians(), 0.5);
     let velocities = incline(alpha, mu, [0.0; 3], 3000, &config);
     let expected = G * (alpha.sin() - mu * alpha.cos());
-    // After the contact has settled (normal velocity at rest), every step accelerates at the rate.
-    let mut worst: f64 = 0.0;
-    for pair in velocities[2000..].windows(2) {
-        let accel = (pair[1].y - pair[0].y) / DT;
-        worst = worst.max((accel - expected).abs() / expected);
-        assert!((accel - expected).abs() <= 1e-6 * expected, "{accel} vs {expected}");
-    }
-    eprintln!("sliding acceleration relative error: {worst:.2e}");
+    let mean = (velocities[2999].y - velocities[1999].y) / (1000.0 * DT);
+    let error = (mean - expected).abs() / expected;
+    eprintln!("sliding acceleration {mean:.6} vs Coulomb {expected:.6} (relative {error:.2e})");
+    assert!(error < 0.05, "{mean} vs {expected}");
 }
 
 #[test]
@@ -80,43 +89,43 @@ fn sliding_decelerates_identically_at_every_heading() {
             let v = incline(0.0, mu, v0, 2000, &config);
             let last = v[v.len() - 1];
             // Still moving along the original heading.
-            assert!((last.y * heading.sin() - last.z * heading.cos()).abs() < 1e-12);
+            assert!((last.y * heading.sin() - last.z * heading.cos()).abs() < 1e-9);
             (last.y * last.y + last.z * last.z).sqrt()
         })
         .collect();
     for s in &speeds {
-        assert!((s - speeds[0]).abs() <= 1e-12 * speeds[0], "{s} vs {}", speeds[0]);
+        // The cone is isotropic; what differs is each heading's convergence within tolerance.
+        assert!((s - speeds[0]).abs() <= 1e-5 * speeds[0], "{s} vs {}", speeds[0]);
     }
-    // And at Coulomb's rate once settled: 3 − μ g t up to the settling transient.
-    assert!((speeds[0] - (3.0 - mu * G * 2.0)).abs() < 2e-3, "{}", speeds[0]);
+    let coulomb = 3.0 - mu * G * 2.0;
+    eprintln!("speed after 2 s: {:.6} m/s, Coulomb {coulomb:.6}", speeds[0]);
+    assert!((speeds[0] - coulomb).abs() < 0.05 * coulomb, "{}", speeds[0]);
 }
 
 #[test]
-fn mujoco_compatibility_brings_back_the_analytic_creep() {
+fn mujoco_compatibility_creeps_at_mujocos_rate() {
     let config = SolverConfig::mujoco_compat();
     let (alpha, mu) = (25f64.to_radians(), 0.6);
     let velocities = incline(alpha, mu, [0.0; 3], 4000, &config);
     let material = Material { friction: mu, ..Material::default() };
-    // The settled depth sets the impedance d.
     let mut depth = 0.0;
     for v in &velocities {
         depth -= v.x * DT;
     }
-    // Under compatibility the impedance is MuJoCo's: solimp at the violation measured from the
-    // margin surface.
+    // MuJoCo's friction rows carry R = (1 − d)/d · w and target the damped velocity
+    // (1 − B dt) v_t: the stuck block settles where the friction impulse B dt v_t / R holds
+    // gravity, v_t = g sin α (1 − d) / (d B).
     let d = material.solimp.impedance(depth + material.margin).0;
-    let creep = G * alpha.sin() * DT * (1.0 - d) / d;
+    let (_, b) = material.solref.stiffness_damping(material.solimp.dmax, DT);
+    let creep = G * alpha.sin() * (1.0 - d) / (d * b);
     let measured = velocities[velocities.len() - 1].y;
     eprintln!("creep {measured:.6e} m/s vs analytic {creep:.6e} (relative {:.2e})", (measured - creep).abs() / creep);
     assert!((measured - creep).abs() <= 1e-6 * creep, "creep {measured} vs analytic {creep}");
-    // The default preset does not creep.
-    let exact = incline(alpha, mu, [0.0; 3], 4000, &SolverConfig::simulation());
-    assert!(exact[exact.len() - 1].y.abs() < 1e-12);
 }
 
-/// The Delassus operator of contacts at `points` (relative to the centre of mass) on one rigid
-/// body, each with frame `[z, x, y]`.
-fn rigid_body_problem(points: &[Vector3<f64>], mass: f64, inertia: Matrix3<f64>) -> DMatrix<f64> {
+/// A rigid body's `(M, J)` for contacts at `points` (relative to the centre of mass), each
+/// with frame `[z, x, y]`.
+fn rigid_body(points: &[Vector3<f64>], mass: f64, inertia: Matrix3<f64>) -> (DMatrix<f64>, DMatrix<f64>) {
     let frame = [Vector3::z(), Vector3::x(), Vector3::y()];
     let mut j = DMatrix::zeros(3 * points.len(), 6);
     for (c, p) in points.iter().enumerate() {
@@ -128,10 +137,10 @@ fn rigid_body_problem(points: &[Vector3<f64>], mass: f64, inertia: Matrix3<f64>)
             }
         }
     }
-    let mut minv = DMatrix::zeros(6, 6);
-    minv.view_mut((0, 0), (3, 3)).copy_from(&(Matrix3::identity() / mass));
-    minv.view_mut((3, 3), (3, 3)).copy_from(&inertia.try_inverse().expect("invertible"));
-    &j * minv * j.transpose()
+    let mut m = DMatrix::zeros(6, 6);
+    m.view_mut((0, 0), (3, 3)).copy_from(&(Matrix3::identity() * mass));
+    m.view_mut((3, 3), (3, 3)).copy_from(&inertia);
+    (m, j)
 }
 
 /// A box resting on a coplanar ring of `n` contacts, pushed down by gravity and sideways.
@@ -142,37 +151,71 @@ fn ring_problem(n: usize, config: &SolverConfig) -> ContactProblem<f64> {
             Vector3::new(0.2 * a.cos(), 0.2 * a.sin(), -0.1)
         })
         .collect();
-    let a = rigid_body_problem(&points, 3.0, Matrix3::from_diagonal(&Vector3::new(0.05, 0.06, 0.08)));
+    let (mass, jacobian) = rigid_body(&points, 3.0, Matrix3::from_diagonal(&Vector3::new(0.05, 0.06, 0.08)));
     // Free velocity: falling at g·dt, drifting sideways a little.
-    let v_free = DVector::from_fn(3 * n, |i, _| match i % 3 {
-        0 => -G * 0.002,
-        1 => 0.001,
-        _ => 0.0,
-    });
+    let free = DVector::from_column_slice(&[0.001, 0.0, -G * 0.002, 0.0, 0.0, 0.0]);
     let material = Material { friction: 0.8, ..Material::default() };
     let rows: Vec<ContactRow> = (0..n)
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, 0.002, config))
         .collect();
-    ContactProblem::from_rows(a, v_free, &rows, None, None, config).0
+    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, None, config)
 }
 
 #[test]
-fn redundant_rings_converge_quickly() {
+fn redundant_rings_converge_in_a_few_newton_iterations() {
     let config = SolverConfig::simulation();
     for n in [4, 8, 16, 32] {
         let problem = ring_problem(n, &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        let pgs = solve(&problem, &SolverConfig { newton: false, ..config }, None).expect("solvable");
-        eprintln!(
-            "ring {n:>2}: {} iterations ({} Newton steps), residual {:.1e}; pure PGS: {} iterations, converged {}",
-            solution.iterations, solution.newton_steps, solution.residual, pgs.iterations, pgs.converged
-        );
-        assert!(solution.converged && solution.iterations <= 30, "ring {n}: {solution:?}");
+        let solution = solve(&problem, &config, &Warm::default()).expect("solvable");
+        eprintln!("ring {n:>2}: {} Newton iterations, residual {:.1e}", solution.iterations, solution.residual);
+        assert!(solution.converged && solution.iterations <= 12, "ring {n}: {solution:?}");
+        // From its own solution the solve is done at once, at the same point.
+        let warm = Warm { velocity: Some(solution.velocity.clone()), impulses: None };
+        let again = solve(&problem, &config, &warm).expect("solvable");
+        assert!(again.converged && again.iterations <= 1, "{again:?}");
+        assert!((&again.velocity - &solution.velocity).amax() <= 1e-9 * solution.velocity.amax());
     }
 }
 
 fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
     common::random_contact_problem(rng, config, 6, 2, (0.1, 1.2))
+}
+
+/// The dual optimality conditions at a solution: the impulses lie in their cones, and each
+/// constraint's deviation `jar = J x − target` lies where its zone says.
+fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector<f64>, zones: &[Zone]) {
+    let jar = &problem.joint.jacobian * x - &problem.target;
+    let scale = jar.amax() + f64::MIN_POSITIVE;
+    for ((c, at, mu), zone) in problem.each().zip(zones) {
+        assert!(f[at] >= 0.0);
+        let t = if c.kind == ConstraintKind::Contact { f.fixed_rows::<2>(at + 1).norm() } else { 0.0 };
+        assert!(t <= mu * f[at] * (1.0 + 1e-9) + 1e-300);
+        match zone {
+            Zone::Satisfied => assert!(f.rows(at, c.kind.dim()).amax() == 0.0 && jar[at] >= -1e-12 * scale),
+            Zone::Quadratic => assert!(t < mu * f[at] || c.kind != ConstraintKind::Contact),
+            // Sliding: friction at full strength, opposing the slip deviation.
+            Zone::Cone => {
+                let slip = jar.fixed_rows::<2>(at + 1).into_owned();
+                let expected = -slip / slip.norm() * (mu * f[at]);
+                assert!((f.fixed_rows::<2>(at + 1) - expected).amax() <= 1e-9 * (1.0 + f.amax()));
+            }
+        }
+    }
+    // Stationarity: the Newton step that would remove what is left of the gradient
+    // `M (x − x₀) − Jᵀ f` moves the velocity by nothing beyond the solver's accuracy (a cost
+    // tolerance τ leaves steps of order √τ).
+    let joint = &problem.joint;
+    let residual = &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(f);
+    let solution = phyz::contact::Solution {
+        velocity: x.clone(),
+        impulses: f.clone(),
+        zones: zones.to_vec(),
+        iterations: 0,
+        residual: 0.0,
+        converged: true,
+    };
+    let step = phyz::contact::Sensitivity::new(problem, &solution).expect("regular").adjoint(&residual);
+    assert!(step.amax() <= 1e-6 * (1.0 + x.amax()), "Newton step left {:e}", step.amax());
 }
 
 proptest! {
@@ -183,101 +226,53 @@ proptest! {
         let config = SolverConfig::simulation();
         let mut rng = Rng::new(seed);
         let problem = random_problem(&mut rng, &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        // The conditions are claimed at converged solves (see the convergence-rate test).
-        prop_assume!(solution.converged);
-        let f = &solution.impulses;
-        let s = velocity_error(&problem, f);
-        let regimes = classify(&problem, f, 1e-7);
-        // Velocity errors are measured against the size of the terms that make them up.
-        let scale = problem.free_velocity.amax() + problem.delassus.amax() * f.amax() + f64::MIN_POSITIVE;
-        for ((c, at), regime) in problem.constraints.iter().zip(problem.offsets()).zip(&regimes) {
-            let mu = problem.mu[problem.offsets().iter().position(|&o| o == at).expect("offset")];
-            // In the cone.
-            prop_assert!(f[at] >= 0.0);
-            if c.kind == ConstraintKind::Contact {
-                let t = f.fixed_rows::<2>(at + 1).norm();
-                prop_assert!(t <= mu * f[at] * (1.0 + 1e-12) + 1e-300);
-            }
-            match regime {
-                // Complementarity: no impulse, and the target is not violated.
-                Regime::Separating => prop_assert!(s[at] >= -1e-9 * scale),
-                Regime::Sticking => {
-                    let dim = c.kind.dim();
-                    prop_assert!(s.rows(at, dim).amax() <= 1e-9 * scale, "sticking velocity error {:e}", s.rows(at, dim).amax());
-                }
-                Regime::Sliding => {
-                    prop_assert!(s[at].abs() <= 1e-9 * scale);
-                    // Friction at full strength, opposing the post-solve slip.
-                    let slip = s.fixed_rows::<2>(at + 1).into_owned();
-                    let friction = f.fixed_rows::<2>(at + 1).into_owned();
-                    let expected = -slip / slip.norm() * (mu * f[at]);
-                    prop_assert!((friction - expected).amax() <= 1e-9 * (1.0 + f.amax()));
-                }
-            }
-        }
-        // A warm start from a perturbed answer lands on the same point.
-        let seed_guess = f.map(|x| x * 1.3 + 0.01);
-        let warm = solve(&problem, &config, Some(&seed_guess)).expect("solvable");
-        prop_assume!(warm.converged);
-        // The staged Coulomb fixed point is not always unique (a dense high-friction problem can
-        // have a second one with another regime; the rate test counts them). Within one regime
-        // the conditions are linear and non-singular, so the two starts must agree.
-        prop_assume!(classify(&problem, &warm.impulses, 1e-7) == regimes);
-        prop_assert!((&warm.impulses - f).amax() <= 1e-9 * (1.0 + f.amax()));
+        let solution = solve(&problem, &config, &Warm::default()).expect("solvable");
+        prop_assert!(solution.converged, "{solution:?}");
+        check_conditions(&problem, &solution.velocity, &solution.impulses, &solution.zones);
+        // A warm start from a perturbed answer lands on the same point (the problem is strictly
+        // convex: its solution is unique).
+        let guess = solution.velocity.map(|x| x * 1.3 + 0.01);
+        let warm = solve(&problem, &config, &Warm { velocity: Some(guess), impulses: None }).expect("solvable");
+        prop_assert!(warm.converged);
+        let scale = 1.0 + solution.velocity.amax();
+        prop_assert!((&warm.velocity - &solution.velocity).amax() <= 1e-6 * scale);
     }
 }
 
 #[test]
-fn random_problems_almost_always_converge() {
-    // The staged Coulomb fixed point is not a convex program, so a dense, strongly coupled,
-    // high-friction problem can stall; those are reported unconverged, never as solutions. The
-    // bar: at least 99% of random problems converge (and within the default budget).
+fn random_problems_converge_in_a_few_iterations() {
     let config = SolverConfig::simulation();
-    let (mut cold, mut warm, mut distinct) = (0, 0, 0);
+    let (mut worst, mut total) = (0, 0);
     for seed in 0..500u64 {
         let problem = random_problem(&mut Rng::new(seed), &config);
-        let solution = solve(&problem, &config, None).expect("solvable");
-        cold += usize::from(solution.converged);
-        // And from a warm start near the answer (as a stepper gives it).
-        let guess = solution.impulses.map(|x| x * 1.3 + 0.01);
-        let again = solve(&problem, &config, Some(&guess)).expect("solvable");
-        warm += usize::from(again.converged);
-        let tolerance = 1e-9 * (1.0 + solution.impulses.amax());
-        if solution.converged && again.converged && (&again.impulses - &solution.impulses).amax() > tolerance {
-            distinct += 1;
-        }
+        let solution = solve(&problem, &config, &Warm::default()).expect("solvable");
+        assert!(solution.converged, "seed {seed}: {solution:?}");
+        worst = worst.max(solution.iterations);
+        total += solution.iterations;
     }
-    eprintln!("{cold}/500 random problems converged cold, {warm}/500 warm, {distinct} with a second fixed point");
-    assert!(cold >= 495 && warm >= 495 && distinct <= 5, "{cold}/500 cold, {warm}/500 warm, {distinct} distinct");
+    eprintln!("500 random problems: {:.1} Newton iterations on average, {worst} at most", total as f64 / 500.0);
+    assert!(worst <= 30, "{worst}");
 }
 
 #[test]
-fn coupling_modes_restrict_the_operator_only() {
-    // Four contacts under one body and one under another: PerBody keeps the within-body blocks,
-    // so it solves a manifold on one body exactly as Full does; BlockDiagonal does not.
-    let config = SolverConfig::simulation();
+fn coupling_modes_restrict_the_gauss_seidel_operator_only() {
+    // Four contacts under one body: PerBody keeps the within-body blocks, so its sweeps are the
+    // full operator's; BlockDiagonal's are not.
+    let config = SolverConfig { method: Method::GaussSeidel, max_iterations: 200, ..SolverConfig::simulation() };
     let points: Vec<Vector3<f64>> =
         [(0.1, 0.1), (0.1, -0.1), (-0.1, 0.1), (-0.1, -0.1)].iter().map(|&(x, y)| Vector3::new(x, y, -0.1)).collect();
-    let a = rigid_body_problem(&points, 2.0, Matrix3::from_diagonal(&Vector3::new(0.02, 0.03, 0.04)));
-    let b = DVector::from_fn(12, |i, _| if i % 3 == 0 { -0.02 } else { 0.001 });
+    let (mass, jacobian) = rigid_body(&points, 2.0, Matrix3::from_diagonal(&Vector3::new(0.02, 0.03, 0.04)));
+    let free = DVector::from_column_slice(&[0.001, 0.0, -0.02, 0.0, 0.0, 0.0]);
     let material = Material { friction: 0.7, ..Material::default() };
     let rows: Vec<ContactRow> = (0..4)
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 3e-4, 0.0, 0.002, &config))
         .collect();
     let bodies = [[Some(0), None]; 4];
-    let (problem, _) = ContactProblem::from_rows(a, b, &rows, None, Some(&bodies), &config);
-    let full = solve(&problem, &config, None).expect("ok");
-    let per_body =
-        solve(&problem, &SolverConfig { coupling: phyz::contact::Coupling::PerBody, ..config }, None).expect("ok");
-    let diagonal = solve(
-        &problem,
-        &SolverConfig { coupling: phyz::contact::Coupling::BlockDiagonal, newton: false, ..config },
-        None,
-    )
-    .expect("ok");
-    assert!(full.converged && per_body.converged);
-    assert!((&full.impulses - &per_body.impulses).amax() <= 1e-9 * full.impulses.amax());
+    let problem =
+        ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, Some(&bodies), &config);
+    let run = |coupling| solve(&problem, &SolverConfig { coupling, ..config }, &Warm::default()).expect("ok");
+    let (full, per_body, diagonal) = (run(Coupling::Full), run(Coupling::PerBody), run(Coupling::BlockDiagonal));
+    assert_eq!(full.impulses, per_body.impulses);
     assert!((&full.impulses - &diagonal.impulses).amax() > 1e-3 * full.impulses.amax());
 }
 
@@ -292,25 +287,29 @@ fn batch_lanes_solve_each_lane_alone() {
         .iter()
         .map(|&(vb, vmu)| {
             let mut p = base.clone();
-            p.free_velocity *= vb;
+            p.joint.free *= vb;
             p.mu.iter_mut().for_each(|m| *m *= vmu);
             p
         })
         .collect();
-    let m = base.rows();
-    let gather = |get: &dyn Fn(&ContactProblem<f64>) -> f64| Lanes::<3>(std::array::from_fn(|l| get(&variants[l])));
+    let lanes = |get: &dyn Fn(&ContactProblem<f64>) -> f64| Lanes::<3>(std::array::from_fn(|l| get(&variants[l])));
+    let (m, nv) = (base.rows(), base.dofs());
     let batch: ContactProblem<Lanes<3>> = ContactProblem {
         constraints: base.constraints.clone(),
-        delassus: DMatrix::from_fn(m, m, |i, j| gather(&|p| p.delassus[(i, j)])),
-        free_velocity: DVector::from_fn(m, |i, _| gather(&|p| p.free_velocity[i])),
-        target: DVector::from_fn(m, |i, _| gather(&|p| p.target[i])),
-        regularizer: DVector::from_fn(m, |i, _| gather(&|p| p.regularizer[i])),
-        mu: (0..base.mu.len()).map(|c| gather(&|p| p.mu[c])).collect(),
+        joint: JointSpace {
+            mass: DMatrix::from_fn(nv, nv, |i, j| lanes(&|p| p.joint.mass[(i, j)])),
+            jacobian: DMatrix::from_fn(m, nv, |i, j| lanes(&|p| p.joint.jacobian[(i, j)])),
+            free: DVector::from_fn(nv, |i, _| lanes(&|p| p.joint.free[i])),
+        },
+        target: DVector::from_fn(m, |i, _| lanes(&|p| p.target[i])),
+        regularizer: DVector::from_fn(m, |i, _| lanes(&|p| p.regularizer[i])),
+        mu: (0..base.mu.len()).map(|c| lanes(&|p| p.mu[c])).collect(),
         present: vec![LaneMask([true; 3]); base.constraints.len()],
+        units: base.units,
     };
-    let (impulses, _) = solve_scalar(&batch, &config, &[]).expect("solves");
+    let (velocity, _) = solve_scalar(&batch, &config, &[]).expect("solves");
     for (lane, p) in variants.iter().enumerate() {
-        let alone = solve(p, &config, None).expect("solves");
-        assert!(impulses.iter().zip(alone.impulses.iter()).all(|(x, y)| x.0[lane] == *y), "lane {lane}");
+        let alone = solve(p, &config, &Warm::default()).expect("solves");
+        assert!(velocity.iter().zip(alone.velocity.iter()).all(|(x, y)| x.0[lane] == *y), "lane {lane}");
     }
 }

@@ -17,7 +17,8 @@ proptest! {
 
     #[test]
     fn step_jacobians_match_central_differences(n in 1usize..=6, seed in any::<u64>(), rk4 in any::<bool>()) {
-        check_step_jacobians(n, seed, rk4).map_err(TestCaseError::fail)?;
+        let checked = check_step_jacobians(n, seed, rk4).map_err(TestCaseError::fail)?;
+        prop_assume!(checked == Checked::Compared, "step unstable at this timestep");
     }
 
     #[test]
@@ -50,16 +51,30 @@ proptest! {
 /// differences at 1e-6 lost six digits to roundoff; kept as a fixed case.
 #[test]
 fn step_jacobians_on_an_ill_conditioned_tree() {
-    check_step_jacobians(4, 13283603599859104524, false).unwrap();
+    assert_eq!(check_step_jacobians(4, 13283603599859104524, false), Ok(Checked::Compared));
+}
+
+/// What a check of a random tree did.
+#[derive(Debug, PartialEq, Eq)]
+enum Checked {
+    Compared,
+    /// The random tree's step is unstable at its timestep (one step takes velocities of order
+    /// one past 1e6: seen, an RK4 step to 1e9 with Jacobian entries of 5e14): its Jacobian is
+    /// still exact, but no finite difference resolves it, so the case is not an input.
+    Unstable,
 }
 
 /// Dual step Jacobians of a random tree against extrapolated central differences.
-fn check_step_jacobians(n: usize, seed: u64, rk4: bool) -> Result<(), String> {
+fn check_step_jacobians(n: usize, seed: u64, rk4: bool) -> Result<Checked, String> {
     let mut rng = Rng::new(seed);
     let integrator = if rk4 { Integrator::Rk4 } else { Integrator::Euler };
     let model = TreeShape::random(n, &mut rng).model(&mut rng, integrator);
     let state = random_state(&model, &mut rng);
     let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+    let plain = step(&model, &state, &ctrl).map_err(|e| e.to_string())?;
+    if max_abs(plain.qvel.as_slice()) > 1e6 {
+        return Ok(Checked::Unstable);
+    }
 
     let exact = step_jacobians(&model, &state, &ctrl).map_err(|e| e.to_string())?;
     // Extrapolated differences at h = 1e-4: random trees can have mass matrices conditioned
@@ -73,12 +88,11 @@ fn check_step_jacobians(n: usize, seed: u64, rk4: bool) -> Result<(), String> {
     }
     // The dual pass reaches the same state as the plain f64 step, up to roundoff that an
     // ill-conditioned mass matrix amplifies (seen: 9e-12).
-    let plain = step(&model, &state, &ctrl).map_err(|e| e.to_string())?;
     let drift = max_abs((&exact.next.qvel - &plain.qvel).as_slice());
     if drift > 1e-10 * max_abs(plain.qvel.as_slice()).max(1.0) {
         return Err(format!("dual and f64 steps differ by {drift:e}"));
     }
-    Ok(())
+    Ok(Checked::Compared)
 }
 
 #[test]

@@ -164,8 +164,8 @@ fn an_unconverged_step_is_an_error_naming_the_step() {
     let model = pushed_box(0.5);
     let start = resting(&model);
     let controls = vec![vec![4.0]; 20];
-    // A budget of one sweep cannot converge a contact solve.
-    let config = SolverConfig { max_iterations: 1, newton: false, ..SolverConfig::simulation() };
+    // No Newton iteration cannot converge a contact solve that starts cold.
+    let config = SolverConfig { max_iterations: 0, ..SolverConfig::simulation() };
     let result = rollout_gradient(&model, &start, &controls, &[], &objective(&model), &mut ContactState::new(config));
     match result {
         Err(DualError::AtStep { step, .. }) => assert_eq!(step, 0),
@@ -207,7 +207,10 @@ fn friction_sensitivity_is_zero_while_sticking_and_right_while_sliding() {
     // loaded corner does creep).
     let ball = pushed("<geom name='ball' type='sphere' size='0.1' mass='2' friction='0.1 0.005 0.0001'/>", 0.5);
     let rolling = friction_gradient(&resting(&ball), &ball, 1.0, 200);
-    assert_eq!(rolling, 0.0, "a trajectory that never slips cannot depend on μ");
+    // A rolling contact creeps at the friction floor's 1e-9 m/s; μ reaches it only through
+    // the glide compensation of that creep (`μ |v_t|`, smoothed below 1 mm/s): nine orders
+    // below the sliding box's sensitivity.
+    assert!(rolling.abs() < 1e-8, "a trajectory that never slips cannot depend on μ: {rolling:e}");
     let model = pushed_box(0.5);
     // Moving at 1 m/s and pushed with 24 N: it slides throughout.
     let mut start = resting(&model);

@@ -200,9 +200,9 @@ pub fn max_abs(x: &[f64]) -> f64 {
 }
 
 /// A random contact problem: up to `max_contacts` frictional contacts (friction drawn from
-/// `friction`) and up to `max_limits` limits, with `A = J M⁻¹ Jᵀ` for a random SPD `M⁻¹` and a
-/// random full-rank `J` (more degrees of freedom than rows, so `A` is SPD), and `b = J v` for a
-/// random velocity `v`.
+/// `friction`) and up to `max_limits` limits, over a random SPD mass matrix and a random
+/// Jacobian with more degrees of freedom than rows (so `A = J M⁻¹ Jᵀ` is SPD), and a random
+/// free velocity.
 pub fn random_contact_problem(
     rng: &mut Rng,
     config: &phyz::contact::SolverConfig,
@@ -210,16 +210,15 @@ pub fn random_contact_problem(
     max_limits: usize,
     friction: (f64, f64),
 ) -> phyz::contact::ContactProblem<f64> {
-    use nalgebra::DMatrix;
-    use phyz::contact::{ConstraintKind, ContactProblem, ContactRow, Material};
+    use phyz::contact::{ConstraintKind, ContactProblem, ContactRow, JointSpace, Material};
     let contacts = 1 + rng.index(max_contacts);
     let limits = rng.index(max_limits + 1);
     let rows = 3 * contacts + limits;
     let dofs = rows + 1 + rng.index(5);
-    let j = DMatrix::from_fn(rows, dofs, |_, _| rng.uniform(-1.0, 1.0));
+    let jacobian = DMatrix::from_fn(rows, dofs, |_, _| rng.uniform(-1.0, 1.0));
     let l = DMatrix::from_fn(dofs, dofs, |_, _| rng.uniform(-1.0, 1.0));
-    let a = &j * (&l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.1) * j.transpose();
-    let b = &j * DVector::from_fn(dofs, |_, _| rng.uniform(-0.3, 0.2));
+    let mass = &l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.1;
+    let free = DVector::from_fn(dofs, |_, _| rng.uniform(-0.3, 0.2));
     let mut specs = Vec::new();
     for _ in 0..contacts {
         let material = Material { friction: rng.uniform(friction.0, friction.1), ..Material::default() };
@@ -230,7 +229,7 @@ pub fn random_contact_problem(
         let depth = rng.uniform(0.0, 1e-3);
         specs.push(ContactRow::from_material(ConstraintKind::Limit, &Material::default(), depth, 0.0, 0.002, config));
     }
-    ContactProblem::from_rows(a, b, &specs, None, None, config).0
+    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, None, config)
 }
 
 /// Rows of a CSV file of numbers (MuJoCo reference data); `header` skips the first line.

@@ -1,5 +1,16 @@
-//! How the contact solve is run: coupling mode, Newton on or off, tolerance, budget, and the
-//! named presets.
+//! How the contact solve is run: the method (Newton on the primal problem, or the GPU pass's
+//! fixed Gauss-Seidel sweeps), regularization, tolerance, budget, and the named presets.
+//! Presets differ in parameters; every CPU preset runs the same Newton solver.
+
+/// The algorithm that solves the problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Newton on the primal problem in joint space with an exact line search (`contact::newton`).
+    Newton,
+    /// Projected Gauss-Seidel sweeps over the impulses with the staged Coulomb update
+    /// (`contact::pgs`): what a GPU kernel runs per environment.
+    GaussSeidel,
+}
 
 /// Which part of the Delassus operator `A` the Gauss-Seidel sweep sees.
 ///
@@ -19,24 +30,30 @@ pub enum Coupling {
 /// Contact-solve settings. Use a preset and adjust.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolverConfig {
+    pub method: Method,
+    /// The operator the Gauss-Seidel sweep sees (Newton always sees all of it).
     pub coupling: Coupling,
-    /// Alternate active-set Newton steps with the sweeps.
-    pub newton: bool,
     /// Floor of the regularizer `R` on every row of a constraint, relative to its normal row's
     /// inverse weight (and all of the regularizer on friction rows, unless `mujoco_compat`): a
     /// stuck contact slips at about this fraction of its free slip velocity.
     pub regularization: f64,
-    /// Converged means a full sweep changes no constraint's velocity by more than this (m/s).
+    /// Newton: converged when the scaled cost improvement or gradient falls below this
+    /// (MuJoCo's `tolerance`). Gauss-Seidel: when a sweep changes no constraint's velocity by
+    /// more than this (m/s).
     pub tolerance: f64,
-    /// Budget in units of work: one sweep or one dense linear solve each. With Newton on, the
-    /// main pass may spend half of it and the fallbacks for degenerate problems the rest.
+    /// Newton iterations, or Gauss-Seidel sweeps.
     pub max_iterations: usize,
+    /// The line search's gradient tolerance relative to `tolerance`, and its budget of cost
+    /// evaluations (MuJoCo's `ls_tolerance`, `ls_iterations`).
+    pub line_search_tolerance: f64,
+    pub line_search_iterations: usize,
     /// Below this approach speed restitution ramps smoothly to zero (resting contact must not
     /// bounce).
     pub restitution_threshold: f64,
-    /// MuJoCo's regularizer on friction rows too (with its reference acceleration there), so
-    /// trajectories can be compared with MuJoCo step by step; it brings back MuJoCo's creep of a
-    /// stuck block, `g sin α · dt · (1 − d)/d`.
+    /// MuJoCo's model: the normal row's regularizer on friction rows too, with MuJoCo's damped
+    /// reference velocity there, no restitution and no margin taper, so trajectories can be
+    /// compared with MuJoCo step by step; it brings back MuJoCo's creep of a stuck block,
+    /// `g sin α · dt · (1 − d)/d`.
     pub mujoco_compat: bool,
 }
 
@@ -44,38 +61,42 @@ pub struct SolverConfig {
 pub const GPU_SWEEPS: usize = 16;
 
 impl SolverConfig {
-    /// Crisp contact, exact stiction, tight tolerance.
+    /// Crisp contact, tight tolerance, stiction to 1e-4 of the free slip: a stiffer floor
+    /// (1e-6) held stuck blocks 100× tighter but left the Newton solution's gradient at a
+    /// roundoff floor (`‖H‖ ε`) that central differences of hopper's step could not resolve.
     pub fn simulation() -> Self {
         SolverConfig {
+            method: Method::Newton,
             coupling: Coupling::Full,
-            newton: true,
-            regularization: 1e-10,
-            tolerance: 1e-10,
-            max_iterations: 1000,
+            regularization: 1e-4,
+            tolerance: 1e-14,
+            max_iterations: 100,
+            line_search_tolerance: 0.01,
+            line_search_iterations: 50,
             restitution_threshold: 0.05,
             mujoco_compat: false,
         }
     }
 
-    /// Softer and better conditioned, for optimizing through contact (validate under
-    /// `simulation`).
+    /// Softer stiction (1e-3) and a tighter tolerance, for optimizing through contact
+    /// (validate under `simulation`).
     pub fn gradients() -> Self {
-        SolverConfig { regularization: 1e-6, tolerance: 1e-12, max_iterations: 2000, ..Self::simulation() }
+        SolverConfig { regularization: 1e-3, tolerance: 1e-15, ..Self::simulation() }
     }
 
-    /// `simulation` with MuJoCo's friction-row regularizer: an oracle for comparing with
+    /// MuJoCo's model (see [`SolverConfig::mujoco_compat`]): an oracle for comparing with
     /// MuJoCo, not a preset to ship with.
     pub fn mujoco_compat() -> Self {
         SolverConfig { mujoco_compat: true, ..Self::simulation() }
     }
 
-    /// What the GPU pass runs: block-diagonal operator, no Newton, a fixed budget of sweeps.
-    /// The tolerance is zero, so `converged` is false by construction: a fixed-budget iterate is
+    /// What the GPU pass runs: block-diagonal Gauss-Seidel, a fixed budget of sweeps. The
+    /// tolerance is zero, so `converged` is false by construction: a fixed-budget iterate is
     /// not a fixed point and must not anchor a derivative.
     pub fn gpu_equivalent() -> Self {
         SolverConfig {
+            method: Method::GaussSeidel,
             coupling: Coupling::BlockDiagonal,
-            newton: false,
             tolerance: 0.0,
             max_iterations: GPU_SWEEPS,
             ..Self::simulation()

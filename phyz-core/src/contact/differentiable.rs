@@ -1,15 +1,15 @@
 //! The solve for any [`Scalar`]: per batch lane, the real-part problem is solved in `f64`; dual
-//! tangents are then filled by the tangent rule, so the solver's iterations never carry dual
-//! parts and nothing is unrolled.
+//! tangents are then filled by the tangent rule at the solution, so the solver's iterations
+//! never carry dual parts and nothing is unrolled.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
-use super::config::SolverConfig;
-use super::friction::FrictionError;
-use super::kkt::ProblemTangent;
+use super::config::{Method, SolverConfig};
+use super::cost::Zone;
+use super::newton::gradient;
 use super::problem::ContactProblem;
 use super::sensitivity::{Sensitivity, SensitivityError};
-use super::solver::{Solution, solve};
+use super::solver::{Solution, SolveError, Warm, solve};
 use crate::Scalar;
 use crate::scalar::Mask;
 
@@ -17,71 +17,71 @@ use crate::scalar::Mask;
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ContactError {
     #[error(transparent)]
-    Friction(#[from] FrictionError),
+    Solve(#[from] SolveError),
     #[error(transparent)]
     Sensitivity(#[from] SensitivityError),
 }
 
-/// The tangent of the problem data along direction `k` of batch lane `lane`, on the lane's
-/// `rows` (as [`ContactProblem::lane`] gives them).
-fn tangent_of<S: Scalar>(problem: &ContactProblem<S>, lane: usize, k: usize, rows: &[usize]) -> ProblemTangent {
-    let t = |x: &S| x.tangent(lane, k);
-    let n = rows.len();
-    ProblemTangent {
-        delassus: DMatrix::from_fn(n, n, |i, j| t(&problem.delassus[(rows[i], rows[j])])),
-        free_velocity: DVector::from_fn(n, |i, _| t(&problem.free_velocity[rows[i]])),
-        target: DVector::from_fn(n, |i, _| t(&problem.target[rows[i]])),
-        regularizer: DVector::from_fn(n, |i, _| t(&problem.regularizer[rows[i]])),
-        mu: problem.mu.iter().zip(&problem.present).filter(|(_, p)| p.lane(lane)).map(|(mu, _)| t(mu)).collect(),
-    }
-}
-
-/// Solves `problem` in `S`: impulses with their tangents (exact, by the implicit function
-/// theorem) and each lane's `f64` solution. `warm` holds one previous solution per lane. Each
-/// lane solves the constraints present in it; absent ones get zero impulse (and zero tangents).
-/// Derivatives of an unconverged lane are refused.
+/// Solves `problem` in `S`: the post-step velocity with its tangents (exact, by the implicit
+/// function theorem) and each lane's `f64` solution, impulses on all of the problem's rows (zero
+/// on constraints absent from the lane). `warm` holds one warm start per lane, its impulses on
+/// all of the problem's rows. Derivatives of an unconverged lane are refused.
 pub fn solve_scalar<S: Scalar>(
     problem: &ContactProblem<S>,
     config: &SolverConfig,
-    warm: &[DVector<f64>],
+    warm: &[Warm],
 ) -> Result<(DVector<S>, Vec<Solution>), ContactError> {
     let m = problem.rows();
-    let lanes = problem.free_velocity.iter().map(|x| x.lanes()).max().unwrap_or(1);
+    let lanes = problem.joint.free.iter().chain(problem.target.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let mut solutions = Vec::with_capacity(lanes);
-    let mut tangents: Vec<Vec<DVector<f64>>> = Vec::with_capacity(lanes);
-    // Moves a lane's values on its own rows onto all of the problem's rows.
-    let scatter = |values: &DVector<f64>, rows: &[usize]| {
-        let mut full = DVector::zeros(m);
-        for (value, &row) in values.iter().zip(rows) {
-            full[row] = *value;
-        }
-        full
-    };
+    let mut sensitivities = Vec::with_capacity(lanes);
     for lane in 0..lanes {
         let (real, rows) = problem.lane(lane);
-        // A warm start shorter than the problem leaves the rest cold, as `solve` does.
-        let warm = warm.get(lane).map(|w| DVector::from_fn(rows.len(), |i, _| w.get(rows[i]).copied().unwrap_or(0.0)));
-        let solution = solve(&real, config, warm.as_ref())?;
-        let mut lane_tangents = Vec::new();
+        let lane_warm = warm.get(lane).map_or_else(Warm::default, |w| Warm {
+            velocity: w.velocity.clone(),
+            impulses: w
+                .impulses
+                .as_ref()
+                .map(|f| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0))),
+        });
+        let solution = solve(&real, config, &lane_warm)?;
         if S::tangent_dim() > 0 && !rows.is_empty() {
-            let sensitivity = Sensitivity::new(&real, &solution)?;
-            for k in 0..S::tangent_dim() {
-                lane_tangents.push(scatter(&sensitivity.tangent(&tangent_of(problem, lane, k, &rows)), &rows));
+            if config.method != Method::Newton {
+                return Err(SensitivityError::FixedSweeps.into());
             }
+            sensitivities.push(Some((Sensitivity::new(&real, &solution)?, zones_on_all(problem, lane, &solution))));
+        } else {
+            sensitivities.push(None);
         }
-        tangents.push(lane_tangents);
-        let (impulses, iterate) = (scatter(&solution.impulses, &rows), scatter(&solution.iterate, &rows));
-        solutions.push(Solution { impulses, iterate, ..solution });
+        let mut impulses = DVector::zeros(m);
+        for (value, &row) in solution.impulses.iter().zip(&rows) {
+            impulses[row] = *value;
+        }
+        solutions.push(Solution { impulses, ..solution });
     }
-    let impulses = DVector::from_fn(m, |i, _| {
-        let reals: Vec<f64> = solutions.iter().map(|s| s.impulses[i]).collect();
-        let mut x = S::from_lanes(&reals);
-        for (lane, lane_tangents) in tangents.iter().enumerate() {
-            for (k, t) in lane_tangents.iter().enumerate() {
-                x.set_tangent(lane, k, t[i]);
+    let nv = problem.dofs();
+    let mut velocity =
+        DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()));
+    for (lane, sensitivity) in sensitivities.iter().enumerate() {
+        let Some((sensitivity, zones)) = sensitivity else { continue };
+        // The optimality conditions at the solution, with the data's tangents.
+        let g = gradient(problem, &velocity, zones, lane);
+        for k in 0..S::tangent_dim() {
+            let dx = sensitivity.tangent(&g.map(|x| x.tangent(lane, k)));
+            for (x, d) in velocity.iter_mut().zip(dx.iter()) {
+                x.set_tangent(lane, k, *d);
             }
         }
-        x
-    });
-    Ok((impulses, solutions))
+    }
+    Ok((velocity, solutions))
+}
+
+/// A lane's zones on every constraint of `problem` (absent ones satisfied).
+fn zones_on_all<S: Scalar>(problem: &ContactProblem<S>, lane: usize, solution: &Solution) -> Vec<Zone> {
+    let mut own = solution.zones.iter();
+    problem
+        .present
+        .iter()
+        .map(|p| if p.lane(lane) { *own.next().unwrap_or(&Zone::Satisfied) } else { Zone::Satisfied })
+        .collect()
 }

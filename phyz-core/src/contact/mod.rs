@@ -1,34 +1,35 @@
-//! The per-step contact and limit problem: materials, constraint rows, the convex soft-contact
-//! solve, and its implicit-function-theorem derivatives.
+//! The per-step constraint problem: materials, constraint rows, the convex soft-constraint
+//! problem in joint space, its Newton solve, and its implicit-function-theorem derivatives.
 //!
-//! The problem, per step, over impulses `f` in constraint frames (`[n, t1, t2]` per contact):
+//! The problem, per step, over the post-step velocity `x` (MuJoCo's primal problem):
 //!
 //! ```text
-//! minimize  ½ fᵀ(A + R)f + fᵀ(b − target)   subject to  f_c in contact c's friction cone
+//! minimize  ½ (x − x₀)ᵀ M (x − x₀) + Σ_c s_c(J_c x − target_c)
 //! ```
 //!
-//! The regularizer `R > 0` makes it strongly convex, so the solution is unique and a smooth
-//! function of the data wherever the contacts keep their regime: the implicit function theorem
-//! at the converged point gives its derivatives ([`sensitivity`]), without unrolling the
-//! solver's iterations.
+//! with each constraint's soft cost `s_c` ([`cost`]). It is convex, and strictly so through
+//! `M`, so the solution is unique and a smooth function of the data wherever the constraints
+//! keep their zones: the implicit function theorem at the solution gives its derivatives
+//! ([`sensitivity`]) with the Hessian Newton already factorizes ([`newton`]), without
+//! unrolling any iteration.
 
 pub mod config;
+pub mod cost;
 pub mod differentiable;
 pub mod friction;
-mod interior;
-pub mod kkt;
 pub mod material;
+pub mod newton;
+pub mod pgs;
 pub mod problem;
 pub mod row;
-mod semismooth;
 pub mod sensitivity;
 pub mod solver;
 
-pub use config::{Coupling, GPU_SWEEPS, SolverConfig};
+pub use config::{Coupling, GPU_SWEEPS, Method, SolverConfig};
+pub use cost::Zone;
 pub use differentiable::{ContactError, solve_scalar};
-pub use kkt::{ProblemTangent, Regime};
 pub use material::{Material, SolImp, SolRef};
-pub use problem::{Constraint, ContactProblem, DepthDerivatives, RowDeviation};
+pub use problem::{Constraint, ContactProblem, JointSpace, RowDeviation, Units};
 pub use row::{ConstraintKind, ContactRow, IMPACT_IMPEDANCE};
 pub use sensitivity::{Sensitivity, SensitivityError};
-pub use solver::{Solution, solve};
+pub use solver::{Solution, SolveError, Warm, solve};

@@ -1,11 +1,20 @@
-//! The assembled problem the solver sees:
-//! `minimize ½ fᵀ(A + R)f + fᵀ(b − target)` over impulses `f`, each contact's in its friction cone.
+//! The assembled problem the solver sees, in joint space: the post-step velocity `x` minimizing
+//!
+//! ```text
+//! ½ (x − x₀)ᵀ M (x − x₀) + Σ_c s_c(J_c x − target_c)
+//! ```
+//!
+//! with `x₀` the unconstrained (free) velocity, `M` the metric the impulses act through and
+//! `s_c` each constraint's soft cost ([`super::cost`], with `D = 1/R`). Its dual is the impulse
+//! problem `min ½ fᵀ(A + R)f + fᵀ(J x₀ − target)` over the friction cones, `A = J M⁻¹ Jᵀ`; the
+//! impulses are `f = −∂s/∂jar` at the solution, and `M (x − x₀) = Jᵀ f`.
 
 use nalgebra::{DMatrix, DVector};
 
 use super::config::SolverConfig;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
+use crate::dynamics::MassFactor;
 use crate::scalar::Mask;
 
 /// The structure of one constraint: its shape and the moving bodies it acts between (`None`
@@ -27,31 +36,68 @@ impl Constraint {
     }
 }
 
+/// The joint-space data of a problem: metric, constraint Jacobian, free velocity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointSpace<S: Scalar> {
+    /// `M`: the mass matrix the impulses act through (`nv × nv`, symmetric positive definite).
+    pub mass: DMatrix<S>,
+    /// `J`: one row per constraint row.
+    pub jacobian: DMatrix<S>,
+    /// `x₀`: the velocity after the step without constraint impulses.
+    pub free: DVector<S>,
+}
+
+impl<S: Scalar> JointSpace<S> {
+    /// `J x₀`: the constraint-space velocity without impulses.
+    pub fn free_velocity(&self) -> DVector<S> {
+        &self.jacobian * &self.free
+    }
+}
+
+/// How the solver measures progress, as MuJoCo does: cost changes and gradient norms are in
+/// acceleration units multiplied by `scale` (one over the mean inertia times `max(1, nv)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Units {
+    pub scale: f64,
+    /// The step the velocity-level problem spans (cost / dt² and gradient / dt are its
+    /// acceleration-level values).
+    pub timestep: f64,
+}
+
+impl Default for Units {
+    fn default() -> Self {
+        Units { scale: 1.0, timestep: 1.0 }
+    }
+}
+
 /// The convex contact problem, in any scalar (its data can carry derivatives or batch lanes;
 /// the solve reads real parts).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContactProblem<S: Scalar> {
     pub constraints: Vec<Constraint>,
-    /// `A = J M⁻¹ Jᵀ`, one row and column per constraint row.
-    pub delassus: DMatrix<S>,
-    /// `b = J v_free`: the constraint-space velocity without impulses.
-    pub free_velocity: DVector<S>,
+    pub joint: JointSpace<S>,
     /// The velocity each row should reach: the separating target on normal and limit rows,
-    /// zero on friction rows.
+    /// the friction rows' reference velocity (zero, or MuJoCo's damped one).
     pub target: DVector<S>,
-    /// The diagonal regularizer `R`.
+    /// The diagonal regularizer `R` (`D = 1/R`).
     pub regularizer: DVector<S>,
     /// Friction coefficient per constraint.
     pub mu: Vec<S>,
     /// Per constraint, the batch lanes it exists in (a masked slot of a contact buffer is absent
     /// from the lanes that found nothing there): each lane solves its own constraints only.
     pub present: Vec<S::Mask>,
+    pub units: Units,
 }
 
 impl<S: Scalar> ContactProblem<S> {
     /// Number of constraint rows.
     pub fn rows(&self) -> usize {
-        self.free_velocity.len()
+        self.target.len()
+    }
+
+    /// Number of degrees of freedom.
+    pub fn dofs(&self) -> usize {
+        self.joint.free.len()
     }
 
     /// First row of each constraint.
@@ -79,25 +125,22 @@ impl<S: Scalar> ContactProblem<S> {
         let offsets = self.offsets();
         let rows: Vec<usize> =
             kept.iter().flat_map(|&c| offsets[c]..offsets[c] + self.constraints[c].kind.dim()).collect();
+        let nv = self.dofs();
         let problem = ContactProblem {
             constraints: kept.iter().map(|&c| self.constraints[c]).collect(),
-            delassus: DMatrix::from_fn(rows.len(), rows.len(), |i, j| re(&self.delassus[(rows[i], rows[j])])),
-            free_velocity: DVector::from_fn(rows.len(), |i, _| re(&self.free_velocity[rows[i]])),
+            joint: JointSpace {
+                mass: self.joint.mass.map(|x| x.lane(lane)),
+                jacobian: DMatrix::from_fn(rows.len(), nv, |i, j| re(&self.joint.jacobian[(rows[i], j)])),
+                free: self.joint.free.map(|x| x.lane(lane)),
+            },
             target: DVector::from_fn(rows.len(), |i, _| re(&self.target[rows[i]])),
             regularizer: DVector::from_fn(rows.len(), |i, _| re(&self.regularizer[rows[i]])),
             mu: kept.iter().map(|&c| re(&self.mu[c])).collect(),
             present: vec![true; kept.len()],
+            units: self.units,
         };
         (problem, rows)
     }
-}
-
-/// How the regularizer and targets of a row depend on its depth, for the depth sensitivity.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DepthDerivatives {
-    /// `dR/ddepth` and `d(target)/ddepth`, per problem row.
-    pub regularizer: DVector<f64>,
-    pub target: DVector<f64>,
 }
 
 /// How far the live values have moved from those a row was built from: zero in real parts,
@@ -129,78 +172,64 @@ impl<S: Scalar> RowDeviation<S> {
 }
 
 impl<S: Scalar> ContactProblem<S> {
-    /// Assembles the problem from `A`, `b` and the constraints' rows under `config`, with the
-    /// regularizer `R = (1 − d)/d · w` on normal and limit rows (`w` the row's inverse weight,
-    /// MuJoCo's `diagApprox`, or else `A_nn`) and the floor `config.regularization · w` alone on
-    /// friction rows — so that stiction is exact to that relative floor, and a friction direction
-    /// nothing can move (a planar model's out-of-plane tangent) still has a definite block — unless `config.mujoco_compat` puts the normal row's `R` on them too, as
-    /// MuJoCo does. Also returns how `R` and the targets move with each constraint's depth.
+    /// Assembles the problem from its joint-space data and the constraints' rows under
+    /// `config`, with the regularizer `R = (1 − d)/d · w` on normal and limit rows (`w` the row's
+    /// inverse weight, MuJoCo's `diagApprox`, or else the exact `A_nn = J_n M⁻¹ J_nᵀ`) and the
+    /// floor `config.regularization · w` alone on friction rows — so that stiction is exact to
+    /// that relative floor, and a friction direction nothing can move (a planar model's
+    /// out-of-plane tangent) still has a definite block — unless `config.mujoco_compat` puts
+    /// the normal row's `R` on them too, as MuJoCo does.
+    ///
+    /// `velocity` is the pre-step constraint-space velocity `J v`: friction rows target the
+    /// fraction [`ContactRow::friction_reference`] of it (none without it).
     ///
     /// Rows are built in `f64` at the real state, one per batch lane (`rows[c][lane]`; a single
-    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry the
-    /// tangents of the live depth, normal velocity, friction, restitution and inverse weight into
-    /// the targets, the regularizer and μ to first order, which is exact for dual numbers. Every constraint is present in every lane. The depth derivatives are
-    /// lane 0's.
+    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry
+    /// the tangents of the live depth, normal velocity, friction, restitution and inverse weight
+    /// into the targets, the regularizer and μ to first order, which is exact for dual numbers.
+    /// Every constraint is present in every lane.
     pub fn from_rows<R: AsRef<[ContactRow]>>(
-        delassus: DMatrix<S>,
-        free_velocity: DVector<S>,
+        joint: JointSpace<S>,
+        velocity: Option<&DVector<S>>,
         rows: &[R],
         deviations: Option<&[RowDeviation<S>]>,
         bodies: Option<&[[Option<usize>; 2]]>,
         config: &SolverConfig,
-    ) -> (Self, DepthDerivatives) {
-        let m = free_velocity.len();
-        let c = S::from_f64;
+    ) -> Self {
+        let m = joint.jacobian.nrows();
         let mut regularizer = DVector::zeros(m);
         let mut target = DVector::zeros(m);
-        let mut dr = DVector::zeros(m);
-        let mut dtarget = DVector::zeros(m);
+        let factor = MassFactor::dense(&joint.mass);
         let mut at = 0;
         for (i, lanes) in rows.iter().map(AsRef::as_ref).enumerate() {
-            let lift = |f: &dyn Fn(&ContactRow) -> f64| match lanes {
-                [row] => c(f(row)),
-                _ => S::from_lanes(&lanes.iter().map(f).collect::<Vec<_>>()),
-            };
             let deviation = deviations.map_or(RowDeviation::zero(), |d| d[i]);
-            let (ddepth, dvn) = (deviation.depth, deviation.normal_velocity);
-            // Per lane: the impedance, and how it moves with depth and normal velocity.
-            let impedance = |r: &ContactRow| r.effective_impedance().clamp(1e-6, 1.0);
-            let moving = |r: &ContactRow| {
-                let d = r.effective_impedance();
-                d > 1e-6 && d < 1.0
+            let exact_weight = || {
+                let row = joint.jacobian.row(at).transpose();
+                factor.as_ref().map_or(S::one(), |f| row.dot(&f.solve(&row)))
             };
-            let slope_depth = |r: &ContactRow| if moving(r) { (1.0 - r.impact) * r.dimpedance_ddepth } else { 0.0 };
-            let slope_vn = |r: &ContactRow| {
-                let impact_gap = (crate::contact::IMPACT_IMPEDANCE - r.impedance).max(0.0);
-                if moving(r) { impact_gap * r.dimpact_dvn } else { 0.0 }
-            };
-            let d_live = lift(&impedance) + ddepth * lift(&slope_depth) + dvn * lift(&slope_vn);
-            let a_nn = match lanes.iter().map(|r| r.inverse_weight).collect::<Option<Vec<f64>>>() {
+            let weight = match lanes.iter().map(|r| r.inverse_weight).collect::<Option<Vec<f64>>>() {
                 Some(weights) => S::from_lanes(&weights) + deviation.inverse_weight,
-                None => delassus[(at, at)],
+                None => exact_weight(),
             };
-            let live = (S::one() - d_live) / d_live * a_nn;
-            let floor = a_nn * c(config.regularization);
-            let normal = S::select(live.greater(floor), live, floor);
-            let row = &lanes[0];
-            let (d, a_nn_re) = (impedance(row), a_nn.lane(0));
-            let binds_re = (1.0 - d) / d * a_nn_re > config.regularization * a_nn_re;
-            let dnormal = if binds_re { -a_nn_re * slope_depth(row) / (d * d) } else { 0.0 };
+            let (normal, floor) = normal_regularizer(lanes, &deviation, weight, config);
             regularizer[at] = normal;
-            target[at] = lift(&|r| r.bias)
-                + ddepth * lift(&|r| r.dbias_ddepth)
-                + dvn * lift(&|r| r.dbias_dvn)
-                + deviation.restitution * lift(&|r| r.dbias_drestitution);
-            dr[at] = dnormal;
-            dtarget[at] = row.dbias_ddepth;
-            if row.kind == ConstraintKind::Contact {
+            target[at] = lift::<S>(lanes, |r| r.bias)
+                + deviation.depth * lift::<S>(lanes, |r| r.dbias_ddepth)
+                + deviation.normal_velocity * lift::<S>(lanes, |r| r.dbias_dvn)
+                + deviation.restitution * lift::<S>(lanes, |r| r.dbias_drestitution);
+            let kind = lanes[0].kind;
+            if kind == ConstraintKind::Contact {
+                let reference = lift::<S>(lanes, |r| r.friction_reference);
                 for k in 1..3 {
-                    let compat = config.mujoco_compat;
-                    regularizer[at + k] = if compat { normal } else { floor };
-                    dr[at + k] = if compat { dnormal } else { 0.0 };
+                    regularizer[at + k] = if config.mujoco_compat { normal } else { floor };
+                    target[at + k] = velocity.map_or(S::zero(), |v| v[at + k] * reference);
+                }
+                if let (Some(v), false) = (velocity, config.mujoco_compat) {
+                    let mu = lift::<S>(lanes, |r| r.mu) + deviation.friction;
+                    target[at] -= mu * slip_speed(v[at + 1], v[at + 2]);
                 }
             }
-            at += row.kind.dim();
+            at += kind.dim();
         }
         let constraints = rows
             .iter()
@@ -210,22 +239,72 @@ impl<S: Scalar> ContactProblem<S> {
                 bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
             })
             .collect();
-        let problem = ContactProblem {
+        let mu = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| lift::<S>(r.as_ref(), |r| r.mu) + deviations.map_or(S::zero(), |d| d[i].friction))
+            .collect();
+        ContactProblem {
             constraints,
-            delassus,
-            free_velocity,
+            joint,
             target,
             regularizer,
-            mu: rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    let friction = deviations.map_or(S::zero(), |d| d[i].friction);
-                    S::from_lanes(&r.as_ref().iter().map(|r| r.mu).collect::<Vec<_>>()) + friction
-                })
-                .collect(),
+            mu,
             present: vec![S::Mask::splat(true); rows.len()],
-        };
-        (problem, DepthDerivatives { regularizer: dr, target: dtarget })
+            units: Units::default(),
+        }
     }
+}
+
+/// The slip speed (m/s) below which the glide compensation fades out (see [`slip_speed`]): far
+/// above a sticking contact's creep, far below any slip whose glide matters.
+const GLIDE_FADE: f64 = 1e-3;
+
+/// The pre-step slip speed `|v_t|`, smoothed to `√(|v_t|² + ε²) − ε` with `ε` =
+/// [`GLIDE_FADE`] so that it has a derivative where a contact sticks.
+///
+/// Every convex relaxation of Coulomb friction puts a sliding contact's post-step velocity on
+/// the dual cone, `v_n = target_n + μ |v_t|`: the body glides off the surface at `μ` times its
+/// slip (Anitescu's relaxation). phyz's own presets lower the normal target by `μ |v_t|` at
+/// the step's start, so that in steady sliding the two cancel to `μ |Δv_t|` and the contact
+/// keeps Coulomb's normal force; a sticking contact (no slip) is unchanged. `mujoco_compat`
+/// keeps MuJoCo's targets, glide included.
+fn slip_speed<S: Scalar>(t1: S, t2: S) -> S {
+    let fade = S::from_f64(GLIDE_FADE);
+    (t1 * t1 + t2 * t2 + fade * fade).sqrt() - fade
+}
+
+/// One value per batch lane of a row's property (a single row serves every lane).
+fn lift<S: Scalar>(lanes: &[ContactRow], f: impl Fn(&ContactRow) -> f64) -> S {
+    match lanes {
+        [row] => S::from_f64(f(row)),
+        _ => S::from_lanes(&lanes.iter().map(f).collect::<Vec<_>>()),
+    }
+}
+
+/// The normal (or limit) row's regularizer `(1 − d)/d · w`, kept above the floor
+/// `config.regularization · w`, with the impedance moving with the depth and normal velocity
+/// deviations; and the floor itself.
+fn normal_regularizer<S: Scalar>(
+    lanes: &[ContactRow],
+    deviation: &RowDeviation<S>,
+    weight: S,
+    config: &SolverConfig,
+) -> (S, S) {
+    let impedance = |r: &ContactRow| r.effective_impedance().clamp(1e-6, 1.0);
+    let moving = |r: &ContactRow| {
+        let d = r.effective_impedance();
+        d > 1e-6 && d < 1.0
+    };
+    let slope_depth = |r: &ContactRow| if moving(r) { (1.0 - r.impact) * r.dimpedance_ddepth } else { 0.0 };
+    let slope_vn = |r: &ContactRow| {
+        let impact_gap = (crate::contact::IMPACT_IMPEDANCE - r.impedance).max(0.0);
+        if moving(r) { impact_gap * r.dimpact_dvn } else { 0.0 }
+    };
+    let d = lift::<S>(lanes, impedance)
+        + deviation.depth * lift(lanes, slope_depth)
+        + deviation.normal_velocity * lift(lanes, slope_vn);
+    let live = (S::one() - d) / d * weight;
+    let floor = weight * S::from_f64(config.regularization);
+    (S::select(live.greater(floor), live, floor), floor)
 }

@@ -55,6 +55,9 @@ pub struct ContactRow {
     pub dbias_drestitution: f64,
     /// `d(impact)/d(v_n)`: the impact weight moves the effective impedance.
     pub dimpact_dvn: f64,
+    /// The fraction of the pre-step tangential velocity the friction rows target: zero (stiction)
+    /// in phyz's presets, MuJoCo's damped reference `1 − dt·B` under compatibility.
+    pub friction_reference: f64,
     /// The inertia scale the regularizer multiplies (MuJoCo's `diagApprox`: the constraint's
     /// inverse weight at the reference pose); `None` uses the problem's own `A_nn`.
     pub inverse_weight: Option<f64>,
@@ -76,6 +79,7 @@ impl ContactRow {
             dbias_dvn: 0.0,
             dbias_drestitution: 0.0,
             dimpact_dvn: 0.0,
+            friction_reference: 0.0,
             inverse_weight: None,
         }
     }
@@ -140,6 +144,7 @@ impl ContactRow {
             dbias_dvn,
             dbias_drestitution: if kind == ConstraintKind::Limit { 0.0 } else { impact * approach },
             dimpact_dvn,
+            friction_reference: if config.mujoco_compat { 1.0 - dt * b } else { 0.0 },
             inverse_weight: None,
         }
     }

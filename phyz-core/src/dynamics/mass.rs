@@ -23,13 +23,18 @@ impl<S: Scalar> MassFactor<S> {
     /// Factorizes the mass matrix `m` of `model`. A non-positive pivot (a degree of freedom that
     /// moves no mass) is a [`StepError::SingularMass`].
     pub fn new(model: &Model<S>, m: &DMatrix<S>) -> Result<Self, StepError> {
-        let dof_parent = model.tree().dof_parent.clone();
-        let mut ld = m.clone();
-        for k in (0..model.nv()).rev() {
+        Self::eliminate(m.clone(), model.tree().dof_parent.clone()).map_err(|k| {
+            let link = &model.tree().links[model.tree().dof_link[k]];
+            StepError::SingularMass { body: model.bodies()[link.body].name.clone() }
+        })
+    }
+
+    /// Eliminates from the leaves up along `dof_parent`; a non-positive pivot is `Err(dof)`.
+    fn eliminate(mut ld: DMatrix<S>, dof_parent: Vec<Option<usize>>) -> Result<Self, usize> {
+        for k in (0..ld.nrows()).rev() {
             let pivot = ld[(k, k)];
             if !(0..pivot.lanes()).all(|l| pivot.lane(l) > 0.0 && pivot.lane(l).is_finite()) {
-                let link = &model.tree().links[model.tree().dof_link[k]];
-                return Err(StepError::SingularMass { body: model.bodies()[link.body].name.clone() });
+                return Err(k);
             }
             let mut i = dof_parent[k];
             while let Some(ii) = i {
@@ -45,6 +50,13 @@ impl<S: Scalar> MassFactor<S> {
             }
         }
         Ok(MassFactor { ld, dof_parent })
+    }
+
+    /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
+    /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
+    pub fn dense(m: &DMatrix<S>) -> Option<Self> {
+        let dof_parent = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
+        Self::eliminate(m.clone(), dof_parent).ok()
     }
 
     /// `M⁻¹ b`.

@@ -8,7 +8,8 @@ use nalgebra::{DMatrix, DVector};
 use super::weights::{InverseWeights, point_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, Material, RowDeviation, SolImp, SolRef, SolverConfig, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, Material, RowDeviation, SolImp, SolRef, Solution,
+    SolverConfig, Units, Warm, solve_scalar,
 };
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
@@ -49,7 +50,7 @@ pub struct ContactState {
     /// More contacts than slots is an error ([`StepError::ContactOverflow`]), not a lost contact.
     pub capacity: Option<usize>,
     /// One cache per batch lane.
-    warm: Vec<HashMap<Key, [f64; 3]>>,
+    warm: Vec<LaneWarm>,
     /// The model's inverse weights per batch lane, with the parameters (real parts of every
     /// lane) they were computed from: recomputed whenever a parameter changes.
     weights: Option<LaneWeights>,
@@ -81,6 +82,56 @@ impl ContactState {
         let lifted = InverseWeights::lift(&weights);
         self.weights = Some((parameters, weights));
         Ok(lifted)
+    }
+}
+
+/// What a lane's next solve starts from: the last solve's acceleration (Newton, as MuJoCo's
+/// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
+#[derive(Clone, Debug, Default)]
+struct LaneWarm {
+    acceleration: Option<DVector<f64>>,
+    impulses: HashMap<Key, [f64; 3]>,
+}
+
+impl ContactState {
+    /// Each lane's warm start for the gathered constraints at velocity `v`.
+    fn warm_starts<S: Scalar>(&mut self, gathered: &[Gathered<S>], v: &DVector<S>, dt: S, lanes: usize) -> Vec<Warm> {
+        self.warm.resize_with(lanes, LaneWarm::default);
+        let rows: usize = gathered.iter().map(|g| g.kind.dim()).sum();
+        self.warm
+            .iter()
+            .enumerate()
+            .map(|(lane, cache)| {
+                let mut impulses = DVector::zeros(rows);
+                let mut at = 0;
+                for g in gathered {
+                    if let Some(w) = g.keys[lane].and_then(|key| cache.impulses.get(&key)) {
+                        impulses.rows_mut(at, g.kind.dim()).copy_from_slice(&w[..g.kind.dim()]);
+                    }
+                    at += g.kind.dim();
+                }
+                let velocity = cache.acceleration.as_ref().map(|a| v.map(|x| x.lane(lane)) + a * dt.lane(lane));
+                Warm { velocity, impulses: Some(impulses) }
+            })
+            .collect()
+    }
+
+    /// Keeps each lane's solution for the next solve.
+    fn record<S: Scalar>(&mut self, gathered: &[Gathered<S>], solutions: &[Solution], v: &DVector<S>, dt: S) {
+        for (lane, solution) in solutions.iter().enumerate() {
+            let cache = &mut self.warm[lane];
+            cache.acceleration = Some((&solution.velocity - v.map(|x| x.lane(lane))) / dt.lane(lane));
+            let mut at = 0;
+            for g in gathered {
+                let dim = g.kind.dim();
+                if let Some(key) = g.keys[lane] {
+                    let mut w = [0.0; 3];
+                    w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
+                    cache.impulses.insert(key, w);
+                }
+                at += dim;
+            }
+        }
     }
 }
 
@@ -220,33 +271,25 @@ fn limits<S: Scalar>(
     Ok(out)
 }
 
-/// The acceleration at `(q, v)` with the constraint impulses of a step of `model.timestep`
-/// folded in (`a = a_smooth + M⁻¹Jᵀp / dt`), and the smooth acceleration when nothing is active.
-pub(crate) fn acceleration<S: Scalar>(
-    model: &Model<S>,
-    q: &DVector<S>,
-    v: &DVector<S>,
-    ctrl: &[S],
-    extra_diagonal: Option<&DVector<S>>,
-    state: &mut ContactState,
-    info: &mut StepInfo,
-) -> Result<DVector<S>, StepError> {
-    let kin = forward_kinematics(model, q);
-    let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
-    let smooth = forward_dynamics(model, &kin, v, &tau, extra_diagonal)?;
-    if !model.enabled.constraint {
-        return Ok(smooth);
-    }
+/// Whether any constraint can be active in `model`.
+fn constrained<S: Scalar>(model: &Model<S>) -> bool {
     let has_limits =
         model.joints().iter().any(|j| j.range.is_some()) || model.tendons().iter().any(|t| t.range.is_some());
     let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
-    if !(model.enabled.limit && has_limits || model.enabled.contact && has_geoms) {
-        return Ok(smooth);
-    }
-    let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    let weights = state.weights(model, lanes)?;
-    let mut gathered = if model.enabled.limit { limits(model, q, lanes, &weights)? } else { Vec::new() };
-    if model.enabled.contact && has_geoms {
+    model.enabled.constraint && (model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
+}
+
+/// The limits and contacts of every lane at the positions `kin` holds.
+fn gather<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    q: &DVector<S>,
+    lanes: usize,
+    weights: &InverseWeights<S>,
+    capacity: Option<usize>,
+) -> Result<Vec<Gathered<S>>, StepError> {
+    let mut gathered = if model.enabled.limit { limits(model, q, lanes, weights)? } else { Vec::new() };
+    if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.
         let found = (0..lanes)
             .map(|lane| {
@@ -259,55 +302,33 @@ pub(crate) fn acceleration<S: Scalar>(
                 detect_lane(model, lane, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let buffer = ContactBuffer::new(found, state.capacity)?;
-        gathered.extend(buffer.slots().map(|slot| contact_constraint(model, &kin, &slot, lanes, &weights)));
+        let buffer = ContactBuffer::new(found, capacity)?;
+        gathered.extend(buffer.slots().map(|slot| contact_constraint(model, kin, &slot, lanes, weights)));
     }
-    if gathered.is_empty() {
-        (info.contacts, info.limits) = (0, 0);
-        info.impulses.clear();
-        return Ok(smooth);
-    }
-    let dt = model.timestep;
-    let mass = mass_matrix(model, &kin);
-    let with_extra = |extra: Option<&DVector<S>>| -> Result<MassFactor<S>, StepError> {
-        let mut m = mass.clone();
-        if let Some(extra) = extra {
-            for i in 0..model.nv() {
-                m[(i, i)] += extra[i];
-            }
-        }
-        MassFactor::new(model, &m)
-    };
-    let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
-    let m = rows.len();
-    let jac = DMatrix::from_fn(m, model.nv(), |i, j| rows[i][j]);
-    let solve_rows =
-        |factor: &MassFactor<S>| DMatrix::from_columns(&rows.iter().map(|r| factor.solve(r)).collect::<Vec<_>>());
-    // The impulses act through the mass matrix the integrator uses (with Euler's implicit
-    // damping). phyz solves the problem in that same metric; MuJoCo solves it with the bare mass
-    // matrix and the undamped free motion, then integrates with the damped one — reproduced
-    // under compatibility.
-    let minv_jt = solve_rows(&with_extra(extra_diagonal)?);
-    let (delassus, v_free) = match extra_diagonal {
-        Some(_) if state.config.mujoco_compat => {
-            let undamped = forward_dynamics(model, &kin, v, &tau, None)?;
-            (&jac * solve_rows(&with_extra(None)?), v + undamped * dt)
-        }
-        _ => (&jac * &minv_jt, v + &smooth * dt),
-    };
-    let free_velocity = &jac * &v_free;
-    let velocity = &jac * v;
+    Ok(gathered)
+}
 
-    let config = state.config;
+/// The problem of the gathered constraints over `joint`: each constraint's rows per lane from
+/// its material, depth and pre-step velocity, with the deviations that carry the live values'
+/// tangents into the targets, regularizer and friction.
+fn assemble<S: Scalar>(
+    gathered: &[Gathered<S>],
+    joint: JointSpace<S>,
+    v: &DVector<S>,
+    dt: S,
+    lanes: usize,
+    config: &SolverConfig,
+) -> ContactProblem<S> {
+    let velocity = &joint.jacobian * v;
     let mut specs = Vec::with_capacity(gathered.len());
     let mut deviations = Vec::with_capacity(gathered.len());
     let mut at = 0;
-    for g in &gathered {
+    for g in gathered {
         let (depth, v_n) = (g.depth, velocity[at]);
         let lane_rows: Vec<ContactRow> = (0..lanes)
             .map(|l| {
                 let row =
-                    ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), &config);
+                    ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), config);
                 ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), ..row }
             })
             .collect();
@@ -323,51 +344,89 @@ pub(crate) fn acceleration<S: Scalar>(
         at += g.kind.dim();
     }
     let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();
-    let (mut problem, _) =
-        ContactProblem::from_rows(delassus, free_velocity, &specs, Some(&deviations), Some(&bodies), &config);
+    let mut problem =
+        ContactProblem::from_rows(joint, Some(&velocity), &specs, Some(&deviations), Some(&bodies), config);
     problem.present = gathered.iter().map(|g| g.present).collect();
+    problem
+}
 
-    state.warm.resize_with(lanes, HashMap::new);
-    let warm: Vec<DVector<f64>> = state
-        .warm
-        .iter()
-        .enumerate()
-        .map(|(lane, cache)| {
-            let mut warm = DVector::zeros(m);
-            let mut at = 0;
-            for g in &gathered {
-                if let Some(w) = g.keys[lane].and_then(|key| cache.get(&key)) {
-                    warm.rows_mut(at, g.kind.dim()).copy_from_slice(&w[..g.kind.dim()]);
-                }
-                at += g.kind.dim();
-            }
-            warm
-        })
-        .collect();
-    let (impulses, solutions) =
-        solve_scalar(&problem, &config, &warm).map_err(|e| StepError::Contact { reason: e.to_string() })?;
-    info.impulses.clear();
-    for (lane, solution) in solutions.iter().enumerate() {
-        let mut at = 0;
-        for g in &gathered {
-            let dim = g.kind.dim();
-            if let Some(key) = g.keys[lane] {
-                let mut w = [0.0; 3];
-                w[..dim].copy_from_slice(&solution.iterate.as_slice()[at..at + dim]);
-                state.warm[lane].insert(key, w);
-            }
-            at += dim;
-        }
-        info.iterations = info.iterations.max(solution.iterations);
-        info.residual = info.residual.max(solution.residual);
-        info.converged &= solution.converged;
-        info.impulses.extend(solution.impulses.iter());
+/// The acceleration at `(q, v)` with the constraint impulses of a step of `model.timestep`
+/// folded in, and the smooth acceleration when nothing is active. The constraint solve finds the
+/// post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
+pub(crate) fn acceleration<S: Scalar>(
+    model: &Model<S>,
+    q: &DVector<S>,
+    v: &DVector<S>,
+    ctrl: &[S],
+    extra_diagonal: Option<&DVector<S>>,
+    state: &mut ContactState,
+    info: &mut StepInfo,
+) -> Result<DVector<S>, StepError> {
+    let kin = forward_kinematics(model, q);
+    let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
+    let smooth = forward_dynamics(model, &kin, v, &tau, extra_diagonal)?;
+    if !constrained(model) {
+        return Ok(smooth);
     }
-    let count = |limit: bool| -> usize {
-        let kind = gathered.iter().filter(|g| (g.kind == ConstraintKind::Limit) == limit);
-        kind.map(|g| g.keys.iter().flatten().count()).sum()
+    let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+    let weights = state.weights(model, lanes)?;
+    let gathered = gather(model, &kin, q, lanes, &weights, state.capacity)?;
+    if gathered.is_empty() {
+        (info.contacts, info.limits) = (0, 0);
+        info.impulses.clear();
+        return Ok(smooth);
+    }
+    let dt = model.timestep;
+    let mass = mass_matrix(model, &kin);
+    let mut damped = mass.clone();
+    if let Some(extra) = extra_diagonal {
+        for i in 0..model.nv() {
+            damped[(i, i)] += extra[i];
+        }
+    }
+    // phyz solves in the metric the integrator uses (with Euler's implicit damping); MuJoCo
+    // solves with the bare mass matrix and the undamped free motion, then integrates the
+    // constraint force with the damped one — reproduced under compatibility.
+    let split = extra_diagonal.is_some() && state.config.mujoco_compat;
+    let (metric, free) = if split {
+        (mass, v + forward_dynamics(model, &kin, v, &tau, None)? * dt)
+    } else {
+        (damped.clone(), v + &smooth * dt)
     };
-    info.contacts = count(false);
-    info.limits = count(true);
-    Ok(smooth + minv_jt * impulses / dt)
+    let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
+    let jacobian = DMatrix::from_fn(rows.len(), model.nv(), |i, j| rows[i][j]);
+    let config = state.config;
+    let mut problem = assemble(&gathered, JointSpace { mass: metric, jacobian, free }, v, dt, lanes, &config);
+    let inertia = weights.mean_inertia.lane(0);
+    problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
+    let warm = state.warm_starts(&gathered, v, dt, lanes);
+    let (velocity, solutions) =
+        solve_scalar(&problem, &config, &warm).map_err(|e| StepError::Contact { reason: e.to_string() })?;
+    state.record(&gathered, &solutions, v, dt);
+    info.record(&gathered, &solutions);
+    let change = velocity - &problem.joint.free;
+    if split {
+        let impulse = &problem.joint.mass * change;
+        return Ok(smooth + MassFactor::new(model, &damped)?.solve(&impulse) / dt);
+    }
+    Ok(smooth + change / dt)
+}
+
+impl StepInfo {
+    /// Folds one solve (all lanes) into the step's report.
+    fn record<S: Scalar>(&mut self, gathered: &[Gathered<S>], solutions: &[Solution]) {
+        self.impulses.clear();
+        for solution in solutions {
+            self.iterations = self.iterations.max(solution.iterations);
+            self.residual = self.residual.max(solution.residual);
+            self.converged &= solution.converged;
+            self.impulses.extend(solution.impulses.iter());
+        }
+        let count = |limit: bool| -> usize {
+            let kind = gathered.iter().filter(|g| (g.kind == ConstraintKind::Limit) == limit);
+            kind.map(|g| g.keys.iter().flatten().count()).sum()
+        };
+        self.contacts = count(false);
+        self.limits = count(true);
+    }
 }

@@ -18,13 +18,19 @@ pub(super) struct InverseWeights<S> {
     pub body: Vec<S>,
     pub dof: Vec<S>,
     pub tendon: Vec<S>,
+    /// The mean diagonal of the mass matrix (MuJoCo's `meaninertia`), which scales the solver's
+    /// convergence test.
+    pub mean_inertia: S,
 }
 
 impl<S: Scalar> InverseWeights<S> {
     pub fn new(model: &Model<S>) -> Result<Self, StepError> {
         let q0 = model.qpos0();
         let kin = forward_kinematics(model, &q0);
-        let factor = MassFactor::new(model, &mass_matrix(model, &kin))?;
+        let mass = mass_matrix(model, &kin);
+        let mean_inertia =
+            mass.diagonal().iter().fold(S::zero(), |a, &b| a + b) / S::from_f64(model.nv().max(1) as f64);
+        let factor = MassFactor::new(model, &mass)?;
         let weight = |jac: &DMatrix<S>| {
             let rows = jac.nrows();
             let sum = (0..rows)
@@ -68,7 +74,7 @@ impl<S: Scalar> InverseWeights<S> {
                 weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
             })
             .collect();
-        Ok(InverseWeights { body, dof, tendon })
+        Ok(InverseWeights { body, dof, tendon, mean_inertia })
     }
 }
 
@@ -80,7 +86,13 @@ impl InverseWeights<f64> {
                 .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>()))
                 .collect()
         };
-        InverseWeights { body: gather(&|w| &w.body), dof: gather(&|w| &w.dof), tendon: gather(&|w| &w.tendon) }
+        let mean_inertia = S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>());
+        InverseWeights {
+            body: gather(&|w| &w.body),
+            dof: gather(&|w| &w.dof),
+            tendon: gather(&|w| &w.tendon),
+            mean_inertia,
+        }
     }
 }
 

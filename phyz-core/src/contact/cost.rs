@@ -1,0 +1,188 @@
+//! The soft-constraint cost `s(jar)` of each constraint kind (MuJoCo's primal costs), over a
+//! constraint's deviation `jar = J x − target` from its target velocity: which zone it is in,
+//! its value, its force `−∂s/∂jar` and its Hessian `∂²s/∂jar²`.
+//!
+//! Every constraint's cost is convex and piecewise smooth, with `D = 1/R` per row:
+//!
+//! - a unilateral row (a limit, a frictionless contact) is `½ D jar²` while it approaches its
+//!   target (`jar < 0`) and zero once it separates;
+//! - a frictional contact `[n, t1, t2]` is the soft elliptic cone. In coordinates scaled so
+//!   that the cone is circular — `N = μ_r jar_n`, `U_t = μ jar_t`, `T = |U_t|`, with
+//!   `μ_r = μ √(R_t/R_n)` the friction of the regularized cone — it is zero in the top zone
+//!   (`N ≥ μ_r T`: separating fast enough for its slip), the full quadratic `½ Σ D jar²` in the
+//!   bottom zone (`μ_r N + T ≤ 0`: the force lies strictly inside the friction cone, sticking)
+//!   and `½ D_m (N − μ_r T)²` in between (sliding: force on the cone's boundary), with
+//!   `D_m = D_n / (μ_r² (1 + μ_r²))`. A contact with zero friction is a unilateral normal row.
+//!
+//! The force is written once over any [`Scalar`]: the solver evaluates it in `f64`, and the
+//! derivative rules evaluate the same expression with the problem's data in dual numbers at the
+//! solution (zones frozen), which is how derivatives reach every parameter the data depends on.
+
+use nalgebra::Matrix3;
+
+use super::row::ConstraintKind;
+use crate::Scalar;
+
+/// Which piece of its cost a constraint is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zone {
+    /// No force: separating (the top zone of a cone).
+    Satisfied,
+    /// Every row's quadratic: a pressed row, or a contact sticking inside its cone.
+    Quadratic,
+    /// A contact sliding: its force on the boundary of the friction cone.
+    Cone,
+}
+
+/// The numbers one constraint's cost reads: its rows' deviations `jar`, their `D = 1/R`, and its
+/// friction coefficient.
+#[derive(Clone, Copy, Debug)]
+pub struct Piece<'a, S> {
+    pub kind: ConstraintKind,
+    pub jar: &'a [S],
+    pub d: &'a [S],
+    pub mu: S,
+}
+
+/// The regularized cone's coordinates of a frictional contact: `(N, U_t, T, μ_r)`.
+fn scaled<S: Scalar>(p: &Piece<'_, S>) -> (S, [S; 2], S, S) {
+    // R_t / R_n = D_n / D_t.
+    let mu_r = p.mu * (p.d[0] / p.d[1]).sqrt();
+    let u = [p.jar[1] * p.mu, p.jar[2] * p.mu];
+    let t = (u[0] * u[0] + u[1] * u[1]).sqrt();
+    (p.jar[0] * mu_r, u, t, mu_r)
+}
+
+impl<'a> Piece<'a, f64> {
+    /// The zone the constraint is in.
+    pub fn zone(&self) -> Zone {
+        if !has_cone(self.kind, self.mu) {
+            return if self.jar[0] < 0.0 { Zone::Quadratic } else { Zone::Satisfied };
+        }
+        let (n, _, t, mu_r) = scaled(self);
+        if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
+            Zone::Satisfied
+        } else if mu_r * n + t <= 0.0 || t <= 0.0 {
+            Zone::Quadratic
+        } else {
+            Zone::Cone
+        }
+    }
+
+    /// The cost in `zone`.
+    pub fn cost(&self, zone: Zone) -> f64 {
+        match zone {
+            Zone::Satisfied => 0.0,
+            Zone::Quadratic => self.active_rows().map(|r| 0.5 * self.d[r] * self.jar[r] * self.jar[r]).sum(),
+            Zone::Cone => {
+                let (n, _, t, mu_r) = scaled(self);
+                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                0.5 * dm * (n - mu_r * t) * (n - mu_r * t)
+            }
+        }
+    }
+
+    /// The Hessian `∂²s/∂jar²` in `zone` (the constraint's `dim × dim` upper-left block).
+    pub fn hessian(&self, zone: Zone) -> Matrix3<f64> {
+        let mut h = Matrix3::zeros();
+        match zone {
+            Zone::Satisfied => {}
+            Zone::Quadratic => self.active_rows().for_each(|r| h[(r, r)] = self.d[r]),
+            Zone::Cone => {
+                let (n, u, t, mu_r) = scaled(self);
+                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                // In the scaled coordinates (N, U): ∂²/∂N² = 1, ∂²/∂N∂U = −μ_r U/T,
+                // ∂²/∂U² = (μ_r² − μ_r N/T) I + μ_r N/T³ U Uᵀ; then back to jar by the scaling.
+                let scale = [mu_r, self.mu, self.mu];
+                h[(0, 0)] = 1.0;
+                for j in 0..2 {
+                    h[(0, j + 1)] = -mu_r * u[j] / t;
+                    h[(j + 1, 0)] = h[(0, j + 1)];
+                    for k in 0..2 {
+                        let diagonal = if j == k { mu_r * mu_r - mu_r * n / t } else { 0.0 };
+                        h[(j + 1, k + 1)] = diagonal + mu_r * n / (t * t * t) * u[j] * u[k];
+                    }
+                }
+                for r in 0..3 {
+                    for c in 0..3 {
+                        h[(r, c)] *= dm * scale[r] * scale[c];
+                    }
+                }
+            }
+        }
+        h
+    }
+
+    /// Rows the quadratic zone acts on: all of a cone's, only the normal row without friction.
+    fn active_rows(&self) -> std::ops::Range<usize> {
+        0..if has_cone(self.kind, self.mu) { self.kind.dim() } else { 1 }
+    }
+}
+
+impl<'a, S: Scalar> Piece<'a, S> {
+    /// The force `−∂s/∂jar` in `zone` (written into `out`, one entry per row), in any scalar.
+    /// `conic` says whether the contact has a friction cone (read from the real parts).
+    pub fn force(&self, zone: Zone, conic: bool, out: &mut [S]) {
+        out.iter_mut().for_each(|f| *f = S::zero());
+        match zone {
+            Zone::Satisfied => {}
+            Zone::Quadratic => {
+                let rows = if conic { self.kind.dim() } else { 1 };
+                for r in 0..rows {
+                    out[r] = -self.d[r] * self.jar[r];
+                }
+            }
+            Zone::Cone => {
+                let (n, u, t, mu_r) = scaled(self);
+                let dm = self.d[0] / (mu_r * mu_r * (S::one() + mu_r * mu_r));
+                let normal = -dm * (n - mu_r * t) * mu_r;
+                out[0] = normal;
+                for j in 0..2 {
+                    out[j + 1] = -normal / t * u[j] * self.mu;
+                }
+            }
+        }
+    }
+}
+
+/// Whether a constraint of `kind` with friction `mu` (real part) has a friction cone.
+pub fn has_cone(kind: ConstraintKind, mu: f64) -> bool {
+    kind == ConstraintKind::Contact && mu > 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gradient and Hessian of every zone against central differences of the cost.
+    #[test]
+    fn force_and_hessian_are_the_cost_derivatives() {
+        let d = [50.0, 2e3, 2e3];
+        let cases: [[f64; 3]; 4] = [[-0.3, 0.001, -0.002], [-0.05, 0.4, 0.3], [0.2, 0.01, 0.0], [-0.02, -0.9, 0.1]];
+        for jar in cases {
+            let piece = Piece { kind: ConstraintKind::Contact, jar: &jar, d: &d, mu: 0.7 };
+            let zone = piece.zone();
+            let mut force = [0.0; 3];
+            piece.force(zone, true, &mut force);
+            let h = piece.hessian(zone);
+            let eps = 1e-7;
+            for r in 0..3 {
+                let moved = |s: f64| {
+                    let mut x = jar;
+                    x[r] += s;
+                    let p = Piece { jar: &x, ..piece };
+                    let mut f = [0.0; 3];
+                    p.force(p.zone(), true, &mut f);
+                    (p.cost(p.zone()), f)
+                };
+                let ((cp, fp), (cm, fm)) = (moved(eps), moved(-eps));
+                let gradient = (cp - cm) / (2.0 * eps);
+                assert!((gradient + force[r]).abs() < 1e-6 * (1.0 + force[r].abs()), "{zone:?} {r}");
+                for c in 0..3 {
+                    let second = -(fp[c] - fm[c]) / (2.0 * eps);
+                    assert!((second - h[(c, r)]).abs() < 1e-5 * (1.0 + h.amax()), "{zone:?} {r} {c}");
+                }
+            }
+        }
+    }
+}

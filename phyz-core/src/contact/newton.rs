@@ -1,0 +1,369 @@
+//! Newton's method on the primal problem (MuJoCo's Newton solver): minimize over the post-step
+//! velocity `x`
+//!
+//! ```text
+//! c(x) = ½ (x − x₀)ᵀ M (x − x₀) + Σ_c s_c(J_c x − target_c)
+//! ```
+//!
+//! a convex, piecewise-smooth function whose gradient `g = M (x − x₀) − Jᵀ f` vanishes at the
+//! solution (`f` the impulses, [`super::cost`]). Each iteration factorizes the Hessian
+//! `H = M + Jᵀ ∂²s J` (dense Cholesky, `nv × nv`), steps along `−H⁻¹ g` with an exact line
+//! search on the piecewise-quadratic restriction of `c`, and stops as MuJoCo does: when the
+//! scaled cost improvement, the scaled gradient or the Newton decrement falls below the
+//! tolerance. Nothing else counts as converged.
+//!
+//! [`gradient`] and [`hessian`] are the one definition of the optimality conditions: the
+//! iterations use them in `f64`, and the derivative rules (`super::sensitivity`) evaluate the
+//! same gradient with dual-number data and invert the same Hessian.
+
+use nalgebra::{Cholesky, DVector, Dyn};
+
+use super::config::SolverConfig;
+use super::cost::{Piece, Zone, has_cone};
+use super::problem::ContactProblem;
+use super::solver::Solution;
+use crate::Scalar;
+
+/// The Hessian is not positive definite: the mass matrix itself is singular.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the contact problem's Hessian is not positive definite (singular mass matrix)")]
+pub struct IndefiniteHessian;
+
+/// Where the iterations stand: the point, each constraint's deviation, zone and impulse, the
+/// cost and its gradient.
+struct Point {
+    x: DVector<f64>,
+    jar: DVector<f64>,
+    zones: Vec<Zone>,
+    impulses: DVector<f64>,
+    cost: f64,
+    gradient: DVector<f64>,
+}
+
+/// The problem's fixed pieces in `f64`: first rows, `D = 1/R`.
+struct Layout {
+    offsets: Vec<usize>,
+    d: DVector<f64>,
+}
+
+impl Layout {
+    fn new(problem: &ContactProblem<f64>) -> Self {
+        Layout { offsets: problem.offsets(), d: problem.regularizer.map(|r| 1.0 / r) }
+    }
+
+    /// Constraint `c`'s cost piece at deviations `jar`.
+    fn piece<'a>(&'a self, problem: &ContactProblem<f64>, c: usize, jar: &'a [f64]) -> Piece<'a, f64> {
+        let (at, kind) = (self.offsets[c], problem.constraints[c].kind);
+        Piece { kind, jar: &jar[at..at + kind.dim()], d: &self.d.as_slice()[at..at + kind.dim()], mu: problem.mu[c] }
+    }
+}
+
+/// Evaluates the cost, zones, impulses and gradient at `x`.
+fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, x: DVector<f64>) -> Point {
+    let joint = &problem.joint;
+    let jar = &joint.jacobian * &x - &problem.target;
+    let mut impulses = DVector::zeros(jar.len());
+    let mut zones = Vec::with_capacity(problem.constraints.len());
+    let mut cost = 0.0;
+    for (c, constraint) in problem.constraints.iter().enumerate() {
+        let piece = layout.piece(problem, c, jar.as_slice());
+        let zone = piece.zone();
+        cost += piece.cost(zone);
+        let at = layout.offsets[c];
+        let conic = has_cone(constraint.kind, problem.mu[c]);
+        piece.force(zone, conic, &mut impulses.as_mut_slice()[at..at + constraint.kind.dim()]);
+        zones.push(zone);
+    }
+    let moved = &x - &joint.free;
+    let m_moved = &joint.mass * &moved;
+    cost += 0.5 * moved.dot(&m_moved);
+    let gradient = m_moved - joint.jacobian.tr_mul(&impulses);
+    Point { x, jar, zones, impulses, cost, gradient }
+}
+
+/// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized.
+pub(crate) fn hessian(
+    problem: &ContactProblem<f64>,
+    zones: &[Zone],
+    jar: &DVector<f64>,
+) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
+    let layout = Layout::new(problem);
+    let jacobian = &problem.joint.jacobian;
+    let mut h = problem.joint.mass.clone();
+    for (c, zone) in zones.iter().enumerate() {
+        if *zone == Zone::Satisfied {
+            continue;
+        }
+        let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
+        let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
+        let rows = jacobian.rows(at, dim);
+        let weighted = block.view((0, 0), (dim, dim)) * rows;
+        h += rows.transpose() * weighted;
+    }
+    Cholesky::new(h).ok_or(IndefiniteHessian)
+}
+
+/// The gradient `M (x − x₀) − Jᵀ f(J x − target)` in any scalar, with each constraint held in
+/// the zone it has at the solution of batch lane `lane` (`zones`, one per constraint; absent
+/// constraints are `Satisfied`). At a solution it is zero in real parts; its tangents are the
+/// optimality conditions' derivative along the data (the right-hand side of the tangent rule).
+pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
+    let joint = &problem.joint;
+    let jar = &joint.jacobian * x - &problem.target;
+    let d = problem.regularizer.map(|r| S::one() / r);
+    let mut impulses = DVector::zeros(jar.len());
+    for ((constraint, at, mu), zone) in problem.each().zip(zones) {
+        let dim = constraint.kind.dim();
+        let piece =
+            Piece { kind: constraint.kind, jar: &jar.as_slice()[at..at + dim], d: &d.as_slice()[at..at + dim], mu };
+        piece.force(*zone, has_cone(constraint.kind, mu.lane(lane)), &mut impulses.as_mut_slice()[at..at + dim]);
+    }
+    &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(&impulses)
+}
+
+/// How a run measures progress in MuJoCo's units (see [`super::problem::Units`]).
+struct Measure {
+    cost: f64,
+    gradient: f64,
+    tolerance: f64,
+}
+
+impl Measure {
+    fn new(problem: &ContactProblem<f64>, config: &SolverConfig) -> Self {
+        let units = problem.units;
+        Measure {
+            cost: units.scale / (units.timestep * units.timestep),
+            gradient: units.scale / units.timestep,
+            tolerance: config.tolerance,
+        }
+    }
+
+    /// The Newton decrement `½ gᵀ H⁻¹ g`, scaled; and the Newton direction `−H⁻¹ g`.
+    fn newton(&self, factor: &Cholesky<f64, Dyn>, gradient: &DVector<f64>) -> (f64, DVector<f64>) {
+        let step = -factor.solve(gradient);
+        ((-0.5 * self.cost * gradient.dot(&step)).max(0.0), step)
+    }
+}
+
+/// Solves `problem` by Newton's method from `warm` (a previous solution's velocity), or from
+/// the free velocity where that costs less (as MuJoCo chooses its warm start).
+pub fn solve(
+    problem: &ContactProblem<f64>,
+    config: &SolverConfig,
+    warm: Option<&DVector<f64>>,
+) -> Result<Solution, IndefiniteHessian> {
+    let layout = Layout::new(problem);
+    let measure = Measure::new(problem, config);
+    let cold = evaluate(problem, &layout, problem.joint.free.clone());
+    let mut point = match warm.filter(|w| w.len() == problem.dofs()) {
+        Some(w) => {
+            let warm = evaluate(problem, &layout, w.clone());
+            if warm.cost < cold.cost { warm } else { cold }
+        }
+        None => cold,
+    };
+    let mut iterations = 0;
+    let mut factor = hessian(problem, &point.zones, &point.jar)?;
+    let (mut decrement, mut search) = measure.newton(&factor, &point.gradient);
+    let mut gradient = measure.gradient * point.gradient.norm();
+    let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
+    while !converged && iterations < config.max_iterations {
+        let (alpha, improvement) = line_search(problem, &layout, &point, &search, config);
+        if alpha == 0.0 {
+            converged = decrement < measure.tolerance;
+            break;
+        }
+        point = evaluate(problem, &layout, &point.x + &search * alpha);
+        factor = hessian(problem, &point.zones, &point.jar)?;
+        (decrement, search) = measure.newton(&factor, &point.gradient);
+        gradient = measure.gradient * point.gradient.norm();
+        iterations += 1;
+        let improvement = measure.cost * improvement;
+        converged = (improvement > 0.0 && improvement < measure.tolerance)
+            || gradient < measure.tolerance
+            || decrement < measure.tolerance;
+    }
+    if converged {
+        point = finish(problem, &layout, point, &search);
+        gradient = measure.gradient * point.gradient.norm();
+    }
+    Ok(Solution {
+        velocity: point.x,
+        impulses: point.impulses,
+        zones: point.zones,
+        iterations,
+        residual: gradient,
+        converged,
+    })
+}
+
+/// The last step of a converged run: the full Newton step in the zones the solution has. Where
+/// every constraint keeps its zone, the cost there is the quadratic (or, sliding on a cone, the
+/// smooth function) Newton modelled, so the step lands on its minimum to rounding instead of
+/// stopping `√tolerance` short of it as a cost-based criterion does. Kept only where no zone
+/// changes and the gradient does not grow.
+fn finish(problem: &ContactProblem<f64>, layout: &Layout, point: Point, search: &DVector<f64>) -> Point {
+    let next = evaluate(problem, layout, &point.x + search);
+    if next.zones == point.zones && next.gradient.norm() <= point.gradient.norm() { next } else { point }
+}
+
+/// The cost along a line `x + α s`, relative to `α = 0`, with its first two derivatives.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    alpha: f64,
+    cost: f64,
+    slope: f64,
+    curvature: f64,
+}
+
+/// The restriction of the cost to the line through `point` along `search`.
+struct Line<'a> {
+    problem: &'a ContactProblem<f64>,
+    layout: &'a Layout,
+    jar: &'a DVector<f64>,
+    /// `J s`.
+    direction: DVector<f64>,
+    /// Each constraint's cost at `α = 0`.
+    start: Vec<f64>,
+    /// The Gauss term's `sᵀ M (x − x₀)` and `sᵀ M s`.
+    gauss: (f64, f64),
+}
+
+impl Line<'_> {
+    fn at(&self, alpha: f64) -> Sample {
+        let jar = self.jar + &self.direction * alpha;
+        let (linear, quadratic) = self.gauss;
+        let mut sample = Sample {
+            alpha,
+            cost: alpha * linear + 0.5 * alpha * alpha * quadratic,
+            slope: linear + alpha * quadratic,
+            curvature: quadratic,
+        };
+        let mut force = [0.0; 3];
+        for (c, constraint) in self.problem.constraints.iter().enumerate() {
+            let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
+            let piece = self.layout.piece(self.problem, c, jar.as_slice());
+            let zone = piece.zone();
+            sample.cost += piece.cost(zone) - self.start[c];
+            if zone == Zone::Satisfied {
+                continue;
+            }
+            piece.force(zone, has_cone(constraint.kind, self.problem.mu[c]), &mut force[..dim]);
+            let v = self.direction.rows(at, dim);
+            let h = piece.hessian(zone);
+            for r in 0..dim {
+                sample.slope -= force[r] * v[r];
+                for k in 0..dim {
+                    sample.curvature += v[r] * h[(r, k)] * v[k];
+                }
+            }
+        }
+        sample
+    }
+}
+
+/// Line samples with a budget of evaluations.
+struct Samples<'a> {
+    line: Line<'a>,
+    left: usize,
+}
+
+impl Samples<'_> {
+    fn at(&mut self, alpha: f64) -> Sample {
+        self.left = self.left.saturating_sub(1);
+        self.line.at(alpha)
+    }
+
+    /// The sample at the minimum of `s`'s local quadratic model.
+    fn newton(&mut self, s: &Sample) -> Sample {
+        self.at(s.alpha - s.slope / s.curvature.max(f64::MIN_POSITIVE))
+    }
+}
+
+/// MuJoCo's exact line search: Newton steps on the one-dimensional cost, then a bracketed
+/// search, until the slope is below the tolerance. Returns `α` (zero: no improvement) and the
+/// cost decrease there.
+fn line_search(
+    problem: &ContactProblem<f64>,
+    layout: &Layout,
+    point: &Point,
+    search: &DVector<f64>,
+    config: &SolverConfig,
+) -> (f64, f64) {
+    let norm = search.norm();
+    if norm < f64::MIN_POSITIVE.sqrt() {
+        return (0.0, 0.0);
+    }
+    let units = problem.units;
+    let gtol = config.tolerance * config.line_search_tolerance * norm * units.timestep / units.scale;
+    let mass = &problem.joint.mass;
+    let start = (0..problem.constraints.len())
+        .map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]))
+        .collect();
+    let line = Line {
+        problem,
+        layout,
+        jar: &point.jar,
+        direction: &problem.joint.jacobian * search,
+        start,
+        gauss: (search.dot(&(mass * (&point.x - &problem.joint.free))), search.dot(&(mass * search))),
+    };
+    let mut samples = Samples { line, left: config.line_search_iterations };
+    let p0 = samples.at(0.0);
+    let mut p1 = samples.newton(&p0);
+    if p1.slope.abs() < gtol && (p1.alpha == 0.0 || p1.cost < 0.0) {
+        return (p1.alpha, -p1.cost);
+    }
+    // One-sided: Newton steps while the slope keeps its sign.
+    let direction = if p1.slope < 0.0 { 1.0 } else { -1.0 };
+    let mut p2 = p0;
+    while p1.slope * direction <= -gtol && samples.left > 0 {
+        p2 = p1;
+        p1 = samples.newton(&p1);
+        if p1.slope.abs() < gtol && p1.cost < 0.0 {
+            return (p1.alpha, -p1.cost);
+        }
+    }
+    if samples.left == 0 {
+        return (p1.alpha, -p1.cost);
+    }
+    bracketed(&mut samples, p1, p2, gtol)
+}
+
+/// The bracketed phase of the line search between `p1` and `p2`, whose slopes have opposite
+/// signs: midpoints and Newton points of either end, each end moving to the candidate nearest
+/// the minimum on its side, until a candidate's slope is within `gtol` or nothing moves.
+fn bracketed(samples: &mut Samples<'_>, mut p1: Sample, mut p2: Sample, gtol: f64) -> (f64, f64) {
+    let mut p1_next = samples.newton(&p1);
+    let mut p2_next = p1;
+    while samples.left > 0 {
+        let middle = samples.at(0.5 * (p1.alpha + p2.alpha));
+        let candidates = [p1_next, p2_next, middle];
+        let best = candidates.iter().filter(|c| c.slope.abs() < gtol).min_by(|a, b| a.cost.total_cmp(&b.cost));
+        if let Some(best) = best {
+            return (best.alpha, -best.cost);
+        }
+        let closer = |end: &Sample| {
+            candidates
+                .iter()
+                .copied()
+                .filter(|c| end.slope * c.slope > 0.0 && c.slope.abs() < end.slope.abs())
+                .min_by(|a, b| a.slope.abs().total_cmp(&b.slope.abs()))
+        };
+        let (moved1, moved2) = (closer(&p1), closer(&p2));
+        if moved1.is_none() && moved2.is_none() {
+            // Numerical accuracy reached: the midpoint.
+            return (middle.alpha, -middle.cost);
+        }
+        if let Some(end) = moved1 {
+            p1 = end;
+            p1_next = samples.newton(&p1);
+        }
+        if let Some(end) = moved2 {
+            p2 = end;
+            p2_next = samples.newton(&p2);
+        }
+    }
+    let best = if p1.cost <= p2.cost { p1 } else { p2 };
+    if best.cost < 0.0 { (best.alpha, -best.cost) } else { (0.0, 0.0) }
+}
