@@ -1,4 +1,4 @@
-//! Constraints against MuJoCo 4.0.0 (elliptic cone): joint and tendon limits on the gymnasium and
+//! Constraints against MuJoCo 4.0.0 (both cones): joint and tendon limits on the gymnasium and
 //! hand-written models (contacts off), and contact scenes under `mujoco_compat`. Reference data
 //! from `tools/mujoco_constraint_reference.py`.
 
@@ -77,16 +77,25 @@ fn limits_match_mujoco() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
-/// Scenes whose contacts never slide. A sliding contact is where phyz's staged Coulomb friction
-/// and MuJoCo's elliptic cone part ways (MuJoCo's cone lets a sliding contact's normal velocity
-/// exceed its target); `box_tilted`, which slides on landing, measures that gap and is printed,
-/// not asserted, until the compatibility preset solves MuJoCo's cone.
+/// Every contact scene of `tools/mujoco_constraint_reference.py` over 500 steps: drops (a sphere,
+/// a box flat and on a corner, under both cones) and launches along the plane (a box sliding and
+/// turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
+/// rolling under the pyramidal cone).
 #[test]
 fn contact_scenes_match_mujoco_under_compatibility() {
     let dir = root().join("tests/reference/contact");
     let mut failures = Vec::new();
-    for name in ["sphere_drop", "box_flat", "box_tilted"] {
-        let asserted = name != "box_tilted";
+    let scenes = [
+        "sphere_drop",
+        "box_flat",
+        "box_tilted",
+        "box_tilted_pyramidal",
+        "box_slide_elliptic",
+        "box_slide_pyramidal",
+        "box_slide_impratio",
+        "sphere_skid_pyramidal",
+    ];
+    for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");
         let traj = rows(&dir.join(format!("{name}_traj.csv")), true);
         let mut contact = ContactState::new(SolverConfig::mujoco_compat());
@@ -96,8 +105,46 @@ fn contact_scenes_match_mujoco_under_compatibility() {
             s = step_with(&model, &s, &[], &mut contact).expect("step").0;
             worst = worst.max(error(&s, &state(&model, want)));
         }
-        eprintln!("contact {name:<12} 500 steps {worst:.2e}{}", if asserted { "" } else { " (slides: not asserted)" });
-        if asserted && (worst.is_nan() || worst > TRAJECTORY_TOL) {
+        eprintln!("contact {name:<22} 500 steps {worst:.2e}");
+        if worst.is_nan() || worst > TRAJECTORY_TOL {
+            failures.push((name, worst));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// One step with contact on every gymnasium model that touches anything: 8 states per model
+/// along MuJoCo runs under random controls (`tools/mujoco_contact_steps.py`; the models' own
+/// cones, condims and solver parameters, MuJoCo solving to 1e-15), against the 1e-8.
+#[test]
+fn contact_steps_match_mujoco_on_the_gymnasium_models() {
+    const CONTACT_STEP_TOL: f64 = 1e-8;
+    let dir = root().join("tests/reference/contact_steps");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("contact step data")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 9, "contact step data for {} models", names.len());
+    let mut failures = Vec::new();
+    for name in names {
+        let model = mjcf::load(model_file(&name)).expect("loads");
+        let data = dir.join(&name);
+        let (ins, outs, ctrls) = (
+            rows(&data.join("onestep_in.csv"), true),
+            rows(&data.join("onestep_out.csv"), true),
+            rows(&data.join("onestep_ctrl.csv"), false),
+        );
+        let mut worst: f64 = 0.0;
+        for ((i, o), u) in ins.iter().zip(&outs).zip(&ctrls) {
+            let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+            let (next, info) = step_with(&model, &state(&model, i), u, &mut contact).expect("step");
+            assert!(info.converged, "{name}: unconverged solve");
+            worst = worst.max(error(&next, &state(&model, o)));
+        }
+        eprintln!("contact step {name:<26} worst of {} states {worst:.2e}", ins.len());
+        if worst.is_nan() || worst > CONTACT_STEP_TOL {
             failures.push((name, worst));
         }
     }

@@ -222,14 +222,9 @@ impl<S: Scalar> Anchor<S> {
     }
 }
 
-/// A direction far from `n` to build tangents from: the coordinate axis least aligned with it.
+/// The direction a contact's first tangent is built from when its detector sets none:
+/// MuJoCo's (`mju_makeFrame`), the y axis unless the normal is within 60° of it, then z. The
+/// frame is MuJoCo's, so a pyramidal cone's edges point where MuJoCo's do.
 pub fn tangent_reference(n: &Vector3<f64>) -> Vector3<f64> {
-    let a = n.map(f64::abs);
-    if a.x <= a.y && a.x <= a.z {
-        Vector3::x()
-    } else if a.y <= a.z {
-        Vector3::y()
-    } else {
-        Vector3::z()
-    }
+    if n.y.abs() < 0.5 { Vector3::y() } else { Vector3::z() }
 }

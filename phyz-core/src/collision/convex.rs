@@ -123,7 +123,7 @@ pub(super) fn manifold(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Foun
             };
             let feature = ((p.fid1.0 as usize) << 32) | p.fid2.0 as usize;
             let at = world1.transform_point(&from_parry(p.local_p1));
-            found.push((Found { feature, anchor, depth: -p.dist, normal }, at));
+            found.push((Found { feature, anchor, depth: -p.dist, normal, tangent: None }, at));
         }
     }
     Some(spread(found))

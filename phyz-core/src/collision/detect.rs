@@ -56,6 +56,8 @@ fn material(g: &Geom<f64>) -> Material {
         solref: SolRef::from_mjcf(g.solref),
         solimp: SolImp::from_mjcf(g.solimp),
         margin: g.margin - g.gap,
+        priority: g.priority,
+        solmix: g.solmix,
     }
 }
 
@@ -100,8 +102,8 @@ pub fn detect_lane<S: Scalar>(
             geom2: label(model, g2),
             shape2: g2.geom.shape.name(),
         })?;
-        for Found { feature, anchor, depth, normal } in found {
-            let tangent_ref = tangent_reference(&normal);
+        for Found { feature, anchor, depth, normal, tangent } in found {
+            let tangent_ref = tangent.unwrap_or_else(|| tangent_reference(&normal));
             contacts.push(Contact { geoms: [g1.index, g2.index], feature, anchor, tangent_ref, material, kind, depth });
         }
     }
@@ -174,6 +176,9 @@ pub(super) struct Found {
     pub depth: f64,
     /// World normal at detection, first geom to second.
     pub normal: Vector3<f64>,
+    /// The direction MuJoCo aligns the contact's first tangent with, where its detector sets
+    /// one (a capsule's axis on a plane); otherwise [`tangent_reference`]'s default.
+    pub tangent: Option<Vector3<f64>>,
 }
 
 /// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
@@ -267,6 +272,8 @@ fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
             (centres.iter().map(|c| (to_geom.transform_point(c), None)).collect(), radius)
         }
     };
+    // MuJoCo aligns a capsule's contacts on a plane with the capsule's axis.
+    let tangent = matches!(other.geom.shape, Shape::Capsule { .. }).then(|| other.world.rot * Vector3::z());
     let mut found: Vec<_> = points
         .into_iter()
         .enumerate()
@@ -280,7 +287,7 @@ fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
                     Anchor::Plane { a, normal: normal_body, origin, b, center, radius }
                 }
             };
-            Found { feature, anchor, depth, normal }
+            Found { feature, anchor, depth, normal, tangent }
         })
         .collect();
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
@@ -380,7 +387,7 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
         center_b: b0 + (b1 - b0) * t,
         radius_b: r2,
     };
-    Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal })
+    Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal, tangent: None })
 }
 
 /// A box against a sphere. With the sphere's centre over a face (or inside the box), the face is
@@ -413,7 +420,7 @@ fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radiu
             center: centre_in_body,
             radius,
         };
-        Found { feature: 0, anchor, depth, normal: world_normal }
+        Found { feature: 0, anchor, depth, normal: world_normal, tangent: None }
     } else {
         let corner = cube.world.transform_point(&closest);
         let gap = sphere_centre - corner;
@@ -426,6 +433,6 @@ fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radiu
             center_b: centre_in_body,
             radius_b: radius,
         };
-        Found { feature: 0, anchor, depth: radius - distance, normal: gap / distance }
+        Found { feature: 0, anchor, depth: radius - distance, normal: gap / distance, tangent: None }
     }
 }

@@ -45,14 +45,15 @@ pub fn solve_scalar<S: Scalar>(
                 .map(|f| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0))),
         });
         let solution = solve(&real, config, &lane_warm)?;
-        if S::tangent_dim() > 0 && !rows.is_empty() {
-            if config.method != Method::Newton {
-                return Err(SensitivityError::FixedSweeps.into());
-            }
-            sensitivities.push(Some((Sensitivity::new(&real, &solution)?, zones_on_all(problem, lane, &solution))));
+        sensitivities.push(if S::tangent_dim() == 0 {
+            Tangents::Real
+        } else if rows.is_empty() {
+            Tangents::Free
+        } else if config.method != Method::Newton {
+            return Err(SensitivityError::FixedSweeps.into());
         } else {
-            sensitivities.push(None);
-        }
+            Tangents::Solved(Sensitivity::new(&real, &solution)?, zones_on_all(problem, lane, &solution))
+        });
         let mut impulses = DVector::zeros(m);
         for (value, &row) in solution.impulses.iter().zip(&rows) {
             impulses[row] = *value;
@@ -62,18 +63,33 @@ pub fn solve_scalar<S: Scalar>(
     let nv = problem.dofs();
     let mut velocity =
         DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()));
-    for (lane, sensitivity) in sensitivities.iter().enumerate() {
-        let Some((sensitivity, zones)) = sensitivity else { continue };
-        // The optimality conditions at the solution, with the data's tangents.
-        let g = gradient(problem, &velocity, zones, lane);
+    for (lane, tangents) in sensitivities.iter().enumerate() {
         for k in 0..S::tangent_dim() {
-            let dx = sensitivity.tangent(&g.map(|x| x.tangent(lane, k)));
+            let dx = match tangents {
+                Tangents::Real => continue,
+                Tangents::Free => problem.joint.free.map(|x| x.tangent(lane, k)),
+                Tangents::Solved(sensitivity, zones) => {
+                    // The optimality conditions at the solution, with the data's tangents.
+                    let g = gradient(problem, &velocity, zones, lane);
+                    sensitivity.tangent(&g.map(|x| x.tangent(lane, k)))
+                }
+            };
             for (x, d) in velocity.iter_mut().zip(dx.iter()) {
                 x.set_tangent(lane, k, *d);
             }
         }
     }
     Ok((velocity, solutions))
+}
+
+/// How a lane's velocity gets its tangents.
+enum Tangents {
+    /// None to get: `f64` lanes.
+    Real,
+    /// No constraint in the lane: the velocity is the free one, tangents and all.
+    Free,
+    /// From the Hessian at the solution, with its zones on every constraint.
+    Solved(Sensitivity, Vec<Zone>),
 }
 
 /// A lane's zones on every constraint of `problem` (absent ones satisfied).

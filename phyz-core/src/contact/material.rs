@@ -4,6 +4,8 @@
 /// MuJoCo's smallest and largest impedance.
 pub const MIN_IMPEDANCE: f64 = 1e-4;
 pub const MAX_IMPEDANCE: f64 = 0.9999;
+/// Below this a `solmix` counts as zero (MuJoCo's `mjMINVAL`).
+const MIN_SOLMIX: f64 = 1e-15;
 
 /// The reference response of a constraint (MuJoCo `solref`): either a time constant and damping
 /// ratio of the mass-spring-damper the constraint violation follows, or directly a stiffness
@@ -28,6 +30,14 @@ impl SolRef {
             SolRef::TimeConstant { timeconst: a, dampratio: b }
         } else {
             SolRef::Direct { stiffness: -a, damping: -b }
+        }
+    }
+
+    /// The two MJCF numbers this came from.
+    pub fn to_mjcf(&self) -> [f64; 2] {
+        match *self {
+            SolRef::TimeConstant { timeconst, dampratio } => [timeconst, dampratio],
+            SolRef::Direct { stiffness, damping } => [-stiffness, -damping],
         }
     }
 
@@ -63,8 +73,17 @@ impl Default for SolImp {
 }
 
 impl SolImp {
+    /// MJCF's five numbers, held to the ranges MuJoCo enforces before using them: `dmin`,
+    /// `dmax` and `midpoint` in `[MIN_IMPEDANCE, MAX_IMPEDANCE]`, `width ≥ 0`, `power ≥ 1`.
     pub fn from_mjcf([dmin, dmax, width, midpoint, power]: [f64; 5]) -> Self {
-        SolImp { dmin, dmax, width, midpoint, power }
+        let impedance = |d: f64| d.clamp(MIN_IMPEDANCE, MAX_IMPEDANCE);
+        SolImp {
+            dmin: impedance(dmin),
+            dmax: impedance(dmax),
+            width: width.max(0.0),
+            midpoint: impedance(midpoint),
+            power: power.max(1.0),
+        }
     }
 
     /// Impedance and its derivative with respect to the violation `r ≥ 0` (MuJoCo's
@@ -107,6 +126,10 @@ pub struct Material {
     /// The band above the surface in which a contact is already generated; its impedance
     /// tapers to zero across the band.
     pub margin: f64,
+    /// MuJoCo's pairing weights: a surface of higher `priority` alone sets the pair's friction,
+    /// solref and solimp; at equal priority solref and solimp mix in proportion to `solmix`.
+    pub priority: i32,
+    pub solmix: f64,
 }
 
 impl Default for Material {
@@ -114,7 +137,15 @@ impl Default for Material {
     /// solimp width (so the impedance is one C¹ curve across `[-margin, width]`).
     fn default() -> Self {
         let solimp = SolImp::default();
-        Material { friction: 1.0, restitution: 0.0, solref: SolRef::default(), solimp, margin: solimp.width }
+        Material {
+            friction: 1.0,
+            restitution: 0.0,
+            solref: SolRef::default(),
+            solimp,
+            margin: solimp.width,
+            priority: 0,
+            solmix: 1.0,
+        }
     }
 }
 
@@ -180,39 +211,50 @@ impl Material {
         (dmin * s, dmin * ds / self.margin)
     }
 
-    /// The material a contact between `a` and `b` is solved with. Commutative: friction,
-    /// margin and restitution by max (MuJoCo's rule for friction and margin: a sticky or
-    /// early-detecting surface keeps its property), every stiffness-like scalar of solref and
-    /// solimp by geometric mean (they are log-scaled: soft on rigid should come out between).
+    /// The material a contact between `a` and `b` is solved with, by MuJoCo's rule
+    /// (`mj_contactParam`): the surface of higher priority sets friction, solref and solimp;
+    /// at equal priority friction is the larger, solimp mixes with weight
+    /// `solmix_a / (solmix_a + solmix_b)`, and solref mixes the same way in the time-constant
+    /// form or takes each number's minimum in the direct form. Margins (each already less its
+    /// gap) add, as MuJoCo adds the geoms' margins and gaps; restitution (phyz's own) is the
+    /// larger.
     pub fn combine(a: &Material, b: &Material) -> Material {
-        let g = |x: f64, y: f64| (x * y).sqrt();
+        let shared = Material {
+            restitution: a.restitution.max(b.restitution),
+            margin: a.margin + b.margin,
+            priority: a.priority.max(b.priority),
+            ..*a
+        };
+        if a.priority != b.priority {
+            let high = if a.priority > b.priority { a } else { b };
+            return Material { friction: high.friction, solref: high.solref, solimp: high.solimp, ..shared };
+        }
+        let w = match (a.solmix >= MIN_SOLMIX, b.solmix >= MIN_SOLMIX) {
+            (true, true) => a.solmix / (a.solmix + b.solmix),
+            (false, false) => 0.5,
+            (false, true) => 0.0,
+            (true, false) => 1.0,
+        };
+        let mix = |x: f64, y: f64| w * x + (1.0 - w) * y;
         let solref = match (a.solref, b.solref) {
             (
                 SolRef::TimeConstant { timeconst: t1, dampratio: r1 },
                 SolRef::TimeConstant { timeconst: t2, dampratio: r2 },
-            ) => SolRef::TimeConstant { timeconst: g(t1, t2), dampratio: g(r1, r2) },
+            ) => SolRef::TimeConstant { timeconst: mix(t1, t2), dampratio: mix(r1, r2) },
             (x, y) => {
-                // Mixed forms combine in the direct form (stiffness, damping) at unit mass scale.
-                let (k1, b1) = x.stiffness_damping(1.0, 0.0);
-                let (k2, b2) = y.stiffness_damping(1.0, 0.0);
-                SolRef::Direct { stiffness: (k1 * k2).sqrt(), damping: (b1 * b2).sqrt() }
+                let ([k1, b1], [k2, b2]) = (x.to_mjcf(), y.to_mjcf());
+                SolRef::from_mjcf([k1.min(k2), b1.min(b2)])
             }
         };
         let (i, j) = (a.solimp, b.solimp);
         let solimp = SolImp {
-            dmin: g(i.dmin, j.dmin),
-            dmax: g(i.dmax, j.dmax),
-            width: g(i.width, j.width),
-            midpoint: g(i.midpoint, j.midpoint),
-            power: g(i.power, j.power),
+            dmin: mix(i.dmin, j.dmin),
+            dmax: mix(i.dmax, j.dmax),
+            width: mix(i.width, j.width),
+            midpoint: mix(i.midpoint, j.midpoint),
+            power: mix(i.power, j.power),
         };
-        Material {
-            friction: a.friction.max(b.friction),
-            restitution: a.restitution.max(b.restitution),
-            solref,
-            solimp,
-            margin: a.margin.max(b.margin),
-        }
+        Material { friction: a.friction.max(b.friction), solref, solimp, solmix: a.solmix.max(b.solmix), ..shared }
     }
 }
 

@@ -11,7 +11,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::config::SolverConfig;
+use super::config::{Method, SolverConfig};
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
 use crate::dynamics::MassFactor;
@@ -218,14 +218,22 @@ impl<S: Scalar> ContactProblem<S> {
                 + deviation.normal_velocity * lift::<S>(lanes, |r| r.dbias_dvn)
                 + deviation.restitution * lift::<S>(lanes, |r| r.dbias_drestitution);
             let kind = lanes[0].kind;
+            let impratio = lift::<S>(lanes, |r| r.impratio);
+            let mu = lift::<S>(lanes, |r| r.mu) + deviation.friction;
+            if kind == ConstraintKind::PyramidEdge {
+                // MuJoCo's pyramid: every edge's regularizer matches the elliptic cone's friction
+                // impedance, 2 μ² / impratio times the edge's own `(1 − d)/d · w (1 + μ²)`.
+                regularizer[at] = normal * (S::one() + mu * mu) * S::from_f64(2.0) * mu * mu / impratio;
+            }
             if kind == ConstraintKind::Contact {
                 let reference = lift::<S>(lanes, |r| r.friction_reference);
                 for k in 1..3 {
-                    regularizer[at + k] = if config.mujoco_compat { normal } else { floor };
+                    regularizer[at + k] = if config.mujoco_compat { normal / impratio } else { floor };
                     target[at + k] = velocity.map_or(S::zero(), |v| v[at + k] * reference);
                 }
-                if let (Some(v), false) = (velocity, config.mujoco_compat) {
-                    let mu = lift::<S>(lanes, |r| r.mu) + deviation.friction;
+                // Only the convex cone glides; the Gauss-Seidel pass's staged update does not.
+                let convex = config.method == Method::Newton && !config.mujoco_compat;
+                if let (Some(v), true) = (velocity, convex) {
                     target[at] -= mu * slip_speed(v[at + 1], v[at + 2]);
                 }
             }
@@ -248,13 +256,19 @@ impl<S: Scalar> ContactProblem<S> {
             constraints,
             joint,
             target,
-            regularizer,
+            // MuJoCo's floor on `R` (its `mjMINVAL`): a rigid row with no regularization
+            // still has a finite `D = 1/R`.
+            regularizer: regularizer
+                .map(|r| S::select(r.greater(S::from_f64(MIN_REGULARIZER)), r, S::from_f64(MIN_REGULARIZER))),
             mu,
             present: vec![S::Mask::splat(true); rows.len()],
             units: Units::default(),
         }
     }
 }
+
+/// The smallest regularizer a row gets (MuJoCo's `mjMINVAL`).
+const MIN_REGULARIZER: f64 = 1e-15;
 
 /// The slip speed (m/s) below which the glide compensation fades out (see [`slip_speed`]): far
 /// above a sticking contact's creep, far below any slip whose glide matters.

@@ -17,6 +17,9 @@ pub enum ConstraintKind {
     Frictionless,
     /// A joint or tendon limit: one unilateral row.
     Limit,
+    /// One edge `n ± μ t` of MuJoCo's pyramidal friction cone: one unilateral row at its
+    /// contact's depth.
+    PyramidEdge,
 }
 
 impl ConstraintKind {
@@ -24,7 +27,7 @@ impl ConstraintKind {
     pub const fn dim(self) -> usize {
         match self {
             ConstraintKind::Contact => 3,
-            ConstraintKind::Frictionless | ConstraintKind::Limit => 1,
+            ConstraintKind::Frictionless | ConstraintKind::Limit | ConstraintKind::PyramidEdge => 1,
         }
     }
 }
@@ -61,6 +64,9 @@ pub struct ContactRow {
     /// The inertia scale the regularizer multiplies (MuJoCo's `diagApprox`: the constraint's
     /// inverse weight at the reference pose); `None` uses the problem's own `A_nn`.
     pub inverse_weight: Option<f64>,
+    /// MuJoCo's `impratio`: under compatibility a contact's friction regularizer is its normal
+    /// one divided by this (1 unless the model says otherwise).
+    pub impratio: f64,
 }
 
 impl ContactRow {
@@ -81,6 +87,7 @@ impl ContactRow {
             dimpact_dvn: 0.0,
             friction_reference: 0.0,
             inverse_weight: None,
+            impratio: 1.0,
         }
     }
 
@@ -146,6 +153,7 @@ impl ContactRow {
             dimpact_dvn,
             friction_reference: if config.mujoco_compat { 1.0 - dt * b } else { 0.0 },
             inverse_weight: None,
+            impratio: 1.0,
         }
     }
 

@@ -4,8 +4,8 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
 use super::{
-    Actuator, Body, Enabled, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon,
-    Transmission,
+    Actuator, Body, ContactOptions, Enabled, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError,
+    Site, Tendon, Transmission,
 };
 use crate::math::{Quat, norm, principal_axes};
 
@@ -177,6 +177,7 @@ pub struct ModelBuilder {
     pub integrator: Integrator,
     pub medium: Medium<f64>,
     pub enabled: Enabled,
+    pub contact: ContactOptions,
     bodies: Vec<(usize, BodySpec)>,
     world: BodySpec,
     tendons: Vec<TendonSpec>,
@@ -203,6 +204,7 @@ impl ModelBuilder {
             integrator: Integrator::Euler,
             medium: Medium::vacuum(),
             enabled: Enabled::default(),
+            contact: ContactOptions::default(),
             bodies: Vec::new(),
             world: BodySpec::new("world"),
             tendons: Vec::new(),
@@ -322,6 +324,7 @@ impl ModelBuilder {
             integrator: self.integrator,
             medium: self.medium,
             enabled: self.enabled,
+            contact: self.contact,
         };
         model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model.joints)).collect::<Result<_, _>>()?;
         model.actuators = self
@@ -350,6 +353,12 @@ fn check_options(b: &ModelBuilder) -> Result<(), ModelError> {
         return Err(ModelError::InvalidOption {
             option: "timestep",
             reason: format!("must be positive and finite, got {}", b.timestep),
+        });
+    }
+    if !(b.contact.impratio.is_finite() && b.contact.impratio > 0.0) {
+        return Err(ModelError::InvalidOption {
+            option: "impratio",
+            reason: format!("must be positive and finite, got {}", b.contact.impratio),
         });
     }
     if !b.gravity.iter().all(|g| g.is_finite()) {

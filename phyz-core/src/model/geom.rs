@@ -86,6 +86,8 @@ pub struct Geom<S> {
     pub margin: S,
     pub gap: S,
     pub priority: i32,
+    /// MuJoCo's weight of this geom's solref and solimp when paired at equal priority.
+    pub solmix: f64,
     /// Coefficient of restitution (a phyz extension: MuJoCo has none, so MJCF models load with
     /// zero and behave as MuJoCo's).
     pub restitution: S,
@@ -109,6 +111,7 @@ impl<S: Scalar> Geom<S> {
             margin: S::zero(),
             gap: S::zero(),
             priority: 0,
+            solmix: 1.0,
             restitution: S::zero(),
         }
     }
@@ -141,6 +144,7 @@ impl<S: Scalar> Geom<S> {
             margin: f(self.margin),
             gap: f(self.gap),
             priority: self.priority,
+            solmix: self.solmix,
             restitution: f(self.restitution),
         }
     }

@@ -26,7 +26,7 @@ pub use builder::{
 pub use error::ModelError;
 pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
-pub use options::{Enabled, Medium};
+pub use options::{Cone, ContactOptions, Enabled, Medium};
 pub use state::State;
 pub use tendon::Tendon;
 
@@ -75,6 +75,7 @@ pub struct Model<S> {
     pub integrator: Integrator,
     pub medium: Medium<S>,
     pub enabled: Enabled,
+    pub contact: ContactOptions,
 }
 
 impl<S: Scalar> Model<S> {
@@ -215,6 +216,7 @@ impl<S: Scalar> Model<S> {
             integrator: self.integrator,
             medium: self.medium.map(f),
             enabled: self.enabled,
+            contact: self.contact,
         }
     }
 

@@ -24,6 +24,33 @@ impl<S: Scalar> Medium<S> {
     }
 }
 
+/// MuJoCo's friction cone (MJCF `<option cone>`; MuJoCo's default is pyramidal).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cone {
+    /// Each friction direction's pair of edges `n ± μ t` as unilateral rows.
+    #[default]
+    Pyramidal,
+    /// The soft elliptic cone over `[n, t1, t2]`.
+    Elliptic,
+}
+
+/// How MuJoCo's contact model is set (MJCF `<option cone impratio>`). `mujoco_compat` solves
+/// what these say; phyz's own presets solve the elliptic cone with their friction floor and
+/// read neither.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactOptions {
+    pub cone: Cone,
+    /// The ratio of the friction rows' impedance to the normal row's: MuJoCo's friction
+    /// regularizer is the normal one divided by it.
+    pub impratio: f64,
+}
+
+impl Default for ContactOptions {
+    fn default() -> Self {
+        ContactOptions { cone: Cone::Pyramidal, impratio: 1.0 }
+    }
+}
+
 /// Which parts of the physics are on (MJCF `<option><flag>`); all on by default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Enabled {

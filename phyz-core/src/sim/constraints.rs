@@ -14,15 +14,26 @@ use crate::contact::{
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{Geom, JointKind, Model};
+use crate::model::{Cone, Geom, JointKind, Model};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Key {
-    Contact { geoms: [usize; 2], feature: usize },
-    JointLimit { joint: usize, upper: bool },
-    TendonLimit { tendon: usize, upper: bool },
+    /// `edge`: 0, or which of a pyramidal cone's edges.
+    Contact {
+        geoms: [usize; 2],
+        feature: usize,
+        edge: usize,
+    },
+    JointLimit {
+        joint: usize,
+        upper: bool,
+    },
+    TendonLimit {
+        tendon: usize,
+        upper: bool,
+    },
 }
 
 /// What the constraint stages of a step did (over all batch lanes).
@@ -188,7 +199,9 @@ fn contact_constraint<S: Scalar>(
     let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose().map(keep)).collect();
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
-        keys: (0..lanes).map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature })).collect(),
+        keys: (0..lanes)
+            .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0 }))
+            .collect(),
         kind,
         bodies: [moving(a), moving(b)],
         materials: contacts.iter().map(|c| c.material).collect(),
@@ -198,6 +211,44 @@ fn contact_constraint<S: Scalar>(
         friction: g1.friction[0].max(g2.friction[0]),
         restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
+    }
+}
+
+/// MuJoCo's pyramidal cone for a frictional contact: the pairs of edges `n ± μ t_k`, each a
+/// unilateral row at the contact's depth (μ live, so derivatives along it reach the rows). A
+/// contact without friction in some lane stays one normal row.
+fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
+    let lane_mu: Vec<f64> = g.materials.iter().map(|m| m.friction).collect();
+    if g.kind != ConstraintKind::Contact || lane_mu.iter().any(|&mu| mu <= 0.0) {
+        return vec![g];
+    }
+    let mu = g.friction - S::from_lanes(&g.friction.reals()) + S::from_lanes(&lane_mu);
+    let (normal, tangents) = (&g.jacobian[0], &g.jacobian[1..]);
+    let edges = tangents.iter().flat_map(|t| [normal + t * mu, normal - t * mu]);
+    edges
+        .enumerate()
+        .map(|(k, row)| Gathered {
+            keys: g.keys.iter().map(|key| key.map(|key| Key::edge(key, k))).collect(),
+            kind: ConstraintKind::PyramidEdge,
+            bodies: g.bodies,
+            materials: g.materials.clone(),
+            jacobian: vec![row],
+            depth: g.depth,
+            inverse_weight: g.inverse_weight,
+            friction: g.friction,
+            restitution: g.restitution,
+            present: g.present,
+        })
+        .collect()
+}
+
+impl Key {
+    /// Edge `k` of a contact's pyramid.
+    fn edge(self, k: usize) -> Key {
+        match self {
+            Key::Contact { geoms, feature, .. } => Key::Contact { geoms, feature, edge: k },
+            other => other,
+        }
     }
 }
 
@@ -211,6 +262,7 @@ fn limit_materials<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S, lanes: 
             solref: SolRef::from_mjcf(solref.map(|x| x.lane(l))),
             solimp: SolImp::from_mjcf(solimp.map(|x| x.lane(l))),
             margin: margin.lane(l),
+            ..Material::default()
         })
         .collect()
 }
@@ -287,6 +339,7 @@ fn gather<S: Scalar>(
     lanes: usize,
     weights: &InverseWeights<S>,
     capacity: Option<usize>,
+    pyramidal: bool,
 ) -> Result<Vec<Gathered<S>>, StepError> {
     let mut gathered = if model.enabled.limit { limits(model, q, lanes, weights)? } else { Vec::new() };
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
@@ -303,7 +356,12 @@ fn gather<S: Scalar>(
             })
             .collect::<Result<Vec<_>, _>>()?;
         let buffer = ContactBuffer::new(found, capacity)?;
-        gathered.extend(buffer.slots().map(|slot| contact_constraint(model, kin, &slot, lanes, weights)));
+        let contacts = buffer.slots().map(|slot| contact_constraint(model, kin, &slot, lanes, weights));
+        if pyramidal {
+            gathered.extend(contacts.flat_map(pyramid_edges));
+        } else {
+            gathered.extend(contacts);
+        }
     }
     Ok(gathered)
 }
@@ -317,6 +375,7 @@ fn assemble<S: Scalar>(
     v: &DVector<S>,
     dt: S,
     lanes: usize,
+    impratio: f64,
     config: &SolverConfig,
 ) -> ContactProblem<S> {
     let velocity = &joint.jacobian * v;
@@ -329,7 +388,7 @@ fn assemble<S: Scalar>(
             .map(|l| {
                 let row =
                     ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), config);
-                ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), ..row }
+                ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), impratio, ..row }
             })
             .collect();
         specs.push(lane_rows);
@@ -370,7 +429,9 @@ pub(crate) fn acceleration<S: Scalar>(
     }
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let weights = state.weights(model, lanes)?;
-    let gathered = gather(model, &kin, q, lanes, &weights, state.capacity)?;
+    // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
+    let pyramidal = state.config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
+    let gathered = gather(model, &kin, q, lanes, &weights, state.capacity, pyramidal)?;
     if gathered.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();
@@ -396,7 +457,8 @@ pub(crate) fn acceleration<S: Scalar>(
     let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
     let jacobian = DMatrix::from_fn(rows.len(), model.nv(), |i, j| rows[i][j]);
     let config = state.config;
-    let mut problem = assemble(&gathered, JointSpace { mass: metric, jacobian, free }, v, dt, lanes, &config);
+    let joint = JointSpace { mass: metric, jacobian, free };
+    let mut problem = assemble(&gathered, joint, v, dt, lanes, model.contact.impratio, &config);
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     let warm = state.warm_starts(&gathered, v, dt, lanes);
@@ -422,9 +484,11 @@ impl StepInfo {
             self.converged &= solution.converged;
             self.impulses.extend(solution.impulses.iter());
         }
+        // A pyramid's contact counts once, by its first edge.
+        let first = |key: &&Key| !matches!(key, Key::Contact { edge, .. } if *edge > 0);
         let count = |limit: bool| -> usize {
             let kind = gathered.iter().filter(|g| (g.kind == ConstraintKind::Limit) == limit);
-            kind.map(|g| g.keys.iter().flatten().count()).sum()
+            kind.map(|g| g.keys.iter().flatten().filter(first).count()).sum()
         };
         self.contacts = count(false);
         self.limits = count(true);

@@ -15,8 +15,8 @@ use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
-    ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe, Model,
-    ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
+    ActuatorSpec, BodySpec, Cone, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe,
+    Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -299,6 +299,11 @@ impl<'a> Compiler<'a> {
             Some("Euler") | None => b.integrator = Integrator::Euler,
             Some(other) => return Err(el.unsupported(format!("integrator=\"{other}\""))),
         }
+        match el.keyword("cone", &["pyramidal", "elliptic"])? {
+            Some("elliptic") => b.contact.cone = Cone::Elliptic,
+            _ => b.contact.cone = Cone::Pyramidal,
+        }
+        b.contact.impratio = el.number_or("impratio", b.contact.impratio)?;
         b.medium.density = el.number_or("density", 0.0)?;
         b.medium.viscosity = el.number_or("viscosity", 0.0)?;
         if let Some(w) = el.array::<3>("wind")? {
@@ -693,10 +698,12 @@ impl<'a> Compiler<'a> {
         geom.contype = bits("contype", 1)?;
         geom.conaffinity = bits("conaffinity", 1)?;
         geom.condim = match el.integer("condim")?.unwrap_or(3) {
-            d @ (1 | 3 | 4 | 6) => d as u8,
+            d @ (1 | 3) => d as u8,
+            d @ (4 | 6) => return Err(el.unsupported(format!("condim {d} (torsional and rolling friction)"))),
             d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
         };
         geom.priority = el.integer("priority")?.unwrap_or(0) as i32;
+        geom.solmix = el.number_or("solmix", 1.0)?;
         let mass = el.number("mass")?;
         let density = el.number_or("density", 1000.0)?;
         if mass.is_some_and(|m| m < 0.0) || density < 0.0 {

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""MuJoCo reference for one step with contact on every gymnasium model (phyz's
+`mujoco_compat` against `mj_step`).
+
+For each model of the gymnasium set, MuJoCo (its Newton solver run to convergence: tolerance
+1e-15, 1000 iterations) steps from the model's first keyframe (or qpos0) for 2000 steps under
+random controls held for 10 steps each; of the states with contacts it keeps 8, evenly spread
+over the run, leaving out states with a contact within 1e-9 of MuJoCo's inclusion threshold
+(there rounding decides). Per model, in tests/reference/contact_steps/<model>/ (formats as the limits data,
+tests/reference/README.md):
+
+  onestep_in.csv, onestep_ctrl.csv, onestep_out.csv   the 8 states (time 0), their controls, and
+                                                      the state after one mj_step
+  contacts.csv                                        ncon,nefc at each input state
+
+All floats are written with repr(); the run is deterministic (numpy PCG64 seeded with a fixed
+constant and the CRC32 of the model name), so a rerun reproduces the files byte for byte.
+
+Usage:  python3 tools/mujoco_contact_steps.py [--gym-dir DIR] [--out DIR]
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+import mujoco
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mujoco_reference import (  # noqa: E402
+    DEFAULT_GYM_DIR, REPO, check_stable, ctrl_bounds, model_paths, rng_for, route_warnings, set_state,
+    state_header, state_row, write_csv)
+from mujoco_constraint_reference import converged_solver  # noqa: E402
+
+SEED = 20261130
+STEPS = 2000
+HOLD = 10
+SAMPLES = 8
+AMBIGUOUS = 1e-9
+
+
+def robust(d):
+    """Whether no contact sits within AMBIGUOUS of where MuJoCo includes it (dist below
+    includemargin): there, whether it exists is decided by rounding (point's sphere rests at
+    exactly dist 0, its height fixed by the joints, and is in or out at 1e-17)."""
+    return all(abs(c.dist - c.includemargin) > AMBIGUOUS for c in d.contact[:d.ncon])
+
+
+def run(m, rng):
+    """The run's states with contacts: (qpos, qvel, ctrl, ncon, nefc) before each such step."""
+    d = mujoco.MjData(m)
+    mujoco.mj_resetData(m, d)
+    if m.nkey > 0:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.time = 0.0
+    lo, hi = ctrl_bounds(m)
+    found = []
+    for t in range(STEPS):
+        if m.nu and t % HOLD == 0:
+            d.ctrl[:] = rng.uniform(lo, hi)
+        mujoco.mj_forward(m, d)
+        if d.ncon > 0 and robust(d):
+            found.append((d.qpos.copy(), d.qvel.copy(), d.ctrl.copy(), int(d.ncon), int(d.nefc)))
+        mujoco.mj_step(m, d)
+        check_stable(m, d)
+    return found
+
+
+def generate(path, out_root):
+    name = os.path.splitext(os.path.basename(path))[0]
+    m = converged_solver(mujoco.MjModel.from_xml_path(path))
+    found = run(m, rng_for(name, SEED))
+    if not found:
+        return name, 0, None
+    picks = [found[i] for i in np.linspace(0, len(found) - 1, SAMPLES).round().astype(int)]
+    d = mujoco.MjData(m)
+    ins, outs, ctrls, counts = [], [], [], []
+    for qpos, qvel, ctrl, ncon, nefc in picks:
+        set_state(m, d, qpos, qvel, ctrl)
+        ins.append(state_row(d))
+        ctrls.append(list(ctrl))
+        counts.append([str(ncon), str(nefc)])
+        mujoco.mj_step(m, d)
+        check_stable(m, d)
+        outs.append(state_row(d))
+    out = os.path.join(out_root, name)
+    os.makedirs(out)
+    write_csv(os.path.join(out, "onestep_in.csv"), state_header(m), ins)
+    write_csv(os.path.join(out, "onestep_out.csv"), state_header(m), outs)
+    write_csv(os.path.join(out, "onestep_ctrl.csv"), None, ctrls)
+    write_csv(os.path.join(out, "contacts.csv"), ["ncon", "nefc"], counts)
+    return name, len(found), counts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gym-dir", default=DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
+    ap.add_argument("--out", default=os.path.join(REPO, "tests", "reference", "contact_steps"))
+    args = ap.parse_args()
+    route_warnings()
+    gym, _ = model_paths(args.gym_dir)
+    if os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    os.makedirs(args.out)
+    print(f"MuJoCo {mujoco.__version__}; writing to {args.out}")
+    for path in gym:
+        name, n, counts = generate(path, args.out)
+        if counts is None:
+            print(f"{name:<26} no contact in {STEPS} steps: skipped")
+        else:
+            print(f"{name:<26} {n:>5} steps with contact; samples ncon/nefc "
+                  + " ".join(f"{c[0]}/{c[1]}" for c in counts))
+
+
+if __name__ == "__main__":
+    main()
