@@ -80,7 +80,8 @@ fn limits_match_mujoco() {
 /// Every contact scene of `tools/mujoco_constraint_reference.py` over 500 steps: drops (a sphere,
 /// a box flat and on a corner, under both cones) and launches along the plane (a box sliding and
 /// turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
-/// rolling under the pyramidal cone).
+/// rolling under the pyramidal cone), joint friction loss (hinges, a slide, a ball) and joint
+/// and tendon equalities (Euler and RK4).
 #[test]
 fn contact_scenes_match_mujoco_under_compatibility() {
     let dir = root().join("tests/reference/contact");
@@ -94,6 +95,10 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "box_slide_pyramidal",
         "box_slide_impratio",
         "sphere_skid_pyramidal",
+        "friction_loss",
+        "friction_loss_rk4",
+        "equality",
+        "equality_rk4",
     ];
     for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");

@@ -90,10 +90,17 @@ fn actuator_naming_a_missing_joint_is_an_error() {
 
 #[test]
 fn unsupported_physics_is_an_error_not_dropped() {
-    let friction = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" frictionloss="0.5""#));
-    assert!(matches!(friction.kind, MjcfErrorKind::Unsupported(_)), "{friction}");
-    let equality = error(&BASE.replace("<actuator>", "<equality><joint joint1=\"j1\"/></equality><actuator>"));
-    assert!(matches!(equality.kind, MjcfErrorKind::Unsupported(_)), "{equality}");
+    let spring = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" springdamper="0.5 1""#));
+    assert!(matches!(spring.kind, MjcfErrorKind::Unsupported(_)), "{spring}");
+    let friction = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" frictionloss="-1""#));
+    assert!(matches!(friction.kind, MjcfErrorKind::Model(ModelError::InvalidJoint { .. })), "{friction}");
+    let connect =
+        error(&BASE.replace("<actuator>", "<equality><connect body1=\"b1\" anchor=\"0 0 0\"/></equality><actuator>"));
+    assert!(matches!(connect.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("connect")), "{connect}");
+    let missing =
+        error(&BASE.replace("<actuator>", "<equality><joint name=\"tie\" joint1=\"j9\"/></equality><actuator>"));
+    assert!(matches!(missing.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { .. })), "{missing}");
+    assert_eq!(missing.location.element, "joint", "{missing}");
     let unknown_attribute = error(&BASE.replace(r#"gear="2""#, r#"gear="2" gearz="3""#));
     assert!(
         matches!(unknown_attribute.kind, MjcfErrorKind::Invalid(ref m) if m.contains("gearz")),

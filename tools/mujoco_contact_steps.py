@@ -12,6 +12,9 @@ tests/reference/README.md):
   onestep_in.csv, onestep_ctrl.csv, onestep_out.csv   the 8 states (time 0), their controls, and
                                                       the state after one mj_step
   contacts.csv                                        ncon,nefc at each input state
+  transition_A_<k>.csv, transition_B_<k>.csv          for the first 2 states: mjd_transitionFD
+                                                      (centred, eps 1e-6) of the model stepped
+                                                      with Euler (it refuses RK4)
 
 All floats are written with repr(); the run is deterministic (numpy PCG64 seeded with a fixed
 constant and the CRC32 of the model name), so a rerun reproduces the files byte for byte.
@@ -32,11 +35,13 @@ from mujoco_reference import (  # noqa: E402
     DEFAULT_GYM_DIR, REPO, check_stable, ctrl_bounds, model_paths, rng_for, route_warnings, set_state,
     state_header, state_row, write_csv)
 from mujoco_constraint_reference import converged_solver  # noqa: E402
+from mujoco_transition_reference import euler, transition  # noqa: E402
 
 SEED = 20261130
 STEPS = 2000
 HOLD = 10
 SAMPLES = 8
+TRANSITIONS = 2
 AMBIGUOUS = 1e-9
 
 
@@ -90,6 +95,13 @@ def generate(path, out_root):
     write_csv(os.path.join(out, "onestep_out.csv"), state_header(m), outs)
     write_csv(os.path.join(out, "onestep_ctrl.csv"), None, ctrls)
     write_csv(os.path.join(out, "contacts.csv"), ["ncon", "nefc"], counts)
+    stepped = euler(converged_solver(mujoco.MjModel.from_xml_path(path)))
+    e = mujoco.MjData(stepped)
+    for k, (qpos, qvel, ctrl, _, _) in enumerate(picks[:TRANSITIONS]):
+        set_state(stepped, e, qpos, qvel, ctrl)
+        a, b = transition(stepped, e)
+        write_csv(os.path.join(out, f"transition_A_{k}.csv"), None, a.tolist())
+        write_csv(os.path.join(out, f"transition_B_{k}.csv"), None, b.tolist())
     return name, len(found), counts
 
 

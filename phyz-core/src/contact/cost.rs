@@ -32,10 +32,12 @@ pub enum Zone {
     Quadratic,
     /// A contact sliding: its force on the boundary of the friction cone.
     Cone,
+    /// A friction loss slipping: its force at the bound, against the motion.
+    Linear,
 }
 
 /// The numbers one constraint's cost reads: its rows' deviations `jar`, their `D = 1/R`, and its
-/// friction coefficient.
+/// friction coefficient (a friction loss's impulse bound).
 #[derive(Clone, Copy, Debug)]
 pub struct Piece<'a, S> {
     pub kind: ConstraintKind,
@@ -56,6 +58,12 @@ fn scaled<S: Scalar>(p: &Piece<'_, S>) -> (S, [S; 2], S, S) {
 impl<'a> Piece<'a, f64> {
     /// The zone the constraint is in.
     pub fn zone(&self) -> Zone {
+        if self.kind == ConstraintKind::Equality {
+            return Zone::Quadratic;
+        }
+        if self.kind == ConstraintKind::FrictionLoss {
+            return if self.jar[0].abs() * self.d[0] < self.mu { Zone::Quadratic } else { Zone::Linear };
+        }
         if !has_cone(self.kind, self.mu) {
             return if self.jar[0] < 0.0 { Zone::Quadratic } else { Zone::Satisfied };
         }
@@ -79,6 +87,8 @@ impl<'a> Piece<'a, f64> {
                 let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
                 0.5 * dm * (n - mu_r * t) * (n - mu_r * t)
             }
+            // Continuous with the quadratic where `|jar| = bound / D`.
+            Zone::Linear => self.mu * self.jar[0].abs() - 0.5 * self.mu * self.mu / self.d[0],
         }
     }
 
@@ -86,7 +96,7 @@ impl<'a> Piece<'a, f64> {
     pub fn hessian(&self, zone: Zone) -> Matrix3<f64> {
         let mut h = Matrix3::zeros();
         match zone {
-            Zone::Satisfied => {}
+            Zone::Satisfied | Zone::Linear => {}
             Zone::Quadratic => self.active_rows().for_each(|r| h[(r, r)] = self.d[r]),
             Zone::Cone => {
                 let (n, u, t, mu_r) = scaled(self);
@@ -141,6 +151,7 @@ impl<'a, S: Scalar> Piece<'a, S> {
                     out[j + 1] = -normal / t * u[j] * self.mu;
                 }
             }
+            Zone::Linear => out[0] = S::select(self.jar[0].greater(S::zero()), -self.mu, self.mu),
         }
     }
 }
@@ -153,6 +164,31 @@ pub fn has_cone(kind: ConstraintKind, mu: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A friction loss: quadratic inside its bound, linear outside, continuous across, with the
+    /// force the cost's slope and at most the bound.
+    #[test]
+    fn friction_loss_is_huber_shaped() {
+        let (d, bound) = ([200.0], 0.5);
+        let piece = |jar: &[f64; 1]| -> (Zone, f64, f64) {
+            let p = Piece { kind: ConstraintKind::FrictionLoss, jar, d: &d, mu: bound };
+            let mut f = [0.0];
+            p.force(p.zone(), false, &mut f);
+            (p.zone(), p.cost(p.zone()), f[0])
+        };
+        let edge = bound / d[0];
+        for jar in [-3.0 * edge, -edge * 1.0001, -0.5 * edge, 0.0, 0.7 * edge, edge * 1.0001, 10.0 * edge] {
+            let (zone, _, force) = piece(&[jar]);
+            let inside = jar.abs() < edge;
+            assert_eq!(zone, if inside { Zone::Quadratic } else { Zone::Linear }, "{jar}");
+            assert!(force.abs() <= bound * (1.0 + 1e-12), "{jar}: {force}");
+            let h = 1e-9 * edge;
+            let slope = (piece(&[jar + h]).1 - piece(&[jar - h]).1) / (2.0 * h);
+            assert!((slope + force).abs() < 1e-6 * bound, "{jar}: slope {slope} vs force {force}");
+        }
+        let (below, above) = (piece(&[edge * (1.0 - 1e-12)]).1, piece(&[edge * (1.0 + 1e-12)]).1);
+        assert!((below - above).abs() < 1e-9 * above, "continuous at the bound: {below} vs {above}");
+    }
 
     /// Gradient and Hessian of every zone against central differences of the cost.
     #[test]

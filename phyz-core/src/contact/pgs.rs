@@ -80,7 +80,12 @@ impl<'a> Dual<'a> {
             let old = f.rows(at, dim).into_owned();
             // Normal first: the impulse that meets the target given the current friction...
             let coupling_n = (1..dim).fold(0.0, |acc, j| acc + m(0, j) * old[j]);
-            let f_n = (-(r[0] + coupling_n) / m(0, 0)).max(0.0);
+            let unclamped = -(r[0] + coupling_n) / m(0, 0);
+            let f_n = match constraint.kind {
+                ConstraintKind::FrictionLoss => unclamped.clamp(-p.mu[c], p.mu[c]),
+                ConstraintKind::Equality => unclamped,
+                _ => unclamped.max(0.0),
+            };
             f[at] = f_n;
             // ...then friction: the exact minimizer over the disc that normal admits.
             if constraint.kind == ConstraintKind::Contact && !normals_only {
@@ -107,6 +112,11 @@ impl<'a> Dual<'a> {
             .each()
             .map(|(c, at, mu)| {
                 let sliding = c.kind == ConstraintKind::Contact && f.fixed_rows::<2>(at + 1).norm() >= mu * f[at];
+                match c.kind {
+                    ConstraintKind::FrictionLoss if f[at].abs() >= mu => return Zone::Linear,
+                    ConstraintKind::FrictionLoss | ConstraintKind::Equality => return Zone::Quadratic,
+                    _ => {}
+                }
                 match () {
                     _ if f[at] <= 0.0 => Zone::Satisfied,
                     _ if sliding => Zone::Cone,

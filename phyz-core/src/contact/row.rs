@@ -20,14 +20,30 @@ pub enum ConstraintKind {
     /// One edge `n ± μ t` of MuJoCo's pyramidal friction cone: one unilateral row at its
     /// contact's depth.
     PyramidEdge,
+    /// A degree of freedom's dry friction (MuJoCo's `frictionloss`): one row whose impulse is
+    /// bounded by the friction times the step, both ways.
+    FrictionLoss,
+    /// An equality constraint's row: bilateral, its `depth` the violation with the sign
+    /// reversed.
+    Equality,
 }
 
 impl ConstraintKind {
+    /// Whether the constraint is a collision (or a limit), with impacts and restitution in
+    /// phyz's presets.
+    pub const fn collides(self) -> bool {
+        !matches!(self, ConstraintKind::FrictionLoss | ConstraintKind::Equality)
+    }
+
     /// Rows the constraint occupies.
     pub const fn dim(self) -> usize {
         match self {
             ConstraintKind::Contact => 3,
-            ConstraintKind::Frictionless | ConstraintKind::Limit | ConstraintKind::PyramidEdge => 1,
+            ConstraintKind::Frictionless
+            | ConstraintKind::Limit
+            | ConstraintKind::PyramidEdge
+            | ConstraintKind::FrictionLoss
+            | ConstraintKind::Equality => 1,
         }
     }
 }
@@ -36,7 +52,7 @@ impl ConstraintKind {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactRow {
     pub kind: ConstraintKind,
-    /// Friction coefficient (ignored without friction rows).
+    /// Friction coefficient (ignored without friction rows); a friction loss's impulse bound.
     pub mu: f64,
     /// Effective restitution (after the low-speed ramp).
     pub restitution: f64,
@@ -107,22 +123,25 @@ impl ContactRow {
         config: &SolverConfig,
     ) -> Self {
         // MuJoCo measures the violation from the margin surface and has no taper; phyz measures
-        // it from the surface and tapers the impedance across the margin band.
-        let (violation, d, dd) = if config.mujoco_compat {
+        // it from the surface and tapers the impedance across the margin band. A bilateral row
+        // (an equality) is MuJoCo's in every preset: pulled back from either side.
+        let bilateral = kind == ConstraintKind::Equality;
+        let (violation, d, dd) = if config.mujoco_compat || bilateral {
             let violation = depth + material.margin;
-            let (d, dd) = material.solimp.impedance(violation.max(0.0));
+            let (d, dd) = material.solimp.impedance(if bilateral { violation } else { violation.max(0.0) });
             (violation, d, dd)
         } else {
             (depth, material.impedance_at(depth), material.dimpedance_ddepth(depth))
         };
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
-        let penetration = violation.max(0.0);
+        let (penetration, pressed) = if bilateral { (violation, true) } else { (violation.max(0.0), violation > 0.0) };
         let reference = v_n + dt * (-b * v_n + k * d * penetration);
-        let dreference = dt * k * (dd * penetration + if violation > 0.0 { d } else { 0.0 });
+        let dreference = dt * k * (dd * penetration + if pressed { d } else { 0.0 });
         let approach = (-v_n).max(0.0);
         let threshold = config.restitution_threshold;
-        // MuJoCo has no impacts: its soft model is the whole response under compatibility.
-        let (impact, dimpact_dapproach) = if config.mujoco_compat {
+        // MuJoCo has no impacts: its soft model is the whole response under compatibility; and
+        // a friction loss or an equality does not collide.
+        let (impact, dimpact_dapproach) = if config.mujoco_compat || !kind.collides() {
             (0.0, 0.0)
         } else if threshold > 0.0 {
             smoothstep((approach - threshold) / threshold)

@@ -4,8 +4,8 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
 use super::{
-    Actuator, Body, ContactOptions, Enabled, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError,
-    Site, Tendon, Transmission,
+    Actuator, Body, ContactOptions, Coupled, CoupledNames, Enabled, Equality, EqualitySpec, Geom, Integrator, Joint,
+    JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon, Transmission,
 };
 use crate::math::{Quat, norm, principal_axes};
 
@@ -28,6 +28,9 @@ pub struct JointSpec {
     pub limit_margin: f64,
     pub solref_limit: [f64; 2],
     pub solimp_limit: [f64; 5],
+    pub frictionloss: f64,
+    pub solref_friction: [f64; 2],
+    pub solimp_friction: [f64; 5],
 }
 
 /// MuJoCo's default constraint reference `(timeconst, dampratio)`.
@@ -51,6 +54,9 @@ impl JointSpec {
             limit_margin: 0.0,
             solref_limit: DEFAULT_SOLREF,
             solimp_limit: DEFAULT_SOLIMP,
+            frictionloss: 0.0,
+            solref_friction: DEFAULT_SOLREF,
+            solimp_friction: DEFAULT_SOLIMP,
         }
     }
     pub fn hinge(name: impl Into<String>, axis: Vector3<f64>) -> Self {
@@ -182,6 +188,7 @@ pub struct ModelBuilder {
     world: BodySpec,
     tendons: Vec<TendonSpec>,
     actuators: Vec<ActuatorSpec>,
+    equalities: Vec<EqualitySpec>,
     keyframes: Vec<Keyframe>,
     excludes: Vec<[usize; 2]>,
 }
@@ -209,6 +216,7 @@ impl ModelBuilder {
             world: BodySpec::new("world"),
             tendons: Vec::new(),
             actuators: Vec::new(),
+            equalities: Vec::new(),
             keyframes: Vec::new(),
             excludes: Vec::new(),
         }
@@ -248,6 +256,12 @@ impl ModelBuilder {
 
     pub fn add_tendon(&mut self, tendon: TendonSpec) {
         self.tendons.push(tendon);
+    }
+
+    /// Adds an equality constraint; the joints or tendons it names are checked when the model
+    /// is built.
+    pub fn add_equality(&mut self, equality: EqualitySpec) {
+        self.equalities.push(equality);
     }
 
     /// Adds a named state; its dimensions are checked when the model is built.
@@ -314,6 +328,7 @@ impl ModelBuilder {
             joints,
             tendons: Vec::new(),
             actuators: Vec::new(),
+            equalities: Vec::new(),
             keyframes: Vec::new(),
             excludes: Vec::new(),
             tree,
@@ -332,6 +347,7 @@ impl ModelBuilder {
             .iter()
             .map(|a| compile_actuator(a, &model.joints, &model.tendons))
             .collect::<Result<_, _>>()?;
+        model.equalities = self.equalities.iter().map(|e| compile_equality(e, &model)).collect::<Result<_, _>>()?;
         for key in self.keyframes {
             model.add_keyframe(key)?;
         }
@@ -341,6 +357,28 @@ impl ModelBuilder {
         model.excludes = self.excludes;
         Ok(model)
     }
+}
+
+/// Resolves an equality's names: hinge or slide joints, or tendons, of the model.
+fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<f64>, ModelError> {
+    let invalid = |reason: String| ModelError::InvalidEquality { equality: spec.name.clone(), reason };
+    let tendon = |name: &str| {
+        model.tendons().iter().position(|t| t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))
+    };
+    let coupled = match &spec.coupled {
+        CoupledNames::Joints { first, second } => Coupled::Joints {
+            first: scalar_joint(model.joints(), first).map_err(invalid)?,
+            second: second.as_deref().map(|n| scalar_joint(model.joints(), n).map_err(invalid)).transpose()?,
+        },
+        CoupledNames::Tendons { first, second } => {
+            Coupled::Tendons { first: tendon(first)?, second: second.as_deref().map(tendon).transpose()? }
+        }
+    };
+    let finite = spec.polycoef.iter().chain(&spec.solref).chain(&spec.solimp).all(|x| x.is_finite());
+    if !finite {
+        return Err(invalid("polycoef, solref and solimp must be finite".into()));
+    }
+    Ok(Equality { name: spec.name.clone(), coupled, polycoef: spec.polycoef, solref: spec.solref, solimp: spec.solimp })
 }
 
 fn normalized(q: &Quat<f64>) -> Option<Quat<f64>> {
@@ -457,6 +495,9 @@ fn compile_joint(
         return Err(invalid("a free joint must be the only joint of a child of the world"));
     }
     let length = norm(&js.axis);
+    if !(js.frictionloss.is_finite() && js.frictionloss >= 0.0) {
+        return Err(invalid("frictionloss must be finite and non-negative"));
+    }
     let axis = match js.kind {
         JointKind::Hinge | JointKind::Slide if length <= 0.0 => return Err(invalid("axis has zero length")),
         JointKind::Hinge | JointKind::Slide => js.axis / length,
@@ -479,6 +520,9 @@ fn compile_joint(
         limit_margin: js.limit_margin,
         solref_limit: js.solref_limit,
         solimp_limit: js.solimp_limit,
+        frictionloss: js.frictionloss,
+        solref_friction: js.solref_friction,
+        solimp_friction: js.solimp_friction,
     })
 }
 

@@ -17,6 +17,8 @@ pub enum ModelError {
     InvalidKeyframe { key: String, reason: String },
     #[error("actuator `{actuator}`: {reason}")]
     InvalidActuator { actuator: String, reason: String },
+    #[error("equality `{equality}`: {reason}")]
+    InvalidEquality { equality: String, reason: String },
     #[error("option `{option}`: {reason}")]
     InvalidOption { option: &'static str, reason: String },
     #[error("models cannot be batched: {reason}")]

@@ -70,6 +70,12 @@ pub struct Joint<S> {
     pub limit_margin: S,
     pub solref_limit: [S; 2],
     pub solimp_limit: [S; 5],
+    /// Dry friction per degree of freedom (MuJoCo's `frictionloss`: the largest force it
+    /// resists motion with), solved as a soft constraint with its own reference and impedance
+    /// (`solreffriction`, `solimpfriction`).
+    pub frictionloss: S,
+    pub solref_friction: [S; 2],
+    pub solimp_friction: [S; 5],
 }
 
 impl<S: Scalar> Joint<S> {
@@ -111,6 +117,9 @@ impl<S: Scalar> Joint<S> {
             limit_margin: f(self.limit_margin),
             solref_limit: self.solref_limit.map(&mut *f),
             solimp_limit: self.solimp_limit.map(&mut *f),
+            frictionloss: f(self.frictionloss),
+            solref_friction: self.solref_friction.map(&mut *f),
+            solimp_friction: self.solimp_friction.map(&mut *f),
         }
     }
 }

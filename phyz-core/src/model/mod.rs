@@ -8,6 +8,7 @@
 mod actuator;
 mod body;
 mod builder;
+mod equality;
 mod error;
 mod geom;
 mod joint;
@@ -23,6 +24,7 @@ pub use body::{Body, Site};
 pub use builder::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, Target, TendonSpec,
 };
+pub use equality::{Coupled, CoupledNames, Equality, EqualitySpec};
 pub use error::ModelError;
 pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
@@ -33,6 +35,7 @@ pub use tendon::Tendon;
 use nalgebra::{DVector, Vector3};
 
 use crate::Scalar;
+use crate::scalar::Mask;
 use crate::scalar::convert;
 use tree::Tree;
 
@@ -63,6 +66,7 @@ pub struct Model<S> {
     joints: Vec<Joint<S>>,
     tendons: Vec<Tendon<S>>,
     actuators: Vec<Actuator<S>>,
+    equalities: Vec<Equality<S>>,
     keyframes: Vec<Keyframe>,
     excludes: Vec<[usize; 2]>,
     tree: Tree,
@@ -144,6 +148,11 @@ impl<S: Scalar> Model<S> {
     pub fn actuators(&self) -> &[Actuator<S>] {
         &self.actuators
     }
+    /// Equality constraints.
+    #[inline]
+    pub fn equalities(&self) -> &[Equality<S>] {
+        &self.equalities
+    }
     #[inline]
     pub fn actuators_mut(&mut self) -> &mut [Actuator<S>] {
         &mut self.actuators
@@ -206,6 +215,7 @@ impl<S: Scalar> Model<S> {
             joints: self.joints.iter().map(|j| j.map(f)).collect(),
             tendons: self.tendons.iter().map(|t| t.map(f)).collect(),
             actuators: self.actuators.iter().map(|a| a.map(f)).collect(),
+            equalities: self.equalities.iter().map(|e| e.map(f)).collect(),
             keyframes: self.keyframes.clone(),
             excludes: self.excludes.clone(),
             tree: self.tree.clone(),
@@ -272,6 +282,22 @@ impl<S: Scalar> Model<S> {
             .map(|t| (t.solref_limit, t.solimp_limit, t.limit_margin));
         for (solref, solimp, margin) in joint_limits.chain(tendon_limits).filter(|_| limits) {
             out.extend(solref.iter().chain(&solimp).chain([&margin]).map(|&x| x as usize));
+        }
+        // Equalities read their solref and solimp as constants (the polynomial is live).
+        if self.enabled.constraint && self.enabled.equality {
+            for e in &indices.equalities {
+                out.extend(e.solref.iter().chain(&e.solimp).map(|&x| x as usize));
+            }
+        }
+        // Friction losses read their solref and solimp as constants (the loss itself is live).
+        let constraints = self.enabled.constraint && self.enabled.frictionloss;
+        let frictional = self
+            .joints
+            .iter()
+            .zip(&indices.joints)
+            .filter(|(j, _)| constraints && j.frictionloss.greater(S::zero()).any());
+        for (_, j) in frictional {
+            out.extend(j.solref_friction.iter().chain(&j.solimp_friction).map(|&x| x as usize));
         }
         // The timestep enters the rows' reference dynamics: a constant as soon as there are rows.
         if !out.is_empty() {

@@ -70,6 +70,10 @@ pub struct Enabled {
     pub constraint: bool,
     pub contact: bool,
     pub limit: bool,
+    /// Joints' dry friction (`frictionloss`).
+    pub frictionloss: bool,
+    /// Equality constraints.
+    pub equality: bool,
 }
 
 impl Default for Enabled {
@@ -85,6 +89,8 @@ impl Default for Enabled {
             constraint: true,
             contact: true,
             limit: true,
+            frictionloss: true,
+            equality: true,
         }
     }
 }

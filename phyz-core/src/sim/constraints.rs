@@ -14,7 +14,7 @@ use crate::contact::{
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{Cone, Geom, JointKind, Model};
+use crate::model::{Cone, Coupled, Geom, JointKind, Model};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -25,6 +25,12 @@ enum Key {
         geoms: [usize; 2],
         feature: usize,
         edge: usize,
+    },
+    FrictionLoss {
+        dof: usize,
+    },
+    Equality {
+        index: usize,
     },
     JointLimit {
         joint: usize,
@@ -323,12 +329,104 @@ fn limits<S: Scalar>(
     Ok(out)
 }
 
+/// Each degree of freedom's dry friction (MuJoCo's `frictionloss`) as a one-row constraint in
+/// the lanes where it is positive: its impulse bounded by the friction times the step, its
+/// target the velocity damped by `solreffriction`, its impedance `solimpfriction`'s at zero.
+fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseWeights<S>) -> Vec<Gathered<S>> {
+    let dt = model.timestep;
+    let mut out = Vec::new();
+    for joint in model.joints() {
+        let present = joint.frictionloss.greater(S::zero());
+        if !present.any() {
+            continue;
+        }
+        let bound = joint.frictionloss * dt;
+        let materials: Vec<Material> = limit_materials(joint.solref_friction, joint.solimp_friction, S::zero(), lanes)
+            .into_iter()
+            .enumerate()
+            .map(|(l, m)| Material { friction: bound.lane(l), ..m })
+            .collect();
+        for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
+            let mut jacobian = DVector::zeros(model.nv());
+            jacobian[dof] = S::one();
+            out.push(Gathered {
+                keys: (0..lanes).map(|l| present.lane(l).then_some(Key::FrictionLoss { dof })).collect(),
+                kind: ConstraintKind::FrictionLoss,
+                bodies: [None, None],
+                materials: materials.clone(),
+                jacobian: vec![jacobian],
+                depth: S::zero(),
+                inverse_weight: weights.dof[dof],
+                friction: bound,
+                restitution: S::zero(),
+                present,
+            });
+        }
+    }
+    out
+}
+
+/// The model's equality constraints at positions `q`, one bilateral row each: the violation
+/// `x₁ − x₁⁰ − p(x₂ − x₂⁰)` of its joint values or tendon lengths, and its Jacobian
+/// `J₁ − p' J₂`, in `S` (so derivatives along the polynomial reach the rows).
+fn equalities<S: Scalar>(
+    model: &Model<S>,
+    q: &DVector<S>,
+    lanes: usize,
+    weights: &InverseWeights<S>,
+) -> Vec<Gathered<S>> {
+    let q0 = model.qpos0();
+    let nv = model.nv();
+    // A coupled object's value less its reference, Jacobian row and inverse weight.
+    let joint = |j: usize| {
+        let joint = &model.joints()[j];
+        let mut jac = DVector::zeros(nv);
+        jac[joint.dof_adr()] = S::one();
+        (q[joint.qpos_adr()] - q0[joint.qpos_adr()], jac, weights.dof[joint.dof_adr()])
+    };
+    let tendon = |t: usize| {
+        let tendon = &model.tendons()[t];
+        let mut jac = DVector::zeros(nv);
+        tendon.apply(model, S::one(), &mut jac);
+        (tendon.length(model, q) - tendon.length(model, &q0), jac, weights.tendon[t])
+    };
+    let mut out = Vec::new();
+    for (index, equality) in model.equalities().iter().enumerate() {
+        let ((x1, j1, w1), second) = match equality.coupled {
+            Coupled::Joints { first, second } => (joint(first), second.map(joint)),
+            Coupled::Tendons { first, second } => (tendon(first), second.map(tendon)),
+        };
+        let (violation, slope) = equality.violation(x1, second.as_ref().map(|s| s.0));
+        let (jacobian, inverse_weight) = match &second {
+            Some((_, j2, w2)) => (j1 - j2 * slope, w1 + *w2),
+            None => (j1, w1),
+        };
+        out.push(Gathered {
+            keys: vec![Some(Key::Equality { index }); lanes],
+            kind: ConstraintKind::Equality,
+            bodies: [None, None],
+            materials: limit_materials(equality.solref, equality.solimp, S::zero(), lanes),
+            jacobian: vec![jacobian],
+            depth: -violation,
+            inverse_weight,
+            friction: S::zero(),
+            restitution: S::zero(),
+            present: S::Mask::splat(true),
+        });
+    }
+    out
+}
+
 /// Whether any constraint can be active in `model`.
 fn constrained<S: Scalar>(model: &Model<S>) -> bool {
     let has_limits =
         model.joints().iter().any(|j| j.range.is_some()) || model.tendons().iter().any(|t| t.range.is_some());
+    let has_friction =
+        model.enabled.frictionloss && model.joints().iter().any(|j| j.frictionloss.greater(S::zero()).any());
     let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
-    model.enabled.constraint && (model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
+    let has_equalities = model.enabled.equality && !model.equalities().is_empty();
+    model.enabled.constraint
+        && (has_equalities || has_friction || model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
 }
 
 /// The limits and contacts of every lane at the positions `kin` holds.
@@ -341,7 +439,14 @@ fn gather<S: Scalar>(
     capacity: Option<usize>,
     pyramidal: bool,
 ) -> Result<Vec<Gathered<S>>, StepError> {
-    let mut gathered = if model.enabled.limit { limits(model, q, lanes, weights)? } else { Vec::new() };
+    // MuJoCo's order: equalities, friction losses, limits, contacts.
+    let mut gathered = if model.enabled.equality { equalities(model, q, lanes, weights) } else { Vec::new() };
+    if model.enabled.frictionloss {
+        gathered.extend(friction_losses(model, lanes, weights));
+    }
+    if model.enabled.limit {
+        gathered.extend(limits(model, q, lanes, weights)?);
+    }
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.
         let found = (0..lanes)
@@ -484,13 +589,17 @@ impl StepInfo {
             self.converged &= solution.converged;
             self.impulses.extend(solution.impulses.iter());
         }
-        // A pyramid's contact counts once, by its first edge.
-        let first = |key: &&Key| !matches!(key, Key::Contact { edge, .. } if *edge > 0);
-        let count = |limit: bool| -> usize {
-            let kind = gathered.iter().filter(|g| (g.kind == ConstraintKind::Limit) == limit);
-            kind.map(|g| g.keys.iter().flatten().filter(first).count()).sum()
+        // A pyramid's contact counts once, by its first edge; friction losses are neither.
+        let count = |contact: bool| -> usize {
+            let keys = gathered.iter().flat_map(|g| g.keys.iter().flatten());
+            keys.filter(|key| match key {
+                Key::Contact { edge, .. } => contact && *edge == 0,
+                Key::JointLimit { .. } | Key::TendonLimit { .. } => !contact,
+                Key::FrictionLoss { .. } | Key::Equality { .. } => false,
+            })
+            .count()
         };
-        self.contacts = count(false);
-        self.limits = count(true);
+        self.contacts = count(true);
+        self.limits = count(false);
     }
 }

@@ -54,17 +54,31 @@ impl<S: Scalar> InverseWeights<S> {
                 if tran.lane(0) > 1e-15 { tran } else { weight(&angular_jacobian(model, &kin, b)) }
             })
             .collect();
-        let dof = (0..model.nv())
-            .map(|d| {
-                let owner = model.tree().links[model.tree().dof_link[d]].body;
-                if simple(model, owner) {
-                    return S::one() / model.bodies()[owner].mass;
-                }
-                let mut e = DVector::zeros(model.nv());
-                e[d] = S::one();
-                factor.solve(&e)[d]
-            })
-            .collect();
+        let diagonal = |d: usize| {
+            let mut e = DVector::zeros(model.nv());
+            e[d] = S::one();
+            factor.solve(&e)[d]
+        };
+        // Per joint, as MuJoCo: a ball's three dofs share their mean, a free joint's
+        // translations and rotations theirs.
+        let mut dof = vec![S::zero(); model.nv()];
+        for joint in model.joints() {
+            let first = joint.dof_adr();
+            let groups: &[std::ops::Range<usize>] = match joint.kind() {
+                JointKind::Free => &[0..3, 3..6],
+                JointKind::Ball => &[0..3],
+                JointKind::Hinge | JointKind::Slide => &[0..1],
+            };
+            for group in groups {
+                let dofs = first + group.start..first + group.end;
+                let weight = if simple(model, joint.body()) {
+                    S::one() / model.bodies()[joint.body()].mass
+                } else {
+                    dofs.clone().map(diagonal).fold(S::zero(), |a, b| a + b) / S::from_f64(dofs.len() as f64)
+                };
+                dofs.for_each(|d| dof[d] = weight);
+            }
+        }
         let tendon = model
             .tendons()
             .iter()

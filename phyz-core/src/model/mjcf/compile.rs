@@ -15,8 +15,8 @@ use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
-    ActuatorSpec, BodySpec, Cone, DEFAULT_SOLIMP, DEFAULT_SOLREF, Geom, Integrator, JointKind, JointSpec, Keyframe,
-    Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
+    ActuatorSpec, BodySpec, Cone, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, EqualitySpec, Geom, Integrator,
+    JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -102,8 +102,8 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
             "option" => c.option(&el)?,
             "size" => c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize,
             "worldbody" => c.worldbody(at)?,
-            "equality" | "deformable" if !parsed.children(at).is_empty() => {
-                return Err(el.unsupported(format!("<{}> constraints", el.tag())));
+            "deformable" if !parsed.children(at).is_empty() => {
+                return Err(el.unsupported("<deformable> constraints"));
             }
             "equality" | "deformable" => {}
             tag if SKIPPED.contains(&tag) => {}
@@ -116,6 +116,9 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
     }
     for at in of("actuator") {
         c.actuators(at)?;
+    }
+    for at in of("equality") {
+        c.equalities(at)?;
     }
     for at in of("contact") {
         c.contact(at)?;
@@ -159,6 +162,7 @@ fn subject(e: &ModelError) -> Option<(&'static str, String)> {
         ModelError::InvalidJoint { joint, .. } => Some(("joint", joint.clone())),
         ModelError::InvalidTendon { tendon, .. } => Some(("tendon", tendon.clone())),
         ModelError::InvalidActuator { actuator, .. } => Some(("actuator", actuator.clone())),
+        ModelError::InvalidEquality { equality, .. } => Some(("equality", equality.clone())),
         _ => None,
     }
 }
@@ -320,6 +324,8 @@ impl<'a> Compiler<'a> {
             for (name, switch) in [
                 ("constraint", &mut e.constraint),
                 ("limit", &mut e.limit),
+                ("frictionloss", &mut e.frictionloss),
+                ("equality", &mut e.equality),
                 ("contact", &mut e.contact),
                 ("gravity", &mut e.gravity),
                 ("clampctrl", &mut e.clamp_ctrl),
@@ -341,6 +347,41 @@ impl<'a> Compiler<'a> {
             for name in FLAGS {
                 read(name)?;
             }
+        }
+        Ok(())
+    }
+
+    /// `<equality>`: joint and tendon couplings; the other kinds are refused by name.
+    fn equalities(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
+        Element::new(at, None).check_attributes(&[])?;
+        for (k, child) in self.parsed.children(at).into_iter().enumerate() {
+            let el = self.defaults.element_in(child, "equality")?;
+            let (first, second) = match el.tag() {
+                "joint" => ("joint1", "joint2"),
+                "tendon" => ("tendon1", "tendon2"),
+                "connect" | "weld" | "flex" | "flexvert" | "flexstrain" | "distance" => {
+                    return Err(el.unsupported(format!("<{}> equality constraints", el.tag())));
+                }
+                other => return Err(el.invalid(format!("unexpected <{other}> in <equality>"))),
+            };
+            el.check_attributes(&["name", "class", "active", "solref", "solimp", "polycoef", first, second])?;
+            el.reject_unless("active", &["true"])?;
+            let one = el.string(first).ok_or_else(|| el.invalid(format!("`{first}` is required")))?;
+            let two = el.string(second);
+            let coupled = if first == "joint1" {
+                CoupledNames::Joints { first: one, second: two }
+            } else {
+                CoupledNames::Tendons { first: one, second: two }
+            };
+            let name = el.string("name").unwrap_or_else(|| format!("equality {k}"));
+            self.places.insert(("equality", name.clone()), el.location());
+            self.builder.add_equality(EqualitySpec {
+                name,
+                coupled,
+                polycoef: el.padded("polycoef", [0.0, 1.0, 0.0, 0.0, 0.0])?,
+                solref: el.padded("solref", DEFAULT_SOLREF)?,
+                solimp: el.padded("solimp", DEFAULT_SOLIMP)?,
+            });
         }
         Ok(())
     }
@@ -501,7 +542,6 @@ impl<'a> Compiler<'a> {
             "frictionloss",
             "user",
         ])?;
-        el.reject_nonzero("frictionloss")?;
         el.reject_nonzero("springdamper")?;
         el.reject_unless("actuatorgravcomp", &["false"])?;
         if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
@@ -531,6 +571,9 @@ impl<'a> Compiler<'a> {
             limit_margin: el.number_or("margin", 0.0)?,
             solref_limit: el.padded("solreflimit", DEFAULT_SOLREF)?,
             solimp_limit: el.padded("solimplimit", DEFAULT_SOLIMP)?,
+            frictionloss: el.number_or("frictionloss", 0.0)?,
+            solref_friction: el.padded("solreffriction", DEFAULT_SOLREF)?,
+            solimp_friction: el.padded("solimpfriction", DEFAULT_SOLIMP)?,
         };
         if limited {
             let [lo, hi] = range.ok_or_else(|| el.invalid("limited joint without a range"))?;

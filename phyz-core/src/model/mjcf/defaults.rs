@@ -18,6 +18,7 @@ pub(super) fn group(tag: &str) -> Option<&'static str> {
         "geom" => Some("geom"),
         "site" => Some("site"),
         "fixed" | "spatial" | "tendon" => Some("tendon"),
+        "equality" => Some("equality"),
         "general" | "motor" | "position" | "velocity" | "intvelocity" | "damper" | "cylinder" | "muscle"
         | "adhesion" => Some("actuator"),
         _ => None,
@@ -83,6 +84,17 @@ impl Defaults {
             .get(class)
             .ok_or_else(|| Element::new(at, None).invalid(format!("default class `{class}` does not exist")))?;
         Ok(group(at.node.tag_name().name()).and_then(|g| groups.get(g)))
+    }
+
+    /// An element read with the defaults of `group` rather than its tag's: the children of
+    /// `<equality>` share the `equality` defaults whatever their tag.
+    pub(super) fn element_in<'a>(&self, at: Located<'a>, group: &str) -> Result<Element<'a, '_>, MjcfError> {
+        let class = at.node.attribute("class").unwrap_or(MAIN);
+        let groups = self
+            .classes
+            .get(class)
+            .ok_or_else(|| Element::new(at, None).invalid(format!("default class `{class}` does not exist")))?;
+        Ok(Element::new(at, groups.get(group)))
     }
 
     /// An element, with the defaults of its own `class` or else the enclosing `childclass`.
