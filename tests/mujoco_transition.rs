@@ -1,7 +1,7 @@
 //! phyz's exact step Jacobians against MuJoCo's centred finite differences
 //! (`mjd_transitionFD`, eps 1e-6; reference data from tools/mujoco_transition_reference.py) on
-//! every gymnasium model's smooth dynamics (constraints off), stepped with Euler as
-//! `mjd_transitionFD` requires.
+//! every gymnasium model's smooth dynamics (constraints off), and with contacts and limits under
+//! `mujoco_compat`, stepped with Euler as `mjd_transitionFD` requires.
 
 mod common;
 
@@ -9,8 +9,10 @@ use std::path::PathBuf;
 
 use common::{read_rows, state_from_row};
 use nalgebra::DMatrix;
-use phyz::dual::step_jacobians;
+use phyz::contact::SolverConfig;
+use phyz::dual::{step_jacobians, step_jacobians_lanes};
 use phyz::model::{Integrator, mjcf};
+use phyz::sim::ContactState;
 
 /// MuJoCo's centred differences carry an error of about `ε² · f'''` plus roundoff over `ε`: the
 /// comparison is to that noise, stated before measuring as 1e-6 of the largest entry.
@@ -53,6 +55,50 @@ fn exact_jacobians_match_mujocos_finite_differences() {
         eprintln!("{name:>26}: A {ea:.2e}, B {eb:.2e}");
         if ea > TOL || eb > TOL {
             failures.push(format!("{name}: A {ea:.2e}, B {eb:.2e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The same comparison with contacts, limits and the models' own cones under `mujoco_compat`:
+/// two states of each gymnasium model's one-step contact data where MuJoCo's differences are
+/// smooth (`tools/mujoco_contact_steps.py`, MuJoCo's solver run to 1e-15), stepped with Euler.
+#[test]
+fn exact_jacobians_with_contact_match_mujocos_finite_differences() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("tests/reference/contact_steps");
+    let mut names: Vec<String> = std::fs::read_dir(&data)
+        .expect("contact step data")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 9, "contact step data for {} models", names.len());
+    let mut failures = Vec::new();
+    for name in &names {
+        let reference = data.join(name);
+        let mut model = mjcf::load(root.join("../shared/models/gymnasium").join(format!("{name}.xml"))).expect("model");
+        model.integrator = Integrator::Euler;
+        let states = read_rows(&reference.join("onestep_in.csv"), true);
+        let controls = read_rows(&reference.join("onestep_ctrl.csv"), false);
+        let two_nv = 2 * model.nv();
+        for k in 0..2 {
+            // The row of the one-step data this reference was taken at.
+            let row = read_rows(&reference.join(format!("transition_state_{k}.csv")), false)[0][0] as usize;
+            let state = state_from_row(&model, &states[row]);
+            let ctrl = controls[row][..model.nu()].to_vec();
+            let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+            let jac = step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact).expect("jacobians");
+            let a = matrix(read_rows(&reference.join(format!("transition_A_{k}.csv")), false), two_nv);
+            let b = matrix(read_rows(&reference.join(format!("transition_B_{k}.csv")), false), model.nu());
+            let error = |ours: &DMatrix<f64>, theirs: &DMatrix<f64>| {
+                (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(1e-12)
+            };
+            let (ea, eb) = (error(&jac.a, &a), if model.nu() == 0 { 0.0 } else { error(&jac.b, &b) });
+            eprintln!("{name:>26} state {k}: A {ea:.2e}, B {eb:.2e}");
+            if ea > TOL || eb > TOL {
+                failures.push(format!("{name} state {k}: A {ea:.2e}, B {eb:.2e}"));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -12,9 +12,10 @@ tests/reference/README.md):
   onestep_in.csv, onestep_ctrl.csv, onestep_out.csv   the 8 states (time 0), their controls, and
                                                       the state after one mj_step
   contacts.csv                                        ncon,nefc at each input state
-  transition_A_<k>.csv, transition_B_<k>.csv          for the first 2 states: mjd_transitionFD
-                                                      (centred, eps 1e-6) of the model stepped
-                                                      with Euler (it refuses RK4)
+  transition_A_<k>.csv, transition_B_<k>.csv          for the first 2 states where it is smooth:
+  transition_state_<k>.csv                            mjd_transitionFD (centred, eps 1e-6) of
+                                                      the model stepped with Euler (it refuses
+                                                      RK4), and which state (row) it is at
 
 All floats are written with repr(); the run is deterministic (numpy PCG64 seeded with a fixed
 constant and the CRC32 of the model name), so a rerun reproduces the files byte for byte.
@@ -35,7 +36,7 @@ from mujoco_reference import (  # noqa: E402
     DEFAULT_GYM_DIR, REPO, check_stable, ctrl_bounds, model_paths, rng_for, route_warnings, set_state,
     state_header, state_row, write_csv)
 from mujoco_constraint_reference import converged_solver  # noqa: E402
-from mujoco_transition_reference import euler, transition  # noqa: E402
+from mujoco_transition_reference import EPS, euler, transition  # noqa: E402
 
 SEED = 20261130
 STEPS = 2000
@@ -72,6 +73,17 @@ def run(m, rng):
     return found
 
 
+def smooth(m, d, a, qpos, qvel, ctrl):
+    """Whether differences at a tenth of the step agree with `a` to 1e-4 of its largest entry:
+    where a contact or limit appears within the step, centred differences measure the jump,
+    not a derivative, and the state is no reference (pusher's first state: an entry of -1363
+    where the derivative is 1)."""
+    set_state(m, d, qpos, qvel, ctrl)
+    fine = np.zeros_like(a)
+    mujoco.mjd_transitionFD(m, d, EPS / 10, True, fine, None, None, None)
+    return np.max(np.abs(fine - a)) <= 1e-4 * np.max(np.abs(a))
+
+
 def generate(path, out_root):
     name = os.path.splitext(os.path.basename(path))[0]
     m = converged_solver(mujoco.MjModel.from_xml_path(path))
@@ -97,11 +109,18 @@ def generate(path, out_root):
     write_csv(os.path.join(out, "contacts.csv"), ["ncon", "nefc"], counts)
     stepped = euler(converged_solver(mujoco.MjModel.from_xml_path(path)))
     e = mujoco.MjData(stepped)
-    for k, (qpos, qvel, ctrl, _, _) in enumerate(picks[:TRANSITIONS]):
+    k = 0
+    for i, (qpos, qvel, ctrl, _, _) in enumerate(picks):
+        if k == TRANSITIONS:
+            break
         set_state(stepped, e, qpos, qvel, ctrl)
         a, b = transition(stepped, e)
+        if not smooth(stepped, e, a, qpos, qvel, ctrl):
+            continue
         write_csv(os.path.join(out, f"transition_A_{k}.csv"), None, a.tolist())
         write_csv(os.path.join(out, f"transition_B_{k}.csv"), None, b.tolist())
+        write_csv(os.path.join(out, f"transition_state_{k}.csv"), None, [[str(i)]])
+        k += 1
     return name, len(found), counts
 
 

@@ -88,7 +88,9 @@ pub struct Slot<'a> {
 #[derive(Clone, Debug)]
 pub struct Lifted<S: Scalar> {
     pub anchor: Anchor<S>,
+    /// In the world, or in `tangent_body`'s frame.
     pub tangent_ref: Vector3<S>,
+    pub tangent_body: Option<usize>,
     /// Which lanes hold a contact.
     pub present: S::Mask,
 }
@@ -115,6 +117,6 @@ impl<'a> Slot<'a> {
         let tangent_ref =
             Vector3::from_fn(|i, _| S::from_lanes(&contacts.iter().map(|c| c.tangent_ref[i]).collect::<Vec<_>>()));
         let present = S::Mask::from_lanes(&self.lanes.iter().map(Option::is_some).collect::<Vec<_>>());
-        Lifted { anchor, tangent_ref, present }
+        Lifted { anchor, tangent_ref, tangent_body: contacts[0].tangent_body, present }
     }
 }

@@ -30,8 +30,10 @@ pub struct Contact {
     /// warm starts.
     pub feature: usize,
     pub anchor: Anchor,
-    /// Frozen direction the first tangent is built from.
+    /// The direction the first tangent is built from: fixed in the world, or, with
+    /// `tangent_body`, fixed in that body's frame and turning with it (a capsule's axis).
     pub tangent_ref: Vector3<f64>,
+    pub tangent_body: Option<usize>,
     pub material: Material,
     pub kind: ConstraintKind,
     /// Penetration at detection (negative: within the margin).
@@ -103,8 +105,12 @@ pub fn detect_lane<S: Scalar>(
             shape2: g2.geom.shape.name(),
         })?;
         for Found { feature, anchor, depth, normal, tangent } in found {
-            let tangent_ref = tangent.unwrap_or_else(|| tangent_reference(&normal));
-            contacts.push(Contact { geoms: [g1.index, g2.index], feature, anchor, tangent_ref, material, kind, depth });
+            let (tangent_ref, tangent_body) = match tangent {
+                Some((body, axis)) => (axis, Some(body)),
+                None => (tangent_reference(&normal), None),
+            };
+            let geoms = [g1.index, g2.index];
+            contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, kind, depth });
         }
     }
     Ok(contacts)
@@ -177,8 +183,9 @@ pub(super) struct Found {
     /// World normal at detection, first geom to second.
     pub normal: Vector3<f64>,
     /// The direction MuJoCo aligns the contact's first tangent with, where its detector sets
-    /// one (a capsule's axis on a plane); otherwise [`tangent_reference`]'s default.
-    pub tangent: Option<Vector3<f64>>,
+    /// one (a capsule's axis on a plane), as a body and the direction in its frame; otherwise
+    /// [`tangent_reference`]'s default.
+    pub tangent: Option<(usize, Vector3<f64>)>,
 }
 
 /// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
@@ -273,7 +280,8 @@ fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
         }
     };
     // MuJoCo aligns a capsule's contacts on a plane with the capsule's axis.
-    let tangent = matches!(other.geom.shape, Shape::Capsule { .. }).then(|| other.world.rot * Vector3::z());
+    let tangent =
+        matches!(other.geom.shape, Shape::Capsule { .. }).then(|| (other.body, other.local.rot * Vector3::z()));
     let mut found: Vec<_> = points
         .into_iter()
         .enumerate()

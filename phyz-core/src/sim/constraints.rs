@@ -189,7 +189,11 @@ fn contact_constraint<S: Scalar>(
     weights: &InverseWeights<S>,
 ) -> Gathered<S> {
     let lifted = slot.lift::<S>();
-    let frame = lifted.anchor.evaluate(model, kin, &lifted.tangent_ref);
+    let tangent_ref = match lifted.tangent_body {
+        Some(body) => kin.body_pose(model, body).rot * lifted.tangent_ref,
+        None => lifted.tangent_ref,
+    };
+    let frame = lifted.anchor.evaluate(model, kin, &tangent_ref);
     let [a, b] = lifted.anchor.bodies();
     let contacts = slot.contacts();
     let kind = contacts[0].kind;
