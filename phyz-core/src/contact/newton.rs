@@ -16,7 +16,7 @@
 //! iterations use them in `f64`, and the derivative rules (`super::sensitivity`) evaluate the
 //! same gradient with dual-number data and invert the same Hessian.
 
-use nalgebra::{Cholesky, DVector, Dyn};
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use super::config::SolverConfig;
 use super::cost::{Piece, Zone, has_cone};
@@ -81,7 +81,8 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, x: DVector<f64>) -> 
     Point { x, jar, zones, impulses, cost, gradient }
 }
 
-/// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized.
+/// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized: each constraint's Hessian block
+/// weights its rows of `J` into `W = ∂²s J`, and one product `Jᵀ W` adds them all.
 pub(crate) fn hessian(
     problem: &ContactProblem<f64>,
     zones: &[Zone],
@@ -89,17 +90,17 @@ pub(crate) fn hessian(
 ) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
     let layout = Layout::new(problem);
     let jacobian = &problem.joint.jacobian;
-    let mut h = problem.joint.mass.clone();
+    let mut weighted = DMatrix::zeros(jacobian.nrows(), jacobian.ncols());
     for (c, zone) in zones.iter().enumerate() {
-        if *zone == Zone::Satisfied {
+        if matches!(zone, Zone::Satisfied | Zone::Linear) {
             continue;
         }
         let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
         let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
-        let rows = jacobian.rows(at, dim);
-        let weighted = block.view((0, 0), (dim, dim)) * rows;
-        h += rows.transpose() * weighted;
+        weighted.rows_mut(at, dim).gemm(1.0, &block.view((0, 0), (dim, dim)), &jacobian.rows(at, dim), 0.0);
     }
+    let mut h = problem.joint.mass.clone();
+    h.gemm_tr(1.0, jacobian, &weighted, 1.0);
     Cholesky::new(h).ok_or(IndefiniteHessian)
 }
 

@@ -199,7 +199,9 @@ impl<S: Scalar> ContactProblem<S> {
         let m = joint.jacobian.nrows();
         let mut regularizer = DVector::zeros(m);
         let mut target = DVector::zeros(m);
-        let factor = MassFactor::dense(&joint.mass);
+        // Only rows without an inverse weight of their own need the mass matrix factorized.
+        let weighted = rows.iter().all(|lanes| lanes.as_ref().iter().all(|r| r.inverse_weight.is_some()));
+        let factor = if weighted { None } else { MassFactor::dense(&joint.mass) };
         let mut at = 0;
         for (i, lanes) in rows.iter().map(AsRef::as_ref).enumerate() {
             let deviation = deviations.map_or(RowDeviation::zero(), |d| d[i]);

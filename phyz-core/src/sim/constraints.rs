@@ -14,7 +14,7 @@ use crate::contact::{
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{Cone, Coupled, Geom, JointKind, Model};
+use crate::model::{Cone, Coupled, Geom, JointKind, Model, State};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -81,6 +81,20 @@ impl ContactState {
     /// The model's inverse weights, one value per batch lane: computed in `S` when a parameter
     /// carries a derivative (they depend on the masses), else from each lane's `f64` weights,
     /// computed once per parameter set.
+    /// The inverse weights a step of `model` from `state` needs, `None` when nothing can be
+    /// constrained.
+    pub(super) fn weights_for_step<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        state: &State<S>,
+    ) -> Result<Option<InverseWeights<S>>, StepError> {
+        if !constrained(model) {
+            return Ok(None);
+        }
+        let lanes = state.qpos.iter().chain(state.qvel.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+        self.weights(model, lanes).map(Some)
+    }
+
     fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<InverseWeights<S>, StepError> {
         let all = model.parameters();
         let differentiated =
@@ -528,16 +542,16 @@ pub(crate) fn acceleration<S: Scalar>(
     ctrl: &[S],
     extra_diagonal: Option<&DVector<S>>,
     state: &mut ContactState,
+    weights: Option<&InverseWeights<S>>,
     info: &mut StepInfo,
 ) -> Result<DVector<S>, StepError> {
     let kin = forward_kinematics(model, q);
     let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
     let smooth = forward_dynamics(model, &kin, v, &tau, extra_diagonal)?;
-    if !constrained(model) {
+    let Some(weights) = weights else {
         return Ok(smooth);
-    }
+    };
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    let weights = state.weights(model, lanes)?;
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
     let pyramidal = state.config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
     let gathered = gather(model, &kin, q, lanes, &weights, state.capacity, pyramidal)?;

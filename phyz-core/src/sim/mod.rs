@@ -33,8 +33,11 @@ pub fn step_with<S: Scalar>(
 ) -> Result<(State<S>, StepInfo), StepError> {
     check_input(model, state, ctrl)?;
     let mut info = StepInfo { converged: true, ..StepInfo::default() };
+    // What the model fixes for the whole step (its inverse weights at the reference pose) is
+    // found once, not at every integrator stage.
+    let weights = contact.weights_for_step(model, state)?;
     let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
-        constraints::acceleration(model, q, v, ctrl, extra, contact, &mut info)
+        constraints::acceleration(model, q, v, ctrl, extra, contact, weights.as_ref(), &mut info)
     };
     let next = match model.integrator {
         Integrator::Euler => integrator::euler(model, state, acceleration)?,
