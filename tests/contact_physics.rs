@@ -1,6 +1,7 @@
 //! Contact on models: resting depths against MuJoCo, rolling, friction on an incline.
 
 use nalgebra::Vector3;
+use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
@@ -274,4 +275,41 @@ fn a_mesh_box_rests_at_mujocos_box_depth() {
         eprintln!("mesh box on {name}: depth {depth:.9e} vs MuJoCo on a plane {expected:.9e}");
         assert!((depth - expected).abs() < 1e-6);
     }
+}
+
+/// A capsule standing on its end: its axis (MuJoCo's tangent reference for capsule contacts)
+/// lies along the normal, and the frame falls back to MuJoCo's world x axis instead of
+/// dividing by zero — in every preset, the pyramidal cone included.
+#[test]
+fn an_upright_capsule_stands_in_every_preset() {
+    let model = scene("<geom type='capsule' size='0.05 0.2'/>", 0.25, 0.0, 1.0);
+    for config in [SolverConfig::simulation(), SolverConfig::mujoco_compat()] {
+        let mut contact = ContactState::new(config);
+        let mut state = model.default_state();
+        for _ in 0..500 {
+            let (next, info) = step_with(&model, &state, &[], &mut contact).expect("step");
+            assert!(info.converged);
+            state = next;
+        }
+        let height = state.qpos[2];
+        assert!((height - 0.25).abs() < 1e-3, "{config:?}: the capsule fell to {height}");
+    }
+}
+
+/// MuJoCo's pair rule: the surface of higher priority sets condim, so a priority-1 frictionless
+/// floor lets a box slide on undisturbed.
+#[test]
+fn a_higher_priority_surface_sets_the_contact_dimension() {
+    let xml = "<mujoco><option timestep='0.002'/><worldbody>\
+        <geom type='plane' size='5 5 0.1' priority='1' condim='1'/>\
+        <body pos='0 0 0.05'><freejoint/><geom type='box' size='0.1 0.1 0.05' condim='3'/></body>\
+        </worldbody></mujoco>";
+    let model = mjcf::parse(xml, "priority.xml").expect("valid");
+    let mut state = model.default_state();
+    state.qvel[0] = 1.0;
+    let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+    for _ in 0..100 {
+        state = step_with(&model, &state, &[], &mut contact).expect("step").0;
+    }
+    assert!((state.qvel[0] - 1.0).abs() < 1e-9, "slowed to {}", state.qvel[0]);
 }

@@ -214,9 +214,13 @@ impl<S: Scalar> Anchor<S> {
                 (point, n, depth)
             }
         };
+        // Orthogonalized against the normal; a reference along the normal (an upright capsule's
+        // axis) leaves nothing, and MuJoCo's `mju_makeFrame` then takes the world x axis.
         let r = tangent_ref;
         let t1 = r - normal * r.dot(&normal);
-        let t1 = t1 / norm(&t1);
+        let length = norm(&t1);
+        let usable = length.greater(S::from_f64(1e-15));
+        let t1 = t1.zip_map(&Vector3::x(), |t, x| S::select(usable, t / length, S::from_f64(x)));
         let t2 = normal.cross(&t1);
         ContactFrame { point, normal, tangents: [t1, t2], depth }
     }

@@ -44,10 +44,11 @@ impl ContactBuffer {
             for contact in contacts {
                 let fits = |slot: &Vec<Option<Contact>>| {
                     slot[lane].is_none()
-                        && slot
-                            .iter()
-                            .flatten()
-                            .all(|o| o.kind == contact.kind && o.anchor.same_structure(&contact.anchor))
+                        && slot.iter().flatten().all(|o| {
+                            o.kind == contact.kind
+                                && o.tangent_body == contact.tangent_body
+                                && o.anchor.same_structure(&contact.anchor)
+                        })
                 };
                 let same = |slot: &Vec<Option<Contact>>| {
                     slot.iter().flatten().any(|o| o.geoms == contact.geoms && o.feature == contact.feature)

@@ -56,7 +56,7 @@ fn material(g: &Geom<f64>) -> Material {
         friction: g.friction[0],
         restitution: g.restitution,
         solref: SolRef::from_mjcf(g.solref),
-        solimp: SolImp::from_mjcf(g.solimp),
+        solimp: SolImp::raw(g.solimp),
         margin: g.margin - g.gap,
         priority: g.priority,
         solmix: g.solmix,
@@ -89,15 +89,18 @@ pub fn detect_lane<S: Scalar>(
         if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
             continue;
         }
-        let material = Material::combine(&material(&g1.geom), &material(&g2.geom));
+        let mixed = Material::combine(&material(&g1.geom), &material(&g2.geom));
+        let material = Material { solimp: mixed.solimp.clamped(), ..mixed };
         if apart(g1, g2, material.margin) {
             continue;
         }
-        let kind = if g1.geom.condim.max(g2.geom.condim) == 1 {
-            ConstraintKind::Frictionless
-        } else {
-            ConstraintKind::Contact
+        // MuJoCo's condim: the higher priority's, else the larger.
+        let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
+            std::cmp::Ordering::Greater => g1.geom.condim,
+            std::cmp::Ordering::Less => g2.geom.condim,
+            std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
         };
+        let kind = if condim == 1 { ConstraintKind::Frictionless } else { ConstraintKind::Contact };
         let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
             geom1: label(model, g1),
             shape1: g1.geom.shape.name(),
@@ -194,8 +197,8 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let keep = |found: Vec<Found>| found.into_iter().filter(|c| c.depth > -margin).collect();
     Some(match (&g1.geom.shape, &g2.geom.shape) {
         (Plane, Plane) => Vec::new(),
-        (Plane, _) => keep(plane_against(&PlaneFrame::of(g1), g2)?),
-        (_, Plane) => keep(plane_against(&PlaneFrame::of(g2), g1)?),
+        (Plane, _) => keep(aligned(plane_against(&PlaneFrame::of(g1), g2)?, g2)),
+        (_, Plane) => keep(aligned(plane_against(&PlaneFrame::of(g2), g1)?, g1)),
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
         (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
         (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
@@ -279,9 +282,6 @@ fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
             (centres.iter().map(|c| (to_geom.transform_point(c), None)).collect(), radius)
         }
     };
-    // MuJoCo aligns a capsule's contacts on a plane with the capsule's axis.
-    let tangent =
-        matches!(other.geom.shape, Shape::Capsule { .. }).then(|| (other.body, other.local.rot * Vector3::z()));
     let mut found: Vec<_> = points
         .into_iter()
         .enumerate()
@@ -295,12 +295,23 @@ fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
                     Anchor::Plane { a, normal: normal_body, origin, b, center, radius }
                 }
             };
-            Found { feature, anchor, depth, normal, tangent }
+            Found { feature, anchor, depth, normal, tangent: None }
         })
         .collect();
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
     found.truncate(MAX_POINTS_PER_PAIR);
     Some(found)
+}
+
+/// A plane geom's contacts with `other`, their frames aligned as MuJoCo's `mjc_PlaneCapsule`
+/// aligns a capsule's (with its axis, turning with its body); MuJoCo does this for plane geoms
+/// only, not for a box face.
+fn aligned(mut found: Vec<Found>, other: &Placed) -> Vec<Found> {
+    if matches!(other.geom.shape, Shape::Capsule { .. }) {
+        let axis = other.local.rot * Vector3::z();
+        found.iter_mut().for_each(|f| f.tangent = Some((other.body, axis)));
+    }
+    found
 }
 
 /// Where a plane is: its body and its frame (z the normal) in the body and in the world — a

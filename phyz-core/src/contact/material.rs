@@ -25,8 +25,11 @@ impl Default for SolRef {
 impl SolRef {
     /// From MJCF's two numbers: positive means `(timeconst, dampratio)`, negative
     /// `(-stiffness, -damping)`.
+    /// Numbers of mixed sign are MuJoCo's default, as MuJoCo replaces them.
     pub fn from_mjcf([a, b]: [f64; 2]) -> Self {
-        if a > 0.0 {
+        if (a > 0.0) != (b > 0.0) {
+            SolRef::default()
+        } else if a > 0.0 {
             SolRef::TimeConstant { timeconst: a, dampratio: b }
         } else {
             SolRef::Direct { stiffness: -a, damping: -b }
@@ -73,16 +76,28 @@ impl Default for SolImp {
 }
 
 impl SolImp {
-    /// MJCF's five numbers, held to the ranges MuJoCo enforces before using them: `dmin`,
-    /// `dmax` and `midpoint` in `[MIN_IMPEDANCE, MAX_IMPEDANCE]`, `width ≥ 0`, `power ≥ 1`.
-    pub fn from_mjcf([dmin, dmax, width, midpoint, power]: [f64; 5]) -> Self {
+    /// MJCF's five numbers, held to the ranges MuJoCo enforces before using them
+    /// ([`SolImp::clamped`]).
+    pub fn from_mjcf(numbers: [f64; 5]) -> Self {
+        Self::raw(numbers).clamped()
+    }
+
+    /// MJCF's five numbers as written: a geom's, which MuJoCo mixes with its partner's before
+    /// holding the mix to its ranges.
+    pub fn raw([dmin, dmax, width, midpoint, power]: [f64; 5]) -> Self {
+        SolImp { dmin, dmax, width, midpoint, power }
+    }
+
+    /// Held to MuJoCo's ranges: `dmin`, `dmax` and `midpoint` in
+    /// `[MIN_IMPEDANCE, MAX_IMPEDANCE]`, `width ≥ 0`, `power ≥ 1`.
+    pub fn clamped(self) -> Self {
         let impedance = |d: f64| d.clamp(MIN_IMPEDANCE, MAX_IMPEDANCE);
         SolImp {
-            dmin: impedance(dmin),
-            dmax: impedance(dmax),
-            width: width.max(0.0),
-            midpoint: impedance(midpoint),
-            power: power.max(1.0),
+            dmin: impedance(self.dmin),
+            dmax: impedance(self.dmax),
+            width: self.width.max(0.0),
+            midpoint: impedance(self.midpoint),
+            power: self.power.max(1.0),
         }
     }
 

@@ -336,7 +336,10 @@ impl<S: Scalar> Model<S> {
                 a.parent == b.parent
                     && a.joints == b.joints
                     && a.geoms.len() == b.geoms.len()
-                    && a.geoms.iter().zip(&b.geoms).all(|(g, h)| g.shape.name() == h.shape.name())
+                    && a.geoms.iter().zip(&b.geoms).all(|(g, h)| {
+                        g.shape.name() == h.shape.name()
+                            && (g.condim, g.priority, g.solmix) == (h.condim, h.priority, h.solmix)
+                    })
             });
         let joints_match = self.joints.len() == other.joints.len()
             && self
@@ -356,13 +359,17 @@ impl<S: Scalar> Model<S> {
                     && a.ctrl_range.is_some() == b.ctrl_range.is_some()
                     && a.force_range.is_some() == b.force_range.is_some()
             });
+        let equalities_match = self.equalities.len() == other.equalities.len()
+            && self.equalities.iter().zip(&other.equalities).all(|(a, b)| a.coupled == b.coupled);
         bodies_match
             && joints_match
             && tendons_match
             && actuators_match
+            && equalities_match
             && self.tree == other.tree
             && self.integrator == other.integrator
             && self.enabled == other.enabled
+            && self.contact == other.contact
     }
 }
 

@@ -78,9 +78,6 @@ impl ContactState {
         ContactState { config, capacity: None, warm: Vec::new(), weights: None }
     }
 
-    /// The model's inverse weights, one value per batch lane: computed in `S` when a parameter
-    /// carries a derivative (they depend on the masses), else from each lane's `f64` weights,
-    /// computed once per parameter set.
     /// The inverse weights a step of `model` from `state` needs, `None` when nothing can be
     /// constrained.
     pub(super) fn weights_for_step<S: Scalar>(
@@ -95,6 +92,9 @@ impl ContactState {
         self.weights(model, lanes).map(Some)
     }
 
+    /// The model's inverse weights, one value per batch lane: computed in `S` when a parameter
+    /// carries a derivative (they depend on the masses), else from each lane's `f64` weights,
+    /// computed once per parameter set.
     fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<InverseWeights<S>, StepError> {
         let all = model.parameters();
         let differentiated =
@@ -232,20 +232,32 @@ fn contact_constraint<S: Scalar>(
         jacobian,
         depth: keep(frame.depth),
         inverse_weight: weights.body[a] + weights.body[b],
-        friction: g1.friction[0].max(g2.friction[0]),
+        // The pair's friction by MuJoCo's rule (`Material::combine`): the higher priority's,
+        // else the larger.
+        friction: match g1.priority.cmp(&g2.priority) {
+            std::cmp::Ordering::Greater => g1.friction[0],
+            std::cmp::Ordering::Less => g2.friction[0],
+            std::cmp::Ordering::Equal => g1.friction[0].max(g2.friction[0]),
+        },
         restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
     }
 }
 
+/// MuJoCo's smallest friction coefficient (`mjMINMU`).
+const MIN_FRICTION: f64 = 1e-5;
+
 /// MuJoCo's pyramidal cone for a frictional contact: the pairs of edges `n ± μ t_k`, each a
-/// unilateral row at the contact's depth (μ live, so derivatives along it reach the rows). A
-/// contact without friction in some lane stays one normal row.
+/// unilateral row at the contact's depth (μ live, so derivatives along it reach the rows).
 fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
-    let lane_mu: Vec<f64> = g.materials.iter().map(|m| m.friction).collect();
-    if g.kind != ConstraintKind::Contact || lane_mu.iter().any(|&mu| mu <= 0.0) {
+    if g.kind != ConstraintKind::Contact {
         return vec![g];
     }
+    // MuJoCo holds every friction coefficient at least `mjMINMU`: a frictionless condim-3
+    // contact is a nearly rigid pyramid, not a normal row.
+    let materials: Vec<Material> =
+        g.materials.iter().map(|m| Material { friction: m.friction.max(MIN_FRICTION), ..*m }).collect();
+    let lane_mu: Vec<f64> = materials.iter().map(|m| m.friction).collect();
     let mu = g.friction - S::from_lanes(&g.friction.reals()) + S::from_lanes(&lane_mu);
     let (normal, tangents) = (&g.jacobian[0], &g.jacobian[1..]);
     let edges = tangents.iter().flat_map(|t| [normal + t * mu, normal - t * mu]);
@@ -255,7 +267,7 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
             keys: g.keys.iter().map(|key| key.map(|key| Key::edge(key, k))).collect(),
             kind: ConstraintKind::PyramidEdge,
             bodies: g.bodies,
-            materials: g.materials.clone(),
+            materials: materials.clone(),
             jacobian: vec![row],
             depth: g.depth,
             inverse_weight: g.inverse_weight,
