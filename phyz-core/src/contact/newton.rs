@@ -16,7 +16,7 @@
 //! iterations use them in `f64`, and the derivative rules (`super::sensitivity`) evaluate the
 //! same gradient with dual-number data and invert the same Hessian.
 
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use nalgebra::{Cholesky, DVector, Dyn};
 
 use super::config::SolverConfig;
 use super::cost::{Piece, Zone, has_cone};
@@ -81,8 +81,9 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, x: DVector<f64>) -> 
     Point { x, jar, zones, impulses, cost, gradient }
 }
 
-/// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized: each constraint's Hessian block
-/// weights its rows of `J` into `W = ∂²s J`, and one product `Jᵀ W` adds them all.
+/// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized. Each constraint adds
+/// `J_cᵀ B_c J_c` (`B_c` its Hessian block) on the columns its rows touch only — a contact
+/// moves the dofs of two bodies' chains, so the work follows the tree's sparsity, not `nv²`.
 pub(crate) fn hessian(
     problem: &ContactProblem<f64>,
     zones: &[Zone],
@@ -90,17 +91,27 @@ pub(crate) fn hessian(
 ) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
     let layout = Layout::new(problem);
     let jacobian = &problem.joint.jacobian;
-    let mut weighted = DMatrix::zeros(jacobian.nrows(), jacobian.ncols());
+    let mut h = problem.joint.mass.clone();
+    let mut columns = Vec::with_capacity(jacobian.ncols());
     for (c, zone) in zones.iter().enumerate() {
         if matches!(zone, Zone::Satisfied | Zone::Linear) {
             continue;
         }
         let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
         let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
-        weighted.rows_mut(at, dim).gemm(1.0, &block.view((0, 0), (dim, dim)), &jacobian.rows(at, dim), 0.0);
+        columns.clear();
+        columns.extend((0..jacobian.ncols()).filter(|&j| (at..at + dim).any(|r| jacobian[(r, j)] != 0.0)));
+        for &j in &columns {
+            // (B J_c)[r, j] for this column, then its products with every touched column.
+            let mut weighted = [0.0; 3];
+            for (r, w) in weighted.iter_mut().enumerate().take(dim) {
+                *w = (0..dim).map(|k| block[(r, k)] * jacobian[(at + k, j)]).sum();
+            }
+            for &i in &columns {
+                h[(i, j)] += (0..dim).map(|r| jacobian[(at + r, i)] * weighted[r]).sum::<f64>();
+            }
+        }
     }
-    let mut h = problem.joint.mass.clone();
-    h.gemm_tr(1.0, jacobian, &weighted, 1.0);
     Cholesky::new(h).ok_or(IndefiniteHessian)
 }
 
