@@ -156,6 +156,9 @@ pub struct TendonSpec {
     pub limit_margin: f64,
     pub solref_limit: [f64; 2],
     pub solimp_limit: [f64; 5],
+    pub frictionloss: f64,
+    pub solref_friction: [f64; 2],
+    pub solimp_friction: [f64; 5],
 }
 
 impl TendonSpec {
@@ -170,6 +173,9 @@ impl TendonSpec {
             limit_margin: 0.0,
             solref_limit: DEFAULT_SOLREF,
             solimp_limit: DEFAULT_SOLIMP,
+            frictionloss: 0.0,
+            solref_friction: DEFAULT_SOLREF,
+            solimp_friction: DEFAULT_SOLIMP,
         }
     }
 }
@@ -551,8 +557,8 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64
     if !scalars.chain(spec.spring_length.into_iter().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
-    if spec.stiffness < 0.0 || spec.damping < 0.0 {
-        return Err(invalid("stiffness and damping must be non-negative".into()));
+    if spec.stiffness < 0.0 || spec.damping < 0.0 || !(spec.frictionloss >= 0.0 && spec.frictionloss.is_finite()) {
+        return Err(invalid("stiffness, damping and frictionloss must be finite and non-negative".into()));
     }
     if let Some([lo, hi]) = spec.range
         && (lo.is_nan() || hi.is_nan() || lo > hi)
@@ -573,6 +579,9 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64
         limit_margin: spec.limit_margin,
         solref_limit: spec.solref_limit,
         solimp_limit: spec.solimp_limit,
+        frictionloss: spec.frictionloss,
+        solref_friction: spec.solref_friction,
+        solimp_friction: spec.solimp_friction,
     })
 }
 

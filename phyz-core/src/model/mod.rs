@@ -299,6 +299,14 @@ impl<S: Scalar> Model<S> {
         for (_, j) in frictional {
             out.extend(j.solref_friction.iter().chain(&j.solimp_friction).map(|&x| x as usize));
         }
+        let lossy_tendons = self
+            .tendons
+            .iter()
+            .zip(&indices.tendons)
+            .filter(|(t, _)| constraints && t.frictionloss.greater(S::zero()).any());
+        for (_, t) in lossy_tendons {
+            out.extend(t.solref_friction.iter().chain(&t.solimp_friction).map(|&x| x as usize));
+        }
         // The timestep enters the rows' reference dynamics: a constant as soon as there are rows.
         if !out.is_empty() {
             out.push(indices.timestep as usize);

@@ -22,6 +22,11 @@ pub struct Tendon<S> {
     pub limit_margin: S,
     pub solref_limit: [S; 2],
     pub solimp_limit: [S; 5],
+    /// Dry friction on the length (MuJoCo's tendon `frictionloss`), with its reference and
+    /// impedance.
+    pub frictionloss: S,
+    pub solref_friction: [S; 2],
+    pub solimp_friction: [S; 5],
 }
 
 impl<S: Scalar> Tendon<S> {
@@ -63,6 +68,9 @@ impl<S: Scalar> Tendon<S> {
             limit_margin: f(self.limit_margin),
             solref_limit: self.solref_limit.map(&mut *f),
             solimp_limit: self.solimp_limit.map(&mut *f),
+            frictionloss: f(self.frictionloss),
+            solref_friction: self.solref_friction.map(&mut *f),
+            solimp_friction: self.solimp_friction.map(&mut *f),
         }
     }
 }

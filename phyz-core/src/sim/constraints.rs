@@ -29,6 +29,9 @@ enum Key {
     FrictionLoss {
         dof: usize,
     },
+    TendonFriction {
+        tendon: usize,
+    },
     Equality {
         index: usize,
     },
@@ -359,39 +362,51 @@ fn limits<S: Scalar>(
     Ok(out)
 }
 
-/// Each degree of freedom's dry friction (MuJoCo's `frictionloss`) as a one-row constraint in
-/// the lanes where it is positive: its impulse bounded by the friction times the step, its
-/// target the velocity damped by `solreffriction`, its impedance `solimpfriction`'s at zero.
+/// Dry friction (MuJoCo's `frictionloss`) on each degree of freedom of a joint and on each
+/// tendon's length, as one-row constraints in the lanes where it is positive: the impulse
+/// bounded by the friction times the step, the target the velocity damped by `solreffriction`,
+/// the impedance `solimpfriction`'s at zero.
 fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseWeights<S>) -> Vec<Gathered<S>> {
     let dt = model.timestep;
+    let nv = model.nv();
     let mut out = Vec::new();
-    for joint in model.joints() {
-        let present = joint.frictionloss.greater(S::zero());
+    let mut push = |key: Key, loss: S, solref, solimp, jacobian: DVector<S>, inverse_weight: S| {
+        let present = loss.greater(S::zero());
         if !present.any() {
-            continue;
+            return;
         }
-        let bound = joint.frictionloss * dt;
-        let materials: Vec<Material> = limit_materials(joint.solref_friction, joint.solimp_friction, S::zero(), lanes)
+        let bound = loss * dt;
+        let materials = limit_materials(solref, solimp, S::zero(), lanes)
             .into_iter()
             .enumerate()
             .map(|(l, m)| Material { friction: bound.lane(l), ..m })
             .collect();
+        out.push(Gathered {
+            keys: (0..lanes).map(|l| present.lane(l).then_some(key)).collect(),
+            kind: ConstraintKind::FrictionLoss,
+            bodies: [None, None],
+            materials,
+            jacobian: vec![jacobian],
+            depth: S::zero(),
+            inverse_weight,
+            friction: bound,
+            restitution: S::zero(),
+            present,
+        });
+    };
+    for joint in model.joints() {
         for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
-            let mut jacobian = DVector::zeros(model.nv());
+            let mut jacobian = DVector::zeros(nv);
             jacobian[dof] = S::one();
-            out.push(Gathered {
-                keys: (0..lanes).map(|l| present.lane(l).then_some(Key::FrictionLoss { dof })).collect(),
-                kind: ConstraintKind::FrictionLoss,
-                bodies: [None, None],
-                materials: materials.clone(),
-                jacobian: vec![jacobian],
-                depth: S::zero(),
-                inverse_weight: weights.dof[dof],
-                friction: bound,
-                restitution: S::zero(),
-                present,
-            });
+            let (solref, solimp) = (joint.solref_friction, joint.solimp_friction);
+            push(Key::FrictionLoss { dof }, joint.frictionloss, solref, solimp, jacobian, weights.dof[dof]);
         }
+    }
+    for (t, tendon) in model.tendons().iter().enumerate() {
+        let mut jacobian = DVector::zeros(nv);
+        tendon.apply(model, S::one(), &mut jacobian);
+        let (solref, solimp) = (tendon.solref_friction, tendon.solimp_friction);
+        push(Key::TendonFriction { tendon: t }, tendon.frictionloss, solref, solimp, jacobian, weights.tendon[t]);
     }
     out
 }
@@ -451,8 +466,10 @@ fn equalities<S: Scalar>(
 fn constrained<S: Scalar>(model: &Model<S>) -> bool {
     let has_limits =
         model.joints().iter().any(|j| j.range.is_some()) || model.tendons().iter().any(|t| t.range.is_some());
-    let has_friction =
-        model.enabled.frictionloss && model.joints().iter().any(|j| j.frictionloss.greater(S::zero()).any());
+    let lossy = |loss: S| loss.greater(S::zero()).any();
+    let has_friction = model.enabled.frictionloss
+        && (model.joints().iter().any(|j| lossy(j.frictionloss))
+            || model.tendons().iter().any(|t| lossy(t.frictionloss)));
     let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
     let has_equalities = model.enabled.equality && !model.equalities().is_empty();
     model.enabled.constraint
@@ -625,7 +642,7 @@ impl StepInfo {
             keys.filter(|key| match key {
                 Key::Contact { edge, .. } => contact && *edge == 0,
                 Key::JointLimit { .. } | Key::TendonLimit { .. } => !contact,
-                Key::FrictionLoss { .. } | Key::Equality { .. } => false,
+                Key::FrictionLoss { .. } | Key::TendonFriction { .. } | Key::Equality { .. } => false,
             })
             .count()
         };

@@ -802,7 +802,6 @@ impl<'a> Compiler<'a> {
                 "actuatorfrcrange",
                 "actuatorfrclimited",
             ])?;
-            el.reject_nonzero("frictionloss")?;
             el.reject_nonzero("armature")?;
             if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
                 return Err(el.unsupported("tendon actuator force limits (actuatorfrcrange)"));
@@ -839,6 +838,9 @@ impl<'a> Compiler<'a> {
                 if limited { Some(range.ok_or_else(|| el.invalid("limited tendon without a range"))?) } else { None };
             spec.limit_margin = el.number_or("margin", 0.0)?;
             spec.solref_limit = el.padded("solreflimit", DEFAULT_SOLREF)?;
+            spec.frictionloss = el.number_or("frictionloss", 0.0)?;
+            spec.solref_friction = el.padded("solreffriction", DEFAULT_SOLREF)?;
+            spec.solimp_friction = el.padded("solimpfriction", DEFAULT_SOLIMP)?;
             spec.solimp_limit = el.padded("solimplimit", DEFAULT_SOLIMP)?;
             self.builder.add_tendon(spec);
         }
