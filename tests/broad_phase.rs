@@ -1,4 +1,4 @@
-//! The broad phase (a BVH over bounding boxes) finds exactly the touching pairs an all-pairs
+//! The broad phase (sweep and prune over bounding boxes) finds exactly the touching pairs an all-pairs
 //! test finds.
 
 mod common;

@@ -14,9 +14,6 @@ use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
 use crate::math::Pose;
 use crate::model::{Geom, Model, Shape};
-use parry3d_f64::bounding_volume::Aabb;
-use parry3d_f64::math::Vector;
-use parry3d_f64::partitioning::{Bvh, BvhBuildStrategy, BvhWorkspace};
 
 /// Most contact points one pair of geoms contributes.
 pub const MAX_POINTS_PER_PAIR: usize = 4;
@@ -131,18 +128,16 @@ fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
 }
 
 /// Pairs of geoms (indices into `placed`, ascending) whose bounds overlap: a plane against every
-/// other geom, the bounded geoms by a BVH over their bounding boxes (bounding sphere plus
-/// margin), so a scene of many separate objects does not test every pair.
+/// other geom, the bounded geoms by sweep and prune over their bounding boxes (bounding sphere
+/// plus margin), so a scene of many separate objects does not test every pair.
 fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
-    let (mut planes, mut bounded, mut boxes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut planes, mut boxes) = (Vec::new(), Vec::new());
     for (i, g) in placed.iter().enumerate() {
         match g.geom.shape.bounding_radius() {
             None => planes.push(i),
             Some(r) => {
                 let reach = r + g.geom.margin.max(0.0);
-                let (lo, hi) = (g.world.pos.add_scalar(-reach), g.world.pos.add_scalar(reach));
-                boxes.push(Aabb::new(Vector::new(lo.x, lo.y, lo.z), Vector::new(hi.x, hi.y, hi.z)));
-                bounded.push(i);
+                boxes.push((i, g.world.pos.add_scalar(-reach), g.world.pos.add_scalar(reach)));
             }
         }
     }
@@ -150,11 +145,24 @@ fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
     for &p in &planes {
         pairs.extend(placed.iter().enumerate().filter(|&(i, _)| i != p).map(|(i, _)| (p.min(i), p.max(i))));
     }
-    let bvh = Bvh::from_leaves(BvhBuildStrategy::default(), &boxes);
-    bvh.traverse_bvtt_single_tree::<false>(&mut BvhWorkspace::default(), &mut |a, b| {
-        let (i, j) = (bounded[a as usize], bounded[b as usize]);
-        pairs.push((i.min(j), i.max(j)));
-    });
+    // Sweep and prune along the axis the boxes spread most on: boxes in order of their lower
+    // bound there, each paired with those that start before it ends and overlap it on the other
+    // two axes.
+    let spread = |d: usize| {
+        let (lo, hi) =
+            boxes.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), g| (a.min(g.1[d]), b.max(g.1[d])));
+        hi - lo
+    };
+    let axis = (0..3).max_by(|&a, &b| spread(a).total_cmp(&spread(b))).unwrap_or(0);
+    boxes.sort_by(|a, b| a.1[axis].total_cmp(&b.1[axis]));
+    for (k, (i, lo, hi)) in boxes.iter().enumerate() {
+        for (j, lo2, hi2) in boxes[k + 1..].iter().take_while(|(_, lo2, _)| lo2[axis] <= hi[axis]) {
+            let overlap = (0..3).all(|d| lo2[d] <= hi[d] && lo[d] <= hi2[d]);
+            if overlap {
+                pairs.push(((*i).min(*j), (*i).max(*j)));
+            }
+        }
+    }
     pairs.sort_unstable();
     pairs.dedup();
     pairs
