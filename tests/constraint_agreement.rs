@@ -80,8 +80,9 @@ fn limits_match_mujoco() {
 /// Every contact scene of `tools/mujoco_constraint_reference.py` over 500 steps: drops (a sphere,
 /// a box flat and on a corner, under both cones) and launches along the plane (a box sliding and
 /// turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
-/// rolling under the pyramidal cone), joint friction loss (hinges, a slide, a ball) and joint
-/// and tendon equalities (Euler and RK4).
+/// rolling under the pyramidal cone), the same under RK4 (MuJoCo's and phyz's RK4 both solve the
+/// constraints at every stage), joint friction loss (hinges, a slide, a ball, a tendon) and
+/// joint and tendon equalities (Euler and RK4).
 #[test]
 fn contact_scenes_match_mujoco_under_compatibility() {
     let dir = root().join("tests/reference/contact");
@@ -95,6 +96,11 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "box_slide_pyramidal",
         "box_slide_impratio",
         "sphere_skid_pyramidal",
+        "box_tilted_rk4",
+        "box_tilted_pyramidal_rk4",
+        "box_slide_elliptic_rk4",
+        "box_slide_pyramidal_rk4",
+        "sphere_skid_pyramidal_rk4",
         "friction_loss",
         "friction_loss_rk4",
         "equality",
@@ -110,7 +116,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
             s = step_with(&model, &s, &[], &mut contact).expect("step").0;
             worst = worst.max(error(&s, &state(&model, want)));
         }
-        eprintln!("contact {name:<22} 500 steps {worst:.2e}");
+        eprintln!("contact {name:<26} 500 steps {worst:.2e}");
         if worst.is_nan() || worst > TRAJECTORY_TOL {
             failures.push((name, worst));
         }

@@ -19,8 +19,8 @@ Two data sets (formats: tests/reference/README.md, "Constraint reference data"):
    scenes, 500 steps each: a sphere and a box dropped on a plane (the box flat and tilted, the
    tilted one under both cones), and sliding scenes launched along the plane (a box sliding and
    turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
-   rolling under the pyramidal cone), joint friction loss and joint and tendon equality
-   constraints without contacts (Euler and RK4). rest.csv there belongs to
+   rolling under the pyramidal cone), the same drops and slides under RK4, joint friction loss
+   and joint and tendon equality constraints without contacts (Euler and RK4). rest.csv there belongs to
    tools/mujoco_contact_reference.py and is not touched.
 
 All floats are written with repr(); the output is deterministic (numpy PCG64 seeded with fixed
@@ -143,6 +143,14 @@ FRICTION_LOSS = """<!-- Dry friction (frictionloss) on a hinge arm (the elbow wi
   </tendon>
 </mujoco>
 """
+# The drops and slides again under RK4 (MuJoCo applies the constraints at every stage, as phyz does).
+for base in ["box_tilted", "box_tilted_pyramidal", "box_slide_pyramidal", "box_slide_elliptic", "sphere_skid_pyramidal"]:
+    rk4 = base + "_rk4"
+    CONTACT_SCENES[rk4] = (CONTACT_SCENES[base]
+                           .replace('integrator="Euler"', 'integrator="RK4"')
+                           .replace(f'model="{base}"', f'model="{rk4}"')
+                           .replace("<!-- ", "<!-- RK4: ", 1))
+
 CONTACT_SCENES["friction_loss"] = FRICTION_LOSS.format(name="friction_loss", integrator="Euler")
 CONTACT_SCENES["friction_loss_rk4"] = FRICTION_LOSS.format(name="friction_loss_rk4", integrator="RK4")
 
@@ -193,6 +201,9 @@ CONTACT_LAUNCH = {
     "box_slide_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "box_slide_impratio": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "sphere_skid_pyramidal": [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    "box_slide_pyramidal_rk4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
+    "box_slide_elliptic_rk4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
+    "sphere_skid_pyramidal_rk4": [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     "friction_loss": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
     "friction_loss_rk4": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
     "equality": [1.0, -0.5, 0.3, 0.8],
