@@ -138,8 +138,8 @@ impl<'a, S: Scalar> Piece<'a, S> {
             Zone::Satisfied => {}
             Zone::Quadratic => {
                 let rows = if conic { self.kind.dim() } else { 1 };
-                for r in 0..rows {
-                    out[r] = -self.d[r] * self.jar[r];
+                for (r, f) in out.iter_mut().enumerate().take(rows) {
+                    *f = -self.d[r] * self.jar[r];
                 }
             }
             Zone::Cone => {

@@ -583,7 +583,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
     let pyramidal = state.config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
-    let gathered = gather(model, &kin, q, lanes, &weights, state.capacity, pyramidal)?;
+    let gathered = gather(model, &kin, q, lanes, weights, state.capacity, pyramidal)?;
     if gathered.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();

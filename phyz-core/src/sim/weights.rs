@@ -64,13 +64,14 @@ impl<S: Scalar> InverseWeights<S> {
         let mut dof = vec![S::zero(); model.nv()];
         for joint in model.joints() {
             let first = joint.dof_adr();
-            let groups: &[std::ops::Range<usize>] = match joint.kind() {
-                JointKind::Free => &[0..3, 3..6],
-                JointKind::Ball => &[0..3],
-                JointKind::Hinge | JointKind::Slide => &[0..1],
+            // (first dof, count) of each group.
+            let groups: &[(usize, usize)] = match joint.kind() {
+                JointKind::Free => &[(0, 3), (3, 3)],
+                JointKind::Ball => &[(0, 3)],
+                JointKind::Hinge | JointKind::Slide => &[(0, 1)],
             };
-            for group in groups {
-                let dofs = first + group.start..first + group.end;
+            for &(start, count) in groups {
+                let dofs = first + start..first + start + count;
                 let weight = if simple(model, joint.body()) {
                     S::one() / model.bodies()[joint.body()].mass
                 } else {
