@@ -118,3 +118,33 @@ fn too_many_contacts_for_the_buffer_is_an_error_that_changes_nothing() {
     contact.capacity = Some(16);
     step_with(&batch_model, &batch, &[], &mut contact).expect("fits");
 }
+
+/// Models whose constraints differ in structure (an equality in one, a different cone or a
+/// geom's pairing priority in another) cannot share lanes: a typed error, not lane 0's model.
+#[test]
+fn models_with_different_constraints_do_not_batch() {
+    let with = |extra: &str, option: &str, priority: &str| -> Model<f64> {
+        let xml = format!(
+            "<mujoco><option {option}/><worldbody><geom type='plane' size='5 5 0.1' priority='{priority}'/>\
+             <body name='a' pos='0 0 1'><joint name='h1' type='hinge' axis='0 1 0'/>\
+             <geom type='capsule' fromto='0 0 0 0.3 0 0' size='0.03'/>\
+             <body pos='0.3 0 0'><joint name='h2' type='hinge' axis='0 1 0'/>\
+             <geom type='capsule' fromto='0 0 0 0.3 0 0' size='0.03'/></body></body></worldbody>{extra}</mujoco>"
+        );
+        mjcf::parse(&xml, "batch.xml").expect("valid")
+    };
+    let plain = with("", "", "0");
+    let variants = [
+        with("<equality><joint joint1='h2' joint2='h1'/></equality>", "", "0"),
+        with("", "cone='elliptic'", "0"),
+        with("", "impratio='3'", "0"),
+        with("", "", "1"),
+    ];
+    for other in &variants {
+        for pair in [[plain.clone(), other.clone()], [other.clone(), plain.clone()]] {
+            let batched = Model::<Lanes<2>>::batch(&pair);
+            assert!(matches!(batched, Err(phyz::ModelError::StructureMismatch { .. })), "{:?}", batched.err());
+        }
+    }
+    assert!(Model::<Lanes<2>>::batch(&[plain.clone(), plain]).is_ok());
+}
