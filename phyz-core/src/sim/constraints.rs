@@ -81,6 +81,15 @@ impl ContactState {
         ContactState { config, capacity: None, warm: Vec::new(), weights: None }
     }
 
+    /// The warm-start cache as it stands, to put back if a step fails.
+    pub(super) fn warm_cache(&self) -> Vec<LaneWarm> {
+        self.warm.clone()
+    }
+
+    pub(super) fn restore_warm_cache(&mut self, cache: Vec<LaneWarm>) {
+        self.warm = cache;
+    }
+
     /// The inverse weights a step of `model` from `state` needs, `None` when nothing can be
     /// constrained.
     pub(super) fn weights_for_step<S: Scalar>(
@@ -122,7 +131,7 @@ impl ContactState {
 /// What a lane's next solve starts from: the last solve's acceleration (Newton, as MuJoCo's
 /// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
 #[derive(Clone, Debug, Default)]
-struct LaneWarm {
+pub(super) struct LaneWarm {
     acceleration: Option<DVector<f64>>,
     impulses: HashMap<Key, [f64; 3]>,
 }

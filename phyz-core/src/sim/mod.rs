@@ -36,16 +36,28 @@ pub fn step_with<S: Scalar>(
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
     let weights = contact.weights_for_step(model, state)?;
-    let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
-        constraints::acceleration(model, q, v, ctrl, extra, contact, weights.as_ref(), &mut info)
+    // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
+    // have recorded their solutions.
+    let cache = contact.warm_cache();
+    let mut attempt = || {
+        let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
+            constraints::acceleration(model, q, v, ctrl, extra, contact, weights.as_ref(), &mut info)
+        };
+        let next = match model.integrator {
+            Integrator::Euler => integrator::euler(model, state, acceleration)?,
+            Integrator::Rk4 => integrator::rk4(model, state, acceleration)?,
+        };
+        check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
+        check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
+        Ok(next)
     };
-    let next = match model.integrator {
-        Integrator::Euler => integrator::euler(model, state, acceleration)?,
-        Integrator::Rk4 => integrator::rk4(model, state, acceleration)?,
-    };
-    check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
-    check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
-    Ok((next, info))
+    match attempt() {
+        Ok(next) => Ok((next, info)),
+        Err(error) => {
+            contact.restore_warm_cache(cache);
+            Err(error)
+        }
+    }
 }
 
 fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
