@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{read_rows as rows, relative_error as error, state_from_row as state};
+use common::{entry_names, read_rows as rows, relative_error as error, state_from_row as state};
 
 use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
@@ -29,12 +29,7 @@ fn model_file(name: &str) -> PathBuf {
 #[test]
 fn limits_match_mujoco() {
     let dir = root().join("tests/reference/limits");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("limits data")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = entry_names(&dir);
     let mut failures = Vec::new();
     for name in names {
         let mut model = mjcf::load(model_file(&name)).expect("loads");
@@ -131,12 +126,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
 fn contact_steps_match_mujoco_on_the_gymnasium_models() {
     const CONTACT_STEP_TOL: f64 = 1e-8;
     let dir = root().join("tests/reference/contact_steps");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("contact step data")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = entry_names(&dir);
     assert!(names.len() >= 9, "contact step data for {} models", names.len());
     let mut failures = Vec::new();
     for name in names {

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{read_rows, state_from_row};
+use common::{entry_names, read_rows, state_from_row};
 use nalgebra::DMatrix;
 use phyz::contact::SolverConfig;
 use phyz::dual::{step_jacobians, step_jacobians_lanes};
@@ -67,12 +67,7 @@ fn exact_jacobians_match_mujocos_finite_differences() {
 fn exact_jacobians_with_contact_match_mujocos_finite_differences() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let data = root.join("tests/reference/contact_steps");
-    let mut names: Vec<String> = std::fs::read_dir(&data)
-        .expect("contact step data")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let names = entry_names(&data);
     assert!(names.len() >= 9, "contact step data for {} models", names.len());
     let mut failures = Vec::new();
     for name in &names {

@@ -232,6 +232,17 @@ pub fn random_contact_problem(
     ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, None, config)
 }
 
+/// The entries of a reference data directory (one per model), sorted.
+pub fn entry_names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reference data {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Rows of a CSV file of numbers (MuJoCo reference data); `header` skips the first line.
 pub fn read_rows(path: &std::path::Path, header: bool) -> Vec<Vec<f64>> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -89,7 +89,16 @@ pub(crate) fn hessian(
     zones: &[Zone],
     jar: &DVector<f64>,
 ) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
-    let layout = Layout::new(problem);
+    factorized_hessian(problem, &Layout::new(problem), zones, jar)
+}
+
+/// [`hessian`] with the problem's layout at hand.
+fn factorized_hessian(
+    problem: &ContactProblem<f64>,
+    layout: &Layout,
+    zones: &[Zone],
+    jar: &DVector<f64>,
+) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
     let jacobian = &problem.joint.jacobian;
     let mut h = problem.joint.mass.clone();
     let mut columns = Vec::with_capacity(jacobian.ncols());
@@ -175,7 +184,7 @@ pub fn solve(
         None => cold,
     };
     let mut iterations = 0;
-    let mut factor = hessian(problem, &point.zones, &point.jar)?;
+    let mut factor = factorized_hessian(problem, &layout, &point.zones, &point.jar)?;
     let (mut decrement, mut search) = measure.newton(&factor, &point.gradient);
     let mut gradient = measure.gradient * point.gradient.norm();
     let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
@@ -186,7 +195,7 @@ pub fn solve(
             break;
         }
         point = evaluate(problem, &layout, &point.x + &search * alpha);
-        factor = hessian(problem, &point.zones, &point.jar)?;
+        factor = factorized_hessian(problem, &layout, &point.zones, &point.jar)?;
         (decrement, search) = measure.newton(&factor, &point.gradient);
         gradient = measure.gradient * point.gradient.norm();
         iterations += 1;

@@ -290,22 +290,19 @@ impl<S: Scalar> Model<S> {
             }
         }
         // Friction losses read their solref and solimp as constants (the loss itself is live).
-        let constraints = self.enabled.constraint && self.enabled.frictionloss;
-        let frictional = self
+        let losses = self.enabled.constraint && self.enabled.frictionloss;
+        let joints = self
             .joints
             .iter()
             .zip(&indices.joints)
-            .filter(|(j, _)| constraints && j.frictionloss.greater(S::zero()).any());
-        for (_, j) in frictional {
-            out.extend(j.solref_friction.iter().chain(&j.solimp_friction).map(|&x| x as usize));
-        }
-        let lossy_tendons = self
+            .map(|(j, i)| (j.frictionloss, i.solref_friction, i.solimp_friction));
+        let tendons = self
             .tendons
             .iter()
             .zip(&indices.tendons)
-            .filter(|(t, _)| constraints && t.frictionloss.greater(S::zero()).any());
-        for (_, t) in lossy_tendons {
-            out.extend(t.solref_friction.iter().chain(&t.solimp_friction).map(|&x| x as usize));
+            .map(|(t, i)| (t.frictionloss, i.solref_friction, i.solimp_friction));
+        for (_, solref, solimp) in joints.chain(tendons).filter(|(loss, ..)| losses && loss.greater(S::zero()).any()) {
+            out.extend(solref.iter().chain(&solimp).map(|&x| x as usize));
         }
         // The timestep enters the rows' reference dynamics: a constant as soon as there are rows.
         if !out.is_empty() {
