@@ -75,7 +75,9 @@ fn limits_match_mujoco() {
 /// Every contact scene of `tools/mujoco_constraint_reference.py` over 500 steps: drops (a sphere,
 /// a box flat and on a corner, under both cones) and launches along the plane (a box sliding and
 /// turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
-/// rolling under the pyramidal cone), the same under RK4 (MuJoCo's and phyz's RK4 both solve the
+/// rolling under the pyramidal cone), torsional and rolling friction (a box sliding and turning
+/// with condim 4, a sphere skidding, spinning and rolling with condim 6, both cones), the same
+/// under RK4 (MuJoCo's and phyz's RK4 both solve the
 /// constraints at every stage), joint friction loss (hinges, a slide, a ball, a tendon) and
 /// joint and tendon equalities (Euler and RK4).
 #[test]
@@ -91,6 +93,11 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "box_slide_pyramidal",
         "box_slide_impratio",
         "sphere_skid_pyramidal",
+        "box_slide_condim4",
+        "box_slide_condim4_pyramidal",
+        "sphere_roll_condim6",
+        "sphere_roll_condim6_pyramidal",
+        "sphere_roll_condim6_rk4",
         "box_tilted_rk4",
         "box_tilted_pyramidal_rk4",
         "box_slide_elliptic_rk4",

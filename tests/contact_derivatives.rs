@@ -151,3 +151,23 @@ fn tilted_shapes_sliding_on_a_box() {
         check(&format!("on a box: {geom}"), &model, &state);
     }
 }
+
+/// Torsional and rolling friction (condim 6): a sphere pressed in, spinning about the vertical
+/// and rolling (its spin and roll rows on the cone's boundary), and a box with torsional
+/// friction (condim 4) sliding and turning on its four corners.
+#[test]
+fn spinning_and_rolling_contacts() {
+    let sphere = scene("<geom type='sphere' size='0.1' condim='6' friction='0.9 0.02 0.01'/>");
+    let mut state = sphere.default_state();
+    state.qpos[2] = 0.1 - 3.6e-4;
+    state.qvel[0] = 0.5;
+    state.qvel[4] = 5.0;
+    state.qvel[5] = 8.0;
+    check("spinning, rolling sphere", &sphere, &state);
+    let block = scene("<geom type='box' size='0.1 0.15 0.05' condim='4' friction='0.8 0.05'/>");
+    let mut state = block.default_state();
+    state.qpos[2] = 0.05 - 3e-4;
+    state.qvel[0] = 1.0;
+    state.qvel[5] = 2.0;
+    check("box sliding and turning (condim 4)", &block, &state);
+}

@@ -313,3 +313,55 @@ fn a_higher_priority_surface_sets_the_contact_dimension() {
     }
     assert!((state.qvel[0] - 1.0).abs() < 1e-9, "slowed to {}", state.qvel[0]);
 }
+
+/// Torsional and rolling friction (condim 6) in every CPU preset, against the rigid-body
+/// answers: a sphere spinning in place about the vertical loses spin at `f_spin g / (2/5 r²)`,
+/// one rolling without slip loses speed at `f_roll g / (7/5 r)` (its rolling torque shares the
+/// cone with the small sliding force that keeps it rolling). Within 1%, after the sphere has
+/// settled to its resting depth.
+#[test]
+fn torsional_and_rolling_friction_decelerate_as_rigid_bodies_do() {
+    let (r, g, spin, roll) = (0.1, 9.81, 0.02, 0.01);
+    let geom = format!("<geom type='sphere' size='{r}' condim='6' friction='0.9 {spin} {roll}'/>");
+    let model = scene(&geom, r, 0.0, 0.9);
+    for (preset, config) in [("simulation", SolverConfig::simulation()), ("gradients", SolverConfig::gradients())] {
+        // (initial qvel, the component measured, expected deceleration)
+        let cases = [
+            ([0.0, 0.0, 0.0, 0.0, 0.0, 8.0], 5, spin * g / (0.4 * r * r)),
+            ([1.0, 0.0, 0.0, 0.0, 1.0 / r, 0.0], 0, roll * g / (1.4 * r)),
+        ];
+        for (qvel, component, expected) in cases {
+            let mut contact = ContactState::new(config);
+            let mut state = model.default_state();
+            state.qvel = nalgebra::DVector::from_column_slice(&qvel);
+            // Let the sphere settle to its resting depth for 35 steps, then measure over the
+            // next 40 (the spin stops after about 80).
+            let mut speeds = Vec::new();
+            for _ in 0..75 {
+                let (next, info) = step_with(&model, &state, &[], &mut contact).expect("step");
+                assert!(info.converged, "{preset}: unconverged");
+                state = next;
+                speeds.push(state.qvel[component]);
+            }
+            let measured = (speeds[34] - speeds[74]) / (40.0 * model.timestep);
+            eprintln!("{preset}: component {component} decelerates at {measured:.5} vs {expected:.5}");
+            assert!((measured / expected - 1.0).abs() < 0.01, "{preset}: {measured} vs {expected}");
+        }
+    }
+}
+
+/// The Gauss-Seidel pass (`gpu_equivalent`) solves contacts of condim 1 and 3: a condim-4
+/// contact is a typed error that names its kind.
+#[test]
+fn the_gauss_seidel_pass_refuses_torsional_friction() {
+    let model = scene("<geom type='sphere' size='0.1' condim='4'/>", 0.1 - 1e-4, 0.0, 1.0);
+    let state = model.default_state();
+    let mut contact = ContactState::new(SolverConfig::gpu_equivalent());
+    match step_with(&model, &state, &[], &mut contact) {
+        Err(phyz::StepError::Contact { reason }) => assert!(reason.contains("Torsional"), "{reason}"),
+        other => panic!("expected a contact error, got {other:?}"),
+    }
+    // A Newton preset solves the same step.
+    let mut newton = ContactState::new(SolverConfig::simulation());
+    assert!(step_with(&model, &state, &[], &mut newton).expect("step").1.converged);
+}

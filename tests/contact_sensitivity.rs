@@ -41,6 +41,7 @@ fn moved<S: Scalar>(problem: &ContactProblem<f64>, seed: u64, t: S) -> ContactPr
         target: DVector::from_fn(m, |i, _| c(problem.target[i]) + t * c(rng.uniform(-0.2, 0.2))),
         regularizer: DVector::from_fn(m, |i, _| c(problem.regularizer[i]) * (S::one() + t * c(rng.uniform(-0.5, 0.5)))),
         mu: problem.mu.iter().map(|&mu| c(mu) + t * c(rng.uniform(-0.3, 0.3))).collect(),
+        twist: problem.twist.iter().map(|w| w.map(|f| c(f) * (S::one() + t * c(rng.uniform(-0.3, 0.3))))).collect(),
         present: vec![<S::Mask as phyz::scalar::Mask>::splat(true); problem.constraints.len()],
         units: problem.units,
     }

@@ -305,6 +305,7 @@ fn batch_lanes_solve_each_lane_alone() {
         target: DVector::from_fn(m, |i, _| lanes(&|p| p.target[i])),
         regularizer: DVector::from_fn(m, |i, _| lanes(&|p| p.regularizer[i])),
         mu: (0..base.mu.len()).map(|c| lanes(&|p| p.mu[c])).collect(),
+        twist: (0..base.twist.len()).map(|c| [0, 1].map(|k| lanes(&|p| p.twist[c][k]))).collect(),
         present: vec![LaneMask([true; 3]); base.constraints.len()],
         units: base.units,
     };

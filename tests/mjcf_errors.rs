@@ -108,10 +108,10 @@ fn unsupported_physics_is_an_error_not_dropped() {
     );
     let implicit = error(&BASE.replace("<worldbody>", "<option integrator=\"implicitfast\"/><worldbody>"));
     assert!(matches!(implicit.kind, MjcfErrorKind::Unsupported(_)), "{implicit}");
-    // Torsional and rolling friction are not solved yet: named at the geom, not run as condim 3.
-    for condim in ["4", "6"] {
+    // MuJoCo's contact dimensions are 1, 3, 4 and 6: any other is named at the geom.
+    for condim in ["2", "5", "0"] {
         let e = error(&BASE.replace(r#"size="0.03"/>"#, &format!(r#"size="0.03" condim="{condim}"/>"#)));
-        assert!(matches!(e.kind, MjcfErrorKind::Unsupported(ref m) if m.contains(condim)), "{e}");
+        assert!(matches!(e.kind, MjcfErrorKind::Invalid(ref m) if m.contains(condim)), "{e}");
         assert_eq!(e.location.element, "geom", "{e}");
     }
 }

@@ -51,6 +51,8 @@ pub(super) struct Placed {
 fn material(g: &Geom<f64>) -> Material {
     Material {
         friction: g.friction[0],
+        torsion: g.friction[1],
+        rolling: g.friction[2],
         restitution: g.restitution,
         solref: SolRef::from_mjcf(g.solref),
         solimp: SolImp::raw(g.solimp),
@@ -97,7 +99,12 @@ pub fn detect_lane<S: Scalar>(
             std::cmp::Ordering::Less => g2.geom.condim,
             std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
         };
-        let kind = if condim == 1 { ConstraintKind::Frictionless } else { ConstraintKind::Contact };
+        let kind = match condim {
+            1 => ConstraintKind::Frictionless,
+            4 => ConstraintKind::Torsional,
+            6 => ConstraintKind::Rolling,
+            _ => ConstraintKind::Contact,
+        };
         let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
             geom1: label(model, g1),
             shape1: g1.geom.shape.name(),

@@ -8,7 +8,8 @@
 //!   target (`jar < 0`) and zero once it separates;
 //! - a frictional contact `[n, t1, t2]` is the soft elliptic cone. In coordinates scaled so
 //!   that the cone is circular — `N = μ_r jar_n`, `U_t = μ jar_t`, `T = |U_t|`, with
-//!   `μ_r = μ √(R_t/R_n)` the friction of the regularized cone — it is zero in the top zone
+//!   `μ_r = μ √(R_t/R_n)` the friction of the regularized cone (a contact of condim 4 or 6
+//!   adds its spin and roll rows to `U`, each scaled by its own coefficient) — it is zero in the top zone
 //!   (`N ≥ μ_r T`: separating fast enough for its slip), the full quadratic `½ Σ D jar²` in the
 //!   bottom zone (`μ_r N + T ≤ 0`: the force lies strictly inside the friction cone, sticking)
 //!   and `½ D_m (N − μ_r T)²` in between (sliding: force on the cone's boundary), with
@@ -18,7 +19,7 @@
 //! derivative rules evaluate the same expression with the problem's data in dual numbers at the
 //! solution (zones frozen), which is how derivatives reach every parameter the data depends on.
 
-use nalgebra::Matrix3;
+use nalgebra::SMatrix;
 
 use super::row::ConstraintKind;
 use crate::Scalar;
@@ -36,23 +37,47 @@ pub enum Zone {
     Linear,
 }
 
-/// The numbers one constraint's cost reads: its rows' deviations `jar`, their `D = 1/R`, and its
-/// friction coefficient (a friction loss's impulse bound).
+/// The numbers one constraint's cost reads: its rows' deviations `jar`, their `D = 1/R`, its
+/// friction coefficient (a friction loss's impulse bound) and, for a contact of condim 4 or 6,
+/// its torsional and rolling coefficients.
 #[derive(Clone, Copy, Debug)]
 pub struct Piece<'a, S> {
     pub kind: ConstraintKind,
     pub jar: &'a [S],
     pub d: &'a [S],
     pub mu: S,
+    pub twist: [S; 2],
 }
 
-/// The regularized cone's coordinates of a frictional contact: `(N, U_t, T, μ_r)`.
-fn scaled<S: Scalar>(p: &Piece<'_, S>) -> (S, [S; 2], S, S) {
-    // R_t / R_n = D_n / D_t.
-    let mu_r = p.mu * (p.d[0] / p.d[1]).sqrt();
-    let u = [p.jar[1] * p.mu, p.jar[2] * p.mu];
-    let t = (u[0] * u[0] + u[1] * u[1]).sqrt();
-    (p.jar[0] * mu_r, u, t, mu_r)
+/// Most friction rows a contact has (condim 6).
+const MAX_FRICTION_ROWS: usize = 5;
+
+/// The largest Hessian block a constraint has.
+pub type Block = SMatrix<f64, 6, 6>;
+
+impl<S: Scalar> Piece<'_, S> {
+    /// The friction coefficient of row `r ≥ 1` (MuJoCo's five-number friction: sliding twice,
+    /// torsional, rolling twice).
+    fn coefficient(&self, r: usize) -> S {
+        match r {
+            1 | 2 => self.mu,
+            3 => self.twist[0],
+            _ => self.twist[1],
+        }
+    }
+
+    /// The regularized cone's coordinates of a frictional contact: `(N, U, T, μ_r)` with
+    /// `U_j = f_j jar_j` over the friction rows (the first `dim − 1` entries).
+    fn scaled(&self) -> (S, [S; MAX_FRICTION_ROWS], S, S) {
+        // R_t / R_n = D_n / D_t.
+        let mu_r = self.mu * (self.d[0] / self.d[1]).sqrt();
+        let mut u = [S::zero(); MAX_FRICTION_ROWS];
+        for (j, u) in u.iter_mut().enumerate().take(self.kind.dim() - 1) {
+            *u = self.jar[j + 1] * self.coefficient(j + 1);
+        }
+        let t = u.iter().fold(S::zero(), |a, &x| a + x * x).sqrt();
+        (self.jar[0] * mu_r, u, t, mu_r)
+    }
 }
 
 impl<'a> Piece<'a, f64> {
@@ -67,7 +92,7 @@ impl<'a> Piece<'a, f64> {
         if !has_cone(self.kind, self.mu) {
             return if self.jar[0] < 0.0 { Zone::Quadratic } else { Zone::Satisfied };
         }
-        let (n, _, t, mu_r) = scaled(self);
+        let (n, _, t, mu_r) = self.scaled();
         if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
             Zone::Satisfied
         } else if mu_r * n + t <= 0.0 || t <= 0.0 {
@@ -83,7 +108,7 @@ impl<'a> Piece<'a, f64> {
             Zone::Satisfied => 0.0,
             Zone::Quadratic => self.active_rows().map(|r| 0.5 * self.d[r] * self.jar[r] * self.jar[r]).sum(),
             Zone::Cone => {
-                let (n, _, t, mu_r) = scaled(self);
+                let (n, _, t, mu_r) = self.scaled();
                 let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
                 0.5 * dm * (n - mu_r * t) * (n - mu_r * t)
             }
@@ -93,29 +118,30 @@ impl<'a> Piece<'a, f64> {
     }
 
     /// The Hessian `∂²s/∂jar²` in `zone` (the constraint's `dim × dim` upper-left block).
-    pub fn hessian(&self, zone: Zone) -> Matrix3<f64> {
-        let mut h = Matrix3::zeros();
+    pub fn hessian(&self, zone: Zone) -> Block {
+        let mut h = Block::zeros();
         match zone {
             Zone::Satisfied | Zone::Linear => {}
             Zone::Quadratic => self.active_rows().for_each(|r| h[(r, r)] = self.d[r]),
             Zone::Cone => {
-                let (n, u, t, mu_r) = scaled(self);
+                let (n, u, t, mu_r) = self.scaled();
                 let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
                 // In the scaled coordinates (N, U): ∂²/∂N² = 1, ∂²/∂N∂U = −μ_r U/T,
                 // ∂²/∂U² = (μ_r² − μ_r N/T) I + μ_r N/T³ U Uᵀ; then back to jar by the scaling.
-                let scale = [mu_r, self.mu, self.mu];
+                let (dim, friction) = (self.kind.dim(), self.kind.dim() - 1);
+                let scale = |r: usize| if r == 0 { mu_r } else { self.coefficient(r) };
                 h[(0, 0)] = 1.0;
-                for j in 0..2 {
+                for j in 0..friction {
                     h[(0, j + 1)] = -mu_r * u[j] / t;
                     h[(j + 1, 0)] = h[(0, j + 1)];
-                    for k in 0..2 {
+                    for k in 0..friction {
                         let diagonal = if j == k { mu_r * mu_r - mu_r * n / t } else { 0.0 };
                         h[(j + 1, k + 1)] = diagonal + mu_r * n / (t * t * t) * u[j] * u[k];
                     }
                 }
-                for r in 0..3 {
-                    for c in 0..3 {
-                        h[(r, c)] *= dm * scale[r] * scale[c];
+                for r in 0..dim {
+                    for c in 0..dim {
+                        h[(r, c)] *= dm * scale(r) * scale(c);
                     }
                 }
             }
@@ -143,12 +169,12 @@ impl<'a, S: Scalar> Piece<'a, S> {
                 }
             }
             Zone::Cone => {
-                let (n, u, t, mu_r) = scaled(self);
+                let (n, u, t, mu_r) = self.scaled();
                 let dm = self.d[0] / (mu_r * mu_r * (S::one() + mu_r * mu_r));
                 let normal = -dm * (n - mu_r * t) * mu_r;
                 out[0] = normal;
-                for j in 0..2 {
-                    out[j + 1] = -normal / t * u[j] * self.mu;
+                for j in 0..self.kind.dim() - 1 {
+                    out[j + 1] = -normal / t * u[j] * self.coefficient(j + 1);
                 }
             }
             Zone::Linear => out[0] = S::select(self.jar[0].greater(S::zero()), -self.mu, self.mu),
@@ -158,7 +184,7 @@ impl<'a, S: Scalar> Piece<'a, S> {
 
 /// Whether a constraint of `kind` with friction `mu` (real part) has a friction cone.
 pub fn has_cone(kind: ConstraintKind, mu: f64) -> bool {
-    kind == ConstraintKind::Contact && mu > 0.0
+    kind.is_cone() && mu > 0.0
 }
 
 #[cfg(test)]
@@ -171,7 +197,7 @@ mod tests {
     fn friction_loss_is_huber_shaped() {
         let (d, bound) = ([200.0], 0.5);
         let piece = |jar: &[f64; 1]| -> (Zone, f64, f64) {
-            let p = Piece { kind: ConstraintKind::FrictionLoss, jar, d: &d, mu: bound };
+            let p = Piece { kind: ConstraintKind::FrictionLoss, jar, d: &d, mu: bound, twist: [0.0; 2] };
             let mut f = [0.0];
             p.force(p.zone(), false, &mut f);
             (p.zone(), p.cost(p.zone()), f[0])
@@ -190,34 +216,55 @@ mod tests {
         assert!((below - above).abs() < 1e-9 * above, "continuous at the bound: {below} vs {above}");
     }
 
-    /// Gradient and Hessian of every zone against central differences of the cost.
+    /// Gradient and Hessian of every zone against central differences of the cost, for a
+    /// sliding (condim 3) and a rolling (condim 6) contact.
     #[test]
     fn force_and_hessian_are_the_cost_derivatives() {
-        let d = [50.0, 2e3, 2e3];
-        let cases: [[f64; 3]; 4] = [[-0.3, 0.001, -0.002], [-0.05, 0.4, 0.3], [0.2, 0.01, 0.0], [-0.02, -0.9, 0.1]];
-        for jar in cases {
-            let piece = Piece { kind: ConstraintKind::Contact, jar: &jar, d: &d, mu: 0.7 };
-            let zone = piece.zone();
-            let mut force = [0.0; 3];
-            piece.force(zone, true, &mut force);
-            let h = piece.hessian(zone);
-            let eps = 1e-7;
-            for r in 0..3 {
-                let moved = |s: f64| {
-                    let mut x = jar;
-                    x[r] += s;
-                    let p = Piece { jar: &x, ..piece };
-                    let mut f = [0.0; 3];
-                    p.force(p.zone(), true, &mut f);
-                    (p.cost(p.zone()), f)
-                };
-                let ((cp, fp), (cm, fm)) = (moved(eps), moved(-eps));
-                let gradient = (cp - cm) / (2.0 * eps);
-                assert!((gradient + force[r]).abs() < 1e-6 * (1.0 + force[r].abs()), "{zone:?} {r}");
-                for c in 0..3 {
-                    let second = -(fp[c] - fm[c]) / (2.0 * eps);
-                    assert!((second - h[(c, r)]).abs() < 1e-5 * (1.0 + h.amax()), "{zone:?} {r} {c}");
+        // MuJoCo's regularizers: `D_j = D_1 f_j² / μ²` on the spin and roll rows.
+        let (mu, twist) = (0.7, [0.03, 0.002]);
+        let spin = 2e3 * (twist[0] / mu) * (twist[0] / mu);
+        let roll = 2e3 * (twist[1] / mu) * (twist[1] / mu);
+        let d = [50.0, 2e3, 2e3, spin, roll, roll];
+        let cases: [[f64; 6]; 6] = [
+            [-0.3, 0.001, -0.002, 0.01, 0.0, 0.02],
+            [-0.05, 0.4, 0.3, 2.0, -1.0, 3.0],
+            [0.2, 0.01, 0.0, 0.0, 0.0, 0.0],
+            [-0.02, -0.9, 0.1, -5.0, 8.0, 0.5],
+            [-0.01, 0.0, 0.0, 30.0, 0.0, 0.0],
+            [-0.03, 0.01, 0.0, -0.5, 20.0, -40.0],
+        ];
+        for kind in [ConstraintKind::Contact, ConstraintKind::Rolling] {
+            let dim = kind.dim();
+            let mut seen = Vec::new();
+            for jar in cases {
+                let piece = Piece { kind, jar: &jar[..dim], d: &d[..dim], mu, twist };
+                let zone = piece.zone();
+                seen.push(zone);
+                let mut force = [0.0; 6];
+                piece.force(zone, true, &mut force[..dim]);
+                let h = piece.hessian(zone);
+                for r in 0..dim {
+                    let eps = 1e-7 * (1.0 + jar[r].abs());
+                    let moved = |s: f64| {
+                        let mut x = jar;
+                        x[r] += s;
+                        let p = Piece { jar: &x[..dim], ..piece };
+                        let mut f = [0.0; 6];
+                        p.force(p.zone(), true, &mut f[..dim]);
+                        (p.cost(p.zone()), f)
+                    };
+                    let ((cp, fp), (cm, fm)) = (moved(eps), moved(-eps));
+                    let gradient = (cp - cm) / (2.0 * eps);
+                    assert!((gradient + force[r]).abs() < 1e-6 * (1.0 + force[r].abs()), "{kind:?} {zone:?} {r}");
+                    for c in 0..dim {
+                        let second = -(fp[c] - fm[c]) / (2.0 * eps);
+                        let scale = 1.0 + h.amax();
+                        assert!((second - h[(c, r)]).abs() < 1e-5 * scale, "{kind:?} {zone:?} {r} {c}");
+                    }
                 }
+            }
+            for zone in [Zone::Satisfied, Zone::Quadratic, Zone::Cone] {
+                assert!(seen.contains(&zone), "{kind:?}: no case in {zone:?}");
             }
         }
     }

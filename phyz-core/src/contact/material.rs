@@ -133,6 +133,11 @@ impl SolImp {
 pub struct Material {
     /// Coulomb friction coefficient.
     pub friction: f64,
+    /// Torsional and rolling friction (MuJoCo's second and third `friction` numbers, lengths):
+    /// the moment about the normal, and about the tangents, per unit normal force that a
+    /// contact of condim 4, and 6, resists turning with.
+    pub torsion: f64,
+    pub rolling: f64,
     /// Coefficient of restitution: the separating normal speed is `restitution` times the
     /// approach speed (ramped to zero at low speed so resting contact does not bounce).
     pub restitution: f64,
@@ -154,6 +159,8 @@ impl Default for Material {
         let solimp = SolImp::default();
         Material {
             friction: 1.0,
+            torsion: 0.005,
+            rolling: 0.0001,
             restitution: 0.0,
             solref: SolRef::default(),
             solimp,
@@ -228,7 +235,7 @@ impl Material {
 
     /// The material a contact between `a` and `b` is solved with, by MuJoCo's rule
     /// (`mj_contactParam`): the surface of higher priority sets friction, solref and solimp;
-    /// at equal priority friction is the larger, solimp mixes with weight
+    /// at equal priority each friction coefficient is the larger, solimp mixes with weight
     /// `solmix_a / (solmix_a + solmix_b)`, and solref mixes the same way in the time-constant
     /// form or takes each number's minimum in the direct form. Margins (each already less its
     /// gap) add, as MuJoCo adds the geoms' margins and gaps; restitution (phyz's own) is the
@@ -242,7 +249,14 @@ impl Material {
         };
         if a.priority != b.priority {
             let high = if a.priority > b.priority { a } else { b };
-            return Material { friction: high.friction, solref: high.solref, solimp: high.solimp, ..shared };
+            return Material {
+                friction: high.friction,
+                torsion: high.torsion,
+                rolling: high.rolling,
+                solref: high.solref,
+                solimp: high.solimp,
+                ..shared
+            };
         }
         let w = match (a.solmix >= MIN_SOLMIX, b.solmix >= MIN_SOLMIX) {
             (true, true) => a.solmix / (a.solmix + b.solmix),
@@ -269,7 +283,15 @@ impl Material {
             midpoint: mix(i.midpoint, j.midpoint),
             power: mix(i.power, j.power),
         };
-        Material { friction: a.friction.max(b.friction), solref, solimp, solmix: a.solmix.max(b.solmix), ..shared }
+        Material {
+            friction: a.friction.max(b.friction),
+            torsion: a.torsion.max(b.torsion),
+            rolling: a.rolling.max(b.rolling),
+            solref,
+            solimp,
+            solmix: a.solmix.max(b.solmix),
+            ..shared
+        }
     }
 }
 

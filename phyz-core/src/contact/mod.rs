@@ -30,6 +30,6 @@ pub use cost::Zone;
 pub use differentiable::{ContactError, solve_scalar};
 pub use material::{Material, SolImp, SolRef};
 pub use problem::{Constraint, ContactProblem, JointSpace, RowDeviation, Units};
-pub use row::{ConstraintKind, ContactRow, IMPACT_IMPEDANCE};
+pub use row::{ConstraintKind, ContactRow, IMPACT_IMPEDANCE, MIN_FRICTION};
 pub use sensitivity::{Sensitivity, SensitivityError};
 pub use solver::{Solution, SolveError, Warm, solve};

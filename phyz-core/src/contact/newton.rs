@@ -53,8 +53,7 @@ impl Layout {
 
     /// Constraint `c`'s cost piece at deviations `jar`.
     fn piece<'a>(&'a self, problem: &ContactProblem<f64>, c: usize, jar: &'a [f64]) -> Piece<'a, f64> {
-        let (at, kind) = (self.offsets[c], problem.constraints[c].kind);
-        Piece { kind, jar: &jar[at..at + kind.dim()], d: &self.d.as_slice()[at..at + kind.dim()], mu: problem.mu[c] }
+        problem.piece(c, self.offsets[c], jar, self.d.as_slice())
     }
 }
 
@@ -112,7 +111,7 @@ fn factorized_hessian(
         columns.extend((0..jacobian.ncols()).filter(|&j| (at..at + dim).any(|r| jacobian[(r, j)] != 0.0)));
         for &j in &columns {
             // (B J_c)[r, j] for this column, then its products with every touched column.
-            let mut weighted = [0.0; 3];
+            let mut weighted = [0.0; 6];
             for (r, w) in weighted.iter_mut().enumerate().take(dim) {
                 *w = (0..dim).map(|k| block[(r, k)] * jacobian[(at + k, j)]).sum();
             }
@@ -133,10 +132,9 @@ pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &
     let jar = &joint.jacobian * x - &problem.target;
     let d = problem.regularizer.map(|r| S::one() / r);
     let mut impulses = DVector::zeros(jar.len());
-    for ((constraint, at, mu), zone) in problem.each().zip(zones) {
+    for (c, ((constraint, at, mu), zone)) in problem.each().zip(zones).enumerate() {
         let dim = constraint.kind.dim();
-        let piece =
-            Piece { kind: constraint.kind, jar: &jar.as_slice()[at..at + dim], d: &d.as_slice()[at..at + dim], mu };
+        let piece = problem.piece(c, at, jar.as_slice(), d.as_slice());
         piece.force(*zone, has_cone(constraint.kind, mu.lane(lane)), &mut impulses.as_mut_slice()[at..at + dim]);
     }
     &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(&impulses)
@@ -260,7 +258,7 @@ impl Line<'_> {
             slope: linear + alpha * quadratic,
             curvature: quadratic,
         };
-        let mut force = [0.0; 3];
+        let mut force = [0.0; 6];
         for (c, constraint) in self.problem.constraints.iter().enumerate() {
             let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
             let piece = self.layout.piece(self.problem, c, jar.as_slice());

@@ -134,6 +134,8 @@ pub enum SweepError {
     Friction(#[from] FrictionError),
     #[error("the mass matrix of the contact problem is not positive definite")]
     Mass,
+    #[error("the Gauss-Seidel pass solves contacts of condim 1 and 3: a {kind:?} contact needs a Newton preset")]
+    Unsupported { kind: ConstraintKind },
 }
 
 /// Runs the sweeps from `warm` (previous impulses; missing entries start at zero) until one
@@ -143,6 +145,11 @@ pub fn solve(
     config: &SolverConfig,
     warm: Option<&DVector<f64>>,
 ) -> Result<Solution, SweepError> {
+    if let Some(c) =
+        problem.constraints.iter().find(|c| matches!(c.kind, ConstraintKind::Torsional | ConstraintKind::Rolling))
+    {
+        return Err(SweepError::Unsupported { kind: c.kind });
+    }
     let m = problem.rows();
     let mut f = DVector::zeros(m);
     if let Some(w) = warm {

@@ -12,6 +12,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use super::config::{Method, SolverConfig};
+use super::cost::Piece;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
 use crate::dynamics::MassFactor;
@@ -83,6 +84,8 @@ pub struct ContactProblem<S: Scalar> {
     pub regularizer: DVector<S>,
     /// Friction coefficient per constraint.
     pub mu: Vec<S>,
+    /// Torsional and rolling friction per constraint (read by condim 4 and 6 contacts).
+    pub twist: Vec<[S; 2]>,
     /// Per constraint, the batch lanes it exists in (a masked slot of a contact buffer is absent
     /// from the lanes that found nothing there): each lane solves its own constraints only.
     pub present: Vec<S::Mask>,
@@ -117,6 +120,14 @@ impl<S: Scalar> ContactProblem<S> {
         self.constraints.iter().zip(self.offsets()).zip(&self.mu).map(|((c, at), &mu)| (c, at, mu))
     }
 
+    /// Constraint `c`'s cost piece, its rows starting at `at`, from all rows' deviations `jar`
+    /// and `D = 1/R`.
+    pub fn piece<'a>(&self, c: usize, at: usize, jar: &'a [S], d: &'a [S]) -> Piece<'a, S> {
+        let kind = self.constraints[c].kind;
+        let rows = at..at + kind.dim();
+        Piece { kind, jar: &jar[rows.clone()], d: &d[rows], mu: self.mu[c], twist: self.twist[c] }
+    }
+
     /// The real parts of batch lane `lane`, the constraints absent from it left out, with the
     /// rows of `self` the lane's rows come from.
     pub fn lane(&self, lane: usize) -> (ContactProblem<f64>, Vec<usize>) {
@@ -136,6 +147,7 @@ impl<S: Scalar> ContactProblem<S> {
             target: DVector::from_fn(rows.len(), |i, _| re(&self.target[rows[i]])),
             regularizer: DVector::from_fn(rows.len(), |i, _| re(&self.regularizer[rows[i]])),
             mu: kept.iter().map(|&c| re(&self.mu[c])).collect(),
+            twist: kept.iter().map(|&c| self.twist[c].map(|x| x.lane(lane))).collect(),
             present: vec![true; kept.len()],
             units: self.units,
         };
@@ -151,8 +163,9 @@ pub struct RowDeviation<S> {
     /// Of the depth and the pre-step normal velocity.
     pub depth: S,
     pub normal_velocity: S,
-    /// Of the combined friction coefficient and restitution.
+    /// Of the combined friction coefficient, torsional and rolling friction, and restitution.
     pub friction: S,
+    pub twist: [S; 2],
     pub restitution: S,
     /// Of the inverse weight the regularizer is scaled by.
     pub inverse_weight: S,
@@ -165,6 +178,7 @@ impl<S: Scalar> RowDeviation<S> {
             depth: S::zero(),
             normal_velocity: S::zero(),
             friction: S::zero(),
+            twist: [S::zero(); 2],
             restitution: S::zero(),
             inverse_weight: S::zero(),
         }
@@ -227,16 +241,21 @@ impl<S: Scalar> ContactProblem<S> {
                 // impedance, 2 μ² / impratio times the edge's own `(1 − d)/d · w (1 + μ²)`.
                 regularizer[at] = normal * (S::one() + mu * mu) * S::from_f64(2.0) * mu * mu / impratio;
             }
-            if kind == ConstraintKind::Contact {
+            if kind.is_cone() {
+                let twist = [0, 1].map(|k| lift::<S>(lanes, |r| r.twist[k]) + deviation.twist[k]);
+                let coefficients = friction_coefficients(kind, mu, twist);
+                let sliding = if config.mujoco_compat { normal / impratio } else { floor };
                 let reference = lift::<S>(lanes, |r| r.friction_reference);
-                for k in 1..3 {
-                    regularizer[at + k] = if config.mujoco_compat { normal / impratio } else { floor };
-                    target[at + k] = velocity.map_or(S::zero(), |v| v[at + k] * reference);
+                for (k, &f) in coefficients.iter().enumerate() {
+                    // MuJoCo's `R_j f_j² = R_1 μ²` on the spin and roll rows: the cone is
+                    // circular in the scaled coordinates the cost is written in.
+                    regularizer[at + 1 + k] = if k < 2 { sliding } else { sliding * mu * mu / (f * f) };
+                    target[at + 1 + k] = velocity.map_or(S::zero(), |v| v[at + 1 + k] * reference);
                 }
                 // Only the convex cone glides; the Gauss-Seidel pass's staged update does not.
                 let convex = config.method == Method::Newton && !config.mujoco_compat;
                 if let (Some(v), true) = (velocity, convex) {
-                    target[at] -= mu * slip_speed(v[at + 1], v[at + 2]);
+                    target[at] -= glide(&coefficients, &v.as_slice()[at + 1..at + kind.dim()], mu);
                 }
             }
             at += kind.dim();
@@ -249,10 +268,13 @@ impl<S: Scalar> ContactProblem<S> {
                 bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
             })
             .collect();
-        let mu = rows
+        let deviation = |i: usize| deviations.map_or(RowDeviation::zero(), |d| d[i]);
+        let mu =
+            rows.iter().enumerate().map(|(i, r)| lift::<S>(r.as_ref(), |r| r.mu) + deviation(i).friction).collect();
+        let twist = rows
             .iter()
             .enumerate()
-            .map(|(i, r)| lift::<S>(r.as_ref(), |r| r.mu) + deviations.map_or(S::zero(), |d| d[i].friction))
+            .map(|(i, r)| [0, 1].map(|k| lift::<S>(r.as_ref(), |r| r.twist[k]) + deviation(i).twist[k]))
             .collect();
         ContactProblem {
             constraints,
@@ -263,6 +285,7 @@ impl<S: Scalar> ContactProblem<S> {
             regularizer: regularizer
                 .map(|r| S::select(r.greater(S::from_f64(MIN_REGULARIZER)), r, S::from_f64(MIN_REGULARIZER))),
             mu,
+            twist,
             present: vec![S::Mask::splat(true); rows.len()],
             units: Units::default(),
         }
@@ -276,18 +299,26 @@ const MIN_REGULARIZER: f64 = 1e-15;
 /// above a sticking contact's creep, far below any slip whose glide matters.
 const GLIDE_FADE: f64 = 1e-3;
 
-/// The pre-step slip speed `|v_t|`, smoothed to `√(|v_t|² + ε²) − ε` with `ε` =
-/// [`GLIDE_FADE`] so that it has a derivative where a contact sticks.
+/// The friction coefficient of each friction row of a cone of `kind` (MuJoCo's five numbers:
+/// sliding twice, torsional, rolling twice, as far as the cone has rows).
+fn friction_coefficients<S: Scalar>(kind: ConstraintKind, mu: S, [torsion, rolling]: [S; 2]) -> Vec<S> {
+    [mu, mu, torsion, rolling, rolling][..kind.dim() - 1].to_vec()
+}
+
+/// `μ` times the pre-step slip speed `|v_t|`, smoothed to `√(|v_t|² + ε²) − ε` with `ε` =
+/// [`GLIDE_FADE`] so that it has a derivative where a contact sticks; a contact that also
+/// resists spinning or rolling counts each angular rate `ω_j` as the slip `(f_j/μ) ω_j`.
 ///
 /// Every convex relaxation of Coulomb friction puts a sliding contact's post-step velocity on
-/// the dual cone, `v_n = target_n + μ |v_t|`: the body glides off the surface at `μ` times its
-/// slip (Anitescu's relaxation). phyz's own presets lower the normal target by `μ |v_t|` at
+/// the dual cone, `v_n = target_n + |(f_j v_j)_j|`: the body glides off the surface at `μ` times
+/// its slip (Anitescu's relaxation). phyz's own presets lower the normal target by that much at
 /// the step's start, so that in steady sliding the two cancel to `μ |Δv_t|` and the contact
 /// keeps Coulomb's normal force; a sticking contact (no slip) is unchanged. `mujoco_compat`
-/// keeps MuJoCo's targets, glide included.
-fn slip_speed<S: Scalar>(t1: S, t2: S) -> S {
-    let fade = S::from_f64(GLIDE_FADE);
-    (t1 * t1 + t2 * t2 + fade * fade).sqrt() - fade
+/// keeps MuJoCo's targets, glide included. A contact without friction does not glide.
+fn glide<S: Scalar>(coefficients: &[S], velocity: &[S], mu: S) -> S {
+    let fade = mu * S::from_f64(GLIDE_FADE);
+    let slip = coefficients.iter().zip(velocity).fold(fade * fade, |a, (&f, &v)| a + f * f * v * v);
+    S::select(mu.greater(S::zero()), slip.sqrt() - fade, S::zero())
 }
 
 /// One value per batch lane of a row's property (a single row serves every lane).

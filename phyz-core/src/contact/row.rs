@@ -8,11 +8,22 @@ use super::material::{Material, smoothstep};
 /// deficient manifold) stays conditioned.
 pub const IMPACT_IMPEDANCE: f64 = 0.999;
 
+/// MuJoCo's smallest friction coefficient (`mjMINMU`): a contact's torsional and rolling
+/// friction, and every coefficient of a MuJoCo-compatible cone, are held at least this, so
+/// that the regularizer `R_j = R_1 μ²/f_j²` of a spin or roll row stays finite.
+pub const MIN_FRICTION: f64 = 1e-5;
+
 /// The shape of a constraint in the problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConstraintKind {
     /// A contact frame `[n, t1, t2]` with Coulomb friction (condim 3).
     Contact,
+    /// A contact with torsional friction too (condim 4): `[n, t1, t2, spin]`, the last row the
+    /// relative angular velocity about the normal.
+    Torsional,
+    /// A contact with torsional and rolling friction (condim 6): `[n, t1, t2, spin, roll1,
+    /// roll2]`, the last two the relative angular velocity about the tangents.
+    Rolling,
     /// A frictionless contact: one normal row (condim 1).
     Frictionless,
     /// A joint or tendon limit: one unilateral row.
@@ -35,10 +46,17 @@ impl ConstraintKind {
         !matches!(self, ConstraintKind::FrictionLoss | ConstraintKind::Equality)
     }
 
+    /// Whether the constraint is a contact with a friction cone over its rows after the first.
+    pub const fn is_cone(self) -> bool {
+        matches!(self, ConstraintKind::Contact | ConstraintKind::Torsional | ConstraintKind::Rolling)
+    }
+
     /// Rows the constraint occupies.
     pub const fn dim(self) -> usize {
         match self {
             ConstraintKind::Contact => 3,
+            ConstraintKind::Torsional => 4,
+            ConstraintKind::Rolling => 6,
             ConstraintKind::Frictionless
             | ConstraintKind::Limit
             | ConstraintKind::PyramidEdge
@@ -54,6 +72,9 @@ pub struct ContactRow {
     pub kind: ConstraintKind,
     /// Friction coefficient (ignored without friction rows); a friction loss's impulse bound.
     pub mu: f64,
+    /// The torsional and rolling friction coefficients (lengths: a moment per unit normal
+    /// force), read by the rows a `Torsional` or `Rolling` contact has beyond its tangents.
+    pub twist: [f64; 2],
     /// Effective restitution (after the low-speed ramp).
     pub restitution: f64,
     /// Signed penetration (negative: separated, inside the margin band).
@@ -91,6 +112,7 @@ impl ContactRow {
         ContactRow {
             kind,
             mu: 0.0,
+            twist: [0.0; 2],
             restitution: 0.0,
             depth: 0.0,
             bias: 0.0,
@@ -159,7 +181,12 @@ impl ContactRow {
             + e * (dimpact_dvn * approach + impact * dapproach_dvn);
         ContactRow {
             kind,
-            mu: material.friction,
+            mu: if config.mujoco_compat && kind.is_cone() {
+                material.friction.max(MIN_FRICTION)
+            } else {
+                material.friction
+            },
+            twist: [material.torsion.max(MIN_FRICTION), material.rolling.max(MIN_FRICTION)],
             restitution,
             depth,
             bias: (1.0 - impact) * reference + rebound,

@@ -252,8 +252,8 @@ impl<S: Scalar> Model<S> {
     }
 
     /// Positions in [`Model::parameters`] of the numbers the constraint stage reads as
-    /// constants: every geom number but its sliding friction and restitution (shape, placement,
-    /// the other friction coefficients, solref, solimp, margin, gap), the joints' and tendons'
+    /// constants: every geom number but its friction coefficients and restitution (shape,
+    /// placement, solref, solimp, margin, gap), the joints' and tendons'
     /// limit solref, solimp and margin, and the timestep. Contact and limit rows are built from
     /// their real parts, so derivatives along them through constraints are not carried.
     pub fn constraint_constants(&self) -> Vec<usize> {
@@ -262,7 +262,7 @@ impl<S: Scalar> Model<S> {
         let contacts = self.enabled.constraint && self.enabled.contact;
         let limits = self.enabled.constraint && self.enabled.limit;
         for geom in indices.bodies.iter().flat_map(|b| &b.geoms).filter(|_| contacts) {
-            let carried = [geom.friction[0], geom.restitution];
+            let carried = [geom.friction[0], geom.friction[1], geom.friction[2], geom.restitution];
             geom.map(&mut |x| {
                 if !carried.contains(&x) {
                     out.push(x as usize);

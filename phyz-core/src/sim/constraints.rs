@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Vector3};
 
-use super::weights::{InverseWeights, point_jacobian};
+use super::weights::{InverseWeights, angular_jacobian, point_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, JointSpace, Material, RowDeviation, SolImp, SolRef, Solution,
-    SolverConfig, Units, Warm, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, RowDeviation, SolImp, SolRef,
+    Solution, SolverConfig, Units, Warm, solve_scalar,
 };
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
@@ -133,7 +133,7 @@ impl ContactState {
 #[derive(Clone, Debug, Default)]
 pub(super) struct LaneWarm {
     acceleration: Option<DVector<f64>>,
-    impulses: HashMap<Key, [f64; 3]>,
+    impulses: HashMap<Key, [f64; 6]>,
 }
 
 impl ContactState {
@@ -168,7 +168,7 @@ impl ContactState {
             for g in gathered {
                 let dim = g.kind.dim();
                 if let Some(key) = g.keys[lane] {
-                    let mut w = [0.0; 3];
+                    let mut w = [0.0; 6];
                     w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
                     cache.impulses.insert(key, w);
                 }
@@ -194,8 +194,10 @@ struct Gathered<S: Scalar> {
     depth: S,
     /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
     inverse_weight: S,
-    /// The combined friction and restitution, live (their real parts are the materials').
+    /// The combined friction, torsional and rolling friction, and restitution, live (their real
+    /// parts are the materials').
     friction: S,
+    twist: [S; 2],
     restitution: S,
     /// The lanes the constraint exists in.
     present: S::Mask,
@@ -228,12 +230,24 @@ fn contact_constraint<S: Scalar>(
     let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
     let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
+    // Spin about the normal, then roll about the tangents: the relative angular velocity.
+    let turning = (kind.dim() > 3).then(|| angular_jacobian(model, kin, b) - angular_jacobian(model, kin, a));
     // A lane without a contact here evaluated another lane's anchor at its own pose, which
     // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
     // reaches the lane's acceleration.
     let keep = |x: S| S::select(lifted.present, x, S::zero());
-    let jacobian = directions[..kind.dim()].iter().map(|d| (d.transpose() * &relative).transpose().map(keep)).collect();
+    let row = |d: &Vector3<S>, jac: &DMatrix<S>| (d.transpose() * jac).transpose().map(keep);
+    let linear = directions.iter().take(kind.dim().min(3)).map(|d| row(d, &relative));
+    let angular = turning.iter().flat_map(|jac| directions[..kind.dim() - 3].iter().map(|d| row(d, jac)));
+    let jacobian = linear.chain(angular).collect();
     let moving = |body: usize| (body != 0).then_some(body);
+    // The pair's friction by MuJoCo's rule (`Material::combine`): the higher priority's, else
+    // the larger of each coefficient.
+    let friction = match g1.priority.cmp(&g2.priority) {
+        std::cmp::Ordering::Greater => g1.friction,
+        std::cmp::Ordering::Less => g2.friction,
+        std::cmp::Ordering::Equal => [0, 1, 2].map(|k| g1.friction[k].max(g2.friction[k])),
+    };
     Gathered {
         keys: (0..lanes)
             .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0 }))
@@ -244,35 +258,35 @@ fn contact_constraint<S: Scalar>(
         jacobian,
         depth: keep(frame.depth),
         inverse_weight: weights.body[a] + weights.body[b],
-        // The pair's friction by MuJoCo's rule (`Material::combine`): the higher priority's,
-        // else the larger.
-        friction: match g1.priority.cmp(&g2.priority) {
-            std::cmp::Ordering::Greater => g1.friction[0],
-            std::cmp::Ordering::Less => g2.friction[0],
-            std::cmp::Ordering::Equal => g1.friction[0].max(g2.friction[0]),
-        },
+        friction: friction[0],
+        twist: [friction[1], friction[2]],
         restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
     }
 }
 
-/// MuJoCo's smallest friction coefficient (`mjMINMU`).
-const MIN_FRICTION: f64 = 1e-5;
-
-/// MuJoCo's pyramidal cone for a frictional contact: the pairs of edges `n ± μ t_k`, each a
-/// unilateral row at the contact's depth (μ live, so derivatives along it reach the rows).
+/// MuJoCo's pyramidal cone for a frictional contact: per friction row `k`, the pair of edges
+/// `n ± f_k r_k`, each a unilateral row at the contact's depth (the coefficients live, so
+/// derivatives along them reach the rows).
 fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
-    if g.kind != ConstraintKind::Contact {
+    if !g.kind.is_cone() {
         return vec![g];
     }
     // MuJoCo holds every friction coefficient at least `mjMINMU`: a frictionless condim-3
     // contact is a nearly rigid pyramid, not a normal row.
+    let held = |live: S, lanes: Vec<f64>| {
+        let held: Vec<f64> = lanes.iter().map(|f| f.max(MIN_FRICTION)).collect();
+        live - S::from_lanes(&live.reals()) + S::from_lanes(&held)
+    };
+    let lane_coefficients = |get: fn(&Material) -> f64| g.materials.iter().map(get).collect::<Vec<_>>();
+    let mu = held(g.friction, lane_coefficients(|m| m.friction));
+    let torsion = held(g.twist[0], lane_coefficients(|m| m.torsion));
+    let rolling = held(g.twist[1], lane_coefficients(|m| m.rolling));
     let materials: Vec<Material> =
         g.materials.iter().map(|m| Material { friction: m.friction.max(MIN_FRICTION), ..*m }).collect();
-    let lane_mu: Vec<f64> = materials.iter().map(|m| m.friction).collect();
-    let mu = g.friction - S::from_lanes(&g.friction.reals()) + S::from_lanes(&lane_mu);
-    let (normal, tangents) = (&g.jacobian[0], &g.jacobian[1..]);
-    let edges = tangents.iter().flat_map(|t| [normal + t * mu, normal - t * mu]);
+    let coefficients = [mu, mu, torsion, rolling, rolling];
+    let normal = &g.jacobian[0];
+    let edges = g.jacobian[1..].iter().zip(coefficients).flat_map(|(r, f)| [normal + r * f, normal - r * f]);
     edges
         .enumerate()
         .map(|(k, row)| Gathered {
@@ -284,6 +298,7 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
             depth: g.depth,
             inverse_weight: g.inverse_weight,
             friction: g.friction,
+            twist: g.twist,
             restitution: g.restitution,
             present: g.present,
         })
@@ -336,6 +351,7 @@ fn limits<S: Scalar>(
                 depth,
                 inverse_weight,
                 friction: S::zero(),
+                twist: [S::zero(); 2],
                 restitution: S::zero(),
                 present,
             });
@@ -399,6 +415,7 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
             depth: S::zero(),
             inverse_weight,
             friction: bound,
+            twist: [S::zero(); 2],
             restitution: S::zero(),
             present,
         });
@@ -464,6 +481,7 @@ fn equalities<S: Scalar>(
             depth: -violation,
             inverse_weight,
             friction: S::zero(),
+            twist: [S::zero(); 2],
             restitution: S::zero(),
             present: S::Mask::splat(true),
         });
@@ -558,6 +576,7 @@ fn assemble<S: Scalar>(
             depth: depth - reals(depth),
             normal_velocity: v_n - reals(v_n),
             friction: g.friction - reals(g.friction),
+            twist: g.twist.map(|x| x - reals(x)),
             restitution: g.restitution - reals(g.restitution),
             inverse_weight: g.inverse_weight - reals(g.inverse_weight),
         });

@@ -741,8 +741,7 @@ impl<'a> Compiler<'a> {
         geom.contype = bits("contype", 1)?;
         geom.conaffinity = bits("conaffinity", 1)?;
         geom.condim = match el.integer("condim")?.unwrap_or(3) {
-            d @ (1 | 3) => d as u8,
-            d @ (4 | 6) => return Err(el.unsupported(format!("condim {d} (torsional and rolling friction)"))),
+            d @ (1 | 3 | 4 | 6) => d as u8,
             d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
         };
         geom.priority = el.integer("priority")?.unwrap_or(0) as i32;
