@@ -79,7 +79,8 @@ fn limits_match_mujoco() {
 /// with condim 4, a sphere skidding, spinning and rolling with condim 6, both cones), the same
 /// under RK4 (MuJoCo's and phyz's RK4 both solve the
 /// constraints at every stage), joint friction loss (hinges, a slide, a ball, a tendon) and
-/// joint and tendon equalities (Euler and RK4).
+/// joint and tendon equalities, and connects and welds between bodies, sites and the world
+/// (Euler and RK4).
 #[test]
 fn contact_scenes_match_mujoco_under_compatibility() {
     let dir = root().join("tests/reference/contact");
@@ -107,6 +108,8 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "friction_loss_rk4",
         "equality",
         "equality_rk4",
+        "ties",
+        "ties_rk4",
     ];
     for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");

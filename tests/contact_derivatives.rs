@@ -171,3 +171,31 @@ fn spinning_and_rolling_contacts() {
     state.qvel[5] = 2.0;
     check("box sliding and turning (condim 4)", &block, &state);
 }
+
+/// Connects and welds (the MuJoCo scene `tests/reference/contact/ties.xml`: a closed chain, a
+/// hung ball and box, welds between bodies, to the world and between sites): the step's
+/// Jacobian through the ties' rows — their shared impedance, quaternion error and `J̇ v` term —
+/// after 20 steps from the scene's launch, and at the launch itself (welds still violated).
+#[test]
+fn connects_and_welds() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/contact/ties.xml");
+    let model = mjcf::load(path).expect("loads");
+    let launch = [
+        &[1.0, -0.5, 0.3][..],
+        &[0.5, 0.2, 0.0, 0.0, 1.0, 0.5],
+        &[0.3, -0.4, 0.2, 1.0, 0.0, -0.5],
+        &[2.0],
+        &[0.0; 6],
+        &[0.1, 0.2, -0.1, 0.5, -0.3, 0.2],
+        &[0.0, 0.3, 0.0, 1.0, 0.5, 0.0],
+    ]
+    .concat();
+    let mut state = model.default_state();
+    state.qvel = nalgebra::DVector::from_column_slice(&launch);
+    check("ties at launch", &model, &state);
+    let mut contact = ContactState::default();
+    for _ in 0..20 {
+        state = step_with(&model, &state, &[], &mut contact).expect("step").0;
+    }
+    check("ties after 20 steps", &model, &state);
+}

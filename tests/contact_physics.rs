@@ -365,3 +365,45 @@ fn the_gauss_seidel_pass_refuses_torsional_friction() {
     let mut newton = ContactState::new(SolverConfig::simulation());
     assert!(step_with(&model, &state, &[], &mut newton).expect("step").1.converged);
 }
+
+/// The connect and weld scene (`tests/reference/contact/ties.xml`) under every preset for two
+/// seconds from its launch: every Newton solve converges and the state stays finite. An
+/// equality's rows are MuJoCo's in every preset (the presets differ in friction and impacts
+/// only), so the Newton presets keep the connected ball's anchor as far from its hook as
+/// `mujoco_compat` does — whose trajectory is MuJoCo's own (`constraint_agreement`) — to 1e-6 m.
+/// The Gauss-Seidel pass runs its fixed sweeps: finite, not converged on this closed chain.
+#[test]
+fn connects_and_welds_hold_in_every_preset() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reference/contact/ties.xml");
+    let model = mjcf::load(path).expect("loads");
+    let presets = [
+        ("mujoco_compat", SolverConfig::mujoco_compat()),
+        ("simulation", SolverConfig::simulation()),
+        ("gradients", SolverConfig::gradients()),
+        ("gpu_equivalent", SolverConfig::gpu_equivalent()),
+    ];
+    let ball = model.body_id("ball").expect("ball");
+    let hook = Vector3::new(2.0, 0.0, 1.3);
+    let mut strays = Vec::new();
+    for (name, config) in presets {
+        let mut contact = ContactState::new(config);
+        let mut state = model.default_state();
+        state.qvel[3] = 0.5;
+        state.qvel[7] = 1.0;
+        let mut worst: f64 = 0.0;
+        for _ in 0..1000 {
+            let (next, info) = step_with(&model, &state, &[], &mut contact).expect("step");
+            assert!(info.converged || name == "gpu_equivalent", "{name}: unconverged");
+            state = next;
+            assert!(state.qpos.iter().chain(state.qvel.iter()).all(|x| x.is_finite()), "{name}");
+            let kin = phyz::dynamics::forward_kinematics(&model, &state.qpos);
+            let pose = kin.body_pose(&model, ball);
+            worst = worst.max((pose.transform_point(&Vector3::new(0.0, 0.0, 0.3)) - hook).norm());
+        }
+        strays.push(worst);
+    }
+    eprintln!("largest distance of the ball's anchor from its hook, per preset: {strays:?}");
+    for (k, stray) in strays[1..3].iter().enumerate() {
+        assert!((stray - strays[0]).abs() < 1e-6, "{}: {stray} vs MuJoCo's model {}", presets[k + 1].0, strays[0]);
+    }
+}

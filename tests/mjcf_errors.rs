@@ -94,9 +94,35 @@ fn unsupported_physics_is_an_error_not_dropped() {
     assert!(matches!(spring.kind, MjcfErrorKind::Unsupported(_)), "{spring}");
     let friction = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" frictionloss="-1""#));
     assert!(matches!(friction.kind, MjcfErrorKind::Model(ModelError::InvalidJoint { .. })), "{friction}");
-    let connect =
-        error(&BASE.replace("<actuator>", "<equality><connect body1=\"b1\" anchor=\"0 0 0\"/></equality><actuator>"));
-    assert!(matches!(connect.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("connect")), "{connect}");
+    // Connects and welds: what they name must exist, a connect needs its anchor, a body is not
+    // tied to itself; each named at its element.
+    let tie = |e: &str| error(&BASE.replace("<actuator>", &format!("<equality>{e}</equality><actuator>")));
+    let no_anchor = tie(r#"<connect body1="b1"/>"#);
+    assert!(matches!(no_anchor.kind, MjcfErrorKind::Invalid(ref m) if m.contains("anchor")), "{no_anchor}");
+    assert_eq!(no_anchor.location.element, "connect", "{no_anchor}");
+    let unknown = tie(r#"<weld body1="b1" body2="nowhere"/>"#);
+    assert!(
+        matches!(unknown.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { ref reason, .. }) if reason.contains("nowhere")),
+        "{unknown}"
+    );
+    assert_eq!(unknown.location.element, "weld", "{unknown}");
+    let site = tie(r#"<connect site1="tip" site2="b1"/>"#);
+    assert!(
+        matches!(site.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { ref reason, .. }) if reason.contains("tip")),
+        "{site}"
+    );
+    let itself = tie(r#"<weld body1="b1" body2="b1"/>"#);
+    assert!(
+        matches!(itself.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { ref reason, .. }) if reason.contains("itself")),
+        "{itself}"
+    );
+    let relpose = tie(r#"<weld body1="b1" relpose="0 0 0 nan 0 0 0"/>"#);
+    assert!(
+        matches!(relpose.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { .. }) | MjcfErrorKind::Invalid(_)),
+        "{relpose}"
+    );
+    let distance = tie(r#"<distance geom1="a" geom2="b"/>"#);
+    assert!(matches!(distance.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("distance")), "{distance}");
     let missing =
         error(&BASE.replace("<actuator>", "<equality><joint name=\"tie\" joint1=\"j9\"/></equality><actuator>"));
     assert!(matches!(missing.kind, MjcfErrorKind::Model(ModelError::InvalidEquality { .. })), "{missing}");

@@ -163,6 +163,8 @@ pub struct RowDeviation<S> {
     /// Of the depth and the pre-step normal velocity.
     pub depth: S,
     pub normal_velocity: S,
+    /// Of an equality row's violation norm (the argument of its impedance).
+    pub norm: S,
     /// Of the combined friction coefficient, torsional and rolling friction, and restitution.
     pub friction: S,
     pub twist: [S; 2],
@@ -177,6 +179,7 @@ impl<S: Scalar> RowDeviation<S> {
         RowDeviation {
             depth: S::zero(),
             normal_velocity: S::zero(),
+            norm: S::zero(),
             friction: S::zero(),
             twist: [S::zero(); 2],
             restitution: S::zero(),
@@ -231,6 +234,7 @@ impl<S: Scalar> ContactProblem<S> {
             regularizer[at] = normal;
             target[at] = lift::<S>(lanes, |r| r.bias)
                 + deviation.depth * lift::<S>(lanes, |r| r.dbias_ddepth)
+                + deviation.norm * lift::<S>(lanes, |r| r.dbias_dnorm)
                 + deviation.normal_velocity * lift::<S>(lanes, |r| r.dbias_dvn)
                 + deviation.restitution * lift::<S>(lanes, |r| r.dbias_drestitution);
             let kind = lanes[0].kind;
@@ -348,8 +352,10 @@ fn normal_regularizer<S: Scalar>(
         let impact_gap = (crate::contact::IMPACT_IMPEDANCE - r.impedance).max(0.0);
         if moving(r) { impact_gap * r.dimpact_dvn } else { 0.0 }
     };
+    // An equality row's impedance is read at its violation norm, a contact's at its depth.
+    let argument = if lanes[0].kind == ConstraintKind::Equality { deviation.norm } else { deviation.depth };
     let d = lift::<S>(lanes, impedance)
-        + deviation.depth * lift(lanes, slope_depth)
+        + argument * lift(lanes, slope_depth)
         + deviation.normal_velocity * lift(lanes, slope_vn);
     let live = (S::one() - d) / d * weight;
     let floor = weight * S::from_f64(config.regularization);

@@ -82,7 +82,8 @@ pub struct ContactRow {
     /// Target normal velocity after the step: the solref reference response (penetration
     /// recovery) and restitution's rebound.
     pub bias: f64,
-    /// Impedance `d` at this depth, and its derivative with respect to depth.
+    /// Impedance `d` at this depth, and its derivative with respect to depth (an equality
+    /// row's: with respect to its equality's violation norm).
     pub impedance: f64,
     pub dimpedance_ddepth: f64,
     /// How much of an impact this is, in `[0, 1]` (the restitution ramp alone).
@@ -90,6 +91,9 @@ pub struct ContactRow {
     /// `d(bias)/d(depth)` and `d(bias)/d(v_n)`: how the target moves with the state, for
     /// derivatives through the step.
     pub dbias_ddepth: f64,
+    /// An equality row's `d(bias)/d(norm)`: its impedance is read at the norm of its
+    /// equality's whole violation ([`ContactRow::bilateral`]); zero on every other row.
+    pub dbias_dnorm: f64,
     pub dbias_dvn: f64,
     /// `d(bias)/d(restitution)`: the rebound's share of the target.
     pub dbias_drestitution: f64,
@@ -120,6 +124,7 @@ impl ContactRow {
             dimpedance_ddepth: 0.0,
             impact: 0.0,
             dbias_ddepth: 0.0,
+            dbias_dnorm: 0.0,
             dbias_dvn: 0.0,
             dbias_drestitution: 0.0,
             dimpact_dvn: 0.0,
@@ -144,25 +149,26 @@ impl ContactRow {
         dt: f64,
         config: &SolverConfig,
     ) -> Self {
+        if kind == ConstraintKind::Equality {
+            return Self::bilateral(material, depth, depth.abs(), v_n, dt);
+        }
         // MuJoCo measures the violation from the margin surface and has no taper; phyz measures
-        // it from the surface and tapers the impedance across the margin band. A bilateral row
-        // (an equality) is MuJoCo's in every preset: pulled back from either side.
-        let bilateral = kind == ConstraintKind::Equality;
-        let (violation, d, dd) = if config.mujoco_compat || bilateral {
+        // it from the surface and tapers the impedance across the margin band.
+        let (violation, d, dd) = if config.mujoco_compat {
             let violation = depth + material.margin;
-            let (d, dd) = material.solimp.impedance(if bilateral { violation } else { violation.max(0.0) });
+            let (d, dd) = material.solimp.impedance(violation.max(0.0));
             (violation, d, dd)
         } else {
             (depth, material.impedance_at(depth), material.dimpedance_ddepth(depth))
         };
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
-        let (penetration, pressed) = if bilateral { (violation, true) } else { (violation.max(0.0), violation > 0.0) };
+        let (penetration, pressed) = (violation.max(0.0), violation > 0.0);
         let reference = v_n + dt * (-b * v_n + k * d * penetration);
         let dreference = dt * k * (dd * penetration + if pressed { d } else { 0.0 });
         let approach = (-v_n).max(0.0);
         let threshold = config.restitution_threshold;
         // MuJoCo has no impacts: its soft model is the whole response under compatibility; and
-        // a friction loss or an equality does not collide.
+        // a friction loss does not collide.
         let (impact, dimpact_dapproach) = if config.mujoco_compat || !kind.collides() {
             (0.0, 0.0)
         } else if threshold > 0.0 {
@@ -194,12 +200,32 @@ impl ContactRow {
             dimpedance_ddepth: dd,
             impact,
             dbias_ddepth: (1.0 - impact) * dreference,
+            dbias_dnorm: 0.0,
             dbias_dvn,
             dbias_drestitution: if kind == ConstraintKind::Limit { 0.0 } else { impact * approach },
             dimpact_dvn,
             friction_reference: if config.mujoco_compat { 1.0 - dt * b } else { 0.0 },
             inverse_weight: None,
             impratio: 1.0,
+        }
+    }
+
+    /// A row of an equality constraint, MuJoCo's in every preset: bilateral, pulled back from
+    /// either side by the reference dynamics `a_ref = −B v + K d·depth`, with the impedance `d`
+    /// read at `norm`, the norm of the equality's whole violation (its one, three or six rows:
+    /// a connect's or weld's rows share one impedance).
+    pub fn bilateral(material: &Material, depth: f64, norm: f64, v: f64, dt: f64) -> Self {
+        let (d, dd) = material.solimp.impedance(norm);
+        let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
+        ContactRow {
+            depth,
+            bias: v + dt * (-b * v + k * d * depth),
+            impedance: d,
+            dimpedance_ddepth: dd,
+            dbias_ddepth: dt * k * d,
+            dbias_dnorm: dt * k * dd * depth,
+            dbias_dvn: 1.0 - dt * b,
+            ..ContactRow::rigid(ConstraintKind::Equality)
         }
     }
 

@@ -140,3 +140,21 @@ pub fn link_velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &
     }
     vel
 }
+
+/// Spatial acceleration of every link (in the link's own frame) when every joint acceleration
+/// is zero and there is no gravity: the velocity-product part `J̇ q̇` of each link's motion.
+pub fn link_bias_accelerations<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    velocities: &[Motion<S>],
+    qvel: &DVector<S>,
+) -> Vec<Motion<S>> {
+    let links = &model.tree().links;
+    let mut acc: Vec<Motion<S>> = Vec::with_capacity(links.len());
+    for (i, link) in links.iter().enumerate() {
+        let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&acc[p]));
+        let joint = subspace(model, link).apply(dofs(link, qvel));
+        acc.push(inherited + velocities[i].cross_motion(&joint));
+    }
+    acc
+}

@@ -120,24 +120,62 @@ impl<S: Scalar> Quat<S> {
     }
 }
 
-impl Quat<f64> {
-    /// The unit quaternion of a rotation matrix (Shepperd's method, on the largest pivot).
-    pub fn from_rotation_matrix(m: &Matrix3<f64>) -> Quat<f64> {
-        let trace = m[(0, 0)] + m[(1, 1)] + m[(2, 2)];
-        let q = if trace > 0.0 {
-            let s = 2.0 * (trace + 1.0).sqrt();
-            Quat::new(0.25 * s, (m[(2, 1)] - m[(1, 2)]) / s, (m[(0, 2)] - m[(2, 0)]) / s, (m[(1, 0)] - m[(0, 1)]) / s)
-        } else if m[(0, 0)] > m[(1, 1)] && m[(0, 0)] > m[(2, 2)] {
-            let s = 2.0 * (1.0 + m[(0, 0)] - m[(1, 1)] - m[(2, 2)]).sqrt();
-            Quat::new((m[(2, 1)] - m[(1, 2)]) / s, 0.25 * s, (m[(0, 1)] + m[(1, 0)]) / s, (m[(0, 2)] + m[(2, 0)]) / s)
-        } else if m[(1, 1)] > m[(2, 2)] {
-            let s = 2.0 * (1.0 + m[(1, 1)] - m[(0, 0)] - m[(2, 2)]).sqrt();
-            Quat::new((m[(0, 2)] - m[(2, 0)]) / s, (m[(0, 1)] + m[(1, 0)]) / s, 0.25 * s, (m[(1, 2)] + m[(2, 1)]) / s)
-        } else {
-            let s = 2.0 * (1.0 + m[(2, 2)] - m[(0, 0)] - m[(1, 1)]).sqrt();
-            Quat::new((m[(1, 0)] - m[(0, 1)]) / s, (m[(0, 2)] + m[(2, 0)]) / s, (m[(1, 2)] + m[(2, 1)]) / s, 0.25 * s)
+impl<S: Scalar> Quat<S> {
+    /// The unit quaternion of a rotation matrix (Shepperd's method, on the largest pivot),
+    /// chosen lane by lane in a batch.
+    pub fn from_rotation_matrix(m: &Matrix3<S>) -> Quat<S> {
+        let c = S::from_f64;
+        let (xx, yy, zz) = (m[(0, 0)], m[(1, 1)], m[(2, 2)]);
+        // Each candidate divides by `s = 2√pivot`; a pivot a lane does not use is replaced by 1
+        // so that no lane takes the root of a negative number.
+        let root = |pivot: S| c(2.0) * S::select(pivot.greater(c(0.0)), pivot, S::one()).sqrt();
+        let by_trace = {
+            let s = root(S::one() + xx + yy + zz);
+            Quat::new(
+                c(0.25) * s,
+                (m[(2, 1)] - m[(1, 2)]) / s,
+                (m[(0, 2)] - m[(2, 0)]) / s,
+                (m[(1, 0)] - m[(0, 1)]) / s,
+            )
         };
-        q.normalize()
+        let by_x = {
+            let s = root(S::one() + xx - yy - zz);
+            Quat::new(
+                (m[(2, 1)] - m[(1, 2)]) / s,
+                c(0.25) * s,
+                (m[(0, 1)] + m[(1, 0)]) / s,
+                (m[(0, 2)] + m[(2, 0)]) / s,
+            )
+        };
+        let by_y = {
+            let s = root(S::one() + yy - xx - zz);
+            Quat::new(
+                (m[(0, 2)] - m[(2, 0)]) / s,
+                (m[(0, 1)] + m[(1, 0)]) / s,
+                c(0.25) * s,
+                (m[(1, 2)] + m[(2, 1)]) / s,
+            )
+        };
+        let by_z = {
+            let s = root(S::one() + zz - xx - yy);
+            Quat::new(
+                (m[(1, 0)] - m[(0, 1)]) / s,
+                (m[(0, 2)] + m[(2, 0)]) / s,
+                (m[(1, 2)] + m[(2, 1)]) / s,
+                c(0.25) * s,
+            )
+        };
+        let pick = |mask: S::Mask, a: Quat<S>, b: Quat<S>| {
+            Quat::new(
+                S::select(mask, a.w, b.w),
+                S::select(mask, a.x, b.x),
+                S::select(mask, a.y, b.y),
+                S::select(mask, a.z, b.z),
+            )
+        };
+        let x_largest = xx.greater(yy) & xx.greater(zz);
+        let diagonal = pick(x_largest, by_x, pick(yy.greater(zz), by_y, by_z));
+        pick((xx + yy + zz).greater(c(0.0)), by_trace, diagonal).normalize()
     }
 }
 

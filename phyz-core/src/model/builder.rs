@@ -365,12 +365,19 @@ impl ModelBuilder {
     }
 }
 
-/// Resolves an equality's names: hinge or slide joints, or tendons, of the model.
+/// Resolves an equality's names (hinge or slide joints, tendons, bodies or sites of the model)
+/// and, for a connect or weld, the frame each body holds.
 fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidEquality { equality: spec.name.clone(), reason };
     let tendon = |name: &str| {
         model.tendons().iter().position(|t| t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))
     };
+    let body = |name: &Option<String>| match name {
+        None => Ok(0),
+        Some(name) => model.body_id(name).ok_or_else(|| invalid(format!("no body named `{name}`"))),
+    };
+    let mut anchors = [Vector3::zeros(); 2];
+    let mut orientations = [Quat::identity(); 2];
     let coupled = match &spec.coupled {
         CoupledNames::Joints { first, second } => Coupled::Joints {
             first: scalar_joint(model.joints(), first).map_err(invalid)?,
@@ -379,12 +386,80 @@ fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<
         CoupledNames::Tendons { first, second } => {
             Coupled::Tendons { first: tendon(first)?, second: second.as_deref().map(tendon).transpose()? }
         }
+        CoupledNames::Connect { first, second, anchor } => {
+            let bodies = [body(&Some(first.clone()))?, body(second)?];
+            // The second body holds the anchor where it lies at the reference pose.
+            let poses = bodies.map(|b| reference_pose(model, b));
+            let point = poses[0].1 + poses[0].0.rotate(&Vector3::from(*anchor));
+            anchors = [Vector3::from(*anchor), poses[1].0.conjugate().rotate(&(point - poses[1].1))];
+            Coupled::Connect { bodies }
+        }
+        CoupledNames::Weld { first, second, anchor, relpose } => {
+            let bodies = [body(&Some(first.clone()))?, body(second)?];
+            let poses = bodies.map(|b| reference_pose(model, b));
+            anchors[1] = Vector3::from(*anchor);
+            // MuJoCo: a relpose whose quaternion is zero (or none) means "as at the reference
+            // pose": the first body holds the second's anchor frame where it lies there.
+            match relpose.filter(|r| r[3..].iter().any(|&x| x != 0.0)) {
+                Some(r) => {
+                    let quat = Quat::new(r[3], r[4], r[5], r[6]);
+                    anchors[0] = Vector3::new(r[0], r[1], r[2]);
+                    orientations[0] =
+                        normalized(&quat).ok_or_else(|| invalid("relpose quaternion is not finite".into()))?;
+                }
+                None => {
+                    let point = poses[1].1 + poses[1].0.rotate(&anchors[1]);
+                    anchors[0] = poses[0].0.conjugate().rotate(&(point - poses[0].1));
+                    orientations[0] = poses[0].0.conjugate() * poses[1].0;
+                }
+            }
+            Coupled::Weld { bodies }
+        }
+        CoupledNames::Sites { first, second, weld } => {
+            let site = |name: &str| {
+                model
+                    .bodies()
+                    .iter()
+                    .enumerate()
+                    .find_map(|(b, body)| body.sites.iter().find(|s| s.name == name).map(|s| (b, s.pos, s.quat)))
+                    .ok_or_else(|| invalid(format!("no site named `{name}`")))
+            };
+            let ((b1, p1, q1), (b2, p2, q2)) = (site(first)?, site(second)?);
+            (anchors, orientations) = ([p1, p2], [q1, q2]);
+            if *weld { Coupled::Weld { bodies: [b1, b2] } } else { Coupled::Connect { bodies: [b1, b2] } }
+        }
     };
-    let finite = spec.polycoef.iter().chain(&spec.solref).chain(&spec.solimp).all(|x| x.is_finite());
-    if !finite {
-        return Err(invalid("polycoef, solref and solimp must be finite".into()));
+    if let Coupled::Connect { bodies: [a, b] } | Coupled::Weld { bodies: [a, b] } = coupled
+        && a == b
+    {
+        return Err(invalid("ties a body to itself".into()));
     }
-    Ok(Equality { name: spec.name.clone(), coupled, polycoef: spec.polycoef, solref: spec.solref, solimp: spec.solimp })
+    let numbers = spec.polycoef.iter().chain(&spec.solref).chain(&spec.solimp).chain([&spec.torquescale]);
+    let finite = numbers.chain(anchors.iter().flat_map(|a| a.iter())).all(|x| x.is_finite());
+    if !finite {
+        return Err(invalid("polycoef, anchor, relpose, torquescale, solref and solimp must be finite".into()));
+    }
+    Ok(Equality {
+        name: spec.name.clone(),
+        coupled,
+        polycoef: spec.polycoef,
+        anchors,
+        orientations,
+        torquescale: spec.torquescale,
+        solref: spec.solref,
+        solimp: spec.solimp,
+    })
+}
+
+/// A body's orientation and position in the world at the reference pose, where every body is
+/// where the model places it.
+fn reference_pose(model: &Model<f64>, body: usize) -> (Quat<f64>, Vector3<f64>) {
+    if body == 0 {
+        return (Quat::identity(), Vector3::zeros());
+    }
+    let b = &model.bodies()[body];
+    let (rot, pos) = reference_pose(model, b.parent);
+    (rot * b.quat, pos + rot.rotate(&b.pos))
 }
 
 fn normalized(q: &Quat<f64>) -> Option<Quat<f64>> {

@@ -1,7 +1,11 @@
 //! Equality constraints (MJCF `<equality>`): MuJoCo's couplings of joint values and tendon
-//! lengths, held softly by the constraint solve with their own reference and impedance.
+//! lengths, and its ties between bodies (`connect`: a shared point, `weld`: a fixed relative
+//! pose), held softly by the constraint solve with their own reference and impedance.
+
+use nalgebra::Vector3;
 
 use crate::Scalar;
+use crate::math::Quat;
 
 /// What an equality constraint ties together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +16,12 @@ pub enum Coupled {
     /// Tendon lengths (indices into the model's tendons), the same way from their lengths at
     /// the reference pose.
     Tendons { first: usize, second: Option<usize> },
+    /// Two bodies (indices; 0 is the world) held at a common point: each body's anchor
+    /// ([`Equality::anchors`]) at the same place (MuJoCo's `connect`, a ball joint).
+    Connect { bodies: [usize; 2] },
+    /// Two bodies held at a fixed relative pose: each body's frame (anchor and orientation)
+    /// coincides with the other's (MuJoCo's `weld`).
+    Weld { bodies: [usize; 2] },
 }
 
 /// An equality constraint `x₁ − x₁⁰ = Σ_k c_k (x₂ − x₂⁰)^k` (MuJoCo's joint and tendon
@@ -20,8 +30,15 @@ pub enum Coupled {
 pub struct Equality<S> {
     pub name: String,
     pub coupled: Coupled,
-    /// The quartic's coefficients `c_0 … c_4`.
+    /// The quartic's coefficients `c_0 … c_4` (joints and tendons).
     pub polycoef: [S; 5],
+    /// The frame each body of a connect or weld holds, in that body's frame: the anchors meet,
+    /// and a weld's orientations agree.
+    pub anchors: [Vector3<S>; 2],
+    pub orientations: [Quat<S>; 2],
+    /// A weld's weight of the orientation error against the position error (MuJoCo's
+    /// `torquescale`, a length).
+    pub torquescale: S,
     pub solref: [S; 2],
     pub solimp: [S; 5],
 }
@@ -32,6 +49,9 @@ impl<S: Scalar> Equality<S> {
             name: self.name.clone(),
             coupled: self.coupled,
             polycoef: self.polycoef.map(&mut *f),
+            anchors: self.anchors.each_ref().map(|a| a.map(&mut *f)),
+            orientations: self.orientations.map(|q| q.map(&mut *f)),
+            torquescale: f(self.torquescale),
             solref: self.solref.map(&mut *f),
             solimp: self.solimp.map(&mut *f),
         }
@@ -59,13 +79,41 @@ pub struct EqualitySpec {
     pub name: String,
     pub coupled: CoupledNames,
     pub polycoef: [f64; 5],
+    pub torquescale: f64,
     pub solref: [f64; 2],
     pub solimp: [f64; 5],
 }
 
-/// The joints or tendons an [`EqualitySpec`] couples, by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What an [`EqualitySpec`] couples, by name (a missing second body is the world).
+#[derive(Clone, Debug, PartialEq)]
 pub enum CoupledNames {
-    Joints { first: String, second: Option<String> },
-    Tendons { first: String, second: Option<String> },
+    Joints {
+        first: String,
+        second: Option<String>,
+    },
+    Tendons {
+        first: String,
+        second: Option<String>,
+    },
+    /// `anchor` in the first body's frame; the second body holds the point where the anchor
+    /// lies at the reference pose.
+    Connect {
+        first: String,
+        second: Option<String>,
+        anchor: [f64; 3],
+    },
+    /// `anchor` in the second body's frame; the first body holds the frame `relpose`
+    /// (position, quaternion) or, without it, the anchor's frame at the reference pose.
+    Weld {
+        first: String,
+        second: Option<String>,
+        anchor: [f64; 3],
+        relpose: Option<[f64; 7]>,
+    },
+    /// Two sites' frames (a connect holds their origins together, a weld their poses).
+    Sites {
+        first: String,
+        second: String,
+        weld: bool,
+    },
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use nalgebra::{DMatrix, DVector, Vector3};
 
+use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, angular_jacobian, point_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
@@ -14,7 +15,7 @@ use crate::contact::{
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{Cone, Coupled, Geom, JointKind, Model, State};
+use crate::model::{Cone, Coupled, Equality, Geom, JointKind, Model, State};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -32,8 +33,10 @@ enum Key {
     TendonFriction {
         tendon: usize,
     },
+    /// Row `row` of equality `index`.
     Equality {
         index: usize,
+        row: usize,
     },
     JointLimit {
         joint: usize,
@@ -201,6 +204,10 @@ struct Gathered<S: Scalar> {
     restitution: S,
     /// The lanes the constraint exists in.
     present: S::Mask,
+    /// An equality row's violation norm over its equality's rows (what its impedance reads)
+    /// and its velocity-product acceleration `J̇ v` (MuJoCo's, subtracted from the reference);
+    /// `None` on every other row.
+    tie: Option<(S, S)>,
 }
 
 /// The geom with global index `index` (bodies' geoms in order).
@@ -262,6 +269,7 @@ fn contact_constraint<S: Scalar>(
         twist: [friction[1], friction[2]],
         restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
+        tie: None,
     }
 }
 
@@ -301,6 +309,7 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
             twist: g.twist,
             restitution: g.restitution,
             present: g.present,
+            tie: None,
         })
         .collect()
 }
@@ -354,6 +363,7 @@ fn limits<S: Scalar>(
                 twist: [S::zero(); 2],
                 restitution: S::zero(),
                 present,
+                tie: None,
             });
         }
     };
@@ -418,6 +428,7 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
             twist: [S::zero(); 2],
             restitution: S::zero(),
             present,
+            tie: None,
         });
     };
     for joint in model.joints() {
@@ -437,15 +448,13 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
     out
 }
 
-/// The model's equality constraints at positions `q`, one bilateral row each: the violation
-/// `x₁ − x₁⁰ − p(x₂ − x₂⁰)` of its joint values or tendon lengths, and its Jacobian
-/// `J₁ − p' J₂`, in `S` (so derivatives along the polynomial reach the rows).
-fn equalities<S: Scalar>(
-    model: &Model<S>,
-    q: &DVector<S>,
-    lanes: usize,
-    weights: &InverseWeights<S>,
-) -> Vec<Gathered<S>> {
+/// The model's equality constraints at positions `q` and velocity `v`, as bilateral rows: one
+/// for a joint or tendon coupling — the violation `x₁ − x₁⁰ − p(x₂ − x₂⁰)` of its joint values
+/// or tendon lengths, Jacobian `J₁ − p' J₂` — three for a connect and six for a weld
+/// ([`super::ties`]); all in `S`, so derivatives along the polynomial, anchors and poses reach
+/// the rows.
+fn equalities<S: Scalar>(input: &StageInput<'_, S>) -> Vec<Gathered<S>> {
+    let StageInput { model, kin, q, v, lanes, weights } = *input;
     let q0 = model.qpos0();
     let nv = model.nv();
     // A coupled object's value less its reference, Jacobian row and inverse weight.
@@ -461,32 +470,69 @@ fn equalities<S: Scalar>(
         tendon.apply(model, S::one(), &mut jac);
         (tendon.length(model, q) - tendon.length(model, &q0), jac, weights.tendon[t])
     };
+    let ties = model
+        .equalities()
+        .iter()
+        .any(|e| matches!(e.coupled, Coupled::Connect { .. } | Coupled::Weld { .. }))
+        .then(|| Motions::new(model, kin, v));
     let mut out = Vec::new();
     for (index, equality) in model.equalities().iter().enumerate() {
-        let ((x1, j1, w1), second) = match equality.coupled {
-            Coupled::Joints { first, second } => (joint(first), second.map(joint)),
-            Coupled::Tendons { first, second } => (tendon(first), second.map(tendon)),
+        let rows: Vec<TieRow<S>> = match equality.coupled {
+            Coupled::Joints { first, second } => vec![coupling(equality, joint(first), second.map(joint))],
+            Coupled::Tendons { first, second } => vec![coupling(equality, tendon(first), second.map(tendon))],
+            Coupled::Connect { .. } | Coupled::Weld { .. } => match &ties {
+                Some(motions) => tie_rows(model, kin, motions, weights, equality),
+                None => Vec::new(),
+            },
         };
-        let (violation, slope) = equality.violation(x1, second.as_ref().map(|s| s.0));
-        let (jacobian, inverse_weight) = match &second {
-            Some((_, j2, w2)) => (j1 - j2 * slope, w1 + *w2),
-            None => (j1, w1),
-        };
-        out.push(Gathered {
-            keys: vec![Some(Key::Equality { index }); lanes],
+        let violations: Vec<S> = rows.iter().map(|r| r.violation).collect();
+        let norm = live_norm(&violations);
+        let materials = limit_materials(equality.solref, equality.solimp, S::zero(), lanes);
+        out.extend(rows.into_iter().enumerate().map(|(row, r)| Gathered {
+            keys: vec![Some(Key::Equality { index, row }); lanes],
             kind: ConstraintKind::Equality,
             bodies: [None, None],
-            materials: limit_materials(equality.solref, equality.solimp, S::zero(), lanes),
-            jacobian: vec![jacobian],
-            depth: -violation,
-            inverse_weight,
+            materials: materials.clone(),
+            jacobian: vec![r.jacobian],
+            depth: -r.violation,
+            inverse_weight: r.inverse_weight,
             friction: S::zero(),
             twist: [S::zero(); 2],
             restitution: S::zero(),
             present: S::Mask::splat(true),
-        });
+            tie: Some((norm, r.velocity_product)),
+        }));
     }
     out
+}
+
+/// The row of a joint or tendon coupling from the first object's (offset, Jacobian, inverse
+/// weight) and the second's.
+fn coupling<S: Scalar>(
+    equality: &Equality<S>,
+    (x1, j1, w1): (S, DVector<S>, S),
+    second: Option<(S, DVector<S>, S)>,
+) -> TieRow<S> {
+    let (violation, slope) = equality.violation(x1, second.as_ref().map(|s| s.0));
+    let (jacobian, inverse_weight) = match &second {
+        Some((_, j2, w2)) => (j1 - j2 * slope, w1 + *w2),
+        None => (j1, w1),
+    };
+    TieRow { violation, jacobian, velocity_product: S::zero(), inverse_weight }
+}
+
+/// The Euclidean norm of `x` per batch lane, with its first-order tangents `Σ xᵢ dxᵢ / |x|`
+/// (zero at zero, where the norm has no derivative).
+fn live_norm<S: Scalar>(x: &[S]) -> S {
+    let lanes = x.iter().map(|x| x.lanes()).max().unwrap_or(1);
+    let norms: Vec<f64> = (0..lanes).map(|l| x.iter().map(|x| x.lane(l).powi(2)).sum::<f64>().sqrt()).collect();
+    let reals = |x: &S| S::from_lanes(&x.reals());
+    let unit = |x: &S| {
+        S::from_lanes(
+            &norms.iter().enumerate().map(|(l, n)| if *n > 0.0 { x.lane(l) / n } else { 0.0 }).collect::<Vec<_>>(),
+        )
+    };
+    x.iter().fold(S::from_lanes(&norms), |acc, x| acc + (*x - reals(x)) * unit(x))
 }
 
 /// Whether any constraint can be active in `model`.
@@ -503,18 +549,29 @@ fn constrained<S: Scalar>(model: &Model<S>) -> bool {
         && (has_equalities || has_friction || model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
 }
 
-/// The limits and contacts of every lane at the positions `kin` holds.
-fn gather<S: Scalar>(
-    model: &Model<S>,
-    kin: &Kinematics<S>,
-    q: &DVector<S>,
+/// What the constraint stage reads at one evaluation: the model at the positions `kin` holds
+/// and the velocity `v`, over `lanes` batch lanes, with the model's inverse weights.
+#[derive(Clone, Copy)]
+struct StageInput<'a, S: Scalar> {
+    model: &'a Model<S>,
+    kin: &'a Kinematics<S>,
+    q: &'a DVector<S>,
+    v: &'a DVector<S>,
     lanes: usize,
-    weights: &InverseWeights<S>,
+    weights: &'a InverseWeights<S>,
+}
+
+/// The equalities, friction losses, limits and contacts of every lane, in MuJoCo's order, the
+/// contacts' cone as `config` and the model say.
+fn gather<S: Scalar>(
+    input: &StageInput<'_, S>,
     capacity: Option<usize>,
-    pyramidal: bool,
+    config: &SolverConfig,
 ) -> Result<Vec<Gathered<S>>, StepError> {
-    // MuJoCo's order: equalities, friction losses, limits, contacts.
-    let mut gathered = if model.enabled.equality { equalities(model, q, lanes, weights) } else { Vec::new() };
+    let StageInput { model, kin, q, lanes, weights, .. } = *input;
+    // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
+    let pyramidal = config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
+    let mut gathered = if model.enabled.equality { equalities(input) } else { Vec::new() };
     if model.enabled.frictionloss {
         gathered.extend(friction_losses(model, lanes, weights));
     }
@@ -565,16 +622,21 @@ fn assemble<S: Scalar>(
         let (depth, v_n) = (g.depth, velocity[at]);
         let lane_rows: Vec<ContactRow> = (0..lanes)
             .map(|l| {
-                let row =
-                    ContactRow::from_material(g.kind, &g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l), config);
+                let (material, depth, v_n, dt) = (&g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l));
+                let row = match g.tie {
+                    Some((norm, _)) => ContactRow::bilateral(material, depth, norm.lane(l), v_n, dt),
+                    None => ContactRow::from_material(g.kind, material, depth, v_n, dt, config),
+                };
                 ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), impratio, ..row }
             })
             .collect();
         specs.push(lane_rows);
         let reals = |x: S| S::from_lanes(&x.reals());
+        let norm = g.tie.map_or(S::zero(), |(norm, _)| norm - reals(norm));
         deviations.push(RowDeviation {
             depth: depth - reals(depth),
             normal_velocity: v_n - reals(v_n),
+            norm,
             friction: g.friction - reals(g.friction),
             twist: g.twist.map(|x| x - reals(x)),
             restitution: g.restitution - reals(g.restitution),
@@ -586,6 +648,15 @@ fn assemble<S: Scalar>(
     let mut problem =
         ContactProblem::from_rows(joint, Some(&velocity), &specs, Some(&deviations), Some(&bodies), config);
     problem.present = gathered.iter().map(|g| g.present).collect();
+    // A tie's rows target the violation's true acceleration: MuJoCo 4 subtracts `J̇ v` from
+    // their reference, which the velocity target takes over the step.
+    let mut at = 0;
+    for g in gathered {
+        if let Some((_, velocity_product)) = g.tie {
+            problem.target[at] -= dt * velocity_product;
+        }
+        at += g.kind.dim();
+    }
     problem
 }
 
@@ -609,9 +680,8 @@ pub(crate) fn acceleration<S: Scalar>(
         return Ok(smooth);
     };
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
-    let pyramidal = state.config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
-    let gathered = gather(model, &kin, q, lanes, weights, state.capacity, pyramidal)?;
+    let input = StageInput { model, kin: &kin, q, v, lanes, weights };
+    let gathered = gather(&input, state.capacity, &state.config)?;
     if gathered.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();

@@ -8,6 +8,7 @@
 use nalgebra::DVector;
 
 mod constraints;
+mod ties;
 mod weights;
 
 use crate::Scalar;

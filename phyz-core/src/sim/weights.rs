@@ -15,7 +15,9 @@ use crate::model::{JointKind, Model};
 /// The inverse weights of a model's bodies, degrees of freedom and tendons.
 #[derive(Clone, Debug)]
 pub(super) struct InverseWeights<S> {
+    /// Each body's translational and rotational weight (MuJoCo's `body_invweight0` pair).
     pub body: Vec<S>,
+    pub body_rotation: Vec<S>,
     pub dof: Vec<S>,
     pub tendon: Vec<S>,
     /// The mean diagonal of the mass matrix (MuJoCo's `meaninertia`), which scales the solver's
@@ -38,22 +40,23 @@ impl<S: Scalar> InverseWeights<S> {
                 .fold(S::zero(), |a, b| a + b);
             sum / S::from_f64(rows as f64)
         };
-        let body = (0..model.bodies().len())
+        let (body, body_rotation) = (0..model.bodies().len())
             .map(|b| {
                 if b == 0 {
-                    return S::zero();
+                    return (S::zero(), S::zero());
                 }
                 if simple(model, b) {
-                    return S::one() / model.bodies()[b].mass;
+                    return (S::one() / model.bodies()[b].mass, S::zero());
                 }
                 let pose = kin.body_pose(model, b);
                 let com = pose.transform_point(&model.bodies()[b].com);
                 let tran = weight(&point_jacobian(model, &kin, b, &com));
+                let rot = weight(&angular_jacobian(model, &kin, b));
                 // A body that can only turn about its centre has no translational weight:
                 // MuJoCo falls back to the rotational one.
-                if tran.lane(0) > 1e-15 { tran } else { weight(&angular_jacobian(model, &kin, b)) }
+                (if tran.lane(0) > 1e-15 { tran } else { rot }, rot)
             })
-            .collect();
+            .unzip();
         let diagonal = |d: usize| {
             let mut e = DVector::zeros(model.nv());
             e[d] = S::one();
@@ -89,7 +92,7 @@ impl<S: Scalar> InverseWeights<S> {
                 weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
             })
             .collect();
-        Ok(InverseWeights { body, dof, tendon, mean_inertia })
+        Ok(InverseWeights { body, body_rotation, dof, tendon, mean_inertia })
     }
 }
 
@@ -104,6 +107,7 @@ impl InverseWeights<f64> {
         let mean_inertia = S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>());
         InverseWeights {
             body: gather(&|w| &w.body),
+            body_rotation: gather(&|w| &w.body_rotation),
             dof: gather(&|w| &w.dof),
             tendon: gather(&|w| &w.tendon),
             mean_inertia,

@@ -351,34 +351,33 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    /// `<equality>`: joint and tendon couplings; the other kinds are refused by name.
+    /// `<equality>`: joint and tendon couplings, connects and welds; the other kinds are
+    /// refused by name.
     fn equalities(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         Element::new(at, None).check_attributes(&[])?;
         for (k, child) in self.parsed.children(at).into_iter().enumerate() {
             let el = self.defaults.element_in(child, "equality")?;
-            let (first, second) = match el.tag() {
-                "joint" => ("joint1", "joint2"),
-                "tendon" => ("tendon1", "tendon2"),
-                "connect" | "weld" | "flex" | "flexvert" | "flexstrain" | "distance" => {
+            let common = ["name", "class", "active", "solref", "solimp"];
+            let own: &[&str] = match el.tag() {
+                "joint" => &["polycoef", "joint1", "joint2"],
+                "tendon" => &["polycoef", "tendon1", "tendon2"],
+                "connect" => &["body1", "body2", "anchor", "site1", "site2"],
+                "weld" => &["body1", "body2", "anchor", "relpose", "torquescale", "site1", "site2"],
+                "flex" | "flexvert" | "flexstrain" | "distance" => {
                     return Err(el.unsupported(format!("<{}> equality constraints", el.tag())));
                 }
                 other => return Err(el.invalid(format!("unexpected <{other}> in <equality>"))),
             };
-            el.check_attributes(&["name", "class", "active", "solref", "solimp", "polycoef", first, second])?;
+            el.check_attributes(&[&common[..], own].concat())?;
             el.reject_unless("active", &["true"])?;
-            let one = el.string(first).ok_or_else(|| el.invalid(format!("`{first}` is required")))?;
-            let two = el.string(second);
-            let coupled = if first == "joint1" {
-                CoupledNames::Joints { first: one, second: two }
-            } else {
-                CoupledNames::Tendons { first: one, second: two }
-            };
             let name = el.string("name").unwrap_or_else(|| format!("equality {k}"));
             self.places.insert(("equality", name.clone()), el.location());
+            let coupled = equality_names(&el)?;
             self.builder.add_equality(EqualitySpec {
                 name,
                 coupled,
                 polycoef: el.padded("polycoef", [0.0, 1.0, 0.0, 0.0, 0.0])?,
+                torquescale: el.number_or("torquescale", 1.0)?,
                 solref: el.padded("solref", DEFAULT_SOLREF)?,
                 solimp: el.padded("solimp", DEFAULT_SOLIMP)?,
             });
@@ -1008,5 +1007,29 @@ fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfEr
         qpos: vector("qpos", model.qpos0())?,
         qvel: vector("qvel", DVector::zeros(model.nv()))?,
         ctrl: vector("ctrl", DVector::zeros(model.nu()))?,
+    })
+}
+
+/// What an `<equality>` element names: joints, tendons, bodies (with a connect's or weld's
+/// anchor and a weld's relpose) or sites.
+fn equality_names(el: &Element<'_, '_>) -> Result<CoupledNames, MjcfError> {
+    let required = |key: &str| el.string(key).ok_or_else(|| el.invalid(format!("`{key}` is required")));
+    Ok(match el.tag() {
+        "joint" => CoupledNames::Joints { first: required("joint1")?, second: el.string("joint2") },
+        "tendon" => CoupledNames::Tendons { first: required("tendon1")?, second: el.string("tendon2") },
+        tag => {
+            let weld = tag == "weld";
+            if el.string("body1").is_none() && el.string("site1").is_some() {
+                return Ok(CoupledNames::Sites { first: required("site1")?, second: required("site2")?, weld });
+            }
+            let (first, second) = (required("body1")?, el.string("body2"));
+            if weld {
+                let relpose = el.array::<7>("relpose")?;
+                CoupledNames::Weld { first, second, anchor: el.array::<3>("anchor")?.unwrap_or([0.0; 3]), relpose }
+            } else {
+                let anchor = el.array::<3>("anchor")?.ok_or_else(|| el.invalid("`anchor` is required"))?;
+                CoupledNames::Connect { first, second, anchor }
+            }
+        }
     })
 }

@@ -1,0 +1,128 @@
+//! The rows of the equalities that tie two bodies (MuJoCo's `connect` and `weld`): each row's
+//! violation, Jacobian and velocity-product term `J̇ v` at the current state, in `S`.
+//!
+//! A connect holds the two anchors `p₁`, `p₂` together: three rows `p₁ − p₂`. A weld also
+//! holds the frames' orientations `q₁`, `q₂` together: three more rows, the vector part of
+//! `q₂⁻¹ q₁` scaled by `torquescale`, whose Jacobian is `½ (s I − [v]×) R₂ᵀ (ω₁ − ω₂)` for
+//! `q₂⁻¹ q₁ = (s, v)`. MuJoCo 4 subtracts `J̇ v` from each row's reference acceleration, so
+//! the rows target the violation's true second derivative; phyz does the same.
+
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+
+use super::weights::{InverseWeights, angular_jacobian, point_jacobian};
+use crate::Scalar;
+use crate::dynamics::Kinematics;
+use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities};
+use crate::math::{Motion, Quat};
+use crate::model::{Coupled, Equality, Model};
+
+/// One row of a tie.
+pub(super) struct TieRow<S> {
+    pub violation: S,
+    pub jacobian: DVector<S>,
+    /// `J̇ v`: the row's acceleration when every joint acceleration is zero.
+    pub velocity_product: S,
+    /// MuJoCo's `diagApprox`: the bodies' translational or rotational inverse weights.
+    pub inverse_weight: S,
+}
+
+/// Every link's velocity and velocity-product acceleration (world frame), shared by the ties.
+pub(super) struct Motions<S> {
+    velocity: Vec<Motion<S>>,
+    bias: Vec<Motion<S>>,
+}
+
+impl<S: Scalar> Motions<S> {
+    pub fn new(model: &Model<S>, kin: &Kinematics<S>, v: &DVector<S>) -> Self {
+        let local = link_velocities(model, kin, v);
+        let bias = link_bias_accelerations(model, kin, &local, v);
+        let world = |m: Vec<Motion<S>>| m.iter().zip(&kin.world).map(|(m, pose)| pose.motion_to_parent(m)).collect();
+        Motions { velocity: world(local), bias: world(bias) }
+    }
+
+    /// A body's world-frame velocity and velocity-product acceleration (zero for the world).
+    fn of(&self, model: &Model<S>, body: usize) -> (Motion<S>, Motion<S>) {
+        model.tree().body_link[body].map_or((Motion::zero(), Motion::zero()), |l| (self.velocity[l], self.bias[l]))
+    }
+
+    /// The velocity-product acceleration of the point `p` (world) moving with `body`: the
+    /// spatial acceleration there plus `ω × v_p`.
+    fn point_bias(&self, model: &Model<S>, body: usize, p: &Vector3<S>) -> Vector3<S> {
+        let (v, a) = self.of(model, body);
+        a.lin + a.ang.cross(p) + v.ang.cross(&(v.lin + v.ang.cross(p)))
+    }
+}
+
+/// The rows of `equality` (a connect or a weld) at the pose `kin` and the motions `motions`.
+pub(super) fn tie_rows<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    motions: &Motions<S>,
+    weights: &InverseWeights<S>,
+    equality: &Equality<S>,
+) -> Vec<TieRow<S>> {
+    let (bodies, weld) = match equality.coupled {
+        Coupled::Connect { bodies } => (bodies, false),
+        Coupled::Weld { bodies } => (bodies, true),
+        Coupled::Joints { .. } | Coupled::Tendons { .. } => return Vec::new(),
+    };
+    let poses = bodies.map(|b| kin.body_pose(model, b));
+    let points = [0, 1].map(|i| poses[i].transform_point(&equality.anchors[i]));
+    let linear = point_jacobian(model, kin, bodies[0], &points[0]) - point_jacobian(model, kin, bodies[1], &points[1]);
+    let bias = motions.point_bias(model, bodies[0], &points[0]) - motions.point_bias(model, bodies[1], &points[1]);
+    let translation = weights.body[bodies[0]] + weights.body[bodies[1]];
+    let mut rows: Vec<TieRow<S>> = (0..3)
+        .map(|k| TieRow {
+            violation: points[0][k] - points[1][k],
+            jacobian: linear.row(k).transpose(),
+            velocity_product: bias[k],
+            inverse_weight: translation,
+        })
+        .collect();
+    if !weld {
+        return rows;
+    }
+    // The frames' orientations and their relative rotation `q₂⁻¹ q₁ = (s, v)`.
+    let frames = [0, 1].map(|i| poses[i].rot * equality.orientations[i].to_rotation_matrix());
+    let relative = Quat::from_rotation_matrix(&(frames[1].transpose() * frames[0]));
+    let (s, v) = (relative.w, relative.vector());
+    let half = S::from_f64(0.5) * equality.torquescale;
+    // Im(u · q_rel) = (s I − [v]×) u for a pure quaternion u.
+    let skew = Matrix3::new(S::zero(), -v.z, v.y, v.z, S::zero(), -v.x, -v.y, v.x, S::zero());
+    let left = (Matrix3::identity() * s - skew) * frames[1].transpose();
+    let turning: DMatrix<S> = angular_jacobian(model, kin, bodies[0]) - angular_jacobian(model, kin, bodies[1]);
+    let angular = (left * turning) * half;
+    let [(v1, a1), (v2, a2)] = bodies.map(|b| motions.of(model, b));
+    let spin = v1.ang - v2.ang;
+    // Each frame's rate in its own axes: `q̇ = ½ (0, ω) q = ½ q (0, Rᵀ ω)`.
+    let rates = [frames[0].transpose() * v1.ang, frames[1].transpose() * v2.ang];
+    let rotation_bias = weld_velocity_product(&relative, &frames[1], &spin, &(a1.ang - a2.ang), &rates) * half;
+    let rotation = weights.body_rotation[bodies[0]] + weights.body_rotation[bodies[1]];
+    rows.extend((0..3).map(|k| TieRow {
+        violation: equality.torquescale * v[k],
+        jacobian: angular.row(k).transpose(),
+        velocity_product: rotation_bias[k],
+        inverse_weight: rotation,
+    }));
+    rows
+}
+
+/// The vector part of `d/dt [q₂⁻¹ (0, ω₁ − ω₂) q₁]` at zero joint accelerations, from
+/// `q_rel = q₂⁻¹ q₁`, the second frame `R₂`, the relative rate and velocity-product
+/// acceleration (world), and each frame's rate in its own axes `u = Rᵀ ω`:
+/// `−½ u₂ (R₂ᵀ Δω) q_rel + (R₂ᵀ Δα) q_rel + ½ (R₂ᵀ Δω) q_rel u₁`.
+fn weld_velocity_product<S: Scalar>(
+    relative: &Quat<S>,
+    second: &Matrix3<S>,
+    spin: &Vector3<S>,
+    spin_bias: &Vector3<S>,
+    rates: &[Vector3<S>; 2],
+) -> Vector3<S> {
+    let pure = |u: Vector3<S>| Quat::new(S::zero(), u.x, u.y, u.z);
+    let half = S::from_f64(0.5);
+    let turning = pure(second.transpose() * spin);
+    let first = pure(rates[1]) * turning * *relative;
+    let middle = pure(second.transpose() * spin_bias) * *relative;
+    let last = turning * *relative * pure(rates[0]);
+    middle.vector() + (last.vector() - first.vector()) * half
+}
