@@ -88,11 +88,14 @@ pub fn detect_lane<S: Scalar>(
         if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
             continue;
         }
-        let mixed = Material::combine(&material(&g1.geom), &material(&g2.geom));
-        let material = Material { solimp: mixed.solimp.clamped(), ..mixed };
-        if apart(g1, g2, material.margin) {
+        // The pair's margin is the sum of its geoms' (less their gaps), as `Material::combine`
+        // has it: tested before the pair's material is mixed.
+        let (m1, m2) = (material(&g1.geom), material(&g2.geom));
+        if apart(g1, g2, m1.margin + m2.margin) {
             continue;
         }
+        let mixed = Material::combine(&m1, &m2);
+        let material = Material { solimp: mixed.solimp.clamped(), ..mixed };
         // MuJoCo's condim: the higher priority's, else the larger.
         let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
             std::cmp::Ordering::Greater => g1.geom.condim,

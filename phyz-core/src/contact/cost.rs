@@ -149,6 +149,43 @@ impl<'a> Piece<'a, f64> {
         h
     }
 
+    /// The cost along the line `jar + α·direction` (`direction` one entry per row), with its
+    /// first and second derivatives in `α`, in whatever zone the constraint is at `α`: what an
+    /// exact line search samples, without forming a Hessian.
+    pub fn along(&self, direction: &[f64], alpha: f64) -> (f64, f64, f64) {
+        let dim = self.kind.dim();
+        let mut moved = [0.0; 6];
+        for (m, (x, d)) in moved.iter_mut().zip(self.jar.iter().zip(direction)) {
+            *m = x + alpha * d;
+        }
+        let at = Piece { jar: &moved[..dim], ..*self };
+        let zone = at.zone();
+        match zone {
+            Zone::Satisfied => (0.0, 0.0, 0.0),
+            Zone::Quadratic => at.active_rows().fold((0.0, 0.0, 0.0), |(c, s, k), r| {
+                let (x, d, w) = (moved[r], direction[r], self.d[r]);
+                (c + 0.5 * w * x * x, s + w * x * d, k + w * d * d)
+            }),
+            Zone::Linear => (at.cost(zone), self.mu * moved[0].signum() * direction[0], 0.0),
+            Zone::Cone => {
+                // N(α) and U(α) = U + α V in the regularized cone's coordinates.
+                let (n, u, t, mu_r) = at.scaled();
+                let dn = direction[0] * mu_r;
+                let (mut uv, mut vv) = (0.0, 0.0);
+                for j in 0..dim - 1 {
+                    let v = direction[j + 1] * self.coefficient(j + 1);
+                    uv += u[j] * v;
+                    vv += v * v;
+                }
+                let dt = uv / t;
+                let ddt = (vv - dt * dt) / t;
+                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                let (gap, dgap) = (n - mu_r * t, dn - mu_r * dt);
+                (0.5 * dm * gap * gap, dm * gap * dgap, dm * (dgap * dgap - gap * mu_r * ddt))
+            }
+        }
+    }
+
     /// Rows the quadratic zone acts on: all of a cone's, only the normal row without friction.
     fn active_rows(&self) -> std::ops::Range<usize> {
         0..if has_cone(self.kind, self.mu) { self.kind.dim() } else { 1 }
@@ -214,6 +251,49 @@ mod tests {
         }
         let (below, above) = (piece(&[edge * (1.0 - 1e-12)]).1, piece(&[edge * (1.0 + 1e-12)]).1);
         assert!((below - above).abs() < 1e-9 * above, "continuous at the bound: {below} vs {above}");
+    }
+
+    /// The cost along a line, as the line search samples it: its slope and curvature are the
+    /// force and Hessian along the direction, and its value the cost at the moved point.
+    #[test]
+    fn the_cost_along_a_line_is_the_cost_at_the_moved_point() {
+        let (mu, twist) = (0.7, [0.03, 0.002]);
+        let (spin, roll) = (2e3 * (twist[0] / mu) * (twist[0] / mu), 2e3 * (twist[1] / mu) * (twist[1] / mu));
+        let d = [50.0, 2e3, 2e3, spin, roll, roll];
+        let jar = [-0.05, 0.4, 0.3, 2.0, -1.0, 3.0];
+        let direction = [0.3, -0.2, 0.1, -4.0, 2.0, 1.0];
+        let kinds = [
+            ConstraintKind::Equality,
+            ConstraintKind::FrictionLoss,
+            ConstraintKind::Limit,
+            ConstraintKind::Contact,
+            ConstraintKind::Rolling,
+        ];
+        for kind in kinds {
+            let dim = kind.dim();
+            let piece = Piece { kind, jar: &jar[..dim], d: &d[..dim], mu, twist };
+            for alpha in [0.0, 0.05, 0.2, 0.5, 1.0] {
+                let (cost, slope, curvature) = piece.along(&direction[..dim], alpha);
+                let mut moved = [0.0; 6];
+                for r in 0..dim {
+                    moved[r] = jar[r] + alpha * direction[r];
+                }
+                let at = Piece { jar: &moved[..dim], ..piece };
+                let zone = at.zone();
+                let mut force = [0.0; 6];
+                at.force(zone, true, &mut force[..dim]);
+                let h = at.hessian(zone);
+                let expected_slope: f64 = (0..dim).map(|r| -force[r] * direction[r]).sum();
+                let expected_curvature: f64 = (0..dim)
+                    .flat_map(|r| (0..dim).map(move |c| (r, c)))
+                    .map(|(r, c)| direction[r] * h[(r, c)] * direction[c])
+                    .sum();
+                let scale = 1.0 + expected_curvature.abs();
+                assert!((cost - at.cost(zone)).abs() < 1e-12 * (1.0 + cost.abs()), "{kind:?} {alpha}");
+                assert!((slope - expected_slope).abs() < 1e-10 * (1.0 + slope.abs()), "{kind:?} {alpha}");
+                assert!((curvature - expected_curvature).abs() < 1e-10 * scale, "{kind:?} {alpha} {zone:?}");
+            }
+        }
     }
 
     /// Gradient and Hessian of every zone against central differences of the cost, for a

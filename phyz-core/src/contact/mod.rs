@@ -16,6 +16,7 @@
 pub mod config;
 pub mod cost;
 pub mod differentiable;
+pub mod envelope;
 pub mod friction;
 pub mod material;
 pub mod newton;

@@ -7,7 +7,7 @@
 //!
 //! a convex, piecewise-smooth function whose gradient `g = M (x − x₀) − Jᵀ f` vanishes at the
 //! solution (`f` the impulses, [`super::cost`]). Each iteration factorizes the Hessian
-//! `H = M + Jᵀ ∂²s J` (dense Cholesky, `nv × nv`), steps along `−H⁻¹ g` with an exact line
+//! `H = M + Jᵀ ∂²s J` (Cholesky within its envelope, [`super::envelope`]), steps along `−H⁻¹ g` with an exact line
 //! search on the piecewise-quadratic restriction of `c`, and stops as MuJoCo does: when the
 //! scaled cost improvement, the scaled gradient or the Newton decrement falls below the
 //! tolerance. Nothing else counts as converged.
@@ -16,18 +16,15 @@
 //! iterations use them in `f64`, and the derivative rules (`super::sensitivity`) evaluate the
 //! same gradient with dual-number data and invert the same Hessian.
 
-use nalgebra::{Cholesky, DVector, Dyn};
+use nalgebra::DVector;
 
 use super::config::SolverConfig;
 use super::cost::{Piece, Zone, has_cone};
+pub use super::envelope::IndefiniteHessian;
+use super::envelope::{Envelope, EnvelopeCholesky};
 use super::problem::ContactProblem;
 use super::solver::Solution;
 use crate::Scalar;
-
-/// The Hessian is not positive definite: the mass matrix itself is singular.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the contact problem's Hessian is not positive definite (singular mass matrix)")]
-pub struct IndefiniteHessian;
 
 /// Where the iterations stand: the point, each constraint's deviation, zone and impulse, the
 /// cost and its gradient.
@@ -40,15 +37,30 @@ struct Point {
     gradient: DVector<f64>,
 }
 
-/// The problem's fixed pieces in `f64`: first rows, `D = 1/R`.
+/// The problem's fixed pieces in `f64`: first rows, `D = 1/R`, the columns each
+/// constraint's rows touch, and the envelope of the Hessian.
 struct Layout {
     offsets: Vec<usize>,
     d: DVector<f64>,
+    columns: Vec<Vec<usize>>,
+    envelope: Vec<usize>,
 }
 
 impl Layout {
     fn new(problem: &ContactProblem<f64>) -> Self {
-        Layout { offsets: problem.offsets(), d: problem.regularizer.map(|r| 1.0 / r) }
+        let offsets = problem.offsets();
+        let jacobian = &problem.joint.jacobian;
+        let columns: Vec<Vec<usize>> = problem
+            .constraints
+            .iter()
+            .zip(&offsets)
+            .map(|(c, &at)| {
+                let rows = at..at + c.kind.dim();
+                (0..jacobian.ncols()).filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0)).collect()
+            })
+            .collect();
+        let envelope = Envelope::spanning(&problem.joint.mass, columns.iter().map(Vec::as_slice));
+        Layout { offsets, d: problem.regularizer.map(|r| 1.0 / r), columns, envelope }
     }
 
     /// Constraint `c`'s cost piece at deviations `jar`.
@@ -87,40 +99,41 @@ pub(crate) fn hessian(
     problem: &ContactProblem<f64>,
     zones: &[Zone],
     jar: &DVector<f64>,
-) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
-    factorized_hessian(problem, &Layout::new(problem), zones, jar)
+) -> Result<EnvelopeCholesky, IndefiniteHessian> {
+    let layout = Layout::new(problem);
+    factorized_hessian(problem, &layout, zones, jar, Envelope::new(&layout.envelope))
 }
 
-/// [`hessian`] with the problem's layout at hand.
+/// [`hessian`] with the problem's layout at hand, built in `h` (its envelope's storage).
 fn factorized_hessian(
     problem: &ContactProblem<f64>,
     layout: &Layout,
     zones: &[Zone],
     jar: &DVector<f64>,
-) -> Result<Cholesky<f64, Dyn>, IndefiniteHessian> {
+    mut h: Envelope,
+) -> Result<EnvelopeCholesky, IndefiniteHessian> {
     let jacobian = &problem.joint.jacobian;
-    let mut h = problem.joint.mass.clone();
-    let mut columns = Vec::with_capacity(jacobian.ncols());
+    h.fill(&problem.joint.mass);
     for (c, zone) in zones.iter().enumerate() {
         if matches!(zone, Zone::Satisfied | Zone::Linear) {
             continue;
         }
         let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
         let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
-        columns.clear();
-        columns.extend((0..jacobian.ncols()).filter(|&j| (at..at + dim).any(|r| jacobian[(r, j)] != 0.0)));
-        for &j in &columns {
-            // (B J_c)[r, j] for this column, then its products with every touched column.
+        let columns = &layout.columns[c];
+        for &j in columns {
+            // (B J_c)[r, j] for this column, then its products with every touched column at
+            // or below it (the lower triangle).
             let mut weighted = [0.0; 6];
             for (r, w) in weighted.iter_mut().enumerate().take(dim) {
                 *w = (0..dim).map(|k| block[(r, k)] * jacobian[(at + k, j)]).sum();
             }
-            for &i in &columns {
-                h[(i, j)] += (0..dim).map(|r| jacobian[(at + r, i)] * weighted[r]).sum::<f64>();
+            for &i in columns.iter().filter(|&&i| i >= j) {
+                h.add(i, j, (0..dim).map(|r| jacobian[(at + r, i)] * weighted[r]).sum::<f64>());
             }
         }
     }
-    Cholesky::new(h).ok_or(IndefiniteHessian)
+    h.factorize()
 }
 
 /// The gradient `M (x − x₀) − Jᵀ f(J x − target)` in any scalar, with each constraint held in
@@ -158,7 +171,7 @@ impl Measure {
     }
 
     /// The Newton decrement `½ gᵀ H⁻¹ g`, scaled; and the Newton direction `−H⁻¹ g`.
-    fn newton(&self, factor: &Cholesky<f64, Dyn>, gradient: &DVector<f64>) -> (f64, DVector<f64>) {
+    fn newton(&self, factor: &EnvelopeCholesky, gradient: &DVector<f64>) -> (f64, DVector<f64>) {
         let step = -factor.solve(gradient);
         ((-0.5 * self.cost * gradient.dot(&step)).max(0.0), step)
     }
@@ -182,7 +195,8 @@ pub fn solve(
         None => cold,
     };
     let mut iterations = 0;
-    let mut factor = factorized_hessian(problem, &layout, &point.zones, &point.jar)?;
+    let storage = Envelope::new(&layout.envelope);
+    let mut factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, storage)?;
     let (mut decrement, mut search) = measure.newton(&factor, &point.gradient);
     let mut gradient = measure.gradient * point.gradient.norm();
     let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
@@ -193,7 +207,7 @@ pub fn solve(
             break;
         }
         point = evaluate(problem, &layout, &point.x + &search * alpha);
-        factor = factorized_hessian(problem, &layout, &point.zones, &point.jar)?;
+        factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
         (decrement, search) = measure.newton(&factor, &point.gradient);
         gradient = measure.gradient * point.gradient.norm();
         iterations += 1;
@@ -250,7 +264,6 @@ struct Line<'a> {
 
 impl Line<'_> {
     fn at(&self, alpha: f64) -> Sample {
-        let jar = self.jar + &self.direction * alpha;
         let (linear, quadratic) = self.gauss;
         let mut sample = Sample {
             alpha,
@@ -258,24 +271,13 @@ impl Line<'_> {
             slope: linear + alpha * quadratic,
             curvature: quadratic,
         };
-        let mut force = [0.0; 6];
         for (c, constraint) in self.problem.constraints.iter().enumerate() {
             let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
-            let piece = self.layout.piece(self.problem, c, jar.as_slice());
-            let zone = piece.zone();
-            sample.cost += piece.cost(zone) - self.start[c];
-            if zone == Zone::Satisfied {
-                continue;
-            }
-            piece.force(zone, has_cone(constraint.kind, self.problem.mu[c]), &mut force[..dim]);
-            let v = self.direction.rows(at, dim);
-            let h = piece.hessian(zone);
-            for r in 0..dim {
-                sample.slope -= force[r] * v[r];
-                for k in 0..dim {
-                    sample.curvature += v[r] * h[(r, k)] * v[k];
-                }
-            }
+            let piece = self.layout.piece(self.problem, c, self.jar.as_slice());
+            let (cost, slope, curvature) = piece.along(&self.direction.as_slice()[at..at + dim], alpha);
+            sample.cost += cost - self.start[c];
+            sample.slope += slope;
+            sample.curvature += curvature;
         }
         sample
     }

@@ -12,7 +12,9 @@
 //! Neither is available at an unconverged solve (not a minimizer), at the Gauss-Seidel pass's
 //! fixed sweeps, or where `H` is numerically singular: those are errors, never numbers.
 
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+use nalgebra::{DMatrix, DVector};
+
+use super::envelope::EnvelopeCholesky;
 
 use super::newton::hessian;
 use super::problem::ContactProblem;
@@ -34,7 +36,7 @@ const CONDITION_LIMIT: f64 = 1e15;
 
 /// The linearization of a converged solve, reusable for many directions and gradients.
 pub struct Sensitivity {
-    factor: Cholesky<f64, Dyn>,
+    factor: EnvelopeCholesky,
 }
 
 impl Sensitivity {
@@ -45,8 +47,7 @@ impl Sensitivity {
         }
         let jar = &problem.joint.jacobian * &solution.velocity - &problem.target;
         let factor = hessian(problem, &solution.zones, &jar).map_err(|_| SensitivityError::SingularKkt)?;
-        let pivots = factor.l_dirty().diagonal();
-        let (low, high) = pivots.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p * p), hi.max(p * p)));
+        let (low, high) = factor.pivots().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p * p), hi.max(p * p)));
         if !(low > 0.0 && high <= CONDITION_LIMIT * low) {
             return Err(SensitivityError::SingularKkt);
         }
@@ -55,8 +56,7 @@ impl Sensitivity {
 
     /// The Hessian `H` the derivatives invert.
     pub fn hessian(&self) -> DMatrix<f64> {
-        let l = self.factor.l();
-        &l * l.transpose()
+        self.factor.matrix()
     }
 
     /// Tangent rule: the solution's derivative given the optimality conditions' derivative

@@ -107,26 +107,26 @@ impl ContactState {
         self.weights(model, lanes).map(Some)
     }
 
-    /// The model's inverse weights, one value per batch lane: computed in `S` when a parameter
-    /// carries a derivative (they depend on the masses), else from each lane's `f64` weights,
-    /// computed once per parameter set.
+    /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
+    /// read carries a derivative (they depend on the masses), else from each lane's `f64`
+    /// weights, computed once per set of those numbers.
     fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<InverseWeights<S>, StepError> {
-        let all = model.parameters();
+        let inputs = || InverseWeights::inputs(model);
         let differentiated =
-            (0..S::tangent_dim()).any(|k| all.iter().any(|p| (0..p.lanes()).any(|l| p.tangent(l, k) != 0.0)));
+            (0..S::tangent_dim()).any(|k| inputs().any(|p| (0..p.lanes()).any(|l| p.tangent(l, k) != 0.0)));
         if differentiated {
             return InverseWeights::new(model);
         }
-        let parameters: Vec<f64> = (0..lanes).flat_map(|l| all.iter().map(move |p| p.lane(l))).collect();
+        let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
         if let Some((known, weights)) = &self.weights
-            && *known == parameters
             && weights.len() == lanes
+            && lane_major().eq(known.iter().copied())
         {
             return Ok(InverseWeights::lift(weights));
         }
         let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
         let lifted = InverseWeights::lift(&weights);
-        self.weights = Some((parameters, weights));
+        self.weights = Some((lane_major().collect(), weights));
         Ok(lifted)
     }
 }
@@ -181,7 +181,8 @@ impl ContactState {
     }
 }
 
-/// Inverse weights of each batch lane, with the parameters (lane after lane) they came from.
+/// Inverse weights of each batch lane, with the numbers they read (lane after lane) they came
+/// from.
 type LaneWeights = (Vec<f64>, Vec<InverseWeights<f64>>);
 
 /// One constraint gathered for assembly (a contact slot or a limit), for every batch lane.

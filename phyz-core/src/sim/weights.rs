@@ -96,6 +96,23 @@ impl<S: Scalar> InverseWeights<S> {
     }
 }
 
+impl<S: Scalar> InverseWeights<S> {
+    /// Every number of `model` the weights read: the bodies' placement and inertia, the
+    /// joints' placement, axis, reference and armature, the tendons' coefficients.
+    pub fn inputs(model: &Model<S>) -> impl Iterator<Item = S> + '_ {
+        let quat = |q: &crate::math::Quat<S>| [q.w, q.x, q.y, q.z];
+        let bodies = model.bodies().iter().flat_map(move |b| {
+            let scalars = [b.mass].into_iter().chain(quat(&b.quat)).chain(quat(&b.inertia_axes));
+            scalars.chain(b.pos.iter().copied()).chain(b.com.iter().copied()).chain(b.inertia.iter().copied())
+        });
+        let joints = model.joints().iter().flat_map(|j| {
+            [j.reference, j.armature].into_iter().chain(j.pos.iter().copied()).chain(j.axis.iter().copied())
+        });
+        let tendons = model.tendons().iter().flat_map(|t| t.coefs.iter().copied());
+        bodies.chain(joints).chain(tendons)
+    }
+}
+
 impl InverseWeights<f64> {
     /// One value per batch lane from each lane's weights.
     pub fn lift<S: Scalar>(lanes: &[InverseWeights<f64>]) -> InverseWeights<S> {
