@@ -84,3 +84,21 @@ fn misplaced_free_joint_is_an_error() {
     builder.add_body(parent, floating).expect("valid parent");
     assert!(matches!(builder.build(), Err(ModelError::InvalidJoint { ref joint, .. }) if joint == "free"));
 }
+
+/// A geom's contact dimension must be one of MuJoCo's (1, 3, 4, 6): any other is refused when
+/// the model is built, naming the geom and its body.
+#[test]
+fn an_unknown_contact_dimension_is_an_error() {
+    for condim in [0, 2, 5, 7] {
+        let geom =
+            phyz::model::Geom { condim, ..phyz::model::Geom::new("ball", phyz::model::Shape::Sphere { radius: 0.1 }) };
+        let body = BodySpec { geoms: vec![geom], ..pendulum_body(1.0, Matrix3::identity() * 0.01) };
+        match build(body) {
+            Err(ModelError::InvalidGeom { body, geom, reason }) => {
+                assert_eq!((body.as_str(), geom.as_str()), ("arm", "ball"));
+                assert!(reason.contains("condim"), "{reason}");
+            }
+            other => panic!("condim {condim}: expected InvalidGeom, got {other:?}"),
+        }
+    }
+}

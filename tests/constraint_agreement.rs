@@ -110,6 +110,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "equality_rk4",
         "ties",
         "ties_rk4",
+        "ties_centred",
     ];
     for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");

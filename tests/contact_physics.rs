@@ -407,3 +407,25 @@ fn connects_and_welds_hold_in_every_preset() {
         assert!((stray - strays[0]).abs() < 1e-6, "{}: {stray} vs MuJoCo's model {}", presets[k + 1].0, strays[0]);
     }
 }
+
+/// Torsional friction without sliding friction (`friction="0 0.05 0"`, condim 4) still stops a
+/// spinning sphere in every preset, as in MuJoCo (which holds the sliding coefficient at
+/// 1e-5): spin at 8 rad/s about the vertical, gone within 0.2 s (the torsional deceleration is
+/// `0.05 g / (2/5 r²)` = 123 rad/s²).
+#[test]
+fn torsional_friction_acts_without_sliding_friction() {
+    let model = scene("<geom type='sphere' size='0.1' condim='4' friction='0 0.05 0'/>", 0.1, 0.0, 0.0);
+    for (preset, config) in [
+        ("simulation", SolverConfig::simulation()),
+        ("gradients", SolverConfig::gradients()),
+        ("mujoco_compat", SolverConfig::mujoco_compat()),
+    ] {
+        let mut contact = ContactState::new(config);
+        let mut state = model.default_state();
+        state.qvel[5] = 8.0;
+        for _ in 0..100 {
+            state = step_with(&model, &state, &[], &mut contact).expect("step").0;
+        }
+        assert!(state.qvel[5].abs() < 1e-3, "{preset}: still spinning at {}", state.qvel[5]);
+    }
+}

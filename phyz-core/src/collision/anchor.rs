@@ -161,8 +161,13 @@ impl Anchor {
             return None;
         }
         let numbers: Vec<Vec<f64>> = lanes.iter().map(|a| a.numbers()).collect();
-        let lifted: Vec<S> =
-            (0..numbers[0].len()).map(|i| S::from_lanes(&numbers.iter().map(|n| n[i]).collect::<Vec<_>>())).collect();
+        // One lane (no batch): each number as it is, without gathering lanes.
+        let lifted: Vec<S> = match numbers.as_slice() {
+            [only] => only.iter().map(|&x| S::from_f64(x)).collect(),
+            _ => (0..numbers[0].len())
+                .map(|i| S::from_lanes(&numbers.iter().map(|n| n[i]).collect::<Vec<_>>()))
+                .collect(),
+        };
         Some(first.rebuild(&lifted))
     }
 }

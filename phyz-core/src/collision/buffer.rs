@@ -115,9 +115,14 @@ impl<'a> Slot<'a> {
         let anchors: Vec<&Anchor> = contacts.iter().map(|c| &c.anchor).collect();
         let anchor = Anchor::lift(&anchors)
             .expect("a slot only takes contacts whose anchors share their structure (ContactBuffer::new)");
-        let tangent_ref =
-            Vector3::from_fn(|i, _| S::from_lanes(&contacts.iter().map(|c| c.tangent_ref[i]).collect::<Vec<_>>()));
-        let present = S::Mask::from_lanes(&self.lanes.iter().map(Option::is_some).collect::<Vec<_>>());
+        let (tangent_ref, present) = match (contacts.as_slice(), self.lanes.len()) {
+            // One lane (no batch): its contact's values as they are.
+            ([only], 1) => (only.tangent_ref.map(S::from_f64), S::Mask::splat(true)),
+            _ => (
+                Vector3::from_fn(|i, _| S::from_lanes(&contacts.iter().map(|c| c.tangent_ref[i]).collect::<Vec<_>>())),
+                S::Mask::from_lanes(&self.lanes.iter().map(Option::is_some).collect::<Vec<_>>()),
+            ),
+        };
         Lifted { anchor, tangent_ref, tangent_body: contacts[0].tangent_body, present }
     }
 }

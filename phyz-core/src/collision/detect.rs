@@ -102,6 +102,7 @@ pub fn detect_lane<S: Scalar>(
             std::cmp::Ordering::Less => g2.geom.condim,
             std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
         };
+        // `ModelBuilder::build` admits MuJoCo's dimensions only: 1, 3, 4, 6.
         let kind = match condim {
             1 => ConstraintKind::Frictionless,
             4 => ConstraintKind::Torsional,

@@ -163,7 +163,9 @@ pub struct RowDeviation<S> {
     /// Of the depth and the pre-step normal velocity.
     pub depth: S,
     pub normal_velocity: S,
-    /// Of an equality row's violation norm (the argument of its impedance).
+    /// Of an equality row's violation norm, the argument of its impedance: an equality row's
+    /// regularizer moves with this, not with `depth` (for a one-row equality it is the
+    /// deviation of `|depth|`, `±depth`'s).
     pub norm: S,
     /// Of the combined friction coefficient, torsional and rolling friction, and restitution.
     pub friction: S,
@@ -219,6 +221,7 @@ impl<S: Scalar> ContactProblem<S> {
         // Only rows without an inverse weight of their own need the mass matrix factorized.
         let weighted = rows.iter().all(|lanes| lanes.as_ref().iter().all(|r| r.inverse_weight.is_some()));
         let factor = if weighted { None } else { MassFactor::dense(&joint.mass) };
+        let (mut mus, mut twists) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
         let mut at = 0;
         for (i, lanes) in rows.iter().map(AsRef::as_ref).enumerate() {
             let deviation = deviations.map_or(RowDeviation::zero(), |d| d[i]);
@@ -245,23 +248,25 @@ impl<S: Scalar> ContactProblem<S> {
                 // impedance, 2 μ² / impratio times the edge's own `(1 − d)/d · w (1 + μ²)`.
                 regularizer[at] = normal * (S::one() + mu * mu) * S::from_f64(2.0) * mu * mu / impratio;
             }
+            let twist = [0, 1].map(|k| lift::<S>(lanes, |r| r.twist[k]) + deviation.twist[k]);
             if kind.is_cone() {
-                let twist = [0, 1].map(|k| lift::<S>(lanes, |r| r.twist[k]) + deviation.twist[k]);
-                let coefficients = friction_coefficients(kind, mu, twist);
                 let sliding = if config.mujoco_compat { normal / impratio } else { floor };
-                let reference = lift::<S>(lanes, |r| r.friction_reference);
-                for (k, &f) in coefficients.iter().enumerate() {
-                    // MuJoCo's `R_j f_j² = R_1 μ²` on the spin and roll rows: the cone is
-                    // circular in the scaled coordinates the cost is written in.
-                    regularizer[at + 1 + k] = if k < 2 { sliding } else { sliding * mu * mu / (f * f) };
-                    target[at + 1 + k] = velocity.map_or(S::zero(), |v| v[at + 1 + k] * reference);
-                }
                 // Only the convex cone glides; the Gauss-Seidel pass's staged update does not.
-                let convex = config.method == Method::Newton && !config.mujoco_compat;
-                if let (Some(v), true) = (velocity, convex) {
-                    target[at] -= glide(&coefficients, &v.as_slice()[at + 1..at + kind.dim()], mu);
-                }
+                let glides = config.method == Method::Newton && !config.mujoco_compat;
+                let friction = FrictionRows {
+                    coefficients: friction_coefficients(kind, mu, twist),
+                    sliding,
+                    reference: lift::<S>(lanes, |r| r.friction_reference),
+                };
+                let rows = at + 1..at + kind.dim();
+                let pre_step = velocity.map(|v| &v.as_slice()[rows.clone()]);
+                let (regularizers, targets) =
+                    (&mut regularizer.as_mut_slice()[rows.clone()], &mut target.as_mut_slice()[rows]);
+                let lowered = friction.fill(regularizers, targets, pre_step, glides);
+                target[at] -= lowered;
             }
+            mus.push(mu);
+            twists.push(twist);
             at += kind.dim();
         }
         let constraints = rows
@@ -272,14 +277,6 @@ impl<S: Scalar> ContactProblem<S> {
                 bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
             })
             .collect();
-        let deviation = |i: usize| deviations.map_or(RowDeviation::zero(), |d| d[i]);
-        let mu =
-            rows.iter().enumerate().map(|(i, r)| lift::<S>(r.as_ref(), |r| r.mu) + deviation(i).friction).collect();
-        let twist = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| [0, 1].map(|k| lift::<S>(r.as_ref(), |r| r.twist[k]) + deviation(i).twist[k]))
-            .collect();
         ContactProblem {
             constraints,
             joint,
@@ -288,8 +285,8 @@ impl<S: Scalar> ContactProblem<S> {
             // still has a finite `D = 1/R`.
             regularizer: regularizer
                 .map(|r| S::select(r.greater(S::from_f64(MIN_REGULARIZER)), r, S::from_f64(MIN_REGULARIZER))),
-            mu,
-            twist,
+            mu: mus,
+            twist: twists,
             present: vec![S::Mask::splat(true); rows.len()],
             units: Units::default(),
         }
@@ -299,9 +296,36 @@ impl<S: Scalar> ContactProblem<S> {
 /// The smallest regularizer a row gets (MuJoCo's `mjMINVAL`).
 const MIN_REGULARIZER: f64 = 1e-15;
 
-/// The slip speed (m/s) below which the glide compensation fades out (see [`slip_speed`]): far
+/// The slip speed (m/s) below which the glide compensation fades out (see [`glide`]): far
 /// above a sticking contact's creep, far below any slip whose glide matters.
 const GLIDE_FADE: f64 = 1e-3;
+
+/// A cone's friction rows: their coefficients, the regularizer of the sliding rows and the
+/// fraction of the pre-step velocity they target.
+struct FrictionRows<S> {
+    coefficients: Vec<S>,
+    sliding: S,
+    reference: S,
+}
+
+impl<S: Scalar> FrictionRows<S> {
+    /// Writes the rows' regularizers and targets from their pre-step velocities (none: zero),
+    /// and returns how much the normal target is lowered for the cone's glide (none unless
+    /// `glides`).
+    fn fill(&self, regularizer: &mut [S], target: &mut [S], pre_step: Option<&[S]>, glides: bool) -> S {
+        let mu = self.coefficients[0];
+        for (k, &f) in self.coefficients.iter().enumerate() {
+            // MuJoCo's `R_j f_j² = R_1 μ²` on the spin and roll rows: the cone is circular in
+            // the scaled coordinates the cost is written in.
+            regularizer[k] = if k < 2 { self.sliding } else { self.sliding * mu * mu / (f * f) };
+            target[k] = pre_step.map_or(S::zero(), |v| v[k] * self.reference);
+        }
+        match pre_step {
+            Some(v) if glides => glide(&self.coefficients, v, mu),
+            _ => S::zero(),
+        }
+    }
+}
 
 /// The friction coefficient of each friction row of a cone of `kind` (MuJoCo's five numbers:
 /// sliding twice, torsional, rolling twice, as far as the cone has rows).

@@ -28,7 +28,8 @@ pub enum ConstraintKind {
     Frictionless,
     /// A joint or tendon limit: one unilateral row.
     Limit,
-    /// One edge `n ± μ t` of MuJoCo's pyramidal friction cone: one unilateral row at its
+    /// One edge `n ± f_k r_k` of MuJoCo's pyramidal friction cone (`r_k` a tangent, spin or
+    /// roll row, `f_k` its friction coefficient): one unilateral row at its
     /// contact's depth.
     PyramidEdge,
     /// A degree of freedom's dry friction (MuJoCo's `frictionloss`): one row whose impulse is
@@ -49,6 +50,14 @@ impl ConstraintKind {
     /// Whether the constraint is a contact with a friction cone over its rows after the first.
     pub const fn is_cone(self) -> bool {
         matches!(self, ConstraintKind::Contact | ConstraintKind::Torsional | ConstraintKind::Rolling)
+    }
+
+    /// Whether a constraint of this kind holds its sliding friction at [`MIN_FRICTION`] at
+    /// least: MuJoCo holds every coefficient there (`mujoco_compat`); phyz's presets keep a
+    /// frictionless condim-3 contact a normal row, but a contact resisting spin or roll needs
+    /// its cone even without sliding friction.
+    pub const fn floors_friction(self, mujoco_compat: bool) -> bool {
+        (mujoco_compat && self.is_cone()) || matches!(self, ConstraintKind::Torsional | ConstraintKind::Rolling)
     }
 
     /// Rows the constraint occupies.
@@ -187,7 +196,7 @@ impl ContactRow {
             + e * (dimpact_dvn * approach + impact * dapproach_dvn);
         ContactRow {
             kind,
-            mu: if config.mujoco_compat && kind.is_cone() {
+            mu: if kind.floors_friction(config.mujoco_compat) {
                 material.friction.max(MIN_FRICTION)
             } else {
                 material.friction

@@ -328,6 +328,7 @@ impl ModelBuilder {
             });
         }
         check_moving_mass(&bodies)?;
+        check_geoms(&bodies)?;
         let tree = Tree::build(&bodies, &joints);
         let mut model = Model {
             bodies,
@@ -372,68 +373,18 @@ fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<
     let tendon = |name: &str| {
         model.tendons().iter().position(|t| t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))
     };
-    let body = |name: &Option<String>| match name {
-        None => Ok(0),
-        Some(name) => model.body_id(name).ok_or_else(|| invalid(format!("no body named `{name}`"))),
-    };
-    let mut anchors = [Vector3::zeros(); 2];
-    let mut orientations = [Quat::identity(); 2];
-    let coupled = match &spec.coupled {
-        CoupledNames::Joints { first, second } => Coupled::Joints {
-            first: scalar_joint(model.joints(), first).map_err(invalid)?,
-            second: second.as_deref().map(|n| scalar_joint(model.joints(), n).map_err(invalid)).transpose()?,
-        },
+    let (coupled, anchors, orientations) = match &spec.coupled {
+        CoupledNames::Joints { first, second } => {
+            let joint = |n: &str| scalar_joint(model.joints(), n).map_err(invalid);
+            let second = second.as_deref().map(joint).transpose()?;
+            (Coupled::Joints { first: joint(first)?, second }, [Vector3::zeros(); 2], [Quat::identity(); 2])
+        }
         CoupledNames::Tendons { first, second } => {
-            Coupled::Tendons { first: tendon(first)?, second: second.as_deref().map(tendon).transpose()? }
+            let second = second.as_deref().map(tendon).transpose()?;
+            (Coupled::Tendons { first: tendon(first)?, second }, [Vector3::zeros(); 2], [Quat::identity(); 2])
         }
-        CoupledNames::Connect { first, second, anchor } => {
-            let bodies = [body(&Some(first.clone()))?, body(second)?];
-            // The second body holds the anchor where it lies at the reference pose.
-            let poses = bodies.map(|b| reference_pose(model, b));
-            let point = poses[0].1 + poses[0].0.rotate(&Vector3::from(*anchor));
-            anchors = [Vector3::from(*anchor), poses[1].0.conjugate().rotate(&(point - poses[1].1))];
-            Coupled::Connect { bodies }
-        }
-        CoupledNames::Weld { first, second, anchor, relpose } => {
-            let bodies = [body(&Some(first.clone()))?, body(second)?];
-            let poses = bodies.map(|b| reference_pose(model, b));
-            anchors[1] = Vector3::from(*anchor);
-            // MuJoCo: a relpose whose quaternion is zero (or none) means "as at the reference
-            // pose": the first body holds the second's anchor frame where it lies there.
-            match relpose.filter(|r| r[3..].iter().any(|&x| x != 0.0)) {
-                Some(r) => {
-                    let quat = Quat::new(r[3], r[4], r[5], r[6]);
-                    anchors[0] = Vector3::new(r[0], r[1], r[2]);
-                    orientations[0] =
-                        normalized(&quat).ok_or_else(|| invalid("relpose quaternion is not finite".into()))?;
-                }
-                None => {
-                    let point = poses[1].1 + poses[1].0.rotate(&anchors[1]);
-                    anchors[0] = poses[0].0.conjugate().rotate(&(point - poses[0].1));
-                    orientations[0] = poses[0].0.conjugate() * poses[1].0;
-                }
-            }
-            Coupled::Weld { bodies }
-        }
-        CoupledNames::Sites { first, second, weld } => {
-            let site = |name: &str| {
-                model
-                    .bodies()
-                    .iter()
-                    .enumerate()
-                    .find_map(|(b, body)| body.sites.iter().find(|s| s.name == name).map(|s| (b, s.pos, s.quat)))
-                    .ok_or_else(|| invalid(format!("no site named `{name}`")))
-            };
-            let ((b1, p1, q1), (b2, p2, q2)) = (site(first)?, site(second)?);
-            (anchors, orientations) = ([p1, p2], [q1, q2]);
-            if *weld { Coupled::Weld { bodies: [b1, b2] } } else { Coupled::Connect { bodies: [b1, b2] } }
-        }
+        tie => compile_tie(tie, model).map_err(invalid)?,
     };
-    if let Coupled::Connect { bodies: [a, b] } | Coupled::Weld { bodies: [a, b] } = coupled
-        && a == b
-    {
-        return Err(invalid("ties a body to itself".into()));
-    }
     let numbers = spec.polycoef.iter().chain(&spec.solref).chain(&spec.solimp).chain([&spec.torquescale]);
     let finite = numbers.chain(anchors.iter().flat_map(|a| a.iter())).all(|x| x.is_finite());
     if !finite {
@@ -451,6 +402,68 @@ fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<
     })
 }
 
+/// A connect's or weld's bodies and the frame (anchor, orientation) each holds, or why not.
+type Tie = (Coupled, [Vector3<f64>; 2], [Quat<f64>; 2]);
+
+/// Resolves a connect or weld (`names` neither joints nor tendons).
+fn compile_tie(names: &CoupledNames, model: &Model<f64>) -> Result<Tie, String> {
+    let body = |name: Option<&str>| match name {
+        None => Ok(0),
+        Some(name) => model.body_id(name).ok_or_else(|| format!("no body named `{name}`")),
+    };
+    let pair = |first: &str, second: &Option<String>| -> Result<[usize; 2], String> {
+        let bodies = [body(Some(first))?, body(second.as_deref())?];
+        // As MuJoCo: a tie names two different objects.
+        if bodies[0] == bodies[1] { Err("ties an object to itself".into()) } else { Ok(bodies) }
+    };
+    let mut orientations = [Quat::identity(); 2];
+    match names {
+        CoupledNames::Connect { first, second, anchor } => {
+            let bodies = pair(first, second)?;
+            // The second body holds the anchor where it lies at the reference pose.
+            let poses = bodies.map(|b| reference_pose(model, b));
+            let point = poses[0].1 + poses[0].0.rotate(&Vector3::from(*anchor));
+            let anchors = [Vector3::from(*anchor), poses[1].0.conjugate().rotate(&(point - poses[1].1))];
+            Ok((Coupled::Connect { bodies }, anchors, orientations))
+        }
+        CoupledNames::Weld { first, second, anchor, relpose } => {
+            let bodies = pair(first, second)?;
+            let poses = bodies.map(|b| reference_pose(model, b));
+            let mut anchors = [Vector3::zeros(), Vector3::from(*anchor)];
+            // MuJoCo: a relpose whose quaternion is zero (or none) means "as at the reference
+            // pose": the first body holds the second's anchor frame where it lies there.
+            match relpose.filter(|r| r[3..].iter().any(|&x| x != 0.0)) {
+                Some(r) => {
+                    anchors[0] = Vector3::new(r[0], r[1], r[2]);
+                    orientations[0] = normalized(&Quat::new(r[3], r[4], r[5], r[6]))
+                        .ok_or_else(|| "relpose quaternion is not finite".to_string())?;
+                }
+                None => {
+                    let point = poses[1].1 + poses[1].0.rotate(&anchors[1]);
+                    anchors[0] = poses[0].0.conjugate().rotate(&(point - poses[0].1));
+                    orientations[0] = poses[0].0.conjugate() * poses[1].0;
+                }
+            }
+            Ok((Coupled::Weld { bodies }, anchors, orientations))
+        }
+        CoupledNames::Sites { first, second, weld } => {
+            if first == second {
+                return Err("ties an object to itself".into());
+            }
+            let site = |name: &str| {
+                let mut all = model.bodies().iter().enumerate();
+                all.find_map(|(b, body)| body.sites.iter().find(|s| s.name == name).map(|s| (b, s.pos, s.quat)))
+                    .ok_or_else(|| format!("no site named `{name}`"))
+            };
+            let ((b1, p1, q1), (b2, p2, q2)) = (site(first)?, site(second)?);
+            let bodies = [b1, b2];
+            let coupled = if *weld { Coupled::Weld { bodies } } else { Coupled::Connect { bodies } };
+            Ok((coupled, [p1, p2], [q1, q2]))
+        }
+        CoupledNames::Joints { .. } | CoupledNames::Tendons { .. } => Err("not a connect or weld".into()),
+    }
+}
+
 /// A body's orientation and position in the world at the reference pose, where every body is
 /// where the model places it.
 fn reference_pose(model: &Model<f64>, body: usize) -> (Quat<f64>, Vector3<f64>) {
@@ -460,6 +473,21 @@ fn reference_pose(model: &Model<f64>, body: usize) -> (Quat<f64>, Vector3<f64>) 
     let b = &model.bodies()[body];
     let (rot, pos) = reference_pose(model, b.parent);
     (rot * b.quat, pos + rot.rotate(&b.pos))
+}
+
+/// Every geom's contact dimension is one of MuJoCo's: 1 (frictionless), 3 (sliding), 4 (and
+/// torsional), 6 (and rolling).
+fn check_geoms(bodies: &[Body<f64>]) -> Result<(), ModelError> {
+    for body in bodies {
+        if let Some((k, geom)) = body.geoms.iter().enumerate().find(|(_, g)| !matches!(g.condim, 1 | 3 | 4 | 6)) {
+            return Err(ModelError::InvalidGeom {
+                body: body.name.clone(),
+                geom: if geom.name.is_empty() { format!("{k}") } else { geom.name.clone() },
+                reason: "condim is not 1, 3, 4 or 6",
+            });
+        }
+    }
+    Ok(())
 }
 
 fn normalized(q: &Quat<f64>) -> Option<Quat<f64>> {

@@ -11,6 +11,8 @@ pub enum ModelError {
     InvalidParent { body: String, parent: usize },
     #[error("joint `{joint}`: {reason}")]
     InvalidJoint { joint: String, reason: String },
+    #[error("geom `{geom}` of body `{body}`: {reason}")]
+    InvalidGeom { body: String, geom: String, reason: &'static str },
     #[error("tendon `{tendon}`: {reason}")]
     InvalidTendon { tendon: String, reason: String },
     #[error("keyframe `{key}`: {reason}")]

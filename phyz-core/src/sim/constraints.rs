@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use nalgebra::{DMatrix, DVector, Vector3};
 
 use super::ties::{Motions, TieRow, tie_rows};
-use super::weights::{InverseWeights, angular_jacobian, point_jacobian};
+use super::weights::{InverseWeights, relative_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
 use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, RowDeviation, SolImp, SolRef,
@@ -236,15 +236,17 @@ fn contact_constraint<S: Scalar>(
     // The live friction and restitution come from the slot's first contact's geoms: in a batch,
     // lanes carry no derivatives, so only the real parts (each lane's material) matter there.
     let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
-    let relative = point_jacobian(model, kin, b, &frame.point) - point_jacobian(model, kin, a, &frame.point);
+    let relative = relative_jacobian(model, kin, [a, b], Some([&frame.point, &frame.point]));
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
-    let turning = (kind.dim() > 3).then(|| angular_jacobian(model, kin, b) - angular_jacobian(model, kin, a));
+    let turning = (kind.dim() > 3).then(|| relative_jacobian(model, kin, [a, b], None));
     // A lane without a contact here evaluated another lane's anchor at its own pose, which
     // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
     // reaches the lane's acceleration.
     let keep = |x: S| S::select(lifted.present, x, S::zero());
-    let row = |d: &Vector3<S>, jac: &DMatrix<S>| (d.transpose() * jac).transpose().map(keep);
+    let row = |d: &Vector3<S>, jac: &DMatrix<S>| {
+        DVector::from_fn(jac.ncols(), |j, _| keep(d.x * jac[(0, j)] + d.y * jac[(1, j)] + d.z * jac[(2, j)]))
+    };
     let linear = directions.iter().take(kind.dim().min(3)).map(|d| row(d, &relative));
     let angular = turning.iter().flat_map(|jac| directions[..kind.dim() - 3].iter().map(|d| row(d, jac)));
     let jacobian = linear.chain(angular).collect();
@@ -285,7 +287,7 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
     // contact is a nearly rigid pyramid, not a normal row.
     let held = |live: S, lanes: Vec<f64>| {
         let held: Vec<f64> = lanes.iter().map(|f| f.max(MIN_FRICTION)).collect();
-        live - S::from_lanes(&live.reals()) + S::from_lanes(&held)
+        S::from_lanes(&held) + floored_deviation(live)
     };
     let lane_coefficients = |get: fn(&Material) -> f64| g.materials.iter().map(get).collect::<Vec<_>>();
     let mu = held(g.friction, lane_coefficients(|m| m.friction));
@@ -313,6 +315,14 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
             tie: None,
         })
         .collect()
+}
+
+/// How far a live friction coefficient has moved from its real parts, where the contact uses
+/// it as it is: zero in the lanes where it is held at MuJoCo's floor `MIN_FRICTION` (there the
+/// coefficient used does not move with it).
+fn floored_deviation<S: Scalar>(live: S) -> S {
+    let deviation = live - S::from_lanes(&live.reals());
+    S::select(live.less(S::from_f64(MIN_FRICTION)), S::zero(), deviation)
 }
 
 impl Key {
@@ -471,20 +481,17 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>) -> Vec<Gathered<S>> {
         tendon.apply(model, S::one(), &mut jac);
         (tendon.length(model, q) - tendon.length(model, &q0), jac, weights.tendon[t])
     };
-    let ties = model
-        .equalities()
-        .iter()
-        .any(|e| matches!(e.coupled, Coupled::Connect { .. } | Coupled::Weld { .. }))
-        .then(|| Motions::new(model, kin, v));
+    // The links' motions, found at the first connect or weld.
+    let mut motions = None;
     let mut out = Vec::new();
     for (index, equality) in model.equalities().iter().enumerate() {
         let rows: Vec<TieRow<S>> = match equality.coupled {
             Coupled::Joints { first, second } => vec![coupling(equality, joint(first), second.map(joint))],
             Coupled::Tendons { first, second } => vec![coupling(equality, tendon(first), second.map(tendon))],
-            Coupled::Connect { .. } | Coupled::Weld { .. } => match &ties {
-                Some(motions) => tie_rows(model, kin, motions, weights, equality),
-                None => Vec::new(),
-            },
+            Coupled::Connect { .. } | Coupled::Weld { .. } => {
+                let motions = motions.get_or_insert_with(|| Motions::new(model, kin, v));
+                tie_rows(model, kin, motions, weights, equality)
+            }
         };
         let violations: Vec<S> = rows.iter().map(|r| r.violation).collect();
         let norm = live_norm(&violations);
@@ -638,8 +645,14 @@ fn assemble<S: Scalar>(
             depth: depth - reals(depth),
             normal_velocity: v_n - reals(v_n),
             norm,
-            friction: g.friction - reals(g.friction),
-            twist: g.twist.map(|x| x - reals(x)),
+            // The coefficients a cone holds at MuJoCo's floor (`ContactRow::from_material`)
+            // do not move with the live ones there.
+            friction: if g.kind.floors_friction(config.mujoco_compat) {
+                floored_deviation(g.friction)
+            } else {
+                g.friction - reals(g.friction)
+            },
+            twist: g.twist.map(floored_deviation),
             restitution: g.restitution - reals(g.restitution),
             inverse_weight: g.inverse_weight - reals(g.inverse_weight),
         });

@@ -3,13 +3,13 @@
 //!
 //! A connect holds the two anchors `p₁`, `p₂` together: three rows `p₁ − p₂`. A weld also
 //! holds the frames' orientations `q₁`, `q₂` together: three more rows, the vector part of
-//! `q₂⁻¹ q₁` scaled by `torquescale`, whose Jacobian is `½ (s I − [v]×) R₂ᵀ (ω₁ − ω₂)` for
+//! `q₂⁻¹ q₁` scaled by `torquescale`, whose Jacobian is `½ torquescale (s I − [v]×) R₂ᵀ (ω₁ − ω₂)` for
 //! `q₂⁻¹ q₁ = (s, v)`. MuJoCo 4 subtracts `J̇ v` from each row's reference acceleration, so
 //! the rows target the violation's true second derivative; phyz does the same.
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 
-use super::weights::{InverseWeights, angular_jacobian, point_jacobian};
+use super::weights::{InverseWeights, relative_jacobian};
 use crate::Scalar;
 use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities};
@@ -53,7 +53,8 @@ impl<S: Scalar> Motions<S> {
     }
 }
 
-/// The rows of `equality` (a connect or a weld) at the pose `kin` and the motions `motions`.
+/// The rows of `equality` at the pose `kin` and the motions `motions`: three for a connect,
+/// six for a weld, none for a joint or tendon coupling.
 pub(super) fn tie_rows<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
@@ -68,7 +69,8 @@ pub(super) fn tie_rows<S: Scalar>(
     };
     let poses = bodies.map(|b| kin.body_pose(model, b));
     let points = [0, 1].map(|i| poses[i].transform_point(&equality.anchors[i]));
-    let linear = point_jacobian(model, kin, bodies[0], &points[0]) - point_jacobian(model, kin, bodies[1], &points[1]);
+    // `J_{p₁} − J_{p₂}`: the second body's point taken from the first's.
+    let linear = -relative_jacobian(model, kin, bodies, Some([&points[0], &points[1]]));
     let bias = motions.point_bias(model, bodies[0], &points[0]) - motions.point_bias(model, bodies[1], &points[1]);
     let translation = weights.body[bodies[0]] + weights.body[bodies[1]];
     let mut rows: Vec<TieRow<S>> = (0..3)
@@ -90,7 +92,7 @@ pub(super) fn tie_rows<S: Scalar>(
     // Im(u · q_rel) = (s I − [v]×) u for a pure quaternion u.
     let skew = Matrix3::new(S::zero(), -v.z, v.y, v.z, S::zero(), -v.x, -v.y, v.x, S::zero());
     let left = (Matrix3::identity() * s - skew) * frames[1].transpose();
-    let turning: DMatrix<S> = angular_jacobian(model, kin, bodies[0]) - angular_jacobian(model, kin, bodies[1]);
+    let turning: DMatrix<S> = -relative_jacobian(model, kin, bodies, None);
     let angular = (left * turning) * half;
     let [(v1, a1), (v2, a2)] = bodies.map(|b| motions.of(model, b));
     let spin = v1.ang - v2.ang;

@@ -50,11 +50,9 @@ impl<S: Scalar> InverseWeights<S> {
                 }
                 let pose = kin.body_pose(model, b);
                 let com = pose.transform_point(&model.bodies()[b].com);
-                let tran = weight(&point_jacobian(model, &kin, b, &com));
-                let rot = weight(&angular_jacobian(model, &kin, b));
-                // A body that can only turn about its centre has no translational weight:
-                // MuJoCo falls back to the rotational one.
-                (if tran.lane(0) > 1e-15 { tran } else { rot }, rot)
+                // A body that can only turn about its centre has no translational weight, as in
+                // MuJoCo (its constraints' regularizers then come from the other side).
+                (weight(&point_jacobian(model, &kin, b, &com)), weight(&angular_jacobian(model, &kin, b)))
             })
             .unzip();
         let diagonal = |d: usize| {
@@ -162,14 +160,7 @@ fn simple<S: Scalar>(model: &Model<S>, b: usize) -> bool {
 /// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
 pub(super) fn angular_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> DMatrix<S> {
     let mut jac = DMatrix::zeros(3, model.nv());
-    let links = &model.tree().links;
-    let mut link = model.tree().body_link[body];
-    while let Some(l) = link {
-        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
-            jac.set_column(links[l].dof_adr + k, &kin.world[l].motion_to_parent(col).ang);
-        }
-        link = links[l].parent;
-    }
+    add_jacobian(model, kin, body, None, S::one(), &mut jac);
     jac
 }
 
@@ -181,14 +172,44 @@ pub(super) fn point_jacobian<S: Scalar>(
     p: &Vector3<S>,
 ) -> DMatrix<S> {
     let mut jac = DMatrix::zeros(3, model.nv());
+    add_jacobian(model, kin, body, Some(p), S::one(), &mut jac);
+    jac
+}
+
+/// `J_b(p₂) − J_a(p₁)`: the relative linear velocity Jacobian of the points `p₂` on `b` and `p₁`
+/// on `a` (`points: None`: the relative angular velocity Jacobian), in one pass.
+pub(super) fn relative_jacobian<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    [a, b]: [usize; 2],
+    points: Option<[&Vector3<S>; 2]>,
+) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    add_jacobian(model, kin, b, points.map(|p| p[1]), S::one(), &mut jac);
+    add_jacobian(model, kin, a, points.map(|p| p[0]), -S::one(), &mut jac);
+    jac
+}
+
+/// Adds `sign` times the Jacobian of `body`'s angular velocity (`point: None`) or of the
+/// linear velocity of `point` moving with it to `jac`, column by column along its chain.
+fn add_jacobian<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    body: usize,
+    point: Option<&Vector3<S>>,
+    sign: S,
+    jac: &mut DMatrix<S>,
+) {
     let links = &model.tree().links;
     let mut link = model.tree().body_link[body];
     while let Some(l) = link {
         for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
             let m = kin.world[l].motion_to_parent(col);
-            jac.set_column(links[l].dof_adr + k, &(m.lin + m.ang.cross(p)));
+            let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(p));
+            for r in 0..3 {
+                jac[(r, links[l].dof_adr + k)] += sign * v[r];
+            }
         }
         link = links[l].parent;
     }
-    jac
 }

@@ -158,7 +158,8 @@ fn subject(e: &ModelError) -> Option<(&'static str, String)> {
     match e {
         ModelError::InvalidMass { body, .. }
         | ModelError::InvalidInertia { body, .. }
-        | ModelError::InvalidParent { body, .. } => Some(("body", body.clone())),
+        | ModelError::InvalidParent { body, .. }
+        | ModelError::InvalidGeom { body, .. } => Some(("body", body.clone())),
         ModelError::InvalidJoint { joint, .. } => Some(("joint", joint.clone())),
         ModelError::InvalidTendon { tendon, .. } => Some(("tendon", tendon.clone())),
         ModelError::InvalidActuator { actuator, .. } => Some(("actuator", actuator.clone())),
@@ -1017,18 +1018,24 @@ fn equality_names(el: &Element<'_, '_>) -> Result<CoupledNames, MjcfError> {
     Ok(match el.tag() {
         "joint" => CoupledNames::Joints { first: required("joint1")?, second: el.string("joint2") },
         "tendon" => CoupledNames::Tendons { first: required("tendon1")?, second: el.string("tendon2") },
+        // As MuJoCo reads them: a weld names bodies whenever it has `body1`, a connect only
+        // with `body1` and `anchor`; otherwise both name two sites.
         tag => {
-            let weld = tag == "weld";
-            if el.string("body1").is_none() && el.string("site1").is_some() {
-                return Ok(CoupledNames::Sites { first: required("site1")?, second: required("site2")?, weld });
-            }
-            let (first, second) = (required("body1")?, el.string("body2"));
-            if weld {
-                let relpose = el.array::<7>("relpose")?;
-                CoupledNames::Weld { first, second, anchor: el.array::<3>("anchor")?.unwrap_or([0.0; 3]), relpose }
-            } else {
-                let anchor = el.array::<3>("anchor")?.ok_or_else(|| el.invalid("`anchor` is required"))?;
-                CoupledNames::Connect { first, second, anchor }
+            let (weld, anchor) = (tag == "weld", el.array::<3>("anchor")?);
+            let bodies = || Ok::<_, MjcfError>((required("body1")?, el.string("body2")));
+            match (weld, anchor) {
+                (true, anchor) if el.has("body1") => {
+                    let ((first, second), relpose) = (bodies()?, el.array::<7>("relpose")?);
+                    CoupledNames::Weld { first, second, anchor: anchor.unwrap_or([0.0; 3]), relpose }
+                }
+                (false, Some(anchor)) if el.has("body1") => {
+                    let (first, second) = bodies()?;
+                    CoupledNames::Connect { first, second, anchor }
+                }
+                _ if el.has("site1") => {
+                    CoupledNames::Sites { first: required("site1")?, second: required("site2")?, weld }
+                }
+                _ => return Err(el.invalid("needs `body1` and `anchor`, or `site1` and `site2`")),
             }
         }
     })
