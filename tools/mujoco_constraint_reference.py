@@ -322,6 +322,11 @@ CONTACT_SCENES["ties_rk4"] = TIES.format(name="ties_rk4", integrator="RK4")
 CONTACT_SCENES["equality"] = EQUALITY.format(name="equality", integrator="Euler")
 CONTACT_SCENES["equality_rk4"] = EQUALITY.format(name="equality_rk4", integrator="RK4")
 
+# The ties scenes' launch: the chain's three hinges, the ball's and bob's free joints (linear,
+# then body-frame angular velocity), the arm's hinge, the plate's, block's and flag's free joints.
+TIES_LAUNCH = ([1.0, -0.5, 0.3] + [0.5, 0.2, 0.0, 0.0, 1.0, 0.5] + [0.3, -0.4, 0.2, 1.0, 0.0, -0.5]
+               + [2.0] + [0.0] * 6 + [0.1, 0.2, -0.1, 0.5, -0.3, 0.2] + [0.0, 0.3, 0.0, 1.0, 0.5, 0.0])
+
 # Launch velocities of the sliding scenes (qvel of the free joint: linear, then angular in the
 # body frame); the others start at rest.
 CONTACT_LAUNCH = {
@@ -339,14 +344,11 @@ CONTACT_LAUNCH = {
     "sphere_roll_condim6": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
     "sphere_roll_condim6_pyramidal": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
     "sphere_roll_condim6_rk4": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
-    # ties: three hinges, then six free joints (linear, then body-frame angular velocity).
-    "ties": [1.0, -0.5, 0.3] + [0.5, 0.2, 0.0, 0.0, 1.0, 0.5] + [0.3, -0.4, 0.2, 1.0, 0.0, -0.5]
-            + [2.0] + [0.0] * 6 + [0.1, 0.2, -0.1, 0.5, -0.3, 0.2] + [0.0, 0.3, 0.0, 1.0, 0.5, 0.0],
+    "ties": TIES_LAUNCH,
     "ties_centred": [2.0] + [0.3, 0.0, 0.0, 0.0, 0.0, 0.0] + [1.0, 0.5, 0.0],
     "equality": [1.0, -0.5, 0.3, 0.8],
     "equality_rk4": [1.0, -0.5, 0.3, 0.8],
-    "ties_rk4": [1.0, -0.5, 0.3] + [0.5, 0.2, 0.0, 0.0, 1.0, 0.5] + [0.3, -0.4, 0.2, 1.0, 0.0, -0.5]
-                + [2.0] + [0.0] * 6 + [0.1, 0.2, -0.1, 0.5, -0.3, 0.2] + [0.0, 0.3, 0.0, 1.0, 0.5, 0.0],
+    "ties_rk4": TIES_LAUNCH,
 }
 
 
