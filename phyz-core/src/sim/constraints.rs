@@ -674,19 +674,27 @@ fn assemble<S: Scalar>(
     problem
 }
 
+/// What stays fixed over a step's acceleration evaluations: the model, the controls, and the
+/// model's inverse weights (`None` when nothing can be constrained).
+#[derive(Clone, Copy)]
+pub(crate) struct StepInputs<'a, S: Scalar> {
+    pub model: &'a Model<S>,
+    pub ctrl: &'a [S],
+    pub weights: Option<&'a InverseWeights<S>>,
+}
+
 /// The acceleration at `(q, v)` with the constraint impulses of a step of `model.timestep`
 /// folded in, and the smooth acceleration when nothing is active. The constraint solve finds the
 /// post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
 pub(crate) fn acceleration<S: Scalar>(
-    model: &Model<S>,
+    step: &StepInputs<'_, S>,
     q: &DVector<S>,
     v: &DVector<S>,
-    ctrl: &[S],
     extra_diagonal: Option<&DVector<S>>,
     state: &mut ContactState,
-    weights: Option<&InverseWeights<S>>,
     info: &mut StepInfo,
 ) -> Result<DVector<S>, StepError> {
+    let StepInputs { model, ctrl, weights } = *step;
     let kin = forward_kinematics(model, q);
     let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
     let smooth = forward_dynamics(model, &kin, v, &tau, extra_diagonal)?;

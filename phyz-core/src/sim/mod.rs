@@ -40,9 +40,10 @@ pub fn step_with<S: Scalar>(
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
     let cache = contact.warm_cache();
+    let inputs = constraints::StepInputs { model, ctrl, weights: weights.as_ref() };
     let mut attempt = || {
         let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
-            constraints::acceleration(model, q, v, ctrl, extra, contact, weights.as_ref(), &mut info)
+            constraints::acceleration(&inputs, q, v, extra, contact, &mut info)
         };
         let next = match model.integrator {
             Integrator::Euler => integrator::euler(model, state, acceleration)?,
