@@ -171,6 +171,16 @@ impl Default for Material {
     }
 }
 
+/// MuJoCo's rule for a pair's friction coefficient (each of the three): the surface of higher
+/// priority's, else the larger. Generic so that the step applies it to live coefficients.
+pub fn pair_friction<T: Copy>(priorities: [i32; 2], values: [T; 2], larger: impl Fn(T, T) -> T) -> T {
+    match priorities[0].cmp(&priorities[1]) {
+        std::cmp::Ordering::Greater => values[0],
+        std::cmp::Ordering::Less => values[1],
+        std::cmp::Ordering::Equal => larger(values[0], values[1]),
+    }
+}
+
 /// `3t² − 2t³`: the C¹ ramp from 0 at `t ≤ 0` to 1 at `t ≥ 1`, and its derivative.
 pub(crate) fn smoothstep(t: f64) -> (f64, f64) {
     let t = t.clamp(0.0, 1.0);
@@ -247,16 +257,12 @@ impl Material {
             priority: a.priority.max(b.priority),
             ..*a
         };
+        let priorities = [a.priority, b.priority];
+        let friction = |get: fn(&Material) -> f64| pair_friction(priorities, [get(a), get(b)], f64::max);
+        let (friction, torsion, rolling) = (friction(|m| m.friction), friction(|m| m.torsion), friction(|m| m.rolling));
         if a.priority != b.priority {
             let high = if a.priority > b.priority { a } else { b };
-            return Material {
-                friction: high.friction,
-                torsion: high.torsion,
-                rolling: high.rolling,
-                solref: high.solref,
-                solimp: high.solimp,
-                ..shared
-            };
+            return Material { friction, torsion, rolling, solref: high.solref, solimp: high.solimp, ..shared };
         }
         let w = match (a.solmix >= MIN_SOLMIX, b.solmix >= MIN_SOLMIX) {
             (true, true) => a.solmix / (a.solmix + b.solmix),
@@ -283,15 +289,7 @@ impl Material {
             midpoint: mix(i.midpoint, j.midpoint),
             power: mix(i.power, j.power),
         };
-        Material {
-            friction: a.friction.max(b.friction),
-            torsion: a.torsion.max(b.torsion),
-            rolling: a.rolling.max(b.rolling),
-            solref,
-            solimp,
-            solmix: a.solmix.max(b.solmix),
-            ..shared
-        }
+        Material { friction, torsion, rolling, solref, solimp, solmix: a.solmix.max(b.solmix), ..shared }
     }
 }
 

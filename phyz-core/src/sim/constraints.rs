@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, DVector, Vector3};
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, relative_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane};
+use crate::contact::material::pair_friction;
 use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, RowDeviation, SolImp, SolRef,
     Solution, SolverConfig, Units, Warm, solve_scalar,
@@ -251,13 +252,9 @@ fn contact_constraint<S: Scalar>(
     let angular = turning.iter().flat_map(|jac| directions[..kind.dim() - 3].iter().map(|d| row(d, jac)));
     let jacobian = linear.chain(angular).collect();
     let moving = |body: usize| (body != 0).then_some(body);
-    // The pair's friction by MuJoCo's rule (`Material::combine`): the higher priority's, else
-    // the larger of each coefficient.
-    let friction = match g1.priority.cmp(&g2.priority) {
-        std::cmp::Ordering::Greater => g1.friction,
-        std::cmp::Ordering::Less => g2.friction,
-        std::cmp::Ordering::Equal => [0, 1, 2].map(|k| g1.friction[k].max(g2.friction[k])),
-    };
+    // The pair's live friction by MuJoCo's rule, as `Material::combine` applies it.
+    let friction =
+        [0, 1, 2].map(|k| pair_friction([g1.priority, g2.priority], [g1.friction[k], g2.friction[k]], S::max));
     Gathered {
         keys: (0..lanes)
             .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0 }))
