@@ -429,3 +429,30 @@ fn torsional_friction_acts_without_sliding_friction() {
         assert!(state.qvel[5].abs() < 1e-3, "{preset}: still spinning at {}", state.qvel[5]);
     }
 }
+
+/// A warm-start and inverse-weight cache carried from one model to another whose numbers are
+/// the same but whose structure differs (a slide become a hinge) is not reused: the step
+/// equals one from a fresh cache.
+#[test]
+fn a_cache_from_another_model_is_not_reused() {
+    let arm = |kind: &str| {
+        let xml = format!(
+            "<mujoco><compiler angle='radian'/><option timestep='0.002'/><worldbody>\
+             <body pos='0 0 1'><joint type='{kind}' axis='0 1 0' range='-0.1 0.1'/>\
+             <geom type='capsule' fromto='0 0 0 0.3 0 0' size='0.03'/></body></worldbody></mujoco>"
+        );
+        mjcf::parse(&xml, "arm.xml").expect("valid")
+    };
+    let (slide, hinge) = (arm("slide"), arm("hinge"));
+    let pressed = |model: &Model<f64>| {
+        let mut state = model.default_state();
+        state.qpos[0] = 0.105;
+        state.qvel[0] = 0.2;
+        state
+    };
+    let mut carried = ContactState::default();
+    step_with(&slide, &pressed(&slide), &[], &mut carried).expect("step");
+    let reused = step_with(&hinge, &pressed(&hinge), &[], &mut carried).expect("step").0;
+    let fresh = step_with(&hinge, &pressed(&hinge), &[], &mut ContactState::default()).expect("step").0;
+    assert!((reused.qvel[0] - fresh.qvel[0]).abs() < 1e-12, "{} vs {}", reused.qvel[0], fresh.qvel[0]);
+}

@@ -53,11 +53,12 @@ impl ConstraintKind {
     }
 
     /// Whether a constraint of this kind holds its sliding friction at [`MIN_FRICTION`] at
-    /// least: MuJoCo holds every coefficient there (`mujoco_compat`); phyz's presets keep a
-    /// frictionless condim-3 contact a normal row, but a contact resisting spin or roll needs
-    /// its cone even without sliding friction.
+    /// least: MuJoCo holds every coefficient there (`mujoco_compat`, cones and pyramid edges);
+    /// phyz's presets keep a frictionless condim-3 contact a normal row, but a contact resisting
+    /// spin or roll needs its cone even without sliding friction.
     pub const fn floors_friction(self, mujoco_compat: bool) -> bool {
-        (mujoco_compat && self.is_cone()) || matches!(self, ConstraintKind::Torsional | ConstraintKind::Rolling)
+        (mujoco_compat && (self.is_cone() || matches!(self, ConstraintKind::PyramidEdge)))
+            || matches!(self, ConstraintKind::Torsional | ConstraintKind::Rolling)
     }
 
     /// Rows the constraint occupies.

@@ -95,9 +95,17 @@ impl<S: Scalar> InverseWeights<S> {
 }
 
 impl<S: Scalar> InverseWeights<S> {
-    /// Every number of `model` the weights read: the bodies' placement and inertia, the
+    /// Everything of `model` the weights read: its structure (dof count, body parents, joint
+    /// kinds and bodies, tendon joints, as numbers), the bodies' placement and inertia, the
     /// joints' placement, axis, reference and armature, the tendons' coefficients.
     pub fn inputs(model: &Model<S>) -> impl Iterator<Item = S> + '_ {
+        let index = |i: usize| S::from_f64(i as f64);
+        let kind = |k: JointKind| S::from_f64(k as u8 as f64);
+        let structure = [index(model.nv())]
+            .into_iter()
+            .chain(model.bodies().iter().map(move |b| index(b.parent())))
+            .chain(model.joints().iter().flat_map(move |j| [kind(j.kind()), index(j.body())]))
+            .chain(model.tendons().iter().flat_map(move |t| t.joints().iter().map(move |&j| index(j))));
         let quat = |q: &crate::math::Quat<S>| [q.w, q.x, q.y, q.z];
         let bodies = model.bodies().iter().flat_map(move |b| {
             let scalars = [b.mass].into_iter().chain(quat(&b.quat)).chain(quat(&b.inertia_axes));
@@ -107,7 +115,7 @@ impl<S: Scalar> InverseWeights<S> {
             [j.reference, j.armature].into_iter().chain(j.pos.iter().copied()).chain(j.axis.iter().copied())
         });
         let tendons = model.tendons().iter().flat_map(|t| t.coefs.iter().copied());
-        bodies.chain(joints).chain(tendons)
+        structure.chain(bodies).chain(joints).chain(tendons)
     }
 }
 
