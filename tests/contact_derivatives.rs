@@ -199,3 +199,34 @@ fn connects_and_welds() {
     }
     check("ties after 20 steps", &model, &state);
 }
+
+/// Under `mujoco_compat` a contact's friction coefficients are held at MuJoCo's floor 1e-5, as
+/// MuJoCo holds them: with a frictionless box resting on the plane, the step does not move with
+/// the geoms' sliding friction (MuJoCo's `max(f, 1e-5)` is flat there), under either cone.
+#[test]
+fn friction_held_at_the_floor_carries_no_derivative() {
+    use phyz::Scalar;
+    use phyz::dual::Dual64;
+    for cone in ["pyramidal", "elliptic"] {
+        let xml = format!(
+            "<mujoco><option timestep='0.002' cone='{cone}'/><worldbody>\
+             <geom type='plane' size='5 5 0.1' friction='0 0 0'/>\
+             <body pos='0 0 0.0497'><freejoint/><geom type='box' size='0.1 0.1 0.05' friction='0 0 0'/></body>\
+             </worldbody></mujoco>"
+        );
+        let model = mjcf::parse(&xml, "floor.xml").expect("valid");
+        let mut seeded = model.cast::<Dual64>();
+        for body in seeded.bodies_mut() {
+            for geom in &mut body.geoms {
+                geom.friction[0] = Dual64::new(geom.friction[0].re, 1.0);
+            }
+        }
+        let mut state = model.default_state();
+        state.qvel[0] = 0.3;
+        let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+        let (next, info) = step_with(&seeded, &state.cast::<Dual64>(), &[], &mut contact).expect("step");
+        assert!(info.contacts > 0, "{cone}: the box touches");
+        let largest = next.qvel.iter().map(|x| x.tangent(0, 0).abs()).fold(0.0, f64::max);
+        assert_eq!(largest, 0.0, "{cone}: d qvel / d friction = {largest:e}");
+    }
+}
