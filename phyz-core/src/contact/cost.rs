@@ -66,6 +66,11 @@ impl<S: Scalar> Piece<'_, S> {
         }
     }
 
+    /// `D_m = D_n / (μ_r² (1 + μ_r²))`: the weight of the sliding zone's cost.
+    fn cone_weight(&self, mu_r: S) -> S {
+        self.d[0] / (mu_r * mu_r * (S::one() + mu_r * mu_r))
+    }
+
     /// The regularized cone's coordinates of a frictional contact: `(N, U, T, μ_r)` with
     /// `U_j = f_j jar_j` over the friction rows (the first `dim − 1` entries).
     fn scaled(&self) -> (S, [S; MAX_FRICTION_ROWS], S, S) {
@@ -109,7 +114,7 @@ impl<'a> Piece<'a, f64> {
             Zone::Quadratic => self.active_rows().map(|r| 0.5 * self.d[r] * self.jar[r] * self.jar[r]).sum(),
             Zone::Cone => {
                 let (n, _, t, mu_r) = self.scaled();
-                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                let dm = self.cone_weight(mu_r);
                 0.5 * dm * (n - mu_r * t) * (n - mu_r * t)
             }
             // Continuous with the quadratic where `|jar| = bound / D`.
@@ -125,7 +130,7 @@ impl<'a> Piece<'a, f64> {
             Zone::Quadratic => self.active_rows().for_each(|r| h[(r, r)] = self.d[r]),
             Zone::Cone => {
                 let (n, u, t, mu_r) = self.scaled();
-                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                let dm = self.cone_weight(mu_r);
                 // In the scaled coordinates (N, U): ∂²/∂N² = 1, ∂²/∂N∂U = −μ_r U/T,
                 // ∂²/∂U² = (μ_r² − μ_r N/T) I + μ_r N/T³ U Uᵀ; then back to jar by the scaling.
                 let (dim, friction) = (self.kind.dim(), self.kind.dim() - 1);
@@ -179,7 +184,7 @@ impl<'a> Piece<'a, f64> {
                 }
                 let dt = uv / t;
                 let ddt = (vv - dt * dt) / t;
-                let dm = self.d[0] / (mu_r * mu_r * (1.0 + mu_r * mu_r));
+                let dm = self.cone_weight(mu_r);
                 let (gap, dgap) = (n - mu_r * t, dn - mu_r * dt);
                 (0.5 * dm * gap * gap, dm * gap * dgap, dm * (dgap * dgap - gap * mu_r * ddt))
             }
@@ -207,7 +212,7 @@ impl<'a, S: Scalar> Piece<'a, S> {
             }
             Zone::Cone => {
                 let (n, u, t, mu_r) = self.scaled();
-                let dm = self.d[0] / (mu_r * mu_r * (S::one() + mu_r * mu_r));
+                let dm = self.cone_weight(mu_r);
                 let normal = -dm * (n - mu_r * t) * mu_r;
                 out[0] = normal;
                 for j in 0..self.kind.dim() - 1 {

@@ -254,7 +254,8 @@ impl<S: Scalar> ContactProblem<S> {
                 // Only the convex cone glides; the Gauss-Seidel pass's staged update does not.
                 let glides = config.method == Method::Newton && !config.mujoco_compat;
                 let friction = FrictionRows {
-                    coefficients: friction_coefficients(kind, mu, twist),
+                    coefficients: [mu, mu, twist[0], twist[1], twist[1]],
+                    rows: kind.dim() - 1,
                     sliding,
                     reference: lift::<S>(lanes, |r| r.friction_reference),
                 };
@@ -303,7 +304,10 @@ const GLIDE_FADE: f64 = 1e-3;
 /// A cone's friction rows: their coefficients, the regularizer of the sliding rows and the
 /// fraction of the pre-step velocity they target.
 struct FrictionRows<S> {
-    coefficients: Vec<S>,
+    /// MuJoCo's five numbers (sliding twice, torsional, rolling twice), of which the cone's
+    /// `rows` friction rows use the first.
+    coefficients: [S; 5],
+    rows: usize,
     sliding: S,
     reference: S,
 }
@@ -313,24 +317,18 @@ impl<S: Scalar> FrictionRows<S> {
     /// and returns how much the normal target is lowered for the cone's glide (none unless
     /// `glides`).
     fn fill(&self, regularizer: &mut [S], target: &mut [S], pre_step: Option<&[S]>, glides: bool) -> S {
-        let mu = self.coefficients[0];
-        for (k, &f) in self.coefficients.iter().enumerate() {
+        let (mu, coefficients) = (self.coefficients[0], &self.coefficients[..self.rows]);
+        for (k, &f) in coefficients.iter().enumerate() {
             // MuJoCo's `R_j f_j² = R_1 μ²` on the spin and roll rows: the cone is circular in
             // the scaled coordinates the cost is written in.
             regularizer[k] = if k < 2 { self.sliding } else { self.sliding * mu * mu / (f * f) };
             target[k] = pre_step.map_or(S::zero(), |v| v[k] * self.reference);
         }
         match pre_step {
-            Some(v) if glides => glide(&self.coefficients, v, mu),
+            Some(v) if glides => glide(coefficients, v, mu),
             _ => S::zero(),
         }
     }
-}
-
-/// The friction coefficient of each friction row of a cone of `kind` (MuJoCo's five numbers:
-/// sliding twice, torsional, rolling twice, as far as the cone has rows).
-fn friction_coefficients<S: Scalar>(kind: ConstraintKind, mu: S, [torsion, rolling]: [S; 2]) -> Vec<S> {
-    [mu, mu, torsion, rolling, rolling][..kind.dim() - 1].to_vec()
 }
 
 /// `μ` times the pre-step slip speed `|v_t|`, smoothed to `√(|v_t|² + ε²) − ε` with `ε` =
