@@ -111,6 +111,15 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "ties",
         "ties_rk4",
         "ties_centred",
+        "pair_sphere_sphere",
+        "pair_sphere_capsule",
+        "pair_capsule_crossed",
+        "pair_capsule_parallel",
+        "pair_sphere_box",
+        "pair_sphere_cylinder",
+        "pair_sphere_cylinder_rim",
+        "pair_cylinder_plane",
+        "pair_ellipsoid_plane",
     ];
     for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");

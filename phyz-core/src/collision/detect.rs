@@ -218,6 +218,7 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
         (Plane, Plane) => Vec::new(),
         (Plane, _) => keep(aligned(plane_against(&PlaneFrame::of(g1), g2)?, g2)),
         (_, Plane) => keep(aligned(plane_against(&PlaneFrame::of(g2), g1)?, g1)),
+        (Capsule { .. }, Capsule { .. }) => keep(capsules(g1, g2, margin)?),
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
         (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
         (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
@@ -426,6 +427,61 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
         radius_b: r2,
     };
     Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal, tangent: None })
+}
+
+/// Below this `|a₁|²|a₂|² − (a₁·a₂)²` of two capsules' half-axes, MuJoCo takes their axes as
+/// parallel (`mjMINVAL`).
+const PARALLEL: f64 = 1e-15;
+
+/// Two capsules. Crossed, the closest points of their core segments ([`spheres`]); with parallel
+/// axes, where the closest points are a whole segment, MuJoCo's rule of up to two contacts: each
+/// end of the first against the nearest point of the second's segment, then (while fewer than
+/// two touch) each end of the second against the first's.
+fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+    let (Shape::Capsule { radius: r1, half_length: h1 }, Shape::Capsule { radius: r2, half_length: h2 }) =
+        (&g1.geom.shape, &g2.geom.shape)
+    else {
+        return None;
+    };
+    // Half-axes in the world and on the bodies.
+    let half_axis = |pose: &Pose<f64>, h: f64| pose.rot * Vector3::z() * h;
+    let (a1, a2) = (half_axis(&g1.world, *h1), half_axis(&g2.world, *h2));
+    let (aa, ab, bb) = (a1.dot(&a1), a1.dot(&a2), a2.dot(&a2));
+    if (aa * bb - ab * ab).abs() >= PARALLEL {
+        return Some(vec![spheres(g1, g2)?]);
+    }
+    let dif = g1.world.pos - g2.world.pos;
+    let (u, v) = (-a1.dot(&dif), a2.dot(&dif));
+    // Points along each segment as `centre + x · half-axis`, x ∈ [−1, 1]: the first's ends, then
+    // the second's, each with the nearest point of the other segment.
+    let candidates = [
+        (1.0, ((v + ab) / bb).clamp(-1.0, 1.0)),
+        (-1.0, ((v - ab) / bb).clamp(-1.0, 1.0)),
+        (((u + ab) / aa).clamp(-1.0, 1.0), 1.0),
+        (((u - ab) / aa).clamp(-1.0, 1.0), -1.0),
+    ];
+    let mut found = Vec::new();
+    for (feature, (x1, x2)) in candidates.into_iter().enumerate() {
+        if feature >= 2 && found.len() >= 2 {
+            break;
+        }
+        let gap = (g2.world.pos + a2 * x2) - (g1.world.pos + a1 * x1);
+        let distance = gap.norm();
+        if distance > margin + r1 + r2 {
+            continue;
+        }
+        let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
+        let anchor = Anchor::Spheres {
+            a: g1.body,
+            center_a: g1.local.pos + half_axis(&g1.local, *h1) * x1,
+            radius_a: *r1,
+            b: g2.body,
+            center_b: g2.local.pos + half_axis(&g2.local, *h2) * x2,
+            radius_b: *r2,
+        };
+        found.push(Found { feature, anchor, depth: r1 + r2 - distance, normal, tangent: None });
+    }
+    Some(found)
 }
 
 /// A box against a sphere. With the sphere's centre over a face (or inside the box), the face is
