@@ -53,7 +53,7 @@ fn problem(joint: JointSpace<f64>, n: usize, config: &SolverConfig) -> ContactPr
     let material = Material { friction: 0.8, ..Material::default() };
     let rows: Vec<ContactRow> =
         (0..n).map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, DT, config)).collect();
-    ContactProblem::from_rows(joint, None, &rows, None, None, config)
+    ContactProblem::from_rows(joint, None, &rows, None, config)
 }
 
 fn ring(config: &SolverConfig) -> ContactProblem<f64> {

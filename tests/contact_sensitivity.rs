@@ -122,7 +122,7 @@ fn unconverged_fixed_sweep_and_singular_solves_refuse_derivatives() {
         jacobian: DMatrix::from_row_slice(1, 2, &[1.0, 0.0]),
         free: DVector::from_column_slice(&[-0.1, 0.0]),
     };
-    let singular = ContactProblem::from_rows(joint, None, &[row], None, None, &config);
+    let singular = ContactProblem::from_rows(joint, None, &[row], None, &config);
     let solution = solve(&singular, &config, &Warm::default()).expect("solvable");
     assert!(solution.converged && solution.zones == [Zone::Quadratic], "{solution:?}");
     assert!(matches!(Sensitivity::new(&singular, &solution), Err(SensitivityError::SingularKkt)));
@@ -142,22 +142,23 @@ fn depth_reaches_the_solution_through_the_regularizer_and_target() {
             jacobian: DMatrix::from_element(1, 1, 1.0),
             free: DVector::from_element(1, -0.02),
         };
-        let problem = ContactProblem::from_rows(joint, None, &[row], None, None, &config);
+        let problem = ContactProblem::from_rows(joint, None, &[row], None, &config);
         let x = solve(&problem, &config, &Warm::default()).expect("solvable").velocity[0];
         (problem, x)
     };
     // Off solimp's midpoint, where its curve's second derivative jumps.
     let depth = 3e-4;
     let (problem, _) = velocity_at(depth);
-    let row = ContactRow::from_material(ConstraintKind::Limit, &material, depth, -0.01, 0.002, &config);
-    let row = ContactRow { inverse_weight: Some(0.5), ..row };
-    let deviation = phyz::contact::RowDeviation { depth: Dual64::new(0.0, 1.0), ..phyz::contact::RowDeviation::zero() };
+    let depth_dual = Dual64::new(depth, 1.0);
+    let (v_n, dt) = (Dual64::from(-0.01), Dual64::from(0.002));
+    let row = ContactRow::from_material(ConstraintKind::Limit, &material.map(Dual64::from), depth_dual, v_n, dt, &config);
+    let row = ContactRow { inverse_weight: Some(Dual64::from(0.5)), ..row };
     let joint = JointSpace {
         mass: problem.joint.mass.map(Dual64::from),
         jacobian: problem.joint.jacobian.map(Dual64::from),
         free: problem.joint.free.map(Dual64::from),
     };
-    let dual = ContactProblem::from_rows(joint, None, &[row], Some(&[deviation]), None, &config);
+    let dual = ContactProblem::from_rows(joint, None, &[row], None, &config);
     let (velocity, _) = solve_scalar(&dual, &config, &[]).expect("converged");
     let h = 1e-8;
     let fd = (velocity_at(depth + h).1 - velocity_at(depth - h).1) / (2.0 * h);

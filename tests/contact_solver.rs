@@ -33,7 +33,7 @@ fn incline(alpha: f64, mu: f64, v0: [f64; 3], steps: usize, config: &SolverConfi
             free: DVector::from_column_slice(v_free.as_slice()),
         };
         let velocity = DVector::from_column_slice(v.as_slice());
-        let problem = ContactProblem::from_rows(joint, Some(&velocity), &[row], None, None, config);
+        let problem = ContactProblem::from_rows(joint, Some(&velocity), &[row], None, config);
         let warm = Warm { velocity: acceleration.as_ref().map(|a| &velocity + a * DT), impulses: None };
         let solution = solve(&problem, config, &warm).expect("solvable");
         assert!(solution.converged, "unconverged: residual {}", solution.residual);
@@ -115,7 +115,7 @@ fn mujoco_compatibility_creeps_at_mujocos_rate() {
     // MuJoCo's friction rows carry R = (1 − d)/d · w and target the damped velocity
     // (1 − B dt) v_t: the stuck block settles where the friction impulse B dt v_t / R holds
     // gravity, v_t = g sin α (1 − d) / (d B).
-    let d = material.solimp.impedance(depth + material.margin).0;
+    let d = material.solimp.impedance(depth + material.margin);
     let (_, b) = material.solref.stiffness_damping(material.solimp.dmax, DT);
     let creep = G * alpha.sin() * (1.0 - d) / (d * b);
     let measured = velocities[velocities.len() - 1].y;
@@ -158,7 +158,7 @@ fn ring_problem(n: usize, config: &SolverConfig) -> ContactProblem<f64> {
     let rows: Vec<ContactRow> = (0..n)
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, 0.002, config))
         .collect();
-    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, None, config)
+    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, config)
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn coupling_modes_restrict_the_gauss_seidel_operator_only() {
         .collect();
     let bodies = [[Some(0), None]; 4];
     let problem =
-        ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, Some(&bodies), &config);
+        ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, Some(&bodies), &config);
     let run = |coupling| solve(&problem, &SolverConfig { coupling, ..config }, &Warm::default()).expect("ok");
     let (full, per_body, diagonal) = (run(Coupling::Full), run(Coupling::PerBody), run(Coupling::BlockDiagonal));
     assert_eq!(full.impulses, per_body.impulses);

@@ -19,9 +19,9 @@ pub enum DualError {
     #[error("parameter index {index} is out of range: the model has {count} parameters")]
     ParameterIndex { index: usize, count: usize },
     #[error(
-        "parameter {index} enters the contact and limit rows as a constant (geom shape, placement, solref, \
-         solimp, margin, or the timestep): its derivative through constraints is not available \
-         (switch constraints off to differentiate the smooth dynamics along it)"
+        "parameter {index} is a geom's shape or placement, which contacts are pinned to as constants: its \
+         derivative through contacts is not available (switch contacts off to differentiate the smooth \
+         dynamics along it)"
     )]
     ConstantInConstraints { index: usize },
     #[error("the contact solve did not converge (residual {residual:e}): no derivative exists there")]

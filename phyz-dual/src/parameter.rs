@@ -19,6 +19,15 @@ pub enum Parameter {
     GeomFriction(String),
     /// A geom's restitution (pairs combine by maximum, as friction).
     GeomRestitution(String),
+    /// One of a geom's two `solref` numbers (0: time constant or −stiffness, 1: damping ratio or
+    /// −damping). Pairs mix them by `solmix` (or the higher priority's).
+    GeomSolref(String, usize),
+    /// One of a geom's five `solimp` numbers (0 dmin, 1 dmax, 2 width, 3 midpoint, 4 power).
+    GeomSolimp(String, usize),
+    /// A geom's margin (pairs add theirs): it moves the contact rows, not which contacts exist.
+    GeomMargin(String),
+    /// The model's timestep.
+    Timestep,
     /// An actuator's gear.
     ActuatorGear(String),
 }
@@ -40,6 +49,14 @@ impl Parameter {
             Parameter::BodyInertia(name, a) => body(name)?.inertia[axis(name, *a)?],
             Parameter::GeomFriction(name) => geom(name)?.friction[0],
             Parameter::GeomRestitution(name) => geom(name)?.restitution,
+            Parameter::GeomSolref(name, k) => {
+                *geom(name)?.solref.get(*k).ok_or_else(|| unknown("solref number (0 or 1) of geom", name))?
+            }
+            Parameter::GeomSolimp(name, k) => {
+                *geom(name)?.solimp.get(*k).ok_or_else(|| unknown("solimp number (0 to 4) of geom", name))?
+            }
+            Parameter::GeomMargin(name) => geom(name)?.margin,
+            Parameter::Timestep => indices.timestep,
             Parameter::ActuatorGear(name) => {
                 only("actuator", name, indices.actuators().iter().filter(|a| &a.name == name))?.gear
             }

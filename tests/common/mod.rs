@@ -229,7 +229,7 @@ pub fn random_contact_problem(
         let depth = rng.uniform(0.0, 1e-3);
         specs.push(ContactRow::from_material(ConstraintKind::Limit, &Material::default(), depth, 0.0, 0.002, config));
     }
-    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, None, config)
+    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, config)
 }
 
 /// The entries of a reference data directory (one per model), sorted.

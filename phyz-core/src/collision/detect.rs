@@ -47,8 +47,9 @@ pub(super) struct Placed {
     pub world: Pose<f64>,
 }
 
-/// The material a geom contributes: its friction, solref, solimp and margin.
-fn material(g: &Geom<f64>) -> Material {
+/// The material a geom contributes: its friction, solref, solimp and margin (less its gap), in
+/// the model's scalar.
+pub fn geom_material<S: Scalar>(g: &Geom<S>) -> Material<S> {
     Material {
         friction: g.friction[0],
         torsion: g.friction[1],
@@ -58,8 +59,15 @@ fn material(g: &Geom<f64>) -> Material {
         solimp: SolImp::raw(g.solimp),
         margin: g.margin - g.gap,
         priority: g.priority,
-        solmix: g.solmix,
+        solmix: S::from_f64(g.solmix),
     }
+}
+
+/// The material two geoms touch with: MuJoCo's mix of the two ([`Material::combine`]), its
+/// solimp then held to MuJoCo's ranges.
+pub fn pair_material<S: Scalar>(g1: &Geom<S>, g2: &Geom<S>) -> Material<S> {
+    let mixed = Material::combine(&geom_material(g1), &geom_material(g2));
+    Material { solimp: mixed.solimp.clamped(), ..mixed }
 }
 
 /// Every contact between geoms that may collide, with the bodies at `body_poses` (world frame,
@@ -90,12 +98,11 @@ pub fn detect_lane<S: Scalar>(
         }
         // The pair's margin is the sum of its geoms' (less their gaps), as `Material::combine`
         // has it: tested before the pair's material is mixed.
-        let (m1, m2) = (material(&g1.geom), material(&g2.geom));
-        if apart(g1, g2, m1.margin + m2.margin) {
+        let margin = |g: &Geom<f64>| g.margin - g.gap;
+        if apart(g1, g2, margin(&g1.geom) + margin(&g2.geom)) {
             continue;
         }
-        let mixed = Material::combine(&m1, &m2);
-        let material = Material { solimp: mixed.solimp.clamped(), ..mixed };
+        let material = pair_material(&g1.geom, &g2.geom);
         // MuJoCo's condim: the higher priority's, else the larger.
         let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
             std::cmp::Ordering::Greater => g1.geom.condim,

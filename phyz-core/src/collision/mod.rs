@@ -9,7 +9,7 @@ mod filter;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
 pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
-pub use detect::{Contact, detect, detect_lane};
+pub use detect::{Contact, detect, detect_lane, geom_material, pair_material};
 pub use filter::can_collide;
 
 /// A pair of geoms phyz cannot yet detect contacts between: an error, not a silently missing

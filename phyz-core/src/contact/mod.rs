@@ -30,7 +30,7 @@ pub use config::{Coupling, GPU_SWEEPS, Method, SolverConfig};
 pub use cost::Zone;
 pub use differentiable::{ContactError, solve_scalar};
 pub use material::{Material, SolImp, SolRef};
-pub use problem::{Constraint, ContactProblem, JointSpace, RowDeviation, Units};
+pub use problem::{Constraint, ContactProblem, JointSpace, Units};
 pub use row::{ConstraintKind, ContactRow, IMPACT_IMPEDANCE, MIN_FRICTION};
 pub use sensitivity::{Sensitivity, SensitivityError};
 pub use solver::{Solution, SolveError, Warm, solve};

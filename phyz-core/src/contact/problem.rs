@@ -155,41 +155,6 @@ impl<S: Scalar> ContactProblem<S> {
     }
 }
 
-/// How far the live values have moved from those a row was built from: zero in real parts,
-/// carrying the tangents of the state and the model parameters into the problem to first order
-/// (exact for dual numbers).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RowDeviation<S> {
-    /// Of the depth and the pre-step normal velocity.
-    pub depth: S,
-    pub normal_velocity: S,
-    /// Of an equality row's violation norm, the argument of its impedance: an equality row's
-    /// regularizer moves with this, not with `depth` (for a one-row equality it is the
-    /// deviation of `|depth|`, `±depth`'s).
-    pub norm: S,
-    /// Of the combined friction coefficient, torsional and rolling friction, and restitution.
-    pub friction: S,
-    pub twist: [S; 2],
-    pub restitution: S,
-    /// Of the inverse weight the regularizer is scaled by.
-    pub inverse_weight: S,
-}
-
-impl<S: Scalar> RowDeviation<S> {
-    /// No deviation: the row's values are the live ones.
-    pub fn zero() -> Self {
-        RowDeviation {
-            depth: S::zero(),
-            normal_velocity: S::zero(),
-            norm: S::zero(),
-            friction: S::zero(),
-            twist: [S::zero(); 2],
-            restitution: S::zero(),
-            inverse_weight: S::zero(),
-        }
-    }
-}
-
 impl<S: Scalar> ContactProblem<S> {
     /// Assembles the problem from its joint-space data and the constraints' rows under
     /// `config`, with the regularizer `R = (1 − d)/d · w` on normal and limit rows (`w` the row's
@@ -202,16 +167,13 @@ impl<S: Scalar> ContactProblem<S> {
     /// `velocity` is the pre-step constraint-space velocity `J v`: friction rows target the
     /// fraction [`ContactRow::friction_reference`] of it (none without it).
     ///
-    /// Rows are built in `f64` at the real state, one per batch lane (`rows[c][lane]`; a single
-    /// row, or a bare [`ContactRow`], serves every lane); `deviations` (one per constraint) carry
-    /// the tangents of the live depth, normal velocity, friction, restitution and inverse weight
-    /// into the targets, the regularizer and μ to first order, which is exact for dual numbers.
-    /// Every constraint is present in every lane.
-    pub fn from_rows<R: AsRef<[ContactRow]>>(
+    /// Rows are in the problem's scalar ([`ContactRow`]): whatever their values carry
+    /// (tangents, batch lanes) the targets, regularizer and friction carry too. Every
+    /// constraint is present in every lane.
+    pub fn from_rows(
         joint: JointSpace<S>,
         velocity: Option<&DVector<S>>,
-        rows: &[R],
-        deviations: Option<&[RowDeviation<S>]>,
+        rows: &[ContactRow<S>],
         bodies: Option<&[[Option<usize>; 2]]>,
         config: &SolverConfig,
     ) -> Self {
@@ -219,36 +181,25 @@ impl<S: Scalar> ContactProblem<S> {
         let mut regularizer = DVector::zeros(m);
         let mut target = DVector::zeros(m);
         // Only rows without an inverse weight of their own need the mass matrix factorized.
-        let weighted = rows.iter().all(|lanes| lanes.as_ref().iter().all(|r| r.inverse_weight.is_some()));
+        let weighted = rows.iter().all(|r| r.inverse_weight.is_some());
         let factor = if weighted { None } else { MassFactor::dense(&joint.mass) };
         let (mut mus, mut twists) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
         let mut at = 0;
-        for (i, lanes) in rows.iter().map(AsRef::as_ref).enumerate() {
-            let deviation = deviations.map_or(RowDeviation::zero(), |d| d[i]);
-            let exact_weight = || {
-                let row = joint.jacobian.row(at).transpose();
-                factor.as_ref().map_or(S::one(), |f| row.dot(&f.solve(&row)))
-            };
-            let weight = match lanes.iter().map(|r| r.inverse_weight).collect::<Option<Vec<f64>>>() {
-                Some(weights) => S::from_lanes(&weights) + deviation.inverse_weight,
-                None => exact_weight(),
-            };
-            let (normal, floor) = normal_regularizer(lanes, &deviation, weight, config);
+        for row in rows {
+            let weight = row.inverse_weight.unwrap_or_else(|| {
+                let jacobian = joint.jacobian.row(at).transpose();
+                factor.as_ref().map_or(S::one(), |f| jacobian.dot(&f.solve(&jacobian)))
+            });
+            let (normal, floor) = normal_regularizer(row, weight, config);
             regularizer[at] = normal;
-            target[at] = lift::<S>(lanes, |r| r.bias)
-                + deviation.depth * lift::<S>(lanes, |r| r.dbias_ddepth)
-                + deviation.norm * lift::<S>(lanes, |r| r.dbias_dnorm)
-                + deviation.normal_velocity * lift::<S>(lanes, |r| r.dbias_dvn)
-                + deviation.restitution * lift::<S>(lanes, |r| r.dbias_drestitution);
-            let kind = lanes[0].kind;
-            let impratio = lift::<S>(lanes, |r| r.impratio);
-            let mu = lift::<S>(lanes, |r| r.mu) + deviation.friction;
+            target[at] = row.bias;
+            let (kind, impratio, mu) = (row.kind, row.impratio, row.mu);
             if kind == ConstraintKind::PyramidEdge {
                 // MuJoCo's pyramid: every edge's regularizer matches the elliptic cone's friction
                 // impedance, 2 μ² / impratio times the edge's own `(1 − d)/d · w (1 + μ²)`.
                 regularizer[at] = normal * (S::one() + mu * mu) * S::from_f64(2.0) * mu * mu / impratio;
             }
-            let twist = [0, 1].map(|k| lift::<S>(lanes, |r| r.twist[k]) + deviation.twist[k]);
+            let twist = row.twist;
             if kind.is_cone() {
                 let sliding = if config.mujoco_compat { normal / impratio } else { floor };
                 // Only the convex cone glides; the Gauss-Seidel pass's staged update does not.
@@ -257,7 +208,7 @@ impl<S: Scalar> ContactProblem<S> {
                     coefficients: [mu, mu, twist[0], twist[1], twist[1]],
                     rows: kind.dim() - 1,
                     sliding,
-                    reference: lift::<S>(lanes, |r| r.friction_reference),
+                    reference: row.friction_reference,
                 };
                 let rows = at + 1..at + kind.dim();
                 let pre_step = velocity.map(|v| &v.as_slice()[rows.clone()]);
@@ -274,7 +225,7 @@ impl<S: Scalar> ContactProblem<S> {
             .iter()
             .enumerate()
             .map(|(i, r)| Constraint {
-                kind: r.as_ref()[0].kind,
+                kind: r.kind,
                 bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
             })
             .collect();
@@ -347,38 +298,10 @@ fn glide<S: Scalar>(coefficients: &[S], velocity: &[S], mu: S) -> S {
     S::select(mu.greater(S::zero()), slip.sqrt() - fade, S::zero())
 }
 
-/// One value per batch lane of a row's property (a single row serves every lane).
-fn lift<S: Scalar>(lanes: &[ContactRow], f: impl Fn(&ContactRow) -> f64) -> S {
-    match lanes {
-        [row] => S::from_f64(f(row)),
-        _ => S::from_lanes(&lanes.iter().map(f).collect::<Vec<_>>()),
-    }
-}
-
 /// The normal (or limit) row's regularizer `(1 − d)/d · w`, kept above the floor
-/// `config.regularization · w`, with the impedance moving with the depth and normal velocity
-/// deviations; and the floor itself.
-fn normal_regularizer<S: Scalar>(
-    lanes: &[ContactRow],
-    deviation: &RowDeviation<S>,
-    weight: S,
-    config: &SolverConfig,
-) -> (S, S) {
-    let impedance = |r: &ContactRow| r.effective_impedance().clamp(1e-6, 1.0);
-    let moving = |r: &ContactRow| {
-        let d = r.effective_impedance();
-        d > 1e-6 && d < 1.0
-    };
-    let slope_depth = |r: &ContactRow| if moving(r) { (1.0 - r.impact) * r.dimpedance_ddepth } else { 0.0 };
-    let slope_vn = |r: &ContactRow| {
-        let impact_gap = (crate::contact::IMPACT_IMPEDANCE - r.impedance).max(0.0);
-        if moving(r) { impact_gap * r.dimpact_dvn } else { 0.0 }
-    };
-    // An equality row's impedance is read at its violation norm, a contact's at its depth.
-    let argument = if lanes[0].kind == ConstraintKind::Equality { deviation.norm } else { deviation.depth };
-    let d = lift::<S>(lanes, impedance)
-        + argument * lift(lanes, slope_depth)
-        + deviation.normal_velocity * lift(lanes, slope_vn);
+/// `config.regularization · w`; and the floor itself.
+fn normal_regularizer<S: Scalar>(row: &ContactRow<S>, weight: S, config: &SolverConfig) -> (S, S) {
+    let d = row.effective_impedance().clamp(S::from_f64(1e-6), S::one());
     let live = (S::one() - d) / d * weight;
     let floor = weight * S::from_f64(config.regularization);
     (S::select(live.greater(floor), live, floor), floor)

@@ -2,6 +2,7 @@
 
 use super::config::SolverConfig;
 use super::material::{Material, smoothstep};
+use crate::Scalar;
 
 /// The impedance an impacting contact is driven to: nearly rigid, so the rebound is the
 /// restitution's and not the soft model's, but not exactly rigid, so a flat landing (a rank-
@@ -76,71 +77,55 @@ impl ConstraintKind {
     }
 }
 
-/// What one constraint contributes to the problem, in physical terms.
+/// What one constraint contributes to the problem, in physical terms, in the step's scalar: a
+/// row built from dual-number inputs (depth, velocity, material, timestep) carries their
+/// derivatives in its values, so nothing else tracks how the row moves with them.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ContactRow {
+pub struct ContactRow<S = f64> {
     pub kind: ConstraintKind,
     /// Friction coefficient (ignored without friction rows); a friction loss's impulse bound.
-    pub mu: f64,
+    pub mu: S,
     /// The torsional and rolling friction coefficients (lengths: a moment per unit normal
     /// force), read by the rows a `Torsional` or `Rolling` contact has beyond its tangents.
-    pub twist: [f64; 2],
+    pub twist: [S; 2],
     /// Effective restitution (after the low-speed ramp).
-    pub restitution: f64,
+    pub restitution: S,
     /// Signed penetration (negative: separated, inside the margin band).
-    pub depth: f64,
+    pub depth: S,
     /// Target normal velocity after the step: the solref reference response (penetration
     /// recovery) and restitution's rebound.
-    pub bias: f64,
-    /// Impedance `d` at this depth, and its derivative with respect to depth (an equality
-    /// row's: with respect to its equality's violation norm).
-    pub impedance: f64,
-    pub dimpedance_ddepth: f64,
+    pub bias: S,
+    /// Impedance `d` at this depth (an equality row's: at its equality's violation norm).
+    pub impedance: S,
     /// How much of an impact this is, in `[0, 1]` (the restitution ramp alone).
-    pub impact: f64,
-    /// `d(bias)/d(depth)` and `d(bias)/d(v_n)`: how the target moves with the state, for
-    /// derivatives through the step.
-    pub dbias_ddepth: f64,
-    /// An equality row's `d(bias)/d(norm)`: its impedance is read at the norm of its
-    /// equality's whole violation ([`ContactRow::bilateral`]); zero on every other row.
-    pub dbias_dnorm: f64,
-    pub dbias_dvn: f64,
-    /// `d(bias)/d(restitution)`: the rebound's share of the target.
-    pub dbias_drestitution: f64,
-    /// `d(impact)/d(v_n)`: the impact weight moves the effective impedance.
-    pub dimpact_dvn: f64,
+    pub impact: S,
     /// The fraction of the pre-step tangential velocity the friction rows target: zero (stiction)
     /// in phyz's presets, MuJoCo's damped reference `1 − dt·B` under compatibility.
-    pub friction_reference: f64,
+    pub friction_reference: S,
     /// The inertia scale the regularizer multiplies (MuJoCo's `diagApprox`: the constraint's
     /// inverse weight at the reference pose); `None` uses the problem's own `A_nn`.
-    pub inverse_weight: Option<f64>,
+    pub inverse_weight: Option<S>,
     /// MuJoCo's `impratio`: under compatibility a contact's friction regularizer is its normal
     /// one divided by this (1 unless the model says otherwise).
-    pub impratio: f64,
+    pub impratio: S,
 }
 
-impl ContactRow {
+impl<S: Scalar> ContactRow<S> {
     /// A rigid, frictionless, unbiased row of `kind` (hand-built problems start here).
     pub fn rigid(kind: ConstraintKind) -> Self {
+        let zero = S::zero();
         ContactRow {
             kind,
-            mu: 0.0,
-            twist: [0.0; 2],
-            restitution: 0.0,
-            depth: 0.0,
-            bias: 0.0,
-            impedance: 1.0,
-            dimpedance_ddepth: 0.0,
-            impact: 0.0,
-            dbias_ddepth: 0.0,
-            dbias_dnorm: 0.0,
-            dbias_dvn: 0.0,
-            dbias_drestitution: 0.0,
-            dimpact_dvn: 0.0,
-            friction_reference: 0.0,
+            mu: zero,
+            twist: [zero; 2],
+            restitution: zero,
+            depth: zero,
+            bias: zero,
+            impedance: S::one(),
+            impact: zero,
+            friction_reference: zero,
             inverse_weight: None,
-            impratio: 1.0,
+            impratio: S::one(),
         }
     }
 
@@ -153,70 +138,52 @@ impl ContactRow {
     /// faster than the restitution threshold) blends towards a rigid rebound at `−e v_n`.
     pub fn from_material(
         kind: ConstraintKind,
-        material: &Material,
-        depth: f64,
-        v_n: f64,
-        dt: f64,
+        material: &Material<S>,
+        depth: S,
+        v_n: S,
+        dt: S,
         config: &SolverConfig,
     ) -> Self {
         if kind == ConstraintKind::Equality {
             return Self::bilateral(material, depth, depth.abs(), v_n, dt);
         }
+        let zero = S::zero();
         // MuJoCo measures the violation from the margin surface and has no taper; phyz measures
         // it from the surface and tapers the impedance across the margin band.
-        let (violation, d, dd) = if config.mujoco_compat {
+        let (violation, d) = if config.mujoco_compat {
             let violation = depth + material.margin;
-            let (d, dd) = material.solimp.impedance(violation.max(0.0));
-            (violation, d, dd)
+            (violation, material.solimp.impedance(violation.max(zero)))
         } else {
-            (depth, material.impedance_at(depth), material.dimpedance_ddepth(depth))
+            (depth, material.impedance_at(depth))
         };
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
-        let (penetration, pressed) = (violation.max(0.0), violation > 0.0);
-        let reference = v_n + dt * (-b * v_n + k * d * penetration);
-        let dreference = dt * k * (dd * penetration + if pressed { d } else { 0.0 });
-        let approach = (-v_n).max(0.0);
-        let threshold = config.restitution_threshold;
+        let reference = v_n + dt * (-b * v_n + k * d * violation.max(zero));
+        let approach = (-v_n).max(zero);
+        let threshold = S::from_f64(config.restitution_threshold);
         // MuJoCo has no impacts: its soft model is the whole response under compatibility; and
         // a friction loss does not collide.
-        let (impact, dimpact_dapproach) = if config.mujoco_compat || !kind.collides() {
-            (0.0, 0.0)
-        } else if threshold > 0.0 {
+        let impact = if config.mujoco_compat || !kind.collides() {
+            zero
+        } else if config.restitution_threshold > 0.0 {
             smoothstep((approach - threshold) / threshold)
         } else {
-            (1.0, 0.0)
+            S::one()
         };
-        let dimpact_dapproach = if threshold > 0.0 { dimpact_dapproach / threshold } else { 0.0 };
-        let dapproach_dvn = if v_n < 0.0 { -1.0 } else { 0.0 };
-        let dimpact_dvn = dimpact_dapproach * dapproach_dvn;
-        let e = if kind == ConstraintKind::Limit { 0.0 } else { material.restitution };
+        let e = if kind == ConstraintKind::Limit { zero } else { material.restitution };
         let restitution = e * impact;
-        let rebound = restitution * approach;
-        let dbias_dvn = -dimpact_dvn * reference
-            + (1.0 - impact) * (1.0 - dt * b)
-            + e * (dimpact_dvn * approach + impact * dapproach_dvn);
+        let floor = S::from_f64(MIN_FRICTION);
         ContactRow {
             kind,
-            mu: if kind.floors_friction(config.mujoco_compat) {
-                material.friction.max(MIN_FRICTION)
-            } else {
-                material.friction
-            },
-            twist: [material.torsion.max(MIN_FRICTION), material.rolling.max(MIN_FRICTION)],
+            mu: if kind.floors_friction(config.mujoco_compat) { material.friction.max(floor) } else { material.friction },
+            twist: [material.torsion.max(floor), material.rolling.max(floor)],
             restitution,
             depth,
-            bias: (1.0 - impact) * reference + rebound,
+            bias: (S::one() - impact) * reference + restitution * approach,
             impedance: d,
-            dimpedance_ddepth: dd,
             impact,
-            dbias_ddepth: (1.0 - impact) * dreference,
-            dbias_dnorm: 0.0,
-            dbias_dvn,
-            dbias_drestitution: if kind == ConstraintKind::Limit { 0.0 } else { impact * approach },
-            dimpact_dvn,
-            friction_reference: if config.mujoco_compat { 1.0 - dt * b } else { 0.0 },
+            friction_reference: if config.mujoco_compat { S::one() - dt * b } else { zero },
             inverse_weight: None,
-            impratio: 1.0,
+            impratio: S::one(),
         }
     }
 
@@ -224,30 +191,20 @@ impl ContactRow {
     /// either side by the reference dynamics `a_ref = −B v + K d·depth`, with the impedance `d`
     /// read at `norm`, the norm of the equality's whole violation (its one, three or six rows:
     /// a connect's or weld's rows share one impedance).
-    pub fn bilateral(material: &Material, depth: f64, norm: f64, v: f64, dt: f64) -> Self {
-        let (d, dd) = material.solimp.impedance(norm);
+    pub fn bilateral(material: &Material<S>, depth: S, norm: S, v: S, dt: S) -> Self {
+        let d = material.solimp.impedance(norm);
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
         ContactRow {
             depth,
             bias: v + dt * (-b * v + k * d * depth),
             impedance: d,
-            dimpedance_ddepth: dd,
-            dbias_ddepth: dt * k * d,
-            dbias_dnorm: dt * k * dd * depth,
-            dbias_dvn: 1.0 - dt * b,
             ..ContactRow::rigid(ConstraintKind::Equality)
         }
     }
 
     /// The impedance the regularizer uses: `d` at rest, [`IMPACT_IMPEDANCE`] in an impact.
-    pub fn effective_impedance(&self) -> f64 {
-        self.impedance + self.impact * (IMPACT_IMPEDANCE - self.impedance).max(0.0)
-    }
-}
-
-/// A single row is the row of every batch lane ([`ContactProblem::from_rows`](super::ContactProblem::from_rows)).
-impl AsRef<[ContactRow]> for ContactRow {
-    fn as_ref(&self) -> &[ContactRow] {
-        std::slice::from_ref(self)
+    pub fn effective_impedance(&self) -> S {
+        let gap = (S::from_f64(IMPACT_IMPEDANCE) - self.impedance).max(S::zero());
+        self.impedance + self.impact * gap
     }
 }

@@ -35,7 +35,6 @@ pub use tendon::Tendon;
 use nalgebra::{DVector, Vector3};
 
 use crate::Scalar;
-use crate::scalar::Mask;
 use crate::scalar::convert;
 use tree::Tree;
 
@@ -252,61 +251,31 @@ impl<S: Scalar> Model<S> {
     }
 
     /// Positions in [`Model::parameters`] of the numbers the constraint stage reads as
-    /// constants: every geom number but its friction coefficients and restitution (shape,
-    /// placement, solref, solimp, margin, gap), the joints' and tendons'
-    /// limit solref, solimp and margin, and the timestep. Contact and limit rows are built from
-    /// their real parts, so derivatives along them through constraints are not carried.
+    /// constants: each geom's shape and placement, which detection pins its contacts to (as
+    /// body-frame anchors) on real parts. Everything else a constraint reads — friction,
+    /// restitution, solref, solimp, margins and gaps, limits, equalities, friction losses and
+    /// the timestep — is live in the step's scalar, so derivatives along it are carried.
     pub fn constraint_constants(&self) -> Vec<usize> {
+        if !(self.enabled.constraint && self.enabled.contact) {
+            return Vec::new();
+        }
         let indices = self.parameter_indices();
         let mut out = Vec::new();
-        let contacts = self.enabled.constraint && self.enabled.contact;
-        let limits = self.enabled.constraint && self.enabled.limit;
-        for geom in indices.bodies.iter().flat_map(|b| &b.geoms).filter(|_| contacts) {
-            let carried = [geom.friction[0], geom.friction[1], geom.friction[2], geom.restitution];
+        for geom in indices.bodies.iter().flat_map(|b| &b.geoms) {
+            let live: Vec<f64> = geom
+                .friction
+                .iter()
+                .chain(&geom.solref)
+                .chain(&geom.solimp)
+                .chain([&geom.margin, &geom.gap, &geom.restitution])
+                .copied()
+                .collect();
             geom.map(&mut |x| {
-                if !carried.contains(&x) {
+                if !live.contains(&x) {
                     out.push(x as usize);
                 }
                 x
             });
-        }
-        let joint_limits = indices
-            .joints
-            .iter()
-            .filter(|j| j.range.is_some())
-            .map(|j| (j.solref_limit, j.solimp_limit, j.limit_margin));
-        let tendon_limits = indices
-            .tendons
-            .iter()
-            .filter(|t| t.range.is_some())
-            .map(|t| (t.solref_limit, t.solimp_limit, t.limit_margin));
-        for (solref, solimp, margin) in joint_limits.chain(tendon_limits).filter(|_| limits) {
-            out.extend(solref.iter().chain(&solimp).chain([&margin]).map(|&x| x as usize));
-        }
-        // Equalities read their solref and solimp as constants (the polynomial is live).
-        if self.enabled.constraint && self.enabled.equality {
-            for e in &indices.equalities {
-                out.extend(e.solref.iter().chain(&e.solimp).map(|&x| x as usize));
-            }
-        }
-        // Friction losses read their solref and solimp as constants (the loss itself is live).
-        let losses = self.enabled.constraint && self.enabled.frictionloss;
-        let joints = self
-            .joints
-            .iter()
-            .zip(&indices.joints)
-            .map(|(j, i)| (j.frictionloss, i.solref_friction, i.solimp_friction));
-        let tendons = self
-            .tendons
-            .iter()
-            .zip(&indices.tendons)
-            .map(|(t, i)| (t.frictionloss, i.solref_friction, i.solimp_friction));
-        for (_, solref, solimp) in joints.chain(tendons).filter(|(loss, ..)| losses && loss.greater(S::zero()).any()) {
-            out.extend(solref.iter().chain(&solimp).map(|&x| x as usize));
-        }
-        // The timestep enters the rows' reference dynamics: a constant as soon as there are rows.
-        if !out.is_empty() {
-            out.push(indices.timestep as usize);
         }
         out
     }

@@ -7,10 +7,9 @@ use nalgebra::{DMatrix, DVector, Vector3};
 
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, relative_jacobian};
-use crate::collision::{ContactBuffer, Slot, detect_lane};
-use crate::contact::material::pair_friction;
+use crate::collision::{ContactBuffer, Slot, detect_lane, pair_material};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, RowDeviation, SolImp, SolRef,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef,
     Solution, SolverConfig, Units, Warm, solve_scalar,
 };
 use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
@@ -192,18 +191,13 @@ struct Gathered<S: Scalar> {
     keys: Vec<Option<Key>>,
     kind: ConstraintKind,
     bodies: [Option<usize>; 2],
-    /// Per batch lane.
-    materials: Vec<Material>,
+    /// The constraint's material, live: each lane's numbers with their tangents.
+    material: Material<S>,
     /// Rows of the constraint Jacobian (normal first), `nv` each.
     jacobian: Vec<DVector<S>>,
     depth: S,
     /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
     inverse_weight: S,
-    /// The combined friction, torsional and rolling friction, and restitution, live (their real
-    /// parts are the materials').
-    friction: S,
-    twist: [S; 2],
-    restitution: S,
     /// The lanes the constraint exists in.
     present: S::Mask,
     /// An equality row's violation norm over its equality's rows (what its impedance reads)
@@ -234,9 +228,6 @@ fn contact_constraint<S: Scalar>(
     let [a, b] = lifted.anchor.bodies();
     let contacts = slot.contacts();
     let kind = contacts[0].kind;
-    // The live friction and restitution come from the slot's first contact's geoms: in a batch,
-    // lanes carry no derivatives, so only the real parts (each lane's material) matter there.
-    let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
     let relative = relative_jacobian(model, kin, [a, b], Some([&frame.point, &frame.point]));
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
@@ -252,24 +243,48 @@ fn contact_constraint<S: Scalar>(
     let angular = turning.iter().flat_map(|jac| directions[..kind.dim() - 3].iter().map(|d| row(d, jac)));
     let jacobian = linear.chain(angular).collect();
     let moving = |body: usize| (body != 0).then_some(body);
-    // The pair's live friction by MuJoCo's rule, as `Material::combine` applies it.
-    let friction =
-        [0, 1, 2].map(|k| pair_friction([g1.priority, g2.priority], [g1.friction[k], g2.friction[k]], S::max));
     Gathered {
         keys: (0..lanes)
             .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0 }))
             .collect(),
         kind,
         bodies: [moving(a), moving(b)],
-        materials: contacts.iter().map(|c| c.material).collect(),
+        material: contact_material(model, slot, lanes),
         jacobian,
         depth: keep(frame.depth),
         inverse_weight: weights.body[a] + weights.body[b],
-        friction: friction[0],
-        twist: [friction[1], friction[2]],
-        restitution: g1.restitution.max(g2.restitution),
         present: lifted.present,
         tie: None,
+    }
+}
+
+/// A slot's material. A single lane's is the live material of its pair, carrying the tangents
+/// of the geoms' parameters; a batch's holds each lane's own pair's numbers (the lanes of a
+/// batch carry no tangents).
+fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> Material<S> {
+    let contacts = slot.contacts();
+    if lanes == 1 {
+        let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
+        return pair_material(g1, g2);
+    }
+    let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
+    let lane = |get: fn(&Material) -> f64| S::from_lanes(&own.iter().map(|m| get(m)).collect::<Vec<_>>());
+    Material {
+        friction: lane(|m| m.friction),
+        torsion: lane(|m| m.torsion),
+        rolling: lane(|m| m.rolling),
+        restitution: lane(|m| m.restitution),
+        solref: SolRef([lane(|m| m.solref.0[0]), lane(|m| m.solref.0[1])]),
+        solimp: SolImp {
+            dmin: lane(|m| m.solimp.dmin),
+            dmax: lane(|m| m.solimp.dmax),
+            width: lane(|m| m.solimp.width),
+            midpoint: lane(|m| m.solimp.midpoint),
+            power: lane(|m| m.solimp.power),
+        },
+        margin: lane(|m| m.margin),
+        priority: own[0].priority,
+        solmix: lane(|m| m.solmix),
     }
 }
 
@@ -281,17 +296,11 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
         return vec![g];
     }
     // MuJoCo holds every friction coefficient at least `mjMINMU`: a frictionless condim-3
-    // contact is a nearly rigid pyramid, not a normal row.
-    let held = |live: S, lanes: Vec<f64>| {
-        let held: Vec<f64> = lanes.iter().map(|f| f.max(MIN_FRICTION)).collect();
-        S::from_lanes(&held) + floored_deviation(live)
-    };
-    let lane_coefficients = |get: fn(&Material) -> f64| g.materials.iter().map(get).collect::<Vec<_>>();
-    let mu = held(g.friction, lane_coefficients(|m| m.friction));
-    let torsion = held(g.twist[0], lane_coefficients(|m| m.torsion));
-    let rolling = held(g.twist[1], lane_coefficients(|m| m.rolling));
-    let materials: Vec<Material> =
-        g.materials.iter().map(|m| Material { friction: m.friction.max(MIN_FRICTION), ..*m }).collect();
+    // contact is a nearly rigid pyramid, not a normal row. (Held, a coefficient's derivative
+    // is zero: the pyramid does not move with it there.)
+    let held = |f: S| f.max(S::from_f64(MIN_FRICTION));
+    let material = Material { friction: held(g.material.friction), ..g.material };
+    let (mu, torsion, rolling) = (material.friction, held(material.torsion), held(material.rolling));
     let coefficients = [mu, mu, torsion, rolling, rolling];
     let normal = &g.jacobian[0];
     let edges = g.jacobian[1..].iter().zip(coefficients).flat_map(|(r, f)| [normal + r * f, normal - r * f]);
@@ -301,25 +310,14 @@ fn pyramid_edges<S: Scalar>(g: Gathered<S>) -> Vec<Gathered<S>> {
             keys: g.keys.iter().map(|key| key.map(|key| Key::edge(key, k))).collect(),
             kind: ConstraintKind::PyramidEdge,
             bodies: g.bodies,
-            materials: materials.clone(),
+            material,
             jacobian: vec![row],
             depth: g.depth,
             inverse_weight: g.inverse_weight,
-            friction: g.friction,
-            twist: g.twist,
-            restitution: g.restitution,
             present: g.present,
             tie: None,
         })
         .collect()
-}
-
-/// How far a live friction coefficient has moved from its real parts, where the contact uses
-/// it as it is: zero in the lanes where it is held at MuJoCo's floor `MIN_FRICTION` (there the
-/// coefficient used does not move with it).
-fn floored_deviation<S: Scalar>(live: S) -> S {
-    let deviation = live - S::from_lanes(&live.reals());
-    S::select(live.less(S::from_f64(MIN_FRICTION)), S::zero(), deviation)
 }
 
 impl Key {
@@ -332,19 +330,17 @@ impl Key {
     }
 }
 
-/// The material of a joint or tendon limit in each of `lanes` batch lanes: its own solref,
+/// The material of a joint or tendon limit, a friction loss or an equality: its own solref,
 /// solimp and margin, no friction.
-fn limit_materials<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S, lanes: usize) -> Vec<Material> {
-    (0..lanes)
-        .map(|l| Material {
-            friction: 0.0,
-            restitution: 0.0,
-            solref: SolRef::from_mjcf(solref.map(|x| x.lane(l))),
-            solimp: SolImp::from_mjcf(solimp.map(|x| x.lane(l))),
-            margin: margin.lane(l),
-            ..Material::default()
-        })
-        .collect()
+fn own_material<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S) -> Material<S> {
+    Material {
+        friction: S::zero(),
+        restitution: S::zero(),
+        solref: SolRef::from_mjcf(solref),
+        solimp: SolImp::from_mjcf(solimp),
+        margin,
+        ..Material::default()
+    }
 }
 
 /// Joint and tendon limits within their margins in some lane, as one-row unilateral
@@ -356,20 +352,17 @@ fn limits<S: Scalar>(
     weights: &InverseWeights<S>,
 ) -> Result<Vec<Gathered<S>>, StepError> {
     let mut out = Vec::new();
-    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, materials, inverse_weight| {
+    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, material, inverse_weight| {
         let present = depth.greater(-margin);
         if present.any() {
             out.push(Gathered {
                 keys: (0..lanes).map(|l| present.lane(l).then_some(key)).collect(),
                 kind: ConstraintKind::Limit,
                 bodies: [None, None],
-                materials,
+                material,
                 jacobian: vec![jacobian],
                 depth,
                 inverse_weight,
-                friction: S::zero(),
-                twist: [S::zero(); 2],
-                restitution: S::zero(),
                 present,
                 tie: None,
             });
@@ -382,24 +375,24 @@ fn limits<S: Scalar>(
                 what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
             });
         }
-        let materials = limit_materials(joint.solref_limit, joint.solimp_limit, joint.limit_margin, lanes);
+        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
         let x = q[joint.qpos_adr()];
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             jac[joint.dof_adr()] = S::from_f64(sign);
             let key = Key::JointLimit { joint: j, upper };
-            push(key, jac, depth, joint.limit_margin, materials.clone(), weights.dof[joint.dof_adr()]);
+            push(key, jac, depth, joint.limit_margin, material, weights.dof[joint.dof_adr()]);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
         let Some([lo, hi]) = tendon.range else { continue };
-        let materials = limit_materials(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin, lanes);
+        let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
         let length = tendon.length(model, q);
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
             let mut jac = DVector::zeros(model.nv());
             tendon.apply(model, S::from_f64(sign), &mut jac);
             let key = Key::TendonLimit { tendon: t, upper };
-            push(key, jac, depth, tendon.limit_margin, materials.clone(), weights.tendon[t]);
+            push(key, jac, depth, tendon.limit_margin, material, weights.tendon[t]);
         }
     }
     Ok(out)
@@ -418,23 +411,15 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
         if !present.any() {
             return;
         }
-        let bound = loss * dt;
-        let materials = limit_materials(solref, solimp, S::zero(), lanes)
-            .into_iter()
-            .enumerate()
-            .map(|(l, m)| Material { friction: bound.lane(l), ..m })
-            .collect();
+        let material = Material { friction: loss * dt, ..own_material(solref, solimp, S::zero()) };
         out.push(Gathered {
             keys: (0..lanes).map(|l| present.lane(l).then_some(key)).collect(),
             kind: ConstraintKind::FrictionLoss,
             bodies: [None, None],
-            materials,
+            material,
             jacobian: vec![jacobian],
             depth: S::zero(),
             inverse_weight,
-            friction: bound,
-            twist: [S::zero(); 2],
-            restitution: S::zero(),
             present,
             tie: None,
         });
@@ -491,19 +476,16 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>) -> Vec<Gathered<S>> {
             }
         };
         let violations: Vec<S> = rows.iter().map(|r| r.violation).collect();
-        let norm = live_norm(&violations);
-        let materials = limit_materials(equality.solref, equality.solimp, S::zero(), lanes);
+        let norm = norm(&violations);
+        let material = own_material(equality.solref, equality.solimp, S::zero());
         out.extend(rows.into_iter().enumerate().map(|(row, r)| Gathered {
             keys: vec![Some(Key::Equality { index, row }); lanes],
             kind: ConstraintKind::Equality,
             bodies: [None, None],
-            materials: materials.clone(),
+            material,
             jacobian: vec![r.jacobian],
             depth: -r.violation,
             inverse_weight: r.inverse_weight,
-            friction: S::zero(),
-            twist: [S::zero(); 2],
-            restitution: S::zero(),
             present: S::Mask::splat(true),
             tie: Some((norm, r.velocity_product)),
         }));
@@ -526,18 +508,11 @@ fn coupling<S: Scalar>(
     TieRow { violation, jacobian, velocity_product: S::zero(), inverse_weight }
 }
 
-/// The Euclidean norm of `x` per batch lane, with its first-order tangents `Σ xᵢ dxᵢ / |x|`
-/// (zero at zero, where the norm has no derivative).
-fn live_norm<S: Scalar>(x: &[S]) -> S {
-    let lanes = x.iter().map(|x| x.lanes()).max().unwrap_or(1);
-    let norms: Vec<f64> = (0..lanes).map(|l| x.iter().map(|x| x.lane(l).powi(2)).sum::<f64>().sqrt()).collect();
-    let reals = |x: &S| S::from_lanes(&x.reals());
-    let unit = |x: &S| {
-        S::from_lanes(
-            &norms.iter().enumerate().map(|(l, n)| if *n > 0.0 { x.lane(l) / n } else { 0.0 }).collect::<Vec<_>>(),
-        )
-    };
-    x.iter().fold(S::from_lanes(&norms), |acc, x| acc + (*x - reals(x)) * unit(x))
+/// The Euclidean norm of `x`, with zero tangents where it is zero (it has no derivative there).
+fn norm<S: Scalar>(x: &[S]) -> S {
+    let squared = x.iter().fold(S::zero(), |sum, &x| sum + x * x);
+    let positive = squared.greater(S::zero());
+    S::select(positive, S::select(positive, squared, S::one()).sqrt(), S::zero())
 }
 
 /// Whether any constraint can be active in `model`.
@@ -615,49 +590,25 @@ fn assemble<S: Scalar>(
     joint: JointSpace<S>,
     v: &DVector<S>,
     dt: S,
-    lanes: usize,
     impratio: f64,
     config: &SolverConfig,
 ) -> ContactProblem<S> {
     let velocity = &joint.jacobian * v;
-    let mut specs = Vec::with_capacity(gathered.len());
-    let mut deviations = Vec::with_capacity(gathered.len());
+    let impratio = S::from_f64(impratio);
+    let mut rows = Vec::with_capacity(gathered.len());
     let mut at = 0;
     for g in gathered {
         let (depth, v_n) = (g.depth, velocity[at]);
-        let lane_rows: Vec<ContactRow> = (0..lanes)
-            .map(|l| {
-                let (material, depth, v_n, dt) = (&g.materials[l], depth.lane(l), v_n.lane(l), dt.lane(l));
-                let row = match g.tie {
-                    Some((norm, _)) => ContactRow::bilateral(material, depth, norm.lane(l), v_n, dt),
-                    None => ContactRow::from_material(g.kind, material, depth, v_n, dt, config),
-                };
-                ContactRow { inverse_weight: Some(g.inverse_weight.lane(l)), impratio, ..row }
-            })
-            .collect();
-        specs.push(lane_rows);
-        let reals = |x: S| S::from_lanes(&x.reals());
-        let norm = g.tie.map_or(S::zero(), |(norm, _)| norm - reals(norm));
-        deviations.push(RowDeviation {
-            depth: depth - reals(depth),
-            normal_velocity: v_n - reals(v_n),
-            norm,
-            // The coefficients a cone holds at MuJoCo's floor (`ContactRow::from_material`)
-            // do not move with the live ones there.
-            friction: if g.kind.floors_friction(config.mujoco_compat) {
-                floored_deviation(g.friction)
-            } else {
-                g.friction - reals(g.friction)
-            },
-            twist: g.twist.map(floored_deviation),
-            restitution: g.restitution - reals(g.restitution),
-            inverse_weight: g.inverse_weight - reals(g.inverse_weight),
-        });
+        let row = match g.tie {
+            Some((norm, _)) => ContactRow::bilateral(&g.material, depth, norm, v_n, dt),
+            None => ContactRow::from_material(g.kind, &g.material, depth, v_n, dt, config),
+        };
+        rows.push(ContactRow { inverse_weight: Some(g.inverse_weight), impratio, ..row });
         at += g.kind.dim();
     }
     let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();
     let mut problem =
-        ContactProblem::from_rows(joint, Some(&velocity), &specs, Some(&deviations), Some(&bodies), config);
+        ContactProblem::from_rows(joint, Some(&velocity), &rows, Some(&bodies), config);
     problem.present = gathered.iter().map(|g| g.present).collect();
     // A tie's rows target the violation's true acceleration: MuJoCo 4 subtracts `J̇ v` from
     // their reference, which the velocity target takes over the step.
@@ -727,7 +678,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let jacobian = DMatrix::from_fn(rows.len(), model.nv(), |i, j| rows[i][j]);
     let config = state.config;
     let joint = JointSpace { mass: metric, jacobian, free };
-    let mut problem = assemble(&gathered, joint, v, dt, lanes, model.contact.impratio, &config);
+    let mut problem = assemble(&gathered, joint, v, dt, model.contact.impratio, &config);
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     let warm = state.warm_starts(&gathered, v, dt, lanes);
