@@ -8,7 +8,7 @@ use nalgebra::Vector3;
 
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
-use super::convex;
+use super::{box_box, capsule_box, convex};
 use super::filter::can_collide;
 use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
@@ -227,11 +227,13 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
         (_, Plane) => keep(aligned(plane_against(&PlaneFrame::of(g2), g1)?, g1)),
         (Capsule { .. }, Capsule { .. }) => keep(capsules(g1, g2, margin)?),
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
+        (Box { .. }, Box { .. }) => keep(box_box::contacts(g1, g2, margin)?),
+        (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => keep(capsule_box::contacts(g1, g2, margin)?),
         (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
         (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
         (Box { half_extents }, _) if let Some(found) = box_face(g1, half_extents, g2) => keep(found),
         (_, Box { half_extents }) if let Some(found) = box_face(g2, half_extents, g1) => keep(found),
-        _ => convex::manifold(g1, g2, margin)?,
+        _ => keep(convex::manifold(g1, g2, margin)?),
     })
 }
 
@@ -494,7 +496,7 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
 /// A box against a sphere. With the sphere's centre over a face (or inside the box), the face is
 /// the plane it rests on; over an edge or a corner, the closest point of the box is frozen as a
 /// point (radius 0) and the normal follows the live centres.
-fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radius: f64) -> Found {
+pub(super) fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radius: f64) -> Found {
     let to_box = cube.world.inverse();
     let centre = to_box.transform_point(&sphere.world.pos);
     let closest = centre.zip_map(half_extents, |c, e| c.clamp(-e, e));
@@ -503,7 +505,8 @@ fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Placed, radiu
     // nearest (either way, the least inset); `face` is its axis and `side` its sign.
     let inset = |i: usize| half_extents[i] - centre[i].abs();
     let face = (0..3).min_by(|&i, &j| inset(i).total_cmp(&inset(j))).unwrap_or(0);
-    let side = if centre[face] < 0.0 { -1.0 } else { 1.0 };
+    // On a tie (a centre on the box's mid-plane) MuJoCo takes the face on the negative side.
+    let side = if half_extents[face] + centre[face] <= half_extents[face] - centre[face] { -1.0 } else { 1.0 };
     let (sphere_centre, centre_in_body) = (sphere.world.pos, sphere.local.pos);
     let to_body = |p: &Vector3<f64>| cube.local.transform_point(p);
     if outside <= 1 {

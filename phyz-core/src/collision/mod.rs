@@ -2,7 +2,9 @@
 //! contact assembly re-evaluates in any scalar.
 
 pub mod anchor;
+mod box_box;
 mod buffer;
+mod capsule_box;
 mod convex;
 mod detect;
 mod filter;
