@@ -126,6 +126,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "pair_box_box_crossed_edges",
         "pair_capsule_box_flat",
         "pair_capsule_box_corner",
+        "pair_sphere_margin",
         "pair_cylinder_plane",
         "pair_ellipsoid_plane",
     ];

@@ -230,3 +230,91 @@ fn friction_held_at_the_floor_carries_no_derivative() {
         assert_eq!(largest, 0.0, "{cone}: d qvel / d friction = {largest:e}");
     }
 }
+
+/// Derivatives along the numbers the constraint rows read — a geom's solref and solimp, its
+/// margin, a joint limit's solref, solimp and margin, an equality's solref, the timestep —
+/// against central differences of the step in each parameter (the model rebuilt with the
+/// parameter moved), under phyz's default preset and MuJoCo's model (both cones). The scene: a
+/// box pressed into the plane and sliding, its margin band reaching the floor, beside a hinge
+/// pressed past its limit and a slider held by an equality.
+#[test]
+fn derivatives_along_solref_solimp_margin_and_the_timestep() {
+    use phyz::dual::{Parameter, step_jacobians_lanes};
+    for cone in ["pyramidal", "elliptic"] {
+        let xml = format!(
+            "<mujoco><compiler angle='radian'/><option timestep='0.002' cone='{cone}'/><worldbody>\
+             <geom name='floor' type='plane' size='5 5 0.1' solref='0.03 0.9' solimp='0.85 0.97 0.002 0.4 2.5'/>\
+             <body pos='0 0 0.05'><freejoint/>\
+               <geom name='box' type='box' size='0.1 0.08 0.05' margin='0.002' euler='0.005 0.0035 0'/></body>\
+             <body name='arm' pos='1 0 1'><joint name='hinge' type='hinge' axis='0 1 0' limited='true' \
+               range='-0.5 0.5' solreflimit='0.04 1.1' solimplimit='0.8 0.95 0.05 0.5 2' margin='0.05'/>\
+               <geom type='capsule' fromto='0 0 0 0.3 0 0' size='0.02' contype='0' conaffinity='0'/></body>\
+             <body name='rail' pos='2 0 1'><joint name='slide' type='slide' axis='1 0 0'/>\
+               <geom type='box' size='0.05 0.05 0.05' contype='0' conaffinity='0'/></body>\
+             </worldbody><equality><joint joint1='slide' polycoef='0.05 0 0 0 0' solref='0.05 0.8'/></equality>\
+             </mujoco>"
+        );
+        let model = mjcf::parse(&xml, "parameters.xml").expect("valid");
+        let indices = model.parameter_indices();
+        let joint = &indices.joints()[1];
+        let equality = &indices.equalities()[0];
+        let mut params = Parameter::indices(
+            &[
+                Parameter::GeomSolref("floor".into(), 0),
+                Parameter::GeomSolref("floor".into(), 1),
+                Parameter::GeomSolimp("floor".into(), 0),
+                Parameter::GeomSolimp("floor".into(), 2),
+                Parameter::GeomSolimp("floor".into(), 3),
+                Parameter::GeomMargin("box".into()),
+                Parameter::Timestep,
+            ],
+            &model,
+        )
+        .expect("named");
+        params.extend(joint.solref_limit.iter().chain(&joint.solimp_limit[..2]).map(|&x| x as usize));
+        params.push(joint.limit_margin as usize);
+        params.extend(equality.solref.iter().map(|&x| x as usize));
+        let mut state = pressed_and_sliding(&model);
+        // The hinge pressed 0.02 rad past its limit at rest (moving in, phyz's presets would
+        // take it as an impact, whose rigid rebound reads no solref), the slider moving.
+        state.qpos[7] = 0.52;
+        state.qvel[7] = 0.2;
+        // Whether each parameter moves the step under some preset (a limit's margin does only
+        // under MuJoCo's model, which measures the violation from it).
+        let mut moves = vec![false; params.len()];
+        for config in [SolverConfig::simulation(), SolverConfig::mujoco_compat()] {
+            let mut contact = ContactState::new(config);
+            let exact = step_jacobians_lanes::<8>(&model, &state, &[], &params, &mut contact).expect("jacobians");
+            assert!(exact.info.contacts >= 4 && exact.info.limits == 1, "{cone}: {:?}", exact.info);
+            let values = model.parameters();
+            let next = |k: usize, h: f64| {
+                let mut moved = values.clone();
+                moved[params[k]] += h;
+                let model = model.with_parameters(&moved).expect("same structure");
+                let mut contact = ContactState::new(config);
+                let next = step_with(&model, &state, &[], &mut contact).expect("step").0;
+                let dq = phyz::dynamics::difference_position(&model, &next.qpos, &state.qpos);
+                dq.iter().chain(next.qvel.iter()).copied().collect::<Vec<f64>>()
+            };
+            for k in 0..params.len() {
+                let column = exact.p.column(k);
+                // The best of three step sizes, as `check` takes (truncation against the solve's
+                // tolerance over `h`).
+                let err = [1e-5, 1e-6, 1e-7]
+                    .into_iter()
+                    .map(|relative| {
+                        let h = relative * values[params[k]].abs().max(1e-3);
+                        let (plus, minus) = (next(k, h), next(k, -h));
+                        let fd: Vec<f64> = plus.iter().zip(&minus).map(|(p, m)| (p - m) / (2.0 * h)).collect();
+                        let scale = fd.iter().chain(column.iter()).fold(1e-3f64, |a, x| a.max(x.abs()));
+                        column.iter().zip(&fd).map(|(e, f)| (e - f).abs()).fold(0.0, f64::max) / scale
+                    })
+                    .fold(f64::INFINITY, f64::min);
+                eprintln!("{cone}, mujoco_compat {}, parameter {k}: {err:.2e}", config.mujoco_compat);
+                moves[k] |= column.amax() > 0.0;
+                assert!(err <= TOL, "{cone}, mujoco_compat {}, parameter {k}: {err:e}", config.mujoco_compat);
+            }
+        }
+        assert!(moves.iter().all(|&m| m), "{cone}: parameters without any derivative: {moves:?}");
+    }
+}

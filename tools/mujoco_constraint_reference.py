@@ -411,6 +411,12 @@ PAIRS = {
                 "     and the capsule slides off the edges. Elliptic cone.",
         post_z="0.1", post_orient=' euler="0 0 30"', post_type="box", post_size="0.15 0.1 0.1",
         pos="0.12 0.14 0.42", orient=' euler="30 20 0"', gtype="capsule", size="0.04 0.1", cone=ELLIPTIC),
+    "pair_sphere_margin": dict(
+        comment="A sphere with margin 0.01 and gap 0.004 (so its contacts reach out 1 cm, and are\n"
+                "     generated 4 mm further) dropped on a fixed box with margin 0.005, launched\n"
+                "     sideways: it hovers inside the margins while it rolls off. Elliptic cone.",
+        post_z="0.1", post_type="box", post_size="0.2 0.2 0.1\" margin=\"0.005",
+        pos="0.05 0 0.35", gtype="sphere", size="0.06\" margin=\"0.01\" gap=\"0.004", cone=ELLIPTIC),
     "pair_cylinder_plane": dict(
         comment="A cylinder dropped tilted on the floor, away from the post: it lands on its rim and\n"
                 "     settles on its disc. Elliptic cone.",
@@ -457,6 +463,7 @@ CONTACT_LAUNCH = {
     "pair_sphere_cylinder_rim": [0.4, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_edge": [0.0, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_flat": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],
+    "pair_sphere_margin": [0.5, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_ellipsoid_plane": [0.5, 0.3, 0.0, 0.0, 0.0, 3.0],
     "ties_centred": [2.0] + [0.3, 0.0, 0.0, 0.0, 0.0, 0.0] + [1.0, 0.5, 0.0],
     "equality": [1.0, -0.5, 0.3, 0.8],

@@ -201,6 +201,11 @@ fn face_alignment(rel: &Relative, i: usize, j: usize, face: usize) -> f64 {
 struct Local {
     /// Whether box 2 owns the normal.
     owner_2: bool,
+    /// Whether the normal is frozen on box 2's body for derivatives: the body whose surface the
+    /// contact point slides over as the boxes move. An incident corner slides over the
+    /// reference face; a corner made by clipping sits on a side of the reference face, moves
+    /// with the reference box, and slides over the incident face.
+    normal_on_2: bool,
     /// The contact's surface point on the owner and on the other box: MuJoCo's point less and
     /// plus half its distance along the normal, so that the pair evaluates to its contact.
     own: [f64; 3],
@@ -221,16 +226,17 @@ fn pinned(g1: &Placed, g2: &Placed, c: &Local) -> Found {
     let own_point = own.local.transform_point(&Vector3::from(c.own));
     let other_point = to_other.transform_point(&Vector3::from(c.other));
     let (point_a, point_b) = if c.owner_2 { (other_point, own_point) } else { (own_point, other_point) };
-    let normal = Vector3::from(c.normal);
+    let normal = own.world.rot * Vector3::from(c.normal);
+    let frozen = if c.normal_on_2 { g2 } else { g1 };
     let anchor = Anchor::Points {
         a: g1.body,
         point_a,
         b: g2.body,
         point_b,
-        normal: own.local.rot * normal,
-        normal_on_b: c.owner_2,
+        normal: frozen.local.rot * (frozen.world.rot.transpose() * normal),
+        normal_on_b: c.normal_on_2,
     };
-    Found { feature: c.feature, anchor, depth: -c.dist, normal: own.world.rot * normal, tangent: None }
+    Found { feature: c.feature, anchor, depth: -c.dist, normal, tangent: None }
 }
 
 /// The one contact of edge direction `(i, j)`: midway between the closest points of the two
@@ -250,6 +256,7 @@ fn edge_contact(rel: &Relative, i: usize, j: usize, tolerance: f64) -> Option<Lo
     let half = 0.5 * dist;
     Some(Local {
         owner_2: false,
+        normal_on_2: false,
         own: from_fn(|k| mid[k] - axis[k] * half),
         other: from_fn(|k| mid[k] + axis[k] * half),
         normal: axis,
@@ -406,8 +413,10 @@ fn face_patch(rel: &Relative, code: usize, margin: f64, mut emit: impl FnMut(Loc
             p
         };
         let arriving = polygon.leaving[if k == 0 { polygon.len - 1 } else { k - 1 }];
+        let incident_corner = arriving < 4 && polygon.leaving[k] < 4;
         emit(Local {
             owner_2,
+            normal_on_2: owner_2 == incident_corner,
             own: place(size[a]),
             other: place(size[a] + v[2]),
             normal,

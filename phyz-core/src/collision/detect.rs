@@ -47,8 +47,9 @@ pub(super) struct Placed {
     pub world: Pose<f64>,
 }
 
-/// The material a geom contributes: its friction, solref, solimp and margin (less its gap), in
-/// the model's scalar.
+/// The material a geom contributes: its friction, solref, solimp and margin, in the model's
+/// scalar. (Its gap does not enter: MuJoCo 4 generates contacts out to margin + gap but leaves
+/// those beyond the margin out of the solve, so the gap changes nothing the step computes.)
 pub fn geom_material<S: Scalar>(g: &Geom<S>) -> Material<S> {
     Material {
         friction: g.friction[0],
@@ -57,7 +58,7 @@ pub fn geom_material<S: Scalar>(g: &Geom<S>) -> Material<S> {
         restitution: g.restitution,
         solref: SolRef::from_mjcf(g.solref),
         solimp: SolImp::raw(g.solimp),
-        margin: g.margin - g.gap,
+        margin: g.margin,
         priority: g.priority,
         solmix: S::from_f64(g.solmix),
     }
@@ -96,10 +97,9 @@ pub fn detect_lane<S: Scalar>(
         if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
             continue;
         }
-        // The pair's margin is the sum of its geoms' (less their gaps), as `Material::combine`
-        // has it: tested before the pair's material is mixed.
-        let margin = |g: &Geom<f64>| g.margin - g.gap;
-        if apart(g1, g2, margin(&g1.geom) + margin(&g2.geom)) {
+        // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
+        // before the pair's material is mixed.
+        if apart(g1, g2, g1.geom.margin + g2.geom.margin) {
             continue;
         }
         let material = pair_material(&g1.geom, &g2.geom);

@@ -243,9 +243,8 @@ impl<T: Scalar> Material<T> {
     /// (`mj_contactParam`): the surface of higher priority sets friction, solref and solimp;
     /// at equal priority each friction coefficient is the larger, solimp mixes with weight
     /// `solmix_a / (solmix_a + solmix_b)`, and solref mixes the same way in the time-constant
-    /// form or takes each number's minimum in the direct form. Margins (each already less its
-    /// gap) add, as MuJoCo adds the geoms' margins and gaps; restitution (phyz's own) is the
-    /// larger.
+    /// form or takes each number's minimum in the direct form. Margins add, as MuJoCo adds the
+    /// geoms'; restitution (phyz's own) is the larger.
     pub fn combine(a: &Material<T>, b: &Material<T>) -> Material<T> {
         let shared = Material {
             restitution: a.restitution.max(b.restitution),
