@@ -108,6 +108,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "friction_loss_rk4",
         "equality",
         "equality_rk4",
+        "equality_inactive",
         "ties",
         "ties_rk4",
         "ties_centred",

@@ -434,6 +434,10 @@ CONTACT_SCENES["ties"] = TIES.format(name="ties", integrator="Euler")
 CONTACT_SCENES["ties_rk4"] = TIES.format(name="ties_rk4", integrator="RK4")
 CONTACT_SCENES["equality"] = EQUALITY.format(name="equality", integrator="Euler")
 CONTACT_SCENES["equality_rk4"] = EQUALITY.format(name="equality_rk4", integrator="RK4")
+CONTACT_SCENES["equality_inactive"] = (
+    EQUALITY.format(name="equality_inactive", integrator="Euler")
+    .replace("<!-- Joint and tendon equality constraints:", "<!-- The equality scene with the slider's equality inactive (active=\"false\"):")
+    .replace('<joint joint1="rail" polycoef="0.2 0 0 0 0"/>', '<joint joint1="rail" polycoef="0.2 0 0 0 0" active="false"/>'))
 
 # The ties scenes' launch: the chain's three hinges, the ball's and bob's free joints (linear,
 # then body-frame angular velocity), the arm's hinge, the plate's, block's and flag's free joints.
@@ -468,6 +472,7 @@ CONTACT_LAUNCH = {
     "ties_centred": [2.0] + [0.3, 0.0, 0.0, 0.0, 0.0, 0.0] + [1.0, 0.5, 0.0],
     "equality": [1.0, -0.5, 0.3, 0.8],
     "equality_rk4": [1.0, -0.5, 0.3, 0.8],
+    "equality_inactive": [1.0, -0.5, 0.3, 0.8],
     "ties_rk4": TIES_LAUNCH,
 }
 

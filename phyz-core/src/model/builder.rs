@@ -399,6 +399,7 @@ fn compile_equality(spec: &EqualitySpec, model: &Model<f64>) -> Result<Equality<
         torquescale: spec.torquescale,
         solref: spec.solref,
         solimp: spec.solimp,
+        active: spec.active,
     })
 }
 

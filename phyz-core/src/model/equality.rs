@@ -41,6 +41,9 @@ pub struct Equality<S> {
     pub torquescale: S,
     pub solref: [S; 2],
     pub solimp: [S; 5],
+    /// Whether the constraint is enforced (MJCF `active`; MuJoCo's `eq_active0`): an inactive
+    /// one is part of the model but adds no rows.
+    pub active: bool,
 }
 
 impl<S: Scalar> Equality<S> {
@@ -54,6 +57,7 @@ impl<S: Scalar> Equality<S> {
             torquescale: f(self.torquescale),
             solref: self.solref.map(&mut *f),
             solimp: self.solimp.map(&mut *f),
+            active: self.active,
         }
     }
 
@@ -82,6 +86,8 @@ pub struct EqualitySpec {
     pub torquescale: f64,
     pub solref: [f64; 2],
     pub solimp: [f64; 5],
+    /// Enforced from the start (MJCF `active`, true by default).
+    pub active: bool,
 }
 
 /// What an [`EqualitySpec`] couples, by name (a missing second body is the world).

@@ -466,7 +466,7 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>) -> Vec<Gathered<S>> {
     // The links' motions, found at the first connect or weld.
     let mut motions = None;
     let mut out = Vec::new();
-    for (index, equality) in model.equalities().iter().enumerate() {
+    for (index, equality) in model.equalities().iter().enumerate().filter(|(_, e)| e.active) {
         let rows: Vec<TieRow<S>> = match equality.coupled {
             Coupled::Joints { first, second } => vec![coupling(equality, joint(first), second.map(joint))],
             Coupled::Tendons { first, second } => vec![coupling(equality, tendon(first), second.map(tendon))],
@@ -524,7 +524,7 @@ fn constrained<S: Scalar>(model: &Model<S>) -> bool {
         && (model.joints().iter().any(|j| lossy(j.frictionloss))
             || model.tendons().iter().any(|t| lossy(t.frictionloss)));
     let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
-    let has_equalities = model.enabled.equality && !model.equalities().is_empty();
+    let has_equalities = model.enabled.equality && model.equalities().iter().any(|e| e.active);
     model.enabled.constraint
         && (has_equalities || has_friction || model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
 }

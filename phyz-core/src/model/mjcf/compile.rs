@@ -370,7 +370,6 @@ impl<'a> Compiler<'a> {
                 other => return Err(el.invalid(format!("unexpected <{other}> in <equality>"))),
             };
             el.check_attributes(&[&common[..], own].concat())?;
-            el.reject_unless("active", &["true"])?;
             let name = el.string("name").unwrap_or_else(|| format!("equality {k}"));
             self.places.insert(("equality", name.clone()), el.location());
             let coupled = equality_names(&el)?;
@@ -381,6 +380,7 @@ impl<'a> Compiler<'a> {
                 torquescale: el.number_or("torquescale", 1.0)?,
                 solref: el.padded("solref", DEFAULT_SOLREF)?,
                 solimp: el.padded("solimp", DEFAULT_SOLIMP)?,
+                active: el.boolean("active")?.unwrap_or(true),
             });
         }
         Ok(())
