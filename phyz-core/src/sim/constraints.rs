@@ -12,7 +12,7 @@ use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef,
     Solution, SolverConfig, Units, Warm, solve_scalar,
 };
-use crate::dynamics::{Kinematics, MassFactor, forward_dynamics, forward_kinematics, mass_matrix};
+use crate::dynamics::{Kinematics, MassFactor, bias_forces, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
 use crate::model::{Cone, Coupled, Equality, Geom, JointKind, Model, State};
@@ -645,10 +645,21 @@ pub(crate) fn acceleration<S: Scalar>(
     let StepInputs { model, ctrl, weights } = *step;
     let kin = forward_kinematics(model, q);
     let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
-    let smooth = forward_dynamics(model, &kin, v, &tau, extra_diagonal)?;
     let Some(weights) = weights else {
-        return Ok(smooth);
+        return forward_dynamics(model, &kin, v, &tau, extra_diagonal);
     };
+    // With constraints possible, MuJoCo's order: the mass matrix and its factorization first,
+    // shared by the smooth acceleration and the constraint solve.
+    let mass = mass_matrix(model, &kin);
+    let mut damped = mass.clone();
+    if let Some(extra) = extra_diagonal {
+        for i in 0..model.nv() {
+            damped[(i, i)] += extra[i];
+        }
+    }
+    let factor = MassFactor::new(model, &damped)?;
+    let force = &tau - bias_forces(model, &kin, v);
+    let smooth = factor.solve(&force);
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let input = StageInput { model, kin: &kin, q, v, lanes, weights };
     let gathered = gather(&input, state.capacity, &state.config)?;
@@ -658,21 +669,14 @@ pub(crate) fn acceleration<S: Scalar>(
         return Ok(smooth);
     }
     let dt = model.timestep;
-    let mass = mass_matrix(model, &kin);
-    let mut damped = mass.clone();
-    if let Some(extra) = extra_diagonal {
-        for i in 0..model.nv() {
-            damped[(i, i)] += extra[i];
-        }
-    }
     // phyz solves in the metric the integrator uses (with Euler's implicit damping); MuJoCo
     // solves with the bare mass matrix and the undamped free motion, then integrates the
     // constraint force with the damped one — reproduced under compatibility.
     let split = extra_diagonal.is_some() && state.config.mujoco_compat;
     let (metric, free) = if split {
-        (mass, v + forward_dynamics(model, &kin, v, &tau, None)? * dt)
+        (mass.clone(), v + MassFactor::new(model, &mass)?.solve(&force) * dt)
     } else {
-        (damped.clone(), v + &smooth * dt)
+        (damped, v + &smooth * dt)
     };
     let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
     let jacobian = DMatrix::from_fn(rows.len(), model.nv(), |i, j| rows[i][j]);
@@ -689,7 +693,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let change = velocity - &problem.joint.free;
     if split {
         let impulse = &problem.joint.mass * change;
-        return Ok(smooth + MassFactor::new(model, &damped)?.solve(&impulse) / dt);
+        return Ok(smooth + factor.solve(&impulse) / dt);
     }
     Ok(smooth + change / dt)
 }
