@@ -86,7 +86,7 @@ pub fn detect_lane<S: Scalar>(
     let mut placed = Vec::new();
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
-            let geom = geom.map(&mut |x: S| x.lane(lane));
+            let geom = geom.map_unnamed(&mut |x: S| x.lane(lane));
             let local = Pose::from_quat(&geom.quat.normalize(), geom.pos);
             placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
         }
@@ -136,13 +136,9 @@ pub fn detect_lane<S: Scalar>(
 
 /// A geom's name for messages: its own, or its place on its body when it has none.
 fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
-    if g.geom.name.is_empty() {
-        let body = &model.bodies()[g.body].name;
-        let first = model.bodies()[..g.body].iter().map(|b| b.geoms.len()).sum::<usize>();
-        format!("geom {} of body {body}", g.index - first)
-    } else {
-        g.geom.name.clone()
-    }
+    let first = model.bodies()[..g.body].iter().map(|b| b.geoms.len()).sum::<usize>();
+    let name = &model.bodies()[g.body].geoms[g.index - first].name;
+    if name.is_empty() { format!("geom {} of body {}", g.index - first, model.bodies()[g.body].name) } else { name.clone() }
 }
 
 /// Pairs of geoms (indices into `placed`, ascending) whose bounds overlap: a plane against every
@@ -410,18 +406,23 @@ fn closest_on_segments(p1: Vector3<f64>, d1: Vector3<f64>, p2: Vector3<f64>, d2:
     (s, t)
 }
 
+/// A sphere's centre or a capsule's core segment, as its two ends in the body frame and in the
+/// world, with the radius.
+fn core(g: &Placed) -> Option<([Vector3<f64>; 2], [Vector3<f64>; 2], f64)> {
+    let (half, radius) = match g.geom.shape {
+        Shape::Sphere { radius } => (0.0, radius),
+        Shape::Capsule { radius, half_length } => (half_length, radius),
+        _ => return None,
+    };
+    let end = |pose: &Pose<f64>, h: f64| pose.transform_point(&Vector3::new(0.0, 0.0, h));
+    Some(([end(&g.local, -half), end(&g.local, half)], [end(&g.world, -half), end(&g.world, half)], radius))
+}
+
 /// Two spheres or capsules: the closest points of their core segments, frozen as sphere centres.
 fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
-    let (ends1, r1) = points_of(g1)?;
-    let (ends2, r2) = points_of(g2)?;
-    let segment = |g: &Placed, ends: &[Vector3<f64>]| {
-        let body = g.world.compose(&g.local.inverse());
-        let a = body.transform_point(&ends[0]);
-        let b = body.transform_point(ends.last().unwrap_or(&ends[0]));
-        (body, ends[0], ends.last().copied().unwrap_or(ends[0]), a, b - a)
-    };
-    let (_, a0, a1, p1, d1) = segment(g1, &ends1);
-    let (_, b0, b1, p2, d2) = segment(g2, &ends2);
+    let ([a0, a1], [p1, q1], r1) = core(g1)?;
+    let ([b0, b1], [p2, q2], r2) = core(g2)?;
+    let (d1, d2) = (q1 - p1, q2 - p2);
     let (s, t) = closest_on_segments(p1, d1, p2, d2);
     let (c1, c2) = (p1 + d1 * s, p2 + d2 * t);
     let gap = c2 - c1;

@@ -117,6 +117,12 @@ impl<S: Scalar> Geom<S> {
     }
 
     pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Geom<T> {
+        Geom { name: self.name.clone(), ..self.map_unnamed(f) }
+    }
+
+    /// [`Geom::map`] without the name (left empty, which allocates nothing): what detection
+    /// copies per geom and step.
+    pub(crate) fn map_unnamed<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Geom<T> {
         let shape = match &self.shape {
             Shape::Plane => Shape::Plane,
             Shape::Sphere { radius } => Shape::Sphere { radius: f(*radius) },
@@ -131,7 +137,7 @@ impl<S: Scalar> Geom<S> {
             Shape::Mesh { hull } => Shape::Mesh { hull: hull.clone() },
         };
         Geom {
-            name: self.name.clone(),
+            name: String::new(),
             shape,
             pos: self.pos.map(&mut *f),
             quat: self.quat.map(&mut *f),
