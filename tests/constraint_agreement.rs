@@ -116,6 +116,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "pair_sphere_capsule",
         "pair_capsule_crossed",
         "pair_capsule_parallel",
+        "pair_capsule_parallel_offset",
         "pair_sphere_box",
         "pair_sphere_cylinder",
         "pair_capsule_box",

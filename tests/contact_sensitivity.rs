@@ -151,7 +151,8 @@ fn depth_reaches_the_solution_through_the_regularizer_and_target() {
     let (problem, _) = velocity_at(depth);
     let depth_dual = Dual64::new(depth, 1.0);
     let (v_n, dt) = (Dual64::from(-0.01), Dual64::from(0.002));
-    let row = ContactRow::from_material(ConstraintKind::Limit, &material.map(Dual64::from), depth_dual, v_n, dt, &config);
+    let row =
+        ContactRow::from_material(ConstraintKind::Limit, &material.map(Dual64::from), depth_dual, v_n, dt, &config);
     let row = ContactRow { inverse_weight: Some(Dual64::from(0.5)), ..row };
     let joint = JointSpace {
         mass: problem.joint.mass.map(Dual64::from),

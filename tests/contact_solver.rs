@@ -269,8 +269,7 @@ fn coupling_modes_restrict_the_gauss_seidel_operator_only() {
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 3e-4, 0.0, 0.002, &config))
         .collect();
     let bodies = [[Some(0), None]; 4];
-    let problem =
-        ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, Some(&bodies), &config);
+    let problem = ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, Some(&bodies), &config);
     let run = |coupling| solve(&problem, &SolverConfig { coupling, ..config }, &Warm::default()).expect("ok");
     let (full, per_body, diagonal) = (run(Coupling::Full), run(Coupling::PerBody), run(Coupling::BlockDiagonal));
     assert_eq!(full.impulses, per_body.impulses);

@@ -356,6 +356,11 @@ PAIRS = {
                 "     contacts), the mover shorter and off centre along the axis. Pyramidal cone.",
         post_z="0.1", post_orient=' euler="0 90 0"', post_type="capsule", post_size="0.1 0.3",
         pos="0.1 0 0.32", orient=' euler="0 90 0"', gtype="capsule", size="0.05 0.15", cone=""),
+    "pair_capsule_parallel_offset": dict(
+        comment="A capsule dropped parallel on a fixed capsule, overlapping only part of it along the\n"
+                "     axis (the contacts at the ends of the overlap), launched along it. Elliptic cone.",
+        post_z="0.1", post_orient=' euler="0 90 0"', post_type="capsule", post_size="0.1 0.3",
+        pos="0.3 0 0.32", orient=' euler="0 90 0"', gtype="capsule", size="0.05 0.2", cone=ELLIPTIC),
     "pair_sphere_box": dict(
         comment="A sphere dropped on a fixed box near an edge and launched over it: face, then\n"
                 "     edge, then the floor. Elliptic cone.",
@@ -464,6 +469,7 @@ CONTACT_LAUNCH = {
     "ties": TIES_LAUNCH,
     "pair_capsule_crossed": [0.3, 0.2, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_box": [0.6, 0.2, 0.0, 0.0, 0.0, 0.0],
+    "pair_capsule_parallel_offset": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_cylinder_rim": [0.4, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_edge": [0.0, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_flat": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],

@@ -41,10 +41,10 @@ pub enum Anchor<T = f64> {
     /// from the live centres.
     Spheres { a: usize, center_a: Vector3<T>, radius_a: T, b: usize, center_b: Vector3<T>, radius_b: T },
     /// A point of a general convex pair (box–box, capsule–cylinder): the two surface points
-    /// frozen on their bodies and the normal frozen on the body that owns the reference face
-    /// (`normal_on_b`: body `b`'s, pointing from `a` to `b` as always), so the face is a plane
-    /// through its point and the other body's point is what slides over it. The depth is the gap
-    /// between the points along the normal.
+    /// frozen on their bodies and the normal frozen on the body whose surface the contact slides
+    /// over (`normal_on_b`: body `b`'s, pointing from `a` to `b` as always), so that surface is
+    /// a plane through its point and the other body's point is what slides over it. The depth
+    /// is the gap between the points along the normal.
     Points { a: usize, point_a: Vector3<T>, b: usize, point_b: Vector3<T>, normal: Vector3<T>, normal_on_b: bool },
 }
 

@@ -17,6 +17,7 @@ use std::array::from_fn;
 
 use nalgebra::{Matrix3, Vector3};
 
+use super::MIN_VALUE;
 use super::anchor::Anchor;
 use super::detect::{Found, Placed};
 use crate::model::Shape;
@@ -39,8 +40,6 @@ const EDGE_BIAS: f64 = 1e-6;
 /// Room for a clipped polygon: a quadrilateral cut by four lines has at most eight corners;
 /// MuJoCo's buffers hold twelve and drop any beyond.
 const MAX_CORNERS: usize = 12;
-/// MuJoCo's smallest denominator (`mjMINVAL`).
-const MIN_VALUE: f64 = 1e-15;
 /// MuJoCo's largest value (`mjMAXVAL`): the separation every search starts below.
 const MAX_VALUE: f64 = 1e10;
 
@@ -365,7 +364,8 @@ impl Polygon {
             let next = if k + 1 == self.len { 0 } else { k + 1 };
             let (p, q, dp, dq) = (self.corners[k], self.corners[next], beyond[k], beyond[next]);
             if dp <= 0.0 {
-                out.push(p, self.leaving[k]);
+                // A corner on the cut with the next one beyond runs on along the cut.
+                out.push(p, if dp == 0.0 && dq > 0.0 { side } else { self.leaving[k] });
             }
             if (dp < 0.0 && dq > 0.0) || (dp > 0.0 && dq < 0.0) {
                 let t = dp / (dp - dq);

@@ -9,14 +9,11 @@
 
 use nalgebra::Vector3;
 
+use super::MIN_VALUE;
 use super::anchor::Anchor;
 use super::detect::{Found, Placed, box_sphere};
 use crate::math::Pose;
 use crate::model::Shape;
-
-/// MuJoCo's `mjMINVAL`: below it a determinant is singular, and by it an edge must beat the
-/// nearest candidate so far (which keeps a segment numerically parallel to a face on the face).
-const MIN_VALUE: f64 = 1e-15;
 
 /// The contacts of a capsule and a box (either order; the normal points from `g1` to `g2`)
 /// within `margin`: one or two spheres along the capsule's segment against the box.

@@ -8,8 +8,8 @@ use nalgebra::Vector3;
 
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
-use super::{box_box, capsule_box, convex};
 use super::filter::can_collide;
+use super::{box_box, capsule_box, convex};
 use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
 use crate::math::Pose;
@@ -138,7 +138,11 @@ pub fn detect_lane<S: Scalar>(
 fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
     let first = model.bodies()[..g.body].iter().map(|b| b.geoms.len()).sum::<usize>();
     let name = &model.bodies()[g.body].geoms[g.index - first].name;
-    if name.is_empty() { format!("geom {} of body {}", g.index - first, model.bodies()[g.body].name) } else { name.clone() }
+    if name.is_empty() {
+        format!("geom {} of body {}", g.index - first, model.bodies()[g.body].name)
+    } else {
+        name.clone()
+    }
 }
 
 /// Pairs of geoms (indices into `placed`, ascending) whose bounds overlap: a plane against every
@@ -406,9 +410,12 @@ fn closest_on_segments(p1: Vector3<f64>, d1: Vector3<f64>, p2: Vector3<f64>, d2:
     (s, t)
 }
 
+/// A segment's two ends.
+type Segment = [Vector3<f64>; 2];
+
 /// A sphere's centre or a capsule's core segment, as its two ends in the body frame and in the
 /// world, with the radius.
-fn core(g: &Placed) -> Option<([Vector3<f64>; 2], [Vector3<f64>; 2], f64)> {
+fn core(g: &Placed) -> Option<(Segment, Segment, f64)> {
     let (half, radius) = match g.geom.shape {
         Shape::Sphere { radius } => (0.0, radius),
         Shape::Capsule { radius, half_length } => (half_length, radius),
@@ -439,14 +446,15 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
     Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal, tangent: None })
 }
 
-/// Below this `|a₁|²|a₂|² − (a₁·a₂)²` of two capsules' half-axes, MuJoCo takes their axes as
-/// parallel (`mjMINVAL`).
-const PARALLEL: f64 = 1e-15;
+/// Below this squared sine of the angle between two capsules' axes, MuJoCo 4 takes them as
+/// parallel (measured: 1e-4 rad, whatever the lengths).
+const PARALLEL: f64 = 1e-8;
 
-/// Two capsules. Crossed, the closest points of their core segments ([`spheres`]); with parallel
-/// axes, where the closest points are a whole segment, MuJoCo's rule of up to two contacts: each
-/// end of the first against the nearest point of the second's segment, then (while fewer than
-/// two touch) each end of the second against the first's.
+/// Two capsules. Crossed, the closest points of their core segments ([`spheres`]); with
+/// (nearly) parallel axes, where the closest points are a whole stretch, MuJoCo 4's rule: a
+/// contact at each end of the stretch where the segments overlap along the first's axis (lower
+/// end first) — the second's end where it lies within the first, else the first's end against
+/// the nearest point of the second; segments that do not overlap meet at their nearest ends.
 fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let (Shape::Capsule { radius: r1, half_length: h1 }, Shape::Capsule { radius: r2, half_length: h2 }) =
         (&g1.geom.shape, &g2.geom.shape)
@@ -457,24 +465,27 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let half_axis = |pose: &Pose<f64>, h: f64| pose.rot * Vector3::z() * h;
     let (a1, a2) = (half_axis(&g1.world, *h1), half_axis(&g2.world, *h2));
     let (aa, ab, bb) = (a1.dot(&a1), a1.dot(&a2), a2.dot(&a2));
-    if (aa * bb - ab * ab).abs() >= PARALLEL {
+    if aa * bb - ab * ab >= PARALLEL * aa * bb || aa == 0.0 || bb == 0.0 {
         return Some(vec![spheres(g1, g2)?]);
     }
-    let dif = g1.world.pos - g2.world.pos;
-    let (u, v) = (-a1.dot(&dif), a2.dot(&dif));
-    // Points along each segment as `centre + x · half-axis`, x ∈ [−1, 1]: the first's ends, then
-    // the second's, each with the nearest point of the other segment.
-    let candidates = [
-        (1.0, ((v + ab) / bb).clamp(-1.0, 1.0)),
-        (-1.0, ((v - ab) / bb).clamp(-1.0, 1.0)),
-        (((u + ab) / aa).clamp(-1.0, 1.0), 1.0),
-        (((u - ab) / aa).clamp(-1.0, 1.0), -1.0),
-    ];
-    let mut found = Vec::new();
-    for (feature, (x1, x2)) in candidates.into_iter().enumerate() {
-        if feature >= 2 && found.len() >= 2 {
-            break;
-        }
+    // Each end of the second segment (`x₂ = ±1`) as the point `centre₁ + x₁ · a₁` of the first's
+    // line it projects to, the lower first.
+    let along = |x2: f64| (g2.world.pos + a2 * x2 - g1.world.pos).dot(&a1) / aa;
+    let (mut lower, mut upper) = ((along(1.0), 1.0), (along(-1.0), -1.0));
+    if upper.0 < lower.0 {
+        std::mem::swap(&mut lower, &mut upper);
+    }
+    if lower.0 > 1.0 || upper.0 < -1.0 {
+        return Some(vec![spheres(g1, g2)?]);
+    }
+    // The overlap's ends: the second's end where it lies within the first, else the first's end
+    // against the nearest point of the second.
+    let nearest = |x1: f64| ((g1.world.pos + a1 * x1 - g2.world.pos).dot(&a2) / bb).clamp(-1.0, 1.0);
+    let low = if lower.0 > -1.0 { lower } else { (-1.0, nearest(-1.0)) };
+    let high = if upper.0 < 1.0 { upper } else { (1.0, nearest(1.0)) };
+    let ends: &[(f64, f64)] = if low.0 < high.0 { &[low, high] } else { &[low] };
+    let mut found = Vec::with_capacity(2);
+    for (feature, &(x1, x2)) in ends.iter().enumerate() {
         let gap = (g2.world.pos + a2 * x2) - (g1.world.pos + a1 * x1);
         let distance = gap.norm();
         if distance > margin + r1 + r2 {

@@ -14,6 +14,10 @@ pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
 pub use detect::{Contact, detect, detect_lane, geom_material, pair_material};
 pub use filter::can_collide;
 
+/// MuJoCo's smallest value (`mjMINVAL`): below it a denominator is zero, and by it a candidate
+/// must beat the best so far, in the detectors that reproduce MuJoCo's decisions.
+const MIN_VALUE: f64 = 1e-15;
+
 /// A pair of geoms phyz cannot yet detect contacts between: an error, not a silently missing
 /// contact.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

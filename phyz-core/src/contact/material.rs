@@ -110,7 +110,9 @@ impl<T: Scalar> SolImp<T> {
     pub fn impedance(&self, r: T) -> T {
         let SolImp { dmin, dmax, width, midpoint, power } = *self;
         let (zero, one) = (T::zero(), T::one());
-        let flat = (dmin.less_eq(dmax) & dmax.less_eq(dmin)) | width.less_eq(T::from_f64(1e-15));
+        // MuJoCo also takes `dmin = dmax` as flat; the curve has the same value there, and the
+        // derivatives along `dmin` and `dmax` it should have.
+        let flat = width.less_eq(T::from_f64(1e-15));
         let x = r.abs() / T::select(flat, one, width);
         // The sigmoid's two halves, each on `x` where it applies (elsewhere on a point where
         // both are defined, the value then unused).
@@ -212,18 +214,53 @@ impl<T: Scalar> Material<T> {
     /// Every number of the material passed through `f` (the priority kept): how a material
     /// moves to another scalar.
     pub fn map<U: Scalar>(&self, f: impl Fn(T) -> U) -> Material<U> {
+        Material::from_numbers(self.numbers().map(f), self.priority)
+    }
+
+    /// The material's numbers in a fixed order: friction, torsion, rolling, restitution, the
+    /// two solref and five solimp numbers, margin, solmix.
+    fn numbers(&self) -> [T; 13] {
         let SolImp { dmin, dmax, width, midpoint, power } = self.solimp;
+        let [r0, r1] = self.solref.0;
+        [
+            self.friction,
+            self.torsion,
+            self.rolling,
+            self.restitution,
+            r0,
+            r1,
+            dmin,
+            dmax,
+            width,
+            midpoint,
+            power,
+            self.margin,
+            self.solmix,
+        ]
+    }
+
+    /// The material of [`Material::numbers`] `x`.
+    fn from_numbers(x: [T; 13], priority: i32) -> Self {
+        let [friction, torsion, rolling, restitution, r0, r1, dmin, dmax, width, midpoint, power, margin, solmix] = x;
         Material {
-            friction: f(self.friction),
-            torsion: f(self.torsion),
-            rolling: f(self.rolling),
-            restitution: f(self.restitution),
-            solref: SolRef(self.solref.0.map(&f)),
-            solimp: SolImp::raw([dmin, dmax, width, midpoint, power].map(&f)),
-            margin: f(self.margin),
-            priority: self.priority,
-            solmix: f(self.solmix),
+            friction,
+            torsion,
+            rolling,
+            restitution,
+            solref: SolRef([r0, r1]),
+            solimp: SolImp { dmin, dmax, width, midpoint, power },
+            margin,
+            priority,
+            solmix,
         }
+    }
+
+    /// One material whose batch lane `l` holds the numbers of `lanes[l]` (the priority is the
+    /// first's, which is all a combined material still reads).
+    pub fn from_lanes(lanes: &[&Material]) -> Self {
+        let numbers: Vec<[f64; 13]> = lanes.iter().map(|m| m.numbers()).collect();
+        let lane = |k: usize| T::from_lanes(&numbers.iter().map(|n| n[k]).collect::<Vec<_>>());
+        Material::from_numbers(std::array::from_fn(lane), lanes.first().map_or(0, |m| m.priority))
     }
 
     /// Impedance at signed penetration `depth` (negative: separated by `-depth`): solimp's

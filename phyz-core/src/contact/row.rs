@@ -88,10 +88,6 @@ pub struct ContactRow<S = f64> {
     /// The torsional and rolling friction coefficients (lengths: a moment per unit normal
     /// force), read by the rows a `Torsional` or `Rolling` contact has beyond its tangents.
     pub twist: [S; 2],
-    /// Effective restitution (after the low-speed ramp).
-    pub restitution: S,
-    /// Signed penetration (negative: separated, inside the margin band).
-    pub depth: S,
     /// Target normal velocity after the step: the solref reference response (penetration
     /// recovery) and restitution's rebound.
     pub bias: S,
@@ -118,8 +114,6 @@ impl<S: Scalar> ContactRow<S> {
             kind,
             mu: zero,
             twist: [zero; 2],
-            restitution: zero,
-            depth: zero,
             bias: zero,
             impedance: S::one(),
             impact: zero,
@@ -174,10 +168,12 @@ impl<S: Scalar> ContactRow<S> {
         let floor = S::from_f64(MIN_FRICTION);
         ContactRow {
             kind,
-            mu: if kind.floors_friction(config.mujoco_compat) { material.friction.max(floor) } else { material.friction },
+            mu: if kind.floors_friction(config.mujoco_compat) {
+                material.friction.max(floor)
+            } else {
+                material.friction
+            },
             twist: [material.torsion.max(floor), material.rolling.max(floor)],
-            restitution,
-            depth,
             bias: (S::one() - impact) * reference + restitution * approach,
             impedance: d,
             impact,
@@ -195,7 +191,6 @@ impl<S: Scalar> ContactRow<S> {
         let d = material.solimp.impedance(norm);
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
         ContactRow {
-            depth,
             bias: v + dt * (-b * v + k * d * depth),
             impedance: d,
             ..ContactRow::rigid(ConstraintKind::Equality)

@@ -9,8 +9,8 @@ use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, relative_jacobian};
 use crate::collision::{ContactBuffer, Slot, detect_lane, pair_material};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef,
-    Solution, SolverConfig, Units, Warm, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef, Solution,
+    SolverConfig, Units, Warm, solve_scalar,
 };
 use crate::dynamics::{Kinematics, MassFactor, bias_forces, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
@@ -268,24 +268,7 @@ fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> M
         return pair_material(g1, g2);
     }
     let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
-    let lane = |get: fn(&Material) -> f64| S::from_lanes(&own.iter().map(|m| get(m)).collect::<Vec<_>>());
-    Material {
-        friction: lane(|m| m.friction),
-        torsion: lane(|m| m.torsion),
-        rolling: lane(|m| m.rolling),
-        restitution: lane(|m| m.restitution),
-        solref: SolRef([lane(|m| m.solref.0[0]), lane(|m| m.solref.0[1])]),
-        solimp: SolImp {
-            dmin: lane(|m| m.solimp.dmin),
-            dmax: lane(|m| m.solimp.dmax),
-            width: lane(|m| m.solimp.width),
-            midpoint: lane(|m| m.solimp.midpoint),
-            power: lane(|m| m.solimp.power),
-        },
-        margin: lane(|m| m.margin),
-        priority: own[0].priority,
-        solmix: lane(|m| m.solmix),
-    }
+    Material::from_lanes(&own)
 }
 
 /// MuJoCo's pyramidal cone for a frictional contact: per friction row `k`, the pair of edges
@@ -582,9 +565,9 @@ fn gather<S: Scalar>(
     Ok(gathered)
 }
 
-/// The problem of the gathered constraints over `joint`: each constraint's rows per lane from
-/// its material, depth and pre-step velocity, with the deviations that carry the live values'
-/// tangents into the targets, regularizer and friction.
+/// The problem of the gathered constraints over `joint`: each constraint's row in `S` from its
+/// material, depth and pre-step velocity, whose values carry every tangent into the targets,
+/// regularizer and friction.
 fn assemble<S: Scalar>(
     gathered: &[Gathered<S>],
     joint: JointSpace<S>,
@@ -607,8 +590,7 @@ fn assemble<S: Scalar>(
         at += g.kind.dim();
     }
     let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();
-    let mut problem =
-        ContactProblem::from_rows(joint, Some(&velocity), &rows, Some(&bodies), config);
+    let mut problem = ContactProblem::from_rows(joint, Some(&velocity), &rows, Some(&bodies), config);
     problem.present = gathered.iter().map(|g| g.present).collect();
     // A tie's rows target the violation's true acceleration: MuJoCo 4 subtracts `J̇ v` from
     // their reference, which the velocity target takes over the step.
