@@ -20,8 +20,10 @@ Two data sets (formats: tests/reference/README.md, "Constraint reference data"):
    tilted one under both cones), and sliding scenes launched along the plane (a box sliding and
    turning under the elliptic cone, the pyramidal cone and impratio 10; a sphere skidding into
    rolling under the pyramidal cone), the same drops and slides under RK4, joint friction loss
-   and joint and tendon equality constraints without contacts (Euler and RK4). rest.csv there belongs to
-   tools/mujoco_contact_reference.py and is not touched.
+   and joint and tendon equality constraints without contacts (Euler and RK4, and one inactive),
+   connects and welds, torsional and rolling friction, and the primitive pairs (pair_*: a free
+   geom dropped or launched onto a fixed one, for every pair MuJoCo solves in closed form).
+   rest.csv there belongs to tools/mujoco_contact_reference.py and is not touched.
 
 All floats are written with repr(); the output is deterministic (numpy PCG64 seeded with fixed
 constants and the CRC32 of the model name), so a rerun reproduces the files byte for byte.
