@@ -94,6 +94,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "box_slide_pyramidal",
         "box_slide_impratio",
         "sphere_skid_pyramidal",
+        "box_tilted_condim1",
         "box_slide_condim4",
         "box_slide_condim4_pyramidal",
         "sphere_roll_condim6",

@@ -173,6 +173,10 @@ CONTACT_SCENES["box_slide_condim4"] = variant(
     "     at each corner. Elliptic cone.", 'condim="4" friction="0.8 0.05"')
 CONTACT_SCENES["box_slide_condim4_pyramidal"] = variant(
     "box_slide_condim4", "box_slide_condim4_pyramidal", "box_slide_condim4 under the pyramidal cone.", cone="")
+CONTACT_SCENES["box_tilted_condim1"] = variant(
+    "box_tilted", "box_tilted_condim1",
+    "The tilted box of box_tilted, frictionless (condim 1), launched sideways and turning: it lands\n"
+    "     on a corner and slides on without friction.", 'condim="1"')
 CONTACT_SCENES["sphere_roll_condim6"] = variant(
     "sphere_skid_pyramidal", "sphere_roll_condim6",
     "A sphere (radius 0.1) on the plane launched at 1 m/s along x and 0.5 m/s along y, spinning at\n"
@@ -464,6 +468,7 @@ CONTACT_LAUNCH = {
     "friction_loss": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
     "friction_loss_rk4": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
     "box_slide_condim4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
+    "box_tilted_condim1": [0.5, 0.2, 0.0, 0.0, 0.0, 1.0],
     "box_slide_condim4_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "sphere_roll_condim6": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
     "sphere_roll_condim6_pyramidal": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
