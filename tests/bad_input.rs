@@ -102,3 +102,33 @@ fn an_unknown_contact_dimension_is_an_error() {
         }
     }
 }
+
+/// A contact pair built by hand is checked as the MJCF reader's: its condim one of MuJoCo's, its
+/// numbers finite, its geoms named once.
+#[test]
+fn a_contact_pair_with_bad_numbers_is_an_error() {
+    use phyz::model::{ContactPairSpec, Geom, Shape};
+    let ball = Geom::new("ball", Shape::Sphere { radius: 0.1 });
+    let body = BodySpec { geoms: vec![ball], ..pendulum_body(1.0, Matrix3::identity() * 0.01) };
+    let floor = Geom::new("floor", Shape::Plane);
+    let with = |pair: ContactPairSpec| {
+        let mut builder = ModelBuilder::new();
+        builder.add_world_geom(floor.clone());
+        builder.add_body(ModelBuilder::WORLD, body.clone())?;
+        builder.add_contact_pair(pair);
+        builder.build()
+    };
+    let good = ContactPairSpec::new("ball", "floor");
+    assert_eq!(with(good.clone()).expect("valid").contact_pairs()[0].geoms, [0, 1]);
+    let cases = [
+        (ContactPairSpec { solref: [f64::NAN, 1.0], ..good.clone() }, "finite"),
+        (ContactPairSpec { condim: 2, ..good.clone() }, "condim"),
+        (ContactPairSpec::new("ball", "wall"), "wall"),
+    ];
+    for (pair, reason) in cases {
+        match with(pair) {
+            Err(ModelError::InvalidPair { reason: r, .. }) => assert!(r.contains(reason), "{r}"),
+            other => panic!("expected InvalidPair ({reason}), got {other:?}"),
+        }
+    }
+}

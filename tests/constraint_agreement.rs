@@ -113,6 +113,8 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "ties",
         "ties_rk4",
         "ties_centred",
+        "pairs_explicit",
+        "pairs_explicit_pyramidal",
         "pair_sphere_sphere",
         "pair_sphere_capsule",
         "pair_capsule_crossed",

@@ -155,6 +155,39 @@ fn contact_options_are_read_and_checked() {
     assert!(matches!(impratio.kind, MjcfErrorKind::Model(ModelError::InvalidOption { .. })), "{impratio}");
 }
 
+/// Explicit contact pairs: what they name must exist, once; a geom is not paired with itself;
+/// MuJoCo's condims only; anisotropic friction (which MuJoCo's five friction numbers allow, and
+/// which a pair's partial `friction` attribute gives) is refused rather than made isotropic; each
+/// error at its `<pair>`.
+#[test]
+fn contact_pair_errors_name_the_pair() {
+    let with = |pair: &str| {
+        BASE.replace(r#"<geom type="capsule""#, r#"<geom name="arm" type="capsule""#)
+            .replace("<worldbody>", r#"<worldbody><geom name="floor" type="plane" size="1 1 0.1"/>"#)
+            .replace("<actuator>", &format!("<contact>{pair}</contact><actuator>"))
+    };
+    let model = parse(&with(r#"<pair geom1="arm" geom2="floor" condim="4" margin="0.01"/>"#)).expect("valid");
+    let pair = &model.contact_pairs()[0];
+    assert_eq!((pair.geoms, pair.condim, pair.margin), ([0, 1], 4, 0.01), "{pair:?}");
+    let cases = [
+        (r#"<pair geom1="arm" geom2="nowhere"/>"#, "nowhere"),
+        (r#"<pair geom1="arm" geom2="arm"/>"#, "itself"),
+        (r#"<pair name="rough" geom1="arm" geom2="floor" friction="0.5"/>"#, "anisotropic"),
+    ];
+    for (pair, reason) in cases {
+        let e = error(&with(pair));
+        assert!(
+            matches!(e.kind, MjcfErrorKind::Model(ModelError::InvalidPair { reason: ref r, .. }) if r.contains(reason)),
+            "{e}"
+        );
+        assert_eq!(e.location.element, "pair", "{e}");
+    }
+    let condim = error(&with(r#"<pair geom1="arm" geom2="floor" condim="2"/>"#));
+    assert!(matches!(condim.kind, MjcfErrorKind::Invalid(ref m) if m.contains("condim")), "{condim}");
+    let missing = error(&with(r#"<pair geom1="arm"/>"#));
+    assert!(matches!(missing.kind, MjcfErrorKind::Invalid(ref m) if m.contains("geom2")), "{missing}");
+}
+
 #[test]
 fn model_level_errors_are_placed_at_their_element() {
     // A body whose inertia breaks the triangle inequality: found by the model checks, reported

@@ -13,7 +13,7 @@ use super::{box_box, capsule_box, convex};
 use crate::Scalar;
 use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
 use crate::math::Pose;
-use crate::model::{Geom, Model, Shape};
+use crate::model::{ContactPair, Geom, Model, Shape};
 
 /// Most contact points one pair of geoms contributes.
 pub const MAX_POINTS_PER_PAIR: usize = 4;
@@ -33,6 +33,9 @@ pub struct Contact {
     pub tangent_body: Option<usize>,
     pub material: Material,
     pub kind: ConstraintKind,
+    /// The explicit contact pair (`Model::contact_pairs`) whose parameters the contact takes;
+    /// `None` for geoms that collide by their `contype` and `conaffinity`.
+    pub pair: Option<usize>,
     /// Penetration at detection (negative: within the margin).
     pub depth: f64,
 }
@@ -57,6 +60,7 @@ pub fn geom_material<S: Scalar>(g: &Geom<S>) -> Material<S> {
         rolling: g.friction[2],
         restitution: g.restitution,
         solref: SolRef::from_mjcf(g.solref),
+        solreffriction: [S::zero(); 2],
         solimp: SolImp::raw(g.solimp),
         margin: g.margin,
         priority: g.priority,
@@ -71,6 +75,24 @@ pub fn pair_material<S: Scalar>(g1: &Geom<S>, g2: &Geom<S>) -> Material<S> {
     Material { solimp: mixed.solimp.clamped(), ..mixed }
 }
 
+/// The material an explicit contact pair touches with: its own friction, solref,
+/// solreffriction, solimp (held to MuJoCo's ranges) and margin; the restitution (phyz's own) the
+/// geoms' larger.
+pub fn contact_pair_material<S: Scalar>(pair: &ContactPair<S>, g1: &Geom<S>, g2: &Geom<S>) -> Material<S> {
+    Material {
+        friction: pair.friction[0],
+        torsion: pair.friction[2],
+        rolling: pair.friction[3],
+        restitution: g1.restitution.max(g2.restitution),
+        solref: SolRef::from_mjcf(pair.solref),
+        solreffriction: pair.solreffriction,
+        solimp: SolImp::from_mjcf(pair.solimp),
+        margin: pair.margin,
+        priority: 0,
+        solmix: S::one(),
+    }
+}
+
 /// Every contact between geoms that may collide, with the bodies at `body_poses` (world frame,
 /// real parts; detection is a discrete decision taken on values).
 pub fn detect<S: Scalar>(model: &Model<S>, body_poses: &[Pose<f64>]) -> Result<Vec<Contact>, UnsupportedPair> {
@@ -83,6 +105,45 @@ pub fn detect_lane<S: Scalar>(
     lane: usize,
     body_poses: &[Pose<f64>],
 ) -> Result<Vec<Contact>, UnsupportedPair> {
+    let placed = place(model, lane, body_poses);
+    // Pairs named explicitly are tested with their own parameters, after the others.
+    let explicit: Vec<[usize; 2]> = model.contact_pairs().iter().map(|p| p.geoms).collect();
+    let mut contacts = Vec::new();
+    for (i, j) in candidate_pairs(&placed) {
+        let (g1, g2) = (&placed[i], &placed[j]);
+        if g1.body == g2.body || explicit.contains(&[i, j]) || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom)
+        {
+            continue;
+        }
+        // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
+        // before the pair's material is mixed.
+        if apart(g1, g2, g1.geom.margin + g2.geom.margin) {
+            continue;
+        }
+        // MuJoCo's condim: the higher priority's, else the larger.
+        let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
+            std::cmp::Ordering::Greater => g1.geom.condim,
+            std::cmp::Ordering::Less => g2.geom.condim,
+            std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
+        };
+        let material = pair_material(&g1.geom, &g2.geom);
+        collide(model, [g1, g2], material, condim, None, &mut contacts)?;
+    }
+    for (index, pair) in model.contact_pairs().iter().enumerate() {
+        let [g1, g2] = pair.geoms.map(|g| &placed[g]);
+        let (Some(s1), Some(s2)) = (model.geom(pair.geoms[0]), model.geom(pair.geoms[1])) else {
+            continue;
+        };
+        let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
+        if g1.body != g2.body && !apart(g1, g2, material.margin) {
+            collide(model, [g1, g2], material, pair.condim, Some(index), &mut contacts)?;
+        }
+    }
+    Ok(contacts)
+}
+
+/// Every geom of `model` with its poses at `body_poses`, its numbers those of batch lane `lane`.
+fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> Vec<Placed> {
     let mut placed = Vec::new();
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
@@ -91,47 +152,41 @@ pub fn detect_lane<S: Scalar>(
             placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
         }
     }
-    let mut contacts = Vec::new();
-    for (i, j) in candidate_pairs(&placed) {
-        let (g1, g2) = (&placed[i], &placed[j]);
-        if g1.body == g2.body || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
-            continue;
-        }
-        // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
-        // before the pair's material is mixed.
-        if apart(g1, g2, g1.geom.margin + g2.geom.margin) {
-            continue;
-        }
-        let material = pair_material(&g1.geom, &g2.geom);
-        // MuJoCo's condim: the higher priority's, else the larger.
-        let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
-            std::cmp::Ordering::Greater => g1.geom.condim,
-            std::cmp::Ordering::Less => g2.geom.condim,
-            std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
+    placed
+}
+
+/// The contacts of geoms `g` touching with `material` and MuJoCo's `condim`, from the explicit
+/// contact pair `pair` if any, appended to `contacts`.
+fn collide<S: Scalar>(
+    model: &Model<S>,
+    [g1, g2]: [&Placed; 2],
+    material: Material,
+    condim: u8,
+    pair: Option<usize>,
+    contacts: &mut Vec<Contact>,
+) -> Result<(), UnsupportedPair> {
+    // `ModelBuilder::build` admits MuJoCo's dimensions only: 1, 3, 4, 6.
+    let kind = match condim {
+        1 => ConstraintKind::Frictionless,
+        4 => ConstraintKind::Torsional,
+        6 => ConstraintKind::Rolling,
+        _ => ConstraintKind::Contact,
+    };
+    let found = self::pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
+        geom1: label(model, g1),
+        shape1: g1.geom.shape.name(),
+        geom2: label(model, g2),
+        shape2: g2.geom.shape.name(),
+    })?;
+    for Found { feature, anchor, depth, normal, tangent } in found {
+        let (tangent_ref, tangent_body) = match tangent {
+            Some((body, axis)) => (axis, Some(body)),
+            None => (tangent_reference(&normal), None),
         };
-        // `ModelBuilder::build` admits MuJoCo's dimensions only: 1, 3, 4, 6.
-        let kind = match condim {
-            1 => ConstraintKind::Frictionless,
-            4 => ConstraintKind::Torsional,
-            6 => ConstraintKind::Rolling,
-            _ => ConstraintKind::Contact,
-        };
-        let found = pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
-            geom1: label(model, g1),
-            shape1: g1.geom.shape.name(),
-            geom2: label(model, g2),
-            shape2: g2.geom.shape.name(),
-        })?;
-        for Found { feature, anchor, depth, normal, tangent } in found {
-            let (tangent_ref, tangent_body) = match tangent {
-                Some((body, axis)) => (axis, Some(body)),
-                None => (tangent_reference(&normal), None),
-            };
-            let geoms = [g1.index, g2.index];
-            contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, kind, depth });
-        }
+        let geoms = [g1.index, g2.index];
+        contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, kind, depth, pair });
     }
-    Ok(contacts)
+    Ok(())
 }
 
 /// A geom's name for messages: its own, or its place on its body when it has none.

@@ -143,6 +143,9 @@ pub struct Material<T = f64> {
     /// approach speed (ramped to zero at low speed so resting contact does not bounce).
     pub restitution: T,
     pub solref: SolRef<T>,
+    /// The reference of an elliptic cone's friction rows (MuJoCo's `solreffriction`, set by
+    /// explicit contact pairs only); `[0, 0]` uses `solref`'s.
+    pub solreffriction: [T; 2],
     pub solimp: SolImp<T>,
     /// The band above the surface in which a contact is already generated; its impedance
     /// tapers to zero across the band.
@@ -164,6 +167,7 @@ impl<T: Scalar> Default for Material<T> {
             rolling: T::from_f64(0.0001),
             restitution: T::zero(),
             solref: SolRef::default(),
+            solreffriction: [T::zero(); 2],
             solimp,
             margin: solimp.width,
             priority: 0,
@@ -218,17 +222,20 @@ impl<T: Scalar> Material<T> {
     }
 
     /// The material's numbers in a fixed order: friction, torsion, rolling, restitution, the
-    /// two solref and five solimp numbers, margin, solmix.
-    fn numbers(&self) -> [T; 13] {
+    /// two solref, two solreffriction and five solimp numbers, margin, solmix.
+    fn numbers(&self) -> [T; 15] {
         let SolImp { dmin, dmax, width, midpoint, power } = self.solimp;
-        let [r0, r1] = self.solref.0;
+        let ([r0, r1], [f0, f1]) = (self.solref.0, self.solreffriction);
+        let (friction, torsion, rolling, restitution) = (self.friction, self.torsion, self.rolling, self.restitution);
         [
-            self.friction,
-            self.torsion,
-            self.rolling,
-            self.restitution,
+            friction,
+            torsion,
+            rolling,
+            restitution,
             r0,
             r1,
+            f0,
+            f1,
             dmin,
             dmax,
             width,
@@ -240,14 +247,31 @@ impl<T: Scalar> Material<T> {
     }
 
     /// The material of [`Material::numbers`] `x`.
-    fn from_numbers(x: [T; 13], priority: i32) -> Self {
-        let [friction, torsion, rolling, restitution, r0, r1, dmin, dmax, width, midpoint, power, margin, solmix] = x;
+    fn from_numbers(x: [T; 15], priority: i32) -> Self {
+        let [
+            friction,
+            torsion,
+            rolling,
+            restitution,
+            r0,
+            r1,
+            f0,
+            f1,
+            dmin,
+            dmax,
+            width,
+            midpoint,
+            power,
+            margin,
+            solmix,
+        ] = x;
         Material {
             friction,
             torsion,
             rolling,
             restitution,
             solref: SolRef([r0, r1]),
+            solreffriction: [f0, f1],
             solimp: SolImp { dmin, dmax, width, midpoint, power },
             margin,
             priority,
@@ -258,7 +282,7 @@ impl<T: Scalar> Material<T> {
     /// One material whose batch lane `l` holds the numbers of `lanes[l]` (the priority is the
     /// first's, which is all a combined material still reads).
     pub fn from_lanes(lanes: &[&Material]) -> Self {
-        let numbers: Vec<[f64; 13]> = lanes.iter().map(|m| m.numbers()).collect();
+        let numbers: Vec<[f64; 15]> = lanes.iter().map(|m| m.numbers()).collect();
         let lane = |k: usize| T::from_lanes(&numbers.iter().map(|n| n[k]).collect::<Vec<_>>());
         Material::from_numbers(std::array::from_fn(lane), lanes.first().map_or(0, |m| m.priority))
     }

@@ -1,7 +1,7 @@
 //! One constraint's physics: what a contact or limit asks of the solve.
 
 use super::config::SolverConfig;
-use super::material::{Material, smoothstep};
+use super::material::{Material, SolRef, smoothstep};
 use crate::Scalar;
 
 /// The impedance an impacting contact is driven to: nearly rigid, so the rebound is the
@@ -177,7 +177,11 @@ impl<S: Scalar> ContactRow<S> {
             bias: (S::one() - impact) * reference + restitution * approach,
             impedance: d,
             impact,
-            friction_reference: if config.mujoco_compat { S::one() - dt * b } else { zero },
+            friction_reference: if config.mujoco_compat {
+                S::one() - dt * friction_damping(material, b, dt)
+            } else {
+                zero
+            },
             inverse_weight: None,
             impratio: S::one(),
         }
@@ -202,4 +206,13 @@ impl<S: Scalar> ContactRow<S> {
         let gap = (S::from_f64(IMPACT_IMPEDANCE) - self.impedance).max(S::zero());
         self.impedance + self.impact * gap
     }
+}
+
+/// The damping `B` of an elliptic cone's friction rows: `solreffriction`'s where it is set (not
+/// `[0, 0]`), else the normal row's `b`.
+fn friction_damping<S: Scalar>(material: &Material<S>, b: S, dt: S) -> S {
+    let [f0, f1] = material.solreffriction;
+    let set = f0.abs().greater(S::zero()) | f1.abs().greater(S::zero());
+    let (_, own) = SolRef(material.solreffriction).stiffness_damping(material.solimp.dmax, dt);
+    S::select(set, own, b)
 }

@@ -4,8 +4,8 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
 use super::{
-    Actuator, Body, ContactOptions, Coupled, CoupledNames, Enabled, Equality, EqualitySpec, Geom, Integrator, Joint,
-    JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon, Transmission,
+    Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Enabled, Equality,
+    EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon, Transmission,
 };
 use crate::math::{Quat, norm, principal_axes};
 
@@ -197,6 +197,7 @@ pub struct ModelBuilder {
     equalities: Vec<EqualitySpec>,
     keyframes: Vec<Keyframe>,
     excludes: Vec<[usize; 2]>,
+    pairs: Vec<ContactPairSpec>,
 }
 
 impl Default for ModelBuilder {
@@ -225,6 +226,7 @@ impl ModelBuilder {
             equalities: Vec::new(),
             keyframes: Vec::new(),
             excludes: Vec::new(),
+            pairs: Vec::new(),
         }
     }
 
@@ -258,6 +260,11 @@ impl ModelBuilder {
     /// Excludes contacts between two bodies (by index).
     pub fn exclude_contact(&mut self, body1: usize, body2: usize) {
         self.excludes.push([body1, body2]);
+    }
+
+    /// Adds an explicit contact pair; its geoms are found by name when the model is built.
+    pub fn add_contact_pair(&mut self, pair: ContactPairSpec) {
+        self.pairs.push(pair);
     }
 
     pub fn add_tendon(&mut self, tendon: TendonSpec) {
@@ -338,6 +345,7 @@ impl ModelBuilder {
             equalities: Vec::new(),
             keyframes: Vec::new(),
             excludes: Vec::new(),
+            pairs: Vec::new(),
             tree,
             nq,
             nv,
@@ -362,8 +370,54 @@ impl ModelBuilder {
             return Err(ModelError::InvalidParent { body: format!("contact exclusion {a}-{b}"), parent: a.max(b) });
         }
         model.excludes = self.excludes;
+        model.pairs = self.pairs.iter().map(|p| compile_pair(p, &model)).collect::<Result<_, _>>()?;
         Ok(model)
     }
+}
+
+/// Resolves a contact pair's geom names (global indices, the lower first) and checks its
+/// numbers: MuJoCo's condims, isotropic friction, finite values; a `solreffriction` of mixed
+/// sign is MuJoCo's `[0, 0]`, as MuJoCo replaces it.
+fn compile_pair(spec: &ContactPairSpec, model: &Model<f64>) -> Result<ContactPair<f64>, ModelError> {
+    let invalid = |reason: String| ModelError::InvalidPair { pair: spec.name.clone(), reason };
+    let geoms: Vec<&Geom<f64>> = model.bodies.iter().flat_map(|b| &b.geoms).collect();
+    let find = |name: &String| {
+        let mut named = geoms.iter().enumerate().filter(|(_, g)| !name.is_empty() && &g.name == name);
+        match (named.next(), named.next()) {
+            (Some((i, _)), None) => Ok(i),
+            _ => Err(invalid(format!("no single geom named `{name}`"))),
+        }
+    };
+    let (a, b) = (find(&spec.geoms[0])?, find(&spec.geoms[1])?);
+    if a == b {
+        return Err(invalid("a geom cannot be paired with itself".into()));
+    }
+    if ![1, 3, 4, 6].contains(&spec.condim) {
+        return Err(invalid(format!("condim {} is not 1, 3, 4 or 6", spec.condim)));
+    }
+    let f = spec.friction;
+    if f[0] != f[1] || f[3] != f[4] {
+        return Err(invalid(
+            "anisotropic friction (different sliding or rolling coefficients) is not supported".into(),
+        ));
+    }
+    let numbers = f.iter().chain(&spec.solref).chain(&spec.solreffriction).chain(&spec.solimp);
+    if !numbers.chain([&spec.margin, &spec.gap]).all(|x| x.is_finite()) {
+        return Err(invalid("friction, solref, solreffriction, solimp, margin and gap must be finite".into()));
+    }
+    let [r0, r1] = spec.solreffriction;
+    let solreffriction = if (r0 > 0.0) != (r1 > 0.0) { [0.0, 0.0] } else { spec.solreffriction };
+    Ok(ContactPair {
+        name: spec.name.clone(),
+        geoms: [a.min(b), a.max(b)],
+        condim: spec.condim,
+        friction: spec.friction,
+        solref: spec.solref,
+        solreffriction,
+        solimp: spec.solimp,
+        margin: spec.margin,
+        gap: spec.gap,
+    })
 }
 
 /// Resolves an equality's names (hinge or slide joints, tendons, bodies or sites of the model)

@@ -21,6 +21,8 @@ pub enum ModelError {
     InvalidActuator { actuator: String, reason: String },
     #[error("equality `{equality}`: {reason}")]
     InvalidEquality { equality: String, reason: String },
+    #[error("contact pair `{pair}`: {reason}")]
+    InvalidPair { pair: String, reason: String },
     #[error("option `{option}`: {reason}")]
     InvalidOption { option: &'static str, reason: String },
     #[error("models cannot be batched: {reason}")]

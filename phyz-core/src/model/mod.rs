@@ -15,6 +15,7 @@ mod joint;
 pub mod mesh;
 pub mod mjcf;
 mod options;
+mod pair;
 mod state;
 mod tendon;
 pub mod tree;
@@ -29,6 +30,7 @@ pub use error::ModelError;
 pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
 pub use options::{Cone, ContactOptions, Enabled, Medium};
+pub use pair::{ContactPair, ContactPairSpec};
 pub use state::State;
 pub use tendon::Tendon;
 
@@ -68,6 +70,7 @@ pub struct Model<S> {
     equalities: Vec<Equality<S>>,
     keyframes: Vec<Keyframe>,
     excludes: Vec<[usize; 2]>,
+    pairs: Vec<ContactPair<S>>,
     tree: Tree,
     nq: usize,
     nv: usize,
@@ -133,6 +136,16 @@ impl<S: Scalar> Model<S> {
         self.keyframes.push(key);
         Ok(())
     }
+    /// The geom with global index `index` (bodies' geoms in order, as contacts name them).
+    pub fn geom(&self, index: usize) -> Option<&Geom<S>> {
+        self.bodies.iter().flat_map(|b| &b.geoms).nth(index)
+    }
+
+    /// Explicit contact pairs (MJCF `<contact><pair>`).
+    pub fn contact_pairs(&self) -> &[ContactPair<S>] {
+        &self.pairs
+    }
+
     /// Body pairs whose contacts are excluded (MJCF `<contact><exclude>`).
     #[inline]
     pub fn contact_excludes(&self) -> &[[usize; 2]] {
@@ -226,11 +239,14 @@ impl<S: Scalar> Model<S> {
             medium: self.medium.map(f),
             enabled: self.enabled,
             contact: self.contact,
+            // Last, so that adding pairs moves no other parameter's index.
+            pairs: self.pairs.iter().map(|p| p.map(f)).collect(),
         }
     }
 
     /// Every numeric parameter of the model, in a fixed order: body by body (pose, inertia,
-    /// geoms, sites), then joints, tendons, actuators, gravity, timestep and the medium.
+    /// geoms, sites), then joints, tendons, actuators, equalities, gravity, timestep, the medium
+    /// and the explicit contact pairs.
     pub fn parameters(&self) -> Vec<S> {
         let mut out = Vec::new();
         self.map(&mut |x| {
@@ -334,8 +350,15 @@ impl<S: Scalar> Model<S> {
                     && a.force_range.is_some() == b.force_range.is_some()
             });
         let equalities_match = self.equalities.len() == other.equalities.len()
-            && self.equalities.iter().zip(&other.equalities).all(|(a, b)| a.coupled == b.coupled);
+            && self
+                .equalities
+                .iter()
+                .zip(&other.equalities)
+                .all(|(a, b)| a.coupled == b.coupled && a.active == b.active);
+        let pairs_match = self.pairs.len() == other.pairs.len()
+            && self.pairs.iter().zip(&other.pairs).all(|(a, b)| (a.geoms, a.condim) == (b.geoms, b.condim));
         bodies_match
+            && pairs_match
             && joints_match
             && tendons_match
             && actuators_match

@@ -7,7 +7,7 @@ use nalgebra::{DMatrix, DVector, Vector3};
 
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, relative_jacobian};
-use crate::collision::{ContactBuffer, Slot, detect_lane, pair_material};
+use crate::collision::{ContactBuffer, Slot, contact_pair_material, detect_lane, pair_material};
 use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef, Solution,
     SolverConfig, Units, Warm, solve_scalar,
@@ -15,7 +15,7 @@ use crate::contact::{
 use crate::dynamics::{Kinematics, MassFactor, bias_forces, forward_dynamics, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::math::Pose;
-use crate::model::{Cone, Coupled, Equality, Geom, JointKind, Model, State};
+use crate::model::{Cone, Coupled, Equality, JointKind, Model, State};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -206,11 +206,6 @@ struct Gathered<S: Scalar> {
     tie: Option<(S, S)>,
 }
 
-/// The geom with global index `index` (bodies' geoms in order).
-fn geom_at<S: Scalar>(model: &Model<S>, index: usize) -> &Geom<S> {
-    model.bodies().iter().flat_map(|b| &b.geoms).nth(index).expect("contacts name geoms of the model")
-}
-
 /// A slot of the contact buffer, evaluated in `S` with each lane's anchor.
 fn contact_constraint<S: Scalar>(
     model: &Model<S>,
@@ -263,9 +258,12 @@ fn contact_constraint<S: Scalar>(
 /// batch carry no tangents).
 fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> Material<S> {
     let contacts = slot.contacts();
-    if lanes == 1 {
-        let [g1, g2] = contacts[0].geoms.map(|g| geom_at(model, g));
-        return pair_material(g1, g2);
+    let geoms = contacts[0].geoms.map(|g| model.geom(g));
+    if let (1, [Some(g1), Some(g2)]) = (lanes, geoms) {
+        return match contacts[0].pair.and_then(|p| model.contact_pairs().get(p)) {
+            Some(pair) => contact_pair_material(pair, g1, g2),
+            None => pair_material(g1, g2),
+        };
     }
     let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
     Material::from_lanes(&own)

@@ -15,8 +15,8 @@ use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
-    ActuatorSpec, BodySpec, Cone, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, EqualitySpec, Geom, Integrator,
-    JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
+    ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, EqualitySpec, Geom,
+    Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -164,6 +164,7 @@ fn subject(e: &ModelError) -> Option<(&'static str, String)> {
         ModelError::InvalidTendon { tendon, .. } => Some(("tendon", tendon.clone())),
         ModelError::InvalidActuator { actuator, .. } => Some(("actuator", actuator.clone())),
         ModelError::InvalidEquality { equality, .. } => Some(("equality", equality.clone())),
+        ModelError::InvalidPair { pair, .. } => Some(("pair", pair.clone())),
         _ => None,
     }
 }
@@ -967,8 +968,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn contact(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        for child in self.parsed.children(at) {
+        for (k, child) in self.parsed.children(at).into_iter().enumerate() {
             let el = Element::new(child, None);
+            if el.tag() == "pair" {
+                self.contact_pair(child, k)?;
+                continue;
+            }
             if el.tag() != "exclude" {
                 return Err(el.unsupported(format!("<{}> in <contact>", el.tag())));
             }
@@ -980,6 +985,43 @@ impl<'a> Compiler<'a> {
             let (a, b) = (body("body1")?, body("body2")?);
             self.builder.exclude_contact(a, b);
         }
+        Ok(())
+    }
+}
+
+impl<'a> Compiler<'a> {
+    /// A `<pair>`: two named geoms and the contact's own parameters (MuJoCo's defaults, or the
+    /// class's `<pair>` defaults); the names are resolved when the model is built.
+    fn contact_pair(&mut self, at: Located<'a>, k: usize) -> Result<(), MjcfError> {
+        let el = self.defaults.element_in(at, "pair")?;
+        el.check_attributes(&[
+            "name",
+            "class",
+            "geom1",
+            "geom2",
+            "condim",
+            "friction",
+            "solref",
+            "solreffriction",
+            "solimp",
+            "margin",
+            "gap",
+        ])?;
+        let geom = |attr: &str| el.string(attr).ok_or_else(|| el.invalid(format!("missing attribute `{attr}`")));
+        let mut pair = ContactPairSpec::new(geom("geom1")?, geom("geom2")?);
+        pair.name = el.string("name").unwrap_or_else(|| format!("pair {k}"));
+        pair.condim = match el.integer("condim")?.unwrap_or(3) {
+            d @ (1 | 3 | 4 | 6) => d as u8,
+            d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
+        };
+        pair.friction = el.padded("friction", pair.friction)?;
+        pair.solref = el.padded("solref", pair.solref)?;
+        pair.solreffriction = el.padded("solreffriction", pair.solreffriction)?;
+        pair.solimp = el.padded("solimp", pair.solimp)?;
+        pair.margin = el.number_or("margin", 0.0)?;
+        pair.gap = el.number_or("gap", 0.0)?;
+        self.places.insert(("pair", pair.name.clone()), el.location());
+        self.builder.add_contact_pair(pair);
         Ok(())
     }
 }

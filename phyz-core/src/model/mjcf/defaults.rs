@@ -19,6 +19,7 @@ pub(super) fn group(tag: &str) -> Option<&'static str> {
         "site" => Some("site"),
         "fixed" | "spatial" | "tendon" => Some("tendon"),
         "equality" => Some("equality"),
+        "pair" => Some("pair"),
         "general" | "motor" | "position" | "velocity" | "intvelocity" | "damper" | "cylinder" | "muscle"
         | "adhesion" => Some("actuator"),
         _ => None,
