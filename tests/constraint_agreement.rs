@@ -120,6 +120,7 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "pair_capsule_crossed",
         "pair_capsule_parallel",
         "pair_capsule_parallel_offset",
+        "pair_capsule_parallel_apart",
         "pair_sphere_box",
         "pair_sphere_cylinder",
         "pair_capsule_box",

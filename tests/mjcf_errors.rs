@@ -155,8 +155,7 @@ fn contact_options_are_read_and_checked() {
     assert!(matches!(impratio.kind, MjcfErrorKind::Model(ModelError::InvalidOption { .. })), "{impratio}");
 }
 
-/// Explicit contact pairs: what they name must exist, once; a geom is not paired with itself;
-/// MuJoCo's condims only; anisotropic friction (which MuJoCo's five friction numbers allow, and
+/// Explicit contact pairs: what they name must exist, once; MuJoCo's condims only; anisotropic friction (which MuJoCo's five friction numbers allow, and
 /// which a pair's partial `friction` attribute gives) is refused rather than made isotropic; each
 /// error at its `<pair>`.
 #[test]
@@ -171,7 +170,7 @@ fn contact_pair_errors_name_the_pair() {
     assert_eq!((pair.geoms, pair.condim, pair.margin), ([0, 1], 4, 0.01), "{pair:?}");
     let cases = [
         (r#"<pair geom1="arm" geom2="nowhere"/>"#, "nowhere"),
-        (r#"<pair geom1="arm" geom2="arm"/>"#, "itself"),
+        (r#"<pair geom1="arm" geom2="floor" condim="2"/>"#, "condim"),
         (r#"<pair name="rough" geom1="arm" geom2="floor" friction="0.5"/>"#, "anisotropic"),
     ];
     for (pair, reason) in cases {
@@ -182,8 +181,8 @@ fn contact_pair_errors_name_the_pair() {
         );
         assert_eq!(e.location.element, "pair", "{e}");
     }
-    let condim = error(&with(r#"<pair geom1="arm" geom2="floor" condim="2"/>"#));
-    assert!(matches!(condim.kind, MjcfErrorKind::Invalid(ref m) if m.contains("condim")), "{condim}");
+    // A geom paired with itself loads, as in MuJoCo, and never touches.
+    parse(&with(r#"<pair geom1="arm" geom2="arm"/>"#)).expect("valid");
     let missing = error(&with(r#"<pair geom1="arm"/>"#));
     assert!(matches!(missing.kind, MjcfErrorKind::Invalid(ref m) if m.contains("geom2")), "{missing}");
 }

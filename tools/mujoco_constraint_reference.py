@@ -367,6 +367,12 @@ PAIRS = {
                 "     axis (the contacts at the ends of the overlap), launched along it. Elliptic cone.",
         post_z="0.1", post_orient=' euler="0 90 0"', post_type="capsule", post_size="0.1 0.3",
         pos="0.3 0 0.32", orient=' euler="0 90 0"', gtype="capsule", size="0.05 0.2", cone=ELLIPTIC),
+    "pair_capsule_parallel_apart": dict(
+        comment="A capsule parallel to a fixed capsule and beyond its end along the axis, launched\n"
+                "     into it: the segments do not overlap, and the ends meet (MuJoCo's contact twice).\n"
+                "     Pyramidal cone.",
+        post_z="0.1", post_orient=' euler="0 90 0"', post_type="capsule", post_size="0.1 0.3",
+        pos="0.7 0 0.13", orient=' euler="0 90 0"', gtype="capsule", size="0.05 0.2", cone=""),
     "pair_sphere_box": dict(
         comment="A sphere dropped on a fixed box near an edge and launched over it: face, then\n"
                 "     edge, then the floor. Elliptic cone.",
@@ -508,6 +514,7 @@ CONTACT_LAUNCH = {
     "pairs_explicit_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0] + [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_crossed": [0.3, 0.2, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_box": [0.6, 0.2, 0.0, 0.0, 0.0, 0.0],
+    "pair_capsule_parallel_apart": [-0.8, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_parallel_offset": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_cylinder_rim": [0.4, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_edge": [0.0, 0.3, 0.0, 0.0, 0.0, 0.0],

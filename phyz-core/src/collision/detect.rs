@@ -129,9 +129,11 @@ pub fn detect_lane<S: Scalar>(
         let material = pair_material(&g1.geom, &g2.geom);
         collide(model, [g1, g2], material, condim, None, &mut contacts)?;
     }
+    let geoms: Vec<&Geom<S>> = model.bodies().iter().flat_map(|b| &b.geoms).collect();
     for (index, pair) in model.contact_pairs().iter().enumerate() {
-        let [g1, g2] = pair.geoms.map(|g| &placed[g]);
-        let (Some(s1), Some(s2)) = (model.geom(pair.geoms[0]), model.geom(pair.geoms[1])) else {
+        let [a, b] = pair.geoms;
+        let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), geoms.get(a), geoms.get(b))
+        else {
             continue;
         };
         let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
@@ -509,7 +511,8 @@ const PARALLEL: f64 = 1e-8;
 /// (nearly) parallel axes, where the closest points are a whole stretch, MuJoCo 4's rule: a
 /// contact at each end of the stretch where the segments overlap along the first's axis (lower
 /// end first) — the second's end where it lies within the first, else the first's end against
-/// the nearest point of the second; segments that do not overlap meet at their nearest ends.
+/// the nearest point of the second; segments that do not overlap meet at their nearest ends,
+/// twice (MuJoCo's two candidates coincide there and it keeps both).
 fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let (Shape::Capsule { radius: r1, half_length: h1 }, Shape::Capsule { radius: r2, half_length: h2 }) =
         (&g1.geom.shape, &g2.geom.shape)
@@ -530,17 +533,16 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     if upper.0 < lower.0 {
         std::mem::swap(&mut lower, &mut upper);
     }
-    if lower.0 > 1.0 || upper.0 < -1.0 {
-        return Some(vec![spheres(g1, g2)?]);
-    }
     // The overlap's ends: the second's end where it lies within the first, else the first's end
-    // against the nearest point of the second.
+    // (the nearer, for segments that do not overlap) against the nearest point of the second.
     let nearest = |x1: f64| ((g1.world.pos + a1 * x1 - g2.world.pos).dot(&a2) / bb).clamp(-1.0, 1.0);
-    let low = if lower.0 > -1.0 { lower } else { (-1.0, nearest(-1.0)) };
-    let high = if upper.0 < 1.0 { upper } else { (1.0, nearest(1.0)) };
-    let ends: &[(f64, f64)] = if low.0 < high.0 { &[low, high] } else { &[low] };
+    let end = |(x1, x2): (f64, f64)| {
+        let x = x1.clamp(-1.0, 1.0);
+        if x == x1 { (x1, x2) } else { (x, nearest(x)) }
+    };
     let mut found = Vec::with_capacity(2);
-    for (feature, &(x1, x2)) in ends.iter().enumerate() {
+    // Two contacts always, as MuJoCo's: where the overlap is a point (or none) the same one twice.
+    for (feature, (x1, x2)) in [end(lower), end(upper)].into_iter().enumerate() {
         let gap = (g2.world.pos + a2 * x2) - (g1.world.pos + a1 * x1);
         let distance = gap.norm();
         if distance > margin + r1 + r2 {

@@ -209,10 +209,12 @@ impl<S: Scalar> ContactRow<S> {
 }
 
 /// The damping `B` of an elliptic cone's friction rows: `solreffriction`'s where it is set (not
-/// `[0, 0]`), else the normal row's `b`.
+/// `[0, 0]`, and not of mixed sign, which MuJoCo replaces by `[0, 0]`), else the normal row's `b`.
 fn friction_damping<S: Scalar>(material: &Material<S>, b: S, dt: S) -> S {
     let [f0, f1] = material.solreffriction;
-    let set = f0.abs().greater(S::zero()) | f1.abs().greater(S::zero());
+    let (zero, positive) = (S::zero(), [f0.greater(S::zero()), f1.greater(S::zero())]);
+    let mixed = (positive[0] & !positive[1]) | (!positive[0] & positive[1]);
+    let set = (f0.abs().greater(zero) | f1.abs().greater(zero)) & !mixed;
     let (_, own) = SolRef(material.solreffriction).stiffness_damping(material.solimp.dmax, dt);
     S::select(set, own, b)
 }

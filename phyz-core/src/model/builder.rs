@@ -376,8 +376,8 @@ impl ModelBuilder {
 }
 
 /// Resolves a contact pair's geom names (global indices, the lower first) and checks its
-/// numbers: MuJoCo's condims, isotropic friction, finite values; a `solreffriction` of mixed
-/// sign is MuJoCo's `[0, 0]`, as MuJoCo replaces it.
+/// numbers: finite values, MuJoCo's condims, isotropic friction. A geom paired with itself is
+/// kept, as MuJoCo keeps it; it never touches.
 fn compile_pair(spec: &ContactPairSpec, model: &Model<f64>) -> Result<ContactPair<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidPair { pair: spec.name.clone(), reason };
     let geoms: Vec<&Geom<f64>> = model.bodies.iter().flat_map(|b| &b.geoms).collect();
@@ -389,31 +389,26 @@ fn compile_pair(spec: &ContactPairSpec, model: &Model<f64>) -> Result<ContactPai
         }
     };
     let (a, b) = (find(&spec.geoms[0])?, find(&spec.geoms[1])?);
-    if a == b {
-        return Err(invalid("a geom cannot be paired with itself".into()));
+    let f = spec.friction;
+    let numbers = f.iter().chain(&spec.solref).chain(&spec.solreffriction).chain(&spec.solimp);
+    if !numbers.chain([&spec.margin, &spec.gap]).all(|x| x.is_finite()) {
+        return Err(invalid("friction, solref, solreffriction, solimp, margin and gap must be finite".into()));
     }
     if ![1, 3, 4, 6].contains(&spec.condim) {
         return Err(invalid(format!("condim {} is not 1, 3, 4 or 6", spec.condim)));
     }
-    let f = spec.friction;
     if f[0] != f[1] || f[3] != f[4] {
         return Err(invalid(
             "anisotropic friction (different sliding or rolling coefficients) is not supported".into(),
         ));
     }
-    let numbers = f.iter().chain(&spec.solref).chain(&spec.solreffriction).chain(&spec.solimp);
-    if !numbers.chain([&spec.margin, &spec.gap]).all(|x| x.is_finite()) {
-        return Err(invalid("friction, solref, solreffriction, solimp, margin and gap must be finite".into()));
-    }
-    let [r0, r1] = spec.solreffriction;
-    let solreffriction = if (r0 > 0.0) != (r1 > 0.0) { [0.0, 0.0] } else { spec.solreffriction };
     Ok(ContactPair {
         name: spec.name.clone(),
         geoms: [a.min(b), a.max(b)],
         condim: spec.condim,
         friction: spec.friction,
         solref: spec.solref,
-        solreffriction,
+        solreffriction: spec.solreffriction,
         solimp: spec.solimp,
         margin: spec.margin,
         gap: spec.gap,

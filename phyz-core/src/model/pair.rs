@@ -2,6 +2,7 @@
 //! whatever their `contype` and `conaffinity`, with the contact's own dimension, friction,
 //! solref, solimp and margin in place of those mixed from the geoms (MuJoCo's `mjModel.pair_*`).
 
+use super::{DEFAULT_SOLIMP, DEFAULT_SOLREF};
 use crate::Scalar;
 
 /// An explicit contact pair.
@@ -63,9 +64,9 @@ impl ContactPairSpec {
             geoms: [geom1.into(), geom2.into()],
             condim: 3,
             friction: [1.0, 1.0, 0.005, 0.0001, 0.0001],
-            solref: [0.02, 1.0],
+            solref: DEFAULT_SOLREF,
             solreffriction: [0.0, 0.0],
-            solimp: [0.9, 0.95, 0.001, 0.5, 2.0],
+            solimp: DEFAULT_SOLIMP,
             margin: 0.0,
             gap: 0.0,
         }

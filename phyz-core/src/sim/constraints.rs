@@ -22,10 +22,13 @@ use crate::scalar::{Mask, Scalar};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Key {
     /// `edge`: 0, or which of a pyramidal cone's edges.
+    /// `pair`: the explicit contact pair it comes from, if any (two pairs may name the same
+    /// geoms).
     Contact {
         geoms: [usize; 2],
         feature: usize,
         edge: usize,
+        pair: Option<usize>,
     },
     FrictionLoss {
         dof: usize,
@@ -240,7 +243,7 @@ fn contact_constraint<S: Scalar>(
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
         keys: (0..lanes)
-            .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0 }))
+            .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0, pair: c.pair }))
             .collect(),
         kind,
         bodies: [moving(a), moving(b)],
@@ -305,7 +308,7 @@ impl Key {
     /// Edge `k` of a contact's pyramid.
     fn edge(self, k: usize) -> Key {
         match self {
-            Key::Contact { geoms, feature, .. } => Key::Contact { geoms, feature, edge: k },
+            Key::Contact { geoms, feature, pair, .. } => Key::Contact { geoms, feature, edge: k, pair },
             other => other,
         }
     }

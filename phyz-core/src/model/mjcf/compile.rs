@@ -968,10 +968,12 @@ impl<'a> Compiler<'a> {
     }
 
     fn contact(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        for (k, child) in self.parsed.children(at).into_iter().enumerate() {
+        let mut pairs = 0;
+        for child in self.parsed.children(at) {
             let el = Element::new(child, None);
             if el.tag() == "pair" {
-                self.contact_pair(child, k)?;
+                self.contact_pair(child, pairs)?;
+                pairs += 1;
                 continue;
             }
             if el.tag() != "exclude" {
@@ -1010,10 +1012,9 @@ impl<'a> Compiler<'a> {
         let geom = |attr: &str| el.string(attr).ok_or_else(|| el.invalid(format!("missing attribute `{attr}`")));
         let mut pair = ContactPairSpec::new(geom("geom1")?, geom("geom2")?);
         pair.name = el.string("name").unwrap_or_else(|| format!("pair {k}"));
-        pair.condim = match el.integer("condim")?.unwrap_or(3) {
-            d @ (1 | 3 | 4 | 6) => d as u8,
-            d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
-        };
+        // The builder checks it is one of MuJoCo's; here only that it is a small number.
+        let condim = el.integer("condim")?.unwrap_or(3);
+        pair.condim = u8::try_from(condim).map_err(|_| el.invalid(format!("condim {condim} is not 1, 3, 4 or 6")))?;
         pair.friction = el.padded("friction", pair.friction)?;
         pair.solref = el.padded("solref", pair.solref)?;
         pair.solreffriction = el.padded("solreffriction", pair.solreffriction)?;
