@@ -206,8 +206,14 @@ pub fn solve(
             converged = decrement < measure.tolerance;
             break;
         }
-        point = evaluate(problem, &layout, &point.x + &search * alpha);
-        factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
+        let next = evaluate(problem, &layout, &point.x + &search * alpha);
+        // The Hessian moves with the point only through its zones and a sliding cone's
+        // deviations: with the zones unchanged and no cone sliding, it is the one factorized.
+        let same = next.zones == point.zones && !next.zones.contains(&Zone::Cone);
+        point = next;
+        if !same {
+            factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
+        }
         (decrement, search) = measure.newton(&factor, &point.gradient);
         gradient = measure.gradient * point.gradient.norm();
         iterations += 1;
