@@ -126,8 +126,9 @@ pub fn detect_lane<S: Scalar>(
             std::cmp::Ordering::Less => g2.geom.condim,
             std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
         };
-        let material = pair_material(&g1.geom, &g2.geom);
-        collide(model, [g1, g2], material, condim, None, &mut contacts)?;
+        let margin = g1.geom.margin + g2.geom.margin;
+        let material = || pair_material(&g1.geom, &g2.geom);
+        collide(model, [g1, g2], margin, material, condim, None, &mut contacts)?;
     }
     let geoms: Vec<&Geom<S>> = model.bodies().iter().flat_map(|b| &b.geoms).collect();
     for (index, pair) in model.contact_pairs().iter().enumerate() {
@@ -138,7 +139,7 @@ pub fn detect_lane<S: Scalar>(
         };
         let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
         if g1.body != g2.body && !apart(g1, g2, material.margin) {
-            collide(model, [g1, g2], material, pair.condim, Some(index), &mut contacts)?;
+            collide(model, [g1, g2], material.margin, || material, pair.condim, Some(index), &mut contacts)?;
         }
     }
     Ok(contacts)
@@ -157,12 +158,14 @@ fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> 
     placed
 }
 
-/// The contacts of geoms `g` touching with `material` and MuJoCo's `condim`, from the explicit
-/// contact pair `pair` if any, appended to `contacts`.
+/// The contacts of geoms `g` within `margin`, touching with `material` (mixed only if they
+/// touch) and MuJoCo's `condim`, from the explicit contact pair `pair` if any, appended to
+/// `contacts`.
 fn collide<S: Scalar>(
     model: &Model<S>,
     [g1, g2]: [&Placed; 2],
-    material: Material,
+    margin: f64,
+    material: impl FnOnce() -> Material,
     condim: u8,
     pair: Option<usize>,
     contacts: &mut Vec<Contact>,
@@ -174,12 +177,16 @@ fn collide<S: Scalar>(
         6 => ConstraintKind::Rolling,
         _ => ConstraintKind::Contact,
     };
-    let found = self::pair(g1, g2, material.margin).ok_or_else(|| UnsupportedPair {
+    let found = self::pair(g1, g2, margin).ok_or_else(|| UnsupportedPair {
         geom1: label(model, g1),
         shape1: g1.geom.shape.name(),
         geom2: label(model, g2),
         shape2: g2.geom.shape.name(),
     })?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let material = material();
     for Found { feature, anchor, depth, normal, tangent } in found {
         let (tangent_ref, tangent_body) = match tangent {
             Some((body, axis)) => (axis, Some(body)),
