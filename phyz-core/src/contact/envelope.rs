@@ -91,13 +91,21 @@ impl Envelope {
             column[1..].iter_mut().for_each(|x| *x /= root);
             for ((j, target), &ljk) in (k + 1..=end).zip(rest.chunks_exact_mut(n)).zip(&column[1..]) {
                 if ljk != 0.0 {
-                    for (t, l) in target[j..=end].iter_mut().zip(&column[j - k..]) {
-                        *t -= ljk * l;
-                    }
+                    axpy(-ljk, &column[j - k..], &mut target[j..=end]);
                 }
             }
         }
         Ok(EnvelopeCholesky { factor: self })
+    }
+}
+
+/// `y += a x` over the common length of `x` and `y`, in a loop the compiler vectorizes.
+#[inline]
+fn axpy(a: f64, x: &[f64], y: &mut [f64]) {
+    let n = x.len().min(y.len());
+    let (x, y) = (&x[..n], &mut y[..n]);
+    for i in 0..n {
+        y[i] += a * x[i];
     }
 }
 
@@ -136,9 +144,7 @@ impl EnvelopeCholesky {
             let column = self.column(k);
             x[k] /= column[0];
             let xk = x[k];
-            for (x, l) in x.as_mut_slice()[k + 1..k + column.len()].iter_mut().zip(&column[1..]) {
-                *x -= xk * l;
-            }
+            axpy(-xk, &column[1..], &mut x.as_mut_slice()[k + 1..k + column.len()]);
         }
         for k in (0..n).rev() {
             let column = self.column(k);
