@@ -61,8 +61,10 @@ pub fn solve_scalar<S: Scalar>(
         solutions.push(Solution { impulses, ..solution });
     }
     let nv = problem.dofs();
-    let mut velocity =
-        DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()));
+    let mut velocity = match solutions.as_slice() {
+        [one] => one.velocity.map(S::from_f64),
+        _ => DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>())),
+    };
     for (lane, tangents) in sensitivities.iter().enumerate() {
         for k in 0..S::tangent_dim() {
             let dx = match tangents {

@@ -336,7 +336,8 @@ fn limits<S: Scalar>(
     weights: &InverseWeights<S>,
 ) -> Result<Vec<Gathered<S>>, StepError> {
     let mut out = Vec::new();
-    let mut push = |key, jacobian: DVector<S>, depth: S, margin: S, material, inverse_weight| {
+    // The row is built only for a limit within its margin in some lane.
+    let mut push = |key, row: &dyn Fn() -> DVector<S>, depth: S, margin: S, material, inverse_weight| {
         let present = depth.greater(-margin);
         if present.any() {
             out.push(Gathered {
@@ -344,7 +345,7 @@ fn limits<S: Scalar>(
                 kind: ConstraintKind::Limit,
                 bodies: [None, None],
                 material,
-                jacobian: vec![jacobian],
+                jacobian: vec![row()],
                 depth,
                 inverse_weight,
                 present,
@@ -362,10 +363,13 @@ fn limits<S: Scalar>(
         let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
         let x = q[joint.qpos_adr()];
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
-            let mut jac = DVector::zeros(model.nv());
-            jac[joint.dof_adr()] = S::from_f64(sign);
+            let row = || {
+                let mut jac = DVector::zeros(model.nv());
+                jac[joint.dof_adr()] = S::from_f64(sign);
+                jac
+            };
             let key = Key::JointLimit { joint: j, upper };
-            push(key, jac, depth, joint.limit_margin, material, weights.dof[joint.dof_adr()]);
+            push(key, &row, depth, joint.limit_margin, material, weights.dof[joint.dof_adr()]);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
@@ -373,10 +377,13 @@ fn limits<S: Scalar>(
         let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
         let length = tendon.length(model, q);
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
-            let mut jac = DVector::zeros(model.nv());
-            tendon.apply(model, S::from_f64(sign), &mut jac);
+            let row = || {
+                let mut jac = DVector::zeros(model.nv());
+                tendon.apply(model, S::from_f64(sign), &mut jac);
+                jac
+            };
             let key = Key::TendonLimit { tendon: t, upper };
-            push(key, jac, depth, tendon.limit_margin, material, weights.tendon[t]);
+            push(key, &row, depth, tendon.limit_margin, material, weights.tendon[t]);
         }
     }
     Ok(out)
@@ -390,7 +397,8 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
     let dt = model.timestep;
     let nv = model.nv();
     let mut out = Vec::new();
-    let mut push = |key: Key, loss: S, solref, solimp, jacobian: DVector<S>, inverse_weight: S| {
+    // The row is built only for a loss positive in some lane.
+    let mut push = |key: Key, loss: S, solref, solimp, row: &dyn Fn() -> DVector<S>, inverse_weight: S| {
         let present = loss.greater(S::zero());
         if !present.any() {
             return;
@@ -401,7 +409,7 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
             kind: ConstraintKind::FrictionLoss,
             bodies: [None, None],
             material,
-            jacobian: vec![jacobian],
+            jacobian: vec![row()],
             depth: S::zero(),
             inverse_weight,
             present,
@@ -410,17 +418,23 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
     };
     for joint in model.joints() {
         for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
-            let mut jacobian = DVector::zeros(nv);
-            jacobian[dof] = S::one();
+            let row = || {
+                let mut jacobian = DVector::zeros(nv);
+                jacobian[dof] = S::one();
+                jacobian
+            };
             let (solref, solimp) = (joint.solref_friction, joint.solimp_friction);
-            push(Key::FrictionLoss { dof }, joint.frictionloss, solref, solimp, jacobian, weights.dof[dof]);
+            push(Key::FrictionLoss { dof }, joint.frictionloss, solref, solimp, &row, weights.dof[dof]);
         }
     }
     for (t, tendon) in model.tendons().iter().enumerate() {
-        let mut jacobian = DVector::zeros(nv);
-        tendon.apply(model, S::one(), &mut jacobian);
+        let row = || {
+            let mut jacobian = DVector::zeros(nv);
+            tendon.apply(model, S::one(), &mut jacobian);
+            jacobian
+        };
         let (solref, solimp) = (tendon.solref_friction, tendon.solimp_friction);
-        push(Key::TendonFriction { tendon: t }, tendon.frictionloss, solref, solimp, jacobian, weights.tendon[t]);
+        push(Key::TendonFriction { tendon: t }, tendon.frictionloss, solref, solimp, &row, weights.tendon[t]);
     }
     out
 }

@@ -123,9 +123,12 @@ impl InverseWeights<f64> {
     /// One value per batch lane from each lane's weights.
     pub fn lift<S: Scalar>(lanes: &[InverseWeights<f64>]) -> InverseWeights<S> {
         let gather = |get: &dyn Fn(&InverseWeights<f64>) -> &Vec<f64>| -> Vec<S> {
-            (0..get(&lanes[0]).len())
-                .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>()))
-                .collect()
+            match lanes {
+                [one] => get(one).iter().map(|&x| S::from_f64(x)).collect(),
+                _ => (0..get(&lanes[0]).len())
+                    .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>()))
+                    .collect(),
+            }
         };
         let mean_inertia = S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>());
         InverseWeights {
