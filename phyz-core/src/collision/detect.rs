@@ -130,7 +130,10 @@ pub fn detect_lane<S: Scalar>(
         let material = || pair_material(&g1.geom, &g2.geom);
         collide(model, [g1, g2], margin, material, condim, None, &mut contacts)?;
     }
-    let geoms: Vec<&Geom<S>> = model.bodies().iter().flat_map(|b| &b.geoms).collect();
+    let geoms: Vec<&Geom<S>> = match model.contact_pairs() {
+        [] => Vec::new(),
+        _ => model.bodies().iter().flat_map(|b| &b.geoms).collect(),
+    };
     for (index, pair) in model.contact_pairs().iter().enumerate() {
         let [a, b] = pair.geoms;
         let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), geoms.get(a), geoms.get(b))
@@ -147,7 +150,7 @@ pub fn detect_lane<S: Scalar>(
 
 /// Every geom of `model` with its poses at `body_poses`, its numbers those of batch lane `lane`.
 fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> Vec<Placed> {
-    let mut placed = Vec::new();
+    let mut placed = Vec::with_capacity(model.bodies().iter().map(|b| b.geoms.len()).sum());
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
             let geom = geom.map_unnamed(&mut |x: S| x.lane(lane));
