@@ -135,6 +135,9 @@ fn contact_scenes_match_mujoco_under_compatibility() {
         "pair_sphere_margin",
         "pair_cylinder_plane",
         "pair_ellipsoid_plane",
+        "pair_box_box_turned_rk4",
+        "pair_capsule_box_flat_rk4",
+        "pair_capsule_parallel_offset_rk4",
     ];
     for name in scenes {
         let model = mjcf::load(dir.join(format!("{name}.xml"))).expect("loads");

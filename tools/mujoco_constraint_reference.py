@@ -447,6 +447,13 @@ PAIRS = {
 }
 for name, p in PAIRS.items():
     CONTACT_SCENES[name] = PAIR_TEMPLATE.format(name=name, **{"post_orient": "", "orient": "", **p})
+# Some pairs again under RK4 (both MuJoCo and phyz solve the contacts at every stage).
+for base in ["pair_box_box_turned", "pair_capsule_box_flat", "pair_capsule_parallel_offset"]:
+    rk4 = base + "_rk4"
+    CONTACT_SCENES[rk4] = (CONTACT_SCENES[base]
+                           .replace('integrator="Euler"', 'integrator="RK4"')
+                           .replace(f'model="{base}"', f'model="{rk4}"')
+                           .replace("<!-- ", "<!-- RK4: ", 1))
 EXPLICIT_PAIRS = """<!-- Explicit contact pairs (<contact><pair>): a box that collides with nothing by its contype
      and conaffinity touches the floor through a pair with its own condim (4), friction, solref,
      solreffriction, solimp and margin, launched sliding and turning; a sphere whose own contact
@@ -516,9 +523,11 @@ CONTACT_LAUNCH = {
     "pair_sphere_box": [0.6, 0.2, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_parallel_apart": [-0.8, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_parallel_offset": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
+    "pair_capsule_parallel_offset_rk4": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_cylinder_rim": [0.4, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_edge": [0.0, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_flat": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],
+    "pair_capsule_box_flat_rk4": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_margin": [0.5, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_ellipsoid_plane": [0.5, 0.3, 0.0, 0.0, 0.0, 3.0],
     "ties_centred": [2.0] + [0.3, 0.0, 0.0, 0.0, 0.0, 0.0] + [1.0, 0.5, 0.0],
