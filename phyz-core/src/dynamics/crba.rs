@@ -17,8 +17,10 @@ pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<
         }
     }
     let mut m = DMatrix::zeros(model.nv(), model.nv());
+    // Each link's motion subspace, once: the walk below reads every ancestor's for every dof.
+    let subspaces: Vec<_> = links.iter().map(|l| subspace(model, l)).collect();
     for (i, link) in links.iter().enumerate() {
-        let s = subspace(model, link);
+        let s = &subspaces[i];
         for (k, col) in s.cols().iter().enumerate() {
             let row = link.dof_adr + k;
             // The force needed to accelerate the composite body along this axis, carried up the
@@ -32,7 +34,7 @@ pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<
                 f = kin.local[j].force_to_parent(&f);
                 j = p;
                 let ancestor = &links[j];
-                for (l, other) in subspace(model, ancestor).cols().iter().enumerate() {
+                for (l, other) in subspaces[j].cols().iter().enumerate() {
                     let col_index = ancestor.dof_adr + l;
                     let value = other.dot(&f);
                     m[(row, col_index)] = value;
