@@ -155,9 +155,9 @@ fn contact_options_are_read_and_checked() {
     assert!(matches!(impratio.kind, MjcfErrorKind::Model(ModelError::InvalidOption { .. })), "{impratio}");
 }
 
-/// Explicit contact pairs: what they name must exist, once; MuJoCo's condims only; anisotropic friction (which MuJoCo's five friction numbers allow, and
-/// which a pair's partial `friction` attribute gives) is refused rather than made isotropic; each
-/// error at its `<pair>`.
+/// Explicit contact pairs: what they name must exist, once; MuJoCo's condims only; anisotropic
+/// friction (which MuJoCo's five friction numbers allow, and which a pair's partial `friction`
+/// attribute gives) is refused rather than made isotropic; each error at its `<pair>`.
 #[test]
 fn contact_pair_errors_name_the_pair() {
     let with = |pair: &str| {

@@ -43,11 +43,11 @@ fn a_failed_step_changes_nothing() {
     let good = sim.state.clone();
     sim.state.qvel[6] = SPIN;
     let (state, cache) = (sim.state.clone(), format!("{:?}", sim.contact));
+    let mut copy = sim.clone();
     let failed = sim.step(&ctrl);
     assert!(matches!(failed, Err(StepError::NonFiniteResult { .. })), "{failed:?}");
     assert_eq!(sim.state, state, "the state is unchanged");
     assert_eq!(format!("{:?}", sim.contact), cache, "the cache is unchanged");
-    let mut copy = sim.clone();
     sim.state = good.clone();
     copy.state = good;
     assert_eq!(sim.step(&ctrl).expect("step"), copy.step(&ctrl).expect("step"));

@@ -117,7 +117,8 @@ pub fn detect_lane<S: Scalar>(
         }
         // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
         // before the pair's material is mixed.
-        if apart(g1, g2, g1.geom.margin + g2.geom.margin) {
+        let margin = g1.geom.margin + g2.geom.margin;
+        if apart(g1, g2, margin) {
             continue;
         }
         // MuJoCo's condim: the higher priority's, else the larger.
@@ -126,7 +127,6 @@ pub fn detect_lane<S: Scalar>(
             std::cmp::Ordering::Less => g2.geom.condim,
             std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
         };
-        let margin = g1.geom.margin + g2.geom.margin;
         let material = || pair_material(&g1.geom, &g2.geom);
         collide(model, [g1, g2], margin, material, condim, None, &mut contacts)?;
     }

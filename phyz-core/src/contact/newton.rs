@@ -7,7 +7,9 @@
 //!
 //! a convex, piecewise-smooth function whose gradient `g = M (x − x₀) − Jᵀ f` vanishes at the
 //! solution (`f` the impulses, [`super::cost`]). Each iteration factorizes the Hessian
-//! `H = M + Jᵀ ∂²s J` (Cholesky within its envelope, [`super::envelope`]), steps along `−H⁻¹ g` with an exact line
+//! `H = M + Jᵀ ∂²s J` (Cholesky within its envelope, [`super::envelope`]; the last factorization
+//! is kept when no constraint changed zone and no cone slides, as `H` is then the same matrix),
+//! steps along `−H⁻¹ g` with an exact line
 //! search on the piecewise-quadratic restriction of `c`, and stops as MuJoCo does: when the
 //! scaled cost improvement, the scaled gradient or the Newton decrement falls below the
 //! tolerance. Nothing else counts as converged.
