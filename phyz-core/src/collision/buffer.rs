@@ -45,7 +45,7 @@ impl ContactBuffer {
                 let fits = |slot: &Vec<Option<Contact>>| {
                     slot[lane].is_none()
                         && slot.iter().flatten().all(|o| {
-                            o.kind == contact.kind
+                            o.condim == contact.condim
                                 && o.tangent_body == contact.tangent_body
                                 && o.anchor.same_structure(&contact.anchor)
                         })

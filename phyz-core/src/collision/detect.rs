@@ -11,8 +11,8 @@ use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
 use super::{box_box, capsule_box, convex};
 use crate::Scalar;
-use crate::contact::{ConstraintKind, Material, SolImp, SolRef};
 use crate::math::Pose;
+use crate::model::material::{Material, SolImp, SolRef};
 use crate::model::{ContactPair, Geom, Model, Shape};
 
 /// Most contact points one pair of geoms contributes.
@@ -32,7 +32,9 @@ pub struct Contact {
     pub tangent_ref: Vector3<f64>,
     pub tangent_body: Option<usize>,
     pub material: Material,
-    pub kind: ConstraintKind,
+    /// MuJoCo's contact dimension, 1, 3, 4 or 6 (the pair's, or the higher-priority or larger
+    /// of the geoms'): which rows the constraint stage gives the contact.
+    pub condim: u8,
     /// The explicit contact pair (`Model::contact_pairs`) whose parameters the contact takes;
     /// `None` for geoms that collide by their `contype` and `conaffinity`.
     pub pair: Option<usize>,
@@ -173,13 +175,6 @@ fn collide<S: Scalar>(
     pair: Option<usize>,
     contacts: &mut Vec<Contact>,
 ) -> Result<(), UnsupportedPair> {
-    // `ModelBuilder::build` admits MuJoCo's dimensions only: 1, 3, 4, 6.
-    let kind = match condim {
-        1 => ConstraintKind::Frictionless,
-        4 => ConstraintKind::Torsional,
-        6 => ConstraintKind::Rolling,
-        _ => ConstraintKind::Contact,
-    };
     let found = self::pair(g1, g2, margin).ok_or_else(|| UnsupportedPair {
         geom1: label(model, g1),
         shape1: g1.geom.shape.name(),
@@ -196,7 +191,7 @@ fn collide<S: Scalar>(
             None => (tangent_reference(&normal), None),
         };
         let geoms = [g1.index, g2.index];
-        contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, kind, depth, pair });
+        contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, condim, depth, pair });
     }
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! One constraint's physics: what a contact or limit asks of the solve.
 
 use super::config::SolverConfig;
-use super::material::{Material, SolRef, smoothstep};
 use crate::Scalar;
+use crate::model::material::{Material, SolRef, smoothstep};
 
 /// The impedance an impacting contact is driven to: nearly rigid, so the rebound is the
 /// restitution's and not the soft model's, but not exactly rigid, so a flat landing (a rank-

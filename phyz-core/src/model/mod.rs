@@ -12,6 +12,7 @@ mod equality;
 mod error;
 mod geom;
 mod joint;
+pub mod material;
 pub mod mesh;
 pub mod mjcf;
 mod options;

@@ -225,7 +225,7 @@ fn contact_constraint<S: Scalar>(
     let frame = lifted.anchor.evaluate(model, kin, &tangent_ref);
     let [a, b] = lifted.anchor.bodies();
     let contacts = slot.contacts();
-    let kind = contacts[0].kind;
+    let kind = contact_kind(contacts[0].condim);
     let relative = relative_jacobian(model, kin, [a, b], Some([&frame.point, &frame.point]));
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
@@ -270,6 +270,17 @@ fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> M
     }
     let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
     Material::from_lanes(&own)
+}
+
+/// The constraint a contact of MuJoCo's dimension `condim` is (`ModelBuilder::build` admits
+/// 1, 3, 4 and 6 only).
+fn contact_kind(condim: u8) -> ConstraintKind {
+    match condim {
+        1 => ConstraintKind::Frictionless,
+        4 => ConstraintKind::Torsional,
+        6 => ConstraintKind::Rolling,
+        _ => ConstraintKind::Contact,
+    }
 }
 
 /// MuJoCo's pyramidal cone for a frictional contact: per friction row `k`, the pair of edges
