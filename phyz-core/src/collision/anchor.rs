@@ -48,6 +48,10 @@ pub enum Anchor<T = f64> {
     Points { a: usize, point_a: Vector3<T>, b: usize, point_b: Vector3<T>, normal: Vector3<T>, normal_on_b: bool },
 }
 
+/// The most numbers an anchor holds (a plane and a support point: normal, origin, the geom's
+/// rotation and position, three surface numbers).
+const MAX_NUMBERS: usize = 21;
+
 /// A curved surface whose point deepest along a direction has a closed form.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Surface<T = f64> {
@@ -102,25 +106,40 @@ impl Anchor {
             && normal_on_b(self) == normal_on_b(other)
     }
 
-    /// The real numbers of the anchor, in the order [`Anchor::rebuild`] reads them.
-    fn numbers(&self) -> Vec<f64> {
-        let v = |x: &Vector3<f64>| x.iter().copied().collect::<Vec<_>>();
+    /// The real numbers of the anchor, in the order [`Anchor::rebuild`] reads them: the first
+    /// `len` of a fixed array (no allocation per contact and step).
+    fn numbers(&self) -> ([f64; MAX_NUMBERS], usize) {
+        let mut out = [0.0; MAX_NUMBERS];
+        let mut len = 0;
+        let mut put = |xs: &[f64]| {
+            out[len..len + xs.len()].copy_from_slice(xs);
+            len += xs.len();
+        };
         match self {
             Anchor::Plane { normal, origin, center, radius, .. } => {
-                [v(normal), v(origin), v(center), vec![*radius]].concat()
+                [normal, origin, center].iter().for_each(|v| put(v.as_slice()));
+                put(&[*radius]);
             }
             Anchor::PlaneSupport { normal, origin, geom, surface, .. } => {
-                let surface = match surface {
-                    Surface::Ellipsoid { radii } => v(radii),
-                    Surface::CylinderRim { radius, half_length, end } => vec![*radius, *half_length, *end],
-                };
-                [v(normal), v(origin), geom.rot.iter().copied().collect(), v(&geom.pos), surface].concat()
+                [normal, origin].iter().for_each(|v| put(v.as_slice()));
+                put(geom.rot.as_slice());
+                put(geom.pos.as_slice());
+                match surface {
+                    Surface::Ellipsoid { radii } => put(radii.as_slice()),
+                    Surface::CylinderRim { radius, half_length, end } => put(&[*radius, *half_length, *end]),
+                }
             }
             Anchor::Spheres { center_a, radius_a, center_b, radius_b, .. } => {
-                [v(center_a), vec![*radius_a], v(center_b), vec![*radius_b]].concat()
+                put(center_a.as_slice());
+                put(&[*radius_a]);
+                put(center_b.as_slice());
+                put(&[*radius_b]);
             }
-            Anchor::Points { point_a, point_b, normal, .. } => [v(point_a), v(point_b), v(normal)].concat(),
+            Anchor::Points { point_a, point_b, normal, .. } => {
+                [point_a, point_b, normal].iter().for_each(|v| put(v.as_slice()));
+            }
         }
+        (out, len)
     }
 
     /// An anchor of `self`'s structure holding the numbers `x` (as [`Anchor::numbers`] orders
@@ -160,15 +179,16 @@ impl Anchor {
         if !lanes.iter().all(|a| first.same_structure(a)) {
             return None;
         }
-        let numbers: Vec<Vec<f64>> = lanes.iter().map(|a| a.numbers()).collect();
+        let numbers: Vec<([f64; MAX_NUMBERS], usize)> = lanes.iter().map(|a| a.numbers()).collect();
+        let len = numbers[0].1;
         // One lane (no batch): each number as it is, without gathering lanes.
-        let lifted: Vec<S> = match numbers.as_slice() {
-            [only] => only.iter().map(|&x| S::from_f64(x)).collect(),
-            _ => (0..numbers[0].len())
-                .map(|i| S::from_lanes(&numbers.iter().map(|n| n[i]).collect::<Vec<_>>()))
-                .collect(),
+        let lifted: [S; MAX_NUMBERS] = match numbers.as_slice() {
+            [(only, _)] => only.map(S::from_f64),
+            _ => std::array::from_fn(|i| {
+                if i < len { S::from_lanes(&numbers.iter().map(|n| n.0[i]).collect::<Vec<_>>()) } else { S::zero() }
+            }),
         };
-        Some(first.rebuild(&lifted))
+        Some(first.rebuild(&lifted[..len]))
     }
 }
 
