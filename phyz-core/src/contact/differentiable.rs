@@ -36,7 +36,7 @@ pub fn solve_scalar<S: Scalar>(
     let mut solutions = Vec::with_capacity(lanes);
     let mut sensitivities = Vec::with_capacity(lanes);
     for lane in 0..lanes {
-        let (real, rows) = problem.lane(lane);
+        let (real, rows) = problem.lane_view(lane);
         let lane_warm = warm.get(lane).map_or_else(Warm::default, |w| Warm {
             velocity: w.velocity.clone(),
             impulses: w

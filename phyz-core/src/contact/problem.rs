@@ -9,6 +9,9 @@
 //! problem `min ½ fᵀ(A + R)f + fᵀ(J x₀ − target)` over the friction cones, `A = J M⁻¹ Jᵀ`; the
 //! impulses are `f = −∂s/∂jar` at the solution, and `M (x − x₀) = Jᵀ f`.
 
+use std::any::Any;
+use std::borrow::Cow;
+
 use nalgebra::{DMatrix, DVector};
 
 use super::config::{Method, SolverConfig};
@@ -126,6 +129,19 @@ impl<S: Scalar> ContactProblem<S> {
         let kind = self.constraints[c].kind;
         let rows = at..at + kind.dim();
         Piece { kind, jar: &jar[rows.clone()], d: &d[rows], mu: self.mu[c], twist: self.twist[c] }
+    }
+
+    /// [`ContactProblem::lane`], borrowed instead of copied where the problem already is that
+    /// lane: a plain `f64` problem with every constraint present (the common step).
+    pub fn lane_view(&self, lane: usize) -> (Cow<'_, ContactProblem<f64>>, Vec<usize>) {
+        let own = (self as &dyn Any).downcast_ref::<ContactProblem<f64>>();
+        match own {
+            Some(problem) if problem.present.iter().all(|&p| p) => (Cow::Borrowed(problem), (0..self.rows()).collect()),
+            _ => {
+                let (problem, rows) = self.lane(lane);
+                (Cow::Owned(problem), rows)
+            }
+        }
     }
 
     /// The real parts of batch lane `lane`, the constraints absent from it left out, with the
