@@ -145,13 +145,19 @@ FRICTION_LOSS = """<!-- Dry friction (frictionloss) on a hinge arm (the elbow wi
   </tendon>
 </mujoco>
 """
-# The drops and slides again under RK4 (MuJoCo applies the constraints at every stage, as phyz does).
-for base in ["box_tilted", "box_tilted_pyramidal", "box_slide_pyramidal", "box_slide_elliptic", "sphere_skid_pyramidal"]:
+def add_rk4(base):
+    """Scene `base` again under RK4, as `<base>_rk4` (MuJoCo applies the constraints at every
+    stage, as phyz does)."""
     rk4 = base + "_rk4"
     CONTACT_SCENES[rk4] = (CONTACT_SCENES[base]
                            .replace('integrator="Euler"', 'integrator="RK4"')
                            .replace(f'model="{base}"', f'model="{rk4}"')
                            .replace("<!-- ", "<!-- RK4: ", 1))
+
+
+# The drops and slides again under RK4.
+for base in ["box_tilted", "box_tilted_pyramidal", "box_slide_pyramidal", "box_slide_elliptic", "sphere_skid_pyramidal"]:
+    add_rk4(base)
 
 def variant(base, name, comment, geom_attrs="", cone=None):
     """Scene `base` renamed, with extra attributes on its moving geom and, given `cone`, another
@@ -186,10 +192,7 @@ CONTACT_SCENES["sphere_roll_condim6"] = variant(
 CONTACT_SCENES["sphere_roll_condim6_pyramidal"] = variant(
     "sphere_roll_condim6", "sphere_roll_condim6_pyramidal", "sphere_roll_condim6 under the pyramidal cone.",
     cone="")
-CONTACT_SCENES["sphere_roll_condim6_rk4"] = (CONTACT_SCENES["sphere_roll_condim6"]
-                                             .replace('integrator="Euler"', 'integrator="RK4"')
-                                             .replace('model="sphere_roll_condim6"', 'model="sphere_roll_condim6_rk4"')
-                                             .replace("<!-- ", "<!-- RK4: ", 1))
+add_rk4("sphere_roll_condim6")
 
 CONTACT_SCENES["friction_loss"] = FRICTION_LOSS.format(name="friction_loss", integrator="Euler")
 CONTACT_SCENES["friction_loss_rk4"] = FRICTION_LOSS.format(name="friction_loss_rk4", integrator="RK4")
@@ -449,11 +452,7 @@ for name, p in PAIRS.items():
     CONTACT_SCENES[name] = PAIR_TEMPLATE.format(name=name, **{"post_orient": "", "orient": "", **p})
 # Some pairs again under RK4 (both MuJoCo and phyz solve the contacts at every stage).
 for base in ["pair_box_box_turned", "pair_capsule_box_flat", "pair_capsule_parallel_offset"]:
-    rk4 = base + "_rk4"
-    CONTACT_SCENES[rk4] = (CONTACT_SCENES[base]
-                           .replace('integrator="Euler"', 'integrator="RK4"')
-                           .replace(f'model="{base}"', f'model="{rk4}"')
-                           .replace("<!-- ", "<!-- RK4: ", 1))
+    add_rk4(base)
 EXPLICIT_PAIRS = """<!-- Explicit contact pairs (<contact><pair>): a box that collides with nothing by its contype
      and conaffinity touches the floor through a pair with its own condim (4), friction, solref,
      solreffriction, solimp and margin, launched sliding and turning; a sphere whose own contact
@@ -505,17 +504,12 @@ CONTACT_LAUNCH = {
     "box_slide_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "box_slide_impratio": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "sphere_skid_pyramidal": [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-    "box_slide_pyramidal_rk4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
-    "box_slide_elliptic_rk4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
-    "sphere_skid_pyramidal_rk4": [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     "friction_loss": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
-    "friction_loss_rk4": [1.0, -2.0, 0.5, 0.3, 1.0, -0.5],
     "box_slide_condim4": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "box_tilted_condim1": [0.5, 0.2, 0.0, 0.0, 0.0, 1.0],
     "box_slide_condim4_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0],
     "sphere_roll_condim6": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
     "sphere_roll_condim6_pyramidal": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
-    "sphere_roll_condim6_rk4": [1.0, 0.5, 0.0, 0.0, 0.0, 8.0],
     "ties": TIES_LAUNCH,
     "pairs_explicit": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0] + [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pairs_explicit_pyramidal": [1.0, 0.3, 0.0, 0.0, 0.0, 2.0] + [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
@@ -523,18 +517,14 @@ CONTACT_LAUNCH = {
     "pair_sphere_box": [0.6, 0.2, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_parallel_apart": [-0.8, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_parallel_offset": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
-    "pair_capsule_parallel_offset_rk4": [-0.3, 0.0, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_cylinder_rim": [0.4, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_edge": [0.0, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_capsule_box_flat": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],
-    "pair_capsule_box_flat_rk4": [0.2, 0.3, 0.0, 0.0, 0.0, 0.0],
     "pair_sphere_margin": [0.5, 0.1, 0.0, 0.0, 0.0, 0.0],
     "pair_ellipsoid_plane": [0.5, 0.3, 0.0, 0.0, 0.0, 3.0],
     "ties_centred": [2.0] + [0.3, 0.0, 0.0, 0.0, 0.0, 0.0] + [1.0, 0.5, 0.0],
     "equality": [1.0, -0.5, 0.3, 0.8],
-    "equality_rk4": [1.0, -0.5, 0.3, 0.8],
     "equality_inactive": [1.0, -0.5, 0.3, 0.8],
-    "ties_rk4": TIES_LAUNCH,
 }
 
 
@@ -784,7 +774,8 @@ def check_limits(path, out_root):
 def run_contact(m, name, qvel_offset=0.0):
     d = mujoco.MjData(m)
     mujoco.mj_resetData(m, d)
-    d.qvel[:] = CONTACT_LAUNCH.get(name, [0.0] * m.nv)
+    # An RK4 scene is launched as the Euler scene it repeats.
+    d.qvel[:] = CONTACT_LAUNCH.get(name.removesuffix("_rk4"), [0.0] * m.nv)
     d.qvel[:] += qvel_offset
     rows, ncon, nefc, warns = [state_row(d)], [], [], set()
     for _ in range(CONTACT_STEPS):

@@ -493,19 +493,25 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
     let ([b0, b1], [p2, q2], r2) = core(g2)?;
     let (d1, d2) = (q1 - p1, q2 - p2);
     let (s, t) = closest_on_segments(p1, d1, p2, d2);
-    let (c1, c2) = (p1 + d1 * s, p2 + d2 * t);
-    let gap = c2 - c1;
+    let centres = [a0 + (a1 - a0) * s, b0 + (b1 - b0) * t];
+    Some(sphere_pair([g1, g2], centres, [p1 + d1 * s, p2 + d2 * t], [r1, r2], 0))
+}
+
+/// Two spheres of radii `r` at `centres` (body frames; `world`: the same points in the world),
+/// one on each geom, pinned as an [`Anchor::Spheres`] whose normal joins the centres.
+fn sphere_pair([g1, g2]: [&Placed; 2], centres: Segment, world: Segment, r: [f64; 2], feature: usize) -> Found {
+    let gap = world[1] - world[0];
     let distance = gap.norm();
     let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
     let anchor = Anchor::Spheres {
         a: g1.body,
-        center_a: a0 + (a1 - a0) * s,
-        radius_a: r1,
+        center_a: centres[0],
+        radius_a: r[0],
         b: g2.body,
-        center_b: b0 + (b1 - b0) * t,
-        radius_b: r2,
+        center_b: centres[1],
+        radius_b: r[1],
     };
-    Some(Found { feature: 0, anchor, depth: r1 + r2 - distance, normal, tangent: None })
+    Found { feature, anchor, depth: r[0] + r[1] - distance, normal, tangent: None }
 }
 
 /// Below this squared sine of the angle between two capsules' axes, MuJoCo 4 takes them as
@@ -548,21 +554,12 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let mut found = Vec::with_capacity(2);
     // Two contacts always, as MuJoCo's: where the overlap is a point (or none) the same one twice.
     for (feature, (x1, x2)) in [end(lower), end(upper)].into_iter().enumerate() {
-        let gap = (g2.world.pos + a2 * x2) - (g1.world.pos + a1 * x1);
-        let distance = gap.norm();
-        if distance > margin + r1 + r2 {
+        let world = [g1.world.pos + a1 * x1, g2.world.pos + a2 * x2];
+        if (world[1] - world[0]).norm() > margin + r1 + r2 {
             continue;
         }
-        let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
-        let anchor = Anchor::Spheres {
-            a: g1.body,
-            center_a: g1.local.pos + half_axis(&g1.local, *h1) * x1,
-            radius_a: *r1,
-            b: g2.body,
-            center_b: g2.local.pos + half_axis(&g2.local, *h2) * x2,
-            radius_b: *r2,
-        };
-        found.push(Found { feature, anchor, depth: r1 + r2 - distance, normal, tangent: None });
+        let centres = [g1.local.pos + half_axis(&g1.local, *h1) * x1, g2.local.pos + half_axis(&g2.local, *h2) * x2];
+        found.push(sphere_pair([g1, g2], centres, world, [*r1, *r2], feature));
     }
     Some(found)
 }

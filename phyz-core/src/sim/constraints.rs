@@ -338,6 +338,13 @@ fn own_material<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S) -> Materia
     }
 }
 
+/// The Jacobian row of one degree of freedom, `value` at `dof` and zero elsewhere.
+fn unit_row<S: Scalar>(nv: usize, dof: usize, value: S) -> DVector<S> {
+    let mut row = DVector::zeros(nv);
+    row[dof] = value;
+    row
+}
+
 /// Joint and tendon limits within their margins in some lane, as one-row unilateral
 /// constraints (present in the lanes where they are within the margin).
 fn limits<S: Scalar>(
@@ -374,11 +381,7 @@ fn limits<S: Scalar>(
         let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
         let x = q[joint.qpos_adr()];
         for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
-            let row = || {
-                let mut jac = DVector::zeros(model.nv());
-                jac[joint.dof_adr()] = S::from_f64(sign);
-                jac
-            };
+            let row = || unit_row(model.nv(), joint.dof_adr(), S::from_f64(sign));
             let key = Key::JointLimit { joint: j, upper };
             push(key, &row, depth, joint.limit_margin, material, weights.dof[joint.dof_adr()]);
         }
@@ -429,11 +432,7 @@ fn friction_losses<S: Scalar>(model: &Model<S>, lanes: usize, weights: &InverseW
     };
     for joint in model.joints() {
         for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
-            let row = || {
-                let mut jacobian = DVector::zeros(nv);
-                jacobian[dof] = S::one();
-                jacobian
-            };
+            let row = || unit_row(nv, dof, S::one());
             let (solref, solimp) = (joint.solref_friction, joint.solimp_friction);
             push(Key::FrictionLoss { dof }, joint.frictionloss, solref, solimp, &row, weights.dof[dof]);
         }
@@ -462,8 +461,7 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>) -> Vec<Gathered<S>> {
     // A coupled object's value less its reference, Jacobian row and inverse weight.
     let joint = |j: usize| {
         let joint = &model.joints()[j];
-        let mut jac = DVector::zeros(nv);
-        jac[joint.dof_adr()] = S::one();
+        let jac = unit_row(nv, joint.dof_adr(), S::one());
         (q[joint.qpos_adr()] - q0[joint.qpos_adr()], jac, weights.dof[joint.dof_adr()])
     };
     let tendon = |t: usize| {
