@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use phyz::sim::step_with;
+use phyz::sim::Simulator;
 
 use super::{CliError, ConstraintArgs, load};
 
@@ -30,15 +30,16 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     }
     let ctrl = vec![0.0; model.nu()];
     let start = model.default_state();
+    // Each run steps a fresh simulator in place, as a user's loop does.
     let run = || -> Result<(f64, f64), CliError> {
-        let mut state = start.clone();
-        let mut contact = contact.clone();
+        let mut sim = Simulator::new(model.clone());
+        sim.state = start.clone();
+        sim.contact = contact.clone();
         let mut iterations = 0;
         let began = Instant::now();
         for _ in 0..args.steps {
-            let (next, info) = step_with(&model, &state, &ctrl, &mut contact)?;
-            state = next;
-            iterations += info.iterations;
+            sim.step(&ctrl)?;
+            iterations += sim.info.iterations;
         }
         Ok((began.elapsed().as_secs_f64() * 1e6 / args.steps as f64, iterations as f64 / args.steps as f64))
     };

@@ -23,12 +23,60 @@ pub fn forward_dynamics<S: Scalar>(
     tau: &DVector<S>,
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
+    let mut qacc = DVector::zeros(model.nv());
+    forward_dynamics_into(model, kin, qvel, tau, extra_diagonal, &mut AbaBuffers::default(), &mut qacc)?;
+    Ok(qacc)
+}
+
+/// The per-link quantities of the articulated-body algorithm, kept between calls so that a
+/// step reuses their storage.
+#[derive(Clone, Debug)]
+pub struct AbaBuffers<S: Scalar> {
+    vel: Vec<Motion<S>>,
+    bias_acc: Vec<Motion<S>>,
+    inertia: Vec<Matrix6<S>>,
+    bias_force: Vec<Force<S>>,
+    /// Per link: `U = IA·S` (as 6-vectors), `D⁻¹` and `u = τ − Sᵀ pA`.
+    u_cols: Vec<[Vector6<S>; 3]>,
+    d_inv: Vec<Matrix3<S>>,
+    u_res: Vec<[S; 3]>,
+    acc: Vec<Motion<S>>,
+}
+
+impl<S: Scalar> Default for AbaBuffers<S> {
+    fn default() -> Self {
+        AbaBuffers {
+            vel: Vec::new(),
+            bias_acc: Vec::new(),
+            inertia: Vec::new(),
+            bias_force: Vec::new(),
+            u_cols: Vec::new(),
+            d_inv: Vec::new(),
+            u_res: Vec::new(),
+            acc: Vec::new(),
+        }
+    }
+}
+
+/// [`forward_dynamics`] written into `qacc` (length `nv`), with the links' quantities in
+/// `buffers`.
+pub fn forward_dynamics_into<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    qvel: &DVector<S>,
+    tau: &DVector<S>,
+    extra_diagonal: Option<&DVector<S>>,
+    buffers: &mut AbaBuffers<S>,
+    qacc: &mut DVector<S>,
+) -> Result<(), StepError> {
     let links = &model.tree().links;
     let n = links.len();
-    let mut vel: Vec<Motion<S>> = Vec::with_capacity(n);
-    let mut bias_acc: Vec<Motion<S>> = Vec::with_capacity(n);
-    let mut inertia: Vec<Matrix6<S>> = Vec::with_capacity(n);
-    let mut bias_force: Vec<Force<S>> = Vec::with_capacity(n);
+    let AbaBuffers { vel, bias_acc, inertia, bias_force, u_cols, d_inv, u_res, acc } = buffers;
+    for buffer in [&mut *vel, &mut *bias_acc, &mut *acc] {
+        buffer.clear();
+    }
+    inertia.clear();
+    bias_force.clear();
     for (i, link) in links.iter().enumerate() {
         let vj = subspace(model, link).apply(dofs(link, qvel));
         let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
@@ -39,10 +87,13 @@ pub fn forward_dynamics<S: Scalar>(
         vel.push(v);
     }
 
-    // Per link: U = IA·S (as 6-vectors), D⁻¹ and u = τ − Sᵀ pA, kept for the forward pass.
-    let mut u_cols: Vec<[Vector6<S>; 3]> = vec![[Vector6::zeros(); 3]; n];
-    let mut d_inv: Vec<Matrix3<S>> = vec![Matrix3::zeros(); n];
-    let mut u_res: Vec<[S; 3]> = vec![[S::zero(); 3]; n];
+    // Kept for the forward pass.
+    u_cols.clear();
+    u_cols.resize(n, [Vector6::zeros(); 3]);
+    d_inv.clear();
+    d_inv.resize(n, Matrix3::zeros());
+    u_res.clear();
+    u_res.resize(n, [S::zero(); 3]);
     for (i, link) in links.iter().enumerate().rev() {
         let s = subspace(model, link);
         let cols = s.cols();
@@ -83,8 +134,6 @@ pub fn forward_dynamics<S: Scalar>(
     }
 
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
-    let mut acc: Vec<Motion<S>> = Vec::with_capacity(n);
-    let mut qacc = DVector::zeros(model.nv());
     for (i, link) in links.iter().enumerate() {
         let parent_acc = link.parent.map_or(world_acc, |p| acc[p]);
         let mut a = kin.local[i].motion_to_child(&parent_acc) + bias_acc[i];
@@ -100,7 +149,7 @@ pub fn forward_dynamics<S: Scalar>(
         }
         acc.push(a);
     }
-    Ok(qacc)
+    Ok(())
 }
 
 /// The armature of the joint behind a link (per degree of freedom).

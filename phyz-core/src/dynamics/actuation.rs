@@ -9,8 +9,14 @@ use crate::model::{Model, Transmission};
 /// forces clamped to their ranges (MuJoCo's `qfrc_actuator`). Zero when actuation is disabled.
 pub fn actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, ctrl: &[S]) -> DVector<S> {
     let mut f = DVector::zeros(model.nv());
+    add_actuator_forces(model, qpos, qvel, ctrl, &mut f);
+    f
+}
+
+/// Adds [`actuator_forces`] to `f`.
+pub fn add_actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, ctrl: &[S], f: &mut DVector<S>) {
     if !model.enabled.actuation {
-        return f;
+        return;
     }
     for (actuator, &u) in model.actuators().iter().zip(ctrl) {
         let u = match actuator.ctrl_range {
@@ -34,8 +40,7 @@ pub fn actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DV
         let force = actuator.force_range.map_or(force, |[lo, hi]| force.clamp(lo, hi));
         match actuator.transmission() {
             Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,
-            Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, &mut f),
+            Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f),
         }
     }
-    f
 }

@@ -4,27 +4,42 @@ use nalgebra::DMatrix;
 
 use super::kinematics::{Kinematics, link_inertia, subspace};
 use crate::Scalar;
+use crate::math::SpatialInertia;
 use crate::model::Model;
 
 /// The joint-space mass matrix `M(q)`, armature included on the diagonal.
 pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<S> {
+    let mut m = DMatrix::zeros(model.nv(), model.nv());
+    mass_matrix_into(model, kin, &mut Vec::new(), &mut m);
+    m
+}
+
+/// [`mass_matrix`] written into `m` (resized to `nv × nv` if it is not), with the links'
+/// composite inertias in `composite`.
+pub fn mass_matrix_into<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    composite: &mut Vec<SpatialInertia<S>>,
+    m: &mut DMatrix<S>,
+) {
     let links = &model.tree().links;
-    let mut composite: Vec<_> = links.iter().map(|l| link_inertia(model, l)).collect();
+    composite.clear();
+    composite.extend(links.iter().map(|l| link_inertia(model, l)));
     for (i, link) in links.iter().enumerate().rev() {
         if let Some(p) = link.parent {
             let moved = composite[i].to_parent(&kin.local[i]);
             composite[p] = composite[p] + moved;
         }
     }
-    let mut m = DMatrix::zeros(model.nv(), model.nv());
-    // Each link's motion subspace, once: the walk below reads every ancestor's for every dof.
-    let subspaces: Vec<_> = links.iter().map(|l| subspace(model, l)).collect();
+    let nv = model.nv();
+    if m.shape() != (nv, nv) {
+        *m = DMatrix::zeros(nv, nv);
+    }
+    m.fill(S::zero());
     for (i, link) in links.iter().enumerate() {
-        let s = &subspaces[i];
+        let s = subspace(model, link);
         for (k, col) in s.cols().iter().enumerate() {
             let row = link.dof_adr + k;
-            // The force needed to accelerate the composite body along this axis, carried up the
-            // tree; its projection on each ancestor axis is one off-diagonal entry.
             let mut f = composite[i].mul_motion(col);
             for (l, other) in s.cols().iter().enumerate() {
                 m[(row, link.dof_adr + l)] = other.dot(&f);
@@ -34,7 +49,7 @@ pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<
                 f = kin.local[j].force_to_parent(&f);
                 j = p;
                 let ancestor = &links[j];
-                for (l, other) in subspaces[j].cols().iter().enumerate() {
+                for (l, other) in subspace(model, ancestor).cols().iter().enumerate() {
                     let col_index = ancestor.dof_adr + l;
                     let value = other.dot(&f);
                     m[(row, col_index)] = value;
@@ -49,5 +64,4 @@ pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<
             m[(d, d)] += joint.armature;
         }
     }
-    m
 }

@@ -7,22 +7,31 @@
 
 use nalgebra::{DVector, Vector3};
 
-use super::kinematics::{Kinematics, link_velocities};
-use super::rnea::project_link_forces;
+use super::kinematics::{Kinematics, LinkBuffers, link_velocities_into};
+use super::rnea::add_link_forces;
 use crate::Scalar;
 use crate::math::Force;
 use crate::model::Model;
 
-/// Generalized fluid forces at the kinematic state `kin`, `qvel`; zero in vacuum.
-pub fn fluid_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> DVector<S> {
+/// Adds to `tau` the generalized fluid forces at the kinematic state `kin`, `qvel` (none in
+/// vacuum), with the links' velocities and forces in `buffers`.
+pub fn add_fluid_forces<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    qvel: &DVector<S>,
+    buffers: &mut LinkBuffers<S>,
+    tau: &mut DVector<S>,
+) {
     let medium = &model.medium;
     let positive = |x: S| (0..x.lanes()).any(|l| x.lane(l) > 0.0);
     if !model.enabled.fluid || !(positive(medium.density) || positive(medium.viscosity)) {
-        return DVector::zeros(model.nv());
+        return;
     }
-    let vel = link_velocities(model, kin, qvel);
+    let LinkBuffers { velocity: vel, force: forces, .. } = buffers;
+    link_velocities_into(model, kin, qvel, vel);
     let links = &model.tree().links;
-    let mut forces = vec![Force::zero(); links.len()];
+    forces.clear();
+    forces.resize(links.len(), Force::zero());
     for (i, link) in links.iter().enumerate().filter(|(_, l)| l.last_of_body) {
         let body = &model.bodies()[link.body];
         if !positive(body.mass) {
@@ -54,5 +63,5 @@ pub fn fluid_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVe
         let (force, torque) = (axes * force, axes * torque);
         forces[i] = Force::new(torque + body.com.cross(&force), force);
     }
-    project_link_forces(model, kin, forces)
+    add_link_forces(model, kin, forces, tau);
 }

@@ -3,7 +3,7 @@
 use nalgebra::{DVector, Vector3};
 
 use crate::Scalar;
-use crate::math::{Motion, Pose, Quat, SpatialInertia};
+use crate::math::{Force, Motion, Pose, Quat, SpatialInertia};
 use crate::model::tree::{Link, LinkJoint};
 use crate::model::{JointKind, Model};
 
@@ -92,6 +92,22 @@ pub fn link_inertia<S: Scalar>(model: &Model<S>, link: &Link) -> SpatialInertia<
     if link.last_of_body { model.bodies()[link.body].spatial_inertia() } else { SpatialInertia::zero() }
 }
 
+/// Per-link quantities the recursive algorithms fill (velocities, accelerations, forces,
+/// composite inertias), kept between calls so that a step reuses their storage.
+#[derive(Clone, Debug)]
+pub struct LinkBuffers<S> {
+    pub velocity: Vec<Motion<S>>,
+    pub acceleration: Vec<Motion<S>>,
+    pub force: Vec<Force<S>>,
+    pub composite: Vec<SpatialInertia<S>>,
+}
+
+impl<S> Default for LinkBuffers<S> {
+    fn default() -> Self {
+        LinkBuffers { velocity: Vec::new(), acceleration: Vec::new(), force: Vec::new(), composite: Vec::new() }
+    }
+}
+
 /// Poses of every link at one configuration.
 #[derive(Clone, Debug)]
 pub struct Kinematics<S> {
@@ -108,20 +124,34 @@ impl<S: Scalar> Kinematics<S> {
     }
 }
 
+impl<S> Default for Kinematics<S> {
+    fn default() -> Self {
+        Kinematics { local: Vec::new(), world: Vec::new() }
+    }
+}
+
+impl<S: Scalar> Kinematics<S> {
+    /// Recomputes every link's pose at `qpos`, reusing this value's storage.
+    pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
+        let (local, world) = (&mut self.local, &mut self.world);
+        local.clear();
+        world.clear();
+        for link in &model.tree().links {
+            let pose = link_pose(model, link, qpos);
+            world.push(match link.parent {
+                Some(p) => world[p].compose(&pose),
+                None => pose,
+            });
+            local.push(pose);
+        }
+    }
+}
+
 /// Link poses at `qpos`.
 pub fn forward_kinematics<S: Scalar>(model: &Model<S>, qpos: &DVector<S>) -> Kinematics<S> {
-    let links = &model.tree().links;
-    let mut local = Vec::with_capacity(links.len());
-    let mut world: Vec<Pose<S>> = Vec::with_capacity(links.len());
-    for link in links {
-        let pose = link_pose(model, link, qpos);
-        world.push(match link.parent {
-            Some(p) => world[p].compose(&pose),
-            None => pose,
-        });
-        local.push(pose);
-    }
-    Kinematics { local, world }
+    let mut kin = Kinematics::default();
+    kin.update(model, qpos);
+    kin
 }
 
 /// The slice of `x` (a velocity-like vector) that belongs to `link`.
@@ -132,13 +162,18 @@ pub(crate) fn dofs<'a, S: Scalar>(link: &Link, x: &'a DVector<S>) -> &'a [S] {
 
 /// Spatial velocity of every link, in the link's own frame.
 pub fn link_velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Vec<Motion<S>> {
-    let links = &model.tree().links;
-    let mut vel: Vec<Motion<S>> = Vec::with_capacity(links.len());
-    for (i, link) in links.iter().enumerate() {
+    let mut vel = Vec::new();
+    link_velocities_into(model, kin, qvel, &mut vel);
+    vel
+}
+
+/// [`link_velocities`] written into `vel`, reusing its storage.
+pub fn link_velocities_into<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, vel: &mut Vec<Motion<S>>) {
+    vel.clear();
+    for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p]));
         vel.push(inherited + subspace(model, link).apply(dofs(link, qvel)));
     }
-    vel
 }
 
 /// Spatial acceleration of every link (in the link's own frame) when every joint acceleration

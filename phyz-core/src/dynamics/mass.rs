@@ -19,18 +19,40 @@ pub struct MassFactor<S> {
     dof_parent: Vec<Option<usize>>,
 }
 
+impl<S: Scalar> Default for MassFactor<S> {
+    /// The factor of the empty matrix, storage for [`MassFactor::factorize`] to fill.
+    fn default() -> Self {
+        MassFactor { ld: DMatrix::zeros(0, 0), dof_parent: Vec::new() }
+    }
+}
+
 impl<S: Scalar> MassFactor<S> {
     /// Factorizes the mass matrix `m` of `model`. A non-positive pivot (a degree of freedom that
     /// moves no mass) is a [`StepError::SingularMass`].
     pub fn new(model: &Model<S>, m: &DMatrix<S>) -> Result<Self, StepError> {
-        Self::eliminate(m.clone(), model.tree().dof_parent.clone()).map_err(|k| {
+        let mut factor = MassFactor::default();
+        factor.factorize(model, m)?;
+        Ok(factor)
+    }
+
+    /// [`MassFactor::new`] in this value's storage.
+    pub fn factorize(&mut self, model: &Model<S>, m: &DMatrix<S>) -> Result<(), StepError> {
+        self.dof_parent.clone_from(&model.tree().dof_parent);
+        self.eliminate(m).map_err(|k| {
             let link = &model.tree().links[model.tree().dof_link[k]];
             StepError::SingularMass { body: model.bodies()[link.body].name.clone() }
         })
     }
 
-    /// Eliminates from the leaves up along `dof_parent`; a non-positive pivot is `Err(dof)`.
-    fn eliminate(mut ld: DMatrix<S>, dof_parent: Vec<Option<usize>>) -> Result<Self, usize> {
+    /// Copies `m` and eliminates from the leaves up along `dof_parent`; a non-positive pivot is
+    /// `Err(dof)`.
+    fn eliminate(&mut self, m: &DMatrix<S>) -> Result<(), usize> {
+        if self.ld.shape() != m.shape() {
+            self.ld = m.clone();
+        } else {
+            self.ld.copy_from(m);
+        }
+        let (ld, dof_parent) = (&mut self.ld, &self.dof_parent);
         for k in (0..ld.nrows()).rev() {
             let pivot = ld[(k, k)];
             if !(0..pivot.lanes()).all(|l| pivot.lane(l) > 0.0 && pivot.lane(l).is_finite()) {
@@ -49,19 +71,25 @@ impl<S: Scalar> MassFactor<S> {
                 i = dof_parent[ii];
             }
         }
-        Ok(MassFactor { ld, dof_parent })
+        Ok(())
     }
 
     /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
     /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
     pub fn dense(m: &DMatrix<S>) -> Option<Self> {
-        let dof_parent = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
-        Self::eliminate(m.clone(), dof_parent).ok()
+        let mut factor = MassFactor { dof_parent: (0..m.nrows()).map(|k| k.checked_sub(1)).collect(), ..Self::default() };
+        factor.eliminate(m).ok().map(|()| factor)
     }
 
     /// `M⁻¹ b`.
     pub fn solve(&self, b: &DVector<S>) -> DVector<S> {
         let mut x = b.clone();
+        self.solve_in_place(&mut x);
+        x
+    }
+
+    /// `x ← M⁻¹ x`.
+    pub fn solve_in_place(&self, x: &mut DVector<S>) {
         let n = x.len();
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
@@ -85,6 +113,5 @@ impl<S: Scalar> MassFactor<S> {
                 i = self.dof_parent[ii];
             }
         }
-        x
     }
 }

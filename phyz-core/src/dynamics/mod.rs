@@ -13,6 +13,7 @@ pub mod mass;
 pub mod passive;
 pub mod position;
 pub mod rnea;
+pub mod smooth;
 
 pub use aba::forward_dynamics;
 pub use actuation::actuator_forces;
@@ -21,7 +22,8 @@ pub use kinematics::{Kinematics, forward_kinematics};
 pub use mass::MassFactor;
 pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
-pub use rnea::{bias_forces, inverse_dynamics, project_link_forces};
+pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};
+pub use smooth::Smooth;
 
 use nalgebra::DVector;
 
@@ -39,7 +41,7 @@ pub fn smooth_acceleration<S: Scalar>(
     ctrl: &[S],
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
-    let kin = forward_kinematics(model, qpos);
-    let tau = passive_forces(model, &kin, qpos, qvel) + actuator_forces(model, qpos, qvel, ctrl);
-    forward_dynamics(model, &kin, qvel, &tau, extra_diagonal)
+    let mut smooth = Smooth::default();
+    smooth.without_mass(model, (qpos, qvel, ctrl), extra_diagonal)?;
+    Ok(smooth.acceleration)
 }

@@ -2,8 +2,8 @@
 
 use nalgebra::{DVector, Vector3};
 
-use super::fluid::fluid_forces;
-use super::kinematics::{Kinematics, qpos_quat};
+use super::fluid::add_fluid_forces;
+use super::kinematics::{Kinematics, LinkBuffers, qpos_quat};
 use crate::Scalar;
 use crate::math::Quat;
 use crate::model::{JointKind, Model};
@@ -18,7 +18,21 @@ pub fn passive_forces<S: Scalar>(
     qpos: &DVector<S>,
     qvel: &DVector<S>,
 ) -> DVector<S> {
-    let mut f = fluid_forces(model, kin, qvel);
+    let mut f = DVector::zeros(model.nv());
+    add_passive_forces(model, kin, qpos, qvel, &mut LinkBuffers::default(), &mut f);
+    f
+}
+
+/// Adds [`passive_forces`] to `f`, with the links' quantities in `buffers`.
+pub fn add_passive_forces<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    qpos: &DVector<S>,
+    qvel: &DVector<S>,
+    buffers: &mut LinkBuffers<S>,
+    f: &mut DVector<S>,
+) {
+    add_fluid_forces(model, kin, qvel, buffers, f);
     let (spring, damper) = (model.enabled.spring, model.enabled.damper);
     for joint in model.joints() {
         let (q, d) = (joint.qpos_adr(), joint.dof_adr());
@@ -26,12 +40,12 @@ pub fn passive_forces<S: Scalar>(
         if spring {
             match joint.kind() {
                 JointKind::Hinge | JointKind::Slide => f[d] -= k * (qpos[q] - joint.spring_ref),
-                JointKind::Ball => sub3(&mut f, d, &(rotation_error(qpos, q, &Quat::identity()) * k)),
+                JointKind::Ball => sub3(f, d, &(rotation_error(qpos, q, &Quat::identity()) * k)),
                 JointKind::Free => {
                     let body = &model.bodies()[joint.body()];
                     let dp = Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2]) - body.pos;
-                    sub3(&mut f, d, &(dp * k));
-                    sub3(&mut f, d + 3, &(rotation_error(qpos, q + 3, &body.quat.normalize()) * k));
+                    sub3(f, d, &(dp * k));
+                    sub3(f, d + 3, &(rotation_error(qpos, q + 3, &body.quat.normalize()) * k));
                 }
             }
         }
@@ -53,9 +67,8 @@ pub fn passive_forces<S: Scalar>(
         if damper {
             tension -= tendon.damping * tendon.velocity(model, qvel);
         }
-        tendon.apply(model, tension, &mut f);
+        tendon.apply(model, tension, f);
     }
-    f
 }
 
 /// The rotation vector from `reference` to the quaternion at `qpos[adr..]`, in the local frame.

@@ -19,21 +19,27 @@ fn write_quat<S: Scalar>(q: &mut DVector<S>, adr: usize, quat: crate::math::Quat
 /// `qpos ⊕ qvel·dt`.
 pub fn integrate_position<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, dt: S) -> DVector<S> {
     let mut q = qpos.clone();
+    integrate_position_into(model, qpos, qvel, dt, &mut q);
+    q
+}
+
+/// [`integrate_position`] written into `q` (length `nq`).
+pub fn integrate_position_into<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, dt: S, q: &mut DVector<S>) {
+    q.copy_from(qpos);
     for joint in model.joints() {
         let (a, d) = (joint.qpos_adr(), joint.dof_adr());
         let omega = |at: usize| Vector3::new(qvel[at], qvel[at + 1], qvel[at + 2]);
         match joint.kind() {
             JointKind::Hinge | JointKind::Slide => q[a] += qvel[d] * dt,
-            JointKind::Ball => write_quat(&mut q, a, qpos_quat(qpos, a).integrate(&omega(d), dt)),
+            JointKind::Ball => write_quat(q, a, qpos_quat(qpos, a).integrate(&omega(d), dt)),
             JointKind::Free => {
                 for k in 0..3 {
                     q[a + k] += qvel[d + k] * dt;
                 }
-                write_quat(&mut q, a + 3, qpos_quat(qpos, a + 3).integrate(&omega(d + 3), dt));
+                write_quat(q, a + 3, qpos_quat(qpos, a + 3).integrate(&omega(d + 3), dt));
             }
         }
     }
-    q
 }
 
 /// The velocity that carries `from` to `to` in unit time, `to ⊖ from`, as MuJoCo's

@@ -34,3 +34,27 @@ pub fn norm<S: Scalar>(v: &Vector3<S>) -> S {
 pub fn convert_vector<S: Scalar, T: Scalar>(v: &Vector3<S>) -> Vector3<T> {
     v.map(crate::scalar::convert)
 }
+
+/// Makes `v` a zero vector of length `n`, reusing its storage when it already has that length
+/// (a workspace's vectors keep their length from one step to the next).
+pub(crate) fn zero_vector<S: Scalar>(v: &mut nalgebra::DVector<S>, n: usize) {
+    if v.len() == n {
+        v.fill(S::zero());
+    } else {
+        *v = nalgebra::DVector::zeros(n);
+    }
+}
+
+/// `dst ← src`, reusing `dst`'s storage when the shapes agree.
+pub(crate) fn copy_matrix<S: Scalar, R: nalgebra::Dim, C: nalgebra::Dim>(
+    dst: &mut nalgebra::OMatrix<S, R, C>,
+    src: &nalgebra::OMatrix<S, R, C>,
+) where
+    nalgebra::DefaultAllocator: nalgebra::allocator::Allocator<R, C>,
+{
+    if dst.shape() == src.shape() {
+        dst.copy_from(src);
+    } else {
+        *dst = src.clone();
+    }
+}

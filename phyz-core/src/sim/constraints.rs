@@ -12,9 +12,9 @@ use crate::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef, Solution,
     SolverConfig, Units, Warm, solve_scalar,
 };
-use crate::dynamics::{Kinematics, MassFactor, bias_forces, forward_dynamics, forward_kinematics, mass_matrix};
+use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
-use crate::math::Pose;
+use crate::math::{Pose, copy_matrix};
 use crate::model::{Cone, Coupled, Equality, JointKind, Model, State};
 use crate::scalar::{Mask, Scalar};
 
@@ -87,13 +87,13 @@ impl ContactState {
         ContactState { config, capacity: None, warm: Vec::new(), weights: None }
     }
 
-    /// The warm-start cache as it stands, to put back if a step fails.
-    pub(super) fn warm_cache(&self) -> Vec<LaneWarm> {
-        self.warm.clone()
+    /// Copies the warm-start cache as it stands into `saved`, to put back if a step fails.
+    pub(super) fn save_warm_cache(&self, saved: &mut SavedWarm) {
+        saved.0.clone_from(&self.warm);
     }
 
-    pub(super) fn restore_warm_cache(&mut self, cache: Vec<LaneWarm>) {
-        self.warm = cache;
+    pub(super) fn restore_warm_cache(&mut self, saved: &SavedWarm) {
+        self.warm.clone_from(&saved.0);
     }
 
     /// The inverse weights a step of `model` from `state` needs, `None` when nothing can be
@@ -133,6 +133,10 @@ impl ContactState {
         Ok(lifted)
     }
 }
+
+/// A copy of a [`ContactState`]'s warm-start cache (workspace storage).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SavedWarm(Vec<LaneWarm>);
 
 /// What a lane's next solve starts from: the last solve's acceleration (Newton, as MuJoCo's
 /// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
@@ -637,42 +641,53 @@ pub(crate) struct StepInputs<'a, S: Scalar> {
     pub weights: Option<&'a InverseWeights<S>>,
 }
 
+/// One acceleration evaluation's storage: the smooth stages' outputs and the constraint
+/// stage's.
+#[derive(Clone, Debug)]
+pub(crate) struct Evaluation<S: Scalar> {
+    smooth: Smooth<S>,
+    /// The factor of the bare mass matrix where it differs from the smooth stages' (see
+    /// [`acceleration`]).
+    bare: MassFactor<S>,
+    /// `M⁻¹` of the smooth force under that factor.
+    free: DVector<S>,
+}
+
+impl<S: Scalar> Default for Evaluation<S> {
+    fn default() -> Self {
+        Evaluation { smooth: Smooth::default(), bare: MassFactor::default(), free: DVector::zeros(0) }
+    }
+}
+
 /// The acceleration at `(q, v)` with the constraint impulses of a step of `model.timestep`
-/// folded in, and the smooth acceleration when nothing is active. The constraint solve finds the
-/// post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
+/// folded in, and the smooth acceleration when nothing is active, written into `out`. The
+/// constraint solve finds the post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
 pub(crate) fn acceleration<S: Scalar>(
     step: &StepInputs<'_, S>,
-    q: &DVector<S>,
-    v: &DVector<S>,
-    extra_diagonal: Option<&DVector<S>>,
+    (q, v, extra_diagonal): (&DVector<S>, &DVector<S>, Option<&DVector<S>>),
+    evaluation: &mut Evaluation<S>,
     state: &mut ContactState,
     info: &mut StepInfo,
-) -> Result<DVector<S>, StepError> {
+    out: &mut DVector<S>,
+) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
-    let kin = forward_kinematics(model, q);
-    let tau = crate::dynamics::passive_forces(model, &kin, q, v) + crate::dynamics::actuator_forces(model, q, v, ctrl);
+    let smooth = &mut evaluation.smooth;
     let Some(weights) = weights else {
-        return forward_dynamics(model, &kin, v, &tau, extra_diagonal);
+        smooth.without_mass(model, (q, v, ctrl), extra_diagonal)?;
+        out.copy_from(&smooth.acceleration);
+        return Ok(());
     };
     // With constraints possible, MuJoCo's order: the mass matrix and its factorization first,
     // shared by the smooth acceleration and the constraint solve.
-    let mass = mass_matrix(model, &kin);
-    let mut damped = mass.clone();
-    if let Some(extra) = extra_diagonal {
-        for i in 0..model.nv() {
-            damped[(i, i)] += extra[i];
-        }
-    }
-    let factor = MassFactor::new(model, &damped)?;
-    let force = &tau - bias_forces(model, &kin, v);
-    let smooth = factor.solve(&force);
+    smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    let input = StageInput { model, kin: &kin, q, v, lanes, weights };
+    let input = StageInput { model, kin: &smooth.kin, q, v, lanes, weights };
     let gathered = gather(&input, state.capacity, &state.config)?;
+    out.copy_from(&smooth.acceleration);
     if gathered.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();
-        return Ok(smooth);
+        return Ok(());
     }
     let dt = model.timestep;
     // phyz solves in the metric the integrator uses (with Euler's implicit damping); MuJoCo
@@ -680,9 +695,12 @@ pub(crate) fn acceleration<S: Scalar>(
     // constraint force with the damped one — reproduced under compatibility.
     let split = extra_diagonal.is_some() && state.config.mujoco_compat;
     let (metric, free) = if split {
-        (mass.clone(), v + MassFactor::new(model, &mass)?.solve(&force) * dt)
+        evaluation.bare.factorize(model, &smooth.mass)?;
+        copy_matrix(&mut evaluation.free, &smooth.force);
+        evaluation.bare.solve_in_place(&mut evaluation.free);
+        (smooth.mass.clone(), v + &evaluation.free * dt)
     } else {
-        (damped, v + &smooth * dt)
+        (smooth.factored().clone(), v + &smooth.acceleration * dt)
     };
     let rows: Vec<&DVector<S>> = gathered.iter().flat_map(|g| g.jacobian.iter()).collect();
     let jacobian = DMatrix::from_fn(rows.len(), model.nv(), |i, j| rows[i][j]);
@@ -699,12 +717,22 @@ pub(crate) fn acceleration<S: Scalar>(
     let change = velocity - &problem.joint.free;
     if split {
         let impulse = &problem.joint.mass * change;
-        return Ok(smooth + factor.solve(&impulse) / dt);
+        *out += smooth.factor.solve(&impulse) / dt;
+    } else {
+        *out += change / dt;
     }
-    Ok(smooth + change / dt)
+    Ok(())
 }
 
 impl StepInfo {
+    /// Back to the report of a step that has solved nothing yet (keeping the impulses'
+    /// storage).
+    pub(super) fn reset(&mut self) {
+        let impulses = std::mem::take(&mut self.impulses);
+        *self = StepInfo { converged: true, impulses, ..StepInfo::default() };
+        self.impulses.clear();
+    }
+
     /// Folds one solve (all lanes) into the step's report.
     fn record<S: Scalar>(&mut self, gathered: &[Gathered<S>], solutions: &[Solution]) {
         self.impulses.clear();

@@ -10,12 +10,14 @@ use nalgebra::DVector;
 mod constraints;
 mod ties;
 mod weights;
+mod workspace;
 
 use crate::Scalar;
 use crate::dynamics::integrator;
 pub use crate::error::StepError;
 use crate::model::{Integrator, Model, State};
 pub use constraints::{ContactState, StepInfo};
+pub use workspace::Workspace;
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held
 /// over the step), solving contacts and limits with the default preset from a cold start.
@@ -32,34 +34,50 @@ pub fn step_with<S: Scalar>(
     ctrl: &[S],
     contact: &mut ContactState,
 ) -> Result<(State<S>, StepInfo), StepError> {
+    let mut workspace = Workspace::default();
+    let mut info = StepInfo::default();
+    step_in(model, state, ctrl, contact, &mut workspace, &mut info)?;
+    Ok((workspace.next, info))
+}
+
+/// [`step_with`] in a reusable workspace: the next state is left in `workspace.next`, and what
+/// the constraint solves did in `info`. Once the workspace has seen a step of the same model
+/// with as many constraints, an `f64` step allocates nothing.
+pub fn step_in<S: Scalar>(
+    model: &Model<S>,
+    state: &State<S>,
+    ctrl: &[S],
+    contact: &mut ContactState,
+    workspace: &mut Workspace<S>,
+    info: &mut StepInfo,
+) -> Result<(), StepError> {
     check_input(model, state, ctrl)?;
-    let mut info = StepInfo { converged: true, ..StepInfo::default() };
+    info.reset();
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
     let weights = contact.weights_for_step(model, state)?;
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
-    let cache = contact.warm_cache();
+    contact.save_warm_cache(&mut workspace.saved_warm);
     let inputs = constraints::StepInputs { model, ctrl, weights: weights.as_ref() };
+    let Workspace { evaluation, stages, next, saved_warm } = workspace;
     let mut attempt = || {
-        let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>| {
-            constraints::acceleration(&inputs, q, v, extra, contact, &mut info)
+        let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>, out: &mut DVector<S>| {
+            constraints::acceleration(&inputs, (q, v, extra), evaluation, contact, info, out)
         };
-        let next = match model.integrator {
-            Integrator::Euler => integrator::euler(model, state, acceleration)?,
-            Integrator::Rk4 => integrator::rk4(model, state, acceleration)?,
+        match model.integrator {
+            Integrator::Euler => integrator::euler(model, state, stages, next, acceleration)?,
+            Integrator::Rk4 => integrator::rk4(model, state, stages, next, acceleration)?,
         };
         check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
         check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
-        Ok(next)
+        Ok(())
     };
-    match attempt() {
-        Ok(next) => Ok((next, info)),
-        Err(error) => {
-            contact.restore_warm_cache(cache);
-            Err(error)
-        }
+    let result = attempt();
+    if result.is_err() {
+        contact.restore_warm_cache(saved_warm);
     }
+    result
 }
 
 fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
@@ -94,26 +112,28 @@ pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
 
 /// A model, its current state and the contact solver's warm-start cache, stepped in place.
 #[derive(Clone, Debug)]
-pub struct Simulator<S> {
+pub struct Simulator<S: Scalar> {
     pub model: Model<S>,
     pub state: State<S>,
     pub contact: ContactState,
     /// What the last step's constraint solves did.
     pub info: StepInfo,
+    workspace: Workspace<S>,
 }
 
 impl<S: Scalar> Simulator<S> {
     /// Starts at the model's reference configuration, at rest, with the default preset.
     pub fn new(model: Model<S>) -> Self {
         let state = model.default_state();
-        Simulator { model, state, contact: ContactState::default(), info: StepInfo::default() }
+        let (contact, info, workspace) = (ContactState::default(), StepInfo::default(), Workspace::default());
+        Simulator { model, state, contact, info, workspace }
     }
 
-    /// Advances one step; on error the state is unchanged.
+    /// Advances one step; on error the state is unchanged. In steady state (the same
+    /// constraints as an earlier step) an `f64` step allocates nothing.
     pub fn step(&mut self, ctrl: &[S]) -> Result<&State<S>, StepError> {
-        let (next, info) = step_with(&self.model, &self.state, ctrl, &mut self.contact)?;
-        self.state = next;
-        self.info = info;
+        step_in(&self.model, &self.state, ctrl, &mut self.contact, &mut self.workspace, &mut self.info)?;
+        std::mem::swap(&mut self.state, &mut self.workspace.next);
         Ok(&self.state)
     }
 }

@@ -1,0 +1,124 @@
+//! The smooth stages of one acceleration evaluation in MuJoCo's order — position (kinematics,
+//! mass matrix and its factorization), velocity and actuation (passive, actuator and bias
+//! forces), acceleration — with every stage's output kept here (MuJoCo's `mjData` idea), so that
+//! evaluating again refills this storage instead of allocating.
+
+use nalgebra::{DMatrix, DVector};
+
+use super::aba::{AbaBuffers, forward_dynamics_into};
+use super::actuation::add_actuator_forces;
+use super::crba::mass_matrix_into;
+use super::kinematics::{Kinematics, LinkBuffers};
+use super::mass::MassFactor;
+use super::passive::add_passive_forces;
+use super::rnea::rnea;
+use crate::Scalar;
+use crate::error::StepError;
+use crate::math::{copy_matrix, zero_vector};
+use crate::model::Model;
+
+/// The outputs of the smooth stages at one `(q, v, ctrl)`.
+#[derive(Clone, Debug)]
+pub struct Smooth<S: Scalar> {
+    pub kin: Kinematics<S>,
+    /// `M(q)`, armature included (filled by [`Smooth::with_mass`] only).
+    pub mass: DMatrix<S>,
+    /// The factor of `M` plus the extra diagonal.
+    pub factor: MassFactor<S>,
+    /// The applied generalized forces less the bias forces: passive plus actuator minus
+    /// `C(q, v)` (MuJoCo's `qfrc_smooth`; [`Smooth::without_mass`] leaves the applied forces
+    /// only, as the articulated-body algorithm subtracts the bias itself).
+    pub force: DVector<S>,
+    /// The unconstrained acceleration (MuJoCo's `qacc_smooth`).
+    pub acceleration: DVector<S>,
+    links: LinkBuffers<S>,
+    aba: AbaBuffers<S>,
+    bias: DVector<S>,
+    /// `M` plus the extra diagonal, and whether the last evaluation had one.
+    damped: DMatrix<S>,
+    is_damped: bool,
+}
+
+impl<S: Scalar> Default for Smooth<S> {
+    fn default() -> Self {
+        Smooth {
+            kin: Kinematics::default(),
+            mass: DMatrix::zeros(0, 0),
+            factor: MassFactor::default(),
+            force: DVector::zeros(0),
+            acceleration: DVector::zeros(0),
+            links: LinkBuffers::default(),
+            aba: AbaBuffers::default(),
+            bias: DVector::zeros(0),
+            damped: DMatrix::zeros(0, 0),
+            is_damped: false,
+        }
+    }
+}
+
+impl<S: Scalar> Smooth<S> {
+    /// The smooth acceleration at `(q, v)` under `ctrl` by the articulated-body algorithm,
+    /// `extra_diagonal` added to the mass matrix's diagonal: no mass matrix is formed (the step
+    /// of a model nothing constrains).
+    pub fn without_mass(
+        &mut self,
+        model: &Model<S>,
+        (q, v, ctrl): (&DVector<S>, &DVector<S>, &[S]),
+        extra_diagonal: Option<&DVector<S>>,
+    ) -> Result<(), StepError> {
+        self.applied(model, q, v, ctrl);
+        zero_vector(&mut self.acceleration, model.nv());
+        forward_dynamics_into(model, &self.kin, v, &self.force, extra_diagonal, &mut self.aba, &mut self.acceleration)
+    }
+
+    /// The smooth stages with the mass matrix formed and factorized (with `extra_diagonal`),
+    /// to be shared with the constraint solve.
+    pub fn with_mass(
+        &mut self,
+        model: &Model<S>,
+        (q, v, ctrl): (&DVector<S>, &DVector<S>, &[S]),
+        extra_diagonal: Option<&DVector<S>>,
+    ) -> Result<(), StepError> {
+        self.applied(model, q, v, ctrl);
+        mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
+        self.is_damped = extra_diagonal.is_some();
+        if let Some(extra) = extra_diagonal {
+            copy_matrix(&mut self.damped, &self.mass);
+            for (i, &e) in extra.iter().enumerate() {
+                self.damped[(i, i)] += e;
+            }
+        }
+        let factored = if self.is_damped { &self.damped } else { &self.mass };
+        self.factor.factorize(model, factored)?;
+        self.force -= rnea_bias(model, &self.kin, v, &mut self.links, &mut self.bias);
+        copy_matrix(&mut self.acceleration, &self.force);
+        self.factor.solve_in_place(&mut self.acceleration);
+        Ok(())
+    }
+
+    /// The matrix [`Smooth::factor`] factorizes: `M` plus the extra diagonal.
+    pub fn factored(&self) -> &DMatrix<S> {
+        if self.is_damped { &self.damped } else { &self.mass }
+    }
+
+    /// Kinematics and the applied forces (passive and actuator) in `force`.
+    fn applied(&mut self, model: &Model<S>, q: &DVector<S>, v: &DVector<S>, ctrl: &[S]) {
+        self.kin.update(model, q);
+        zero_vector(&mut self.force, model.nv());
+        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
+        add_actuator_forces(model, q, v, ctrl, &mut self.force);
+    }
+}
+
+/// The bias forces `C(q, v)` in `bias`.
+fn rnea_bias<'a, S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    v: &DVector<S>,
+    links: &mut LinkBuffers<S>,
+    bias: &'a mut DVector<S>,
+) -> &'a DVector<S> {
+    zero_vector(bias, model.nv());
+    rnea(model, kin, v, None, links, bias);
+    bias
+}

@@ -1,0 +1,86 @@
+//! A steady-state `f64` step allocates nothing: once a simulator's workspace has seen a step,
+//! repeating it refills storage instead of allocating. Counted by a global allocator that tallies
+//! the allocations of the thread that makes them.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::PathBuf;
+
+use phyz::contact::SolverConfig;
+use phyz::model::{Integrator, mjcf};
+use phyz::sim::{ContactState, Simulator};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        unsafe { System.realloc(ptr, layout, size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+/// Steps `steps` times from where `sim` stands, then again from the same state and cache: the
+/// second pass repeats steps the workspace has seen, and is counted.
+fn repeated_allocations(sim: &mut Simulator<f64>, steps: usize) -> usize {
+    let (state, contact) = (sim.state.clone(), sim.contact.clone());
+    let ctrl: Vec<Vec<f64>> =
+        (0..steps).map(|t| (0..sim.model.nu()).map(|i| ((t * 7 + i * 3) as f64 * 0.37).sin()).collect()).collect();
+    for u in &ctrl {
+        sim.step(u).expect("step");
+    }
+    sim.state = state;
+    sim.contact.clone_from(&contact);
+    let before = allocations();
+    for u in &ctrl {
+        sim.step(u).expect("step");
+    }
+    allocations() - before
+}
+
+#[test]
+fn a_steady_state_step_allocates_nothing() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let gymnasium = |name: &str| root.join("../shared/models/gymnasium").join(format!("{name}.xml"));
+    let models = [gymnasium("hopper"), gymnasium("ant"), gymnasium("humanoid"), root.join("benches/models/box_stack.xml")];
+    let presets = [("simulation", SolverConfig::simulation()), ("mujoco_compat", SolverConfig::mujoco_compat())];
+    let mut failures = Vec::new();
+    for path in &models {
+        for integrator in [Integrator::Euler, Integrator::Rk4] {
+            for (name, config) in presets {
+                let mut model = mjcf::load(path).expect("loads");
+                model.integrator = integrator;
+                let mut sim = Simulator::new(model);
+                sim.contact = ContactState::new(config);
+                // Into contact first.
+                for _ in 0..100 {
+                    sim.step(&vec![0.0; sim.model.nu()]).expect("step");
+                }
+                let count = repeated_allocations(&mut sim, 20);
+                if count > 0 {
+                    failures.push(format!("{} {integrator:?} {name}: {count} allocations in 20 steps", path.display()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
