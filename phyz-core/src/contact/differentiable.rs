@@ -6,11 +6,13 @@ use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
 use super::cost::Zone;
+use super::newton::NewtonWorkspace;
 use super::newton::gradient;
 use super::problem::ContactProblem;
 use super::sensitivity::{Sensitivity, SensitivityError};
-use super::solver::{Solution, SolveError, Warm, solve};
+use super::solver::{Solution, SolveError, Warm, solve_in};
 use crate::Scalar;
+use crate::math::zero_vector;
 use crate::scalar::Mask;
 
 /// Why a contact solve in `S` failed.
@@ -31,48 +33,70 @@ pub fn solve_scalar<S: Scalar>(
     config: &SolverConfig,
     warm: &[Warm],
 ) -> Result<(DVector<S>, Vec<Solution>), ContactError> {
+    let (mut velocity, mut solutions) = (DVector::zeros(0), Vec::new());
+    solve_scalar_in(problem, config, warm, &mut NewtonWorkspace::default(), &mut velocity, &mut solutions)?;
+    Ok((velocity, solutions))
+}
+
+/// [`solve_scalar`] in reusable storage: the velocity written into `velocity`, the lanes'
+/// solutions into `solutions`. A plain `f64` problem with every constraint present is solved
+/// where it stands, and allocates nothing once the storage has seen as many rows.
+pub fn solve_scalar_in<S: Scalar>(
+    problem: &ContactProblem<S>,
+    config: &SolverConfig,
+    warm: &[Warm],
+    workspace: &mut NewtonWorkspace,
+    velocity: &mut DVector<S>,
+    solutions: &mut Vec<Solution>,
+) -> Result<(), ContactError> {
     let m = problem.rows();
     let lanes = problem.joint.free.iter().chain(problem.target.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    let mut solutions = Vec::with_capacity(lanes);
-    let mut sensitivities = Vec::with_capacity(lanes);
-    for lane in 0..lanes {
+    solutions.resize_with(lanes, Solution::default);
+    let mut sensitivities = Vec::new();
+    let no_warm = Warm::default();
+    for (lane, solution) in solutions.iter_mut().enumerate() {
+        let lane_warm = warm.get(lane).unwrap_or(&no_warm);
+        // `rows`: the problem's rows the lane's come from, `None` where they are all of them.
         let (real, rows) = problem.lane_view(lane);
-        let lane_warm = warm.get(lane).map_or_else(Warm::default, |w| Warm {
-            velocity: w.velocity.clone(),
-            impulses: w
-                .impulses
-                .as_ref()
-                .map(|f| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0))),
-        });
-        let solution = solve(&real, config, &lane_warm)?;
-        sensitivities.push(if S::tangent_dim() == 0 {
-            Tangents::Real
-        } else if rows.is_empty() {
-            Tangents::Free
-        } else if config.method != Method::Newton {
-            return Err(SensitivityError::FixedSweeps.into());
-        } else {
-            Tangents::Solved(Sensitivity::new(&real, &solution)?, zones_on_all(problem, lane, &solution))
-        });
-        let mut impulses = DVector::zeros(m);
-        for (value, &row) in solution.impulses.iter().zip(&rows) {
-            impulses[row] = *value;
+        match &rows {
+            None => solve_in(&real, config, lane_warm, workspace, solution)?,
+            Some(rows) => {
+                let spread =
+                    |f: &DVector<f64>| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0));
+                let impulses = lane_warm.impulses.as_ref().map(spread);
+                let lane_warm = Warm { velocity: lane_warm.velocity.clone(), impulses };
+                solve_in(&real, config, &lane_warm, workspace, solution)?;
+            }
         }
-        solutions.push(Solution { impulses, ..solution });
+        if S::tangent_dim() > 0 {
+            sensitivities.push(tangents(problem, &real, config, lane, solution)?);
+        }
+        if let Some(rows) = rows {
+            let mut impulses = DVector::zeros(m);
+            for (value, &row) in solution.impulses.iter().zip(&rows) {
+                impulses[row] = *value;
+            }
+            solution.impulses = impulses;
+        }
     }
     let nv = problem.dofs();
-    let mut velocity = match solutions.as_slice() {
-        [one] => one.velocity.map(S::from_f64),
-        _ => DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>())),
-    };
+    match solutions.as_slice() {
+        [one] => {
+            zero_vector(velocity, nv);
+            velocity.zip_apply(&one.velocity, |x, v| *x = S::from_f64(v));
+        }
+        _ => {
+            *velocity =
+                DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()))
+        }
+    }
     for (lane, tangents) in sensitivities.iter().enumerate() {
         for k in 0..S::tangent_dim() {
             let dx = match tangents {
-                Tangents::Real => continue,
                 Tangents::Free => problem.joint.free.map(|x| x.tangent(lane, k)),
                 Tangents::Solved(sensitivity, zones) => {
                     // The optimality conditions at the solution, with the data's tangents.
-                    let g = gradient(problem, &velocity, zones, lane);
+                    let g = gradient(problem, velocity, zones, lane);
                     sensitivity.tangent(&g.map(|x| x.tangent(lane, k)))
                 }
             };
@@ -81,13 +105,28 @@ pub fn solve_scalar<S: Scalar>(
             }
         }
     }
-    Ok((velocity, solutions))
+    Ok(())
+}
+
+/// How lane `lane`'s velocity gets its tangents, from its real problem `real` and solution.
+fn tangents<S: Scalar>(
+    problem: &ContactProblem<S>,
+    real: &ContactProblem<f64>,
+    config: &SolverConfig,
+    lane: usize,
+    solution: &Solution,
+) -> Result<Tangents, ContactError> {
+    Ok(if real.rows() == 0 {
+        Tangents::Free
+    } else if config.method != Method::Newton {
+        return Err(SensitivityError::FixedSweeps.into());
+    } else {
+        Tangents::Solved(Sensitivity::new(real, solution)?, zones_on_all(problem, lane, solution))
+    })
 }
 
 /// How a lane's velocity gets its tangents.
 enum Tangents {
-    /// None to get: `f64` lanes.
-    Real,
     /// No constraint in the lane: the velocity is the free one, tangents and all.
     Free,
     /// From the Hessian at the solution, with its zones on every constraint.

@@ -15,7 +15,7 @@ use nalgebra::{DMatrix, DVector};
 pub struct IndefiniteHessian;
 
 /// A symmetric matrix's lower triangle within its envelope, column-major, ready to factorize.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Envelope {
     n: usize,
     /// The last row each column may hold below the diagonal: the envelope seen by columns.
@@ -27,21 +27,39 @@ pub struct Envelope {
 impl Envelope {
     /// A zero matrix of order `n` whose row `i` spans columns `first[i]..=i`.
     pub fn new(first: &[usize]) -> Self {
+        let mut envelope = Envelope::default();
+        envelope.reset(first);
+        envelope
+    }
+
+    /// [`Envelope::new`] in this value's storage.
+    pub fn reset(&mut self, first: &[usize]) {
         let n = first.len();
-        let mut last: Vec<usize> = (0..n).collect();
+        self.n = n;
+        self.last.clear();
+        self.last.extend(0..n);
         for (i, &f) in first.iter().enumerate() {
-            for l in &mut last[f..i] {
+            for l in &mut self.last[f..i] {
                 *l = (*l).max(i);
             }
         }
-        Envelope { n, last, lower: vec![0.0; n * n] }
+        self.lower.clear();
+        self.lower.resize(n * n, 0.0);
     }
 
     /// The envelope of the symmetric `m` (each row from its first nonzero), widened so that
     /// each group of `columns` couples all its members: the first column of each row.
     pub fn spanning<'a>(m: &DMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>) -> Vec<usize> {
+        let mut first = Vec::new();
+        Self::spanning_into(m, columns, &mut first);
+        first
+    }
+
+    /// [`Envelope::spanning`] written into `first`.
+    pub fn spanning_into<'a>(m: &DMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>, first: &mut Vec<usize>) {
         let n = m.nrows();
-        let mut first: Vec<usize> = (0..n).map(|i| (0..i).find(|&j| m[(i, j)] != 0.0).unwrap_or(i)).collect();
+        first.clear();
+        first.extend((0..n).map(|i| (0..i).find(|&j| m[(i, j)] != 0.0).unwrap_or(i)));
         for group in columns {
             if let Some(&lowest) = group.iter().min() {
                 for &i in group {
@@ -49,7 +67,6 @@ impl Envelope {
                 }
             }
         }
-        first
     }
 
     /// The matrix's storage back, to fill again (the factor is spent).
@@ -136,9 +153,15 @@ impl EnvelopeCholesky {
         &self.factor.lower[k * n + k..=k * n + self.factor.last[k]]
     }
 
-    /// `H⁻¹ b`: forward substitution with `L`, back substitution with `Lᵀ`.
+    /// `H⁻¹ b`.
     pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
         let mut x = b.clone();
+        self.solve_in_place(&mut x);
+        x
+    }
+
+    /// `x ← H⁻¹ x`: forward substitution with `L`, back substitution with `Lᵀ`.
+    pub fn solve_in_place(&self, x: &mut DVector<f64>) {
         let n = self.factor.n;
         for k in 0..n {
             let column = self.column(k);
@@ -151,7 +174,6 @@ impl EnvelopeCholesky {
             let below = dot(&column[1..], &x.as_slice()[k + 1..k + column.len()]);
             x[k] = (x[k] - below) / column[0];
         }
-        x
     }
 
     /// The diagonal of `L`.

@@ -27,9 +27,11 @@ use super::envelope::{Envelope, EnvelopeCholesky};
 use super::problem::ContactProblem;
 use super::solver::Solution;
 use crate::Scalar;
+use crate::math::{copy_vector, zero_vector};
 
 /// Where the iterations stand: the point, each constraint's deviation, zone and impulse, the
 /// cost and its gradient.
+#[derive(Clone, Debug)]
 struct Point {
     x: DVector<f64>,
     jar: DVector<f64>,
@@ -37,32 +39,70 @@ struct Point {
     impulses: DVector<f64>,
     cost: f64,
     gradient: DVector<f64>,
+    /// `x − x₀`.
+    moved: DVector<f64>,
+}
+
+impl Default for Point {
+    fn default() -> Self {
+        Point {
+            x: DVector::zeros(0),
+            jar: DVector::zeros(0),
+            zones: Vec::new(),
+            impulses: DVector::zeros(0),
+            cost: 0.0,
+            gradient: DVector::zeros(0),
+            moved: DVector::zeros(0),
+        }
+    }
 }
 
 /// The problem's fixed pieces in `f64`: first rows, `D = 1/R`, the columns each
-/// constraint's rows touch, and the envelope of the Hessian.
+/// constraint's rows touch (constraint `c`'s are `columns[touched[c]..touched[c + 1]]`), and
+/// the envelope of the Hessian.
+#[derive(Clone, Debug)]
 struct Layout {
     offsets: Vec<usize>,
     d: DVector<f64>,
-    columns: Vec<Vec<usize>>,
+    columns: Vec<usize>,
+    touched: Vec<usize>,
     envelope: Vec<usize>,
 }
 
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            offsets: Vec::new(),
+            d: DVector::zeros(0),
+            columns: Vec::new(),
+            touched: Vec::new(),
+            envelope: Vec::new(),
+        }
+    }
+}
+
 impl Layout {
-    fn new(problem: &ContactProblem<f64>) -> Self {
-        let offsets = problem.offsets();
+    /// Fills the layout of `problem`, reusing this value's storage.
+    fn update(&mut self, problem: &ContactProblem<f64>) {
+        problem.offsets_into(&mut self.offsets);
+        zero_vector(&mut self.d, problem.rows());
+        self.d.zip_apply(&problem.regularizer, |d, r| *d = 1.0 / r);
         let jacobian = &problem.joint.jacobian;
-        let columns: Vec<Vec<usize>> = problem
-            .constraints
-            .iter()
-            .zip(&offsets)
-            .map(|(c, &at)| {
-                let rows = at..at + c.kind.dim();
-                (0..jacobian.ncols()).filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0)).collect()
-            })
-            .collect();
-        let envelope = Envelope::spanning(&problem.joint.mass, columns.iter().map(Vec::as_slice));
-        Layout { offsets, d: problem.regularizer.map(|r| 1.0 / r), columns, envelope }
+        self.columns.clear();
+        self.touched.clear();
+        self.touched.push(0);
+        for (c, &at) in problem.constraints.iter().zip(&self.offsets) {
+            let rows = at..at + c.kind.dim();
+            self.columns.extend((0..jacobian.ncols()).filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0)));
+            self.touched.push(self.columns.len());
+        }
+        let groups = self.touched.windows(2).map(|w| &self.columns[w[0]..w[1]]);
+        Envelope::spanning_into(&problem.joint.mass, groups, &mut self.envelope);
+    }
+
+    /// The columns constraint `c`'s rows touch.
+    fn columns(&self, c: usize) -> &[usize] {
+        &self.columns[self.touched[c]..self.touched[c + 1]]
     }
 
     /// Constraint `c`'s cost piece at deviations `jar`.
@@ -71,27 +111,61 @@ impl Layout {
     }
 }
 
-/// Evaluates the cost, zones, impulses and gradient at `x`.
-fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, x: DVector<f64>) -> Point {
+/// The Newton solver's storage, reused from one solve to the next: the layout, the current
+/// and trial points, the Hessian's envelope and the search direction with its image `J s`.
+#[derive(Clone, Debug, Default)]
+pub struct NewtonWorkspace {
+    layout: Layout,
+    point: Point,
+    trial: Point,
+    storage: Envelope,
+    search: DVector<f64>,
+    line: LineBuffers,
+}
+
+/// The vectors of one line search.
+#[derive(Clone, Debug)]
+struct LineBuffers {
+    /// `J s`.
+    direction: DVector<f64>,
+    /// Each constraint's cost at `α = 0`.
+    start: Vec<f64>,
+    /// `M s`.
+    mass_search: DVector<f64>,
+}
+
+impl Default for LineBuffers {
+    fn default() -> Self {
+        LineBuffers { direction: DVector::zeros(0), start: Vec::new(), mass_search: DVector::zeros(0) }
+    }
+}
+
+/// Evaluates the cost, zones, impulses and gradient at `point.x`.
+fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     let joint = &problem.joint;
-    let jar = &joint.jacobian * &x - &problem.target;
-    let mut impulses = DVector::zeros(jar.len());
-    let mut zones = Vec::with_capacity(problem.constraints.len());
+    zero_vector(&mut point.jar, problem.rows());
+    point.jar.copy_from(&problem.target);
+    point.jar.gemv(1.0, &joint.jacobian, &point.x, -1.0);
+    zero_vector(&mut point.impulses, problem.rows());
+    point.zones.clear();
     let mut cost = 0.0;
     for (c, constraint) in problem.constraints.iter().enumerate() {
-        let piece = layout.piece(problem, c, jar.as_slice());
+        let piece = layout.piece(problem, c, point.jar.as_slice());
         let zone = piece.zone();
         cost += piece.cost(zone);
         let at = layout.offsets[c];
         let conic = has_cone(constraint.kind, problem.mu[c]);
-        piece.force(zone, conic, &mut impulses.as_mut_slice()[at..at + constraint.kind.dim()]);
-        zones.push(zone);
+        piece.force(zone, conic, &mut point.impulses.as_mut_slice()[at..at + constraint.kind.dim()]);
+        point.zones.push(zone);
     }
-    let moved = &x - &joint.free;
-    let m_moved = &joint.mass * &moved;
-    cost += 0.5 * moved.dot(&m_moved);
-    let gradient = m_moved - joint.jacobian.tr_mul(&impulses);
-    Point { x, jar, zones, impulses, cost, gradient }
+    let nv = problem.dofs();
+    zero_vector(&mut point.moved, nv);
+    point.moved.copy_from(&point.x);
+    point.moved -= &joint.free;
+    zero_vector(&mut point.gradient, nv);
+    point.gradient.gemv(1.0, &joint.mass, &point.moved, 0.0);
+    point.cost = cost + 0.5 * point.moved.dot(&point.gradient);
+    point.gradient.gemv_tr(-1.0, &joint.jacobian, &point.impulses, 1.0);
 }
 
 /// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized. Each constraint adds
@@ -102,11 +176,15 @@ pub(crate) fn hessian(
     zones: &[Zone],
     jar: &DVector<f64>,
 ) -> Result<EnvelopeCholesky, IndefiniteHessian> {
-    let layout = Layout::new(problem);
-    factorized_hessian(problem, &layout, zones, jar, Envelope::new(&layout.envelope))
+    let mut layout = Layout::default();
+    layout.update(problem);
+    let mut storage = Envelope::default();
+    storage.reset(&layout.envelope);
+    factorized_hessian(problem, &layout, zones, jar, storage)
 }
 
-/// [`hessian`] with the problem's layout at hand, built in `h` (its envelope's storage).
+/// [`hessian`] with the problem's layout at hand, built in `h` (storage shaped to the layout's
+/// envelope).
 fn factorized_hessian(
     problem: &ContactProblem<f64>,
     layout: &Layout,
@@ -122,7 +200,7 @@ fn factorized_hessian(
         }
         let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
         let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
-        let columns = &layout.columns[c];
+        let columns = layout.columns(c);
         for &j in columns {
             // (B J_c)[r, j] for this column, then its products with every touched column at
             // or below it (the lower triangle).
@@ -172,10 +250,13 @@ impl Measure {
         }
     }
 
-    /// The Newton decrement `½ gᵀ H⁻¹ g`, scaled; and the Newton direction `−H⁻¹ g`.
-    fn newton(&self, factor: &EnvelopeCholesky, gradient: &DVector<f64>) -> (f64, DVector<f64>) {
-        let step = -factor.solve(gradient);
-        ((-0.5 * self.cost * gradient.dot(&step)).max(0.0), step)
+    /// The Newton decrement `½ gᵀ H⁻¹ g`, scaled, with the Newton direction `−H⁻¹ g` written
+    /// into `step`.
+    fn newton(&self, factor: &EnvelopeCholesky, gradient: &DVector<f64>, step: &mut DVector<f64>) -> f64 {
+        copy_vector(step, gradient);
+        factor.solve_in_place(step);
+        step.neg_mut();
+        (-0.5 * self.cost * gradient.dot(step)).max(0.0)
     }
 }
 
@@ -186,37 +267,54 @@ pub fn solve(
     config: &SolverConfig,
     warm: Option<&DVector<f64>>,
 ) -> Result<Solution, IndefiniteHessian> {
-    let layout = Layout::new(problem);
+    let mut solution = Solution::default();
+    solve_in(problem, config, warm, &mut NewtonWorkspace::default(), &mut solution)?;
+    Ok(solution)
+}
+
+/// [`solve`] in reusable storage, the result written into `solution`.
+pub fn solve_in(
+    problem: &ContactProblem<f64>,
+    config: &SolverConfig,
+    warm: Option<&DVector<f64>>,
+    workspace: &mut NewtonWorkspace,
+    solution: &mut Solution,
+) -> Result<(), IndefiniteHessian> {
+    let NewtonWorkspace { layout, point, trial, storage, search, line } = workspace;
+    layout.update(problem);
     let measure = Measure::new(problem, config);
-    let cold = evaluate(problem, &layout, problem.joint.free.clone());
-    let mut point = match warm.filter(|w| w.len() == problem.dofs()) {
-        Some(w) => {
-            let warm = evaluate(problem, &layout, w.clone());
-            if warm.cost < cold.cost { warm } else { cold }
+    copy_vector(&mut point.x, &problem.joint.free);
+    evaluate(problem, layout, point);
+    if let Some(w) = warm.filter(|w| w.len() == problem.dofs()) {
+        copy_vector(&mut trial.x, w);
+        evaluate(problem, layout, trial);
+        if trial.cost < point.cost {
+            std::mem::swap(point, trial);
         }
-        None => cold,
-    };
+    }
     let mut iterations = 0;
-    let storage = Envelope::new(&layout.envelope);
-    let mut factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, storage)?;
-    let (mut decrement, mut search) = measure.newton(&factor, &point.gradient);
+    storage.reset(&layout.envelope);
+    let mut factor = factorized_hessian(problem, layout, &point.zones, &point.jar, std::mem::take(storage))?;
+    let mut decrement = measure.newton(&factor, &point.gradient, search);
     let mut gradient = measure.gradient * point.gradient.norm();
     let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
     while !converged && iterations < config.max_iterations {
-        let (alpha, improvement) = line_search(problem, &layout, &point, &search, config);
+        let (alpha, improvement) = line_search(problem, layout, point, search, config, line);
         if alpha == 0.0 {
             converged = decrement < measure.tolerance;
             break;
         }
-        let next = evaluate(problem, &layout, &point.x + &search * alpha);
+        copy_vector(&mut trial.x, &point.x);
+        trial.x.axpy(alpha, search, 1.0);
+        evaluate(problem, layout, trial);
         // The Hessian moves with the point only through its zones and a sliding cone's
         // deviations: with the zones unchanged and no cone sliding, it is the one factorized.
-        let same = next.zones == point.zones && !next.zones.contains(&Zone::Cone);
-        point = next;
+        let same = trial.zones == point.zones && !trial.zones.contains(&Zone::Cone);
+        std::mem::swap(point, trial);
         if !same {
-            factor = factorized_hessian(problem, &layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
+            factor = factorized_hessian(problem, layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
         }
-        (decrement, search) = measure.newton(&factor, &point.gradient);
+        decrement = measure.newton(&factor, &point.gradient, search);
         gradient = measure.gradient * point.gradient.norm();
         iterations += 1;
         let improvement = measure.cost * improvement;
@@ -224,28 +322,30 @@ pub fn solve(
             || gradient < measure.tolerance
             || decrement < measure.tolerance;
     }
+    *storage = Envelope::reuse(factor);
     if converged {
-        point = finish(problem, &layout, point, &search);
+        finish(problem, layout, point, trial, search);
         gradient = measure.gradient * point.gradient.norm();
     }
-    Ok(Solution {
-        velocity: point.x,
-        impulses: point.impulses,
-        zones: point.zones,
-        iterations,
-        residual: gradient,
-        converged,
-    })
+    copy_vector(&mut solution.velocity, &point.x);
+    copy_vector(&mut solution.impulses, &point.impulses);
+    solution.zones.clone_from(&point.zones);
+    (solution.iterations, solution.residual, solution.converged) = (iterations, gradient, converged);
+    Ok(())
 }
 
 /// The last step of a converged run: the full Newton step in the zones the solution has. Where
 /// every constraint keeps its zone, the cost there is the quadratic (or, sliding on a cone, the
 /// smooth function) Newton modelled, so the step lands on its minimum to rounding instead of
-/// stopping `√tolerance` short of it as a cost-based criterion does. Kept only where no zone
-/// changes and the gradient does not grow.
-fn finish(problem: &ContactProblem<f64>, layout: &Layout, point: Point, search: &DVector<f64>) -> Point {
-    let next = evaluate(problem, layout, &point.x + search);
-    if next.zones == point.zones && next.gradient.norm() <= point.gradient.norm() { next } else { point }
+/// stopping `√tolerance` short of it as a cost-based criterion does. Kept (in `point`) only
+/// where no zone changes and the gradient does not grow; `trial` is scratch.
+fn finish(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point, trial: &mut Point, search: &DVector<f64>) {
+    copy_vector(&mut trial.x, &point.x);
+    trial.x += search;
+    evaluate(problem, layout, trial);
+    if trial.zones == point.zones && trial.gradient.norm() <= point.gradient.norm() {
+        std::mem::swap(point, trial);
+    }
 }
 
 /// The cost along a line `x + α s`, relative to `α = 0`, with its first two derivatives.
@@ -262,10 +362,8 @@ struct Line<'a> {
     problem: &'a ContactProblem<f64>,
     layout: &'a Layout,
     jar: &'a DVector<f64>,
-    /// `J s`.
-    direction: DVector<f64>,
-    /// Each constraint's cost at `α = 0`.
-    start: Vec<f64>,
+    /// `J s` and each constraint's cost at `α = 0`.
+    buffers: &'a LineBuffers,
     /// The Gauss term's `sᵀ M (x − x₀)` and `sᵀ M s`.
     gauss: (f64, f64),
 }
@@ -282,8 +380,8 @@ impl Line<'_> {
         for (c, constraint) in self.problem.constraints.iter().enumerate() {
             let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
             let piece = self.layout.piece(self.problem, c, self.jar.as_slice());
-            let (cost, slope, curvature) = piece.along(&self.direction.as_slice()[at..at + dim], alpha);
-            sample.cost += cost - self.start[c];
+            let (cost, slope, curvature) = piece.along(&self.buffers.direction.as_slice()[at..at + dim], alpha);
+            sample.cost += cost - self.buffers.start[c];
             sample.slope += slope;
             sample.curvature += curvature;
         }
@@ -318,6 +416,7 @@ fn line_search(
     point: &Point,
     search: &DVector<f64>,
     config: &SolverConfig,
+    buffers: &mut LineBuffers,
 ) -> (f64, f64) {
     let norm = search.norm();
     if norm < f64::MIN_POSITIVE.sqrt() {
@@ -325,18 +424,16 @@ fn line_search(
     }
     let units = problem.units;
     let gtol = config.tolerance * config.line_search_tolerance * norm * units.timestep / units.scale;
-    let mass = &problem.joint.mass;
-    let start = (0..problem.constraints.len())
-        .map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]))
-        .collect();
-    let line = Line {
-        problem,
-        layout,
-        jar: &point.jar,
-        direction: &problem.joint.jacobian * search,
-        start,
-        gauss: (search.dot(&(mass * (&point.x - &problem.joint.free))), search.dot(&(mass * search))),
-    };
+    buffers.start.clear();
+    let costs =
+        (0..problem.constraints.len()).map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]));
+    buffers.start.extend(costs);
+    zero_vector(&mut buffers.direction, problem.rows());
+    buffers.direction.gemv(1.0, &problem.joint.jacobian, search, 0.0);
+    zero_vector(&mut buffers.mass_search, problem.dofs());
+    buffers.mass_search.gemv(1.0, &problem.joint.mass, search, 0.0);
+    let gauss = (buffers.mass_search.dot(&point.moved), search.dot(&buffers.mass_search));
+    let line = Line { problem, layout, jar: &point.jar, buffers, gauss };
     let mut samples = Samples { line, left: config.line_search_iterations };
     let p0 = samples.at(0.0);
     let mut p1 = samples.newton(&p0);

@@ -108,14 +108,19 @@ impl<S: Scalar> ContactProblem<S> {
 
     /// First row of each constraint.
     pub fn offsets(&self) -> Vec<usize> {
-        self.constraints
-            .iter()
-            .scan(0, |at, c| {
-                let start = *at;
-                *at += c.kind.dim();
-                Some(start)
-            })
-            .collect()
+        let mut offsets = Vec::new();
+        self.offsets_into(&mut offsets);
+        offsets
+    }
+
+    /// [`ContactProblem::offsets`] written into `offsets`.
+    pub fn offsets_into(&self, offsets: &mut Vec<usize>) {
+        offsets.clear();
+        let mut at = 0;
+        for c in &self.constraints {
+            offsets.push(at);
+            at += c.kind.dim();
+        }
     }
 
     /// Each constraint with its first row and its friction coefficient.
@@ -132,14 +137,15 @@ impl<S: Scalar> ContactProblem<S> {
     }
 
     /// [`ContactProblem::lane`], borrowed instead of copied where the problem already is that
-    /// lane: a plain `f64` problem with every constraint present (the common step).
-    pub fn lane_view(&self, lane: usize) -> (Cow<'_, ContactProblem<f64>>, Vec<usize>) {
+    /// lane: a plain `f64` problem with every constraint present (the common step), whose rows
+    /// are all the problem's (`None`).
+    pub fn lane_view(&self, lane: usize) -> (Cow<'_, ContactProblem<f64>>, Option<Vec<usize>>) {
         let own = (self as &dyn Any).downcast_ref::<ContactProblem<f64>>();
         match own {
-            Some(problem) if problem.present.iter().all(|&p| p) => (Cow::Borrowed(problem), (0..self.rows()).collect()),
+            Some(problem) if problem.present.iter().all(|&p| p) => (Cow::Borrowed(problem), None),
             _ => {
                 let (problem, rows) = self.lane(lane);
-                (Cow::Owned(problem), rows)
+                (Cow::Owned(problem), Some(rows))
             }
         }
     }

@@ -5,7 +5,7 @@ use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
 use super::cost::Zone;
-use super::newton::{self, IndefiniteHessian};
+use super::newton::{self, IndefiniteHessian, NewtonWorkspace};
 use super::pgs::{self, SweepError};
 use super::problem::ContactProblem;
 
@@ -27,6 +27,20 @@ pub struct Solution {
     pub converged: bool,
 }
 
+impl Default for Solution {
+    /// The empty solution, storage for [`solve_in`] to fill.
+    fn default() -> Self {
+        Solution {
+            velocity: DVector::zeros(0),
+            impulses: DVector::zeros(0),
+            zones: Vec::new(),
+            iterations: 0,
+            residual: 0.0,
+            converged: false,
+        }
+    }
+}
+
 /// Where a solve may start from: a previous solution's velocity (Newton) or impulses (sweeps).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Warm {
@@ -45,8 +59,22 @@ pub enum SolveError {
 
 /// Solves `problem` with `config`'s method from `warm`.
 pub fn solve(problem: &ContactProblem<f64>, config: &SolverConfig, warm: &Warm) -> Result<Solution, SolveError> {
-    Ok(match config.method {
-        Method::Newton => newton::solve(problem, config, warm.velocity.as_ref())?,
-        Method::GaussSeidel => pgs::solve(problem, config, warm.impulses.as_ref())?,
-    })
+    let mut solution = Solution::default();
+    solve_in(problem, config, warm, &mut NewtonWorkspace::default(), &mut solution)?;
+    Ok(solution)
+}
+
+/// [`solve`] into `solution`, Newton's iterations in reusable storage.
+pub fn solve_in(
+    problem: &ContactProblem<f64>,
+    config: &SolverConfig,
+    warm: &Warm,
+    workspace: &mut NewtonWorkspace,
+    solution: &mut Solution,
+) -> Result<(), SolveError> {
+    match config.method {
+        Method::Newton => newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?,
+        Method::GaussSeidel => *solution = pgs::solve(problem, config, warm.impulses.as_ref())?,
+    }
+    Ok(())
 }

@@ -14,7 +14,13 @@ pub fn actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DV
 }
 
 /// Adds [`actuator_forces`] to `f`.
-pub fn add_actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, ctrl: &[S], f: &mut DVector<S>) {
+pub fn add_actuator_forces<S: Scalar>(
+    model: &Model<S>,
+    qpos: &DVector<S>,
+    qvel: &DVector<S>,
+    ctrl: &[S],
+    f: &mut DVector<S>,
+) {
     if !model.enabled.actuation {
         return;
     }

@@ -9,7 +9,7 @@ use nalgebra::DVector;
 use super::position::integrate_position_into;
 use crate::Scalar;
 use crate::error::StepError;
-use crate::math::{copy_matrix, dexp_inv, zero_vector};
+use crate::math::{copy_vector, dexp_inv, zero_vector};
 use crate::model::{JointKind, Model, State};
 
 /// The acceleration at `(qpos, qvel)` with an extra mass-matrix diagonal, written into the last
@@ -78,9 +78,9 @@ pub fn euler<S: Scalar>(
     }
     zero_vector(&mut stages.acc, nv);
     acceleration(&state.qpos, &state.qvel, implicit.then_some(&stages.diagonal), &mut stages.acc)?;
-    copy_matrix(&mut next.qvel, &state.qvel);
+    copy_vector(&mut next.qvel, &state.qvel);
     next.qvel.axpy(dt, &stages.acc, S::one());
-    copy_matrix(&mut next.qpos, &state.qpos);
+    copy_vector(&mut next.qpos, &state.qpos);
     integrate_position_into(model, &state.qpos, &next.qvel, dt, &mut next.qpos);
     next.time = state.time + dt;
     Ok(())
@@ -103,30 +103,30 @@ pub fn rk4<S: Scalar>(
     let stage_offset = [half, half, S::one()];
     let weights = [1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0].map(S::from_f64);
     let Stages { qpos, qvel, acc, slope, increment, slope_mean, acc_mean, .. } = stages;
-    copy_matrix(qpos, &state.qpos);
+    copy_vector(qpos, &state.qpos);
     zero_vector(acc, model.nv());
     acceleration(&state.qpos, &state.qvel, None, acc)?;
-    copy_matrix(slope, &state.qvel);
-    copy_matrix(slope_mean, slope);
+    copy_vector(slope, &state.qvel);
+    copy_vector(slope_mean, slope);
     *slope_mean *= weights[0];
-    copy_matrix(acc_mean, acc);
+    copy_vector(acc_mean, acc);
     *acc_mean *= weights[0];
     for (&c, &w) in stage_offset.iter().zip(&weights[1..]) {
-        copy_matrix(increment, slope);
+        copy_vector(increment, slope);
         *increment *= c;
         integrate_position_into(model, &state.qpos, increment, dt, qpos);
-        copy_matrix(qvel, &state.qvel);
+        copy_vector(qvel, &state.qvel);
         qvel.axpy(c * dt, acc, S::one());
         acceleration(qpos, qvel, None, acc)?;
         *increment *= dt;
         munthe_kaas_slope(model, increment, qvel);
-        copy_matrix(slope, qvel);
+        copy_vector(slope, qvel);
         slope_mean.axpy(w, slope, S::one());
         acc_mean.axpy(w, acc, S::one());
     }
-    copy_matrix(&mut next.qpos, &state.qpos);
+    copy_vector(&mut next.qpos, &state.qpos);
     integrate_position_into(model, &state.qpos, slope_mean, dt, &mut next.qpos);
-    copy_matrix(&mut next.qvel, &state.qvel);
+    copy_vector(&mut next.qvel, &state.qvel);
     next.qvel.axpy(dt, acc_mean, S::one());
     next.time = state.time + dt;
     Ok(())

@@ -168,7 +168,12 @@ pub fn link_velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &
 }
 
 /// [`link_velocities`] written into `vel`, reusing its storage.
-pub fn link_velocities_into<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, vel: &mut Vec<Motion<S>>) {
+pub fn link_velocities_into<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    qvel: &DVector<S>,
+    vel: &mut Vec<Motion<S>>,
+) {
     vel.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p]));

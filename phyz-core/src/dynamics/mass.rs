@@ -77,7 +77,8 @@ impl<S: Scalar> MassFactor<S> {
     /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
     /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
     pub fn dense(m: &DMatrix<S>) -> Option<Self> {
-        let mut factor = MassFactor { dof_parent: (0..m.nrows()).map(|k| k.checked_sub(1)).collect(), ..Self::default() };
+        let mut factor =
+            MassFactor { dof_parent: (0..m.nrows()).map(|k| k.checked_sub(1)).collect(), ..Self::default() };
         factor.eliminate(m).ok().map(|()| factor)
     }
 

@@ -24,7 +24,13 @@ pub fn integrate_position<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: 
 }
 
 /// [`integrate_position`] written into `q` (length `nq`).
-pub fn integrate_position_into<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, dt: S, q: &mut DVector<S>) {
+pub fn integrate_position_into<S: Scalar>(
+    model: &Model<S>,
+    qpos: &DVector<S>,
+    qvel: &DVector<S>,
+    dt: S,
+    q: &mut DVector<S>,
+) {
     q.copy_from(qpos);
     for joint in model.joints() {
         let (a, d) = (joint.qpos_adr(), joint.dof_adr());

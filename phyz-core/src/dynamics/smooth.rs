@@ -14,7 +14,7 @@ use super::passive::add_passive_forces;
 use super::rnea::rnea;
 use crate::Scalar;
 use crate::error::StepError;
-use crate::math::{copy_matrix, zero_vector};
+use crate::math::{copy_matrix, copy_vector, zero_vector};
 use crate::model::Model;
 
 /// The outputs of the smooth stages at one `(q, v, ctrl)`.
@@ -91,7 +91,7 @@ impl<S: Scalar> Smooth<S> {
         let factored = if self.is_damped { &self.damped } else { &self.mass };
         self.factor.factorize(model, factored)?;
         self.force -= rnea_bias(model, &self.kin, v, &mut self.links, &mut self.bias);
-        copy_matrix(&mut self.acceleration, &self.force);
+        copy_vector(&mut self.acceleration, &self.force);
         self.factor.solve_in_place(&mut self.acceleration);
         Ok(())
     }

@@ -13,7 +13,7 @@ pub use pose::Pose;
 pub use quat::{Quat, dexp_inv};
 pub use spatial::{Force, Motion};
 
-use nalgebra::{Matrix3, Vector3};
+use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 
 use crate::Scalar;
 
@@ -35,26 +35,43 @@ pub fn convert_vector<S: Scalar, T: Scalar>(v: &Vector3<S>) -> Vector3<T> {
     v.map(crate::scalar::convert)
 }
 
-/// Makes `v` a zero vector of length `n`, reusing its storage when it already has that length
-/// (a workspace's vectors keep their length from one step to the next).
-pub(crate) fn zero_vector<S: Scalar>(v: &mut nalgebra::DVector<S>, n: usize) {
+/// Makes `v` a zero vector of length `n`, reusing its storage: a workspace's vectors change
+/// length with the number of constraints and keep the capacity of the longest they have been.
+pub(crate) fn zero_vector<S: Scalar>(v: &mut DVector<S>, n: usize) {
     if v.len() == n {
         v.fill(S::zero());
-    } else {
-        *v = nalgebra::DVector::zeros(n);
+        return;
     }
+    let mut data: Vec<S> = std::mem::replace(v, DVector::zeros(0)).data.into();
+    data.clear();
+    data.resize(n, S::zero());
+    *v = DVector::from_vec(data);
 }
 
-/// `dst ← src`, reusing `dst`'s storage when the shapes agree.
-pub(crate) fn copy_matrix<S: Scalar, R: nalgebra::Dim, C: nalgebra::Dim>(
-    dst: &mut nalgebra::OMatrix<S, R, C>,
-    src: &nalgebra::OMatrix<S, R, C>,
-) where
-    nalgebra::DefaultAllocator: nalgebra::allocator::Allocator<R, C>,
-{
-    if dst.shape() == src.shape() {
-        dst.copy_from(src);
-    } else {
-        *dst = src.clone();
+/// Makes `m` an `r × c` zero matrix, reusing its storage as [`zero_vector`] does.
+pub(crate) fn zero_matrix<S: Scalar>(m: &mut DMatrix<S>, r: usize, c: usize) {
+    if m.shape() == (r, c) {
+        m.fill(S::zero());
+        return;
     }
+    let mut data: Vec<S> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();
+    data.clear();
+    data.resize(r * c, S::zero());
+    *m = DMatrix::from_vec(r, c, data);
+}
+
+/// `dst ← src`, reusing `dst`'s storage.
+pub(crate) fn copy_vector<S: Scalar>(dst: &mut DVector<S>, src: &DVector<S>) {
+    if dst.len() != src.len() {
+        zero_vector(dst, src.len());
+    }
+    dst.copy_from(src);
+}
+
+/// `dst ← src`, reusing `dst`'s storage.
+pub(crate) fn copy_matrix<S: Scalar>(dst: &mut DMatrix<S>, src: &DMatrix<S>) {
+    if dst.shape() != src.shape() {
+        zero_matrix(dst, src.nrows(), src.ncols());
+    }
+    dst.copy_from(src);
 }

@@ -9,12 +9,12 @@ use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, relative_jacobian};
 use crate::collision::{ContactBuffer, Slot, contact_pair_material, detect_lane, pair_material};
 use crate::contact::{
-    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, SolImp, SolRef, Solution,
-    SolverConfig, Units, Warm, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, JointSpace, MIN_FRICTION, Material, NewtonWorkspace, SolImp, SolRef,
+    Solution, SolverConfig, Units, Warm, solve_scalar_in,
 };
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
-use crate::math::{Pose, copy_matrix};
+use crate::math::{Pose, copy_vector};
 use crate::model::{Cone, Coupled, Equality, JointKind, Model, State};
 use crate::scalar::{Mask, Scalar};
 
@@ -651,11 +651,22 @@ pub(crate) struct Evaluation<S: Scalar> {
     bare: MassFactor<S>,
     /// `M⁻¹` of the smooth force under that factor.
     free: DVector<S>,
+    /// The solve's storage, its post-step velocity and each lane's solution.
+    newton: NewtonWorkspace,
+    velocity: DVector<S>,
+    solutions: Vec<Solution>,
 }
 
 impl<S: Scalar> Default for Evaluation<S> {
     fn default() -> Self {
-        Evaluation { smooth: Smooth::default(), bare: MassFactor::default(), free: DVector::zeros(0) }
+        Evaluation {
+            smooth: Smooth::default(),
+            bare: MassFactor::default(),
+            free: DVector::zeros(0),
+            newton: NewtonWorkspace::default(),
+            velocity: DVector::zeros(0),
+            solutions: Vec::new(),
+        }
     }
 }
 
@@ -696,7 +707,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let split = extra_diagonal.is_some() && state.config.mujoco_compat;
     let (metric, free) = if split {
         evaluation.bare.factorize(model, &smooth.mass)?;
-        copy_matrix(&mut evaluation.free, &smooth.force);
+        copy_vector(&mut evaluation.free, &smooth.force);
         evaluation.bare.solve_in_place(&mut evaluation.free);
         (smooth.mass.clone(), v + &evaluation.free * dt)
     } else {
@@ -710,11 +721,12 @@ pub(crate) fn acceleration<S: Scalar>(
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     let warm = state.warm_starts(&gathered, v, dt, lanes);
-    let (velocity, solutions) =
-        solve_scalar(&problem, &config, &warm).map_err(|e| StepError::Contact { reason: e.to_string() })?;
-    state.record(&gathered, &solutions, v, dt);
-    info.record(&gathered, &solutions);
-    let change = velocity - &problem.joint.free;
+    let Evaluation { newton, velocity, solutions, .. } = evaluation;
+    solve_scalar_in(&problem, &config, &warm, newton, velocity, solutions)
+        .map_err(|e| StepError::Contact { reason: e.to_string() })?;
+    state.record(&gathered, solutions, v, dt);
+    info.record(&gathered, solutions);
+    let change = &*velocity - &problem.joint.free;
     if split {
         let impulse = &problem.joint.mass * change;
         *out += smooth.factor.solve(&impulse) / dt;
