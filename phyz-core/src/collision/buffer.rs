@@ -105,6 +105,11 @@ impl<'a> Slot<'a> {
     }
 
     /// The contact of `lane`, if it has one.
+    /// The contact of the first lane that has one (every slot has one).
+    pub fn first(&self) -> &'a Contact {
+        self.lanes.iter().flatten().next().expect("a slot holds a contact in some lane (ContactBuffer::new)")
+    }
+
     pub fn get(&self, lane: usize) -> Option<&'a Contact> {
         self.lanes[lane].as_ref()
     }

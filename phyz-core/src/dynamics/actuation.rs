@@ -46,7 +46,7 @@ pub fn add_actuator_forces<S: Scalar>(
         let force = actuator.force_range.map_or(force, |[lo, hi]| force.clamp(lo, hi));
         match actuator.transmission() {
             Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,
-            Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f),
+            Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f.as_mut_slice()),
         }
     }
 }

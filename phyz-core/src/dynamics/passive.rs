@@ -67,7 +67,7 @@ pub fn add_passive_forces<S: Scalar>(
         if damper {
             tension -= tendon.damping * tendon.velocity(model, qvel);
         }
-        tendon.apply(model, tension, f);
+        tendon.apply(model, tension, f.as_mut_slice());
     }
 }
 

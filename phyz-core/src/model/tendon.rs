@@ -46,7 +46,7 @@ impl<S: Scalar> Tendon<S> {
     }
 
     /// Adds the generalized forces of a tension `force` along the tendon (`force · ∂L/∂q`).
-    pub fn apply(&self, model: &Model<S>, force: S, qfrc: &mut DVector<S>) {
+    pub fn apply(&self, model: &Model<S>, force: S, qfrc: &mut [S]) {
         for (&j, &c) in self.joints.iter().zip(&self.coefs) {
             qfrc[model.joints()[j].dof_adr()] += c * force;
         }

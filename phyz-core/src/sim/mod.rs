@@ -8,6 +8,7 @@
 use nalgebra::DVector;
 
 mod constraints;
+mod gather;
 mod ties;
 mod weights;
 mod workspace;

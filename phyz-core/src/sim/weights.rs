@@ -86,7 +86,7 @@ impl<S: Scalar> InverseWeights<S> {
             .iter()
             .map(|t| {
                 let mut jac = DVector::zeros(model.nv());
-                t.apply(model, S::one(), &mut jac);
+                t.apply(model, S::one(), jac.as_mut_slice());
                 weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
             })
             .collect();
@@ -199,6 +199,35 @@ pub(super) fn relative_jacobian<S: Scalar>(
     add_jacobian(model, kin, b, points.map(|p| p[1]), S::one(), &mut jac);
     add_jacobian(model, kin, a, points.map(|p| p[0]), -S::one(), &mut jac);
     jac
+}
+
+/// Adds `d_k · (J_b(p) − J_a(p))` to row `k` of `rows` (`nv` numbers each, one after another)
+/// for each direction `d_k`: the relative linear velocity of the point `p` moving with `b`
+/// against `p` moving with `a` along each direction (`point: None`: the relative angular
+/// velocity), one pass along each body's chain.
+pub(super) fn add_relative_rows<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    [a, b]: [usize; 2],
+    point: Option<&Vector3<S>>,
+    directions: &[Vector3<S>],
+    rows: &mut [S],
+) {
+    let nv = model.nv();
+    let links = &model.tree().links;
+    for (body, sign) in [(b, S::one()), (a, -S::one())] {
+        let mut link = model.tree().body_link[body];
+        while let Some(l) = link {
+            for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
+                let m = kin.world[l].motion_to_parent(col);
+                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(p)) * sign;
+                for (r, d) in directions.iter().enumerate() {
+                    rows[r * nv + links[l].dof_adr + k] += d.dot(&v);
+                }
+            }
+            link = links[l].parent;
+        }
+    }
 }
 
 /// Adds `sign` times the Jacobian of `body`'s angular velocity (`point: None`) or of the

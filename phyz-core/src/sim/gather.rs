@@ -1,0 +1,490 @@
+//! Gathering the constraints of one acceleration evaluation — equalities, friction losses,
+//! limits and contacts, in MuJoCo's order — as Jacobian rows with their materials, depths and
+//! inverse weights, for every batch lane, into storage kept from one evaluation to the next.
+
+use nalgebra::DVector;
+
+use super::ties::{Motions, TieRow, tie_rows};
+use super::weights::{InverseWeights, add_relative_rows};
+use crate::collision::{ContactBuffer, Slot, contact_pair_material, detect_lane, pair_material};
+use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
+use crate::dynamics::Kinematics;
+use crate::error::StepError;
+use crate::math::Pose;
+use crate::model::{Cone, Coupled, Equality, JointKind, Model};
+use crate::scalar::{Mask, Scalar};
+
+/// Which constraint an impulse belongs to, across steps (the warm-start key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Key {
+    /// `edge`: 0, or which of a pyramidal cone's edges.
+    /// `pair`: the explicit contact pair it comes from, if any (two pairs may name the same
+    /// geoms).
+    Contact {
+        geoms: [usize; 2],
+        feature: usize,
+        edge: usize,
+        pair: Option<usize>,
+    },
+    FrictionLoss {
+        dof: usize,
+    },
+    TendonFriction {
+        tendon: usize,
+    },
+    /// Row `row` of equality `index`.
+    Equality {
+        index: usize,
+        row: usize,
+    },
+    JointLimit {
+        joint: usize,
+        upper: bool,
+    },
+    TendonLimit {
+        tendon: usize,
+        upper: bool,
+    },
+}
+
+impl Key {
+    /// Edge `k` of a contact's pyramid.
+    fn edge(self, k: usize) -> Key {
+        match self {
+            Key::Contact { geoms, feature, pair, .. } => Key::Contact { geoms, feature, edge: k, pair },
+            other => other,
+        }
+    }
+}
+
+/// One gathered constraint (a contact slot, a pyramid's edge, a limit, a friction loss or an
+/// equality row), for every batch lane; its keys and rows live in the [`Gather`] that holds it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Gathered<S: Scalar> {
+    /// Where its keys start in [`Gather`]'s list (one per lane, `None` where it is absent).
+    keys: usize,
+    pub kind: ConstraintKind,
+    pub bodies: [Option<usize>; 2],
+    /// The constraint's material, live: each lane's numbers with their tangents.
+    pub material: Material<S>,
+    /// Its first Jacobian row (normal first; `kind.dim()` rows) in [`Gather`]'s rows.
+    row: usize,
+    pub depth: S,
+    /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
+    pub inverse_weight: S,
+    /// The lanes the constraint exists in.
+    pub present: S::Mask,
+    /// An equality row's violation norm over its equality's rows (what its impedance reads)
+    /// and its velocity-product acceleration `J̇ v` (MuJoCo's, subtracted from the reference);
+    /// `None` on every other row.
+    pub tie: Option<(S, S)>,
+}
+
+/// The gathered constraints of one evaluation with their keys and Jacobian rows; cleared and
+/// refilled at each evaluation, keeping its storage.
+#[derive(Clone, Debug)]
+pub(super) struct Gather<S: Scalar> {
+    pub list: Vec<Gathered<S>>,
+    keys: Vec<Option<Key>>,
+    /// Jacobian rows, `nv` numbers each, one after another.
+    rows: Vec<S>,
+    nv: usize,
+    lanes: usize,
+}
+
+impl<S: Scalar> Default for Gather<S> {
+    fn default() -> Self {
+        Gather { list: Vec::new(), keys: Vec::new(), rows: Vec::new(), nv: 0, lanes: 1 }
+    }
+}
+
+impl<S: Scalar> Gather<S> {
+    /// Constraint `g`'s identity in each lane.
+    pub fn keys(&self, g: &Gathered<S>) -> &[Option<Key>] {
+        &self.keys[g.keys..g.keys + self.lanes]
+    }
+
+    /// Constraint `g`'s Jacobian rows.
+    pub fn rows(&self, g: &Gathered<S>) -> impl Iterator<Item = &[S]> {
+        self.rows[g.row * self.nv..(g.row + g.kind.dim()) * self.nv].chunks_exact(self.nv.max(1))
+    }
+
+    /// The number of Jacobian rows the gathered constraints have.
+    pub fn row_count(&self) -> usize {
+        self.list.iter().map(|g| g.kind.dim()).sum()
+    }
+
+    /// Appends one key per lane; returns where they start.
+    fn push_keys(&mut self, keys: impl IntoIterator<Item = Option<Key>>) -> usize {
+        let at = self.keys.len();
+        self.keys.extend(keys);
+        at
+    }
+
+    /// Appends `count` zero rows; returns the first's index and the rows.
+    fn push_rows(&mut self, count: usize) -> (usize, &mut [S]) {
+        let at = self.rows.len();
+        self.rows.resize(at + count * self.nv, S::zero());
+        (at / self.nv.max(1), &mut self.rows[at..])
+    }
+}
+
+/// The material of a joint or tendon limit, a friction loss or an equality: its own solref,
+/// solimp and margin, no friction.
+fn own_material<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S) -> Material<S> {
+    Material {
+        friction: S::zero(),
+        restitution: S::zero(),
+        solref: SolRef::from_mjcf(solref),
+        solimp: SolImp::from_mjcf(solimp),
+        margin,
+        ..Material::default()
+    }
+}
+
+/// A one-row constraint of every lane `present` holds (its key in each), its row set by
+/// `row` on a zero row.
+fn push_row<S: Scalar>(out: &mut Gather<S>, key: Key, template: Gathered<S>, row: impl FnOnce(&mut [S])) {
+    let present = template.present;
+    let keys = out.push_keys((0..out.lanes).map(|l| present.lane(l).then_some(key)));
+    let (at, rows) = out.push_rows(1);
+    row(rows);
+    out.list.push(Gathered { keys, row: at, ..template });
+}
+
+/// A bare one-row constraint of `kind` with `material`, present where `present` says.
+fn one_row<S: Scalar>(
+    kind: ConstraintKind,
+    material: Material<S>,
+    depth: S,
+    inverse_weight: S,
+    present: S::Mask,
+) -> Gathered<S> {
+    Gathered { keys: 0, kind, bodies: [None, None], material, row: 0, depth, inverse_weight, present, tie: None }
+}
+
+/// Joint and tendon limits within their margins in some lane, as one-row unilateral
+/// constraints (present in the lanes where they are within the margin).
+fn limits<S: Scalar>(
+    model: &Model<S>,
+    q: &DVector<S>,
+    weights: &InverseWeights<S>,
+    out: &mut Gather<S>,
+) -> Result<(), StepError> {
+    for (j, joint) in model.joints().iter().enumerate() {
+        let Some([lo, hi]) = joint.range else { continue };
+        if !matches!(joint.kind(), JointKind::Hinge | JointKind::Slide) {
+            return Err(StepError::Unsupported {
+                what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
+            });
+        }
+        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
+        let x = q[joint.qpos_adr()];
+        for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
+            // The row is built only for a limit within its margin in some lane.
+            let present = depth.greater(-joint.limit_margin);
+            if present.any() {
+                let limit = one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present);
+                let key = Key::JointLimit { joint: j, upper };
+                push_row(out, key, limit, |row| row[joint.dof_adr()] = S::from_f64(sign));
+            }
+        }
+    }
+    for (t, tendon) in model.tendons().iter().enumerate() {
+        let Some([lo, hi]) = tendon.range else { continue };
+        let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
+        let length = tendon.length(model, q);
+        for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
+            let present = depth.greater(-tendon.limit_margin);
+            if present.any() {
+                let limit = one_row(ConstraintKind::Limit, material, depth, weights.tendon[t], present);
+                let key = Key::TendonLimit { tendon: t, upper };
+                push_row(out, key, limit, |row| tendon.apply(model, S::from_f64(sign), row));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dry friction (MuJoCo's `frictionloss`) on each degree of freedom of a joint and on each
+/// tendon's length, as one-row constraints in the lanes where it is positive: the impulse
+/// bounded by the friction times the step, the target the velocity damped by `solreffriction`,
+/// the impedance `solimpfriction`'s at zero.
+fn friction_losses<S: Scalar>(model: &Model<S>, weights: &InverseWeights<S>, out: &mut Gather<S>) {
+    let dt = model.timestep;
+    // The row is built only for a loss positive in some lane.
+    let loss = |loss: S, solref, solimp, inverse_weight| {
+        let present = loss.greater(S::zero());
+        let material = Material { friction: loss * dt, ..own_material(solref, solimp, S::zero()) };
+        present.any().then(|| one_row(ConstraintKind::FrictionLoss, material, S::zero(), inverse_weight, present))
+    };
+    for joint in model.joints() {
+        for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
+            let (solref, solimp) = (joint.solref_friction, joint.solimp_friction);
+            if let Some(g) = loss(joint.frictionloss, solref, solimp, weights.dof[dof]) {
+                push_row(out, Key::FrictionLoss { dof }, g, |row| row[dof] = S::one());
+            }
+        }
+    }
+    for (t, tendon) in model.tendons().iter().enumerate() {
+        let (solref, solimp) = (tendon.solref_friction, tendon.solimp_friction);
+        if let Some(g) = loss(tendon.frictionloss, solref, solimp, weights.tendon[t]) {
+            push_row(out, Key::TendonFriction { tendon: t }, g, |row| tendon.apply(model, S::one(), row));
+        }
+    }
+}
+
+/// The model's equality constraints at positions `q` and velocity `v`, as bilateral rows: one
+/// for a joint or tendon coupling — the violation `x₁ − x₁⁰ − p(x₂ − x₂⁰)` of its joint values
+/// or tendon lengths, Jacobian `J₁ − p' J₂` — three for a connect and six for a weld
+/// ([`super::ties`]); all in `S`, so derivatives along the polynomial, anchors and poses reach
+/// the rows.
+fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
+    let StageInput { model, kin, q, v, weights, .. } = *input;
+    let q0 = model.qpos0();
+    let nv = model.nv();
+    // A coupled object's value less its reference, Jacobian row and inverse weight.
+    let joint = |j: usize| {
+        let joint = &model.joints()[j];
+        let mut jac = DVector::zeros(nv);
+        jac[joint.dof_adr()] = S::one();
+        (q[joint.qpos_adr()] - q0[joint.qpos_adr()], jac, weights.dof[joint.dof_adr()])
+    };
+    let tendon = |t: usize| {
+        let tendon = &model.tendons()[t];
+        let mut jac = DVector::zeros(nv);
+        tendon.apply(model, S::one(), jac.as_mut_slice());
+        (tendon.length(model, q) - tendon.length(model, &q0), jac, weights.tendon[t])
+    };
+    // The links' motions, found at the first connect or weld.
+    let mut motions = None;
+    for (index, equality) in model.equalities().iter().enumerate().filter(|(_, e)| e.active) {
+        let rows: Vec<TieRow<S>> = match equality.coupled {
+            Coupled::Joints { first, second } => vec![coupling(equality, joint(first), second.map(joint))],
+            Coupled::Tendons { first, second } => vec![coupling(equality, tendon(first), second.map(tendon))],
+            Coupled::Connect { .. } | Coupled::Weld { .. } => {
+                let motions = motions.get_or_insert_with(|| Motions::new(model, kin, v));
+                tie_rows(model, kin, motions, weights, equality)
+            }
+        };
+        let violations: Vec<S> = rows.iter().map(|r| r.violation).collect();
+        let norm = norm(&violations);
+        let material = own_material(equality.solref, equality.solimp, S::zero());
+        for (row, r) in rows.into_iter().enumerate() {
+            let tie = Gathered {
+                tie: Some((norm, r.velocity_product)),
+                ..one_row(ConstraintKind::Equality, material, -r.violation, r.inverse_weight, S::Mask::splat(true))
+            };
+            push_row(out, Key::Equality { index, row }, tie, |jac| jac.copy_from_slice(r.jacobian.as_slice()));
+        }
+    }
+}
+
+/// The row of a joint or tendon coupling from the first object's (offset, Jacobian, inverse
+/// weight) and the second's.
+fn coupling<S: Scalar>(
+    equality: &Equality<S>,
+    (x1, j1, w1): (S, DVector<S>, S),
+    second: Option<(S, DVector<S>, S)>,
+) -> TieRow<S> {
+    let (violation, slope) = equality.violation(x1, second.as_ref().map(|s| s.0));
+    let (jacobian, inverse_weight) = match &second {
+        Some((_, j2, w2)) => (j1 - j2 * slope, w1 + *w2),
+        None => (j1, w1),
+    };
+    TieRow { violation, jacobian, velocity_product: S::zero(), inverse_weight }
+}
+
+/// The Euclidean norm of `x`, with zero tangents where it is zero (it has no derivative there).
+fn norm<S: Scalar>(x: &[S]) -> S {
+    let squared = x.iter().fold(S::zero(), |sum, &x| sum + x * x);
+    let positive = squared.greater(S::zero());
+    S::select(positive, S::select(positive, squared, S::one()).sqrt(), S::zero())
+}
+
+/// A slot of the contact buffer, evaluated in `S` with each lane's anchor: its rows, keys and
+/// numbers (not yet in the list).
+fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &mut Gather<S>) -> Gathered<S> {
+    let StageInput { model, kin, lanes, weights, .. } = *input;
+    let lifted = slot.lift::<S>();
+    let tangent_ref = match lifted.tangent_body {
+        Some(body) => kin.body_pose(model, body).rot * lifted.tangent_ref,
+        None => lifted.tangent_ref,
+    };
+    let frame = lifted.anchor.evaluate(model, kin, &tangent_ref);
+    let [a, b] = lifted.anchor.bodies();
+    let first = slot.first();
+    let kind = contact_kind(first.condim);
+    let (dim, nv) = (kind.dim(), model.nv());
+    let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
+    let keys = out.push_keys(
+        (0..lanes)
+            .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0, pair: c.pair })),
+    );
+    let (row, rows) = out.push_rows(dim);
+    let (linear, angular) = rows.split_at_mut(dim.min(3) * nv);
+    add_relative_rows(model, kin, [a, b], Some(&frame.point), &directions[..dim.min(3)], linear);
+    // Spin about the normal, then roll about the tangents: the relative angular velocity.
+    add_relative_rows(model, kin, [a, b], None, &directions[..dim.saturating_sub(3)], angular);
+    // A lane without a contact here evaluated another lane's anchor at its own pose, which
+    // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
+    // reaches the lane's acceleration.
+    let keep = |x: S| S::select(lifted.present, x, S::zero());
+    rows_mut(out, row, dim).iter_mut().for_each(|x| *x = keep(*x));
+    let moving = |body: usize| (body != 0).then_some(body);
+    Gathered {
+        keys,
+        kind,
+        bodies: [moving(a), moving(b)],
+        material: contact_material(model, slot, lanes),
+        row,
+        depth: keep(frame.depth),
+        inverse_weight: weights.body[a] + weights.body[b],
+        present: lifted.present,
+        tie: None,
+    }
+}
+
+/// Rows `row..row + count` of `out`, mutable.
+fn rows_mut<S: Scalar>(out: &mut Gather<S>, row: usize, count: usize) -> &mut [S] {
+    &mut out.rows[row * out.nv..(row + count) * out.nv]
+}
+
+/// A slot's material. A single lane's is the live material of its pair, carrying the tangents
+/// of the geoms' parameters; a batch's holds each lane's own pair's numbers (the lanes of a
+/// batch carry no tangents).
+fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> Material<S> {
+    let contacts = slot.contacts();
+    let geoms = contacts[0].geoms.map(|g| model.geom(g));
+    if let (1, [Some(g1), Some(g2)]) = (lanes, geoms) {
+        return match contacts[0].pair.and_then(|p| model.contact_pairs().get(p)) {
+            Some(pair) => contact_pair_material(pair, g1, g2),
+            None => pair_material(g1, g2),
+        };
+    }
+    let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
+    Material::from_lanes(&own)
+}
+
+/// The constraint a contact of MuJoCo's dimension `condim` is (`ModelBuilder::build` admits
+/// 1, 3, 4 and 6 only).
+fn contact_kind(condim: u8) -> ConstraintKind {
+    match condim {
+        1 => ConstraintKind::Frictionless,
+        4 => ConstraintKind::Torsional,
+        6 => ConstraintKind::Rolling,
+        _ => ConstraintKind::Contact,
+    }
+}
+
+/// MuJoCo's pyramidal cone for a frictional contact `g`: per friction row `k`, the pair of
+/// edges `n ± f_k r_k`, each a unilateral row at the contact's depth (the coefficients live, so
+/// derivatives along them reach the rows), in place of the contact.
+fn push_pyramid<S: Scalar>(out: &mut Gather<S>, g: Gathered<S>) {
+    if !g.kind.is_cone() {
+        out.list.push(g);
+        return;
+    }
+    // MuJoCo holds every friction coefficient at least `mjMINMU`: a frictionless condim-3
+    // contact is a nearly rigid pyramid, not a normal row. (Held, a coefficient's derivative
+    // is zero: the pyramid does not move with it there.)
+    let held = |f: S| f.max(S::from_f64(MIN_FRICTION));
+    let material = Material { friction: held(g.material.friction), ..g.material };
+    let (mu, torsion, rolling) = (material.friction, held(material.torsion), held(material.rolling));
+    let coefficients = [mu, mu, torsion, rolling, rolling];
+    let nv = out.nv;
+    for (k, &f) in coefficients.iter().enumerate().take(g.kind.dim() - 1) {
+        for (side, sign) in [(0, S::one()), (1, -S::one())] {
+            let edge = 2 * k + side;
+            let keys = out.keys.len();
+            for l in 0..out.lanes {
+                let key = out.keys[g.keys + l].map(|key| key.edge(edge));
+                out.keys.push(key);
+            }
+            let (row, _) = out.push_rows(1);
+            let (before, new) = out.rows.split_at_mut(row * nv);
+            let normal = &before[g.row * nv..(g.row + 1) * nv];
+            let tangent = &before[(g.row + 1 + k) * nv..(g.row + 2 + k) * nv];
+            for ((x, &n), &t) in new.iter_mut().zip(normal).zip(tangent) {
+                *x = n + sign * f * t;
+            }
+            out.list.push(Gathered { keys, kind: ConstraintKind::PyramidEdge, material, row, ..g });
+        }
+    }
+}
+
+/// Whether any constraint can be active in `model`.
+pub(super) fn constrained<S: Scalar>(model: &Model<S>) -> bool {
+    let has_limits =
+        model.joints().iter().any(|j| j.range.is_some()) || model.tendons().iter().any(|t| t.range.is_some());
+    let lossy = |loss: S| loss.greater(S::zero()).any();
+    let has_friction = model.enabled.frictionloss
+        && (model.joints().iter().any(|j| lossy(j.frictionloss))
+            || model.tendons().iter().any(|t| lossy(t.frictionloss)));
+    let has_geoms = model.bodies().iter().any(|b| !b.geoms.is_empty());
+    let has_equalities = model.enabled.equality && model.equalities().iter().any(|e| e.active);
+    model.enabled.constraint
+        && (has_equalities || has_friction || model.enabled.limit && has_limits || model.enabled.contact && has_geoms)
+}
+
+/// What the constraint stage reads at one evaluation: the model at the positions `kin` holds
+/// and the velocity `v`, over `lanes` batch lanes, with the model's inverse weights.
+#[derive(Clone, Copy)]
+pub(super) struct StageInput<'a, S: Scalar> {
+    pub model: &'a Model<S>,
+    pub kin: &'a Kinematics<S>,
+    pub q: &'a DVector<S>,
+    pub v: &'a DVector<S>,
+    pub lanes: usize,
+    pub weights: &'a InverseWeights<S>,
+}
+
+/// The equalities, friction losses, limits and contacts of every lane, in MuJoCo's order, the
+/// contacts' cone as `config` and the model say, into `out`.
+pub(super) fn gather<S: Scalar>(
+    input: &StageInput<'_, S>,
+    capacity: Option<usize>,
+    config: &SolverConfig,
+    out: &mut Gather<S>,
+) -> Result<(), StepError> {
+    let StageInput { model, kin, q, lanes, weights, .. } = *input;
+    out.list.clear();
+    out.keys.clear();
+    out.rows.clear();
+    (out.nv, out.lanes) = (model.nv(), lanes);
+    // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
+    let pyramidal = config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
+    if model.enabled.equality {
+        equalities(input, out);
+    }
+    if model.enabled.frictionloss {
+        friction_losses(model, weights, out);
+    }
+    if model.enabled.limit {
+        limits(model, q, weights, out)?;
+    }
+    if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
+        // Detection reads each lane's poses (real parts); its contacts come back in slots.
+        let found = (0..lanes)
+            .map(|lane| {
+                let poses: Vec<Pose<f64>> = (0..model.bodies().len())
+                    .map(|b| {
+                        let p = kin.body_pose(model, b);
+                        Pose::new(p.rot.map(|x| x.lane(lane)), p.pos.map(|x| x.lane(lane)))
+                    })
+                    .collect();
+                detect_lane(model, lane, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let buffer = ContactBuffer::new(found, capacity)?;
+        for slot in buffer.slots() {
+            let contact = contact_constraint(input, &slot, out);
+            if pyramidal {
+                push_pyramid(out, contact);
+            } else {
+                out.list.push(contact);
+            }
+        }
+    }
+    Ok(())
+}
