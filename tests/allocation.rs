@@ -6,8 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::PathBuf;
 
+use phyz::contact::SolverConfig;
 use phyz::model::{Integrator, mjcf};
-use phyz::sim::Simulator;
+use phyz::sim::{ContactState, Simulator};
 
 struct Counting;
 
@@ -85,6 +86,32 @@ fn a_steady_state_smooth_step_allocates_nothing() {
         let count = repeated_allocations(&mut sim, 20);
         if count > 0 {
             failures.push(format!("{integrator:?}, {} dofs: {count} allocations in 20 steps", sim.model.nv()));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// With contact, limits and friction losses, under each preset: a step that repeats one the
+/// workspace has seen (the same constraints) allocates nothing.
+#[test]
+fn a_steady_state_constrained_step_allocates_nothing() {
+    let presets = [("simulation", SolverConfig::simulation()), ("mujoco_compat", SolverConfig::mujoco_compat())];
+    let mut failures = Vec::new();
+    for model in models() {
+        for (name, config) in presets {
+            let integrator = model.integrator;
+            let mut sim = Simulator::new(model.clone());
+            sim.contact = ContactState::new(config);
+            // Into contact first.
+            for _ in 0..100 {
+                sim.step(&vec![0.0; sim.model.nu()]).expect("step");
+            }
+            assert!(sim.info.contacts > 0, "{integrator:?} {name}: in contact");
+            let count = repeated_allocations(&mut sim, 20);
+            if count > 0 {
+                let nv = sim.model.nv();
+                failures.push(format!("{integrator:?} {name}, {nv} dofs: {count} allocations in 20 steps"));
+            }
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

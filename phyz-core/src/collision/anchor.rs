@@ -179,15 +179,16 @@ impl Anchor {
         if !lanes.iter().all(|a| first.same_structure(a)) {
             return None;
         }
+        // One lane (no batch): each number as it is, without gathering lanes.
+        if let [only] = lanes {
+            let (numbers, len) = only.numbers();
+            return Some(only.rebuild(&numbers.map(S::from_f64)[..len]));
+        }
         let numbers: Vec<([f64; MAX_NUMBERS], usize)> = lanes.iter().map(|a| a.numbers()).collect();
         let len = numbers[0].1;
-        // One lane (no batch): each number as it is, without gathering lanes.
-        let lifted: [S; MAX_NUMBERS] = match numbers.as_slice() {
-            [(only, _)] => only.map(S::from_f64),
-            _ => std::array::from_fn(|i| {
-                if i < len { S::from_lanes(&numbers.iter().map(|n| n.0[i]).collect::<Vec<_>>()) } else { S::zero() }
-            }),
-        };
+        let lifted: [S; MAX_NUMBERS] = std::array::from_fn(|i| {
+            if i < len { S::from_lanes(&numbers.iter().map(|n| n.0[i]).collect::<Vec<_>>()) } else { S::zero() }
+        });
         Some(first.rebuild(&lifted[..len]))
     }
 }

@@ -43,22 +43,21 @@ const MAX_CORNERS: usize = 12;
 /// MuJoCo's largest value (`mjMAXVAL`): the separation every search starts below.
 const MAX_VALUE: f64 = 1e10;
 
-/// The contacts of two boxes within `margin`, the normal pointing from the first to the second;
-/// `None` only if either geom is not a box.
-pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+/// The contacts of two boxes within `margin`, the normal pointing from the first to the second,
+/// appended to `found`; `None` only if either geom is not a box.
+pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, found: &mut Vec<Found>) -> Option<()> {
     let (Shape::Box { half_extents: e1 }, Shape::Box { half_extents: e2 }) = (&g1.geom.shape, &g2.geom.shape) else {
         return None;
     };
     let rel = Relative::new(g1, [e1.x, e1.y, e1.z], g2, [e2.x, e2.y, e2.z]);
     let (s1, s2) = (&rel.size1, &rel.size2);
     let tolerance = margin + SEPARATION_SLACK * (s1[0] + s1[1] + s1[2] + s2[0] + s2[1] + s2[2]);
-    let mut found = Vec::new();
     match best_axis(&rel, tolerance) {
         None => {}
         Some(Axis::Edge(i, j)) => found.extend(edge_contact(&rel, i, j, tolerance).map(|c| pinned(g1, g2, &c))),
         Some(Axis::Face(code)) => face_patch(&rel, code, margin, |c| found.push(pinned(g1, g2, &c))),
     }
-    Some(found)
+    Some(())
 }
 
 /// Box 2 as box 1 sees it and box 1 as box 2 does: everything the separating-axis test reads.

@@ -24,22 +24,29 @@ pub struct Overflow {
     pub capacity: usize,
 }
 
-/// The contacts of a batch in slots, one contact or none per lane in each.
-#[derive(Clone, Debug, PartialEq)]
+/// The contacts of a batch in slots, one contact or none per lane in each; refilled in place
+/// (its slots keep their storage from one fill to the next).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContactBuffer {
-    /// `slots[k][lane]`.
+    /// `slots[k][lane]`, of which the first `used` are filled.
     slots: Vec<Vec<Option<Contact>>>,
+    used: usize,
 }
 
 impl ContactBuffer {
     /// Lays out the contacts each lane found (`found[lane]`) in at most `capacity` slots
     /// (`None`: as many as they need).
     pub fn new(found: Vec<Vec<Contact>>, capacity: Option<usize>) -> Result<Self, Overflow> {
+        let mut buffer = ContactBuffer::default();
+        buffer.fill(&found, capacity)?;
+        Ok(buffer)
+    }
+
+    /// [`ContactBuffer::new`] in this buffer's storage.
+    pub fn fill(&mut self, found: &[Vec<Contact>], capacity: Option<usize>) -> Result<(), Overflow> {
         let lanes = found.len();
-        let mut slots: Vec<Vec<Option<Contact>>> = Vec::new();
-        for (lane, contacts) in found.into_iter().enumerate() {
-            // A lane's contacts keep their order (slots only move forward), so each lane's
-            // constraints reach the solver exactly as its own run would give them.
+        self.used = 0;
+        for (lane, contacts) in found.iter().enumerate() {
             let mut next = 0;
             for contact in contacts {
                 let fits = |slot: &Vec<Option<Contact>>| {
@@ -53,29 +60,39 @@ impl ContactBuffer {
                 let same = |slot: &Vec<Option<Contact>>| {
                     slot.iter().flatten().any(|o| o.geoms == contact.geoms && o.feature == contact.feature)
                 };
-                let ahead = &slots[next..];
-                let chosen = ahead
-                    .iter()
-                    .position(|s| fits(s) && same(s))
-                    .or_else(|| ahead.iter().position(fits))
-                    .map(|k| next + k);
-                let k = chosen.unwrap_or_else(|| {
-                    slots.push(vec![None; lanes]);
-                    slots.len() - 1
-                });
-                slots[k][lane] = Some(contact);
+                // A later slot (the lane's contacts keep their order): one this contact has
+                // in another lane, else the first that fits, else a new one.
+                let ahead = &self.slots[next..self.used];
+                let chosen = ahead.iter().position(|s| fits(s) && same(s)).or_else(|| ahead.iter().position(fits));
+                let k = match chosen {
+                    Some(k) => next + k,
+                    None => self.open(lanes),
+                };
+                self.slots[k][lane] = Some(contact.clone());
                 next = k + 1;
             }
         }
         match capacity {
-            Some(capacity) if slots.len() > capacity => Err(Overflow { needed: slots.len(), capacity }),
-            _ => Ok(ContactBuffer { slots }),
+            Some(capacity) if self.used > capacity => Err(Overflow { needed: self.used, capacity }),
+            _ => Ok(()),
         }
     }
 
-    /// The slots in use, in order.
+    /// A new empty slot of `lanes` lanes; returns its index.
+    fn open(&mut self, lanes: usize) -> usize {
+        if self.used == self.slots.len() {
+            self.slots.push(Vec::new());
+        }
+        let slot = &mut self.slots[self.used];
+        slot.clear();
+        slot.resize(lanes, None);
+        self.used += 1;
+        self.used - 1
+    }
+
+    /// The slots in order.
     pub fn slots(&self) -> impl Iterator<Item = Slot<'_>> {
-        self.slots.iter().map(|lanes| Slot { lanes })
+        self.slots[..self.used].iter().map(|lanes| Slot { lanes })
     }
 }
 
@@ -104,30 +121,31 @@ impl<'a> Slot<'a> {
         self.lanes.iter().filter_map(|c| c.as_ref().or(first)).collect()
     }
 
-    /// The contact of `lane`, if it has one.
     /// The contact of the first lane that has one (every slot has one).
     pub fn first(&self) -> &'a Contact {
-        self.lanes.iter().flatten().next().expect("a slot holds a contact in some lane (ContactBuffer::new)")
+        self.lanes.iter().flatten().next().expect("a slot holds a contact in some lane (ContactBuffer::fill)")
     }
 
+    /// The contact of `lane`, if it has one.
     pub fn get(&self, lane: usize) -> Option<&'a Contact> {
         self.lanes[lane].as_ref()
     }
 
     /// The slot's anchor and tangent reference with one lane per environment, and its mask.
     pub fn lift<S: Scalar>(&self) -> Lifted<S> {
+        if let [Some(only)] = self.lanes {
+            // One lane (no batch): its contact's values as they are.
+            let anchor = Anchor::lift(&[&only.anchor]).expect("one anchor shares its own structure");
+            let tangent_ref = only.tangent_ref.map(S::from_f64);
+            return Lifted { anchor, tangent_ref, tangent_body: only.tangent_body, present: S::Mask::splat(true) };
+        }
         let contacts = self.contacts();
         let anchors: Vec<&Anchor> = contacts.iter().map(|c| &c.anchor).collect();
         let anchor = Anchor::lift(&anchors)
             .expect("a slot only takes contacts whose anchors share their structure (ContactBuffer::new)");
-        let (tangent_ref, present) = match (contacts.as_slice(), self.lanes.len()) {
-            // One lane (no batch): its contact's values as they are.
-            ([only], 1) => (only.tangent_ref.map(S::from_f64), S::Mask::splat(true)),
-            _ => (
-                Vector3::from_fn(|i, _| S::from_lanes(&contacts.iter().map(|c| c.tangent_ref[i]).collect::<Vec<_>>())),
-                S::Mask::from_lanes(&self.lanes.iter().map(Option::is_some).collect::<Vec<_>>()),
-            ),
-        };
+        let tangent_ref =
+            Vector3::from_fn(|i, _| S::from_lanes(&contacts.iter().map(|c| c.tangent_ref[i]).collect::<Vec<_>>()));
+        let present = S::Mask::from_lanes(&self.lanes.iter().map(Option::is_some).collect::<Vec<_>>());
         Lifted { anchor, tangent_ref, tangent_body: contacts[0].tangent_body, present }
     }
 }

@@ -17,7 +17,7 @@ use crate::model::Shape;
 
 /// The contacts of a capsule and a box (either order; the normal points from `g1` to `g2`)
 /// within `margin`: one or two spheres along the capsule's segment against the box.
-pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
     let (capsule, cube, capsule_first) = match (&g1.geom.shape, &g2.geom.shape) {
         (Shape::Capsule { .. }, Shape::Box { .. }) => (g1, g2, true),
         (Shape::Box { .. }, Shape::Capsule { .. }) => (g2, g1, false),
@@ -34,7 +34,7 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Foun
     let e = half_extents;
     let limit = margin + 2.0 * (radius + half_length + e.x + e.y + e.z);
     let Some(nearest) = nearest(&segment, e, limit) else {
-        return Some(Vec::new());
+        return Some(());
     };
     let second = second_point(&segment, e, &nearest);
     let found = [Some(nearest.at()), second].into_iter().flatten().enumerate().map(|(feature, t)| {
@@ -43,7 +43,8 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Foun
         let found = if capsule_first { box_last(found, capsule) } else { found };
         Found { feature, ..found }
     });
-    Some(found.collect())
+    out.extend(found);
+    Some(())
 }
 
 /// The capsule's core segment in the box's frame.

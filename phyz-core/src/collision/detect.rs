@@ -43,6 +43,7 @@ pub struct Contact {
 }
 
 /// A geom (real parts) with its body, its global index and its poses.
+#[derive(Clone, Debug)]
 pub(super) struct Placed {
     pub body: usize,
     pub index: usize,
@@ -107,52 +108,77 @@ pub fn detect_lane<S: Scalar>(
     lane: usize,
     body_poses: &[Pose<f64>],
 ) -> Result<Vec<Contact>, UnsupportedPair> {
-    let placed = place(model, lane, body_poses);
-    // Pairs named explicitly are tested with their own parameters, after the others.
-    let explicit: Vec<[usize; 2]> = model.contact_pairs().iter().map(|p| p.geoms).collect();
     let mut contacts = Vec::new();
-    for (i, j) in candidate_pairs(&placed) {
-        let (g1, g2) = (&placed[i], &placed[j]);
-        if g1.body == g2.body || explicit.contains(&[i, j]) || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom)
-        {
-            continue;
-        }
-        // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
-        // before the pair's material is mixed.
-        let margin = g1.geom.margin + g2.geom.margin;
-        if apart(g1, g2, margin) {
-            continue;
-        }
-        // MuJoCo's condim: the higher priority's, else the larger.
-        let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
-            std::cmp::Ordering::Greater => g1.geom.condim,
-            std::cmp::Ordering::Less => g2.geom.condim,
-            std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
-        };
-        let material = || pair_material(&g1.geom, &g2.geom);
-        collide(model, [g1, g2], margin, material, condim, None, &mut contacts)?;
-    }
-    let geoms: Vec<&Geom<S>> = match model.contact_pairs() {
-        [] => Vec::new(),
-        _ => model.bodies().iter().flat_map(|b| &b.geoms).collect(),
-    };
-    for (index, pair) in model.contact_pairs().iter().enumerate() {
-        let [a, b] = pair.geoms;
-        let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), geoms.get(a), geoms.get(b))
-        else {
-            continue;
-        };
-        let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
-        if g1.body != g2.body && !apart(g1, g2, material.margin) {
-            collide(model, [g1, g2], material.margin, || material, pair.condim, Some(index), &mut contacts)?;
-        }
-    }
+    Detector::default().detect_lane(model, lane, body_poses, &mut contacts)?;
     Ok(contacts)
 }
 
-/// Every geom of `model` with its poses at `body_poses`, its numbers those of batch lane `lane`.
-fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> Vec<Placed> {
-    let mut placed = Vec::with_capacity(model.bodies().iter().map(|b| b.geoms.len()).sum());
+/// Detection's intermediate lists — the placed geoms, the broad phase's candidates, one pair's
+/// points — kept from one call to the next so that detection refills storage instead of
+/// allocating.
+#[derive(Clone, Debug, Default)]
+pub struct Detector {
+    placed: Vec<Placed>,
+    planes: Vec<usize>,
+    boxes: Vec<(usize, Vector3<f64>, Vector3<f64>)>,
+    pairs: Vec<(usize, usize)>,
+    found: Vec<Found>,
+}
+
+impl Detector {
+    /// [`detect_lane`], the contacts written into `contacts` (cleared first).
+    pub fn detect_lane<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        lane: usize,
+        body_poses: &[Pose<f64>],
+        contacts: &mut Vec<Contact>,
+    ) -> Result<(), UnsupportedPair> {
+        contacts.clear();
+        place(model, lane, body_poses, &mut self.placed);
+        candidate_pairs(&self.placed, &mut self.planes, &mut self.boxes, &mut self.pairs);
+        let Detector { placed, pairs, found, .. } = self;
+        for &(i, j) in pairs.iter() {
+            let (g1, g2) = (&placed[i], &placed[j]);
+            // Pairs named explicitly are tested with their own parameters, after the others.
+            let explicit = model.contact_pairs().iter().any(|p| p.geoms == [i, j]);
+            if g1.body == g2.body || explicit || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
+                continue;
+            }
+            // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
+            // before the pair's material is mixed.
+            let margin = g1.geom.margin + g2.geom.margin;
+            if apart(g1, g2, margin) {
+                continue;
+            }
+            // MuJoCo's condim: the higher priority's, else the larger.
+            let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
+                std::cmp::Ordering::Greater => g1.geom.condim,
+                std::cmp::Ordering::Less => g2.geom.condim,
+                std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
+            };
+            let material = || pair_material(&g1.geom, &g2.geom);
+            collide(model, [g1, g2], (margin, material), (condim, None), found, contacts)?;
+        }
+        for (index, pair) in model.contact_pairs().iter().enumerate() {
+            let [a, b] = pair.geoms;
+            let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), model.geom(a), model.geom(b))
+            else {
+                continue;
+            };
+            let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
+            if g1.body != g2.body && !apart(g1, g2, material.margin) {
+                collide(model, [g1, g2], (material.margin, || material), (pair.condim, Some(index)), found, contacts)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every geom of `model` with its poses at `body_poses`, its numbers those of batch lane
+/// `lane`, written into `placed`.
+fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>], placed: &mut Vec<Placed>) {
+    placed.clear();
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
             let geom = geom.map_unnamed(&mut |x: S| x.lane(lane));
@@ -160,7 +186,6 @@ fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> 
             placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
         }
     }
-    placed
 }
 
 /// The contacts of geoms `g` within `margin`, touching with `material` (mixed only if they
@@ -169,13 +194,13 @@ fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>]) -> 
 fn collide<S: Scalar>(
     model: &Model<S>,
     [g1, g2]: [&Placed; 2],
-    margin: f64,
-    material: impl FnOnce() -> Material,
-    condim: u8,
-    pair: Option<usize>,
+    (margin, material): (f64, impl FnOnce() -> Material),
+    (condim, pair): (u8, Option<usize>),
+    found: &mut Vec<Found>,
     contacts: &mut Vec<Contact>,
 ) -> Result<(), UnsupportedPair> {
-    let found = self::pair(g1, g2, margin).ok_or_else(|| UnsupportedPair {
+    found.clear();
+    self::pair(g1, g2, margin, found).ok_or_else(|| UnsupportedPair {
         geom1: label(model, g1),
         shape1: g1.geom.shape.name(),
         geom2: label(model, g2),
@@ -185,7 +210,7 @@ fn collide<S: Scalar>(
         return Ok(());
     }
     let material = material();
-    for Found { feature, anchor, depth, normal, tangent } in found {
+    for &Found { feature, anchor, depth, normal, tangent } in found.iter() {
         let (tangent_ref, tangent_body) = match tangent {
             Some((body, axis)) => (axis, Some(body)),
             None => (tangent_reference(&normal), None),
@@ -210,8 +235,15 @@ fn label<S: Scalar>(model: &Model<S>, g: &Placed) -> String {
 /// Pairs of geoms (indices into `placed`, ascending) whose bounds overlap: a plane against every
 /// other geom, the bounded geoms by sweep and prune over their bounding boxes (bounding sphere
 /// plus margin), so a scene of many separate objects does not test every pair.
-fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
-    let (mut planes, mut boxes) = (Vec::new(), Vec::new());
+fn candidate_pairs(
+    placed: &[Placed],
+    planes: &mut Vec<usize>,
+    boxes: &mut Vec<(usize, Vector3<f64>, Vector3<f64>)>,
+    pairs: &mut Vec<(usize, usize)>,
+) {
+    planes.clear();
+    boxes.clear();
+    pairs.clear();
     for (i, g) in placed.iter().enumerate() {
         match g.geom.shape.bounding_radius() {
             None => planes.push(i),
@@ -221,8 +253,7 @@ fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
             }
         }
     }
-    let mut pairs = Vec::new();
-    for &p in &planes {
+    for &p in planes.iter() {
         pairs.extend(placed.iter().enumerate().filter(|&(i, _)| i != p).map(|(i, _)| (p.min(i), p.max(i))));
     }
     // Sweep and prune along the axis the boxes spread most on: boxes in order of their lower
@@ -234,7 +265,8 @@ fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
         hi - lo
     };
     let axis = (0..3).max_by(|&a, &b| spread(a).total_cmp(&spread(b))).unwrap_or(0);
-    boxes.sort_by(|a, b| a.1[axis].total_cmp(&b.1[axis]));
+    // Ties in geom order, as a stable sort leaves them (an unstable sort allocates nothing).
+    boxes.sort_unstable_by(|a, b| a.1[axis].total_cmp(&b.1[axis]).then(a.0.cmp(&b.0)));
     for (k, (i, lo, hi)) in boxes.iter().enumerate() {
         for (j, lo2, hi2) in boxes[k + 1..].iter().take_while(|(_, lo2, _)| lo2[axis] <= hi[axis]) {
             let overlap = (0..3).all(|d| lo2[d] <= hi[d] && lo[d] <= hi2[d]);
@@ -245,7 +277,6 @@ fn candidate_pairs(placed: &[Placed]) -> Vec<(usize, usize)> {
     }
     pairs.sort_unstable();
     pairs.dedup();
-    pairs
 }
 
 /// Whether the bounding spheres of two geoms (a plane's half-space) are farther apart than
@@ -265,6 +296,7 @@ fn plane_height(plane: &Placed, point: &Vector3<f64>) -> f64 {
 }
 
 /// One contact of a pair, before its material is attached.
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Found {
     /// Which corner, end or rim point of the pair: stable while the pair stays in contact, so
     /// that warm starts find the same contact again whatever the depth order.
@@ -280,43 +312,51 @@ pub(super) struct Found {
 }
 
 /// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
-fn pair(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
     use Shape::*;
-    let keep = |found: Vec<Found>| found.into_iter().filter(|c| c.depth > -margin).collect();
-    Some(match (&g1.geom.shape, &g2.geom.shape) {
-        (Plane, Plane) => Vec::new(),
-        (Plane, _) => keep(aligned(plane_against(&PlaneFrame::of(g1), g2)?, g2)),
-        (_, Plane) => keep(aligned(plane_against(&PlaneFrame::of(g2), g1)?, g1)),
-        (Capsule { .. }, Capsule { .. }) => keep(capsules(g1, g2, margin)?),
-        (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => keep(vec![spheres(g1, g2)?]),
-        (Box { .. }, Box { .. }) => keep(box_box::contacts(g1, g2, margin)?),
-        (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => keep(capsule_box::contacts(g1, g2, margin)?),
-        (Box { half_extents }, Sphere { radius }) => keep(vec![box_sphere(g1, half_extents, g2, *radius)]),
-        (Sphere { radius }, Box { half_extents }) => keep(vec![box_sphere(g2, half_extents, g1, *radius)]),
-        (Box { half_extents }, _) if let Some(found) = box_face(g1, half_extents, g2) => keep(found),
-        (_, Box { half_extents }) if let Some(found) = box_face(g2, half_extents, g1) => keep(found),
-        _ => keep(convex::manifold(g1, g2, margin)?),
-    })
+    match (&g1.geom.shape, &g2.geom.shape) {
+        (Plane, Plane) => {}
+        (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, out)?, g2),
+        (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, out)?, g1),
+        (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
+        (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
+        (Box { .. }, Box { .. }) => box_box::contacts(g1, g2, margin, out)?,
+        (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => capsule_box::contacts(g1, g2, margin, out)?,
+        (Box { half_extents }, Sphere { radius }) => out.push(box_sphere(g1, half_extents, g2, *radius)),
+        (Sphere { radius }, Box { half_extents }) => out.push(box_sphere(g2, half_extents, g1, *radius)),
+        (Box { half_extents }, _) | (_, Box { half_extents }) => {
+            let (cube, other) = if matches!(g1.geom.shape, Box { .. }) { (g1, g2) } else { (g2, g1) };
+            if box_face(cube, half_extents, other, out).is_none() {
+                out.extend(convex::manifold(g1, g2, margin)?);
+            }
+        }
+        _ => out.extend(convex::manifold(g1, g2, margin)?),
+    }
+    out.retain(|c| c.depth > -margin);
+    Some(())
 }
 
-/// Sphere centres (body frame) and radius standing for a sphere or the two ends of a capsule.
-fn points_of(g: &Placed) -> Option<(Vec<Vector3<f64>>, f64)> {
+/// The sphere centres (body frame) standing for a sphere, the two ends of a capsule, a box's
+/// corners or a mesh's hull vertices, each passed to `each`, and their radius (`None`: another
+/// shape, nothing passed).
+fn points_of(g: &Placed, mut each: impl FnMut(Vector3<f64>, f64)) -> Option<()> {
     let along = |h: f64| g.local.transform_point(&Vector3::new(0.0, 0.0, h));
     match g.geom.shape {
-        Shape::Sphere { radius } => Some((vec![g.local.pos], radius)),
-        Shape::Capsule { radius, half_length } => Some((vec![along(-half_length), along(half_length)], radius)),
-        Shape::Box { half_extents: e } => {
-            let corners = (0..8)
-                .map(|k| {
-                    let s = |bit: usize| if k & bit == 0 { -1.0 } else { 1.0 };
-                    g.local.transform_point(&Vector3::new(s(1) * e.x, s(2) * e.y, s(4) * e.z))
-                })
-                .collect();
-            Some((corners, 0.0))
+        Shape::Sphere { radius } => each(g.local.pos, radius),
+        Shape::Capsule { radius, half_length } => {
+            each(along(-half_length), radius);
+            each(along(half_length), radius);
         }
-        Shape::Mesh { ref hull } => Some((hull.vertices.iter().map(|v| g.local.transform_point(v)).collect(), 0.0)),
-        _ => None,
+        Shape::Box { half_extents: e } => {
+            for k in 0..8 {
+                let s = |bit: usize| if k & bit == 0 { -1.0 } else { 1.0 };
+                each(g.local.transform_point(&Vector3::new(s(1) * e.x, s(2) * e.y, s(4) * e.z)), 0.0);
+            }
+        }
+        Shape::Mesh { ref hull } => hull.vertices.iter().for_each(|v| each(g.local.transform_point(v), 0.0)),
+        _ => return None,
     }
+    Some(())
 }
 
 /// Below this sine of the tilt between a cylinder's discs and a plane, the deepest rim point is
@@ -332,7 +372,7 @@ fn cylinder_rim(
     radius: f64,
     half_length: f64,
     normal: &Vector3<f64>,
-) -> Vec<(Vector3<f64>, Option<Surface>)> {
+) -> [(Vector3<f64>, Option<Surface>); 4] {
     // The plane normal in the cylinder's own frame, where the axis is z.
     let n = cylinder.world.rot.transpose() * normal;
     let near_end = if n.z > 0.0 { -1.0 } else { 1.0 };
@@ -346,7 +386,7 @@ fn cylinder_rim(
     let near = axis * half_length;
     let rim =
         |end: f64, point: Vector3<f64>| (point, tilted.then_some(Surface::CylinderRim { radius, half_length, end }));
-    vec![
+    [
         rim(near_end, near + towards),
         rim(-near_end, -near + towards),
         (near - towards * 0.5 + across, None),
@@ -355,54 +395,54 @@ fn cylinder_rim(
 }
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
-/// an ellipsoid's support point); a pair keeps its deepest four.
-fn plane_against(plane: &PlaneFrame, other: &Placed) -> Option<Vec<Found>> {
+/// an ellipsoid's support point), appended to `out`; a pair keeps its deepest four. Returns
+/// `out` (`None` for a geom without such points).
+fn plane_against<'a>(plane: &PlaneFrame, other: &Placed, out: &'a mut Vec<Found>) -> Option<&'a mut [Found]> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
-    // Points in the geom's frame, each with the surface it is re-found on, if curved.
-    let (points, radius) = match other.geom.shape {
-        Shape::Cylinder { radius, half_length } => (cylinder_rim(other, radius, half_length, &normal), 0.0),
+    let start = out.len();
+    // A point in the geom's frame, with the surface it is re-found on, if curved.
+    let mut push = |(point, surface): (Vector3<f64>, Option<Surface>), radius: f64| {
+        let feature = out.len() - start;
+        let depth = radius - (other.world.transform_point(&point) - plane.world.pos).dot(&normal);
+        let (a, b, origin) = (plane.body, other.body, plane.local.pos);
+        let anchor = match surface {
+            Some(surface) => Anchor::PlaneSupport { a, normal: normal_body, origin, b, geom: other.local, surface },
+            None => {
+                let center = other.local.transform_point(&point);
+                Anchor::Plane { a, normal: normal_body, origin, b, center, radius }
+            }
+        };
+        out.push(Found { feature, anchor, depth, normal, tangent: None });
+    };
+    match other.geom.shape {
+        Shape::Cylinder { radius, half_length } => {
+            cylinder_rim(other, radius, half_length, &normal).into_iter().for_each(|p| push(p, 0.0))
+        }
         Shape::Ellipsoid { radii } => {
             let surface = Surface::Ellipsoid { radii };
             let down = -(other.world.rot.transpose() * normal);
-            (vec![(surface.support(&down), Some(surface))], 0.0)
+            push((surface.support(&down), Some(surface)), 0.0);
         }
         _ => {
-            let (centres, radius) = points_of(other)?;
             let to_geom = other.local.inverse();
-            (centres.iter().map(|c| (to_geom.transform_point(c), None)).collect(), radius)
+            points_of(other, |c, radius| push((to_geom.transform_point(&c), None), radius))?;
         }
-    };
-    let mut found: Vec<_> = points
-        .into_iter()
-        .enumerate()
-        .map(|(feature, (point, surface))| {
-            let depth = radius - (other.world.transform_point(&point) - plane.world.pos).dot(&normal);
-            let (a, b, origin) = (plane.body, other.body, plane.local.pos);
-            let anchor = match surface {
-                Some(surface) => Anchor::PlaneSupport { a, normal: normal_body, origin, b, geom: other.local, surface },
-                None => {
-                    let center = other.local.transform_point(&point);
-                    Anchor::Plane { a, normal: normal_body, origin, b, center, radius }
-                }
-            };
-            Found { feature, anchor, depth, normal, tangent: None }
-        })
-        .collect();
+    }
+    let found = &mut out[start..];
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
-    found.truncate(MAX_POINTS_PER_PAIR);
-    Some(found)
+    out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start));
+    Some(&mut out[start..])
 }
 
-/// A plane geom's contacts with `other`, their frames aligned as MuJoCo's `mjc_PlaneCapsule`
-/// aligns a capsule's (with its axis, turning with its body); MuJoCo does this for plane geoms
-/// only, not for a box face.
-fn aligned(mut found: Vec<Found>, other: &Placed) -> Vec<Found> {
+/// A plane geom's contacts `found` with `other`, their frames aligned as MuJoCo's
+/// `mjc_PlaneCapsule` aligns a capsule's (with its axis, turning with its body); MuJoCo does
+/// this for plane geoms only, not for a box face.
+fn aligned(found: &mut [Found], other: &Placed) {
     if matches!(other.geom.shape, Shape::Capsule { .. }) {
         let axis = other.local.rot * Vector3::z();
         found.iter_mut().for_each(|f| f.tangent = Some((other.body, axis)));
     }
-    found
 }
 
 /// Where a plane is: its body and its frame (z the normal) in the body and in the world — a
@@ -423,7 +463,7 @@ impl PlaneFrame {
 /// plane's (a cylinder's rim points, an ellipsoid's support point, a box's corners), stable
 /// under small motions — unlike a general manifold, whose points on a curved rim jump with the
 /// orientation. `None` when the geom's bounding sphere reaches past the face's edges.
-fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed) -> Option<Vec<Found>> {
+fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed, out: &mut Vec<Found>) -> Option<()> {
     let reach = other.geom.shape.bounding_radius()?;
     let centre = cube.world.inverse().transform_point(&other.world.pos);
     // The face the geom is beyond (relative to the box's proportions).
@@ -441,7 +481,7 @@ fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed) -> Optio
     origin[axis] = side * half_extents[axis];
     let face = Pose::new(nalgebra::Matrix3::from_columns(&[x, y, z]), origin);
     let plane = PlaneFrame { body: cube.body, local: cube.local.compose(&face), world: cube.world.compose(&face) };
-    plane_against(&plane, other)
+    plane_against(&plane, other, out).map(|_| ())
 }
 
 /// The closest points of two segments `p1 + s d1`, `p2 + t d2` (`s, t ∈ [0, 1]`).
@@ -524,7 +564,7 @@ const PARALLEL: f64 = 1e-8;
 /// end first) — the second's end where it lies within the first, else the first's end against
 /// the nearest point of the second; segments that do not overlap meet at their nearest ends,
 /// twice (MuJoCo's two candidates coincide there and it keeps both).
-fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
+fn capsules(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
     let (Shape::Capsule { radius: r1, half_length: h1 }, Shape::Capsule { radius: r2, half_length: h2 }) =
         (&g1.geom.shape, &g2.geom.shape)
     else {
@@ -535,7 +575,8 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
     let (a1, a2) = (half_axis(&g1.world, *h1), half_axis(&g2.world, *h2));
     let (aa, ab, bb) = (a1.dot(&a1), a1.dot(&a2), a2.dot(&a2));
     if aa * bb - ab * ab >= PARALLEL * aa * bb || aa == 0.0 || bb == 0.0 {
-        return Some(vec![spheres(g1, g2)?]);
+        out.push(spheres(g1, g2)?);
+        return Some(());
     }
     // Each end of the second segment (`x₂ = ±1`) as the point `centre₁ + x₁ · a₁` of the first's
     // line it projects to, the lower first.
@@ -551,7 +592,6 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
         let x = x1.clamp(-1.0, 1.0);
         if x == x1 { (x1, x2) } else { (x, nearest(x)) }
     };
-    let mut found = Vec::with_capacity(2);
     // Two contacts always, as MuJoCo's: where the overlap is a point (or none) the same one twice.
     for (feature, (x1, x2)) in [end(lower), end(upper)].into_iter().enumerate() {
         let world = [g1.world.pos + a1 * x1, g2.world.pos + a2 * x2];
@@ -559,9 +599,9 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64) -> Option<Vec<Found>> {
             continue;
         }
         let centres = [g1.local.pos + half_axis(&g1.local, *h1) * x1, g2.local.pos + half_axis(&g2.local, *h2) * x2];
-        found.push(sphere_pair([g1, g2], centres, world, [*r1, *r2], feature));
+        out.push(sphere_pair([g1, g2], centres, world, [*r1, *r2], feature));
     }
-    Some(found)
+    Some(())
 }
 
 /// A box against a sphere. With the sphere's centre over a face (or inside the box), the face is

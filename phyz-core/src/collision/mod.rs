@@ -11,7 +11,7 @@ mod filter;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
 pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
-pub use detect::{Contact, contact_pair_material, detect, detect_lane, geom_material, pair_material};
+pub use detect::{Contact, Detector, contact_pair_material, detect, detect_lane, geom_material, pair_material};
 pub use filter::can_collide;
 
 /// MuJoCo's smallest value (`mjMINVAL`): below it a denominator is zero, and by it a candidate

@@ -19,6 +19,7 @@ use super::cost::Piece;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
 use crate::dynamics::MassFactor;
+use crate::math::zero_vector;
 use crate::scalar::Mask;
 
 /// The structure of one constraint: its shape and the moving bodies it acts between (`None`
@@ -199,15 +200,43 @@ impl<S: Scalar> ContactProblem<S> {
         bodies: Option<&[[Option<usize>; 2]]>,
         config: &SolverConfig,
     ) -> Self {
+        let mut problem = ContactProblem {
+            constraints: Vec::new(),
+            joint,
+            target: DVector::zeros(0),
+            regularizer: DVector::zeros(0),
+            mu: Vec::new(),
+            twist: Vec::new(),
+            present: Vec::new(),
+            units: Units::default(),
+        };
+        problem.set_rows(velocity, rows, bodies, config);
+        problem
+    }
+
+    /// Sets the problem's rows over its joint-space data as [`ContactProblem::from_rows`]
+    /// does, reusing its storage.
+    pub fn set_rows(
+        &mut self,
+        velocity: Option<&DVector<S>>,
+        rows: &[ContactRow<S>],
+        bodies: Option<&[[Option<usize>; 2]]>,
+        config: &SolverConfig,
+    ) {
+        let joint = &self.joint;
         let m = joint.jacobian.nrows();
-        let mut regularizer = DVector::zeros(m);
-        let mut target = DVector::zeros(m);
+        zero_vector(&mut self.regularizer, m);
+        zero_vector(&mut self.target, m);
+        let (regularizer, target) = (&mut self.regularizer, &mut self.target);
         // Only rows without an inverse weight of their own need the mass matrix factorized.
         let weighted = rows.iter().all(|r| r.inverse_weight.is_some());
         let factor = if weighted { None } else { MassFactor::dense(&joint.mass) };
-        let (mut mus, mut twists) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
+        self.mu.clear();
+        self.twist.clear();
+        self.constraints.clear();
+        self.present.clear();
         let mut at = 0;
-        for row in rows {
+        for (i, row) in rows.iter().enumerate() {
             let weight = row.inverse_weight.unwrap_or_else(|| {
                 let jacobian = joint.jacobian.row(at).transpose();
                 factor.as_ref().map_or(S::one(), |f| jacobian.dot(&f.solve(&jacobian)))
@@ -239,31 +268,17 @@ impl<S: Scalar> ContactProblem<S> {
                 let lowered = friction.fill(regularizers, targets, pre_step, glides);
                 target[at] -= lowered;
             }
-            mus.push(mu);
-            twists.push(twist);
+            self.mu.push(mu);
+            self.twist.push(twist);
+            let bodies = bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]);
+            self.constraints.push(Constraint { kind, bodies });
+            self.present.push(S::Mask::splat(true));
             at += kind.dim();
         }
-        let constraints = rows
-            .iter()
-            .enumerate()
-            .map(|(i, r)| Constraint {
-                kind: r.kind,
-                bodies: bodies.and_then(|b| b.get(i).copied()).unwrap_or([None, None]),
-            })
-            .collect();
-        ContactProblem {
-            constraints,
-            joint,
-            target,
-            // MuJoCo's floor on `R` (its `mjMINVAL`): a rigid row with no regularization
-            // still has a finite `D = 1/R`.
-            regularizer: regularizer
-                .map(|r| S::select(r.greater(S::from_f64(MIN_REGULARIZER)), r, S::from_f64(MIN_REGULARIZER))),
-            mu: mus,
-            twist: twists,
-            present: vec![S::Mask::splat(true); rows.len()],
-            units: Units::default(),
-        }
+        // MuJoCo's floor on `R` (its `mjMINVAL`): a rigid row with no regularization still has
+        // a finite `D = 1/R`.
+        let floor = S::from_f64(MIN_REGULARIZER);
+        regularizer.apply(|r| *r = S::select(r.greater(floor), *r, floor));
     }
 }
 

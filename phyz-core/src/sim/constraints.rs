@@ -12,7 +12,7 @@ use crate::contact::{
 };
 use crate::dynamics::{MassFactor, Smooth};
 use crate::error::StepError;
-use crate::math::{copy_vector, zero_matrix, zero_vector};
+use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
 use crate::model::{Model, State};
 use crate::scalar::Scalar;
 
@@ -61,41 +61,48 @@ impl ContactState {
         self.warm.clone_from(&saved.0);
     }
 
-    /// The inverse weights a step of `model` from `state` needs, `None` when nothing can be
-    /// constrained.
+    /// The inverse weights a step of `model` from `state` needs, written into `out`; `false`
+    /// (and nothing written) when nothing can be constrained.
     pub(super) fn weights_for_step<S: Scalar>(
         &mut self,
         model: &Model<S>,
         state: &State<S>,
-    ) -> Result<Option<InverseWeights<S>>, StepError> {
+        out: &mut InverseWeights<S>,
+    ) -> Result<bool, StepError> {
         if !constrained(model) {
-            return Ok(None);
+            return Ok(false);
         }
         let lanes = state.qpos.iter().chain(state.qvel.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-        self.weights(model, lanes).map(Some)
+        self.weights(model, lanes, out)?;
+        Ok(true)
     }
 
     /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
     /// read carries a derivative (they depend on the masses), else from each lane's `f64`
     /// weights, computed once per set of those numbers.
-    fn weights<S: Scalar>(&mut self, model: &Model<S>, lanes: usize) -> Result<InverseWeights<S>, StepError> {
+    fn weights<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        lanes: usize,
+        out: &mut InverseWeights<S>,
+    ) -> Result<(), StepError> {
         let inputs = || InverseWeights::inputs(model);
         let differentiated =
             (0..S::tangent_dim()).any(|k| inputs().any(|p| (0..p.lanes()).any(|l| p.tangent(l, k) != 0.0)));
         if differentiated {
-            return InverseWeights::new(model);
+            *out = InverseWeights::new(model)?;
+            return Ok(());
         }
         let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
-        if let Some((known, weights)) = &self.weights
-            && weights.len() == lanes
-            && lane_major().eq(known.iter().copied())
-        {
-            return Ok(InverseWeights::lift(weights));
+        let known = matches!(&self.weights, Some((known, weights)) if weights.len() == lanes && lane_major().eq(known.iter().copied()));
+        if !known {
+            let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
+            self.weights = Some((lane_major().collect(), weights));
         }
-        let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
-        let lifted = InverseWeights::lift(&weights);
-        self.weights = Some((lane_major().collect(), weights));
-        Ok(lifted)
+        if let Some((_, weights)) = &self.weights {
+            InverseWeights::lift_into(weights, out);
+        }
+        Ok(())
     }
 }
 
@@ -105,10 +112,25 @@ pub(crate) struct SavedWarm(Vec<LaneWarm>);
 
 /// What a lane's next solve starts from: the last solve's acceleration (Newton, as MuJoCo's
 /// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(super) struct LaneWarm {
     acceleration: Option<DVector<f64>>,
     impulses: HashMap<Key, [f64; 6]>,
+}
+
+impl Clone for LaneWarm {
+    fn clone(&self) -> Self {
+        LaneWarm { acceleration: self.acceleration.clone(), impulses: self.impulses.clone() }
+    }
+
+    /// A copy in this cache's storage (a step saves the cache so, allocating nothing).
+    fn clone_from(&mut self, source: &Self) {
+        match (&mut self.acceleration, &source.acceleration) {
+            (Some(own), Some(theirs)) => copy_vector(own, theirs),
+            (own, theirs) => own.clone_from(theirs),
+        }
+        self.impulses.clone_from(&source.impulses);
+    }
 }
 
 impl ContactState {
@@ -172,24 +194,40 @@ impl ContactState {
 /// from.
 type LaneWeights = (Vec<f64>, Vec<InverseWeights<f64>>);
 
-/// The problem of the gathered constraints over `joint`: each constraint's row in `S` from its
+/// The problem of the gathered constraints at velocity `v`, written into `evaluation.problem`:
+/// the joint-space data from the smooth stages (the bare mass matrix and the undamped free
+/// motion where `split`, as MuJoCo solves), then each constraint's row in `S` from its
 /// material, depth and pre-step velocity, whose values carry every tangent into the targets,
 /// regularizer and friction.
 fn assemble<S: Scalar>(
-    gather: &Gather<S>,
-    joint: JointSpace<S>,
+    evaluation: &mut Evaluation<S>,
+    model: &Model<S>,
     v: &DVector<S>,
-    dt: S,
-    impratio: f64,
+    split: bool,
     config: &SolverConfig,
-) -> ContactProblem<S> {
-    let gathered = &gather.list;
-    let velocity = &joint.jacobian * v;
-    let impratio = S::from_f64(impratio);
-    let mut rows = Vec::with_capacity(gathered.len());
+) -> Result<(), StepError> {
+    let Evaluation { smooth, bare, gather, problem, rows, bodies, pre_step, .. } = evaluation;
+    let dt = model.timestep;
+    let joint = &mut problem.joint;
+    if split {
+        bare.factorize(model, &smooth.mass)?;
+        copy_vector(&mut joint.free, &smooth.force);
+        bare.solve_in_place(&mut joint.free);
+        copy_matrix(&mut joint.mass, &smooth.mass);
+    } else {
+        copy_vector(&mut joint.free, &smooth.acceleration);
+        copy_matrix(&mut joint.mass, smooth.factored());
+    }
+    joint.free *= dt;
+    joint.free += v;
+    jacobian_into(gather, model.nv(), &mut joint.jacobian);
+    zero_vector(pre_step, joint.jacobian.nrows());
+    pre_step.gemv(S::one(), &joint.jacobian, v, S::zero());
+    let impratio = S::from_f64(model.contact.impratio);
+    rows.clear();
     let mut at = 0;
-    for g in gathered {
-        let (depth, v_n) = (g.depth, velocity[at]);
+    for g in &gather.list {
+        let (depth, v_n) = (g.depth, pre_step[at]);
         let row = match g.tie {
             Some((norm, _)) => ContactRow::bilateral(&g.material, depth, norm, v_n, dt),
             None => ContactRow::from_material(g.kind, &g.material, depth, v_n, dt, config),
@@ -197,19 +235,21 @@ fn assemble<S: Scalar>(
         rows.push(ContactRow { inverse_weight: Some(g.inverse_weight), impratio, ..row });
         at += g.kind.dim();
     }
-    let bodies: Vec<[Option<usize>; 2]> = gathered.iter().map(|g| g.bodies).collect();
-    let mut problem = ContactProblem::from_rows(joint, Some(&velocity), &rows, Some(&bodies), config);
-    problem.present = gathered.iter().map(|g| g.present).collect();
+    bodies.clear();
+    bodies.extend(gather.list.iter().map(|g| g.bodies));
+    problem.set_rows(Some(pre_step), rows, Some(bodies), config);
+    problem.present.clear();
+    problem.present.extend(gather.list.iter().map(|g| g.present));
     // A tie's rows target the violation's true acceleration: MuJoCo 4 subtracts `J̇ v` from
     // their reference, which the velocity target takes over the step.
     let mut at = 0;
-    for g in gathered {
+    for g in &gather.list {
         if let Some((_, velocity_product)) = g.tie {
             problem.target[at] -= dt * velocity_product;
         }
         at += g.kind.dim();
     }
-    problem
+    Ok(())
 }
 
 /// The gathered constraints' Jacobian, one row per constraint row, written into `jacobian`.
@@ -240,30 +280,39 @@ pub(crate) struct Evaluation<S: Scalar> {
     /// The factor of the bare mass matrix where it differs from the smooth stages' (see
     /// [`acceleration`]).
     bare: MassFactor<S>,
-    /// `M⁻¹` of the smooth force under that factor.
-    free: DVector<S>,
-    /// The solve's storage, its post-step velocity and each lane's solution.
+    /// The gathered constraints, and the problem they make with its rows' numbers, the bodies
+    /// each acts between and the pre-step velocity `J v`.
+    gather: Gather<S>,
+    problem: ContactProblem<S>,
+    rows: Vec<ContactRow<S>>,
+    bodies: Vec<[Option<usize>; 2]>,
+    pre_step: DVector<S>,
+    /// Each lane's warm start, the solve's storage, its post-step velocity and each lane's
+    /// solution.
+    warm: Vec<Warm>,
     newton: NewtonWorkspace,
     velocity: DVector<S>,
     solutions: Vec<Solution>,
-    /// The gathered constraints, their Jacobian and each lane's warm start.
-    gather: Gather<S>,
-    jacobian: DMatrix<S>,
-    warm: Vec<Warm>,
+    /// The joint-space impulse of a split solve.
+    impulse: DVector<S>,
 }
 
 impl<S: Scalar> Default for Evaluation<S> {
     fn default() -> Self {
+        let joint = JointSpace { mass: DMatrix::zeros(0, 0), jacobian: DMatrix::zeros(0, 0), free: DVector::zeros(0) };
         Evaluation {
             smooth: Smooth::default(),
             bare: MassFactor::default(),
-            free: DVector::zeros(0),
+            gather: Gather::default(),
+            problem: ContactProblem::from_rows(joint, None, &[], None, &SolverConfig::default()),
+            rows: Vec::new(),
+            bodies: Vec::new(),
+            pre_step: DVector::zeros(0),
+            warm: Vec::new(),
             newton: NewtonWorkspace::default(),
             velocity: DVector::zeros(0),
             solutions: Vec::new(),
-            gather: Gather::default(),
-            jacobian: DMatrix::zeros(0, 0),
-            warm: Vec::new(),
+            impulse: DVector::zeros(0),
         }
     }
 }
@@ -291,47 +340,38 @@ pub(crate) fn acceleration<S: Scalar>(
     smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let input = StageInput { model, kin: &smooth.kin, q, v, lanes, weights };
-    let Evaluation { gather: gathered, .. } = evaluation;
-    gather(&input, state.capacity, &state.config, gathered)?;
+    gather(&input, state.capacity, &state.config, &mut evaluation.gather)?;
     out.copy_from(&smooth.acceleration);
-    if gathered.list.is_empty() {
+    if evaluation.gather.list.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();
         return Ok(());
     }
-    let dt = model.timestep;
     // phyz solves in the metric the integrator uses (with Euler's implicit damping); MuJoCo
     // solves with the bare mass matrix and the undamped free motion, then integrates the
     // constraint force with the damped one — reproduced under compatibility.
     let split = extra_diagonal.is_some() && state.config.mujoco_compat;
-    let (metric, free) = if split {
-        evaluation.bare.factorize(model, &smooth.mass)?;
-        copy_vector(&mut evaluation.free, &smooth.force);
-        evaluation.bare.solve_in_place(&mut evaluation.free);
-        (smooth.mass.clone(), v + &evaluation.free * dt)
-    } else {
-        (smooth.factored().clone(), v + &smooth.acceleration * dt)
-    };
-    let Evaluation { gather, jacobian, warm, newton, velocity, solutions, .. } = evaluation;
-    jacobian_into(gather, model.nv(), jacobian);
     let config = state.config;
-    let joint = JointSpace { mass: metric, jacobian: std::mem::replace(jacobian, DMatrix::zeros(0, 0)), free };
-    let mut problem = assemble(gather, joint, v, dt, model.contact.impratio, &config);
+    assemble(evaluation, model, v, split, &config)?;
+    let dt = model.timestep;
+    let Evaluation { smooth, gather, problem, warm, newton, velocity, solutions, impulse, .. } = evaluation;
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm_starts(gather, v, dt, lanes, warm);
-    solve_scalar_in(&problem, &config, warm, newton, velocity, solutions)
+    solve_scalar_in(problem, &config, warm, newton, velocity, solutions)
         .map_err(|e| StepError::Contact { reason: e.to_string() })?;
     state.record(gather, solutions, v, dt);
     info.record(gather, solutions);
-    let change = &*velocity - &problem.joint.free;
+    // The velocity change the impulses make, folded into the acceleration.
+    *velocity -= &problem.joint.free;
     if split {
-        let impulse = &problem.joint.mass * change;
-        *out += smooth.factor.solve(&impulse) / dt;
+        zero_vector(impulse, model.nv());
+        impulse.gemv(S::one(), &problem.joint.mass, velocity, S::zero());
+        smooth.factor.solve_in_place(impulse);
+        out.axpy(S::one() / dt, impulse, S::one());
     } else {
-        *out += change / dt;
+        out.axpy(S::one() / dt, velocity, S::one());
     }
-    *jacobian = problem.joint.jacobian;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use nalgebra::DVector;
 
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::{InverseWeights, add_relative_rows};
-use crate::collision::{ContactBuffer, Slot, contact_pair_material, detect_lane, pair_material};
+use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::Kinematics;
 use crate::error::StepError;
@@ -90,11 +90,29 @@ pub(super) struct Gather<S: Scalar> {
     rows: Vec<S>,
     nv: usize,
     lanes: usize,
+    detection: Detection,
+}
+
+/// Detection's storage: one lane's body poses, the detector's lists, each lane's contacts and
+/// the slots they are laid out in.
+#[derive(Clone, Debug, Default)]
+struct Detection {
+    poses: Vec<Pose<f64>>,
+    detector: Detector,
+    found: Vec<Vec<Contact>>,
+    buffer: ContactBuffer,
 }
 
 impl<S: Scalar> Default for Gather<S> {
     fn default() -> Self {
-        Gather { list: Vec::new(), keys: Vec::new(), rows: Vec::new(), nv: 0, lanes: 1 }
+        Gather {
+            list: Vec::new(),
+            keys: Vec::new(),
+            rows: Vec::new(),
+            nv: 0,
+            lanes: 1,
+            detection: Detection::default(),
+        }
     }
 }
 
@@ -241,6 +259,9 @@ fn friction_losses<S: Scalar>(model: &Model<S>, weights: &InverseWeights<S>, out
 /// the rows.
 fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
     let StageInput { model, kin, q, v, weights, .. } = *input;
+    if !model.equalities().iter().any(|e| e.active) {
+        return;
+    }
     let q0 = model.qpos0();
     let nv = model.nv();
     // A coupled object's value less its reference, Jacobian row and inverse weight.
@@ -354,15 +375,15 @@ fn rows_mut<S: Scalar>(out: &mut Gather<S>, row: usize, count: usize) -> &mut [S
 /// of the geoms' parameters; a batch's holds each lane's own pair's numbers (the lanes of a
 /// batch carry no tangents).
 fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> Material<S> {
-    let contacts = slot.contacts();
-    let geoms = contacts[0].geoms.map(|g| model.geom(g));
+    let first = slot.first();
+    let geoms = first.geoms.map(|g| model.geom(g));
     if let (1, [Some(g1), Some(g2)]) = (lanes, geoms) {
-        return match contacts[0].pair.and_then(|p| model.contact_pairs().get(p)) {
+        return match first.pair.and_then(|p| model.contact_pairs().get(p)) {
             Some(pair) => contact_pair_material(pair, g1, g2),
             None => pair_material(g1, g2),
         };
     }
-    let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&contacts[0].material, |c| &c.material)).collect();
+    let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&first.material, |c| &c.material)).collect();
     Material::from_lanes(&own)
 }
 
@@ -465,19 +486,9 @@ pub(super) fn gather<S: Scalar>(
     }
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.
-        let found = (0..lanes)
-            .map(|lane| {
-                let poses: Vec<Pose<f64>> = (0..model.bodies().len())
-                    .map(|b| {
-                        let p = kin.body_pose(model, b);
-                        Pose::new(p.rot.map(|x| x.lane(lane)), p.pos.map(|x| x.lane(lane)))
-                    })
-                    .collect();
-                detect_lane(model, lane, &poses).map_err(|e| StepError::Unsupported { what: e.to_string() })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let buffer = ContactBuffer::new(found, capacity)?;
-        for slot in buffer.slots() {
+        let mut detection = std::mem::take(&mut out.detection);
+        detection.detect(model, kin, lanes, capacity)?;
+        for slot in detection.buffer.slots() {
             let contact = contact_constraint(input, &slot, out);
             if pyramidal {
                 push_pyramid(out, contact);
@@ -485,6 +496,32 @@ pub(super) fn gather<S: Scalar>(
                 out.list.push(contact);
             }
         }
+        out.detection = detection;
     }
     Ok(())
+}
+
+impl Detection {
+    /// The contacts of every lane at the poses `kin` holds, laid out in at most `capacity` slots.
+    fn detect<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        kin: &Kinematics<S>,
+        lanes: usize,
+        capacity: Option<usize>,
+    ) -> Result<(), StepError> {
+        self.found.resize_with(lanes, Vec::new);
+        for (lane, contacts) in self.found.iter_mut().enumerate() {
+            self.poses.clear();
+            self.poses.extend((0..model.bodies().len()).map(|b| {
+                let p = kin.body_pose(model, b);
+                Pose::new(p.rot.map(|x| x.lane(lane)), p.pos.map(|x| x.lane(lane)))
+            }));
+            self.detector
+                .detect_lane(model, lane, &self.poses, contacts)
+                .map_err(|e| StepError::Unsupported { what: e.to_string() })?;
+        }
+        self.buffer.fill(&self.found[..lanes], capacity)?;
+        Ok(())
+    }
 }

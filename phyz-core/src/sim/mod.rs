@@ -56,12 +56,12 @@ pub fn step_in<S: Scalar>(
     info.reset();
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
-    let weights = contact.weights_for_step(model, state)?;
+    let Workspace { evaluation, stages, next, saved_warm, weights } = workspace;
+    let constrained = contact.weights_for_step(model, state, weights)?;
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
-    contact.save_warm_cache(&mut workspace.saved_warm);
-    let inputs = constraints::StepInputs { model, ctrl, weights: weights.as_ref() };
-    let Workspace { evaluation, stages, next, saved_warm } = workspace;
+    contact.save_warm_cache(saved_warm);
+    let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
     let mut attempt = || {
         let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>, out: &mut DVector<S>| {
             constraints::acceleration(&inputs, (q, v, extra), evaluation, contact, info, out)

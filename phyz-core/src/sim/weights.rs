@@ -25,6 +25,13 @@ pub(super) struct InverseWeights<S> {
     pub mean_inertia: S,
 }
 
+impl<S: Scalar> Default for InverseWeights<S> {
+    fn default() -> Self {
+        let empty = Vec::new;
+        InverseWeights { body: empty(), body_rotation: empty(), dof: empty(), tendon: empty(), mean_inertia: S::zero() }
+    }
+}
+
 impl<S: Scalar> InverseWeights<S> {
     pub fn new(model: &Model<S>) -> Result<Self, StepError> {
         let q0 = model.qpos0();
@@ -120,24 +127,27 @@ impl<S: Scalar> InverseWeights<S> {
 }
 
 impl InverseWeights<f64> {
-    /// One value per batch lane from each lane's weights.
-    pub fn lift<S: Scalar>(lanes: &[InverseWeights<f64>]) -> InverseWeights<S> {
-        let gather = |get: &dyn Fn(&InverseWeights<f64>) -> &Vec<f64>| -> Vec<S> {
+    /// One value per batch lane from each lane's weights, written into `out` (reusing its
+    /// storage).
+    pub fn lift_into<S: Scalar>(lanes: &[InverseWeights<f64>], out: &mut InverseWeights<S>) {
+        let gather = |get: &dyn Fn(&InverseWeights<f64>) -> &Vec<f64>, into: &mut Vec<S>| {
+            into.clear();
             match lanes {
-                [one] => get(one).iter().map(|&x| S::from_f64(x)).collect(),
-                _ => (0..get(&lanes[0]).len())
-                    .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>()))
-                    .collect(),
+                [one] => into.extend(get(one).iter().map(|&x| S::from_f64(x))),
+                _ => into.extend(
+                    (0..get(&lanes[0]).len())
+                        .map(|i| S::from_lanes(&lanes.iter().map(|w| get(w)[i]).collect::<Vec<_>>())),
+                ),
             }
         };
-        let mean_inertia = S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>());
-        InverseWeights {
-            body: gather(&|w| &w.body),
-            body_rotation: gather(&|w| &w.body_rotation),
-            dof: gather(&|w| &w.dof),
-            tendon: gather(&|w| &w.tendon),
-            mean_inertia,
-        }
+        gather(&|w| &w.body, &mut out.body);
+        gather(&|w| &w.body_rotation, &mut out.body_rotation);
+        gather(&|w| &w.dof, &mut out.dof);
+        gather(&|w| &w.tendon, &mut out.tendon);
+        out.mean_inertia = match lanes {
+            [one] => S::from_f64(one.mean_inertia),
+            _ => S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>()),
+        };
     }
 }
 

@@ -3,6 +3,7 @@
 //! instead of allocating.
 
 use super::constraints::{Evaluation, SavedWarm};
+use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::dynamics::integrator::Stages;
 use crate::model::State;
@@ -18,6 +19,8 @@ pub struct Workspace<S: Scalar> {
     pub next: State<S>,
     /// The warm-start cache as the step found it, put back if the step fails.
     pub(super) saved_warm: SavedWarm,
+    /// The model's inverse weights, as the step uses them.
+    pub(super) weights: InverseWeights<S>,
 }
 
 impl<S: Scalar> Default for Workspace<S> {
@@ -27,6 +30,7 @@ impl<S: Scalar> Default for Workspace<S> {
             stages: Stages::default(),
             next: State::new(nalgebra::DVector::zeros(0), nalgebra::DVector::zeros(0)),
             saved_warm: SavedWarm::default(),
+            weights: InverseWeights::default(),
         }
     }
 }
