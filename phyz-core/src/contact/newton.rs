@@ -453,13 +453,13 @@ fn line_search(
     if samples.left == 0 {
         return (p1.alpha, -p1.cost);
     }
-    bracketed(&mut samples, p1, p2, gtol)
+    bracketed(&mut samples, &p0, [p1, p2], gtol)
 }
 
 /// The bracketed phase of the line search between `p1` and `p2`, whose slopes have opposite
 /// signs: midpoints and Newton points of either end, each end moving to the candidate nearest
 /// the minimum on its side, until a candidate's slope is within `gtol` or nothing moves.
-fn bracketed(samples: &mut Samples<'_>, mut p1: Sample, mut p2: Sample, gtol: f64) -> (f64, f64) {
+fn bracketed(samples: &mut Samples<'_>, p0: &Sample, [mut p1, mut p2]: [Sample; 2], gtol: f64) -> (f64, f64) {
     let mut p1_next = samples.newton(&p1);
     let mut p2_next = p1;
     while samples.left > 0 {
@@ -491,5 +491,17 @@ fn bracketed(samples: &mut Samples<'_>, mut p1: Sample, mut p2: Sample, gtol: f6
         }
     }
     let best = if p1.cost <= p2.cost { p1 } else { p2 };
-    if best.cost < 0.0 { (best.alpha, -best.cost) } else { (0.0, 0.0) }
+    if best.cost < 0.0 {
+        return (best.alpha, -best.cost);
+    }
+    // The costs' differences are rounding (a step whose decrease is below the cost's last
+    // digit): the cost is convex along the line, so it does not rise from `α = 0` up to the end
+    // whose slope is still descending, and there its decrease is the slopes' trapezoid (exact
+    // for a quadratic), which the slopes give to full precision.
+    [p1, p2]
+        .into_iter()
+        .filter(|end| end.alpha > 0.0 && end.slope <= 0.0)
+        .map(|end| (end.alpha, -0.5 * end.alpha * (p0.slope + end.slope)))
+        .find(|&(_, improvement)| improvement > 0.0)
+        .unwrap_or((0.0, 0.0))
 }

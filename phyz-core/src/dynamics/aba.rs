@@ -2,7 +2,7 @@
 
 use nalgebra::{DVector, Matrix3, Matrix6, Vector6};
 
-use super::kinematics::{Kinematics, dofs, link_inertia, subspace};
+use super::kinematics::{Kinematics, dofs, subspace};
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{Force, Motion};
@@ -80,7 +80,7 @@ pub fn forward_dynamics_into<S: Scalar>(
     for (i, link) in links.iter().enumerate() {
         let vj = subspace(model, link).apply(dofs(link, qvel));
         let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
-        let rigid = link_inertia(model, link);
+        let rigid = kin.inertia[i];
         bias_acc.push(v.cross_motion(&vj));
         bias_force.push(v.cross_force(&rigid.mul_motion(&v)));
         inertia.push(rigid.to_matrix());

@@ -2,7 +2,7 @@
 
 use nalgebra::DMatrix;
 
-use super::kinematics::{Kinematics, link_inertia, subspace};
+use super::kinematics::{Kinematics, subspace};
 use crate::Scalar;
 use crate::math::SpatialInertia;
 use crate::model::Model;
@@ -24,7 +24,7 @@ pub fn mass_matrix_into<S: Scalar>(
 ) {
     let links = &model.tree().links;
     composite.clear();
-    composite.extend(links.iter().map(|l| link_inertia(model, l)));
+    composite.extend_from_slice(&kin.inertia);
     for (i, link) in links.iter().enumerate().rev() {
         if let Some(p) = link.parent {
             let moved = composite[i].to_parent(&kin.local[i]);

@@ -2,7 +2,7 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, forward_kinematics, link_inertia, link_velocities};
+use super::kinematics::{Kinematics, forward_kinematics, link_velocities};
 use crate::Scalar;
 use crate::math::Force;
 use crate::model::{JointKind, Model, State};
@@ -16,9 +16,7 @@ pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
 /// Kinetic energy `½ q̇ᵀ M q̇` (armature included).
 pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
     let vel = link_velocities(model, kin, qvel);
-    let links = &model.tree().links;
-    let bodies =
-        links.iter().zip(&vel).fold(S::zero(), |e, (link, v)| e + v.dot(&link_inertia(model, link).mul_motion(v)));
+    let bodies = kin.inertia.iter().zip(&vel).fold(S::zero(), |e, (inertia, v)| e + v.dot(&inertia.mul_motion(v)));
     let rotors = model.joints().iter().fold(S::zero(), |e, joint| {
         let adr = joint.dof_adr();
         (adr..adr + joint.kind().nv()).fold(e, |e, d| e + joint.armature * qvel[d] * qvel[d])
@@ -44,7 +42,6 @@ pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: 
 /// Total spatial momentum of all bodies, in world coordinates about the world origin.
 pub fn momentum<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Force<S> {
     let vel = link_velocities(model, kin, qvel);
-    model.tree().links.iter().enumerate().fold(Force::zero(), |h, (i, link)| {
-        h + kin.world[i].force_to_parent(&link_inertia(model, link).mul_motion(&vel[i]))
-    })
+    (0..kin.inertia.len())
+        .fold(Force::zero(), |h, i| h + kin.world[i].force_to_parent(&kin.inertia[i].mul_motion(&vel[i])))
 }

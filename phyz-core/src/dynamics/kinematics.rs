@@ -108,13 +108,16 @@ impl<S> Default for LinkBuffers<S> {
     }
 }
 
-/// Poses of every link at one configuration.
+/// Poses of every link at one configuration, with the inertia each link carries.
 #[derive(Clone, Debug)]
 pub struct Kinematics<S> {
     /// Each link's pose in its parent link's frame (the world for root links).
     pub local: Vec<Pose<S>>,
     /// Each link's pose in the world frame.
     pub world: Vec<Pose<S>>,
+    /// Each link's spatial inertia in its own frame ([`link_inertia`]): the model's numbers,
+    /// not the configuration's, set by [`Kinematics::set_inertias`] (once per step).
+    pub inertia: Vec<SpatialInertia<S>>,
 }
 
 impl<S: Scalar> Kinematics<S> {
@@ -126,11 +129,17 @@ impl<S: Scalar> Kinematics<S> {
 
 impl<S> Default for Kinematics<S> {
     fn default() -> Self {
-        Kinematics { local: Vec::new(), world: Vec::new() }
+        Kinematics { local: Vec::new(), world: Vec::new(), inertia: Vec::new() }
     }
 }
 
 impl<S: Scalar> Kinematics<S> {
+    /// Recomputes every link's inertia from the model's bodies, reusing this value's storage.
+    pub fn set_inertias(&mut self, model: &Model<S>) {
+        self.inertia.clear();
+        self.inertia.extend(model.tree().links.iter().map(|l| link_inertia(model, l)));
+    }
+
     /// Recomputes every link's pose at `qpos`, reusing this value's storage.
     pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
         let (local, world) = (&mut self.local, &mut self.world);
@@ -147,9 +156,10 @@ impl<S: Scalar> Kinematics<S> {
     }
 }
 
-/// Link poses at `qpos`.
+/// Link poses at `qpos`, with the links' inertias.
 pub fn forward_kinematics<S: Scalar>(model: &Model<S>, qpos: &DVector<S>) -> Kinematics<S> {
     let mut kin = Kinematics::default();
+    kin.set_inertias(model);
     kin.update(model, qpos);
     kin
 }
@@ -182,19 +192,19 @@ pub fn link_velocities_into<S: Scalar>(
 }
 
 /// Spatial acceleration of every link (in the link's own frame) when every joint acceleration
-/// is zero and there is no gravity: the velocity-product part `J̇ q̇` of each link's motion.
+/// is zero and there is no gravity: the velocity-product part `J̇ q̇` of each link's motion,
+/// written into `acc`.
 pub fn link_bias_accelerations<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     velocities: &[Motion<S>],
     qvel: &DVector<S>,
-) -> Vec<Motion<S>> {
-    let links = &model.tree().links;
-    let mut acc: Vec<Motion<S>> = Vec::with_capacity(links.len());
-    for (i, link) in links.iter().enumerate() {
+    acc: &mut Vec<Motion<S>>,
+) {
+    acc.clear();
+    for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&acc[p]));
         let joint = subspace(model, link).apply(dofs(link, qvel));
         acc.push(inherited + velocities[i].cross_motion(&joint));
     }
-    acc
 }

@@ -42,6 +42,7 @@ pub fn smooth_acceleration<S: Scalar>(
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
     let mut smooth = Smooth::default();
+    smooth.prepare(model);
     smooth.without_mass(model, (qpos, qvel, ctrl), extra_diagonal)?;
     Ok(smooth.acceleration)
 }

@@ -2,7 +2,7 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, LinkBuffers, dofs, link_inertia, subspace};
+use super::kinematics::{Kinematics, LinkBuffers, dofs, subspace};
 use crate::Scalar;
 use crate::math::{Force, Motion};
 use crate::model::Model;
@@ -52,7 +52,7 @@ pub fn rnea<S: Scalar>(
         let v = x.motion_to_child(&vp) + vj;
         let joint_acc = qacc.map_or_else(Motion::zero, |qacc| s.apply(dofs(link, qacc)));
         let a = x.motion_to_child(&ap) + joint_acc + v.cross_motion(&vj);
-        let inertia = link_inertia(model, link);
+        let inertia = kin.inertia[i];
         force.push(inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v)));
         vel.push(v);
         acc.push(a);

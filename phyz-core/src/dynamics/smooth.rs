@@ -57,6 +57,12 @@ impl<S: Scalar> Default for Smooth<S> {
 }
 
 impl<S: Scalar> Smooth<S> {
+    /// Takes what the model fixes for a step (the links' inertias): once per step, before the
+    /// evaluations.
+    pub fn prepare(&mut self, model: &Model<S>) {
+        self.kin.set_inertias(model);
+    }
+
     /// The smooth acceleration at `(q, v)` under `ctrl` by the articulated-body algorithm,
     /// `extra_diagonal` added to the mass matrix's diagonal: no mass matrix is formed (the step
     /// of a model nothing constrains).

@@ -189,6 +189,13 @@ impl<S: Scalar> Model<S> {
     /// ball joints at the identity, free joints at the body's pose in the model.
     pub fn qpos0(&self) -> DVector<S> {
         let mut q = DVector::zeros(self.nq);
+        self.qpos0_into(&mut q);
+        q
+    }
+
+    /// [`Model::qpos0`] written into `q` (length `nq`).
+    pub fn qpos0_into(&self, q: &mut DVector<S>) {
+        q.fill(S::zero());
         for joint in &self.joints {
             let a = joint.qpos_adr;
             match joint.kind {
@@ -204,7 +211,6 @@ impl<S: Scalar> Model<S> {
                 }
             }
         }
-        q
     }
 
     /// The state stored in keyframe `index` (MuJoCo's `mj_resetDataKeyframe`), and its controls.

@@ -297,6 +297,13 @@ pub(crate) struct Evaluation<S: Scalar> {
     impulse: DVector<S>,
 }
 
+impl<S: Scalar> Evaluation<S> {
+    /// Takes what the model fixes for a step: once per step, before its evaluations.
+    pub(super) fn prepare(&mut self, model: &Model<S>) {
+        self.smooth.prepare(model);
+    }
+}
+
 impl<S: Scalar> Default for Evaluation<S> {
     fn default() -> Self {
         let joint = JointSpace { mass: DMatrix::zeros(0, 0), jacobian: DMatrix::zeros(0, 0), free: DVector::zeros(0) };

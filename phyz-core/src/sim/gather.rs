@@ -10,7 +10,7 @@ use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_mate
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::Kinematics;
 use crate::error::StepError;
-use crate::math::Pose;
+use crate::math::{Pose, zero_vector};
 use crate::model::{Cone, Coupled, Equality, JointKind, Model};
 use crate::scalar::{Mask, Scalar};
 
@@ -91,6 +91,9 @@ pub(super) struct Gather<S: Scalar> {
     nv: usize,
     lanes: usize,
     detection: Detection,
+    /// The model's reference positions and the links' motions, for equalities.
+    q0: DVector<S>,
+    motions: Motions<S>,
 }
 
 /// Detection's storage: one lane's body poses, the detector's lists, each lane's contacts and
@@ -112,6 +115,8 @@ impl<S: Scalar> Default for Gather<S> {
             nv: 0,
             lanes: 1,
             detection: Detection::default(),
+            q0: DVector::zeros(0),
+            motions: Motions::default(),
         }
     }
 }
@@ -262,58 +267,116 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
     if !model.equalities().iter().any(|e| e.active) {
         return;
     }
-    let q0 = model.qpos0();
+    zero_vector(&mut out.q0, model.nq());
+    model.qpos0_into(&mut out.q0);
     let nv = model.nv();
-    // A coupled object's value less its reference, Jacobian row and inverse weight.
-    let joint = |j: usize| {
-        let joint = &model.joints()[j];
-        let mut jac = DVector::zeros(nv);
-        jac[joint.dof_adr()] = S::one();
-        (q[joint.qpos_adr()] - q0[joint.qpos_adr()], jac, weights.dof[joint.dof_adr()])
-    };
-    let tendon = |t: usize| {
-        let tendon = &model.tendons()[t];
-        let mut jac = DVector::zeros(nv);
-        tendon.apply(model, S::one(), jac.as_mut_slice());
-        (tendon.length(model, q) - tendon.length(model, &q0), jac, weights.tendon[t])
-    };
     // The links' motions, found at the first connect or weld.
-    let mut motions = None;
+    let mut moving = false;
     for (index, equality) in model.equalities().iter().enumerate().filter(|(_, e)| e.active) {
-        let rows: Vec<TieRow<S>> = match equality.coupled {
-            Coupled::Joints { first, second } => vec![coupling(equality, joint(first), second.map(joint))],
-            Coupled::Tendons { first, second } => vec![coupling(equality, tendon(first), second.map(tendon))],
+        let count = match equality.coupled {
+            Coupled::Joints { .. } | Coupled::Tendons { .. } => 1,
+            Coupled::Connect { .. } => 3,
+            Coupled::Weld { .. } => 6,
+        };
+        let at = out.push_rows(count).0;
+        let jacobian = &mut out.rows[at * nv..(at + count) * nv];
+        let coupled = |object| Coupling { object, model, q, q0: &out.q0, weights };
+        let ties = match equality.coupled {
+            Coupled::Joints { first, second } => {
+                let (first, second) = (coupled(Object::Joint(first)), second.map(|j| coupled(Object::Joint(j))));
+                Some(coupling(equality, first, second, jacobian))
+            }
+            Coupled::Tendons { first, second } => {
+                let (first, second) = (coupled(Object::Tendon(first)), second.map(|t| coupled(Object::Tendon(t))));
+                Some(coupling(equality, first, second, jacobian))
+            }
             Coupled::Connect { .. } | Coupled::Weld { .. } => {
-                let motions = motions.get_or_insert_with(|| Motions::new(model, kin, v));
-                tie_rows(model, kin, motions, weights, equality)
+                if !moving {
+                    out.motions.update(model, kin, v);
+                    moving = true;
+                }
+                tie_rows(model, kin, &out.motions, weights, equality, jacobian).map(|(ties, _)| ties)
             }
         };
-        let violations: Vec<S> = rows.iter().map(|r| r.violation).collect();
-        let norm = norm(&violations);
+        let Some(ties) = ties else { continue };
+        let violations = ties.map(|t| t.violation);
+        let norm = norm(&violations[..count]);
         let material = own_material(equality.solref, equality.solimp, S::zero());
-        for (row, r) in rows.into_iter().enumerate() {
-            let tie = Gathered {
-                tie: Some((norm, r.velocity_product)),
-                ..one_row(ConstraintKind::Equality, material, -r.violation, r.inverse_weight, S::Mask::splat(true))
-            };
-            push_row(out, Key::Equality { index, row }, tie, |jac| jac.copy_from_slice(r.jacobian.as_slice()));
+        for (row, tie) in ties[..count].iter().enumerate() {
+            let keys = out.push_keys((0..out.lanes).map(|_| Some(Key::Equality { index, row })));
+            let present = S::Mask::splat(true);
+            let bare = one_row(ConstraintKind::Equality, material, -tie.violation, tie.inverse_weight, present);
+            out.list.push(Gathered { keys, row: at + row, tie: Some((norm, tie.velocity_product)), ..bare });
         }
     }
 }
 
-/// The row of a joint or tendon coupling from the first object's (offset, Jacobian, inverse
-/// weight) and the second's.
+/// What a joint or tendon coupling couples.
+#[derive(Clone, Copy)]
+enum Object {
+    Joint(usize),
+    Tendon(usize),
+}
+
+/// One coupled joint value or tendon length at positions `q`, with the model's reference
+/// positions `q0` and inverse weights.
+struct Coupling<'a, S: Scalar> {
+    object: Object,
+    model: &'a Model<S>,
+    q: &'a DVector<S>,
+    q0: &'a DVector<S>,
+    weights: &'a InverseWeights<S>,
+}
+
+impl<S: Scalar> Coupling<'_, S> {
+    /// The value less its reference.
+    fn offset(&self) -> S {
+        match self.object {
+            Object::Joint(j) => {
+                let adr = self.model.joints()[j].qpos_adr();
+                self.q[adr] - self.q0[adr]
+            }
+            Object::Tendon(t) => {
+                let tendon = &self.model.tendons()[t];
+                tendon.length(self.model, self.q) - tendon.length(self.model, self.q0)
+            }
+        }
+    }
+
+    fn inverse_weight(&self) -> S {
+        match self.object {
+            Object::Joint(j) => self.weights.dof[self.model.joints()[j].dof_adr()],
+            Object::Tendon(t) => self.weights.tendon[t],
+        }
+    }
+
+    /// Adds `scale` times the value's Jacobian to `row`.
+    fn add_row(&self, scale: S, row: &mut [S]) {
+        match self.object {
+            Object::Joint(j) => row[self.model.joints()[j].dof_adr()] += scale,
+            Object::Tendon(t) => self.model.tendons()[t].apply(self.model, scale, row),
+        }
+    }
+}
+
+/// The row of a joint or tendon coupling of `first` to `second` (the first alone: held at its
+/// reference), its Jacobian `J₁ − p' J₂` added to `row`: a tie's first row.
 fn coupling<S: Scalar>(
     equality: &Equality<S>,
-    (x1, j1, w1): (S, DVector<S>, S),
-    second: Option<(S, DVector<S>, S)>,
-) -> TieRow<S> {
-    let (violation, slope) = equality.violation(x1, second.as_ref().map(|s| s.0));
-    let (jacobian, inverse_weight) = match &second {
-        Some((_, j2, w2)) => (j1 - j2 * slope, w1 + *w2),
-        None => (j1, w1),
-    };
-    TieRow { violation, jacobian, velocity_product: S::zero(), inverse_weight }
+    first: Coupling<'_, S>,
+    second: Option<Coupling<'_, S>>,
+    row: &mut [S],
+) -> [TieRow<S>; 6] {
+    let (violation, slope) = equality.violation(first.offset(), second.as_ref().map(Coupling::offset));
+    first.add_row(S::one(), row);
+    let mut inverse_weight = first.inverse_weight();
+    if let Some(second) = &second {
+        second.add_row(-slope, row);
+        inverse_weight += second.inverse_weight();
+    }
+    let mut ties = [TieRow { violation: S::zero(), velocity_product: S::zero(), inverse_weight: S::zero() }; 6];
+    ties[0] = TieRow { violation, velocity_product: S::zero(), inverse_weight };
+    ties
 }
 
 /// The Euclidean norm of `x`, with zero tangents where it is zero (it has no derivative there).
@@ -344,7 +407,7 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
     );
     let (row, rows) = out.push_rows(dim);
     let (linear, angular) = rows.split_at_mut(dim.min(3) * nv);
-    add_relative_rows(model, kin, [a, b], Some(&frame.point), &directions[..dim.min(3)], linear);
+    add_relative_rows(model, kin, [a, b], Some([&frame.point, &frame.point]), &directions[..dim.min(3)], linear);
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
     add_relative_rows(model, kin, [a, b], None, &directions[..dim.saturating_sub(3)], angular);
     // A lane without a contact here evaluated another lane's anchor at its own pose, which

@@ -61,6 +61,7 @@ pub fn step_in<S: Scalar>(
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
     contact.save_warm_cache(saved_warm);
+    evaluation.prepare(model);
     let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
     let mut attempt = || {
         let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>, out: &mut DVector<S>| {

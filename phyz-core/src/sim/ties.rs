@@ -7,37 +7,48 @@
 //! `q₂⁻¹ q₁ = (s, v)`. MuJoCo 4 subtracts `J̇ v` from each row's reference acceleration, so
 //! the rows target the violation's true second derivative; phyz does the same.
 
-use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use nalgebra::{DVector, Matrix3, Vector3};
 
-use super::weights::{InverseWeights, relative_jacobian};
+use super::weights::{InverseWeights, add_relative_rows};
 use crate::Scalar;
 use crate::dynamics::Kinematics;
-use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities};
+use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities_into};
 use crate::math::{Motion, Quat};
 use crate::model::{Coupled, Equality, Model};
 
-/// One row of a tie.
+/// One row of a tie (its Jacobian row is written beside it).
+#[derive(Clone, Copy, Debug)]
 pub(super) struct TieRow<S> {
     pub violation: S,
-    pub jacobian: DVector<S>,
     /// `J̇ v`: the row's acceleration when every joint acceleration is zero.
     pub velocity_product: S,
     /// MuJoCo's `diagApprox`: the bodies' translational or rotational inverse weights.
     pub inverse_weight: S,
 }
 
-/// Every link's velocity and velocity-product acceleration (world frame), shared by the ties.
+/// Every link's velocity and velocity-product acceleration (world frame), shared by the ties;
+/// refilled at each evaluation, keeping its storage.
+#[derive(Clone, Debug)]
 pub(super) struct Motions<S> {
     velocity: Vec<Motion<S>>,
     bias: Vec<Motion<S>>,
 }
 
+impl<S> Default for Motions<S> {
+    fn default() -> Self {
+        Motions { velocity: Vec::new(), bias: Vec::new() }
+    }
+}
+
 impl<S: Scalar> Motions<S> {
-    pub fn new(model: &Model<S>, kin: &Kinematics<S>, v: &DVector<S>) -> Self {
-        let local = link_velocities(model, kin, v);
-        let bias = link_bias_accelerations(model, kin, &local, v);
-        let world = |m: Vec<Motion<S>>| m.iter().zip(&kin.world).map(|(m, pose)| pose.motion_to_parent(m)).collect();
-        Motions { velocity: world(local), bias: world(bias) }
+    /// The motions at the pose `kin` and velocity `v`.
+    pub fn update(&mut self, model: &Model<S>, kin: &Kinematics<S>, v: &DVector<S>) {
+        link_velocities_into(model, kin, v, &mut self.velocity);
+        link_bias_accelerations(model, kin, &self.velocity, v, &mut self.bias);
+        for ((velocity, bias), pose) in self.velocity.iter_mut().zip(&mut self.bias).zip(&kin.world) {
+            *velocity = pose.motion_to_parent(velocity);
+            *bias = pose.motion_to_parent(bias);
+        }
     }
 
     /// A body's world-frame velocity and velocity-product acceleration (zero for the world).
@@ -53,60 +64,65 @@ impl<S: Scalar> Motions<S> {
     }
 }
 
-/// The rows of `equality` at the pose `kin` and the motions `motions`: three for a connect,
-/// six for a weld, none for a joint or tendon coupling.
+/// The rows of a connect or weld `equality` at the pose `kin` and the motions `motions`: three
+/// for a connect, six for a weld (the first `count` of the array), their Jacobian rows added to
+/// `jacobian` (`nv` numbers each, zero on entry, room for six); `None` for a joint or tendon
+/// coupling.
 pub(super) fn tie_rows<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     motions: &Motions<S>,
     weights: &InverseWeights<S>,
     equality: &Equality<S>,
-) -> Vec<TieRow<S>> {
+    jacobian: &mut [S],
+) -> Option<([TieRow<S>; 6], usize)> {
     let (bodies, weld) = match equality.coupled {
         Coupled::Connect { bodies } => (bodies, false),
         Coupled::Weld { bodies } => (bodies, true),
-        Coupled::Joints { .. } | Coupled::Tendons { .. } => return Vec::new(),
+        Coupled::Joints { .. } | Coupled::Tendons { .. } => return None,
     };
+    let nv = model.nv();
     let poses = bodies.map(|b| kin.body_pose(model, b));
     let points = [0, 1].map(|i| poses[i].transform_point(&equality.anchors[i]));
-    // `J_{p₁} − J_{p₂}`: the second body's point taken from the first's.
-    let linear = -relative_jacobian(model, kin, bodies, Some([&points[0], &points[1]]));
-    let bias = motions.point_bias(model, bodies[0], &points[0]) - motions.point_bias(model, bodies[1], &points[1]);
-    let translation = weights.body[bodies[0]] + weights.body[bodies[1]];
-    let mut rows: Vec<TieRow<S>> = (0..3)
-        .map(|k| TieRow {
-            violation: points[0][k] - points[1][k],
-            jacobian: linear.row(k).transpose(),
-            velocity_product: bias[k],
-            inverse_weight: translation,
-        })
-        .collect();
+    // `J_{p₁} − J_{p₂}` along each axis: the first body's point taken from the second's.
+    let axes = [Vector3::x(), Vector3::y(), Vector3::z()];
+    let [first, second] = bodies;
+    add_relative_rows(model, kin, [second, first], Some([&points[1], &points[0]]), &axes, &mut jacobian[..3 * nv]);
+    let bias = motions.point_bias(model, first, &points[0]) - motions.point_bias(model, second, &points[1]);
+    let translation = weights.body[first] + weights.body[second];
+    let mut rows = [TieRow { violation: S::zero(), velocity_product: S::zero(), inverse_weight: S::zero() }; 6];
+    for k in 0..3 {
+        rows[k] =
+            TieRow { violation: points[0][k] - points[1][k], velocity_product: bias[k], inverse_weight: translation };
+    }
     if !weld {
-        return rows;
+        return Some((rows, 3));
     }
     // The frames' orientations and their relative rotation `q₂⁻¹ q₁ = (s, v)`.
     let frames = [0, 1].map(|i| poses[i].rot * equality.orientations[i].to_rotation_matrix());
     let relative = Quat::from_rotation_matrix(&(frames[1].transpose() * frames[0]));
     let (s, v) = (relative.w, relative.vector());
     let half = S::from_f64(0.5) * equality.torquescale;
-    // Im(u · q_rel) = (s I − [v]×) u for a pure quaternion u.
+    // Im(u · q_rel) = (s I − [v]×) u for a pure quaternion u: row k of `½ (s I − [v]×) R₂ᵀ`
+    // against the relative angular velocity `ω₁ − ω₂`.
     let skew = Matrix3::new(S::zero(), -v.z, v.y, v.z, S::zero(), -v.x, -v.y, v.x, S::zero());
-    let left = (Matrix3::identity() * s - skew) * frames[1].transpose();
-    let turning: DMatrix<S> = -relative_jacobian(model, kin, bodies, None);
-    let angular = (left * turning) * half;
+    let left = (Matrix3::identity() * s - skew) * frames[1].transpose() * half;
+    let directions = [0, 1, 2].map(|k| left.row(k).transpose());
+    add_relative_rows(model, kin, [second, first], None, &directions, &mut jacobian[3 * nv..6 * nv]);
     let [(v1, a1), (v2, a2)] = bodies.map(|b| motions.of(model, b));
     let spin = v1.ang - v2.ang;
     // Each frame's rate in its own axes: `q̇ = ½ (0, ω) q = ½ q (0, Rᵀ ω)`.
     let rates = [frames[0].transpose() * v1.ang, frames[1].transpose() * v2.ang];
     let rotation_bias = weld_velocity_product(&relative, &frames[1], &spin, &(a1.ang - a2.ang), &rates) * half;
-    let rotation = weights.body_rotation[bodies[0]] + weights.body_rotation[bodies[1]];
-    rows.extend((0..3).map(|k| TieRow {
-        violation: equality.torquescale * v[k],
-        jacobian: angular.row(k).transpose(),
-        velocity_product: rotation_bias[k],
-        inverse_weight: rotation,
-    }));
-    rows
+    let rotation = weights.body_rotation[first] + weights.body_rotation[second];
+    for k in 0..3 {
+        rows[3 + k] = TieRow {
+            violation: equality.torquescale * v[k],
+            velocity_product: rotation_bias[k],
+            inverse_weight: rotation,
+        };
+    }
+    Some((rows, 6))
 }
 
 /// The vector part of `d/dt [q₂⁻¹ (0, ω₁ − ω₂) q₁]` at zero joint accelerations, from

@@ -197,35 +197,21 @@ pub(super) fn point_jacobian<S: Scalar>(
     jac
 }
 
-/// `J_b(p₂) − J_a(p₁)`: the relative linear velocity Jacobian of the points `p₂` on `b` and `p₁`
-/// on `a` (`points: None`: the relative angular velocity Jacobian), in one pass.
-pub(super) fn relative_jacobian<S: Scalar>(
-    model: &Model<S>,
-    kin: &Kinematics<S>,
-    [a, b]: [usize; 2],
-    points: Option<[&Vector3<S>; 2]>,
-) -> DMatrix<S> {
-    let mut jac = DMatrix::zeros(3, model.nv());
-    add_jacobian(model, kin, b, points.map(|p| p[1]), S::one(), &mut jac);
-    add_jacobian(model, kin, a, points.map(|p| p[0]), -S::one(), &mut jac);
-    jac
-}
-
-/// Adds `d_k · (J_b(p) − J_a(p))` to row `k` of `rows` (`nv` numbers each, one after another)
-/// for each direction `d_k`: the relative linear velocity of the point `p` moving with `b`
-/// against `p` moving with `a` along each direction (`point: None`: the relative angular
+/// Adds `d_k · (J_b(p₂) − J_a(p₁))` to row `k` of `rows` (`nv` numbers each, one after another)
+/// for each direction `d_k`: the relative linear velocity of the point `p₂` moving with `b`
+/// against `p₁` moving with `a` along each direction (`points: None`: the relative angular
 /// velocity), one pass along each body's chain.
 pub(super) fn add_relative_rows<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     [a, b]: [usize; 2],
-    point: Option<&Vector3<S>>,
+    points: Option<[&Vector3<S>; 2]>,
     directions: &[Vector3<S>],
     rows: &mut [S],
 ) {
     let nv = model.nv();
     let links = &model.tree().links;
-    for (body, sign) in [(b, S::one()), (a, -S::one())] {
+    for (body, point, sign) in [(b, points.map(|p| p[1]), S::one()), (a, points.map(|p| p[0]), -S::one())] {
         let mut link = model.tree().body_link[body];
         while let Some(l) = link {
             for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
