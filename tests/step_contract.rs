@@ -30,9 +30,9 @@ fn walked(model: &Model<f64>, config: SolverConfig, steps: usize, seed: u64) -> 
 }
 
 /// A step that fails at its end — every RK4 stage has solved and recorded its contacts, then the
-/// result overflows — leaves the state and the warm-start cache exactly as they were, and the
-/// next good step is bit for bit the one a copy taken before the failure takes. (Without the
-/// cache's restore on failure, this test fails.)
+/// result overflows — leaves the state, the warm-start cache and the last step's report exactly
+/// as they were, and the next good step is bit for bit the one a copy taken before the failure
+/// takes. (Without the cache's restore on failure, this test fails.)
 #[test]
 fn a_failed_step_changes_nothing() {
     let mut model = gymnasium("ant");
@@ -42,12 +42,13 @@ fn a_failed_step_changes_nothing() {
     let ctrl = vec![0.0; model.nu()];
     let good = sim.state.clone();
     sim.state.qvel[6] = SPIN;
-    let (state, cache) = (sim.state.clone(), format!("{:?}", sim.contact));
+    let (state, cache, info) = (sim.state.clone(), format!("{:?}", sim.contact), sim.info.clone());
     let mut copy = sim.clone();
     let failed = sim.step(&ctrl);
     assert!(matches!(failed, Err(StepError::NonFiniteResult { .. })), "{failed:?}");
     assert_eq!(sim.state, state, "the state is unchanged");
     assert_eq!(format!("{:?}", sim.contact), cache, "the cache is unchanged");
+    assert_eq!(sim.info, info, "the last step's report is unchanged");
     sim.state = good.clone();
     copy.state = good;
     assert_eq!(sim.step(&ctrl).expect("step"), copy.step(&ctrl).expect("step"));

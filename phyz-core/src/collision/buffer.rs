@@ -26,11 +26,18 @@ pub struct Overflow {
 
 /// The contacts of a batch in slots, one contact or none per lane in each; refilled in place
 /// (its slots keep their storage from one fill to the next).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ContactBuffer {
     /// `slots[k][lane]`, of which the first `used` are filled.
     slots: Vec<Vec<Option<Contact>>>,
     used: usize,
+}
+
+/// Buffers are equal when their filled slots are: the storage beyond them is not content.
+impl PartialEq for ContactBuffer {
+    fn eq(&self, other: &Self) -> bool {
+        self.slots[..self.used] == other.slots[..other.used]
+    }
 }
 
 impl ContactBuffer {

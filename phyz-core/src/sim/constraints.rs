@@ -42,6 +42,8 @@ pub struct ContactState {
     pub capacity: Option<usize>,
     /// One cache per batch lane.
     warm: Vec<LaneWarm>,
+    /// Steps taken (the warm cache's clock).
+    step: u64,
     /// The model's inverse weights per batch lane, with the parameters (real parts of every
     /// lane) they were computed from: recomputed whenever a parameter changes.
     weights: Option<LaneWeights>,
@@ -49,7 +51,7 @@ pub struct ContactState {
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState { config, capacity: None, warm: Vec::new(), weights: None }
+        ContactState { config, capacity: None, warm: Vec::new(), step: 0, weights: None }
     }
 
     /// Copies the warm-start cache as it stands into `saved`, to put back if a step fails.
@@ -59,6 +61,16 @@ impl ContactState {
 
     pub(super) fn restore_warm_cache(&mut self, saved: &SavedWarm) {
         self.warm.clone_from(&saved.0);
+    }
+
+    /// Closes a step that succeeded: the impulses of constraints none of its solves had are
+    /// dropped (the cache holds the last step's constraints, not every one ever seen).
+    pub(super) fn end_step(&mut self) {
+        let step = self.step;
+        for lane in &mut self.warm {
+            lane.impulses.retain(|_, (_, recorded)| *recorded == step);
+        }
+        self.step = step.wrapping_add(1);
     }
 
     /// The inverse weights a step of `model` from `state` needs, written into `out`; `false`
@@ -115,7 +127,8 @@ pub(crate) struct SavedWarm(Vec<LaneWarm>);
 #[derive(Debug, Default)]
 pub(super) struct LaneWarm {
     acceleration: Option<DVector<f64>>,
-    impulses: HashMap<Key, [f64; 6]>,
+    /// Each constraint's impulses, with the step they were recorded in.
+    impulses: HashMap<Key, ([f64; 6], u64)>,
 }
 
 impl Clone for LaneWarm {
@@ -151,7 +164,7 @@ impl ContactState {
             zero_vector(impulses, rows);
             let mut at = 0;
             for g in &gather.list {
-                if let Some(w) = gather.keys(g)[lane].and_then(|key| cache.impulses.get(&key)) {
+                if let Some((w, _)) = gather.keys(g)[lane].and_then(|key| cache.impulses.get(&key)) {
                     impulses.rows_mut(at, g.kind.dim()).copy_from_slice(&w[..g.kind.dim()]);
                 }
                 at += g.kind.dim();
@@ -167,22 +180,20 @@ impl ContactState {
         }
     }
 
-    /// Keeps each lane's solution for the next solve (only the constraints it has: the
-    /// cache does not grow with every contact ever seen).
+    /// Keeps each lane's solution for the next solve.
     fn record<S: Scalar>(&mut self, gather: &Gather<S>, solutions: &[Solution], v: &DVector<S>, dt: S) {
         for (lane, solution) in solutions.iter().enumerate() {
             let cache = &mut self.warm[lane];
             let acceleration = cache.acceleration.get_or_insert_with(|| DVector::zeros(v.len()));
             zero_vector(acceleration, v.len());
             acceleration.zip_zip_apply(&solution.velocity, v, |a, x, v| *a = (x - v.lane(lane)) / dt.lane(lane));
-            cache.impulses.clear();
             let mut at = 0;
             for g in &gather.list {
                 let dim = g.kind.dim();
                 if let Some(key) = gather.keys(g)[lane] {
                     let mut w = [0.0; 6];
                     w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
-                    cache.impulses.insert(key, w);
+                    cache.impulses.insert(key, (w, self.step));
                 }
                 at += dim;
             }

@@ -550,7 +550,10 @@ pub(super) fn gather<S: Scalar>(
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.
         let mut detection = std::mem::take(&mut out.detection);
-        detection.detect(model, kin, lanes, capacity)?;
+        if let Err(error) = detection.detect(model, kin, lanes, capacity) {
+            out.detection = detection;
+            return Err(error);
+        }
         for slot in detection.buffer.slots() {
             let contact = contact_constraint(input, &slot, out);
             if pyramidal {

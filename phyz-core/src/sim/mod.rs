@@ -36,13 +36,12 @@ pub fn step_with<S: Scalar>(
     contact: &mut ContactState,
 ) -> Result<(State<S>, StepInfo), StepError> {
     let mut workspace = Workspace::default();
-    let mut info = StepInfo::default();
-    step_in(model, state, ctrl, contact, &mut workspace, &mut info)?;
-    Ok((workspace.next, info))
+    step_in(model, state, ctrl, contact, &mut workspace)?;
+    Ok((workspace.next, workspace.info))
 }
 
 /// [`step_with`] in a reusable workspace: the next state is left in `workspace.next`, and what
-/// the constraint solves did in `info`. Once the workspace has seen a step of the same model
+/// the constraint solves did in `workspace.info`. Once the workspace has seen a step of the same model
 /// with as many constraints, an `f64` step allocates nothing.
 pub fn step_in<S: Scalar>(
     model: &Model<S>,
@@ -50,13 +49,12 @@ pub fn step_in<S: Scalar>(
     ctrl: &[S],
     contact: &mut ContactState,
     workspace: &mut Workspace<S>,
-    info: &mut StepInfo,
 ) -> Result<(), StepError> {
     check_input(model, state, ctrl)?;
-    info.reset();
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
-    let Workspace { evaluation, stages, next, saved_warm, weights } = workspace;
+    let Workspace { evaluation, stages, next, saved_warm, weights, info } = workspace;
+    info.reset();
     let constrained = contact.weights_for_step(model, state, weights)?;
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
@@ -76,8 +74,9 @@ pub fn step_in<S: Scalar>(
         Ok(())
     };
     let result = attempt();
-    if result.is_err() {
-        contact.restore_warm_cache(saved_warm);
+    match result {
+        Ok(()) => contact.end_step(),
+        Err(_) => contact.restore_warm_cache(saved_warm),
     }
     result
 }
@@ -131,11 +130,12 @@ impl<S: Scalar> Simulator<S> {
         Simulator { model, state, contact, info, workspace }
     }
 
-    /// Advances one step; on error the state is unchanged. In steady state (the same
-    /// constraints as an earlier step) an `f64` step allocates nothing.
+    /// Advances one step; on error the state, the cache and `info` are unchanged. In steady
+    /// state (the same constraints as an earlier step) an `f64` step allocates nothing.
     pub fn step(&mut self, ctrl: &[S]) -> Result<&State<S>, StepError> {
-        step_in(&self.model, &self.state, ctrl, &mut self.contact, &mut self.workspace, &mut self.info)?;
+        step_in(&self.model, &self.state, ctrl, &mut self.contact, &mut self.workspace)?;
         std::mem::swap(&mut self.state, &mut self.workspace.next);
+        std::mem::swap(&mut self.info, &mut self.workspace.info);
         Ok(&self.state)
     }
 }

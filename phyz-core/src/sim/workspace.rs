@@ -2,7 +2,7 @@
 //! vector of a step, kept from one step to the next so that a steady-state step refills storage
 //! instead of allocating.
 
-use super::constraints::{Evaluation, SavedWarm};
+use super::constraints::{Evaluation, SavedWarm, StepInfo};
 use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::dynamics::integrator::Stages;
@@ -15,8 +15,9 @@ pub struct Workspace<S: Scalar> {
     pub(super) evaluation: Evaluation<S>,
     /// The integrator's intermediate vectors.
     pub(super) stages: Stages<S>,
-    /// The state the last step reached.
+    /// The state the last step reached, and what its constraint solves did.
     pub next: State<S>,
+    pub info: StepInfo,
     /// The warm-start cache as the step found it, put back if the step fails.
     pub(super) saved_warm: SavedWarm,
     /// The model's inverse weights, as the step uses them.
@@ -29,6 +30,7 @@ impl<S: Scalar> Default for Workspace<S> {
             evaluation: Evaluation::default(),
             stages: Stages::default(),
             next: State::new(nalgebra::DVector::zeros(0), nalgebra::DVector::zeros(0)),
+            info: StepInfo::default(),
             saved_warm: SavedWarm::default(),
             weights: InverseWeights::default(),
         }
