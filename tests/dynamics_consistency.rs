@@ -50,3 +50,28 @@ proptest! {
         prop_assert!(err <= TOL * acc_scale, "LDLᵀ vs ABA: {err:e}");
     }
 }
+
+/// Kinematics filled by `update` alone carry the links' inertias, as `forward_kinematics`'s do:
+/// the mass matrix, bias forces and kinetic energy from either agree exactly, and after the
+/// model's masses change `set_inertias` takes the new ones.
+#[test]
+fn kinematics_by_update_carry_the_inertias() {
+    use phyz::dynamics::Kinematics;
+    use phyz::dynamics::energy::kinetic_energy;
+    let mut rng = Rng::new(11);
+    let mut model = TreeShape::random(6, &mut rng).model(&mut rng, Integrator::Euler);
+    let state = random_state(&model, &mut rng);
+    let mut kin = Kinematics::default();
+    kin.update(&model, &state.qpos);
+    let reference = forward_kinematics(&model, &state.qpos);
+    assert_eq!(mass_matrix(&model, &kin), mass_matrix(&model, &reference));
+    assert_eq!(bias_forces(&model, &kin, &state.qvel), bias_forces(&model, &reference, &state.qvel));
+    let energy = kinetic_energy(&model, &kin, &state.qvel);
+    assert!(energy > 0.0 && energy == kinetic_energy(&model, &reference, &state.qvel), "{energy}");
+    for body in model.bodies_mut() {
+        body.mass *= 3.0;
+    }
+    kin.set_inertias(&model);
+    kin.update(&model, &state.qpos);
+    assert_eq!(mass_matrix(&model, &kin), mass_matrix(&model, &forward_kinematics(&model, &state.qpos)));
+}

@@ -16,7 +16,8 @@ pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
 /// Kinetic energy `½ q̇ᵀ M q̇` (armature included).
 pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
     let vel = link_velocities(model, kin, qvel);
-    let bodies = kin.inertia.iter().zip(&vel).fold(S::zero(), |e, (inertia, v)| e + v.dot(&inertia.mul_motion(v)));
+    let links = 0..model.tree().links.len();
+    let bodies = links.fold(S::zero(), |e, i| e + vel[i].dot(&kin.inertia[i].mul_motion(&vel[i])));
     let rotors = model.joints().iter().fold(S::zero(), |e, joint| {
         let adr = joint.dof_adr();
         (adr..adr + joint.kind().nv()).fold(e, |e, d| e + joint.armature * qvel[d] * qvel[d])
@@ -42,6 +43,6 @@ pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: 
 /// Total spatial momentum of all bodies, in world coordinates about the world origin.
 pub fn momentum<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Force<S> {
     let vel = link_velocities(model, kin, qvel);
-    (0..kin.inertia.len())
+    (0..model.tree().links.len())
         .fold(Force::zero(), |h, i| h + kin.world[i].force_to_parent(&kin.inertia[i].mul_motion(&vel[i])))
 }

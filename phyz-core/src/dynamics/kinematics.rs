@@ -116,7 +116,8 @@ pub struct Kinematics<S> {
     /// Each link's pose in the world frame.
     pub world: Vec<Pose<S>>,
     /// Each link's spatial inertia in its own frame ([`link_inertia`]): the model's numbers,
-    /// not the configuration's, set by [`Kinematics::set_inertias`] (once per step).
+    /// not the configuration's, set by [`Kinematics::set_inertias`] (once per step) or by the
+    /// first [`Kinematics::update`].
     pub inertia: Vec<SpatialInertia<S>>,
 }
 
@@ -140,8 +141,13 @@ impl<S: Scalar> Kinematics<S> {
         self.inertia.extend(model.tree().links.iter().map(|l| link_inertia(model, l)));
     }
 
-    /// Recomputes every link's pose at `qpos`, reusing this value's storage.
+    /// Recomputes every link's pose at `qpos`, reusing this value's storage. The links'
+    /// inertias are taken from the model here only when this value has none for its links;
+    /// after the model's numbers change, [`Kinematics::set_inertias`] takes them again.
     pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
+        if self.inertia.len() != model.tree().links.len() {
+            self.set_inertias(model);
+        }
         let (local, world) = (&mut self.local, &mut self.world);
         local.clear();
         world.clear();
@@ -159,7 +165,6 @@ impl<S: Scalar> Kinematics<S> {
 /// Link poses at `qpos`, with the links' inertias.
 pub fn forward_kinematics<S: Scalar>(model: &Model<S>, qpos: &DVector<S>) -> Kinematics<S> {
     let mut kin = Kinematics::default();
-    kin.set_inertias(model);
     kin.update(model, qpos);
     kin
 }

@@ -58,7 +58,8 @@ impl<S: Scalar> Default for Smooth<S> {
 
 impl<S: Scalar> Smooth<S> {
     /// Takes what the model fixes for a step (the links' inertias): once per step, before the
-    /// evaluations.
+    /// evaluations, and again whenever the model's numbers change (without it, the first
+    /// evaluation takes them, and later ones keep them).
     pub fn prepare(&mut self, model: &Model<S>) {
         self.kin.set_inertias(model);
     }
