@@ -53,7 +53,7 @@ proptest! {
 
 /// Kinematics filled by `update` alone carry the links' inertias, as `forward_kinematics`'s do:
 /// the mass matrix, bias forces and kinetic energy from either agree exactly, and after the
-/// model's masses change `set_inertias` takes the new ones.
+/// model's masses change `set_constants` takes the new ones.
 #[test]
 fn kinematics_by_update_carry_the_inertias() {
     use phyz::dynamics::Kinematics;
@@ -71,7 +71,7 @@ fn kinematics_by_update_carry_the_inertias() {
     for body in model.bodies_mut() {
         body.mass *= 3.0;
     }
-    kin.set_inertias(&model);
+    kin.set_constants(&model);
     kin.update(&model, &state.qpos);
     assert_eq!(mass_matrix(&model, &kin), mass_matrix(&model, &forward_kinematics(&model, &state.qpos)));
 }

@@ -2,7 +2,7 @@
 
 use nalgebra::{DVector, Matrix3, Matrix6, Vector6};
 
-use super::kinematics::{Kinematics, dofs, subspace};
+use super::kinematics::{Kinematics, dofs};
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{Force, Motion};
@@ -78,7 +78,7 @@ pub fn forward_dynamics_into<S: Scalar>(
     inertia.clear();
     bias_force.clear();
     for (i, link) in links.iter().enumerate() {
-        let vj = subspace(model, link).apply(dofs(link, qvel));
+        let vj = kin.subspace[i].apply(dofs(link, qvel));
         let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
         let rigid = kin.inertia[i];
         bias_acc.push(v.cross_motion(&vj));
@@ -95,7 +95,7 @@ pub fn forward_dynamics_into<S: Scalar>(
     u_res.clear();
     u_res.resize(n, [S::zero(); 3]);
     for (i, link) in links.iter().enumerate().rev() {
-        let s = subspace(model, link);
+        let s = &kin.subspace[i];
         let cols = s.cols();
         let nd = cols.len();
         let mut ia = inertia[i];
@@ -137,7 +137,7 @@ pub fn forward_dynamics_into<S: Scalar>(
     for (i, link) in links.iter().enumerate() {
         let parent_acc = link.parent.map_or(world_acc, |p| acc[p]);
         let mut a = kin.local[i].motion_to_child(&parent_acc) + bias_acc[i];
-        let s = subspace(model, link);
+        let s = &kin.subspace[i];
         let cols = s.cols();
         let av = a.to_vector();
         let rhs: [S; 3] =

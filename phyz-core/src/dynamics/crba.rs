@@ -1,8 +1,14 @@
 //! Composite rigid-body algorithm: the joint-space mass matrix.
+//!
+//! As MuJoCo's `mj_crb`, it works in one frame per kinematic tree (world axes, about the tree's
+//! root, [`Kinematics::rooted`]): each link's inertia is placed there once, composite inertias are
+//! plain sums of their subtrees, and entry `(i, j)` for `j` an ancestor of `i` is `s_jᵀ I_c s_i`
+//! with the degrees of freedom's motions `s` in that frame ([`Kinematics::dof_motion`]) — no
+//! transform along the chain.
 
 use nalgebra::DMatrix;
 
-use super::kinematics::{Kinematics, subspace};
+use super::kinematics::Kinematics;
 use crate::Scalar;
 use crate::math::SpatialInertia;
 use crate::model::Model;
@@ -15,20 +21,22 @@ pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<
 }
 
 /// [`mass_matrix`] written into `m` (resized to `nv × nv` if it is not), with the links'
-/// composite inertias in `composite`.
+/// composite inertias (each in its tree's root frame) in `composite`.
 pub fn mass_matrix_into<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     composite: &mut Vec<SpatialInertia<S>>,
     m: &mut DMatrix<S>,
 ) {
-    let links = &model.tree().links;
+    let tree = model.tree();
     composite.clear();
-    composite.extend_from_slice(&kin.inertia);
-    for (i, link) in links.iter().enumerate().rev() {
+    composite.extend(tree.links.iter().enumerate().map(|(i, link)| {
+        if link.last_of_body { kin.inertia[i].to_parent(&kin.rooted[i]) } else { SpatialInertia::zero() }
+    }));
+    for (i, link) in tree.links.iter().enumerate().rev() {
         if let Some(p) = link.parent {
-            let moved = composite[i].to_parent(&kin.local[i]);
-            composite[p] = composite[p] + moved;
+            let child = composite[i];
+            composite[p] = composite[p] + child;
         }
     }
     let nv = model.nv();
@@ -36,26 +44,15 @@ pub fn mass_matrix_into<S: Scalar>(
         *m = DMatrix::zeros(nv, nv);
     }
     m.fill(S::zero());
-    for (i, link) in links.iter().enumerate() {
-        let s = subspace(model, link);
-        for (k, col) in s.cols().iter().enumerate() {
-            let row = link.dof_adr + k;
-            let mut f = composite[i].mul_motion(col);
-            for (l, other) in s.cols().iter().enumerate() {
-                m[(row, link.dof_adr + l)] = other.dot(&f);
-            }
-            let mut j = i;
-            while let Some(p) = links[j].parent {
-                f = kin.local[j].force_to_parent(&f);
-                j = p;
-                let ancestor = &links[j];
-                for (l, other) in subspace(model, ancestor).cols().iter().enumerate() {
-                    let col_index = ancestor.dof_adr + l;
-                    let value = other.dot(&f);
-                    m[(row, col_index)] = value;
-                    m[(col_index, row)] = value;
-                }
-            }
+    for row in 0..nv {
+        let f = composite[tree.dof_link[row]].mul_motion(&kin.dof_motion[row]);
+        m[(row, row)] = kin.dof_motion[row].dot(&f);
+        let mut ancestor = tree.dof_parent[row];
+        while let Some(col) = ancestor {
+            let value = kin.dof_motion[col].dot(&f);
+            m[(row, col)] = value;
+            m[(col, row)] = value;
+            ancestor = tree.dof_parent[col];
         }
     }
     for joint in model.joints() {

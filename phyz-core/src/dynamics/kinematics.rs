@@ -63,11 +63,21 @@ pub(crate) fn qpos_quat<S: Scalar>(qpos: &DVector<S>, adr: usize) -> Quat<S> {
 /// The pose of a link in its parent link's frame at configuration `qpos`: the body's offset
 /// (first link of a body only) followed by the joint's motion.
 pub fn link_pose<S: Scalar>(model: &Model<S>, link: &Link, qpos: &DVector<S>) -> Pose<S> {
+    joint_pose(model, link, &link_offset(model, link), qpos)
+}
+
+/// The fixed part of a link's pose in its parent's frame: its body's offset for the body's
+/// first link, else none.
+fn link_offset<S: Scalar>(model: &Model<S>, link: &Link) -> Pose<S> {
     let body = &model.bodies()[link.body];
-    let offset = || Pose::from_quat(&body.quat, body.pos);
+    if link.first_of_body { Pose::from_quat(&body.quat, body.pos) } else { Pose::identity() }
+}
+
+/// [`link_pose`] with the link's fixed offset given.
+fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: &DVector<S>) -> Pose<S> {
     let q = link.qpos_adr;
     let motion = match link.joint {
-        LinkJoint::Weld => return offset(),
+        LinkJoint::Weld => return *offset,
         // A free joint places the body directly in the world frame.
         LinkJoint::FreeTranslation(_) => return Pose::translation(Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2])),
         LinkJoint::FreeRotation(_) => return Pose::from_quat(&qpos_quat(qpos, q), Vector3::zeros()),
@@ -84,7 +94,7 @@ pub fn link_pose<S: Scalar>(model: &Model<S>, link: &Link, qpos: &DVector<S>) ->
             }
         }
     };
-    if link.first_of_body { offset().compose(&motion) } else { motion }
+    if link.first_of_body { offset.compose(&motion) } else { motion }
 }
 
 /// The inertia a link carries, in its frame: its body's for the body's last link, else none.
@@ -108,17 +118,29 @@ impl<S> Default for LinkBuffers<S> {
     }
 }
 
-/// Poses of every link at one configuration, with the inertia each link carries.
+/// Poses of every link at one configuration, with what the model fixes for each link (its
+/// inertia, offset and motion subspace) and each degree of freedom's motion in the world frame.
 #[derive(Clone, Debug)]
 pub struct Kinematics<S> {
     /// Each link's pose in its parent link's frame (the world for root links).
     pub local: Vec<Pose<S>>,
     /// Each link's pose in the world frame.
     pub world: Vec<Pose<S>>,
-    /// Each link's spatial inertia in its own frame ([`link_inertia`]): the model's numbers,
-    /// not the configuration's, set by [`Kinematics::set_inertias`] (once per step) or by the
-    /// first [`Kinematics::update`].
+    /// Each link's pose relative to its tree's root ([`Link::root`]): world axes, origin at the
+    /// root link's origin. Composed along the chain from the root's rotation alone, it keeps its
+    /// precision wherever the tree is in the world.
+    pub rooted: Vec<Pose<S>>,
+    /// Each link's spatial inertia in its own frame ([`link_inertia`]).
     pub inertia: Vec<SpatialInertia<S>>,
+    /// Each link's motion subspace in its own frame ([`subspace`]).
+    pub subspace: Vec<Subspace<S>>,
+    /// Each degree of freedom's unit motion in world axes about its tree's root origin
+    /// (MuJoCo's `cdof`, which is about the root's subtree centre of mass): the columns of the
+    /// Jacobian of every body's spatial velocity, expressed in its tree's [`Kinematics::rooted`]
+    /// frame.
+    pub dof_motion: Vec<Motion<S>>,
+    /// Each link's fixed offset in its parent's frame.
+    offset: Vec<Pose<S>>,
 }
 
 impl<S: Scalar> Kinematics<S> {
@@ -130,33 +152,58 @@ impl<S: Scalar> Kinematics<S> {
 
 impl<S> Default for Kinematics<S> {
     fn default() -> Self {
-        Kinematics { local: Vec::new(), world: Vec::new(), inertia: Vec::new() }
+        Kinematics {
+            local: Vec::new(),
+            world: Vec::new(),
+            rooted: Vec::new(),
+            inertia: Vec::new(),
+            subspace: Vec::new(),
+            dof_motion: Vec::new(),
+            offset: Vec::new(),
+        }
     }
 }
 
 impl<S: Scalar> Kinematics<S> {
-    /// Recomputes every link's inertia from the model's bodies, reusing this value's storage.
-    pub fn set_inertias(&mut self, model: &Model<S>) {
+    /// Takes what the model fixes for each link (inertia, offset, motion subspace), reusing
+    /// this value's storage: once per step, and again whenever the model's numbers change.
+    pub fn set_constants(&mut self, model: &Model<S>) {
+        let links = &model.tree().links;
         self.inertia.clear();
-        self.inertia.extend(model.tree().links.iter().map(|l| link_inertia(model, l)));
+        self.inertia.extend(links.iter().map(|l| link_inertia(model, l)));
+        self.subspace.clear();
+        self.subspace.extend(links.iter().map(|l| subspace(model, l)));
+        self.offset.clear();
+        self.offset.extend(links.iter().map(|l| link_offset(model, l)));
     }
 
-    /// Recomputes every link's pose at `qpos`, reusing this value's storage. The links'
-    /// inertias are taken from the model here only when this value has none for its links;
-    /// after the model's numbers change, [`Kinematics::set_inertias`] takes them again.
+    /// Recomputes every link's pose and every degree of freedom's world motion at `qpos`,
+    /// reusing this value's storage. What the model fixes is taken here only when this value
+    /// has none for its links; after the model's numbers change, [`Kinematics::set_constants`]
+    /// takes it again.
     pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
-        if self.inertia.len() != model.tree().links.len() {
-            self.set_inertias(model);
+        let links = &model.tree().links;
+        if self.inertia.len() != links.len() {
+            self.set_constants(model);
         }
-        let (local, world) = (&mut self.local, &mut self.world);
+        let Kinematics { local, world, rooted, subspace, dof_motion, offset, .. } = self;
         local.clear();
         world.clear();
-        for link in &model.tree().links {
-            let pose = link_pose(model, link, qpos);
-            world.push(match link.parent {
-                Some(p) => world[p].compose(&pose),
-                None => pose,
-            });
+        rooted.clear();
+        dof_motion.clear();
+        dof_motion.resize(model.nv(), Motion::zero());
+        for (i, link) in links.iter().enumerate() {
+            let pose = joint_pose(model, link, &offset[i], qpos);
+            let relative = match link.parent {
+                Some(p) => rooted[p].compose(&pose),
+                None => Pose::new(pose.rot, Vector3::zeros()),
+            };
+            for (k, col) in subspace[i].cols().iter().enumerate() {
+                dof_motion[link.dof_adr + k] = relative.motion_to_parent(col);
+            }
+            let origin = if link.parent.is_some() { world[link.root].pos } else { pose.pos };
+            world.push(Pose::new(relative.rot, relative.pos + origin));
+            rooted.push(relative);
             local.push(pose);
         }
     }
@@ -192,7 +239,7 @@ pub fn link_velocities_into<S: Scalar>(
     vel.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p]));
-        vel.push(inherited + subspace(model, link).apply(dofs(link, qvel)));
+        vel.push(inherited + kin.subspace[i].apply(dofs(link, qvel)));
     }
 }
 
@@ -209,7 +256,7 @@ pub fn link_bias_accelerations<S: Scalar>(
     acc.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&acc[p]));
-        let joint = subspace(model, link).apply(dofs(link, qvel));
+        let joint = kin.subspace[i].apply(dofs(link, qvel));
         acc.push(inherited + velocities[i].cross_motion(&joint));
     }
 }

@@ -4,6 +4,11 @@
 //! of freedom is an ancestor of the other. Eliminating from the leaves up along `dof_parent`
 //! keeps that sparsity, so the factorization costs O(n·depth²) and its solves O(n·depth), and it
 //! needs no pivoting, which is what lets it run in any scalar.
+//!
+//! The factor is stored by rows, each row holding only its ancestor chain, nearest first (as
+//! MuJoCo's compressed `qLD`). A degree of freedom's ancestors are then a tail of each of its
+//! descendants' rows, so eliminating one row updates an ancestor's row with one contiguous
+//! `axpy` instead of a walk over the tree.
 
 use nalgebra::{DMatrix, DVector};
 
@@ -14,15 +19,20 @@ use crate::model::Model;
 /// `M = Lᵀ D L` with `L` unit lower-triangular along the tree (MuJoCo's `qLD` convention).
 #[derive(Clone, Debug)]
 pub struct MassFactor<S> {
-    /// Strictly lower part: `L`; diagonal: `D`.
-    ld: DMatrix<S>,
+    /// Row `k` at `start[k]..start[k + 1]`: `D_k`, then `L(k, a)` for each ancestor `a` of `k`,
+    /// nearest first.
+    values: Vec<S>,
+    /// The column of each entry of `values` (`k` itself for the diagonal).
+    columns: Vec<usize>,
+    start: Vec<usize>,
+    /// The structure the rows were laid out for.
     dof_parent: Vec<Option<usize>>,
 }
 
 impl<S: Scalar> Default for MassFactor<S> {
     /// The factor of the empty matrix, storage for [`MassFactor::factorize`] to fill.
     fn default() -> Self {
-        MassFactor { ld: DMatrix::zeros(0, 0), dof_parent: Vec::new() }
+        MassFactor { values: Vec::new(), columns: Vec::new(), start: vec![0], dof_parent: Vec::new() }
     }
 }
 
@@ -37,49 +47,70 @@ impl<S: Scalar> MassFactor<S> {
 
     /// [`MassFactor::new`] in this value's storage.
     pub fn factorize(&mut self, model: &Model<S>, m: &DMatrix<S>) -> Result<(), StepError> {
-        self.dof_parent.clone_from(&model.tree().dof_parent);
+        self.lay_out(&model.tree().dof_parent);
         self.eliminate(m).map_err(|k| {
             let link = &model.tree().links[model.tree().dof_link[k]];
             StepError::SingularMass { body: model.bodies()[link.body].name.clone() }
         })
     }
 
-    /// Copies `m` and eliminates from the leaves up along `dof_parent`; a non-positive pivot is
-    /// `Err(dof)`.
-    fn eliminate(&mut self, m: &DMatrix<S>) -> Result<(), usize> {
-        if self.ld.shape() != m.shape() {
-            self.ld = m.clone();
-        } else {
-            self.ld.copy_from(m);
-        }
-        let (ld, dof_parent) = (&mut self.ld, &self.dof_parent);
-        for k in (0..ld.nrows()).rev() {
-            let pivot = ld[(k, k)];
-            if !(0..pivot.lanes()).all(|l| pivot.lane(l) > 0.0 && pivot.lane(l).is_finite()) {
-                return Err(k);
-            }
-            let mut i = dof_parent[k];
-            while let Some(ii) = i {
-                let factor = ld[(k, ii)] / pivot;
-                let mut j = Some(ii);
-                while let Some(jj) = j {
-                    let update = factor * ld[(k, jj)];
-                    ld[(ii, jj)] -= update;
-                    j = dof_parent[jj];
-                }
-                ld[(k, ii)] = factor;
-                i = dof_parent[ii];
-            }
-        }
-        Ok(())
-    }
-
     /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
     /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
     pub fn dense(m: &DMatrix<S>) -> Option<Self> {
-        let mut factor =
-            MassFactor { dof_parent: (0..m.nrows()).map(|k| k.checked_sub(1)).collect(), ..Self::default() };
+        let mut factor = Self::default();
+        let chain: Vec<Option<usize>> = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
+        factor.lay_out(&chain);
         factor.eliminate(m).ok().map(|()| factor)
+    }
+
+    /// The rows' layout for the tree `dof_parent`, kept while the tree stays the same.
+    fn lay_out(&mut self, dof_parent: &[Option<usize>]) {
+        if self.dof_parent == dof_parent {
+            return;
+        }
+        self.dof_parent.clear();
+        self.dof_parent.extend_from_slice(dof_parent);
+        self.columns.clear();
+        self.start.clear();
+        self.start.push(0);
+        for k in 0..dof_parent.len() {
+            let mut column = Some(k);
+            while let Some(c) = column {
+                self.columns.push(c);
+                column = dof_parent[c];
+            }
+            self.start.push(self.columns.len());
+        }
+    }
+
+    /// Copies the tree's entries of `m` into the rows and eliminates from the leaves up; a
+    /// non-positive pivot is `Err(dof)`.
+    fn eliminate(&mut self, m: &DMatrix<S>) -> Result<(), usize> {
+        let MassFactor { values, columns, start, .. } = self;
+        values.clear();
+        for k in 0..start.len() - 1 {
+            values.extend(columns[start[k]..start[k + 1]].iter().map(|&c| m[(k, c)]));
+        }
+        for k in (0..start.len() - 1).rev() {
+            let (before, rest) = values.split_at_mut(start[k]);
+            let row = &mut rest[..start[k + 1] - start[k]];
+            let pivot = row[0];
+            if !(0..pivot.lanes()).all(|l| pivot.lane(l) > 0.0 && pivot.lane(l).is_finite()) {
+                return Err(k);
+            }
+            // Row `k`'s entries from position `t` on are the chain of its ancestor `a = columns[t]`,
+            // which is row `a` whole.
+            for t in 1..row.len() {
+                let a = columns[start[k] + t];
+                let factor = row[t] / pivot;
+                let ancestor = &mut before[start[a]..start[a + 1]];
+                for (x, &y) in ancestor.iter_mut().zip(&row[t..]) {
+                    *x -= factor * y;
+                }
+                row[t] = factor;
+            }
+        }
+        Ok(())
     }
 
     /// `M⁻¹ b`.
@@ -92,27 +123,20 @@ impl<S: Scalar> MassFactor<S> {
     /// `x ← M⁻¹ x`.
     pub fn solve_in_place(&self, x: &mut DVector<S>) {
         let n = x.len();
+        let row = |k: usize| (&self.values[self.start[k]..self.start[k + 1]], &self.columns[self.start[k]..self.start[k + 1]]);
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
-            let mut i = self.dof_parent[k];
-            while let Some(ii) = i {
-                let update = self.ld[(k, ii)] * x[k];
-                x[ii] -= update;
-                i = self.dof_parent[ii];
+            let (values, columns) = row(k);
+            let xk = x[k];
+            for (&l, &c) in values.iter().zip(columns).skip(1) {
+                x[c] -= l * xk;
             }
         }
-        // x ← D⁻¹ x
+        // x ← D⁻¹ x, then x ← L⁻¹ x
         for k in 0..n {
-            x[k] /= self.ld[(k, k)];
-        }
-        // x ← L⁻¹ x
-        for k in 0..n {
-            let mut i = self.dof_parent[k];
-            while let Some(ii) = i {
-                let update = self.ld[(k, ii)] * x[ii];
-                x[k] -= update;
-                i = self.dof_parent[ii];
-            }
+            let (values, columns) = row(k);
+            let below = values.iter().zip(columns).skip(1).fold(S::zero(), |sum, (&l, &c)| sum + l * x[c]);
+            x[k] = x[k] / values[0] - below;
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, LinkBuffers, dofs, subspace};
+use super::kinematics::{Kinematics, LinkBuffers, dofs};
 use crate::Scalar;
 use crate::math::{Force, Motion};
 use crate::model::Model;
@@ -46,7 +46,7 @@ pub fn rnea<S: Scalar>(
     force.clear();
     for (i, link) in links.iter().enumerate() {
         let x = &kin.local[i];
-        let s = subspace(model, link);
+        let s = &kin.subspace[i];
         let vj = s.apply(dofs(link, qvel));
         let (vp, ap) = link.parent.map_or((Motion::zero(), world_acc), |p| (vel[p], acc[p]));
         let v = x.motion_to_child(&vp) + vj;
@@ -76,7 +76,7 @@ pub fn rnea<S: Scalar>(
 pub fn add_link_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, force: &mut [Force<S>], tau: &mut DVector<S>) {
     let links = &model.tree().links;
     for (i, link) in links.iter().enumerate().rev() {
-        for (k, col) in subspace(model, link).cols().iter().enumerate() {
+        for (k, col) in kin.subspace[i].cols().iter().enumerate() {
             tau[link.dof_adr + k] += col.dot(&force[i]);
         }
         if let Some(p) = link.parent {

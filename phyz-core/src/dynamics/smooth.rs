@@ -61,7 +61,7 @@ impl<S: Scalar> Smooth<S> {
     /// evaluations, and again whenever the model's numbers change (without it, the first
     /// evaluation takes them, and later ones keep them).
     pub fn prepare(&mut self, model: &Model<S>) {
-        self.kin.set_inertias(model);
+        self.kin.set_constants(model);
     }
 
     /// The smooth acceleration at `(q, v)` under `ctrl` by the articulated-body algorithm,

@@ -26,6 +26,9 @@ pub enum LinkJoint {
 pub struct Link {
     /// Parent link, `None` for links attached to the world.
     pub parent: Option<usize>,
+    /// The link attached to the world at the base of this link's chain (itself for such a
+    /// link): the root of its kinematic tree.
+    pub root: usize,
     /// The body this link belongs to.
     pub body: usize,
     pub joint: LinkJoint,
@@ -93,6 +96,7 @@ impl Tree {
                 last_dof.push(previous);
                 links.push(Link {
                     parent,
+                    root: parent.map_or(index, |p| links[p].root),
                     body: b,
                     joint,
                     first_of_body: k == 0,

@@ -349,7 +349,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let StepInputs { model, ctrl, weights } = *step;
     let smooth = &mut evaluation.smooth;
     let Some(weights) = weights else {
-        smooth.without_mass(model, (q, v, ctrl), extra_diagonal)?;
+        smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
         out.copy_from(&smooth.acceleration);
         return Ok(());
     };

@@ -7,7 +7,6 @@
 use nalgebra::{DMatrix, DVector, Vector3};
 
 use crate::Scalar;
-use crate::dynamics::kinematics::subspace;
 use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::model::{JointKind, Model};
@@ -214,9 +213,10 @@ pub(super) fn add_relative_rows<S: Scalar>(
     for (body, point, sign) in [(b, points.map(|p| p[1]), S::one()), (a, points.map(|p| p[0]), -S::one())] {
         let mut link = model.tree().body_link[body];
         while let Some(l) = link {
-            for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
-                let m = kin.world[l].motion_to_parent(col);
-                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(p)) * sign;
+            let point = point.map(|p| p - kin.world[links[l].root].pos);
+            for k in 0..links[l].dof_num {
+                let m = &kin.dof_motion[links[l].dof_adr + k];
+                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p)) * sign;
                 for (r, d) in directions.iter().enumerate() {
                     rows[r * nv + links[l].dof_adr + k] += d.dot(&v);
                 }
@@ -239,9 +239,10 @@ fn add_jacobian<S: Scalar>(
     let links = &model.tree().links;
     let mut link = model.tree().body_link[body];
     while let Some(l) = link {
-        for (k, col) in subspace(model, &links[l]).cols().iter().enumerate() {
-            let m = kin.world[l].motion_to_parent(col);
-            let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(p));
+        let point = point.map(|p| p - kin.world[links[l].root].pos);
+        for k in 0..links[l].dof_num {
+            let m = &kin.dof_motion[links[l].dof_adr + k];
+            let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p));
             for r in 0..3 {
                 jac[(r, links[l].dof_adr + k)] += sign * v[r];
             }
