@@ -58,14 +58,19 @@ impl Default for Point {
 }
 
 /// The problem's fixed pieces in `f64`: first rows, `D = 1/R`, the columns each
-/// constraint's rows touch (constraint `c`'s are `columns[touched[c]..touched[c + 1]]`), and
-/// the envelope of the Hessian.
+/// constraint's rows touch (constraint `c`'s are `columns[touched[c]..touched[c + 1]]`), the
+/// Jacobian compressed to those columns, and the envelope of the Hessian.
 #[derive(Clone, Debug)]
 struct Layout {
     offsets: Vec<usize>,
     d: DVector<f64>,
     columns: Vec<usize>,
     touched: Vec<usize>,
+    /// Constraint `c`'s rows on its touched columns, row after row, from `blocks[touched[c] ·
+    /// dim]` on: a contact moves only its two bodies' chains, so products with `J` cost what
+    /// those chains hold, not `rows × nv`.
+    blocks: Vec<f64>,
+    block_start: Vec<usize>,
     envelope: Vec<usize>,
 }
 
@@ -76,6 +81,8 @@ impl Default for Layout {
             d: DVector::zeros(0),
             columns: Vec::new(),
             touched: Vec::new(),
+            blocks: Vec::new(),
+            block_start: Vec::new(),
             envelope: Vec::new(),
         }
     }
@@ -91,13 +98,51 @@ impl Layout {
         self.columns.clear();
         self.touched.clear();
         self.touched.push(0);
+        self.blocks.clear();
+        self.block_start.clear();
         for (c, &at) in problem.constraints.iter().zip(&self.offsets) {
             let rows = at..at + c.kind.dim();
+            let first = self.columns.len();
             self.columns.extend((0..jacobian.ncols()).filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0)));
             self.touched.push(self.columns.len());
+            self.block_start.push(self.blocks.len());
+            for r in rows {
+                self.blocks.extend(self.columns[first..].iter().map(|&j| jacobian[(r, j)]));
+            }
         }
         let groups = self.touched.windows(2).map(|w| &self.columns[w[0]..w[1]]);
         Envelope::spanning_into(&problem.joint.mass, groups, &mut self.envelope);
+    }
+
+    /// Constraint `c`'s rows of `J`, each on [`Layout::columns`]`(c)`.
+    fn block(&self, c: usize, dim: usize) -> std::slice::ChunksExact<'_, f64> {
+        let width = self.touched[c + 1] - self.touched[c];
+        let start = self.block_start[c];
+        self.blocks[start..start + dim * width].chunks_exact(width.max(1))
+    }
+
+    /// `out ← J x`.
+    fn jacobian_times(&self, problem: &ContactProblem<f64>, x: &DVector<f64>, out: &mut DVector<f64>) {
+        zero_vector(out, problem.rows());
+        for (c, constraint) in problem.constraints.iter().enumerate() {
+            let (at, columns) = (self.offsets[c], self.columns(c));
+            for (r, row) in self.block(c, constraint.kind.dim()).enumerate() {
+                out[at + r] = row.iter().zip(columns).map(|(&j, &col)| j * x[col]).sum();
+            }
+        }
+    }
+
+    /// `out ← out − Jᵀ f`.
+    fn subtract_transpose_times(&self, problem: &ContactProblem<f64>, f: &DVector<f64>, out: &mut DVector<f64>) {
+        for (c, constraint) in problem.constraints.iter().enumerate() {
+            let (at, columns) = (self.offsets[c], self.columns(c));
+            for (r, row) in self.block(c, constraint.kind.dim()).enumerate() {
+                let fr = f[at + r];
+                for (&j, &col) in row.iter().zip(columns) {
+                    out[col] -= j * fr;
+                }
+            }
+        }
     }
 
     /// The columns constraint `c`'s rows touch.
@@ -143,9 +188,8 @@ impl Default for LineBuffers {
 /// Evaluates the cost, zones, impulses and gradient at `point.x`.
 fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     let joint = &problem.joint;
-    zero_vector(&mut point.jar, problem.rows());
-    point.jar.copy_from(&problem.target);
-    point.jar.gemv(1.0, &joint.jacobian, &point.x, -1.0);
+    layout.jacobian_times(problem, &point.x, &mut point.jar);
+    point.jar -= &problem.target;
     zero_vector(&mut point.impulses, problem.rows());
     point.zones.clear();
     let mut cost = 0.0;
@@ -165,7 +209,7 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     zero_vector(&mut point.gradient, nv);
     point.gradient.gemv(1.0, &joint.mass, &point.moved, 0.0);
     point.cost = cost + 0.5 * point.moved.dot(&point.gradient);
-    point.gradient.gemv_tr(-1.0, &joint.jacobian, &point.impulses, 1.0);
+    layout.subtract_transpose_times(problem, &point.impulses, &mut point.gradient);
 }
 
 /// `H = M + Jᵀ ∂²s J` at the zones of `point`, factorized. Each constraint adds
@@ -192,24 +236,30 @@ fn factorized_hessian(
     jar: &DVector<f64>,
     mut h: Envelope,
 ) -> Result<EnvelopeCholesky, IndefiniteHessian> {
-    let jacobian = &problem.joint.jacobian;
     h.fill(&problem.joint.mass);
     for (c, zone) in zones.iter().enumerate() {
         if matches!(zone, Zone::Satisfied | Zone::Linear) {
             continue;
         }
-        let (at, dim) = (layout.offsets[c], problem.constraints[c].kind.dim());
+        let dim = problem.constraints[c].kind.dim();
         let block = layout.piece(problem, c, jar.as_slice()).hessian(*zone);
         let columns = layout.columns(c);
-        for &j in columns {
+        let rows: [&[f64]; 6] = {
+            let mut rows = [&[][..]; 6];
+            for (r, row) in layout.block(c, dim).enumerate() {
+                rows[r] = row;
+            }
+            rows
+        };
+        for (a, &j) in columns.iter().enumerate() {
             // (B J_c)[r, j] for this column, then its products with every touched column at
             // or below it (the lower triangle).
             let mut weighted = [0.0; 6];
             for (r, w) in weighted.iter_mut().enumerate().take(dim) {
-                *w = (0..dim).map(|k| block[(r, k)] * jacobian[(at + k, j)]).sum();
+                *w = (0..dim).map(|k| block[(r, k)] * rows[k][a]).sum();
             }
-            for &i in columns.iter().filter(|&&i| i >= j) {
-                h.add(i, j, (0..dim).map(|r| jacobian[(at + r, i)] * weighted[r]).sum::<f64>());
+            for (b, &i) in columns.iter().enumerate().filter(|&(_, &i)| i >= j) {
+                h.add(i, j, (0..dim).map(|r| rows[r][b] * weighted[r]).sum::<f64>());
             }
         }
     }
@@ -428,8 +478,7 @@ fn line_search(
     let costs =
         (0..problem.constraints.len()).map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]));
     buffers.start.extend(costs);
-    zero_vector(&mut buffers.direction, problem.rows());
-    buffers.direction.gemv(1.0, &problem.joint.jacobian, search, 0.0);
+    layout.jacobian_times(problem, search, &mut buffers.direction);
     zero_vector(&mut buffers.mass_search, problem.dofs());
     buffers.mass_search.gemv(1.0, &problem.joint.mass, search, 0.0);
     let gauss = (buffers.mass_search.dot(&point.moved), search.dot(&buffers.mass_search));
