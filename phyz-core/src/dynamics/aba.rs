@@ -1,4 +1,5 @@
-//! Articulated-body algorithm: forward dynamics in O(n).
+//! Articulated-body algorithm: forward dynamics in O(n), by a route independent of the step's
+//! (which factorizes the mass matrix, as MuJoCo does): the check that both agree.
 
 use nalgebra::{DVector, Matrix3, Matrix6, Vector6};
 
@@ -59,7 +60,7 @@ impl<S: Scalar> Default for AbaBuffers<S> {
 }
 
 /// [`forward_dynamics`] written into `qacc` (length `nv`), with the links' quantities in
-/// `buffers`.
+/// `buffers`: Featherstone's three passes.
 pub fn forward_dynamics_into<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
@@ -69,15 +70,20 @@ pub fn forward_dynamics_into<S: Scalar>(
     buffers: &mut AbaBuffers<S>,
     qacc: &mut DVector<S>,
 ) -> Result<(), StepError> {
-    let links = &model.tree().links;
-    let n = links.len();
-    let AbaBuffers { vel, bias_acc, inertia, bias_force, u_cols, d_inv, u_res, acc } = buffers;
-    for buffer in [&mut *vel, &mut *bias_acc, &mut *acc] {
-        buffer.clear();
-    }
+    velocities(model, kin, qvel, buffers);
+    articulate(model, kin, tau, extra_diagonal, buffers)?;
+    accelerations(model, kin, buffers, qacc);
+    Ok(())
+}
+
+/// Outward: each link's velocity, velocity-product acceleration, bias force and rigid inertia.
+fn velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, buffers: &mut AbaBuffers<S>) {
+    let AbaBuffers { vel, bias_acc, inertia, bias_force, .. } = buffers;
+    vel.clear();
+    bias_acc.clear();
     inertia.clear();
     bias_force.clear();
-    for (i, link) in links.iter().enumerate() {
+    for (i, link) in model.tree().links.iter().enumerate() {
         let vj = kin.subspace[i].apply(dofs(link, qvel));
         let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
         let rigid = kin.inertia[i];
@@ -86,8 +92,21 @@ pub fn forward_dynamics_into<S: Scalar>(
         inertia.push(rigid.to_matrix());
         vel.push(v);
     }
+}
 
-    // Kept for the forward pass.
+/// Inward: through each joint, the parent sees the articulated inertia less what the joint's
+/// own motion absorbs, and a bias force that includes the joint's applied force. Keeps
+/// `U = IA·S`, `D⁻¹` and `u = τ − Sᵀ pA` per link for the outward pass.
+fn articulate<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    tau: &DVector<S>,
+    extra_diagonal: Option<&DVector<S>>,
+    buffers: &mut AbaBuffers<S>,
+) -> Result<(), StepError> {
+    let links = &model.tree().links;
+    let n = links.len();
+    let AbaBuffers { bias_acc, inertia, bias_force, u_cols, d_inv, u_res, .. } = buffers;
     u_cols.clear();
     u_cols.resize(n, [Vector6::zeros(); 3]);
     d_inv.clear();
@@ -95,12 +114,9 @@ pub fn forward_dynamics_into<S: Scalar>(
     u_res.clear();
     u_res.resize(n, [S::zero(); 3]);
     for (i, link) in links.iter().enumerate().rev() {
-        let s = &kin.subspace[i];
-        let cols = s.cols();
+        let cols = kin.subspace[i].cols();
         let nd = cols.len();
         let mut ia = inertia[i];
-        // Through the joint, the parent sees the articulated inertia less what the joint's
-        // own motion absorbs, and a bias force that includes the joint's applied force.
         let mut joint_force = Force::zero();
         if nd > 0 {
             let armature = armature_of(model, link.joint);
@@ -132,13 +148,18 @@ pub fn forward_dynamics_into<S: Scalar>(
             bias_force[p] += x.force_to_parent(&pa);
         }
     }
+    Ok(())
+}
 
+/// Outward again: each link's acceleration from its parent's, and its joints' accelerations.
+fn accelerations<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, buffers: &mut AbaBuffers<S>, qacc: &mut DVector<S>) {
+    let AbaBuffers { bias_acc, u_cols, d_inv, u_res, acc, .. } = buffers;
+    acc.clear();
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
-    for (i, link) in links.iter().enumerate() {
+    for (i, link) in model.tree().links.iter().enumerate() {
         let parent_acc = link.parent.map_or(world_acc, |p| acc[p]);
         let mut a = kin.local[i].motion_to_child(&parent_acc) + bias_acc[i];
-        let s = &kin.subspace[i];
-        let cols = s.cols();
+        let cols = kin.subspace[i].cols();
         let av = a.to_vector();
         let rhs: [S; 3] =
             std::array::from_fn(|k| if k < cols.len() { u_res[i][k] - u_cols[i][k].dot(&av) } else { S::zero() });
@@ -149,7 +170,6 @@ pub fn forward_dynamics_into<S: Scalar>(
         }
         acc.push(a);
     }
-    Ok(())
 }
 
 /// The armature of the joint behind a link (per degree of freedom).

@@ -31,9 +31,11 @@ use crate::Scalar;
 use crate::error::StepError;
 use crate::model::Model;
 
-/// The unconstrained joint acceleration at `(qpos, qvel)` under `ctrl`: kinematics, passive and
-/// actuator forces, then ABA (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass
-/// matrix diagonal (see [`forward_dynamics`]).
+/// The unconstrained joint acceleration at `(qpos, qvel)` under `ctrl` as the step computes it:
+/// kinematics, passive and actuator forces, the mass matrix and its factorization, bias forces
+/// (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass matrix diagonal (see
+/// [`forward_dynamics`], the articulated-body algorithm, which gives the same acceleration by an
+/// independent route).
 pub fn smooth_acceleration<S: Scalar>(
     model: &Model<S>,
     qpos: &DVector<S>,
@@ -43,6 +45,6 @@ pub fn smooth_acceleration<S: Scalar>(
 ) -> Result<DVector<S>, StepError> {
     let mut smooth = Smooth::default();
     smooth.prepare(model);
-    smooth.without_mass(model, (qpos, qvel, ctrl), extra_diagonal)?;
+    smooth.with_mass(model, (qpos, qvel, ctrl), extra_diagonal)?;
     Ok(smooth.acceleration)
 }

@@ -5,7 +5,6 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::aba::{AbaBuffers, forward_dynamics_into};
 use super::actuation::add_actuator_forces;
 use super::crba::mass_matrix_into;
 use super::kinematics::{Kinematics, LinkBuffers};
@@ -26,13 +25,11 @@ pub struct Smooth<S: Scalar> {
     /// The factor of `M` plus the extra diagonal.
     pub factor: MassFactor<S>,
     /// The applied generalized forces less the bias forces: passive plus actuator minus
-    /// `C(q, v)` (MuJoCo's `qfrc_smooth`; [`Smooth::without_mass`] leaves the applied forces
-    /// only, as the articulated-body algorithm subtracts the bias itself).
+    /// `C(q, v)` (MuJoCo's `qfrc_smooth`).
     pub force: DVector<S>,
     /// The unconstrained acceleration (MuJoCo's `qacc_smooth`).
     pub acceleration: DVector<S>,
     links: LinkBuffers<S>,
-    aba: AbaBuffers<S>,
     bias: DVector<S>,
     /// `M` plus the extra diagonal, and whether the last evaluation had one.
     damped: DMatrix<S>,
@@ -48,7 +45,6 @@ impl<S: Scalar> Default for Smooth<S> {
             force: DVector::zeros(0),
             acceleration: DVector::zeros(0),
             links: LinkBuffers::default(),
-            aba: AbaBuffers::default(),
             bias: DVector::zeros(0),
             damped: DMatrix::zeros(0, 0),
             is_damped: false,
@@ -62,20 +58,6 @@ impl<S: Scalar> Smooth<S> {
     /// evaluation takes them, and later ones keep them).
     pub fn prepare(&mut self, model: &Model<S>) {
         self.kin.set_constants(model);
-    }
-
-    /// The smooth acceleration at `(q, v)` under `ctrl` by the articulated-body algorithm,
-    /// `extra_diagonal` added to the mass matrix's diagonal: no mass matrix is formed (the step
-    /// of a model nothing constrains).
-    pub fn without_mass(
-        &mut self,
-        model: &Model<S>,
-        (q, v, ctrl): (&DVector<S>, &DVector<S>, &[S]),
-        extra_diagonal: Option<&DVector<S>>,
-    ) -> Result<(), StepError> {
-        self.applied(model, q, v, ctrl);
-        zero_vector(&mut self.acceleration, model.nv());
-        forward_dynamics_into(model, &self.kin, v, &self.force, extra_diagonal, &mut self.aba, &mut self.acceleration)
     }
 
     /// The smooth stages with the mass matrix formed and factorized (with `extra_diagonal`),
