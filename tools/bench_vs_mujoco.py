@@ -8,8 +8,10 @@ For every gymnasium model and every tests/models/*.xml:
     missing), ctrl = 0; a warm-up run, then the median over --reps repetitions of
     --steps steps, each repetition restarting from that state. The stepping loop runs
     inside MuJoCo (mj_step with nstep), so Python overhead is not counted.
-  * phyz: runs `target/release/phyz bench MODEL.xml --steps N --no-constraints` and
+  * phyz: runs `target/release/phyz bench MODEL.xml --steps N --runs 1 --no-constraints` and
     reads the line `step_us <number>` (microseconds per step) from its output.
+  * Interleaved: each of the --reps repetitions times MuJoCo once and then phyz once, so that a
+    slow spell of the machine falls on both; medians over the repetitions are compared.
 
 Prints a Markdown table (model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco)
 on stdout; progress and warnings go to stderr.
@@ -61,46 +63,55 @@ def initial_state(m, name):
 CONSTRAINTS = False  # set by --constraints: contacts and limits on in both (elliptic cone)
 
 
-def bench_mujoco(path, name, steps, reps, warmup):
-    if CONSTRAINTS:
-        m = mujoco.MjModel.from_xml_path(path)
-        m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-    else:
-        m = ref.load(path)
-    d = mujoco.MjData(m)
-    qpos, qvel = initial_state(m, name)
+class MujocoBench:
+    """One model in MuJoCo, ready to time a repetition at a time (so that its repetitions can be
+    interleaved with phyz's)."""
 
-    def reset():
-        mujoco.mj_resetData(m, d)
-        d.qpos[:] = qpos
-        d.qvel[:] = qvel
-        d.ctrl[:] = 0.0
+    def __init__(self, path, name, steps, warmup):
+        if CONSTRAINTS:
+            self.m = mujoco.MjModel.from_xml_path(path)
+            self.m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        else:
+            self.m = ref.load(path)
+        self.d = mujoco.MjData(self.m)
+        self.qpos, self.qvel = initial_state(self.m, name)
+        self.steps = steps
+        self.unstable = False
+        self.reset()
+        mujoco.mj_step(self.m, self.d, nstep=warmup)
 
-    reset()
-    mujoco.mj_step(m, d, nstep=warmup)
-    times = []
-    unstable = False
-    for _ in range(reps):
-        reset()
+    def reset(self):
+        mujoco.mj_resetData(self.m, self.d)
+        self.d.qpos[:] = self.qpos
+        self.d.qvel[:] = self.qvel
+        self.d.ctrl[:] = 0.0
+
+    def rep(self):
+        """Microseconds per step of one timed repetition."""
+        self.reset()
         t0 = time.perf_counter()
-        mujoco.mj_step(m, d, nstep=steps)
-        times.append(time.perf_counter() - t0)
-        unstable |= d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
-    # Solver iterations per step, from an untimed run of single steps.
-    reset()
-    iterations = 0
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        iterations += int(d.solver_niter[:max(d.nisland, 1)].sum())
-    return statistics.median(times) / steps * 1e6, unstable, iterations / steps
+        mujoco.mj_step(self.m, self.d, nstep=self.steps)
+        elapsed = time.perf_counter() - t0
+        self.unstable |= self.d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+        return elapsed / self.steps * 1e6
+
+    def iterations(self):
+        """Solver iterations per step, from an untimed run of single steps."""
+        self.reset()
+        total = 0
+        for _ in range(self.steps):
+            mujoco.mj_step(self.m, self.d)
+            total += int(self.d.solver_niter[:max(self.d.nisland, 1)].sum())
+        return total / self.steps
 
 
 SOLVER_ITERATIONS = re.compile(r"^\s*solver_iterations_per_step\s+([-+0-9.eE]+|nan|inf)\s*$", re.MULTILINE)
 
 
-def bench_phyz(binary, path, steps, timeout):
+def bench_phyz(binary, path, steps, timeout, runs):
     """Returns (µs/step or None, solver iterations per step or None, note)."""
-    cmd = [binary, "bench", path, "--steps", str(steps)] + ([] if CONSTRAINTS else ["--no-constraints"])
+    cmd = [binary, "bench", path, "--steps", str(steps), "--runs", str(runs)]
+    cmd += [] if CONSTRAINTS else ["--no-constraints"]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -173,11 +184,21 @@ def main():
     for p in paths:
         name = os.path.splitext(os.path.basename(p))[0]
         print(f"{name} ...", file=sys.stderr, flush=True)
-        mj_us, unstable, mj_iters = bench_mujoco(p, name, args.steps, args.reps, args.warmup)
-        if unstable:
+        # Interleaved: each repetition times MuJoCo, then one phyz run (after its own warm-up),
+        # so that both see the same machine; the medians are compared.
+        mj = MujocoBench(p, name, args.steps, args.warmup)
+        mj_times, phyz_times, phyz_iters, note = [], [], None, "not built"
+        for _ in range(args.reps):
+            mj_times.append(mj.rep())
+            if have_phyz:
+                us, phyz_iters, note = bench_phyz(args.phyz, p, args.steps, args.timeout, 1)
+                if us is None:
+                    break
+                phyz_times.append(us)
+        mj_us, mj_iters = statistics.median(mj_times), mj.iterations()
+        phyz_us = statistics.median(phyz_times) if phyz_times and not note else None
+        if mj.unstable:
             notes.append(f"{name}: MuJoCo went unstable (auto-reset) during the timed run")
-        phyz_us, phyz_iters, note = ((None, None, "not built") if not have_phyz
-                                     else bench_phyz(args.phyz, p, args.steps, args.timeout))
         if note and have_phyz:
             notes.append(f"{name}: phyz {note}")
         rows.append((name, mj_us, phyz_us, note, mj_iters, phyz_iters))
