@@ -168,7 +168,10 @@ fn an_unconverged_step_is_an_error_naming_the_step() {
     let config = SolverConfig { max_iterations: 0, ..SolverConfig::simulation() };
     let result = rollout_gradient(&model, &start, &controls, &[], &objective(&model), &mut ContactState::new(config));
     match result {
-        Err(DualError::AtStep { step, .. }) => assert_eq!(step, 0),
+        Err(DualError::AtStep { step, source }) => {
+            assert_eq!(step, 0);
+            assert!(matches!(*source, DualError::Unconverged { .. }), "{source:?}");
+        }
         other => panic!("expected an error at step 0, got {:?}", other.map(|g| g.value)),
     }
 }

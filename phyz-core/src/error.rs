@@ -13,8 +13,9 @@ pub enum StepError {
     SingularMass { body: String },
     #[error("not supported yet: {what}")]
     Unsupported { what: String },
-    #[error("contact solve: {reason}")]
-    Contact { reason: String },
+    /// The constraint solve failed, or (in dual numbers) its derivative does not exist.
+    #[error("contact solve: {0}")]
+    Contact(#[from] crate::contact::ContactError),
     #[error(transparent)]
     ContactOverflow(#[from] crate::collision::Overflow),
     #[error("the step produced a non-finite {what}[{index}]")]

@@ -1,11 +1,14 @@
 //! Errors of derivative requests.
 
+use phyz_core::contact::{ContactError, SensitivityError};
 use phyz_core::{ModelError, StepError};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DualError {
+    /// The step itself failed (a step whose contact solve did not converge is
+    /// [`DualError::Unconverged`] instead: it has a result, but no derivative).
     #[error(transparent)]
-    Step(#[from] StepError),
+    Step(StepError),
     #[error(transparent)]
     Model(#[from] ModelError),
     #[error("seed {what} has {got} entries, the model needs {expected}")]
@@ -28,4 +31,15 @@ pub enum DualError {
     Unconverged { residual: f64 },
     #[error("step {step}: {source}")]
     AtStep { step: usize, source: Box<DualError> },
+}
+
+impl From<StepError> for DualError {
+    fn from(error: StepError) -> Self {
+        match error {
+            StepError::Contact(ContactError::Sensitivity(SensitivityError::Unconverged { residual })) => {
+                DualError::Unconverged { residual }
+            }
+            other => DualError::Step(other),
+        }
+    }
 }

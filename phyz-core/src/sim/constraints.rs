@@ -376,8 +376,7 @@ pub(crate) fn acceleration<S: Scalar>(
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm_starts(gather, v, dt, lanes, warm);
-    solve_scalar_in(problem, &config, warm, newton, velocity, solutions)
-        .map_err(|e| StepError::Contact { reason: e.to_string() })?;
+    solve_scalar_in(problem, &config, warm, newton, velocity, solutions)?;
     state.record(gather, solutions, v, dt);
     info.record(gather, solutions);
     // The velocity change the impulses make, folded into the acceleration.
