@@ -63,9 +63,9 @@ fn a_block_below_the_friction_angle_holds() {
 }
 
 /// What the convex model does to a sliding block: friction is exactly `μ f_n` on the cone's
-/// boundary, but a sliding contact's normal velocity exceeds its target by `μ` times its slip
-/// deviation, so the block rides higher than at rest; its deceleration is measured against
-/// Coulomb's `g (sin α − μ cos α)`.
+/// boundary, and the glide compensation cancels the normal velocity a sliding contact would
+/// otherwise gain (`μ` times its slip deviation), so a point mass slides at Coulomb's
+/// `g (sin α − μ cos α)` to the solver's precision (measured 2.8e-10 relative).
 #[test]
 fn a_block_above_the_friction_angle_slides_near_the_coulomb_rate() {
     let config = SolverConfig::simulation();
@@ -75,7 +75,7 @@ fn a_block_above_the_friction_angle_slides_near_the_coulomb_rate() {
     let mean = (velocities[2999].y - velocities[1999].y) / (1000.0 * DT);
     let error = (mean - expected).abs() / expected;
     eprintln!("sliding acceleration {mean:.6} vs Coulomb {expected:.6} (relative {error:.2e})");
-    assert!(error < 0.05, "{mean} vs {expected}");
+    assert!(error < 1e-8, "{mean} vs {expected}");
 }
 
 #[test]
