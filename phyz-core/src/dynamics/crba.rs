@@ -43,7 +43,7 @@ pub fn mass_matrix_into<S: Scalar>(
     if m.shape() != (nv, nv) {
         *m = DMatrix::zeros(nv, nv);
     }
-    m.fill(S::zero());
+    m.as_mut_slice().fill(S::zero());
     for row in 0..nv {
         let f = composite[tree.dof_link[row]].mul_motion(&kin.dof_motion[row]);
         m[(row, row)] = kin.dof_motion[row].dot(&f);
