@@ -53,7 +53,7 @@ proptest! {
 
 /// Kinematics filled by `update` alone carry the links' inertias, as `forward_kinematics`'s do:
 /// the mass matrix, bias forces and kinetic energy from either agree exactly, and after the
-/// model's masses change `set_constants` takes the new ones.
+/// model's masses and offsets change `set_constants` takes the new ones.
 #[test]
 fn kinematics_by_update_carry_the_inertias() {
     use phyz::dynamics::Kinematics;
@@ -70,8 +70,11 @@ fn kinematics_by_update_carry_the_inertias() {
     assert!(energy > 0.0 && energy == kinetic_energy(&model, &reference, &state.qvel), "{energy}");
     for body in model.bodies_mut() {
         body.mass *= 3.0;
+        body.pos.x += 0.1;
     }
     kin.set_constants(&model);
     kin.update(&model, &state.qpos);
-    assert_eq!(mass_matrix(&model, &kin), mass_matrix(&model, &forward_kinematics(&model, &state.qpos)));
+    let fresh = forward_kinematics(&model, &state.qpos);
+    assert_eq!(mass_matrix(&model, &kin), mass_matrix(&model, &fresh));
+    assert_eq!(kin.world, fresh.world, "the new offsets are taken too");
 }

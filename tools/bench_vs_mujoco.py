@@ -188,13 +188,14 @@ def main():
         # so that both see the same machine; the medians are compared.
         mj = MujocoBench(p, name, args.steps, args.warmup)
         mj_times, phyz_times, phyz_iters, note = [], [], None, "not built"
+        phyz_ok = have_phyz
         for _ in range(args.reps):
             mj_times.append(mj.rep())
-            if have_phyz:
+            if phyz_ok:
                 us, phyz_iters, note = bench_phyz(args.phyz, p, args.steps, args.timeout, 1)
-                if us is None:
-                    break
-                phyz_times.append(us)
+                phyz_ok = us is not None
+                if phyz_ok:
+                    phyz_times.append(us)
         mj_us, mj_iters = statistics.median(mj_times), mj.iterations()
         phyz_us = statistics.median(phyz_times) if phyz_times and not note else None
         if mj.unstable:

@@ -14,7 +14,7 @@ pub enum StepError {
     #[error("not supported yet: {what}")]
     Unsupported { what: String },
     /// The constraint solve failed, or (in dual numbers) its derivative does not exist.
-    #[error("contact solve: {0}")]
+    #[error(transparent)]
     Contact(#[from] crate::contact::ContactError),
     #[error(transparent)]
     ContactOverflow(#[from] crate::collision::Overflow),

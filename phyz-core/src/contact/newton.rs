@@ -66,9 +66,9 @@ struct Layout {
     d: DVector<f64>,
     columns: Vec<usize>,
     touched: Vec<usize>,
-    /// Constraint `c`'s rows on its touched columns, row after row, from `blocks[touched[c] ·
-    /// dim]` on: a contact moves only its two bodies' chains, so products with `J` cost what
-    /// those chains hold, not `rows × nv`.
+    /// Constraint `c`'s rows on its touched columns, row after row, from
+    /// `blocks[block_start[c]]` on: a contact moves only its two bodies' chains, so products with
+    /// `J` cost what those chains hold, not `rows × nv`.
     blocks: Vec<f64>,
     block_start: Vec<usize>,
     envelope: Vec<usize>,

@@ -119,7 +119,7 @@ impl<S> Default for LinkBuffers<S> {
 }
 
 /// Poses of every link at one configuration, with what the model fixes for each link (its
-/// inertia, offset and motion subspace) and each degree of freedom's motion in the world frame.
+/// inertia, offset and motion subspace) and each degree of freedom's motion in world axes.
 #[derive(Clone, Debug)]
 pub struct Kinematics<S> {
     /// Each link's pose in its parent link's frame (the world for root links).
@@ -177,13 +177,13 @@ impl<S: Scalar> Kinematics<S> {
         self.offset.extend(links.iter().map(|l| link_offset(model, l)));
     }
 
-    /// Recomputes every link's pose and every degree of freedom's world motion at `qpos`,
+    /// Recomputes every link's pose and every degree of freedom's motion at `qpos`,
     /// reusing this value's storage. What the model fixes is taken here only when this value
     /// has none for its links; after the model's numbers change, [`Kinematics::set_constants`]
     /// takes it again.
     pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
         let links = &model.tree().links;
-        if self.inertia.len() != links.len() {
+        if self.offset.len() != links.len() {
             self.set_constants(model);
         }
         let Kinematics { local, world, rooted, subspace, dof_motion, offset, .. } = self;
