@@ -81,6 +81,16 @@ fn info_and_errors() {
         .output()
         .expect("runs");
     assert!(contact.status.success(), "{}", String::from_utf8_lossy(&contact.stderr));
+    // Presets are named as README and `SolverConfig` name them, and hyphenated too.
+    for preset in ["mujoco_compat", "mujoco-compat", "gpu_equivalent"] {
+        let hopper = "../shared/models/gymnasium/hopper.xml";
+        let run = phyz()
+            .args(["simulate", hopper, "--steps", "5", "--preset", preset, "--out", "/dev/null"])
+            .current_dir(root())
+            .output()
+            .expect("runs");
+        assert!(run.status.success(), "{preset}: {}", String::from_utf8_lossy(&run.stderr));
+    }
     // A pair phyz cannot detect yet is refused by name once it could touch, not silently dropped.
     let scene = |height: f64| {
         let path = std::env::temp_dir().join(format!("phyz-cli-unsupported-{}-{height}.xml", std::process::id()));

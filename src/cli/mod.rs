@@ -71,11 +71,16 @@ pub struct ConstraintArgs {
     preset: Preset,
 }
 
+/// The solver presets, named as `SolverConfig`'s constructors are (`mujoco_compat`), with the
+/// hyphenated spelling accepted too.
 #[derive(Clone, Copy, ValueEnum)]
+#[value(rename_all = "snake_case")]
 enum Preset {
     Simulation,
     Gradients,
+    #[value(alias = "mujoco-compat")]
     MujocoCompat,
+    #[value(alias = "gpu-equivalent")]
     GpuEquivalent,
 }
 
