@@ -28,25 +28,11 @@ use phyz::sim::{ContactState, Simulator};
 /// Steps each random control is held for (as in `tests/gymnasium_contact.rs`).
 const HOLD: usize = 10;
 
-/// SplitMix64, as the tests' fixtures use: reproducible from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
-    }
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [lo, hi).
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+// The tests' seeded generator, so that the example draws the controls the suite's short
+// version draws.
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::Rng;
 
 struct Args {
     steps: usize,

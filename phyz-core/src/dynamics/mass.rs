@@ -123,7 +123,9 @@ impl<S: Scalar> MassFactor<S> {
     /// `x ← M⁻¹ x`.
     pub fn solve_in_place(&self, x: &mut DVector<S>) {
         let n = x.len();
-        let row = |k: usize| (&self.values[self.start[k]..self.start[k + 1]], &self.columns[self.start[k]..self.start[k + 1]]);
+        let row = |k: usize| {
+            (&self.values[self.start[k]..self.start[k + 1]], &self.columns[self.start[k]..self.start[k + 1]])
+        };
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
             let (values, columns) = row(k);
