@@ -1,4 +1,4 @@
-//! Every gymnasium model, with contact, runs a few hundred steps under random controls from its
+//! Every gymnasium model, with contact, runs 1,000 steps under random controls from its
 //! keyframe (or reference pose) under every CPU preset (`simulation`, `gradients`,
 //! `mujoco_compat`): the state stays finite, every contact solve converges, the models standing
 //! on a floor or reaching over a table touch it, and the mechanical energy never exceeds what it

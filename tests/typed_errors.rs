@@ -156,13 +156,29 @@ fn a_tendon_over_no_joint_or_a_missing_or_ball_joint_is_an_invalid_tendon() {
     ];
     for (tendon, reason) in cases {
         let name = tendon.name.clone();
-        match with(tendon) {
-            Err(ModelError::InvalidTendon { tendon, reason: r }) => {
-                assert_eq!(tendon, name);
-                assert!(r.contains(reason), "{name}: {r}");
-            }
-            other => panic!("{name}: expected InvalidTendon, got {other:?}"),
+        let refused = with(tendon);
+        let named = match &refused {
+            Err(ModelError::InvalidTendon { tendon, reason }) => Some((tendon, reason)),
+            _ => None,
+        };
+        assert_refused(&name, reason, named, &refused);
+    }
+}
+
+/// A build refused for the element `name` with a reason containing `reason`: `named` is the
+/// element and reason the expected variant carries, `None` for any other result.
+fn assert_refused(
+    name: &str,
+    reason: &str,
+    named: Option<(&String, &String)>,
+    result: &Result<Model<f64>, ModelError>,
+) {
+    match named {
+        Some((element, why)) => {
+            assert_eq!(element, name);
+            assert!(why.contains(reason), "{name}: {why}");
         }
+        None => panic!("{name}: expected a refusal naming it, got {result:?}"),
     }
 }
 
@@ -182,13 +198,12 @@ fn an_actuator_on_nothing_or_with_a_backwards_range_is_an_invalid_actuator() {
     ];
     for (actuator, reason) in cases {
         let name = actuator.name.clone();
-        match with(actuator) {
-            Err(ModelError::InvalidActuator { actuator, reason: r }) => {
-                assert_eq!(actuator, name);
-                assert!(r.contains(reason), "{name}: {r}");
-            }
-            other => panic!("{name}: expected InvalidActuator, got {other:?}"),
-        }
+        let refused = with(actuator);
+        let named = match &refused {
+            Err(ModelError::InvalidActuator { actuator, reason }) => Some((actuator, reason)),
+            _ => None,
+        };
+        assert_refused(&name, reason, named, &refused);
     }
 }
 
@@ -314,12 +329,7 @@ fn a_seed_or_cost_of_the_wrong_size_is_a_seed_dimension_error() {
         result.err()
     );
     // A rollout direction whose controls are one step short.
-    let direction = RolloutDirection {
-        dq0: DVector::zeros(nv),
-        dv0: DVector::zeros(nv),
-        du: vec![DVector::zeros(nu)],
-        dparams: DVector::zeros(0),
-    };
+    let direction = still_direction(nv, nu, 1);
     let result = rollout_directional::<1>(
         &model,
         &state,
@@ -344,12 +354,7 @@ fn more_seeds_than_tangent_directions_is_too_many_seeds() {
     assert_eq!(jvp_lanes::<3>(&model, &state, &[0.0], &seeds).map(|(_, t)| t.len()), Ok(3));
     let result = jvp_lanes::<2>(&model, &state, &[0.0], &seeds);
     assert_eq!(result, Err(DualError::TooManySeeds { seeds: 3, directions: 2 }));
-    let direction = RolloutDirection {
-        dq0: DVector::zeros(nv),
-        dv0: DVector::zeros(nv),
-        du: vec![DVector::zeros(nu)],
-        dparams: DVector::zeros(0),
-    };
+    let direction = still_direction(nv, nu, 1);
     let result = rollout_directional::<1>(
         &model,
         &state,
@@ -454,4 +459,14 @@ fn an_unconverged_contact_solve_is_unconverged_at_its_step() {
         &mut ContactState::new(stalled),
     );
     refused(tangents.map(|t| t.value));
+}
+
+/// A rollout direction that moves nothing, over `steps` controls.
+fn still_direction(nv: usize, nu: usize, steps: usize) -> RolloutDirection {
+    RolloutDirection {
+        dq0: DVector::zeros(nv),
+        dv0: DVector::zeros(nv),
+        du: vec![DVector::zeros(nu); steps],
+        dparams: DVector::zeros(0),
+    }
 }

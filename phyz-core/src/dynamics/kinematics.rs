@@ -190,7 +190,7 @@ impl<S: Scalar> Kinematics<S> {
         local.clear();
         world.clear();
         rooted.clear();
-        dof_motion.clear();
+        // Every entry is written below: the resize only keeps the length right.
         dof_motion.resize(model.nv(), Motion::zero());
         for (i, link) in links.iter().enumerate() {
             let pose = joint_pose(model, link, &offset[i], qpos);

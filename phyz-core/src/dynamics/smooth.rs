@@ -53,9 +53,9 @@ impl<S: Scalar> Default for Smooth<S> {
 }
 
 impl<S: Scalar> Smooth<S> {
-    /// Takes what the model fixes for a step (the links' inertias, offsets and motion subspaces): once per step, before the
-    /// evaluations, and again whenever the model's numbers change (without it, the first
-    /// evaluation takes them, and later ones keep them).
+    /// Takes what the model fixes for a step (the links' inertias, offsets and motion
+    /// subspaces): once per step, before the evaluations, and again whenever the model's
+    /// numbers change (without it, the first evaluation takes them, and later ones keep them).
     pub fn prepare(&mut self, model: &Model<S>) {
         self.kin.set_constants(model);
     }

@@ -347,15 +347,14 @@ pub(crate) fn acceleration<S: Scalar>(
     out: &mut DVector<S>,
 ) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
+    // MuJoCo's order: the mass matrix and its factorization first, shared by the smooth
+    // acceleration and the constraint solve.
     let smooth = &mut evaluation.smooth;
+    smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
     let Some(weights) = weights else {
-        smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
         out.copy_from(&smooth.acceleration);
         return Ok(());
     };
-    // With constraints possible, MuJoCo's order: the mass matrix and its factorization first,
-    // shared by the smooth acceleration and the constraint solve.
-    smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let input = StageInput { model, kin: &smooth.kin, q, v, lanes, weights };
     gather(&input, state.capacity, &state.config, &mut evaluation.gather)?;

@@ -212,8 +212,9 @@ pub(super) fn add_relative_rows<S: Scalar>(
     let links = &model.tree().links;
     for (body, point, sign) in [(b, points.map(|p| p[1]), S::one()), (a, points.map(|p| p[0]), -S::one())] {
         let mut link = model.tree().body_link[body];
+        // The dofs' motions are about the chain's root (one root for the whole chain).
+        let point = point.zip(link).map(|(p, l)| p - kin.world[links[l].root].pos);
         while let Some(l) = link {
-            let point = point.map(|p| p - kin.world[links[l].root].pos);
             for k in 0..links[l].dof_num {
                 let m = &kin.dof_motion[links[l].dof_adr + k];
                 let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p)) * sign;
@@ -238,8 +239,9 @@ fn add_jacobian<S: Scalar>(
 ) {
     let links = &model.tree().links;
     let mut link = model.tree().body_link[body];
+    // The dofs' motions are about the chain's root (one root for the whole chain).
+    let point = point.zip(link).map(|(p, l)| p - kin.world[links[l].root].pos);
     while let Some(l) = link {
-        let point = point.map(|p| p - kin.world[links[l].root].pos);
         for k in 0..links[l].dof_num {
             let m = &kin.dof_motion[links[l].dof_adr + k];
             let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p));
