@@ -51,8 +51,16 @@ fn zero_or_negative_mass_is_an_error() {
 fn non_positive_definite_inertia_is_an_error() {
     let indefinite = Matrix3::from_diagonal(&Vector3::new(0.1, 0.1, -0.05));
     assert!(matches!(build(pendulum_body(1.0, indefinite)), Err(ModelError::InvalidInertia { .. })));
+    // A zero principal moment is a point mass or a thin rod, which MuJoCo accepts on a welded
+    // body; a body with joints needs every moment (its own or a welded child's), as in MuJoCo.
     let singular = Matrix3::from_diagonal(&Vector3::new(0.1, 0.1, 0.0));
-    assert!(matches!(build(pendulum_body(1.0, singular)), Err(ModelError::InvalidInertia { .. })));
+    let moving = build(pendulum_body(1.0, singular));
+    assert!(matches!(moving, Err(ModelError::InvalidMass { ref body, .. }) if body == "arm"), "{moving:?}");
+    let mut builder = ModelBuilder::new();
+    let arm = builder.add_body(ModelBuilder::WORLD, pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
+    let point = BodySpec { mass: 0.5, ..BodySpec::new("point") };
+    builder.add_body(arm, point).expect("valid parent");
+    assert!(builder.build().is_ok(), "a welded point mass is a valid body");
     // Positive eigenvalues that no rigid body can have (1 + 1 < 3).
     let impossible = Matrix3::from_diagonal(&Vector3::new(1.0, 1.0, 3.0));
     assert!(matches!(build(pendulum_body(1.0, impossible)), Err(ModelError::InvalidInertia { .. })));

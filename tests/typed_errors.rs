@@ -214,7 +214,10 @@ fn a_keyframe_of_the_wrong_size_or_not_finite_is_an_invalid_keyframe() {
         time: 0.0,
         qpos: DVector::from_column_slice(qpos),
         qvel: DVector::zeros(1),
+        act: DVector::zeros(0),
         ctrl: DVector::zeros(0),
+        mocap_pos: Vec::new(),
+        mocap_quat: Vec::new(),
     };
     // Checked when the builder builds...
     let mut builder = pendulum();

@@ -7,6 +7,8 @@ pub enum StepError {
     Dimension { what: &'static str, expected: usize, got: usize },
     #[error("{what}[{index}] is not finite")]
     NonFiniteState { what: &'static str, index: usize },
+    #[error("mocap_quat[{index}] has zero length: it names no orientation")]
+    ZeroMocapQuat { index: usize },
     #[error("ctrl[{index}] is not finite")]
     NonFiniteControl { index: usize },
     #[error("the mass matrix is singular at body `{body}`: a joint moves no mass")]

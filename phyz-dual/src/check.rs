@@ -73,7 +73,7 @@ fn moved(
     }
     let model = model.with_parameters(&values)?;
     let qpos = integrate_position(&model, &start.qpos, &d.dq0, eps);
-    let state = State { qpos, qvel: &start.qvel + &d.dv0 * eps, time: start.time };
+    let state = State { qpos, qvel: &start.qvel + &d.dv0 * eps, ..start.clone() };
     let controls = controls
         .iter()
         .zip(&d.du)

@@ -106,7 +106,7 @@ pub(crate) fn push_forward<D: Scalar>(
     let qpos = integrate_position(&model_d, &state.qpos.map(D::from_f64), &delta, D::one());
     let qvel = DVector::from_fn(model.nv(), |i, _| lift(state.qvel[i], seeds.iter().map(|s| s.qvel[i])));
     let ctrl_d: Vec<D> = (0..model.nu()).map(|i| lift(ctrl[i], seeds.iter().map(|s| s.ctrl[i]))).collect();
-    let start = State { qpos, qvel, time: D::from_f64(state.time) };
+    let start = State { qpos, qvel, ..state.cast() };
 
     let (next, info) = step_with(&model_d, &start, &ctrl_d, contact)?;
     let next_real = next.lane(0);

@@ -260,11 +260,9 @@ pub fn read_rows(path: &std::path::Path, header: bool) -> Vec<Vec<f64>> {
 /// A `time,qpos…,qvel…` row as a state of `model`.
 pub fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
     let (nq, nv) = (model.nq(), model.nv());
-    State {
-        time: row[0],
-        qpos: DVector::from_column_slice(&row[1..1 + nq]),
-        qvel: DVector::from_column_slice(&row[1 + nq..1 + nq + nv]),
-    }
+    let qpos = DVector::from_column_slice(&row[1..1 + nq]);
+    let qvel = DVector::from_column_slice(&row[1 + nq..1 + nq + nv]);
+    State { time: row[0], ..model.state(qpos, qvel) }
 }
 
 /// Largest difference of qpos and of qvel, each relative to the reference's scale (≥ 1).

@@ -4,16 +4,17 @@ use crate::Scalar;
 use crate::model::{Geom, Model};
 
 /// The body each body is rigidly attached to through welds: the nearest body on the path to the
-/// root that has joints, or the world (0).
+/// root that has joints or is a mocap body, or the world (0) (MuJoCo's `body_weldid`).
 fn weld_root<S: Scalar>(model: &Model<S>, mut body: usize) -> usize {
     let bodies = model.bodies();
-    while body != 0 && bodies[body].joints().is_empty() {
+    while body != 0 && bodies[body].joints().is_empty() && bodies[body].mocap().is_none() {
         body = bodies[body].parent();
     }
     body
 }
 
-/// MuJoCo's filter: geoms on bodies welded together never collide (nor do two static ones);
+/// MuJoCo's filter: geoms on bodies welded together never collide, nor do two without degrees
+/// of freedom (static or mocap);
 /// a body does not collide with its parent (unless the parent is the world) when the
 /// `filterparent` rule is on; `contype`/`conaffinity` must match; excluded body pairs never
 /// collide.
@@ -22,7 +23,8 @@ pub fn can_collide<S: Scalar, T>(model: &Model<S>, b1: usize, g1: &Geom<T>, b2: 
         return false;
     }
     let (w1, w2) = (weld_root(model, b1), weld_root(model, b2));
-    if w1 == w2 {
+    let dofless = |w: usize| model.bodies()[w].joints().is_empty();
+    if w1 == w2 || (dofless(w1) && dofless(w2)) {
         return false;
     }
     // A body does not touch its parent, unless the parent is the world.

@@ -1,33 +1,99 @@
-//! Actuator forces from controls.
+//! Actuator forces from controls and activations, and the activations' dynamics (MuJoCo's
+//! `mj_fwdActuation` and `mj_nextActivation`).
 
 use nalgebra::DVector;
 
 use crate::Scalar;
-use crate::model::{Model, Transmission};
+use crate::model::{Actuator, Dynamics, Model, Point, State, Transmission};
 
-/// Generalized forces of the actuators under `ctrl` (one entry per actuator), with controls and
-/// forces clamped to their ranges (MuJoCo's `qfrc_actuator`). Zero when actuation is disabled.
-pub fn actuator_forces<S: Scalar>(model: &Model<S>, qpos: &DVector<S>, qvel: &DVector<S>, ctrl: &[S]) -> DVector<S> {
-    let mut f = DVector::zeros(model.nv());
-    add_actuator_forces(model, qpos, qvel, ctrl, &mut f);
+/// MuJoCo's floor on a filter's time constant (`mjMINVAL`).
+const MIN_TIME_CONSTANT: f64 = 1e-15;
+
+/// Generalized forces of the actuators at `state` under `ctrl` (one entry per actuator), with
+/// controls and forces clamped to their ranges (MuJoCo's `qfrc_actuator`). Zero when actuation
+/// is disabled.
+pub fn actuator_forces<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> DVector<S> {
+    let (mut f, mut rate) = (DVector::zeros(model.nv()), DVector::zeros(model.na()));
+    activation_rates(model, &state.act, ctrl, &mut rate);
+    add_actuator_forces(model, state.point(), ctrl, &rate, &mut f);
     f
 }
 
-/// Adds [`actuator_forces`] to `f`.
+/// The control an actuator acts on: `u` clamped to its range when clamping is on.
+fn clamped_control<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, u: S) -> S {
+    match actuator.ctrl_range {
+        Some([lo, hi]) if model.enabled.clamp_ctrl => u.clamp(lo, hi),
+        _ => u,
+    }
+}
+
+/// Each activation's rate `ȧ` under `ctrl` (MuJoCo's `act_dot`), written into `rate` (length
+/// `na`): the control for an integrator, `(c − a)/τ` for a filter; zero when actuation is
+/// disabled.
+pub fn activation_rates<S: Scalar>(model: &Model<S>, act: &DVector<S>, ctrl: &[S], rate: &mut DVector<S>) {
+    rate.resize_vertically_mut(model.na(), S::zero());
+    rate.fill(S::zero());
+    if !model.enabled.actuation {
+        return;
+    }
+    for (actuator, &u) in model.actuators().iter().zip(ctrl) {
+        let Some(k) = actuator.act_adr() else { continue };
+        let c = clamped_control(model, actuator, u);
+        rate[k] = match actuator.dynamics {
+            Dynamics::None => S::zero(),
+            Dynamics::Integrator => c,
+            Dynamics::Filter { time_constant, .. } => (c - act[k]) / time_constant.max(S::from_f64(MIN_TIME_CONSTANT)),
+        };
+    }
+}
+
+/// An actuator's activation after one step from `a` at rate `ȧ`: exact for `filterexact`
+/// (`a + ȧ τ (1 − e^{−dt/τ})`), Euler otherwise, then clamped to its range.
+fn next_activation<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, a: S, rate: S) -> S {
+    let dt = model.timestep;
+    let next = match actuator.dynamics {
+        Dynamics::Filter { time_constant, exact: true } => {
+            let tau = time_constant.max(S::from_f64(MIN_TIME_CONSTANT));
+            a + rate * tau * (S::one() - (-dt / tau).exp())
+        }
+        _ => a + rate * dt,
+    };
+    actuator.act_range.map_or(next, |[lo, hi]| next.clamp(lo, hi))
+}
+
+/// The activations after one step from `act` at the rates `rate`, written into `next`
+/// (MuJoCo's activation update in `mj_advance`). Unchanged when actuation is disabled.
+pub fn integrate_activations<S: Scalar>(model: &Model<S>, act: &DVector<S>, rate: &DVector<S>, next: &mut DVector<S>) {
+    next.clone_from(act);
+    if !model.enabled.actuation {
+        return;
+    }
+    for actuator in model.actuators() {
+        if let Some(k) = actuator.act_adr() {
+            next[k] = next_activation(model, actuator, act[k], rate[k]);
+        }
+    }
+}
+
+/// Adds the actuators' generalized forces at `point` to `f`: each force reads the clamped
+/// control, or its activation (the one the step ends with, for `actearly`) when it has
+/// dynamics. `rate` holds the activations' rates ([`activation_rates`]).
 pub fn add_actuator_forces<S: Scalar>(
     model: &Model<S>,
-    qpos: &DVector<S>,
-    qvel: &DVector<S>,
+    point: Point<'_, S>,
     ctrl: &[S],
+    rate: &DVector<S>,
     f: &mut DVector<S>,
 ) {
     if !model.enabled.actuation {
         return;
     }
+    let Point { qpos, qvel, act } = point;
     for (actuator, &u) in model.actuators().iter().zip(ctrl) {
-        let u = match actuator.ctrl_range {
-            Some([lo, hi]) if model.enabled.clamp_ctrl => u.clamp(lo, hi),
-            _ => u,
+        let input = match actuator.act_adr() {
+            None => clamped_control(model, actuator, u),
+            Some(k) if actuator.act_early => next_activation(model, actuator, act[k], rate[k]),
+            Some(k) => act[k],
         };
         let (length, velocity) = match actuator.transmission() {
             Transmission::Joint(j) => {
@@ -42,7 +108,7 @@ pub fn add_actuator_forces<S: Scalar>(
         let (l, v) = (actuator.gear * length, actuator.gear * velocity);
         let [g0, g1, g2] = actuator.gain;
         let [b0, b1, b2] = actuator.bias;
-        let force = (g0 + g1 * l + g2 * v) * u + b0 + b1 * l + b2 * v;
+        let force = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
         let force = actuator.force_range.map_or(force, |[lo, hi]| force.clamp(lo, hi));
         match actuator.transmission() {
             Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,

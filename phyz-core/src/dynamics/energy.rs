@@ -2,14 +2,16 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, forward_kinematics, link_velocities};
+use super::kinematics::{Kinematics, link_velocities};
 use crate::Scalar;
 use crate::math::Force;
 use crate::model::{JointKind, Model, State};
 
 /// Mechanical energy of a state: kinetic plus potential (gravity and joint springs).
 pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
-    let kin = forward_kinematics(model, &state.qpos);
+    let mut kin = Kinematics::default();
+    kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
+    kin.update(model, &state.qpos);
     kinetic_energy(model, &kin, &state.qvel) + potential_energy(model, &kin, &state.qpos)
 }
 

@@ -1,41 +1,56 @@
 //! Time integration, following MuJoCo's `mj_Euler` and `mj_RungeKutta`. The integrators take
-//! the acceleration as a function of `(qpos, qvel, extra mass-matrix diagonal)`, written into its
-//! last argument, so the same code integrates the smooth dynamics and the dynamics with
+//! the acceleration and the activations' rates as a function of `(qpos, qvel, act, extra
+//! mass-matrix diagonal)`, so the same code integrates the smooth dynamics and the dynamics with
 //! constraint impulses (applied at every RK4 stage, as MuJoCo does). Their intermediate vectors
 //! live in [`Stages`], reused from step to step.
 
 use nalgebra::DVector;
 
+use super::actuation::integrate_activations;
 use super::position::integrate_position_into;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, dexp_inv, zero_vector};
-use crate::model::{JointKind, Model, State};
+use crate::model::{JointKind, Model, Point, State};
 
-/// The acceleration at `(qpos, qvel)` with an extra mass-matrix diagonal, written into the last
-/// argument (of length `nv`).
+/// The rates of a state: the acceleration (length `nv`) and the activations' rates (length
+/// `na`), which an [`Acceleration`] writes.
+#[derive(Clone, Debug)]
+pub struct Rates<S: Scalar> {
+    pub qacc: DVector<S>,
+    pub act_rate: DVector<S>,
+}
+
+impl<S: Scalar> Default for Rates<S> {
+    fn default() -> Self {
+        Rates { qacc: DVector::zeros(0), act_rate: DVector::zeros(0) }
+    }
+}
+
+/// The rates at a [`Point`] with an extra mass-matrix diagonal, written into the last argument.
 pub trait Acceleration<S: Scalar>:
-    FnMut(&DVector<S>, &DVector<S>, Option<&DVector<S>>, &mut DVector<S>) -> Result<(), StepError>
+    FnMut(Point<'_, S>, Option<&DVector<S>>, &mut Rates<S>) -> Result<(), StepError>
 {
 }
 
 impl<S: Scalar, F> Acceleration<S> for F where
-    F: FnMut(&DVector<S>, &DVector<S>, Option<&DVector<S>>, &mut DVector<S>) -> Result<(), StepError>
+    F: FnMut(Point<'_, S>, Option<&DVector<S>>, &mut Rates<S>) -> Result<(), StepError>
 {
 }
 
 /// The integrators' intermediate vectors: Euler's implicit damping diagonal, RK4's stage
-/// positions, velocities, slopes and their running means.
+/// positions, velocities and activations, rates, slopes and their running means.
 #[derive(Clone, Debug)]
 pub struct Stages<S: Scalar> {
     diagonal: DVector<S>,
     qpos: DVector<S>,
     qvel: DVector<S>,
-    acc: DVector<S>,
+    act: DVector<S>,
+    rates: Rates<S>,
     slope: DVector<S>,
     increment: DVector<S>,
     slope_mean: DVector<S>,
-    acc_mean: DVector<S>,
+    mean: Rates<S>,
 }
 
 impl<S: Scalar> Default for Stages<S> {
@@ -45,18 +60,20 @@ impl<S: Scalar> Default for Stages<S> {
             diagonal: empty(),
             qpos: empty(),
             qvel: empty(),
-            acc: empty(),
+            act: empty(),
+            rates: Rates::default(),
             slope: empty(),
             increment: empty(),
             slope_mean: empty(),
-            acc_mean: empty(),
+            mean: Rates::default(),
         }
     }
 }
 
 /// Semi-implicit Euler: `v' = v + dt·a`, `q' = q ⊕ v'·dt`, where joint damping is integrated
 /// implicitly: `a` solves `(M + dt·B) a = f(q, v)` with `B` the damping, which keeps stiff
-/// damping stable at any step (MuJoCo's Euler). Writes the next state into `next`.
+/// damping stable at any step (MuJoCo's Euler). Activations advance at their rates (exactly
+/// for `filterexact`). Writes the next state into `next`.
 pub fn euler<S: Scalar>(
     model: &Model<S>,
     state: &State<S>,
@@ -76,21 +93,30 @@ pub fn euler<S: Scalar>(
             }
         }
     }
-    zero_vector(&mut stages.acc, nv);
-    acceleration(&state.qpos, &state.qvel, implicit.then_some(&stages.diagonal), &mut stages.acc)?;
+    let rates = &mut stages.rates;
+    acceleration(state.point(), implicit.then_some(&stages.diagonal), rates)?;
     copy_vector(&mut next.qvel, &state.qvel);
-    next.qvel.axpy(dt, &stages.acc, S::one());
+    next.qvel.axpy(dt, &rates.qacc, S::one());
     copy_vector(&mut next.qpos, &state.qpos);
     integrate_position_into(model, &state.qpos, &next.qvel, dt, &mut next.qpos);
-    next.time = state.time + dt;
+    finish(model, state, &rates.act_rate, next);
     Ok(())
 }
 
-/// Fourth-order Runge-Kutta on `(q, v)`, damping explicit (MuJoCo's RK4). Stage positions are
-/// formed on the manifold, `q₀ ⊕ dt·a_i·k_{i−1}`, and the rotational stage slopes `k_i` of ball
-/// and free joints carry the Runge-Kutta-Munthe-Kaas correction `dexp⁻¹` that keeps
-/// orientations fourth-order accurate (without it they are only second order). Writes the next
-/// state into `next`.
+/// What every integrator ends with: the activations advanced at the step's rates `act_rate`,
+/// the mocap poses carried over, the time advanced.
+fn finish<S: Scalar>(model: &Model<S>, state: &State<S>, act_rate: &DVector<S>, next: &mut State<S>) {
+    integrate_activations(model, &state.act, act_rate, &mut next.act);
+    next.mocap_pos.clone_from(&state.mocap_pos);
+    next.mocap_quat.clone_from(&state.mocap_quat);
+    next.time = state.time + model.timestep;
+}
+
+/// Fourth-order Runge-Kutta on `(q, v, act)`, damping explicit (MuJoCo's RK4). Stage positions
+/// are formed on the manifold, `q₀ ⊕ dt·a_i·k_{i−1}`, and the rotational stage slopes `k_i` of
+/// ball and free joints carry the Runge-Kutta-Munthe-Kaas correction `dexp⁻¹` that keeps
+/// orientations fourth-order accurate (without it they are only second order). Activations end
+/// as Euler's do, at the mean of the stages' rates. Writes the next state into `next`.
 pub fn rk4<S: Scalar>(
     model: &Model<S>,
     state: &State<S>,
@@ -102,33 +128,37 @@ pub fn rk4<S: Scalar>(
     let half = S::from_f64(0.5);
     let stage_offset = [half, half, S::one()];
     let weights = [1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0].map(S::from_f64);
-    let Stages { qpos, qvel, acc, slope, increment, slope_mean, acc_mean, .. } = stages;
+    let Stages { qpos, qvel, act, rates, slope, increment, slope_mean, mean, .. } = stages;
     copy_vector(qpos, &state.qpos);
-    zero_vector(acc, model.nv());
-    acceleration(&state.qpos, &state.qvel, None, acc)?;
+    acceleration(state.point(), None, rates)?;
     copy_vector(slope, &state.qvel);
     copy_vector(slope_mean, slope);
     *slope_mean *= weights[0];
-    copy_vector(acc_mean, acc);
-    *acc_mean *= weights[0];
+    for (to, from) in [(&mut mean.qacc, &rates.qacc), (&mut mean.act_rate, &rates.act_rate)] {
+        copy_vector(to, from);
+        *to *= weights[0];
+    }
     for (&c, &w) in stage_offset.iter().zip(&weights[1..]) {
         copy_vector(increment, slope);
         *increment *= c;
         integrate_position_into(model, &state.qpos, increment, dt, qpos);
         copy_vector(qvel, &state.qvel);
-        qvel.axpy(c * dt, acc, S::one());
-        acceleration(qpos, qvel, None, acc)?;
+        qvel.axpy(c * dt, &rates.qacc, S::one());
+        copy_vector(act, &state.act);
+        act.axpy(c * dt, &rates.act_rate, S::one());
+        acceleration(Point { qpos, qvel, act }, None, rates)?;
         *increment *= dt;
         munthe_kaas_slope(model, increment, qvel);
         copy_vector(slope, qvel);
         slope_mean.axpy(w, slope, S::one());
-        acc_mean.axpy(w, acc, S::one());
+        mean.qacc.axpy(w, &rates.qacc, S::one());
+        mean.act_rate.axpy(w, &rates.act_rate, S::one());
     }
     copy_vector(&mut next.qpos, &state.qpos);
     integrate_position_into(model, &state.qpos, slope_mean, dt, &mut next.qpos);
     copy_vector(&mut next.qvel, &state.qvel);
-    next.qvel.axpy(dt, acc_mean, S::one());
-    next.time = state.time + dt;
+    next.qvel.axpy(dt, &mean.qacc, S::one());
+    finish(model, state, &mean.act_rate, next);
     Ok(())
 }
 

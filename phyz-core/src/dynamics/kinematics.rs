@@ -177,10 +177,24 @@ impl<S: Scalar> Kinematics<S> {
         self.offset.extend(links.iter().map(|l| link_offset(model, l)));
     }
 
+    /// Places each mocap body at its pose in `pos`, `quat` (world frame, the quaternion
+    /// normalized as MuJoCo does), replacing its link's offset until the next call or
+    /// [`Kinematics::set_constants`], which puts it back where the model has it.
+    pub fn set_mocap(&mut self, model: &Model<S>, pos: &[Vector3<S>], quat: &[Quat<S>]) {
+        if self.offset.len() != model.tree().links.len() {
+            self.set_constants(model);
+        }
+        for (b, body) in model.bodies().iter().enumerate() {
+            let (Some(k), Some(link)) = (body.mocap(), model.tree().body_link[b]) else { continue };
+            self.offset[link] = Pose::from_quat(&quat[k].normalize(), pos[k]);
+        }
+    }
+
     /// Recomputes every link's pose and every degree of freedom's motion at `qpos`,
     /// reusing this value's storage. What the model fixes is taken here only when this value
     /// has none for its links; after the model's numbers change, [`Kinematics::set_constants`]
-    /// takes it again.
+    /// takes it again. Mocap bodies are where [`Kinematics::set_mocap`] last put them (where the
+    /// model has them by default).
     pub fn update(&mut self, model: &Model<S>, qpos: &DVector<S>) {
         let links = &model.tree().links;
         if self.offset.len() != links.len() {

@@ -29,22 +29,21 @@ use nalgebra::DVector;
 
 use crate::Scalar;
 use crate::error::StepError;
-use crate::model::Model;
+use crate::model::{Model, State};
 
-/// The unconstrained joint acceleration at `(qpos, qvel)` under `ctrl` as the step computes it:
+/// The unconstrained joint acceleration at `state` under `ctrl` as the step computes it:
 /// kinematics, passive and actuator forces, the mass matrix and its factorization, bias forces
 /// (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass matrix diagonal (see
 /// [`forward_dynamics`], the articulated-body algorithm, which gives the same acceleration by an
 /// independent route).
 pub fn smooth_acceleration<S: Scalar>(
     model: &Model<S>,
-    qpos: &DVector<S>,
-    qvel: &DVector<S>,
+    state: &State<S>,
     ctrl: &[S],
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
     let mut smooth = Smooth::default();
-    smooth.prepare(model);
-    smooth.with_mass(model, (qpos, qvel, ctrl), extra_diagonal)?;
+    smooth.prepare(model, state);
+    smooth.with_mass(model, state.point(), ctrl, extra_diagonal)?;
     Ok(smooth.acceleration)
 }

@@ -5,7 +5,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::actuation::add_actuator_forces;
+use super::actuation::{activation_rates, add_actuator_forces};
 use super::crba::mass_matrix_into;
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
@@ -14,9 +14,9 @@ use super::rnea::rnea;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_vector};
-use crate::model::Model;
+use crate::model::{Model, Point, State};
 
-/// The outputs of the smooth stages at one `(q, v, ctrl)`.
+/// The outputs of the smooth stages at one `(q, v, act, ctrl)`.
 #[derive(Clone, Debug)]
 pub struct Smooth<S: Scalar> {
     pub kin: Kinematics<S>,
@@ -29,6 +29,8 @@ pub struct Smooth<S: Scalar> {
     pub force: DVector<S>,
     /// The unconstrained acceleration (MuJoCo's `qacc_smooth`).
     pub acceleration: DVector<S>,
+    /// The activations' rates (MuJoCo's `act_dot`).
+    pub act_rate: DVector<S>,
     links: LinkBuffers<S>,
     bias: DVector<S>,
     /// `M` plus the extra diagonal, and whether the last evaluation had one.
@@ -44,6 +46,7 @@ impl<S: Scalar> Default for Smooth<S> {
             factor: MassFactor::default(),
             force: DVector::zeros(0),
             acceleration: DVector::zeros(0),
+            act_rate: DVector::zeros(0),
             links: LinkBuffers::default(),
             bias: DVector::zeros(0),
             damped: DMatrix::zeros(0, 0),
@@ -53,11 +56,13 @@ impl<S: Scalar> Default for Smooth<S> {
 }
 
 impl<S: Scalar> Smooth<S> {
-    /// Takes what the model fixes for a step (the links' inertias, offsets and motion
-    /// subspaces): once per step, before the evaluations, and again whenever the model's
-    /// numbers change (without it, the first evaluation takes them, and later ones keep them).
-    pub fn prepare(&mut self, model: &Model<S>) {
+    /// Takes what the model and `state` fix for a step (the links' inertias, offsets and motion
+    /// subspaces, the mocap bodies' poses): once per step, before the evaluations, and again
+    /// whenever the model's numbers change (without it, the first evaluation takes the model's,
+    /// with the mocap bodies where the model puts them, and later ones keep them).
+    pub fn prepare(&mut self, model: &Model<S>, state: &State<S>) {
         self.kin.set_constants(model);
+        self.kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     }
 
     /// The smooth stages with the mass matrix formed and factorized (with `extra_diagonal`),
@@ -65,10 +70,12 @@ impl<S: Scalar> Smooth<S> {
     pub fn with_mass(
         &mut self,
         model: &Model<S>,
-        (q, v, ctrl): (&DVector<S>, &DVector<S>, &[S]),
+        point: Point<'_, S>,
+        ctrl: &[S],
         extra_diagonal: Option<&DVector<S>>,
     ) -> Result<(), StepError> {
-        self.applied(model, q, v, ctrl);
+        self.applied(model, point, ctrl);
+        let v = point.qvel;
         mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
         self.is_damped = extra_diagonal.is_some();
         if let Some(extra) = extra_diagonal {
@@ -90,12 +97,15 @@ impl<S: Scalar> Smooth<S> {
         if self.is_damped { &self.damped } else { &self.mass }
     }
 
-    /// Kinematics and the applied forces (passive and actuator) in `force`.
-    fn applied(&mut self, model: &Model<S>, q: &DVector<S>, v: &DVector<S>, ctrl: &[S]) {
+    /// Kinematics, the activations' rates, and the applied forces (passive and actuator) in
+    /// `force`.
+    fn applied(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
+        let Point { qpos: q, qvel: v, act } = point;
         self.kin.update(model, q);
         zero_vector(&mut self.force, model.nv());
         add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
-        add_actuator_forces(model, q, v, ctrl, &mut self.force);
+        activation_rates(model, act, ctrl, &mut self.act_rate);
+        add_actuator_forces(model, point, ctrl, &self.act_rate, &mut self.force);
     }
 }
 

@@ -11,6 +11,39 @@ pub enum Transmission {
     Tendon(usize),
 }
 
+/// How an actuator's activation evolves (MuJoCo's `dyntype`). An actuator with dynamics has one
+/// activation `a` in the state; its force law reads `a` where an actuator without reads the
+/// control.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Dynamics<S> {
+    /// No activation: the force reads the control directly.
+    None,
+    /// `ȧ = c`: the control is a rate (MuJoCo's `integrator`).
+    Integrator,
+    /// `ȧ = (c − a)/τ`, a first-order filter of the control with time constant `τ`, integrated
+    /// like the rest of the state (`filter`) or exactly over the step (`filterexact`).
+    Filter { time_constant: S, exact: bool },
+}
+
+impl<S: Scalar> Dynamics<S> {
+    /// Whether `other` is the same kind of dynamics, whatever its time constant.
+    pub fn same_kind<T: Scalar>(&self, other: &Dynamics<T>) -> bool {
+        match (self, other) {
+            (Dynamics::None, Dynamics::None) | (Dynamics::Integrator, Dynamics::Integrator) => true,
+            (Dynamics::Filter { exact: a, .. }, Dynamics::Filter { exact: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+
+    fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Dynamics<T> {
+        match *self {
+            Dynamics::None => Dynamics::None,
+            Dynamics::Integrator => Dynamics::Integrator,
+            Dynamics::Filter { time_constant, exact } => Dynamics::Filter { time_constant: f(time_constant), exact },
+        }
+    }
+}
+
 /// An actuator, MuJoCo's affine model. With `c` the (clamped) control, `l = gear·L` and
 /// `l̇ = gear·L̇` (`L` the joint coordinate or tendon length), the actuator force is
 /// `(gain[0] + gain[1]·l + gain[2]·l̇)·c + bias[0] + bias[1]·l + bias[2]·l̇`, clamped to
@@ -27,12 +60,25 @@ pub struct Actuator<S> {
     pub ctrl_range: Option<[S; 2]>,
     /// Forces outside this range are clamped to it.
     pub force_range: Option<[S; 2]>,
+    pub dynamics: Dynamics<S>,
+    /// Activations are clamped to this range after each step (MuJoCo's `actlimited`).
+    pub act_range: Option<[S; 2]>,
+    /// The force reads the activation the step will end with, not the current one (MuJoCo's
+    /// `actearly`): it removes the one-step delay between a control and its force.
+    pub act_early: bool,
+    /// Index of this actuator's activation in [`State::act`](super::State::act), if it has one.
+    pub(crate) act_adr: Option<usize>,
 }
 
 impl<S: Scalar> Actuator<S> {
     /// What this actuator drives.
     pub fn transmission(&self) -> Transmission {
         self.transmission
+    }
+
+    /// Index of this actuator's activation in the state, if it has dynamics.
+    pub fn act_adr(&self) -> Option<usize> {
+        self.act_adr
     }
 
     pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Actuator<T> {
@@ -44,6 +90,10 @@ impl<S: Scalar> Actuator<S> {
             bias: self.bias.map(&mut *f),
             ctrl_range: self.ctrl_range.map(|r| r.map(&mut *f)),
             force_range: self.force_range.map(|r| r.map(&mut *f)),
+            dynamics: self.dynamics.map(f),
+            act_range: self.act_range.map(|r| r.map(&mut *f)),
+            act_early: self.act_early,
+            act_adr: self.act_adr,
         }
     }
 }

@@ -22,6 +22,9 @@ pub struct Body<S> {
     pub name: String,
     pub(crate) parent: usize,
     pub(crate) joints: Range<usize>,
+    /// The body's index among the mocap bodies, if it is one: a child of the world without
+    /// joints whose pose is read from the state ([`State::mocap_pos`](super::State::mocap_pos)).
+    pub(crate) mocap: Option<usize>,
     /// Position of the body frame in the parent body's frame (in the reference configuration).
     pub pos: Vector3<S>,
     /// Orientation of the body frame in the parent body's frame, a unit quaternion.
@@ -51,6 +54,12 @@ impl<S: Scalar> Body<S> {
         self.joints.clone()
     }
 
+    /// The body's index among the mocap bodies, if it is one.
+    #[inline]
+    pub fn mocap(&self) -> Option<usize> {
+        self.mocap
+    }
+
     /// Mass properties as a spatial inertia in the body frame.
     pub fn spatial_inertia(&self) -> SpatialInertia<S> {
         SpatialInertia::from_principal(self.mass, self.com, &self.inertia_axes, &self.inertia)
@@ -61,6 +70,7 @@ impl<S: Scalar> Body<S> {
             name: self.name.clone(),
             parent: self.parent,
             joints: self.joints.clone(),
+            mocap: self.mocap,
             pos: self.pos.map(&mut *f),
             quat: self.quat.map(&mut *f),
             mass: f(self.mass),

@@ -4,7 +4,7 @@ use nalgebra::{Matrix3, Vector3};
 
 use super::tree::Tree;
 use super::{
-    Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Enabled, Equality,
+    Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Dynamics, Enabled, Equality,
     EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon, Transmission,
 };
 use crate::math::{Quat, norm, principal_axes};
@@ -89,6 +89,9 @@ pub struct BodySpec {
     pub joints: Vec<JointSpec>,
     pub geoms: Vec<Geom<f64>>,
     pub sites: Vec<Site<f64>>,
+    /// A mocap body: a child of the world without joints, posed by the state (its `pos` and
+    /// `quat` are the initial mocap pose).
+    pub mocap: bool,
 }
 
 impl BodySpec {
@@ -104,6 +107,7 @@ impl BodySpec {
             joints: Vec::new(),
             geoms: Vec::new(),
             sites: Vec::new(),
+            mocap: false,
         }
     }
 }
@@ -125,6 +129,9 @@ pub struct ActuatorSpec {
     pub bias: [f64; 3],
     pub ctrl_range: Option<[f64; 2]>,
     pub force_range: Option<[f64; 2]>,
+    pub dynamics: Dynamics<f64>,
+    pub act_range: Option<[f64; 2]>,
+    pub act_early: bool,
 }
 
 impl ActuatorSpec {
@@ -138,6 +145,9 @@ impl ActuatorSpec {
             bias: [0.0; 3],
             ctrl_range: None,
             force_range: None,
+            dynamics: Dynamics::None,
+            act_range: None,
+            act_early: false,
         }
     }
 }
@@ -289,6 +299,7 @@ impl ModelBuilder {
             name: "world".into(),
             parent: 0,
             joints: 0..0,
+            mocap: None,
             pos: Vector3::zeros(),
             quat: Quat::identity(),
             mass: 0.0,
@@ -299,10 +310,17 @@ impl ModelBuilder {
             sites: self.world.sites,
         }];
         let mut joints = Vec::new();
-        let (mut nq, mut nv) = (0, 0);
+        let (mut nq, mut nv, mut nmocap) = (0, 0, 0);
         for (parent, spec) in self.bodies {
             let index = bodies.len();
             check_mass(&spec)?;
+            if spec.mocap && (parent != Self::WORLD || !spec.joints.is_empty()) {
+                return Err(ModelError::InvalidMocap { body: spec.name });
+            }
+            let mocap = spec.mocap.then(|| {
+                nmocap += 1;
+                nmocap - 1
+            });
             let first_joint = joints.len();
             for js in &spec.joints {
                 joints.push(compile_joint(js, &spec, parent, index, nq, nv)?);
@@ -324,6 +342,7 @@ impl ModelBuilder {
                 name: spec.name,
                 parent,
                 joints: first_joint..joints.len(),
+                mocap,
                 pos: spec.pos,
                 quat,
                 mass: spec.mass,
@@ -349,6 +368,8 @@ impl ModelBuilder {
             tree,
             nq,
             nv,
+            na: 0,
+            nmocap,
             gravity: self.gravity,
             timestep: self.timestep,
             integrator: self.integrator,
@@ -362,6 +383,12 @@ impl ModelBuilder {
             .iter()
             .map(|a| compile_actuator(a, &model.joints, &model.tendons))
             .collect::<Result<_, _>>()?;
+        for actuator in &mut model.actuators {
+            if actuator.dynamics != Dynamics::None {
+                actuator.act_adr = Some(model.na);
+                model.na += 1;
+            }
+        }
         model.equalities = self.equalities.iter().map(|e| compile_equality(e, &model)).collect::<Result<_, _>>()?;
         for key in self.keyframes {
             model.add_keyframe(key)?;
@@ -591,15 +618,12 @@ fn check_mass(spec: &BodySpec) -> Result<(), ModelError> {
     if (i - i.transpose()).abs().max() > INERTIA_TOL * scale {
         return Err(ModelError::InvalidInertia { body: body(), reason: "not symmetric" });
     }
-    if spec.mass == 0.0 {
-        if i.abs().max() > 0.0 {
-            return Err(ModelError::InvalidInertia { body: body(), reason: "a massless body must have zero inertia" });
-        }
-        return Ok(());
-    }
+    // As MuJoCo: principal moments may be zero (a point mass, a massless frame); whether a
+    // moving body has enough inertia to be moved is checked with its subtree
+    // (`check_moving_mass`) and by the mass matrix's factorization.
     let eig = i.symmetric_eigenvalues();
-    if eig.iter().any(|&l| l <= 0.0) {
-        return Err(ModelError::InvalidInertia { body: body(), reason: "not positive definite" });
+    if eig.iter().any(|&l| l < -INERTIA_TOL * scale) {
+        return Err(ModelError::InvalidInertia { body: body(), reason: "negative principal moment" });
     }
     let sum = eig.sum();
     if eig.iter().any(|&l| 2.0 * l > sum * (1.0 + INERTIA_TOL)) {
@@ -608,25 +632,26 @@ fn check_mass(spec: &BodySpec) -> Result<(), ModelError> {
     Ok(())
 }
 
-/// Every body that carries joints must move some mass, or its accelerations are undefined.
+/// MuJoCo's floor on the mass and principal moments of a moving body (`mjMINVAL`).
+const MIN_MOVING_INERTIA: f64 = 1e-15;
+
+/// MuJoCo's rule for bodies that carry joints: each must have mass and every principal moment
+/// of at least [`MIN_MOVING_INERTIA`], itself or through a body welded to it (a jointless child,
+/// recursively), or its accelerations are undefined.
 fn check_moving_mass(bodies: &[Body<f64>]) -> Result<(), ModelError> {
-    let mut subtree: Vec<f64> = bodies.iter().map(|b| b.mass).collect();
-    for b in (1..bodies.len()).rev() {
-        let p = bodies[b].parent;
-        if p != 0 {
-            subtree[p] += subtree[b];
-        }
+    fn valid(bodies: &[Body<f64>], b: usize) -> bool {
+        let body = &bodies[b];
+        let own = body.mass >= MIN_MOVING_INERTIA && body.inertia.iter().all(|&i| i >= MIN_MOVING_INERTIA);
+        own || (b + 1..bodies.len()).any(|c| bodies[c].parent == b && bodies[c].joints.is_empty() && valid(bodies, c))
     }
-    for (b, body) in bodies.iter().enumerate().skip(1) {
-        if !body.joints.is_empty() && subtree[b] <= 0.0 {
-            return Err(ModelError::InvalidMass {
-                body: body.name.clone(),
-                mass: body.mass,
-                reason: "the body has joints but neither it nor its descendants have mass",
-            });
-        }
+    match bodies.iter().enumerate().skip(1).find(|(b, body)| !body.joints.is_empty() && !valid(bodies, *b)) {
+        Some((_, body)) => Err(ModelError::InvalidMass {
+            body: body.name.clone(),
+            mass: body.mass,
+            reason: "a body with joints needs mass and inertia above 1e-15, its own or a welded child's",
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn compile_joint(
@@ -750,8 +775,12 @@ fn compile_actuator(
             tendons.iter().position(|t| &t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))?,
         ),
     };
-    let values = [spec.gear].into_iter().chain(spec.gain).chain(spec.bias);
-    let ranges = [spec.ctrl_range, spec.force_range].into_iter().flatten();
+    let time_constant = match spec.dynamics {
+        Dynamics::Filter { time_constant, .. } => time_constant,
+        Dynamics::None | Dynamics::Integrator => 0.0,
+    };
+    let values = [spec.gear, time_constant].into_iter().chain(spec.gain).chain(spec.bias);
+    let ranges = [spec.ctrl_range, spec.force_range, spec.act_range].into_iter().flatten();
     if !values.chain(ranges.clone().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
@@ -766,11 +795,22 @@ fn compile_actuator(
         bias: spec.bias,
         ctrl_range: spec.ctrl_range,
         force_range: spec.force_range,
+        dynamics: spec.dynamics,
+        act_range: spec.act_range,
+        act_early: spec.act_early,
+        act_adr: None,
     })
 }
 
-pub(super) fn check_keyframe(key: &Keyframe, nq: usize, nv: usize, nu: usize) -> Result<(), ModelError> {
-    let dims = [("qpos", nq, key.qpos.len()), ("qvel", nv, key.qvel.len()), ("ctrl", nu, key.ctrl.len())];
+pub(super) fn check_keyframe<S: crate::Scalar>(key: &Keyframe, model: &Model<S>) -> Result<(), ModelError> {
+    let dims = [
+        ("qpos", model.nq(), key.qpos.len()),
+        ("qvel", model.nv(), key.qvel.len()),
+        ("act", model.na(), key.act.len()),
+        ("ctrl", model.nu(), key.ctrl.len()),
+        ("mpos", model.nmocap(), key.mocap_pos.len()),
+        ("mquat", model.nmocap(), key.mocap_quat.len()),
+    ];
     for (what, expected, got) in dims {
         if expected != got {
             return Err(ModelError::InvalidKeyframe {
@@ -779,8 +819,10 @@ pub(super) fn check_keyframe(key: &Keyframe, nq: usize, nv: usize, nu: usize) ->
             });
         }
     }
-    let values = key.qpos.iter().chain(key.qvel.iter()).chain(key.ctrl.iter());
-    if !values.chain([&key.time]).all(|x| x.is_finite()) {
+    let vectors = [&key.qpos, &key.qvel, &key.act, &key.ctrl].into_iter().flat_map(|v| v.iter());
+    let mocap =
+        key.mocap_pos.iter().flat_map(|p| p.iter()).chain(key.mocap_quat.iter().flat_map(|q| [&q.w, &q.x, &q.y, &q.z]));
+    if !vectors.chain(mocap).chain([&key.time]).all(|x| x.is_finite()) {
         return Err(ModelError::InvalidKeyframe { key: key.name.clone(), reason: "non-finite value".into() });
     }
     Ok(())

@@ -9,6 +9,8 @@ pub enum ModelError {
     InvalidInertia { body: String, reason: &'static str },
     #[error("body `{body}`: parent index {parent} does not name an existing body")]
     InvalidParent { body: String, parent: usize },
+    #[error("body `{body}`: a mocap body must be a child of the world without joints")]
+    InvalidMocap { body: String },
     #[error("joint `{joint}`: {reason}")]
     InvalidJoint { joint: String, reason: String },
     #[error("geom `{geom}` of body `{body}`: {reason}")]

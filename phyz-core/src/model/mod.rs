@@ -21,7 +21,7 @@ mod state;
 mod tendon;
 pub mod tree;
 
-pub use actuator::{Actuator, Transmission};
+pub use actuator::{Actuator, Dynamics, Transmission};
 pub use body::{Body, Site};
 pub use builder::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, Target, TendonSpec,
@@ -32,12 +32,13 @@ pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
 pub use options::{Cone, ContactOptions, Enabled, Medium};
 pub use pair::{ContactPair, ContactPairSpec};
-pub use state::State;
+pub use state::{Point, State};
 pub use tendon::Tendon;
 
 use nalgebra::{DVector, Vector3};
 
 use crate::Scalar;
+use crate::math::Quat;
 use crate::scalar::convert;
 use tree::Tree;
 
@@ -58,7 +59,10 @@ pub struct Keyframe {
     pub time: f64,
     pub qpos: DVector<f64>,
     pub qvel: DVector<f64>,
+    pub act: DVector<f64>,
     pub ctrl: DVector<f64>,
+    pub mocap_pos: Vec<Vector3<f64>>,
+    pub mocap_quat: Vec<Quat<f64>>,
 }
 
 /// A compiled model.
@@ -75,6 +79,8 @@ pub struct Model<S> {
     tree: Tree,
     nq: usize,
     nv: usize,
+    na: usize,
+    nmocap: usize,
     /// Gravitational acceleration, world frame.
     pub gravity: Vector3<S>,
     /// Step length in seconds.
@@ -95,6 +101,16 @@ impl<S: Scalar> Model<S> {
     #[inline]
     pub fn nv(&self) -> usize {
         self.nv
+    }
+    /// Number of actuator activations (actuators with dynamics).
+    #[inline]
+    pub fn na(&self) -> usize {
+        self.na
+    }
+    /// Number of mocap bodies.
+    #[inline]
+    pub fn nmocap(&self) -> usize {
+        self.nmocap
     }
     /// Number of actuators (controls).
     #[inline]
@@ -133,7 +149,7 @@ impl<S: Scalar> Model<S> {
     }
     /// Adds a named state, checking its dimensions against the model.
     pub fn add_keyframe(&mut self, key: Keyframe) -> Result<(), ModelError> {
-        builder::check_keyframe(&key, self.nq, self.nv, self.actuators.len())?;
+        builder::check_keyframe(&key, self)?;
         self.keyframes.push(key);
         Ok(())
     }
@@ -216,14 +232,34 @@ impl<S: Scalar> Model<S> {
     /// The state stored in keyframe `index` (MuJoCo's `mj_resetDataKeyframe`), and its controls.
     pub fn keyframe_state(&self, index: usize) -> Option<(State<S>, Vec<S>)> {
         let key = self.keyframes.get(index)?;
-        let state =
-            State { qpos: key.qpos.map(S::from_f64), qvel: key.qvel.map(S::from_f64), time: S::from_f64(key.time) };
+        let state = State {
+            qpos: key.qpos.map(S::from_f64),
+            qvel: key.qvel.map(S::from_f64),
+            act: key.act.map(S::from_f64),
+            mocap_pos: key.mocap_pos.iter().map(|p| p.map(S::from_f64)).collect(),
+            mocap_quat: key.mocap_quat.iter().map(|q| q.map(S::from_f64)).collect(),
+            time: S::from_f64(key.time),
+        };
         Some((state, key.ctrl.iter().map(|&u| S::from_f64(u)).collect()))
     }
 
     /// The reference configuration at rest, at time zero.
     pub fn default_state(&self) -> State<S> {
-        State::new(self.qpos0(), DVector::zeros(self.nv))
+        self.state(self.qpos0(), DVector::zeros(self.nv))
+    }
+
+    /// The state at `(qpos, qvel)` with zero activations and the mocap bodies at their poses in
+    /// the model, at time zero (MuJoCo's `mj_resetData` followed by setting `qpos`, `qvel`).
+    pub fn state(&self, qpos: DVector<S>, qvel: DVector<S>) -> State<S> {
+        let mocap = self.bodies.iter().filter(|b| b.mocap.is_some());
+        State {
+            qpos,
+            qvel,
+            act: DVector::zeros(self.na),
+            mocap_pos: mocap.clone().map(|b| b.pos).collect(),
+            mocap_quat: mocap.map(|b| b.quat).collect(),
+            time: S::zero(),
+        }
     }
 
     /// The same model with every parameter passed through `f`, in the order of
@@ -240,6 +276,8 @@ impl<S: Scalar> Model<S> {
             tree: self.tree.clone(),
             nq: self.nq,
             nv: self.nv,
+            na: self.na,
+            nmocap: self.nmocap,
             gravity: self.gravity.map(&mut *f),
             timestep: f(self.timestep),
             integrator: self.integrator,
@@ -332,6 +370,7 @@ impl<S: Scalar> Model<S> {
             && self.bodies.iter().zip(&other.bodies).all(|(a, b)| {
                 a.parent == b.parent
                     && a.joints == b.joints
+                    && a.mocap == b.mocap
                     && a.geoms.len() == b.geoms.len()
                     && a.geoms.iter().zip(&b.geoms).all(|(g, h)| {
                         g.shape.name() == h.shape.name()
@@ -353,6 +392,8 @@ impl<S: Scalar> Model<S> {
         let actuators_match = self.actuators.len() == other.actuators.len()
             && self.actuators.iter().zip(&other.actuators).all(|(a, b)| {
                 a.transmission == b.transmission
+                    && a.dynamics.same_kind(&b.dynamics)
+                    && (a.act_early, a.act_range.is_some()) == (b.act_early, b.act_range.is_some())
                     && a.ctrl_range.is_some() == b.ctrl_range.is_some()
                     && a.force_range.is_some() == b.force_range.is_some()
             });

@@ -10,10 +10,11 @@ use super::weights::InverseWeights;
 use crate::contact::{
     ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Units, Warm, solve_scalar_in,
 };
+use crate::dynamics::integrator::Rates;
 use crate::dynamics::{MassFactor, Smooth};
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
-use crate::model::{Model, State};
+use crate::model::{Model, Point, State};
 use crate::scalar::Scalar;
 
 /// What the constraint stages of a step did (over all batch lanes).
@@ -309,9 +310,10 @@ pub(crate) struct Evaluation<S: Scalar> {
 }
 
 impl<S: Scalar> Evaluation<S> {
-    /// Takes what the model fixes for a step: once per step, before its evaluations.
-    pub(super) fn prepare(&mut self, model: &Model<S>) {
-        self.smooth.prepare(model);
+    /// Takes what the model and the state fix for a step: once per step, before its
+    /// evaluations.
+    pub(super) fn prepare(&mut self, model: &Model<S>, state: &State<S>) {
+        self.smooth.prepare(model, state);
     }
 }
 
@@ -340,25 +342,27 @@ impl<S: Scalar> Default for Evaluation<S> {
 /// constraint solve finds the post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
 pub(crate) fn acceleration<S: Scalar>(
     step: &StepInputs<'_, S>,
-    (q, v, extra_diagonal): (&DVector<S>, &DVector<S>, Option<&DVector<S>>),
+    (point, extra_diagonal): (Point<'_, S>, Option<&DVector<S>>),
     evaluation: &mut Evaluation<S>,
     state: &mut ContactState,
     info: &mut StepInfo,
-    out: &mut DVector<S>,
+    rates: &mut Rates<S>,
 ) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
+    let (q, v) = (point.qpos, point.qvel);
     // MuJoCo's order: the mass matrix and its factorization first, shared by the smooth
     // acceleration and the constraint solve.
     let smooth = &mut evaluation.smooth;
-    smooth.with_mass(model, (q, v, ctrl), extra_diagonal)?;
+    smooth.with_mass(model, point, ctrl, extra_diagonal)?;
+    copy_vector(&mut rates.act_rate, &smooth.act_rate);
+    copy_vector(&mut rates.qacc, &smooth.acceleration);
     let Some(weights) = weights else {
-        out.copy_from(&smooth.acceleration);
         return Ok(());
     };
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let input = StageInput { model, kin: &smooth.kin, q, v, lanes, weights };
     gather(&input, state.capacity, &state.config, &mut evaluation.gather)?;
-    out.copy_from(&smooth.acceleration);
+    let out = &mut rates.qacc;
     if evaluation.gather.list.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();

@@ -15,8 +15,9 @@ mod workspace;
 
 use crate::Scalar;
 use crate::dynamics::integrator;
+use crate::dynamics::integrator::Rates;
 pub use crate::error::StepError;
-use crate::model::{Integrator, Model, State};
+use crate::model::{Integrator, Model, Point, State};
 pub use constraints::{ContactState, StepInfo};
 pub use workspace::Workspace;
 
@@ -59,11 +60,11 @@ pub fn step_in<S: Scalar>(
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
     contact.save_warm_cache(saved_warm);
-    evaluation.prepare(model);
+    evaluation.prepare(model, state);
     let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
     let mut attempt = || {
-        let acceleration = |q: &DVector<S>, v: &DVector<S>, extra: Option<&DVector<S>>, out: &mut DVector<S>| {
-            constraints::acceleration(&inputs, (q, v, extra), evaluation, contact, info, out)
+        let acceleration = |point: Point<'_, S>, extra: Option<&DVector<S>>, rates: &mut Rates<S>| {
+            constraints::acceleration(&inputs, (point, extra), evaluation, contact, info, rates)
         };
         match model.integrator {
             Integrator::Euler => integrator::euler(model, state, stages, next, acceleration)?,
@@ -71,6 +72,7 @@ pub fn step_in<S: Scalar>(
         };
         check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
         check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
+        check_finite(&next.act).map_err(|index| StepError::NonFiniteResult { what: "act", index })?;
         Ok(())
     };
     let result = attempt();
@@ -93,6 +95,9 @@ pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
     let dims = [
         ("qpos", model.nq(), state.qpos.len()),
         ("qvel", model.nv(), state.qvel.len()),
+        ("act", model.na(), state.act.len()),
+        ("mocap_pos", model.nmocap(), state.mocap_pos.len()),
+        ("mocap_quat", model.nmocap(), state.mocap_quat.len()),
         ("ctrl", model.nu(), ctrl.len()),
     ];
     for (what, expected, got) in dims {
@@ -102,6 +107,19 @@ pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
     }
     check_finite(&state.qpos).map_err(|index| StepError::NonFiniteState { what: "qpos", index })?;
     check_finite(&state.qvel).map_err(|index| StepError::NonFiniteState { what: "qvel", index })?;
+    check_finite(&state.act).map_err(|index| StepError::NonFiniteState { what: "act", index })?;
+    if let Some(index) = state.mocap_pos.iter().position(|p| !p.iter().all(|x| x.is_finite())) {
+        return Err(StepError::NonFiniteState { what: "mocap_pos", index });
+    }
+    for (index, q) in state.mocap_quat.iter().enumerate() {
+        if ![q.w, q.x, q.y, q.z].iter().all(|x| x.is_finite()) {
+            return Err(StepError::NonFiniteState { what: "mocap_quat", index });
+        }
+        let norm = q.norm_squared();
+        if (0..norm.lanes()).any(|lane| norm.lane(lane) == 0.0) {
+            return Err(StepError::ZeroMocapQuat { index });
+        }
+    }
     if !state.time.is_finite() {
         return Err(StepError::NonFiniteState { what: "time", index: 0 });
     }

@@ -15,8 +15,9 @@ use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
-    ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, EqualitySpec, Geom,
-    Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site, Target, TendonSpec,
+    ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
+    EqualitySpec, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site,
+    Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -140,15 +141,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         }
     }
     while model.keyframes().len() < c.nkey {
-        let (nv, nu) = (model.nv(), model.nu());
-        let key = Keyframe {
-            name: String::new(),
-            time: 0.0,
-            qpos: model.qpos0(),
-            qvel: DVector::zeros(nv),
-            ctrl: DVector::zeros(nu),
-        };
-        model.add_keyframe(key).map_err(located_error)?;
+        model.add_keyframe(rest_key(&model)).map_err(located_error)?;
     }
     Ok(model)
 }
@@ -157,6 +150,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
 fn subject(e: &ModelError) -> Option<(&'static str, String)> {
     match e {
         ModelError::InvalidMass { body, .. }
+        | ModelError::InvalidMocap { body }
         | ModelError::InvalidInertia { body, .. }
         | ModelError::InvalidParent { body, .. }
         | ModelError::InvalidGeom { body, .. } => Some(("body", body.clone())),
@@ -411,13 +405,13 @@ impl<'a> Compiler<'a> {
     fn body(&mut self, at: Located<'a>, parent: usize, childclass: &str) -> Result<(), MjcfError> {
         let el = Element::new(at, None);
         el.check_attributes(&[FRAME, &["name", "childclass", "mocap", "gravcomp", "user", "sleep"]].concat())?;
-        el.reject_unless("mocap", &["false"])?;
         el.reject_nonzero("gravcomp")?;
         let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
         self.defaults.lookup(at, &childclass)?;
         let mut spec = BodySpec::new(el.string("name").unwrap_or_default());
         spec.pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
         spec.quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+        spec.mocap = el.boolean("mocap")?.unwrap_or(false);
 
         let mut inertial = None;
         let mut geom_parts = Vec::new();
@@ -630,7 +624,9 @@ impl<'a> Compiler<'a> {
                         Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
                     });
                     let scale = Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3]));
-                    let base = child.file.parent().unwrap_or(Path::new("."));
+                    // As MuJoCo: relative to the main model's directory, whichever file
+                    // declares the mesh.
+                    let base = self.parsed.base();
                     let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
                     let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()))?;
                     self.meshes.insert(name, hull);
@@ -896,20 +892,18 @@ impl<'a> Compiler<'a> {
             "delay",
             "nsample",
             "interp",
+            "area",
+            "diameter",
+            "bias",
         ])?;
         for target in ["jointinparent", "site", "refsite", "body", "cranksite", "slidersite"] {
             if el.has(target) {
                 return Err(el.unsupported(format!("actuator transmission `{target}`")));
             }
         }
-        el.reject_nonzero("timeconst")?;
         el.reject_nonzero("dampratio")?;
         el.reject_nonzero("inheritrange")?;
         el.reject_nonzero("delay")?;
-        el.reject_unless("dyntype", &["none"])?;
-        if el.integer("actdim")?.is_some_and(|d| d > 0) {
-            return Err(el.unsupported("actuator activation state (actdim)"));
-        }
         let target = match (el.string("joint"), el.string("tendon")) {
             (Some(j), None) => Target::Joint(j),
             (None, Some(t)) => Target::Tendon(t),
@@ -934,16 +928,45 @@ impl<'a> Compiler<'a> {
         if el.limited("forcelimited", force_range.is_some(), self.settings.autolimits)? {
             spec.force_range = Some(force_range.ok_or_else(|| el.invalid("forcelimited without a forcerange"))?);
         }
+        let act_range = el.array::<2>("actrange")?;
+        if el.limited("actlimited", act_range.is_some(), self.settings.autolimits)? {
+            spec.act_range = Some(act_range.ok_or_else(|| el.invalid("actlimited without an actrange"))?);
+        }
+        spec.act_early = el.boolean("actearly")?.unwrap_or(false);
+        spec.dynamics = actuator_dynamics(el)?;
+        let stateful = spec.dynamics != Dynamics::None;
+        match el.integer("actdim")? {
+            None | Some(-1) => {}
+            Some(d) if d == i64::from(stateful) => {}
+            Some(d) => {
+                return Err(el.unsupported(format!("actdim=\"{d}\" (one activation per actuator with dynamics)")));
+            }
+        }
         let three = |v: [f64; 10]| [v[0], v[1], v[2]];
         (spec.gain, spec.bias) = match el.tag() {
             "motor" => ([1.0, 0.0, 0.0], [0.0; 3]),
-            "position" => {
+            "position" | "intvelocity" => {
                 let (kp, kv) = (el.number_or("kp", 1.0)?, el.number_or("kv", 0.0)?);
                 ([kp, 0.0, 0.0], [0.0, -kp, -kv])
             }
             "velocity" => {
                 let kv = el.number_or("kv", 1.0)?;
                 ([kv, 0.0, 0.0], [0.0, 0.0, -kv])
+            }
+            "damper" => {
+                let kv = el.number_or("kv", 0.0)?;
+                match spec.ctrl_range {
+                    Some([lo, hi]) if kv >= 0.0 && lo >= 0.0 && hi >= 0.0 => ([0.0, 0.0, -kv], [0.0; 3]),
+                    Some(_) => return Err(el.invalid("a damper needs kv >= 0 and a non-negative ctrlrange")),
+                    None => return Err(el.invalid("a damper needs a ctrlrange")),
+                }
+            }
+            "cylinder" => {
+                let area = match el.number("diameter")? {
+                    Some(d) if d >= 0.0 => std::f64::consts::FRAC_PI_4 * d * d,
+                    _ => el.number_or("area", 1.0)?,
+                };
+                ([area, 0.0, 0.0], el.padded("bias", [0.0; 3])?)
             }
             "general" => {
                 let mut gain_default = [0.0; 10];
@@ -1027,30 +1050,91 @@ impl<'a> Compiler<'a> {
     }
 }
 
-/// A `<key>`: unspecified parts default to the reference configuration, rest and zero controls.
+/// An actuator's activation dynamics as MuJoCo's shortcuts set them: `dyntype` and `dynprm` for
+/// `<general>`, `timeconst` for `<position>` (a filter when positive) and `<cylinder>`, an
+/// integrator for `<intvelocity>`.
+fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
+    let filter = |time_constant: f64, exact: bool| {
+        if time_constant < 0.0 {
+            return Err(el.invalid("a time constant cannot be negative"));
+        }
+        Ok(Dynamics::Filter { time_constant, exact })
+    };
+    match el.tag() {
+        "general" => {
+            let kinds = ["none", "integrator", "filter", "filterexact", "muscle", "user"];
+            let time_constant = el.padded("dynprm", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])?[0];
+            match el.keyword("dyntype", &kinds)?.unwrap_or("none") {
+                "none" => Ok(Dynamics::None),
+                "integrator" => Ok(Dynamics::Integrator),
+                "filter" => filter(time_constant, false),
+                "filterexact" => filter(time_constant, true),
+                other => Err(el.unsupported(format!("dyntype=\"{other}\""))),
+            }
+        }
+        "position" => match el.number_or("timeconst", 0.0)? {
+            0.0 => Ok(Dynamics::None),
+            tau => filter(tau, true),
+        },
+        "intvelocity" => Ok(Dynamics::Integrator),
+        "cylinder" => filter(el.number_or("timeconst", 1.0)?, false),
+        _ => Ok(Dynamics::None),
+    }
+}
+
+/// The keyframe MuJoCo's `mj_resetData` gives: the reference configuration at rest, zero
+/// activations and controls, the mocap bodies where the model puts them.
+fn rest_key(model: &Model<f64>) -> Keyframe {
+    let rest = model.default_state();
+    Keyframe {
+        name: String::new(),
+        time: 0.0,
+        qpos: rest.qpos,
+        qvel: rest.qvel,
+        act: rest.act,
+        ctrl: DVector::zeros(model.nu()),
+        mocap_pos: rest.mocap_pos,
+        mocap_quat: rest.mocap_quat,
+    }
+}
+
+/// A `<key>`: unspecified parts are those of [`rest_key`]; orientations are normalized, as
+/// MuJoCo does.
 fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfError> {
     if el.tag() != "key" {
         return Err(el.invalid(format!("unexpected <{}> in <keyframe>", el.tag())));
     }
     el.check_attributes(&["name", "time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat"])?;
-    for unsupported in ["act", "mpos", "mquat"] {
-        if el.numbers(unsupported)?.is_some_and(|v| !v.is_empty()) {
-            return Err(el.unsupported(format!("keyframe `{unsupported}`")));
-        }
-    }
-    let vector = |name: &str, default: DVector<f64>| -> Result<DVector<f64>, MjcfError> {
+    let rest = rest_key(model);
+    let values = |name: &str, per: usize, count: usize| -> Result<Option<Vec<f64>>, MjcfError> {
         match el.numbers(name)? {
-            None => Ok(default),
-            Some(v) if v.len() == default.len() => Ok(DVector::from_vec(v)),
-            Some(v) => Err(el.invalid(format!("`{name}` has {} values, the model needs {}", v.len(), default.len()))),
+            Some(v) if v.len() != per * count => {
+                Err(el.invalid(format!("`{name}` has {} values, the model needs {}", v.len(), per * count)))
+            }
+            v => Ok(v),
         }
+    };
+    let vector = |name: &str, default: DVector<f64>| -> Result<DVector<f64>, MjcfError> {
+        Ok(values(name, 1, default.len())?.map_or(default, DVector::from_vec))
+    };
+    let nmocap = model.nmocap();
+    let mocap_pos = match values("mpos", 3, nmocap)? {
+        Some(v) => v.chunks(3).map(Vector3::from_column_slice).collect(),
+        None => rest.mocap_pos,
+    };
+    let mocap_quat = match values("mquat", 4, nmocap)? {
+        Some(v) => v.chunks(4).map(|q| Quat::new(q[0], q[1], q[2], q[3]).normalize()).collect(),
+        None => rest.mocap_quat,
     };
     Ok(Keyframe {
         name: el.string("name").unwrap_or_default(),
         time: el.number_or("time", 0.0)?,
-        qpos: vector("qpos", model.qpos0())?,
-        qvel: vector("qvel", DVector::zeros(model.nv()))?,
-        ctrl: vector("ctrl", DVector::zeros(model.nu()))?,
+        qpos: vector("qpos", rest.qpos)?,
+        qvel: vector("qvel", rest.qvel)?,
+        act: vector("act", rest.act)?,
+        ctrl: vector("ctrl", rest.ctrl)?,
+        mocap_pos,
+        mocap_quat,
     })
 }
 

@@ -15,6 +15,16 @@ pub(super) struct Sources {
 /// Includes nested deeper than this are taken to be a cycle.
 const MAX_INCLUDE_DEPTH: usize = 32;
 
+/// The file an `<include file>` names, found as MuJoCo finds it: relative to the main model's
+/// directory `base` if it is there, else relative to the directory of the including file.
+fn resolve_include(base: &Path, including: &Path, name: &str) -> PathBuf {
+    let from_main = base.join(name);
+    if from_main.is_file() {
+        return from_main;
+    }
+    including.parent().map_or(from_main.clone(), |dir| dir.join(name))
+}
+
 fn parse(text: &str) -> Result<Document<'_>, roxmltree::Error> {
     Document::parse(text)
 }
@@ -51,13 +61,14 @@ impl Sources {
                         location: location.clone(),
                         kind: MjcfErrorKind::Invalid("missing attribute `file`".into()),
                     })?;
-                    found.push((base.join(name), location));
+                    found.push((resolve_include(&base, file, name), location));
                 }
                 found
             };
             for (path, location) in includes {
                 if sources.files.iter().any(|(p, _)| *p == path) {
-                    continue;
+                    let message = format!("{} is included twice", path.display());
+                    return Err(MjcfError { location, kind: MjcfErrorKind::Invalid(message) });
                 }
                 if sources.files.len() > MAX_INCLUDE_DEPTH * 8 {
                     return Err(MjcfError { location, kind: MjcfErrorKind::Invalid("too many included files".into()) });
@@ -99,6 +110,11 @@ pub(super) struct Located<'a> {
 }
 
 impl<'a> Parsed<'a> {
+    /// The main model file's directory, which asset paths are relative to.
+    pub(super) fn base(&self) -> &Path {
+        &self.base
+    }
+
     /// The root `<mujoco>` element of the main file.
     pub(super) fn root(&'a self) -> Located<'a> {
         let (file, doc) = &self.docs[0];
@@ -116,7 +132,7 @@ impl<'a> Parsed<'a> {
     fn expand(&'a self, parent: Located<'a>, out: &mut Vec<Located<'a>>, depth: usize) {
         for node in parent.node.children().filter(Node::is_element) {
             if node.has_tag_name("include") && depth < MAX_INCLUDE_DEPTH {
-                let target = node.attribute("file").map(|f| self.base.join(f));
+                let target = node.attribute("file").map(|f| resolve_include(&self.base, parent.file, f));
                 if let Some(&i) = target.as_ref().and_then(|t| self.index.get(t)) {
                     let (file, doc) = &self.docs[i];
                     self.expand(Located { node: doc.root_element(), file }, out, depth + 1);
