@@ -6,7 +6,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{entry_names, read_rows as rows, relative_error as error, state_from_row as state};
+use common::{entry_names, model_file, read_rows as rows, relative_error as error, state_from_row as state};
 
 use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
@@ -19,11 +19,6 @@ const TRAJECTORY_TOL: f64 = 1e-6;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn model_file(name: &str) -> PathBuf {
-    let local = root().join("tests/models").join(format!("{name}.xml"));
-    if local.exists() { local } else { root().join("../shared/models/gymnasium").join(format!("{name}.xml")) }
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Every gymnasium model, with contact, runs 1,000 steps under random controls from its
-//! keyframe (or reference pose) under every CPU preset (`simulation`, `gradients`,
+//! Every gymnasium model and every committed robot model, with contact, runs 1,000 steps under
+//! random controls from its keyframe (or reference pose) under every CPU preset (`simulation`, `gradients`,
 //! `mujoco_compat`): the state stays finite, every contact solve converges, the models standing
 //! on a floor or reaching over a table touch it, and the mechanical energy never exceeds what it
 //! started with plus the work the actuators did. Per-model figures:
@@ -13,7 +13,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::Rng;
+use common::{Rng, model_file};
 use phyz::contact::SolverConfig;
 use phyz::dynamics::actuator_forces;
 use phyz::dynamics::energy::mechanical_energy;
@@ -50,6 +50,11 @@ fn cpu_presets() -> [(&'static str, SolverConfig); 3] {
 const TOUCH_FLOOR: [&str; 9] =
     ["ant", "half_cheetah", "hopper", "humanoid", "humanoidstandup", "pusher", "pusher_v5", "walker2d", "walker2d_v5"];
 
+/// The committed robot models (`tests/models/robots/`), by their reference names; each rests on
+/// its floor or holds an object against a table or its palm.
+const ROBOTS: [&str; 5] =
+    ["fetch_pick_and_place", "fetch_reach", "hand_manipulate_block", "hand_manipulate_pen", "hand_reach"];
+
 fn weight(model: &Model<f64>) -> f64 {
     model.bodies().iter().map(|b| b.mass).sum::<f64>() * model.gravity_acceleration().norm()
 }
@@ -65,13 +70,19 @@ fn every_gymnasium_model_runs_under_every_cpu_preset_with_contact() {
         .filter(|f| f.extension().is_some_and(|e| e == "xml"))
         .collect();
     files.sort();
-    let names: Vec<&str> = files.iter().map(|f| f.file_stem().and_then(|s| s.to_str()).unwrap_or("?")).collect();
+    let mut names: Vec<String> =
+        files.iter().map(|f| f.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string()).collect();
+    for robot in ROBOTS {
+        files.push(model_file(robot));
+        names.push(robot.to_string());
+    }
     for expected in TOUCH_FLOOR {
-        assert!(names.contains(&expected), "{expected}.xml missing from {}", dir.display());
+        assert!(names.iter().any(|n| n == expected), "{expected}.xml missing from {}", dir.display());
     }
     let seed = std::env::var("GYM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let mut failures = Vec::new();
-    for (file, &name) in files.iter().zip(&names) {
+    for (file, name) in files.iter().zip(&names) {
+        let name = name.as_str();
         let model = mjcf::load(file).expect("model loads");
         let start = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
         let ranges: Vec<[f64; 2]> = model.actuators().iter().map(|a| a.ctrl_range.unwrap_or([-1.0, 1.0])).collect();
@@ -117,7 +128,7 @@ fn every_gymnasium_model_runs_under_every_cpu_preset_with_contact() {
             if unconverged > 0 {
                 failures.push(format!("{name} / {preset}: {unconverged} unconverged contact solves"));
             }
-            if TOUCH_FLOOR.contains(&name) && contacts == 0 {
+            if (TOUCH_FLOOR.contains(&name) || ROBOTS.contains(&name)) && contacts == 0 {
                 failures.push(format!("{name} / {preset}: never touched its floor in {STEPS} steps"));
             }
             if excess > ENERGY_SLACK * scale {

@@ -2,13 +2,16 @@
 """Generate MuJoCo reference data for phyz's Rust tests.
 
 For every model in the gymnasium set (/work/shared/models/gymnasium/*.xml, or
---gym-dir) and in tests/models/*.xml, this loads the model with MuJoCo, disables
-all constraints (contacts, limits, equality: as phyz's --no-constraints) and writes
+--gym-dir), in tests/models/*.xml and the public robot models of ROBOTS (committed
+under tests/models/robots/), this loads the model with MuJoCo, disables all
+constraints (contacts, limits, equality: as phyz's --no-constraints) and writes
 tests/reference/<name>/:
 
   sizes.csv         nq,nv,nu,nbody,njnt,timestep (one row)
   model.csv         one row per body (world first): name, mass, ipos, iquat, inertia
-  onestep_in.csv    K=8 random states: time,qpos0..,qvel0..
+  model_path.txt    robot models only: the model file, relative to the repository
+  onestep_in.csv    K=8 random states: time,qpos0..,qvel0..,act0..,mpos0_x..,mquat0_w..
+                    (act columns when na > 0, mocap columns when nmocap > 0)
   onestep_ctrl.csv  K rows of nu controls (no header; empty lines when nu == 0)
   onestep_out.csv   the states after one mj_step from each input row
   traj_ctrl.csv     100 rows of controls (no header)
@@ -45,6 +48,16 @@ SEED_TRAJ = 20240602
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
+
+# Public robot models committed under tests/models/robots/ (their licences are there),
+# by reference name.
+ROBOTS = {
+    "fetch_reach": "tests/models/robots/gymnasium_robotics/fetch/reach.xml",
+    "fetch_pick_and_place": "tests/models/robots/gymnasium_robotics/fetch/pick_and_place.xml",
+    "hand_reach": "tests/models/robots/gymnasium_robotics/hand/reach.xml",
+    "hand_manipulate_block": "tests/models/robots/gymnasium_robotics/hand/manipulate_block.xml",
+    "hand_manipulate_pen": "tests/models/robots/gymnasium_robotics/hand/manipulate_pen.xml",
+}
 
 
 def route_warnings():
@@ -107,6 +120,27 @@ def random_state(m, rng):
     return qpos, qvel, ctrl
 
 
+def random_extras(m, rng):
+    """The rest of a random state, drawn after random_state (a model with neither draws
+    nothing, so its data are unchanged): act uniform in actrange (else +-1), mocap bodies
+    moved by up to 5 cm and turned by up to 0.3 rad from their model pose. Returns
+    (act, mocap_pos, mocap_quat)."""
+    act = np.zeros(m.na)
+    for i in range(m.nu):
+        adr = m.actuator_actadr[i]
+        if adr >= 0:
+            a_lo, a_hi = m.actuator_actrange[i] if m.actuator_actlimited[i] else (-1.0, 1.0)
+            act[adr] = rng.uniform(a_lo, a_hi)
+    mpos = np.zeros((m.nmocap, 3))
+    mquat = np.zeros((m.nmocap, 4))
+    for b in range(m.nbody):
+        k = m.body_mocapid[b]
+        if k >= 0:
+            mpos[k] = m.body_pos[b] + rng.uniform(-0.05, 0.05, 3)
+            mquat[k] = quat_mul(m.body_quat[b], quat_from_rotvec(rng.uniform(-0.3, 0.3, 3)))
+    return act, mpos, mquat
+
+
 def ctrl_bounds(m):
     """Per-actuator (lo, hi): ctrlrange when ctrl-limited, else [-1, 1]."""
     lo = np.full(m.nu, -1.0)
@@ -128,13 +162,25 @@ def traj_controls(m):
     return out
 
 
-def set_state(m, d, qpos, qvel, ctrl):
+def set_state(m, d, qpos, qvel, ctrl, extras=None):
+    """Reset, then set the state; `extras` is (act, mocap_pos, mocap_quat), the model's
+    reset values when None."""
     mujoco.mj_resetData(m, d)
     d.time = 0.0
     d.qpos[:] = qpos
     d.qvel[:] = qvel
+    if extras is not None:
+        d.act[:], d.mocap_pos[:], d.mocap_quat[:] = extras
     if m.nu:
         d.ctrl[:] = ctrl
+
+
+def split_state(m, row):
+    """(qpos, qvel, (act, mocap_pos, mocap_quat)) of a state row without its time."""
+    nq, nv, na, nm = m.nq, m.nv, m.na, m.nmocap
+    cuts = np.cumsum([nq, nv, na, 3 * nm])
+    qpos, qvel, act, mpos, mquat = np.split(np.asarray(row, dtype=float), cuts)
+    return qpos, qvel, (act, mpos.reshape(nm, 3), mquat.reshape(nm, 4))
 
 
 def check_stable(m, d):
@@ -145,11 +191,15 @@ def check_stable(m, d):
 
 
 def state_row(d):
-    return [d.time] + list(d.qpos) + list(d.qvel)
+    mocap = list(d.mocap_pos.flatten()) + list(d.mocap_quat.flatten())
+    return [d.time] + list(d.qpos) + list(d.qvel) + list(d.act) + mocap
 
 
 def state_header(m):
-    return ["time"] + [f"qpos{i}" for i in range(m.nq)] + [f"qvel{i}" for i in range(m.nv)]
+    mpos = [f"mpos{k}_{c}" for k in range(m.nmocap) for c in "xyz"]
+    mquat = [f"mquat{k}_{c}" for k in range(m.nmocap) for c in "wxyz"]
+    return (["time"] + [f"qpos{i}" for i in range(m.nq)] + [f"qvel{i}" for i in range(m.nv)]
+            + [f"act{i}" for i in range(m.na)] + mpos + mquat)
 
 
 def write_csv(path, header, rows):
@@ -162,9 +212,9 @@ def write_csv(path, header, rows):
         f.write(buf.getvalue())
 
 
-def run_traj(m, qpos, qvel, ctrls):
+def run_traj(m, qpos, qvel, extras, ctrls):
     d = mujoco.MjData(m)
-    set_state(m, d, qpos, qvel, ctrls[0] if m.nu else None)
+    set_state(m, d, qpos, qvel, ctrls[0] if m.nu else None, extras)
     rows = [state_row(d)]
     for t in range(TRAJ_STEPS):
         if m.nu:
@@ -175,14 +225,16 @@ def run_traj(m, qpos, qvel, ctrls):
     return np.array(rows)
 
 
-def generate(path, out_root):
-    name = os.path.splitext(os.path.basename(path))[0]
+def generate(name, path, out_root):
     m = load(path)
     d = mujoco.MjData(m)
     out = os.path.join(out_root, name)
     if os.path.isdir(out):
         shutil.rmtree(out)
     os.makedirs(out)
+    if name in ROBOTS:
+        with open(os.path.join(out, "model_path.txt"), "w") as f:
+            f.write(ROBOTS[name] + "\n")
 
     write_csv(os.path.join(out, "sizes.csv"), ["nq", "nv", "nu", "nbody", "njnt", "timestep"],
               [[str(m.nq), str(m.nv), str(m.nu), str(m.nbody), str(m.njnt), fmt(m.opt.timestep)]])
@@ -200,7 +252,7 @@ def generate(path, out_root):
     rows_in, rows_ctrl, rows_out = [], [], []
     for _ in range(K_ONESTEP):
         qpos, qvel, ctrl = random_state(m, rng)
-        set_state(m, d, qpos, qvel, ctrl)
+        set_state(m, d, qpos, qvel, ctrl, random_extras(m, rng))
         rows_in.append(state_row(d))
         rows_ctrl.append(list(ctrl))
         mujoco.mj_step(m, d)
@@ -212,14 +264,16 @@ def generate(path, out_root):
     write_csv(os.path.join(out, "onestep_out.csv"), header, rows_out)
 
     # Trajectory.
-    qpos, qvel, _ = random_state(m, rng_for(name, SEED_TRAJ))
+    traj_rng = rng_for(name, SEED_TRAJ)
+    qpos, qvel, _ = random_state(m, traj_rng)
+    extras = random_extras(m, traj_rng)
     ctrls = traj_controls(m)
-    traj = run_traj(m, qpos, qvel, ctrls)
+    traj = run_traj(m, qpos, qvel, extras, ctrls)
     write_csv(os.path.join(out, "traj_ctrl.csv"), None, [list(c) for c in ctrls])
     write_csv(os.path.join(out, "traj.csv"), header, traj.tolist())
 
     # Chaos classification: perturb every qvel entry by 1e-10, compare at step 100.
-    traj2 = run_traj(m, qpos, qvel + CHAOS_EPS, ctrls)
+    traj2 = run_traj(m, qpos, qvel + CHAOS_EPS, extras, ctrls)
     amp = float(np.max(np.abs(traj2[-1, 1:] - traj[-1, 1:]))) / CHAOS_EPS
     chaotic = bool(amp > CHAOS_THRESHOLD)
     write_csv(os.path.join(out, "meta.csv"), ["chaotic", "amplification"],
@@ -229,7 +283,8 @@ def generate(path, out_root):
         key_rows = []
         for k in range(m.nkey):
             kname = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k) or ""
-            key_rows.append([kname, m.key_time[k], *m.key_qpos[k], *m.key_qvel[k], *m.key_ctrl[k]])
+            key_rows.append([kname, m.key_time[k], *m.key_qpos[k], *m.key_qvel[k], *m.key_act[k],
+                             *m.key_mpos[k], *m.key_mquat[k], *m.key_ctrl[k]])
         write_csv(os.path.join(out, "keys.csv"),
                   ["name"] + header + [f"ctrl{i}" for i in range(m.nu)], key_rows)
 
@@ -263,11 +318,10 @@ def problem_list(prefix):
     return probs, expect
 
 
-def check(path, out_root):
+def check(name, path, out_root):
     """Re-read the files written for one model, check their shapes, and replay them with
     MuJoCo starting from the parsed text (so the text alone must reproduce the data
     bit for bit). Returns a list of problems (empty when all is well)."""
-    name = os.path.splitext(os.path.basename(path))[0]
     out = os.path.join(out_root, name)
     m = load(path)
     d = mujoco.MjData(m)
@@ -292,12 +346,13 @@ def check(path, out_root):
     _, rctrl = read_csv(os.path.join(out, "onestep_ctrl.csv"), header=False)
     expect(h_in == hdr and h_out == hdr, "onestep headers")
     expect(len(rin) == len(rout) == len(rctrl) == K_ONESTEP, "onestep row counts")
-    expect(all(len(r) == 1 + nq + nv for r in rin + rout), "onestep row widths")
+    expect(all(len(r) == len(hdr) for r in rin + rout), "onestep row widths")
     expect(all(len(r) == nu for r in rctrl), "onestep_ctrl widths")
     xin, xout = floats(rin), floats(rout)
     uin = floats(rctrl) if nu else np.zeros((K_ONESTEP, 0))
     for k in range(min(len(rin), len(rout), len(rctrl))):
-        set_state(m, d, xin[k, 1:1 + nq], xin[k, 1 + nq:], uin[k])
+        qpos, qvel, extras = split_state(m, xin[k, 1:])
+        set_state(m, d, qpos, qvel, uin[k], extras)
         mujoco.mj_step(m, d)
         expect(np.array_equal(np.array(state_row(d)), xout[k]), f"onestep row {k} does not replay exactly")
 
@@ -307,7 +362,8 @@ def check(path, out_root):
     expect(all(len(r) == nu for r in rtc), "traj_ctrl widths")
     x = floats(rtraj)
     u = floats(rtc) if nu else np.zeros((TRAJ_STEPS, 0))
-    replay = run_traj(m, x[0, 1:1 + nq], x[0, 1 + nq:], u)
+    qpos, qvel, extras = split_state(m, x[0, 1:])
+    replay = run_traj(m, qpos, qvel, extras, u)
     expect(np.array_equal(replay, x), "traj does not replay exactly")
 
     h, rows = read_csv(os.path.join(out, "meta.csv"))
@@ -321,6 +377,14 @@ def model_paths(gym_dir):
     return gym, local
 
 
+def named_models(gym_dir):
+    """(name, path) of every model this script writes: the gymnasium set, the hand-written
+    models, the robots."""
+    gym, local = model_paths(gym_dir)
+    named = [(os.path.splitext(os.path.basename(p))[0], p) for p in gym + local]
+    return named + [(name, os.path.join(REPO, path)) for name, path in sorted(ROBOTS.items())]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gym-dir", default=DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
@@ -330,21 +394,21 @@ def main():
     args = ap.parse_args()
     route_warnings()
 
-    gym, local = model_paths(args.gym_dir)
-    if not gym:
+    models = named_models(args.gym_dir)
+    if not model_paths(args.gym_dir)[0]:
         print(f"warning: no gymnasium models found in {args.gym_dir}", file=sys.stderr)
-    names = [os.path.splitext(os.path.basename(p))[0] for p in gym + local]
+    names = [n for n, _ in models]
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         sys.exit(f"error: duplicate model names {sorted(dup)}")
 
     if args.check:
         probs = []
-        for p in gym + local:
-            probs += check(p, args.out)
+        for name, p in models:
+            probs += check(name, p, args.out)
         for msg in probs:
             print(msg)
-        print(f"checked {len(gym + local)} models with MuJoCo {mujoco.__version__}: "
+        print(f"checked {len(models)} models with MuJoCo {mujoco.__version__}: "
               + ("OK" if not probs else f"{len(probs)} problem(s)"))
         sys.exit(1 if probs else 0)
 
@@ -352,8 +416,8 @@ def main():
     print(f"MuJoCo {mujoco.__version__}; writing to {args.out}")
     print(f"{'model':<26} {'nq':>3} {'nv':>3} {'nu':>3} {'nbody':>5} {'njnt':>4} {'dt':>7} {'integrator':<10} "
           f"{'chaotic':<7} amplification")
-    for p in gym + local:
-        r = generate(p, args.out)
+    for name, p in models:
+        r = generate(name, p, args.out)
         print(f"{r['name']:<26} {r['nq']:>3} {r['nv']:>3} {r['nu']:>3} {r['nbody']:>5} {r['njnt']:>4} "
               f"{r['timestep']:>7g} {r['integrator']:<10} {str(r['chaotic']).lower():<7} {r['amp']:.4g}")
 

@@ -257,18 +257,40 @@ pub fn read_rows(path: &std::path::Path, header: bool) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// A `time,qpos…,qvel…` row as a state of `model`.
-pub fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
-    let (nq, nv) = (model.nq(), model.nv());
-    let qpos = DVector::from_column_slice(&row[1..1 + nq]);
-    let qvel = DVector::from_column_slice(&row[1 + nq..1 + nq + nv]);
-    State { time: row[0], ..model.state(qpos, qvel) }
+/// The model file a reference directory `tests/reference/<name>` (and the constraint data of
+/// the same name) was generated from: the file its `model_path.txt` names (a robot model,
+/// relative to the repository), else `tests/models/<name>.xml`, else the shared gymnasium set.
+pub fn model_file(name: &str) -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if let Ok(path) = std::fs::read_to_string(root.join("tests/reference").join(name).join("model_path.txt")) {
+        return root.join(path.trim());
+    }
+    let local = root.join("tests/models").join(format!("{name}.xml"));
+    if local.exists() { local } else { root.join("../shared/models/gymnasium").join(format!("{name}.xml")) }
 }
 
-/// Largest difference of qpos and of qvel, each relative to the reference's scale (≥ 1).
+/// A `time,qpos…,qvel…[,act…][,mpos…,mquat…]` row (the reference scripts' layout: activations
+/// and mocap poses when the model has them) as a state of `model`.
+pub fn state_from_row(model: &Model<f64>, row: &[f64]) -> State<f64> {
+    let (nq, nv, na, nm) = (model.nq(), model.nv(), model.na(), model.nmocap());
+    let mut rest = &row[1..];
+    let mut take = |n: usize| {
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        head
+    };
+    let qpos = DVector::from_column_slice(take(nq));
+    let qvel = DVector::from_column_slice(take(nv));
+    let act = DVector::from_column_slice(take(na));
+    let mocap_pos = take(3 * nm).chunks(3).map(Vector3::from_column_slice).collect();
+    let mocap_quat = take(4 * nm).chunks(4).map(|q| Quat::new(q[0], q[1], q[2], q[3])).collect();
+    State { qpos, qvel, act, mocap_pos, mocap_quat, time: row[0] }
+}
+
+/// Largest difference of qpos, qvel and act, each relative to the reference's scale (≥ 1).
 pub fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
-    let rel = |a: &DVector<f64>, b: &DVector<f64>| (a - b).amax() / b.amax().max(1.0);
-    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel))
+    let rel = |a: &DVector<f64>, b: &DVector<f64>| if b.is_empty() { 0.0 } else { (a - b).amax() / b.amax().max(1.0) };
+    rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel)).max(rel(&got.act, &want.act))
 }
 
 /// Central finite differences of one step in tangent coordinates, column by column.

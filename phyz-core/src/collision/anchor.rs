@@ -37,9 +37,21 @@ pub enum Anchor<T = f64> {
     /// the live orientation: a frozen material point would have the right depth but not the
     /// right lever arm, as the touching point moves over the surface when the geom turns.
     PlaneSupport { a: usize, normal: Vector3<T>, origin: Vector3<T>, b: usize, geom: Pose<T>, surface: Surface<T> },
-    /// Two spheres (capsules at their frozen closest segment points): the normal is re-derived
-    /// from the live centres.
-    Spheres { a: usize, center_a: Vector3<T>, radius_a: T, b: usize, center_b: Vector3<T>, radius_b: T },
+    /// Two spheres: the normal is re-derived from the live centres. A centre that is the closest
+    /// point of a capsule's core segment (or of a box's edge) slides along it — `slide_*` is that
+    /// line's direction in its body's frame — and is re-found on the line at the live pose, as
+    /// the closest point to the other centre (or of the two lines, when both slide); a centre
+    /// at a segment's end or a sphere's centre is a frozen material point (`None`).
+    Spheres {
+        a: usize,
+        center_a: Vector3<T>,
+        slide_a: Option<Vector3<T>>,
+        radius_a: T,
+        b: usize,
+        center_b: Vector3<T>,
+        slide_b: Option<Vector3<T>>,
+        radius_b: T,
+    },
     /// A point of a general convex pair (box–box, capsule–cylinder): the two surface points
     /// frozen on their bodies and the normal frozen on the body whose surface the contact slides
     /// over (`normal_on_b`: body `b`'s, pointing from `a` to `b` as always), so that surface is
@@ -49,7 +61,7 @@ pub enum Anchor<T = f64> {
 }
 
 /// The most numbers an anchor holds (a plane and a support point: normal, origin, the geom's
-/// rotation and position, three surface numbers).
+/// rotation and position, three surface numbers; two sliding spheres hold 14).
 const MAX_NUMBERS: usize = 21;
 
 /// A curved surface whose point deepest along a direction has a closed form.
@@ -100,10 +112,15 @@ impl Anchor {
             _ => None,
         };
         let normal_on_b = |a: &Anchor| matches!(a, Anchor::Points { normal_on_b: true, .. });
+        let slides = |a: &Anchor| match a {
+            Anchor::Spheres { slide_a, slide_b, .. } => [slide_a.is_some(), slide_b.is_some()],
+            _ => [false; 2],
+        };
         std::mem::discriminant(self) == std::mem::discriminant(other)
             && self.bodies() == other.bodies()
             && surface(self) == surface(other)
             && normal_on_b(self) == normal_on_b(other)
+            && slides(self) == slides(other)
     }
 
     /// The real numbers of the anchor, in the order [`Anchor::rebuild`] reads them: the first
@@ -129,11 +146,14 @@ impl Anchor {
                     Surface::CylinderRim { radius, half_length, end } => put(&[*radius, *half_length, *end]),
                 }
             }
-            Anchor::Spheres { center_a, radius_a, center_b, radius_b, .. } => {
-                put(center_a.as_slice());
-                put(&[*radius_a]);
-                put(center_b.as_slice());
-                put(&[*radius_b]);
+            Anchor::Spheres { center_a, slide_a, radius_a, center_b, slide_b, radius_b, .. } => {
+                for (center, slide, radius) in [(center_a, slide_a, radius_a), (center_b, slide_b, radius_b)] {
+                    put(center.as_slice());
+                    put(&[*radius]);
+                    if let Some(direction) = slide {
+                        put(direction.as_slice());
+                    }
+                }
             }
             Anchor::Points { point_a, point_b, normal, .. } => {
                 [point_a, point_b, normal].iter().for_each(|v| put(v.as_slice()));
@@ -163,8 +183,19 @@ impl Anchor {
                     }
                 },
             },
-            Anchor::Spheres { a, b, .. } => {
-                Anchor::Spheres { a, center_a: v(0), radius_a: x[3], b, center_b: v(4), radius_b: x[7] }
+            Anchor::Spheres { a, slide_a, b, slide_b, .. } => {
+                // Each side: centre, radius, then its line's direction if it slides.
+                let side_b = 4 + if slide_a.is_some() { 3 } else { 0 };
+                Anchor::Spheres {
+                    a,
+                    center_a: v(0),
+                    radius_a: x[3],
+                    slide_a: slide_a.map(|_| v(4)),
+                    b,
+                    center_b: v(side_b),
+                    radius_b: x[side_b + 3],
+                    slide_b: slide_b.map(|_| v(side_b + 4)),
+                }
             }
             Anchor::Points { a, b, normal_on_b, .. } => {
                 Anchor::Points { a, point_a: v(0), b, point_b: v(3), normal: v(6), normal_on_b }
@@ -219,9 +250,12 @@ impl<S: Scalar> Anchor<S> {
                 let depth = -(deepest - pa.transform_point(&origin)).dot(&n);
                 (deepest + n * (depth * half), n, depth)
             }
-            Anchor::Spheres { a, center_a, radius_a, b, center_b, radius_b } => {
-                let ca = world(model, kin, a).transform_point(&center_a);
-                let cb = world(model, kin, b).transform_point(&center_b);
+            Anchor::Spheres { a, center_a, slide_a, radius_a, b, center_b, slide_b, radius_b } => {
+                let (pa, pb) = (world(model, kin, a), world(model, kin, b));
+                let (ca, cb) = closest_on_lines(
+                    (pa.transform_point(&center_a), slide_a.map(|d| pa.rot * d)),
+                    (pb.transform_point(&center_b), slide_b.map(|d| pb.rot * d)),
+                );
                 let gap = cb - ca;
                 let distance = norm(&gap);
                 let n = gap / distance;
@@ -249,6 +283,27 @@ impl<S: Scalar> Anchor<S> {
         let t1 = t1.zip_map(&Vector3::x(), |t, x| S::select(usable, t / length, S::from_f64(x)));
         let t2 = normal.cross(&t1);
         ContactFrame { point, normal, tangents: [t1, t2], depth }
+    }
+}
+
+/// The closest points of two lines `c + s d` (a line without a direction is its point `c`): the
+/// live centres of an [`Anchor::Spheres`]. Two sliding lines are never parallel: detection
+/// freezes one end of a parallel pair.
+fn closest_on_lines<S: Scalar>(
+    (ca, da): (Vector3<S>, Option<Vector3<S>>),
+    (cb, db): (Vector3<S>, Option<Vector3<S>>),
+) -> (Vector3<S>, Vector3<S>) {
+    let project = |c: Vector3<S>, d: Vector3<S>, onto: Vector3<S>| c + d * ((onto - c).dot(&d) / d.dot(&d));
+    match (da, db) {
+        (None, None) => (ca, cb),
+        (Some(d), None) => (project(ca, d, cb), cb),
+        (None, Some(d)) => (ca, project(cb, d, ca)),
+        (Some(u), Some(v)) => {
+            let w = ca - cb;
+            let (uu, uv, vv, uw, vw) = (u.dot(&u), u.dot(&v), v.dot(&v), u.dot(&w), v.dot(&w));
+            let det = uu * vv - uv * uv;
+            (ca + u * ((uv * vw - vv * uw) / det), cb + v * ((uu * vw - uv * uw) / det))
+        }
     }
 }
 

@@ -39,7 +39,12 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     let second = second_point(&segment, e, &nearest);
     let found = [Some(nearest.at()), second].into_iter().flatten().enumerate().map(|(feature, t)| {
         let sphere = sphere_at(capsule, radius, half_length * t);
-        let found = box_sphere(cube, e, &sphere, radius);
+        let mut found = box_sphere(cube, e, &sphere, radius);
+        // The nearest point, inside the segment and off a face, is the segment's closest point
+        // to the box's edge or corner: it slides along the axis as the two move.
+        if let (0, true, Anchor::Spheres { slide_b, .. }) = (feature, t.abs() < 1.0, &mut found.anchor) {
+            *slide_b = Some(capsule.local.rot * Vector3::z());
+        }
         let found = if capsule_first { box_last(found, capsule) } else { found };
         Found { feature, ..found }
     });
@@ -314,12 +319,14 @@ fn sphere_at(capsule: &Placed, radius: f64, offset: f64) -> Placed {
 /// point (frozen on the capsule) against the face, whose normal stays frozen on the box.
 fn box_last(found: Found, capsule: &Placed) -> Found {
     let anchor = match found.anchor {
-        Anchor::Spheres { a, center_a, radius_a, b, center_b, radius_b } => Anchor::Spheres {
+        Anchor::Spheres { a, center_a, slide_a, radius_a, b, center_b, slide_b, radius_b } => Anchor::Spheres {
             a: b,
             center_a: center_b,
+            slide_a: slide_b,
             radius_a: radius_b,
             b: a,
             center_b: center_a,
+            slide_b: slide_a,
             radius_b: radius_a,
         },
         Anchor::Plane { a, normal, origin, b, center, radius } => {

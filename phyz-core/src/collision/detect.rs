@@ -316,8 +316,8 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
     use Shape::*;
     match (&g1.geom.shape, &g2.geom.shape) {
         (Plane, Plane) => {}
-        (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, out)?, g2),
-        (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, out)?, g1),
+        (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, margin, out)?, g2),
+        (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, margin, out)?, g1),
         (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
         (Box { .. }, Box { .. }) => box_box::contacts(g1, g2, margin, out)?,
@@ -326,7 +326,7 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Sphere { radius }, Box { half_extents }) => out.push(box_sphere(g2, half_extents, g1, *radius)),
         (Box { half_extents }, _) | (_, Box { half_extents }) => {
             let (cube, other) = if matches!(g1.geom.shape, Box { .. }) { (g1, g2) } else { (g2, g1) };
-            if box_face(cube, half_extents, other, out).is_none() {
+            if box_face(cube, half_extents, other, margin, out).is_none() {
                 out.extend(convex::manifold(g1, g2, margin)?);
             }
         }
@@ -395,9 +395,15 @@ fn cylinder_rim(
 }
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
-/// an ellipsoid's support point), appended to `out`; a pair keeps its deepest four. Returns
-/// `out` (`None` for a geom without such points).
-fn plane_against<'a>(plane: &PlaneFrame, other: &Placed, out: &'a mut Vec<Found>) -> Option<&'a mut [Found]> {
+/// an ellipsoid's support point), appended to `out`; a pair keeps its deepest four, a mesh its
+/// hull's points as [`plane_mesh_points`] picks them. Returns `out` (`None` for a geom without
+/// such points).
+fn plane_against<'a>(
+    plane: &PlaneFrame,
+    other: &Placed,
+    margin: f64,
+    out: &'a mut Vec<Found>,
+) -> Option<&'a mut [Found]> {
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
     let start = out.len();
@@ -431,8 +437,38 @@ fn plane_against<'a>(plane: &PlaneFrame, other: &Placed, out: &'a mut Vec<Found>
     }
     let found = &mut out[start..];
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
-    out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start));
+    match other.geom.shape {
+        Shape::Mesh { ref hull } => plane_mesh_points(out, start, other, margin, hull.bounding_radius()),
+        _ => out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start)),
+    }
     Some(&mut out[start..])
+}
+
+/// MuJoCo's fraction of a mesh's bounding radius within which a further plane contact is the
+/// deepest one again.
+const PLANE_MESH_SEPARATION: f64 = 0.3;
+
+/// The contacts of a mesh's hull vertices with a plane, `out[start..]` sorted deepest first, as
+/// MuJoCo picks them: the deepest vertex, then of the others within the margin the deepest
+/// that lie at least [`PLANE_MESH_SEPARATION`] of the bounding radius from every one chosen, up
+/// to [`MAX_POINTS_PER_PAIR`]. A flat face resting on the plane then touches at its corners, not
+/// at a cluster of nearly coplanar vertices beside the deepest.
+fn plane_mesh_points(out: &mut Vec<Found>, start: usize, mesh: &Placed, margin: f64, bounding_radius: f64) {
+    let body = mesh.world.compose(&mesh.local.inverse());
+    let world = |f: &Found| match f.anchor {
+        Anchor::Plane { center, .. } => body.transform_point(&center),
+        _ => Vector3::zeros(),
+    };
+    let separation = PLANE_MESH_SEPARATION * bounding_radius;
+    let mut chosen: Vec<Vector3<f64>> = Vec::new();
+    for (k, found) in out.split_off(start).into_iter().enumerate() {
+        let at = world(&found);
+        let apart = chosen.iter().all(|c| (at - c).norm() >= separation);
+        if k == 0 || (found.depth > -margin && apart && chosen.len() < MAX_POINTS_PER_PAIR) {
+            chosen.push(at);
+            out.push(found);
+        }
+    }
 }
 
 /// A plane geom's contacts `found` with `other`, their frames aligned as MuJoCo's
@@ -463,7 +499,13 @@ impl PlaneFrame {
 /// plane's (a cylinder's rim points, an ellipsoid's support point, a box's corners), stable
 /// under small motions — unlike a general manifold, whose points on a curved rim jump with the
 /// orientation. `None` when the geom's bounding sphere reaches past the face's edges.
-fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed, out: &mut Vec<Found>) -> Option<()> {
+fn box_face(
+    cube: &Placed,
+    half_extents: &Vector3<f64>,
+    other: &Placed,
+    margin: f64,
+    out: &mut Vec<Found>,
+) -> Option<()> {
     let reach = other.geom.shape.bounding_radius()?;
     let centre = cube.world.inverse().transform_point(&other.world.pos);
     // The face the geom is beyond (relative to the box's proportions).
@@ -481,7 +523,7 @@ fn box_face(cube: &Placed, half_extents: &Vector3<f64>, other: &Placed, out: &mu
     origin[axis] = side * half_extents[axis];
     let face = Pose::new(nalgebra::Matrix3::from_columns(&[x, y, z]), origin);
     let plane = PlaneFrame { body: cube.body, local: cube.local.compose(&face), world: cube.world.compose(&face) };
-    plane_against(&plane, other, out).map(|_| ())
+    plane_against(&plane, other, margin, out).map(|_| ())
 }
 
 /// The closest points of two segments `p1 + s d1`, `p2 + t d2` (`s, t ∈ [0, 1]`).
@@ -534,21 +576,37 @@ fn spheres(g1: &Placed, g2: &Placed) -> Option<Found> {
     let (d1, d2) = (q1 - p1, q2 - p2);
     let (s, t) = closest_on_segments(p1, d1, p2, d2);
     let centres = [a0 + (a1 - a0) * s, b0 + (b1 - b0) * t];
-    Some(sphere_pair([g1, g2], centres, [p1 + d1 * s, p2 + d2 * t], [r1, r2], 0))
+    let slides = [sliding(s, a1 - a0), sliding(t, b1 - b0)];
+    Some(sphere_pair([g1, g2], (centres, slides), [p1 + d1 * s, p2 + d2 * t], [r1, r2], 0))
 }
 
-/// Two spheres of radii `r` at `centres` (body frames; `world`: the same points in the world),
-/// one on each geom, pinned as an [`Anchor::Spheres`] whose normal joins the centres.
-fn sphere_pair([g1, g2]: [&Placed; 2], centres: Segment, world: Segment, r: [f64; 2], feature: usize) -> Found {
+/// The body-frame direction a segment's closest point at parameter `s` (of `[0, 1]`) slides
+/// along, `direction`; `None` at an end or on a segment of no length, where it stays put.
+fn sliding(s: f64, direction: Vector3<f64>) -> Option<Vector3<f64>> {
+    (s > 0.0 && s < 1.0 && direction.norm_squared() > 0.0).then_some(direction)
+}
+
+/// Two spheres of radii `r` at `centres` (body frames, with the lines they slide along;
+/// `world`: the centres in the world), one on each geom, pinned as an [`Anchor::Spheres`]
+/// whose normal joins the centres.
+fn sphere_pair(
+    [g1, g2]: [&Placed; 2],
+    (centres, [slide_a, slide_b]): (Segment, [Option<Vector3<f64>>; 2]),
+    world: Segment,
+    r: [f64; 2],
+    feature: usize,
+) -> Found {
     let gap = world[1] - world[0];
     let distance = gap.norm();
     let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
     let anchor = Anchor::Spheres {
         a: g1.body,
         center_a: centres[0],
+        slide_a,
         radius_a: r[0],
         b: g2.body,
         center_b: centres[1],
+        slide_b,
         radius_b: r[1],
     };
     Found { feature, anchor, depth: r[0] + r[1] - distance, normal, tangent: None }
@@ -598,8 +656,10 @@ fn capsules(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Opti
         if (world[1] - world[0]).norm() > margin + r1 + r2 {
             continue;
         }
-        let centres = [g1.local.pos + half_axis(&g1.local, *h1) * x1, g2.local.pos + half_axis(&g2.local, *h2) * x2];
-        out.push(sphere_pair([g1, g2], centres, world, [*r1, *r2], feature));
+        let (b1, b2) = (half_axis(&g1.local, *h1), half_axis(&g2.local, *h2));
+        let centres = [g1.local.pos + b1 * x1, g2.local.pos + b2 * x2];
+        let slides = [sliding((x1 + 1.0) / 2.0, b1), sliding((x2 + 1.0) / 2.0, b2)];
+        out.push(sphere_pair([g1, g2], (centres, slides), world, [*r1, *r2], feature));
     }
     Some(())
 }
@@ -640,12 +700,17 @@ pub(super) fn box_sphere(cube: &Placed, half_extents: &Vector3<f64>, sphere: &Pl
         let corner = cube.world.transform_point(&closest);
         let gap = sphere_centre - corner;
         let distance = gap.norm();
+        // Over an edge, the closest point slides along it (the one axis the centre is within).
+        let along = (outside == 2).then(|| (0..3).find(|&i| centre[i].abs() <= half_extents[i])).flatten();
+        let slide_a = along.map(|i| cube.local.rot * Vector3::ith(i, 1.0));
         let anchor = Anchor::Spheres {
             a: cube.body,
             center_a: to_body(&closest),
+            slide_a,
             radius_a: 0.0,
             b: sphere.body,
             center_b: centre_in_body,
+            slide_b: None,
             radius_b: radius,
         };
         Found { feature: 0, anchor, depth: radius - distance, normal: gap / distance, tangent: None }
