@@ -132,8 +132,9 @@ fn unsupported_physics_is_an_error_not_dropped() {
         matches!(unknown_attribute.kind, MjcfErrorKind::Invalid(ref m) if m.contains("gearz")),
         "{unknown_attribute}"
     );
-    let implicit = error(&BASE.replace("<worldbody>", "<option integrator=\"implicitfast\"/><worldbody>"));
-    assert!(matches!(implicit.kind, MjcfErrorKind::Unsupported(_)), "{implicit}");
+    let muscle = error(&BASE.replace(r#"<motor joint="j1" gear="2"/>"#, r#"<muscle joint="j1"/>"#));
+    assert!(matches!(muscle.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("muscle")), "{muscle}");
+    assert_eq!(muscle.location.element, "muscle", "{muscle}");
     // MuJoCo's contact dimensions are 1, 3, 4 and 6: any other is named at the geom.
     for condim in ["2", "5", "0"] {
         let e = error(&BASE.replace(r#"size="0.03"/>"#, &format!(r#"size="0.03" condim="{condim}"/>"#)));

@@ -49,6 +49,10 @@ SEED_TRAJ = 20240602
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
 
+# The files generate() writes in a model's folder.
+OUTPUTS = ["sizes.csv", "model.csv", "model_path.txt", "onestep_in.csv", "onestep_ctrl.csv", "onestep_out.csv",
+           "traj_ctrl.csv", "traj.csv", "meta.csv", "keys.csv"]
+
 # Public robot models committed under tests/models/robots/ (their licences are there),
 # by reference name.
 ROBOTS = {
@@ -229,9 +233,11 @@ def generate(name, path, out_root):
     m = load(path)
     d = mujoco.MjData(m)
     out = os.path.join(out_root, name)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
-    os.makedirs(out)
+    os.makedirs(out, exist_ok=True)
+    # Only this script's files are replaced: others (transition_*.csv) share the folder.
+    for stale in OUTPUTS:
+        if os.path.exists(os.path.join(out, stale)):
+            os.remove(os.path.join(out, stale))
     if name in ROBOTS:
         with open(os.path.join(out, "model_path.txt"), "w") as f:
             f.write(ROBOTS[name] + "\n")

@@ -75,6 +75,55 @@ pub fn integrate_activations<S: Scalar>(model: &Model<S>, act: &DVector<S>, rate
     }
 }
 
+/// What one actuator does at a point: the input its gain multiplies (control or activation),
+/// its force before and after clamping to its range.
+pub(crate) struct ActuatorForce<S> {
+    pub input: S,
+    pub unclamped: S,
+    pub force: S,
+}
+
+/// Actuator `actuator`'s force at `point` under control `u` (see [`add_actuator_forces`]);
+/// `rate` holds the activations' rates.
+pub(crate) fn actuator_force<S: Scalar>(
+    model: &Model<S>,
+    actuator: &Actuator<S>,
+    point: Point<'_, S>,
+    u: S,
+    rate: &DVector<S>,
+) -> ActuatorForce<S> {
+    let Point { qpos, qvel, act } = point;
+    let input = match actuator.act_adr() {
+        None => clamped_control(model, actuator, u),
+        Some(k) if actuator.act_early => next_activation(model, actuator, act[k], rate[k]),
+        Some(k) => act[k],
+    };
+    let (length, velocity) = match actuator.transmission() {
+        Transmission::Joint(j) => {
+            let joint = &model.joints()[j];
+            (qpos[joint.qpos_adr()], qvel[joint.dof_adr()])
+        }
+        Transmission::Tendon(t) => {
+            let tendon = &model.tendons()[t];
+            (tendon.length(model, qpos), tendon.velocity(model, qvel))
+        }
+    };
+    let (l, v) = (actuator.gear * length, actuator.gear * velocity);
+    let [g0, g1, g2] = actuator.gain;
+    let [b0, b1, b2] = actuator.bias;
+    let unclamped = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
+    let force = actuator.force_range.map_or(unclamped, |[lo, hi]| unclamped.clamp(lo, hi));
+    ActuatorForce { input, unclamped, force }
+}
+
+/// Adds `gear · force` along an actuator's transmission to the generalized force `f`.
+pub(crate) fn apply_along<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, force: S, f: &mut [S]) {
+    match actuator.transmission() {
+        Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,
+        Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f),
+    }
+}
+
 /// Adds the actuators' generalized forces at `point` to `f`: each force reads the clamped
 /// control, or its activation (the one the step ends with, for `actearly`) when it has
 /// dynamics. `rate` holds the activations' rates ([`activation_rates`]).
@@ -88,31 +137,8 @@ pub fn add_actuator_forces<S: Scalar>(
     if !model.enabled.actuation {
         return;
     }
-    let Point { qpos, qvel, act } = point;
     for (actuator, &u) in model.actuators().iter().zip(ctrl) {
-        let input = match actuator.act_adr() {
-            None => clamped_control(model, actuator, u),
-            Some(k) if actuator.act_early => next_activation(model, actuator, act[k], rate[k]),
-            Some(k) => act[k],
-        };
-        let (length, velocity) = match actuator.transmission() {
-            Transmission::Joint(j) => {
-                let joint = &model.joints()[j];
-                (qpos[joint.qpos_adr()], qvel[joint.dof_adr()])
-            }
-            Transmission::Tendon(t) => {
-                let tendon = &model.tendons()[t];
-                (tendon.length(model, qpos), tendon.velocity(model, qvel))
-            }
-        };
-        let (l, v) = (actuator.gear * length, actuator.gear * velocity);
-        let [g0, g1, g2] = actuator.gain;
-        let [b0, b1, b2] = actuator.bias;
-        let force = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
-        let force = actuator.force_range.map_or(force, |[lo, hi]| force.clamp(lo, hi));
-        match actuator.transmission() {
-            Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,
-            Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f.as_mut_slice()),
-        }
+        let force = actuator_force(model, actuator, point, u, rate).force;
+        apply_along(model, actuator, force, f.as_mut_slice());
     }
 }

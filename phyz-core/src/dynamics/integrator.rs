@@ -11,7 +11,7 @@ use super::position::integrate_position_into;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, dexp_inv, zero_vector};
-use crate::model::{JointKind, Model, Point, State};
+use crate::model::{Integrator, JointKind, Model, Point, State};
 
 /// The rates of a state: the acceleration (length `nv`) and the activations' rates (length
 /// `na`), which an [`Acceleration`] writes.
@@ -83,7 +83,8 @@ pub fn euler<S: Scalar>(
 ) -> Result<(), StepError> {
     let dt = model.timestep;
     let nv = model.nv();
-    let implicit = model.enabled.euler_damp && model.enabled.damper;
+    // The implicit integrators take damping into the acceleration themselves.
+    let implicit = model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper;
     if implicit {
         zero_vector(&mut stages.diagonal, nv);
         for joint in model.joints() {

@@ -7,6 +7,7 @@ use nalgebra::{DMatrix, DVector};
 
 use super::actuation::{activation_rates, add_actuator_forces};
 use super::crba::mass_matrix_into;
+use super::implicit::{DerivativeInputs, ImplicitWork};
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::passive::add_passive_forces;
@@ -14,7 +15,7 @@ use super::rnea::rnea;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_vector};
-use crate::model::{Model, Point, State};
+use crate::model::{Integrator, Model, Point, State};
 
 /// The outputs of the smooth stages at one `(q, v, act, ctrl)`.
 #[derive(Clone, Debug)]
@@ -36,6 +37,7 @@ pub struct Smooth<S: Scalar> {
     /// `M` plus the extra diagonal, and whether the last evaluation had one.
     damped: DMatrix<S>,
     is_damped: bool,
+    implicit: ImplicitWork<S>,
 }
 
 impl<S: Scalar> Default for Smooth<S> {
@@ -51,6 +53,7 @@ impl<S: Scalar> Default for Smooth<S> {
             bias: DVector::zeros(0),
             damped: DMatrix::zeros(0, 0),
             is_damped: false,
+            implicit: ImplicitWork::default(),
         }
     }
 }
@@ -90,6 +93,26 @@ impl<S: Scalar> Smooth<S> {
         copy_vector(&mut self.acceleration, &self.force);
         self.factor.solve_in_place(&mut self.acceleration);
         Ok(())
+    }
+
+    /// For the implicit integrators, replaces the acceleration `qacc` at `point` (one that
+    /// satisfies `M·qacc = f`, as the constraint solve's does) by the one they integrate,
+    /// `(M − h·∂f/∂v)⁻¹ f`; the other integrators' is left as it is. Follows
+    /// [`Smooth::with_mass`] at the same point.
+    pub fn integrate_implicitly(
+        &mut self,
+        model: &Model<S>,
+        point: Point<'_, S>,
+        ctrl: &[S],
+        qacc: &mut DVector<S>,
+    ) -> Result<(), StepError> {
+        let coriolis = match model.integrator {
+            Integrator::Implicit => true,
+            Integrator::ImplicitFast => false,
+            Integrator::Euler | Integrator::Rk4 => return Ok(()),
+        };
+        let inputs = DerivativeInputs { point, ctrl, act_rate: &self.act_rate };
+        self.implicit.correct(model, (&self.kin, &mut self.links), &self.mass, &inputs, coriolis, qacc)
     }
 
     /// The matrix [`Smooth::factor`] factorizes: `M` plus the extra diagonal.

@@ -50,6 +50,13 @@ pub enum Integrator {
     Euler,
     /// Classic fourth-order Runge-Kutta (MuJoCo's `RK4`).
     Rk4,
+    /// Euler with every velocity-dependent force integrated implicitly: the acceleration is
+    /// taken through `M − h·∂f/∂v`, Coriolis and centrifugal terms included (MuJoCo's
+    /// `implicit`; see [`crate::dynamics::implicit`]).
+    Implicit,
+    /// [`Integrator::Implicit`] without the Coriolis derivative, on the mass matrix's sparsity
+    /// (MuJoCo's `implicitfast`).
+    ImplicitFast,
 }
 
 /// A named state of the model (MJCF `<keyframe><key>`).

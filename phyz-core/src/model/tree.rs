@@ -57,6 +57,22 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// Whether degrees of freedom `a` and `b` lie on one path from the root (one is the other's
+    /// ancestor, or they are the same): the mass matrix's sparsity.
+    pub fn on_one_path(&self, a: usize, b: usize) -> bool {
+        let (high, mut low) = (a.min(b), Some(a.max(b)));
+        while let Some(d) = low {
+            if d == high {
+                return true;
+            }
+            if d < high {
+                return false;
+            }
+            low = self.dof_parent[d];
+        }
+        false
+    }
+
     /// Builds the tree from each body's parent and its joints' kinds and addresses. Bodies must be
     /// numbered parents first, body 0 being the world.
     pub(crate) fn build<S: crate::Scalar>(bodies: &[super::Body<S>], joints: &[super::Joint<S>]) -> Tree {

@@ -337,9 +337,10 @@ impl<S: Scalar> Default for Evaluation<S> {
     }
 }
 
-/// The acceleration at `(q, v)` with the constraint impulses of a step of `model.timestep`
-/// folded in, and the smooth acceleration when nothing is active, written into `out`. The
-/// constraint solve finds the post-step velocity `x`; the acceleration is `a_smooth + (x − x₀)/dt`.
+/// The rates at `point`: the acceleration with the constraint impulses of a step of
+/// `model.timestep` folded in (the smooth acceleration when nothing is active; the constraint
+/// solve finds the post-step velocity `x`, and the acceleration is `a_smooth + (x − x₀)/dt`),
+/// taken through `M − h·∂f/∂v` for the implicit integrators, and the activations' rates.
 pub(crate) fn acceleration<S: Scalar>(
     step: &StepInputs<'_, S>,
     (point, extra_diagonal): (Point<'_, S>, Option<&DVector<S>>),
@@ -349,20 +350,35 @@ pub(crate) fn acceleration<S: Scalar>(
     rates: &mut Rates<S>,
 ) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
-    let (q, v) = (point.qpos, point.qvel);
     // MuJoCo's order: the mass matrix and its factorization first, shared by the smooth
     // acceleration and the constraint solve.
     let smooth = &mut evaluation.smooth;
     smooth.with_mass(model, point, ctrl, extra_diagonal)?;
     copy_vector(&mut rates.act_rate, &smooth.act_rate);
     copy_vector(&mut rates.qacc, &smooth.acceleration);
-    let Some(weights) = weights else {
-        return Ok(());
-    };
+    if let Some(weights) = weights {
+        constrained_acceleration(step, weights, (point, extra_diagonal), evaluation, state, info, &mut rates.qacc)?;
+    }
+    evaluation.smooth.integrate_implicitly(model, point, ctrl, &mut rates.qacc)
+}
+
+/// [`acceleration`]'s constraint stage: the smooth acceleration in `out` becomes the one with
+/// the constraint impulses folded in.
+fn constrained_acceleration<S: Scalar>(
+    step: &StepInputs<'_, S>,
+    weights: &InverseWeights<S>,
+    (point, extra_diagonal): (Point<'_, S>, Option<&DVector<S>>),
+    evaluation: &mut Evaluation<S>,
+    state: &mut ContactState,
+    info: &mut StepInfo,
+    out: &mut DVector<S>,
+) -> Result<(), StepError> {
+    let model = step.model;
+    let (q, v) = (point.qpos, point.qvel);
+    let smooth = &mut evaluation.smooth;
     let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     let input = StageInput { model, kin: &smooth.kin, q, v, lanes, weights };
     gather(&input, state.capacity, &state.config, &mut evaluation.gather)?;
-    let out = &mut rates.qacc;
     if evaluation.gather.list.is_empty() {
         (info.contacts, info.limits) = (0, 0);
         info.impulses.clear();

@@ -67,7 +67,10 @@ pub fn step_in<S: Scalar>(
             constraints::acceleration(&inputs, (point, extra), evaluation, contact, info, rates)
         };
         match model.integrator {
-            Integrator::Euler => integrator::euler(model, state, stages, next, acceleration)?,
+            // The implicit integrators are Euler on an acceleration the evaluation corrects.
+            Integrator::Euler | Integrator::Implicit | Integrator::ImplicitFast => {
+                integrator::euler(model, state, stages, next, acceleration)?
+            }
             Integrator::Rk4 => integrator::rk4(model, state, stages, next, acceleration)?,
         };
         check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;

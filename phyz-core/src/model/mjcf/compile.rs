@@ -297,6 +297,8 @@ impl<'a> Compiler<'a> {
         match el.keyword("integrator", &["Euler", "RK4", "implicit", "implicitfast", "discrete"])? {
             Some("RK4") => b.integrator = Integrator::Rk4,
             Some("Euler") | None => b.integrator = Integrator::Euler,
+            Some("implicit") => b.integrator = Integrator::Implicit,
+            Some("implicitfast") => b.integrator = Integrator::ImplicitFast,
             Some(other) => return Err(el.unsupported(format!("integrator=\"{other}\""))),
         }
         match el.keyword("cone", &["pyramidal", "elliptic"])? {

@@ -1,0 +1,236 @@
+//! What MuJoCo's `implicit` and `implicitfast` integrators integrate: the acceleration taken
+//! through `M − h·D` instead of `M`, where `D = ∂f/∂v` is the derivative of the smooth forces with
+//! respect to the velocities (MuJoCo's `qDeriv`, `mjd_smooth_vel`). Velocity-dependent forces —
+//! damping, actuators with velocity gains, and for `implicit` the Coriolis and centrifugal terms
+//! — are then integrated backward in time, which keeps stiff damping and servos stable at large
+//! steps.
+//!
+//! The constraint solve still runs with `M`, as MuJoCo's: its acceleration `a` satisfies
+//! `M a = f_smooth + f_constraint`, and the integrated one is `(M − h·D)⁻¹ M a`. As MuJoCo's, `D`
+//! has the mass matrix's tree sparsity (a tendon across two branches loses its cross terms).
+//! `implicitfast` leaves out the Coriolis derivative (but for a free body alone in its tree) and
+//! keeps `D` symmetric, so the tree-structured factorization of `M` factorizes `M − h·D`;
+//! `implicit` keeps it whole and solves with an LU.
+
+use std::ops::Range;
+
+use nalgebra::{DMatrix, DVector};
+
+use super::actuation::actuator_force;
+use super::kinematics::{Kinematics, LinkBuffers};
+use super::mass::MassFactor;
+use super::rnea::rnea;
+use crate::Scalar;
+use crate::error::StepError;
+use crate::math::{copy_vector, zero_matrix, zero_vector};
+use crate::model::{Dynamics, JointKind, Model, Point, Transmission};
+
+/// The inputs of `D` at one evaluation: the state, the controls and the activations' rates.
+pub(crate) struct DerivativeInputs<'a, S: Scalar> {
+    pub point: Point<'a, S>,
+    pub ctrl: &'a [S],
+    pub act_rate: &'a DVector<S>,
+}
+
+/// The storage the implicit correction reuses from step to step.
+#[derive(Clone, Debug)]
+pub struct ImplicitWork<S: Scalar> {
+    /// `D`, then `M − h·D`.
+    matrix: DMatrix<S>,
+    factor: MassFactor<S>,
+    rhs: DVector<S>,
+    /// The Coriolis derivative's probe velocities and forces.
+    probe: DVector<S>,
+    plus: DVector<S>,
+    minus: DVector<S>,
+}
+
+impl<S: Scalar> Default for ImplicitWork<S> {
+    fn default() -> Self {
+        let empty = || DVector::zeros(0);
+        ImplicitWork {
+            matrix: DMatrix::zeros(0, 0),
+            factor: MassFactor::default(),
+            rhs: empty(),
+            probe: empty(),
+            plus: empty(),
+            minus: empty(),
+        }
+    }
+}
+
+impl<S: Scalar> ImplicitWork<S> {
+    /// Replaces the acceleration `qacc` (which satisfies `M·qacc = f`) by `(M − h·D)⁻¹ f`, for
+    /// the model's implicit integrator (`coriolis`: `implicit`, else `implicitfast`).
+    pub(crate) fn correct(
+        &mut self,
+        model: &Model<S>,
+        (kin, links): (&Kinematics<S>, &mut LinkBuffers<S>),
+        mass: &DMatrix<S>,
+        inputs: &DerivativeInputs<'_, S>,
+        coriolis: bool,
+        qacc: &mut DVector<S>,
+    ) -> Result<(), StepError> {
+        if model.medium.density.lane(0) > 0.0 || model.medium.viscosity.lane(0) > 0.0 {
+            return Err(StepError::Unsupported { what: "implicit integration with fluid forces".into() });
+        }
+        let (h, nv) = (model.timestep, model.nv());
+        velocity_derivative(model, inputs, &mut self.matrix);
+        for (entry, &m) in self.matrix.iter_mut().zip(mass.iter()) {
+            *entry = m - h * *entry;
+        }
+        zero_vector(&mut self.rhs, nv);
+        self.rhs.gemv(S::one(), mass, qacc, S::zero());
+        copy_vector(qacc, &self.rhs);
+        if coriolis {
+            self.add_coriolis_derivative(model, (kin, links), inputs.point.qvel, 0..nv);
+            lu_solve_in_place(&mut self.matrix, qacc);
+            return Ok(());
+        }
+        self.factor.factorize(model, &self.matrix)?;
+        self.factor.solve_in_place(qacc);
+        // MuJoCo's implicitfast keeps the gyroscopic derivative of a free body alone in its tree:
+        // its 6 × 6 block is solved apart, with an LU.
+        for joint in model.joints().iter().filter(|j| standalone_free_body(model, j.body)) {
+            let block = joint.dof_adr()..joint.dof_adr() + 6;
+            self.add_coriolis_derivative(model, (kin, links), inputs.point.qvel, block.clone());
+            let mut a = self.matrix.view((block.start, block.start), (6, 6)).into_owned();
+            let mut x = self.rhs.rows(block.start, 6).into_owned();
+            lu_solve_in_place(&mut a, &mut x);
+            qacc.rows_mut(block.start, 6).copy_from(&x);
+        }
+        Ok(())
+    }
+
+    /// Adds `h·∂C/∂v` to the columns `columns` of the matrix (`M − h·D` becomes
+    /// `M − h·(D − ∂C/∂v)` there). The bias force `C(q, v)` is quadratic in `v` (gravity aside),
+    /// so each column of its derivative is exact from two evaluations:
+    /// `∂C/∂v · e = (C(v + e) − C(v − e))/2`.
+    fn add_coriolis_derivative(
+        &mut self,
+        model: &Model<S>,
+        (kin, links): (&Kinematics<S>, &mut LinkBuffers<S>),
+        qvel: &DVector<S>,
+        columns: Range<usize>,
+    ) {
+        let scale = model.timestep * S::from_f64(0.5);
+        for j in columns {
+            for (sign, out) in [(S::one(), &mut self.plus), (-S::one(), &mut self.minus)] {
+                copy_vector(&mut self.probe, qvel);
+                self.probe[j] += sign;
+                zero_vector(out, model.nv());
+                rnea(model, kin, &self.probe, None, links, out);
+            }
+            for i in 0..model.nv() {
+                self.matrix[(i, j)] += (self.plus[i] - self.minus[i]) * scale;
+            }
+        }
+    }
+}
+
+/// MuJoCo's standalone free body: a body whose only joint is free, alone in its tree (six
+/// degrees of freedom) with no mass below it.
+fn standalone_free_body<S: Scalar>(model: &Model<S>, body: usize) -> bool {
+    let bodies = model.bodies();
+    let joints = bodies[body].joints();
+    let free = joints.len() == 1 && model.joints()[joints.start].kind() == JointKind::Free;
+    let below = |b: usize| {
+        let mut p = b;
+        while p != 0 && p != body {
+            p = bodies[p].parent();
+        }
+        p == body && b != body
+    };
+    free && (1..bodies.len())
+        .filter(|&b| below(b))
+        .all(|b| bodies[b].joints().is_empty() && bodies[b].mass.lane(0) == 0.0)
+}
+
+/// `D = ∂(f_passive + f_actuator)/∂v` into `d` (MuJoCo's `mjd_passive_vel` and
+/// `mjd_actuator_vel`): joint and tendon damping, and each actuator's velocity gain and bias
+/// along its transmission, except where its force is clamped to its range. As MuJoCo's, the
+/// velocity gain multiplies the raw control (not clamped) of an actuator without dynamics.
+fn velocity_derivative<S: Scalar>(model: &Model<S>, inputs: &DerivativeInputs<'_, S>, d: &mut DMatrix<S>) {
+    let nv = model.nv();
+    zero_matrix(d, nv, nv);
+    if model.enabled.damper {
+        for joint in model.joints() {
+            let adr = joint.dof_adr();
+            for k in adr..adr + joint.kind().nv() {
+                d[(k, k)] -= joint.damping;
+            }
+        }
+        for tendon in model.tendons() {
+            add_outer(model, tendon.joints(), &tendon.coefs, -tendon.damping, d);
+        }
+    }
+    if !model.enabled.actuation {
+        return;
+    }
+    for (actuator, &u) in model.actuators().iter().zip(inputs.ctrl) {
+        let terms = actuator_force(model, actuator, inputs.point, u, inputs.act_rate);
+        let input = match actuator.dynamics {
+            Dynamics::None => u,
+            _ => terms.input,
+        };
+        let slope = actuator.bias[2] + actuator.gain[2] * input;
+        let slope = match actuator.force_range {
+            Some([lo, hi]) => {
+                let clamped = terms.unclamped.less_eq(lo) | terms.unclamped.greater_eq(hi);
+                S::select(clamped, S::zero(), slope)
+            }
+            None => slope,
+        };
+        let gear2 = actuator.gear * actuator.gear;
+        match actuator.transmission() {
+            Transmission::Joint(j) => {
+                let k = model.joints()[j].dof_adr();
+                d[(k, k)] += gear2 * slope;
+            }
+            Transmission::Tendon(t) => {
+                let tendon = &model.tendons()[t];
+                add_outer(model, tendon.joints(), &tendon.coefs, gear2 * slope, d);
+            }
+        }
+    }
+}
+
+/// `d += b · c cᵀ` for the joint-space vector `c` with coefficients `coefs` on `joints`' degrees
+/// of freedom (a fixed tendon's Jacobian), on the tree's sparsity only: as MuJoCo's `qDeriv`,
+/// which has no entry between two branches of a tree.
+fn add_outer<S: Scalar>(model: &Model<S>, joints: &[usize], coefs: &[S], b: S, d: &mut DMatrix<S>) {
+    for (&ji, &ci) in joints.iter().zip(coefs) {
+        for (&jk, &ck) in joints.iter().zip(coefs) {
+            let (i, k) = (model.joints()[ji].dof_adr(), model.joints()[jk].dof_adr());
+            if model.tree().on_one_path(i, k) {
+                d[(i, k)] += b * ci * ck;
+            }
+        }
+    }
+}
+
+/// Solves `a x = b` in place (`b` becomes `x`, `a` its LU factors) by Gaussian elimination
+/// without pivoting, as MuJoCo's sparse LU of `M − h·D` does: the mass matrix's diagonal
+/// dominates.
+fn lu_solve_in_place<S: Scalar>(a: &mut DMatrix<S>, b: &mut DVector<S>) {
+    let n = b.len();
+    for k in 0..n {
+        let pivot = a[(k, k)];
+        for i in k + 1..n {
+            let factor = a[(i, k)] / pivot;
+            for j in k + 1..n {
+                let akj = a[(k, j)];
+                a[(i, j)] -= factor * akj;
+            }
+            let bk = b[k];
+            b[i] -= factor * bk;
+        }
+    }
+    for k in (0..n).rev() {
+        let mut x = b[k];
+        for j in k + 1..n {
+            x -= a[(k, j)] * b[j];
+        }
+        b[k] = x / a[(k, k)];
+    }
+}
