@@ -194,7 +194,9 @@ fn free_fall_follows_the_parabola() {
             // Semi-implicit Euler: v_n = v0 + n h g, x_n = x0 + n h v0 + h² g n(n+1)/2. The
             // implicit integrators too: the centre of mass's motion has no velocity-dependent
             // force, whatever the spin.
-            Integrator::Euler | Integrator::Implicit | Integrator::ImplicitFast => (x0 + v0 * (n * h) + g * (h * h * n * (n + 1.0) / 2.0), v0 + g * (n * h)),
+            Integrator::Euler | Integrator::Implicit | Integrator::ImplicitFast => {
+                (x0 + v0 * (n * h) + g * (h * h * n * (n + 1.0) / 2.0), v0 + g * (n * h))
+            }
         };
         let x = state.qpos.fixed_rows::<3>(0).into_owned();
         let v = state.qvel.fixed_rows::<3>(0).into_owned();

@@ -33,6 +33,7 @@ proptest! {
             .map(|_| Seed {
                 qpos: common::random_vector(model.nv(), &mut rng, 1.0),
                 qvel: common::random_vector(model.nv(), &mut rng, 1.0),
+                act: common::random_vector(model.na(), &mut rng, 1.0),
                 ctrl: common::random_vector(model.nu(), &mut rng, 1.0),
                 params: Some((0..params).map(|_| rng.uniform(-0.01, 0.01)).collect()),
             })

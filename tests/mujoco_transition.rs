@@ -1,7 +1,9 @@
 //! phyz's exact step Jacobians against MuJoCo's centred finite differences
 //! (`mjd_transitionFD`, eps 1e-6; reference data from tools/mujoco_transition_reference.py) on
-//! every gymnasium model's smooth dynamics (constraints off), and with contacts and limits under
-//! `mujoco_compat`, stepped with Euler as `mjd_transitionFD` requires.
+//! every gymnasium model's smooth dynamics (constraints off) and on the models with activations
+//! (the state is then `(q, v, act)`), mocap bodies or an implicit integrator, and with contacts
+//! and limits under `mujoco_compat`; RK4 models are stepped with Euler, as `mjd_transitionFD`
+//! requires.
 
 mod common;
 
@@ -25,7 +27,6 @@ fn matrix(rows: Vec<Vec<f64>>, columns: usize) -> DMatrix<f64> {
 #[test]
 fn exact_jacobians_match_mujocos_finite_differences() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let gym = root.join("../shared/models/gymnasium");
     let mut names: Vec<String> = std::fs::read_dir(root.join("tests/reference"))
         .expect("reference data")
         .filter_map(|e| e.ok())
@@ -37,17 +38,20 @@ fn exact_jacobians_match_mujocos_finite_differences() {
     let mut failures = Vec::new();
     for name in &names {
         let reference = root.join("tests/reference").join(name);
-        let mut model = mjcf::load(gym.join(format!("{name}.xml"))).expect("model");
+        let mut model = mjcf::load(model_file(name)).expect("model");
         model.enabled.constraint = false;
-        model.integrator = Integrator::Euler;
+        // mjd_transitionFD refuses RK4: the reference steps those models with Euler.
+        if model.integrator == Integrator::Rk4 {
+            model.integrator = Integrator::Euler;
+        }
         let state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
         let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
         let ctrl = ctrl[..model.nu()].to_vec();
         let jac = step_jacobians(&model, &state, &ctrl).expect("jacobians");
-        let two_nv = 2 * model.nv();
-        let a = matrix(read_rows(&reference.join("transition_A.csv"), false), two_nv);
+        let n = 2 * model.nv() + model.na();
+        let a = matrix(read_rows(&reference.join("transition_A.csv"), false), n);
         let b_rows = read_rows(&reference.join("transition_B.csv"), false);
-        let b = if model.nu() == 0 { DMatrix::zeros(two_nv, 0) } else { matrix(b_rows, model.nu()) };
+        let b = if model.nu() == 0 { DMatrix::zeros(n, 0) } else { matrix(b_rows, model.nu()) };
         let error = |ours: &DMatrix<f64>, theirs: &DMatrix<f64>| {
             (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(1e-12)
         };

@@ -72,6 +72,7 @@ fn random_direction(model: &Model<f64>, steps: usize, params: usize, seed: u64) 
     RolloutDirection {
         dq0: vector(model.nv()),
         dv0: vector(model.nv()),
+        dact0: vector(model.na()),
         du: (0..steps).map(|_| vector(model.nu())).collect(),
         dparams: vector(params),
     }

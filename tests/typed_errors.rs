@@ -449,6 +449,7 @@ fn an_unconverged_contact_solve_is_unconverged_at_its_step() {
     let direction = RolloutDirection {
         dq0: DVector::zeros(nv),
         dv0: DVector::from_element(nv, 1.0),
+        dact0: DVector::zeros(0),
         du: vec![DVector::zeros(nu); controls.len()],
         dparams: DVector::zeros(0),
     };
@@ -469,6 +470,7 @@ fn still_direction(nv: usize, nu: usize, steps: usize) -> RolloutDirection {
     RolloutDirection {
         dq0: DVector::zeros(nv),
         dv0: DVector::zeros(nv),
+        dact0: DVector::zeros(0),
         du: vec![DVector::zeros(nu); steps],
         dparams: DVector::zeros(0),
     }

@@ -5,12 +5,14 @@ the step-Jacobian benchmark against phyz.
 mjd_transitionFD does not support RK4, so models that ask for it are stepped with Euler here,
 and the phyz side does the same (tests/mujoco_transition.rs, `phyz jacobian --euler`).
 
-Reference data (default): for every gymnasium model, with constraints disabled (the smooth
-dynamics, as tools/mujoco_reference.py), at the first state and control of that model's
+Reference data (default): for every gymnasium model, and every other model of
+tools/mujoco_reference.py with activations, mocap bodies or an implicit integrator, with
+constraints disabled (the smooth dynamics, as tools/mujoco_reference.py), at the first state
+(activations and mocap poses included) and control of that model's
 tests/reference/<name>/onestep_in.csv and onestep_ctrl.csv, writes
 
-  tests/reference/<name>/transition_A.csv   2nv rows of 2nv numbers
-  tests/reference/<name>/transition_B.csv   2nv rows of nu numbers
+  tests/reference/<name>/transition_A.csv   n = 2nv + na rows of n numbers (state (q, v, act))
+  tests/reference/<name>/transition_B.csv   n rows of nu numbers
 
 from mjd_transitionFD(eps=1e-6, centred). tests/mujoco_transition.rs compares phyz's exact
 Jacobians with them.
@@ -36,7 +38,7 @@ import time
 import mujoco
 import numpy as np
 
-from mujoco_reference import DEFAULT_GYM_DIR, REPO, fmt, load, route_warnings
+from mujoco_reference import DEFAULT_GYM_DIR, REPO, fmt, load, named_models, route_warnings, set_state, split_state
 
 EPS = 1e-6
 
@@ -56,20 +58,23 @@ def euler(m):
 
 
 def transition(m, d):
-    nv, nu = m.nv, m.nu
-    a = np.zeros((2 * nv, 2 * nv))
-    b = np.zeros((2 * nv, nu))
+    """mjd_transitionFD's A and B (centred): the state (q, v, act), 2nv + na entries."""
+    n, nu = 2 * m.nv + m.na, m.nu
+    a = np.zeros((n, n))
+    b = np.zeros((n, nu))
     mujoco.mjd_transitionFD(m, d, EPS, True, a, b, None, None)
     return a, b
 
 
 def state_of(name, m, d):
+    """The first state and control of the model's one-step data (activations and mocap poses
+    included)."""
     ref = os.path.join(REPO, "tests", "reference", name)
     row = first_row(os.path.join(ref, "onestep_in.csv"), True)
+    qpos, qvel, extras = split_state(m, row[1:])
+    ctrl = first_row(os.path.join(ref, "onestep_ctrl.csv"), False)[: m.nu] if m.nu else []
+    set_state(m, d, qpos, qvel, ctrl, extras)
     d.time = row[0]
-    d.qpos[:] = row[1 : 1 + m.nq]
-    d.qvel[:] = row[1 + m.nq : 1 + m.nq + m.nv]
-    d.ctrl[:] = first_row(os.path.join(ref, "onestep_ctrl.csv"), False)[: m.nu] if m.nu else []
 
 
 def write(path, matrix):
@@ -79,9 +84,15 @@ def write(path, matrix):
 
 
 def reference(gym_dir):
-    for path in sorted(glob.glob(os.path.join(gym_dir, "*.xml"))):
-        name = os.path.splitext(os.path.basename(path))[0]
+    gym = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(gym_dir, "*.xml"))}
+    for name, path in named_models(gym_dir):
+        # The gymnasium set, and the other models with activations, mocap bodies or an implicit
+        # integrator (the rest add no kind of state or step).
         m = euler(load(path))
+        special = m.na or m.nmocap or m.opt.integrator in (mujoco.mjtIntegrator.mjINT_IMPLICIT,
+                                                           mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
+        if name not in gym and not special:
+            continue
         d = mujoco.MjData(m)
         state_of(name, m, d)
         a, b = transition(m, d)

@@ -73,7 +73,7 @@ fn moved(
     }
     let model = model.with_parameters(&values)?;
     let qpos = integrate_position(&model, &start.qpos, &d.dq0, eps);
-    let state = State { qpos, qvel: &start.qvel + &d.dv0 * eps, ..start.clone() };
+    let state = State { qpos, qvel: &start.qvel + &d.dv0 * eps, act: &start.act + &d.dact0 * eps, ..start.clone() };
     let controls = controls
         .iter()
         .zip(&d.du)
@@ -128,6 +128,7 @@ pub fn check_rollout_gradient(
         let d = RolloutDirection {
             dq0: directions.vector(model.nv()),
             dv0: directions.vector(model.nv()),
+            dact0: directions.vector(model.na()),
             du: controls.iter().map(|_| directions.vector(model.nu())).collect(),
             dparams: directions.vector(params.len()),
         };
@@ -155,20 +156,23 @@ pub fn check_step_jacobians(
     h: f64,
 ) -> Result<CheckReport, DualError> {
     let (nv, nu) = (model.nv(), model.nu());
+    let n = 2 * nv + model.na();
     let jac = step_jacobians_lanes::<8>(model, state, ctrl, &[], &mut ContactState::new(config))?;
     let step = |s: &State<f64>, u: &[f64]| -> Result<DVector<f64>, DualError> {
         let next = step_with(model, s, u, &mut ContactState::new(config))?.0;
         // The next state in tangent coordinates around the exact step's.
         let dq = difference_position(model, &next.qpos, &jac.next.qpos);
-        Ok(DVector::from_iterator(2 * nv, dq.iter().chain((&next.qvel - &jac.next.qvel).iter()).copied()))
+        let (dv, dact) = (&next.qvel - &jac.next.qvel, &next.act - &jac.next.act);
+        Ok(DVector::from_iterator(n, dq.iter().chain(dv.iter()).chain(dact.iter()).copied()))
     };
     let mut report = CheckReport::new();
     let names = |c: usize| match c {
         c if c < nv => format!("A column {c} (qpos tangent {c})"),
         c if c < 2 * nv => format!("A column {c} (qvel {})", c - nv),
-        c => format!("B column {} (ctrl {})", c - 2 * nv, c - 2 * nv),
+        c if c < n => format!("A column {c} (act {})", c - 2 * nv),
+        c => format!("B column {} (ctrl {})", c - n, c - n),
     };
-    for c in 0..2 * nv + nu {
+    for c in 0..n + nu {
         let (mut plus, mut minus) = (state.clone(), state.clone());
         let (mut up, mut um) = (ctrl.to_vec(), ctrl.to_vec());
         match c {
@@ -182,13 +186,17 @@ pub fn check_step_jacobians(
                 plus.qvel[c - nv] += h;
                 minus.qvel[c - nv] -= h;
             }
+            c if c < n => {
+                plus.act[c - 2 * nv] += h;
+                minus.act[c - 2 * nv] -= h;
+            }
             c => {
-                up[c - 2 * nv] += h;
-                um[c - 2 * nv] -= h;
+                up[c - n] += h;
+                um[c - n] -= h;
             }
         }
         let fd = (step(&plus, &up)? - step(&minus, &um)?) / (2.0 * h);
-        let exact = if c < 2 * nv { jac.a.column(c).into_owned() } else { jac.b.column(c - 2 * nv).into_owned() };
+        let exact = if c < n { jac.a.column(c).into_owned() } else { jac.b.column(c - n).into_owned() };
         // nalgebra's `amax` skips NaN: a non-finite entry is reported as such.
         let finite = exact.iter().chain(fd.iter()).all(|x| x.is_finite());
         let scale = exact.amax().max(fd.amax()).max(1e-9);

@@ -14,6 +14,8 @@ pub struct Seed {
     /// Position direction in tangent coordinates (`nv` entries): `q(ε) = q ⊕ ε·qpos`.
     pub qpos: DVector<f64>,
     pub qvel: DVector<f64>,
+    /// Direction in the activations (`na` entries).
+    pub act: DVector<f64>,
     pub ctrl: DVector<f64>,
     /// Direction in the model's parameters, in the order of [`Model::parameters`]; `None`
     /// holds the model fixed.
@@ -26,6 +28,7 @@ impl Seed {
         Seed {
             qpos: DVector::zeros(model.nv()),
             qvel: DVector::zeros(model.nv()),
+            act: DVector::zeros(model.na()),
             ctrl: DVector::zeros(model.nu()),
             params: None,
         }
@@ -36,6 +39,7 @@ impl Seed {
         let dims = [
             ("qpos", model.nv(), self.qpos.len()),
             ("qvel", model.nv(), self.qvel.len()),
+            ("act", model.na(), self.act.len()),
             ("ctrl", model.nu(), self.ctrl.len()),
         ];
         for (what, expected, got) in dims.into_iter().chain(params.map(|(got, expected)| ("params", expected, got))) {
@@ -47,11 +51,12 @@ impl Seed {
     }
 }
 
-/// The derivative of a state along a direction, in tangent coordinates (`nv` + `nv`).
+/// The derivative of a state along a direction, in tangent coordinates (`nv` + `nv` + `na`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StateTangent {
     pub qpos: DVector<f64>,
     pub qvel: DVector<f64>,
+    pub act: DVector<f64>,
 }
 
 /// A real value with the given tangent in each direction.
@@ -105,14 +110,19 @@ pub(crate) fn push_forward<D: Scalar>(
     let delta = DVector::from_fn(model.nv(), |i, _| lift::<D>(0.0, seeds.iter().map(|s| s.qpos[i])));
     let qpos = integrate_position(&model_d, &state.qpos.map(D::from_f64), &delta, D::one());
     let qvel = DVector::from_fn(model.nv(), |i, _| lift(state.qvel[i], seeds.iter().map(|s| s.qvel[i])));
+    let act = DVector::from_fn(model.na(), |i, _| lift(state.act[i], seeds.iter().map(|s| s.act[i])));
     let ctrl_d: Vec<D> = (0..model.nu()).map(|i| lift(ctrl[i], seeds.iter().map(|s| s.ctrl[i]))).collect();
-    let start = State { qpos, qvel, ..state.cast() };
+    let start = State { qpos, qvel, act, ..state.cast() };
 
     let (next, info) = step_with(&model_d, &start, &ctrl_d, contact)?;
     let next_real = next.lane(0);
     let dq = difference_position(&model_d, &next.qpos, &next_real.qpos.map(D::from_f64));
     let tangents = (0..seeds.len())
-        .map(|k| StateTangent { qpos: dq.map(|x| x.tangent(0, k)), qvel: next.qvel.map(|x| x.tangent(0, k)) })
+        .map(|k| StateTangent {
+            qpos: dq.map(|x| x.tangent(0, k)),
+            qvel: next.qvel.map(|x| x.tangent(0, k)),
+            act: next.act.map(|x| x.tangent(0, k)),
+        })
         .collect();
     Ok((next_real, tangents, info))
 }

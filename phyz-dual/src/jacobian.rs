@@ -9,9 +9,9 @@ use crate::parameter::check_positions;
 use phyz_core::sim::{ContactState, StepInfo};
 use phyz_core::{Model, State};
 
-/// Exact Jacobians of one step, in tangent coordinates (MuJoCo's `mjd_transitionFD`
-/// convention): `a` is `∂(q', v')/∂(q, v)` (`2nv × 2nv`), `b` is `∂(q', v')/∂u` (`2nv × nu`),
-/// `p` is `∂(q', v')/∂θ` for the chosen parameters (`2nv × np`).
+/// Exact Jacobians of one step, in tangent coordinates, the state laid out `(q, v, act)` as
+/// MuJoCo's `mjd_transitionFD` lays it out (`n = 2nv + na`): `a` is `∂x'/∂x` (`n × n`), `b` is
+/// `∂x'/∂u` (`n × nu`), `p` is `∂x'/∂θ` for the chosen parameters (`n × np`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepJacobians {
     pub a: DMatrix<f64>,
@@ -33,7 +33,7 @@ pub fn step_jacobians(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> R
 /// (positions in [`Model::parameters`], see [`crate::Parameter::index`]), from the solver
 /// preset and warm starts in `contact` — the step a simulator with that state would take; the
 /// cache is left as that step leaves it. `N` columns per `DualSVec64<N>` pass
-/// (`⌈(2nv + nu + np) / N⌉` passes).
+/// (`⌈(2nv + na + nu + np) / N⌉` passes).
 pub fn step_jacobians_lanes<const N: usize>(
     model: &Model<f64>,
     state: &State<f64>,
@@ -44,22 +44,24 @@ pub fn step_jacobians_lanes<const N: usize>(
     let (nv, nu, np) = (model.nv(), model.nu(), params.len());
     check_positions(model, params)?;
     let count = model.parameters().len();
-    let columns = 2 * nv + nu + np;
+    let n = 2 * nv + model.na();
+    let columns = n + nu + np;
     let unit = |column: usize| {
         let mut seed = Seed::zeros(model);
         match column {
             c if c < nv => seed.qpos[c] = 1.0,
             c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
-            c if c < 2 * nv + nu => seed.ctrl[c - 2 * nv] = 1.0,
+            c if c < n => seed.act[c - 2 * nv] = 1.0,
+            c if c < n + nu => seed.ctrl[c - n] = 1.0,
             c => {
                 let mut direction = vec![0.0; count];
-                direction[params[c - 2 * nv - nu]] = 1.0;
+                direction[params[c - n - nu]] = 1.0;
                 seed.params = Some(direction);
             }
         }
         seed
     };
-    let mut jac = DMatrix::zeros(2 * nv, columns);
+    let mut jac = DMatrix::zeros(n, columns);
     let mut reached = None;
     let start_cache = contact.clone();
     // At least one pass, so that a model without degrees of freedom still reports its step.
@@ -72,6 +74,7 @@ pub fn step_jacobians_lanes<const N: usize>(
         for (k, t) in tangents.iter().enumerate() {
             jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
             jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);
+            jac.view_mut((2 * nv, start + k), (n - 2 * nv, 1)).copy_from(&t.act);
         }
         if reached.is_none() {
             *contact = cache;
@@ -80,9 +83,9 @@ pub fn step_jacobians_lanes<const N: usize>(
     }
     let (next, info) = reached.ok_or(DualError::TooManySeeds { seeds: columns, directions: N })?;
     Ok(StepJacobians {
-        a: jac.columns(0, 2 * nv).into_owned(),
-        b: jac.columns(2 * nv, nu).into_owned(),
-        p: jac.columns(2 * nv + nu, np).into_owned(),
+        a: jac.columns(0, n).into_owned(),
+        b: jac.columns(n, nu).into_owned(),
+        p: jac.columns(n + nu, np).into_owned(),
         next,
         info,
     })

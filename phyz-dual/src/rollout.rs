@@ -62,9 +62,11 @@ where
 pub struct RolloutGradient {
     /// The objective's value.
     pub value: f64,
-    /// With respect to the initial position (tangent coordinates, `nv`) and velocity.
+    /// With respect to the initial position (tangent coordinates, `nv`), velocity and
+    /// activations.
     pub dq0: DVector<f64>,
     pub dv0: DVector<f64>,
+    pub dact0: DVector<f64>,
     /// With respect to each step's control.
     pub du: Vec<DVector<f64>>,
     /// With respect to the chosen parameters, in their order.
@@ -120,8 +122,16 @@ pub fn rollout_gradient(
     // The terminal cost's `du` is ignored; its state gradients must fit.
     Cost { du: DVector::zeros(model.nu()), ..terminal.clone() }.check(nv, model.nu())?;
     let mut value = terminal.value;
-    // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates.
-    let mut lambda = DVector::from_iterator(2 * nv, terminal.dq.iter().chain(terminal.dv.iter()).copied());
+    // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates, x = (q, v, act); costs do not read the
+    // activations.
+    let n = 2 * nv + model.na();
+    let state_cost = |cost: &Cost| {
+        let mut x = DVector::zeros(n);
+        x.rows_mut(0, nv).copy_from(&cost.dq);
+        x.rows_mut(nv, nv).copy_from(&cost.dv);
+        x
+    };
+    let mut lambda = state_cost(&terminal);
     let mut du = vec![DVector::zeros(model.nu()); controls.len()];
     let mut dparams = DVector::zeros(params.len());
     for t in (0..controls.len()).rev() {
@@ -131,13 +141,13 @@ pub fn rollout_gradient(
         let jac = &steps[t];
         du[t] = &cost.du + jac.b.tr_mul(&lambda);
         dparams += jac.p.tr_mul(&lambda);
-        let dx = DVector::from_iterator(2 * nv, cost.dq.iter().chain(cost.dv.iter()).copied());
-        lambda = dx + jac.a.tr_mul(&lambda);
+        lambda = state_cost(&cost) + jac.a.tr_mul(&lambda);
     }
     Ok(RolloutGradient {
         value,
         dq0: lambda.rows(0, nv).into_owned(),
         dv0: lambda.rows(nv, nv).into_owned(),
+        dact0: lambda.rows(2 * nv, n - 2 * nv).into_owned(),
         du,
         dparams,
         states,
@@ -150,6 +160,7 @@ pub fn rollout_gradient(
 pub struct RolloutDirection {
     pub dq0: DVector<f64>,
     pub dv0: DVector<f64>,
+    pub dact0: DVector<f64>,
     pub du: Vec<DVector<f64>>,
     pub dparams: DVector<f64>,
 }
@@ -160,6 +171,7 @@ impl RolloutDirection {
     pub fn dot(&self, gradient: &RolloutGradient) -> f64 {
         self.dq0.dot(&gradient.dq0)
             + self.dv0.dot(&gradient.dv0)
+            + self.dact0.dot(&gradient.dact0)
             + self.du.iter().zip(&gradient.du).map(|(d, g)| d.dot(g)).sum::<f64>()
             + self.dparams.dot(&gradient.dparams)
     }
@@ -200,6 +212,7 @@ pub fn rollout_directional<const N: usize>(
         let sizes = [
             ("direction dq0", nv, d.dq0.len()),
             ("direction dv0", nv, d.dv0.len()),
+            ("direction dact0", model.na(), d.dact0.len()),
             ("direction du (steps)", controls.len(), d.du.len()),
             ("direction dparams", params.len(), d.dparams.len()),
         ];
@@ -219,20 +232,22 @@ pub fn rollout_directional<const N: usize>(
         })
     };
     // The tangent of the current state along each direction.
-    let mut tangents: Vec<(DVector<f64>, DVector<f64>)> =
-        directions.iter().map(|d| (d.dq0.clone(), d.dv0.clone())).collect();
+    let mut tangents: Vec<StateTangent> = directions
+        .iter()
+        .map(|d| StateTangent { qpos: d.dq0.clone(), qvel: d.dv0.clone(), act: d.dact0.clone() })
+        .collect();
     let mut states = vec![start.clone()];
     let (mut value, mut derivative) = (0.0, vec![0.0; directions.len()]);
     // Adds a cost term's value and its derivative along each direction.
-    let mut add = |cost: &Cost, tangents: &[(DVector<f64>, DVector<f64>)], du: Option<usize>| {
+    let mut add = |cost: &Cost, tangents: &[StateTangent], du: Option<usize>| {
         Cost { du: DVector::zeros(nu), ..cost.clone() }.check(nv, nu)?;
         if du.is_some() {
             cost.check(nv, nu)?;
         }
         value += cost.value;
-        for (k, (dq, dv)) in tangents.iter().enumerate() {
+        for (k, tangent) in tangents.iter().enumerate() {
             let control = du.map_or(0.0, |t| cost.du.dot(&directions[k].du[t]));
-            derivative[k] += cost.dq.dot(dq) + cost.dv.dot(dv) + control;
+            derivative[k] += cost.dq.dot(&tangent.qpos) + cost.dv.dot(&tangent.qvel) + control;
         }
         Ok::<(), DualError>(())
     };
@@ -242,9 +257,10 @@ pub fn rollout_directional<const N: usize>(
         let seeds: Vec<Seed> = directions
             .iter()
             .zip(&tangents)
-            .map(|(d, (dq, dv))| Seed {
-                qpos: dq.clone(),
-                qvel: dv.clone(),
+            .map(|(d, tangent)| Seed {
+                qpos: tangent.qpos.clone(),
+                qvel: tangent.qvel.clone(),
+                act: tangent.act.clone(),
                 ctrl: d.du[t].clone(),
                 params: seed_params(d),
             })
@@ -254,10 +270,9 @@ pub fn rollout_directional<const N: usize>(
         if !info.converged {
             return Err(at_step(t)(DualError::Unconverged { residual: info.residual }));
         }
-        tangents = moved.into_iter().map(|m| (m.qpos, m.qvel)).collect();
+        tangents = moved;
         states.push(next);
     }
     add(&objective.terminal(&states[controls.len()]), &tangents, None)?;
-    let final_tangents = tangents.into_iter().map(|(qpos, qvel)| StateTangent { qpos, qvel }).collect();
-    Ok(RolloutTangents { value, derivatives: derivative, final_tangents, states })
+    Ok(RolloutTangents { value, derivatives: derivative, final_tangents: tangents, states })
 }

@@ -105,6 +105,7 @@ fn fly(model: &Model<f64>, launch: &DVector<f64>, config: SolverConfig) -> Resul
                 RolloutDirection {
                     dq0: DVector::zeros(nv),
                     dv0,
+                    dact0: DVector::zeros(0),
                     du: vec![DVector::zeros(0); STEPS],
                     dparams: DVector::zeros(0),
                 }
