@@ -307,3 +307,51 @@ fn mesh_assets_that_cannot_be_read_name_the_mesh_element() {
     let unknown = error(&with_mesh(r#"<mesh name="other" file="tests/models/meshes/block.stl"/>"#));
     assert_eq!(unknown.location.element, "geom", "{unknown}");
 }
+
+/// A survey (what `phyz info` lists) sets each unsupported part aside and goes on: every one is
+/// reported at its element, an attribute inherited from a default class is taken out of the
+/// class, and the rest of the model loads.
+#[test]
+fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
+    let dir = std::env::temp_dir().join(format!("phyz-survey-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let xml = r#"<mujoco>
+  <default><default class="springy"><joint springdamper="0.5 1"/></default></default>
+  <asset><hfield name="ground" nrow="2" ncol="2" size="1 1 0.1 0.1"/></asset>
+  <worldbody>
+    <body name="a" pos="0 0 1" gravcomp="1">
+      <joint name="ja" class="springy" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <site name="s1"/>
+      <body name="b" pos="0.3 0 0">
+        <joint name="jb" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.05"/>
+        <site name="s2"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><spatial name="rope"><site site="s1"/><site site="s2"/></spatial></tendon>
+  <actuator><motor joint="jb"/><muscle joint="ja"/></actuator>
+</mujoco>"#;
+    let path = dir.join("survey.xml");
+    std::fs::write(&path, xml).expect("written");
+    let survey = mjcf::survey(&path);
+    std::fs::remove_dir_all(&dir).ok();
+    let found: Vec<(String, u32)> =
+        survey.unsupported.iter().map(|e| (e.location.element.clone(), e.location.line)).collect();
+    for e in &survey.unsupported {
+        assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)), "{e}");
+    }
+    let expected = [("hfield", 3), ("body", 5), ("joint", 6), ("spatial", 16), ("muscle", 17)];
+    for (element, line) in expected {
+        assert!(found.contains(&(element.to_string(), line)), "{element} at line {line} missing from {found:?}");
+    }
+    assert_eq!(found.len(), expected.len(), "{found:?}");
+    let model = survey.model.expect("the rest loads");
+    assert_eq!((model.nv(), model.nu()), (2, 1));
+    // A plain load still stops at the first.
+    assert!(matches!(
+        mjcf::parse(xml, "survey.xml").map(|_| ()),
+        Err(MjcfError { kind: MjcfErrorKind::Unsupported(_), .. })
+    ));
+}

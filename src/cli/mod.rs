@@ -116,7 +116,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         #[cfg(feature = "dual")]
         Command::Throw(args) => throw::run(args),
         Command::Demo(args) => demo::run(args),
-        Command::Info { model } => info::run(&load(&model)?),
+        Command::Info { model } => info::run(&model),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         #[cfg(feature = "dual")]

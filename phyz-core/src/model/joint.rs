@@ -21,6 +21,16 @@ pub enum JointKind {
 }
 
 impl JointKind {
+    /// MJCF's name for the kind.
+    pub const fn name(self) -> &'static str {
+        match self {
+            JointKind::Free => "free",
+            JointKind::Ball => "ball",
+            JointKind::Hinge => "hinge",
+            JointKind::Slide => "slide",
+        }
+    }
+
     /// Number of position coordinates.
     pub const fn nq(self) -> usize {
         match self {

@@ -195,7 +195,7 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
         s.angles.degrees = angle == "degree";
     }
     if el.keyword("coordinate", &["local", "global"])? == Some("global") {
-        return Err(el.unsupported("coordinate=\"global\" (removed from MuJoCo too)"));
+        return Err(el.unsupported_attribute("coordinate", "coordinate=\"global\" (removed from MuJoCo too)"));
     }
     if let Some(mode) = el.keyword("inertiafromgeom", &["true", "false", "auto"])? {
         s.inertia_from_geom = match mode {
@@ -299,7 +299,7 @@ impl<'a> Compiler<'a> {
             Some("Euler") | None => b.integrator = Integrator::Euler,
             Some("implicit") => b.integrator = Integrator::Implicit,
             Some("implicitfast") => b.integrator = Integrator::ImplicitFast,
-            Some(other) => return Err(el.unsupported(format!("integrator=\"{other}\""))),
+            Some(other) => return Err(el.unsupported_attribute("integrator", format!("integrator=\"{other}\""))),
         }
         match el.keyword("cone", &["pyramidal", "elliptic"])? {
             Some("elliptic") => b.contact.cone = Cone::Elliptic,
@@ -542,7 +542,7 @@ impl<'a> Compiler<'a> {
         el.reject_nonzero("springdamper")?;
         el.reject_unless("actuatorgravcomp", &["false"])?;
         if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
-            return Err(el.unsupported("joint actuator force limits (actuatorfrcrange)"));
+            return Err(el.unsupported_attribute("actuatorfrcrange", "joint actuator force limits (actuatorfrcrange)"));
         }
         let name = el.string("name").unwrap_or_default();
         let kind = match el.keyword("type", &["free", "ball", "slide", "hinge"])?.unwrap_or("hinge") {
@@ -617,7 +617,7 @@ impl<'a> Compiler<'a> {
                     ])?;
                     for inline in ["vertex", "face", "builtin", "refpos", "refquat"] {
                         if el.has(inline) {
-                            return Err(el.unsupported(format!("mesh attribute `{inline}`")));
+                            return Err(el.unsupported_attribute(inline, format!("mesh attribute `{inline}`")));
                         }
                     }
                     el.reject_unless("inertia", &["legacy", "convex", "exact"])?;
@@ -802,7 +802,9 @@ impl<'a> Compiler<'a> {
             ])?;
             el.reject_nonzero("armature")?;
             if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
-                return Err(el.unsupported("tendon actuator force limits (actuatorfrcrange)"));
+                return Err(
+                    el.unsupported_attribute("actuatorfrcrange", "tendon actuator force limits (actuatorfrcrange)")
+                );
             }
             let mut joints = Vec::new();
             for j in self.parsed.children(child) {
@@ -941,7 +943,10 @@ impl<'a> Compiler<'a> {
             None | Some(-1) => {}
             Some(d) if d == i64::from(stateful) => {}
             Some(d) => {
-                return Err(el.unsupported(format!("actdim=\"{d}\" (one activation per actuator with dynamics)")));
+                return Err(el.unsupported_attribute(
+                    "actdim",
+                    format!("actdim=\"{d}\" (one activation per actuator with dynamics)"),
+                ));
             }
         }
         let three = |v: [f64; 10]| [v[0], v[1], v[2]];
@@ -978,12 +983,12 @@ impl<'a> Compiler<'a> {
                 let gain = match el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") {
                     "fixed" => [gain[0], 0.0, 0.0],
                     "affine" => gain,
-                    other => return Err(el.unsupported(format!("gaintype=\"{other}\""))),
+                    other => return Err(el.unsupported_attribute("gaintype", format!("gaintype=\"{other}\""))),
                 };
                 let bias = match el.keyword("biastype", &["none", "affine", "muscle", "user"])?.unwrap_or("none") {
                     "none" => [0.0; 3],
                     "affine" => bias,
-                    other => return Err(el.unsupported(format!("biastype=\"{other}\""))),
+                    other => return Err(el.unsupported_attribute("biastype", format!("biastype=\"{other}\""))),
                 };
                 (gain, bias)
             }
@@ -1071,7 +1076,7 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
                 "integrator" => Ok(Dynamics::Integrator),
                 "filter" => filter(time_constant, false),
                 "filterexact" => filter(time_constant, true),
-                other => Err(el.unsupported(format!("dyntype=\"{other}\""))),
+                other => Err(el.unsupported_attribute("dyntype", format!("dyntype=\"{other}\""))),
             }
         }
         "position" => match el.number_or("timeconst", 0.0)? {

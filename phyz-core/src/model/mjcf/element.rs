@@ -6,7 +6,7 @@ use std::path::Path;
 
 use roxmltree::Node;
 
-use super::error::{Location, MjcfError, MjcfErrorKind};
+use super::error::{Location, MjcfError, MjcfErrorKind, Unsupported};
 use super::source::Located;
 
 pub(super) fn location(file: &Path, node: &Node<'_, '_>) -> Location {
@@ -41,7 +41,14 @@ impl<'a, 'd> Element<'a, 'd> {
     }
 
     pub(super) fn unsupported(&self, message: impl Into<String>) -> MjcfError {
-        MjcfError { location: self.location(), kind: MjcfErrorKind::Unsupported(message.into()) }
+        let kind = MjcfErrorKind::Unsupported(Unsupported { what: message.into(), attribute: None });
+        MjcfError { location: self.location(), kind }
+    }
+
+    /// An unsupported value of the attribute `name` (the rest of the element is supported).
+    pub(super) fn unsupported_attribute(&self, name: &'static str, message: impl Into<String>) -> MjcfError {
+        let kind = MjcfErrorKind::Unsupported(Unsupported { what: message.into(), attribute: Some(name) });
+        MjcfError { location: self.location(), kind }
     }
 
     /// Every attribute written on the element must be one of `known`.
@@ -153,17 +160,21 @@ impl<'a, 'd> Element<'a, 'd> {
 
     /// Errors when a physics attribute phyz does not implement is set to anything but its
     /// neutral value.
-    pub(super) fn reject_unless(&self, name: &str, neutral: &[&str]) -> Result<(), MjcfError> {
+    pub(super) fn reject_unless(&self, name: &'static str, neutral: &[&str]) -> Result<(), MjcfError> {
         match self.raw(name) {
-            Some(v) if !neutral.contains(&v.trim()) => Err(self.unsupported(format!("attribute `{name}=\"{v}\"`"))),
+            Some(v) if !neutral.contains(&v.trim()) => {
+                Err(self.unsupported_attribute(name, format!("attribute `{name}=\"{v}\"`")))
+            }
             _ => Ok(()),
         }
     }
 
     /// Errors when a numeric physics attribute phyz does not implement is non-zero.
-    pub(super) fn reject_nonzero(&self, name: &str) -> Result<(), MjcfError> {
+    pub(super) fn reject_nonzero(&self, name: &'static str) -> Result<(), MjcfError> {
         match self.numbers(name)? {
-            Some(v) if v.iter().any(|x| *x != 0.0) => Err(self.unsupported(format!("non-zero `{name}`"))),
+            Some(v) if v.iter().any(|x| *x != 0.0) => {
+                Err(self.unsupported_attribute(name, format!("non-zero `{name}`")))
+            }
             _ => Ok(()),
         }
     }

@@ -36,9 +36,31 @@ pub enum MjcfErrorKind {
     #[error("{0}")]
     Invalid(String),
     #[error("not supported by phyz: {0}")]
-    Unsupported(String),
+    Unsupported(Unsupported),
     #[error(transparent)]
     Model(#[from] ModelError),
+}
+
+/// What phyz does not implement: a description, and the attribute when it is one attribute's
+/// value (set on the element or inherited from its default class) and not the whole element.
+/// It reads as its description (`&str`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unsupported {
+    pub what: String,
+    pub attribute: Option<&'static str>,
+}
+
+impl std::ops::Deref for Unsupported {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.what
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)
+    }
 }
 
 /// A model file that cannot be loaded, and where.

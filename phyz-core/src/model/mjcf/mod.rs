@@ -17,7 +17,7 @@ mod source;
 
 use std::path::Path;
 
-pub use error::{Location, MjcfError, MjcfErrorKind};
+pub use error::{Location, MjcfError, MjcfErrorKind, Unsupported};
 
 use crate::model::Model;
 
@@ -31,4 +31,40 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model<f64>, MjcfError> {
 pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Model<f64>, MjcfError> {
     let sources = source::Sources::read(path.as_ref(), Some(text.to_string()))?;
     compile::compile(&sources.parse()?)
+}
+
+/// What loading a model finds when the unsupported parts are set aside instead of stopping
+/// the load: every unsupported element or attribute, in the order met, and the model made of
+/// the rest (or the first error of another kind).
+#[derive(Debug)]
+pub struct Survey {
+    pub unsupported: Vec<MjcfError>,
+    pub model: Result<Model<f64>, MjcfError>,
+}
+
+/// Most unsupported parts a survey sets aside before it gives up.
+const MAX_SET_ASIDE: usize = 1000;
+
+/// Loads `path` as [`load`] does, but where [`load`] stops at the first unsupported element
+/// or attribute, this records it, takes it out of the model's text and loads again, until the
+/// rest loads (`phyz info`'s full listing of what phyz does not support).
+pub fn survey(path: impl AsRef<Path>) -> Survey {
+    let mut unsupported = Vec::new();
+    let mut sources = match source::Sources::read(path.as_ref(), None) {
+        Ok(sources) => sources,
+        Err(e) => return Survey { unsupported, model: Err(e) },
+    };
+    loop {
+        let model = sources.parse().and_then(|parsed| compile::compile(&parsed));
+        match model {
+            Err(e) if unsupported.len() < MAX_SET_ASIDE => {
+                let MjcfErrorKind::Unsupported(what) = &e.kind else { return Survey { unsupported, model: Err(e) } };
+                if !sources.without(&e.location, what.attribute) {
+                    return Survey { unsupported, model: Err(e) };
+                }
+                unsupported.push(e);
+            }
+            model => return Survey { unsupported, model },
+        }
+    }
 }

@@ -84,6 +84,52 @@ impl Sources {
         Ok(sources)
     }
 
+    /// Takes out of the text what an error at `location` is about — its `attribute` (on the
+    /// element, else on the default classes of the element's group that set it) or the
+    /// element — so that the rest of the model can be read. False when there is nothing to take.
+    pub(super) fn without(&mut self, location: &Location, attribute: Option<&str>) -> bool {
+        let mut cuts: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        for (index, (path, text)) in self.files.iter().enumerate() {
+            let Ok(doc) = parse(text) else { return false };
+            let at = |node: &Node<'_, '_>| {
+                let pos = doc.text_pos_at(node.range().start);
+                *path == location.file && (pos.row, pos.col) == (location.line, location.column)
+            };
+            let Some(node) = doc.descendants().find(|n| n.is_element() && at(n)) else { continue };
+            let Some(name) = attribute else {
+                cuts.push((index, node.range()));
+                break;
+            };
+            match node.attributes().find(|a| a.name() == name) {
+                Some(attribute) => cuts.push((index, attribute.range())),
+                None => cuts.extend(self.defaults_setting(node.tag_name().name(), name)),
+            }
+            break;
+        }
+        // Later ranges first, so that earlier ones keep their offsets.
+        cuts.sort_by_key(|(file, range)| (*file, std::cmp::Reverse(range.start)));
+        for (file, range) in &cuts {
+            self.files[*file].1.replace_range(range.clone(), "");
+        }
+        !cuts.is_empty()
+    }
+
+    /// Where the default classes of `tag`'s group set `attribute`, as (file, byte range).
+    fn defaults_setting(&self, tag: &str, attribute: &str) -> Vec<(usize, std::ops::Range<usize>)> {
+        let group = super::defaults::group(tag);
+        let mut out = Vec::new();
+        for (index, (_, text)) in self.files.iter().enumerate() {
+            let Ok(doc) = parse(text) else { continue };
+            let in_defaults = |n: &Node<'_, '_>| n.parent().is_some_and(|p| p.has_tag_name("default"));
+            for node in doc.descendants().filter(|n| n.is_element() && in_defaults(n)) {
+                if group.is_some() && super::defaults::group(node.tag_name().name()) == group {
+                    out.extend(node.attributes().filter(|a| a.name() == attribute).map(|a| (index, a.range())));
+                }
+            }
+        }
+        out
+    }
+
     /// Every file parsed, with a map from include path to its document.
     pub(super) fn parse(&self) -> Result<Parsed<'_>, MjcfError> {
         let mut docs = Vec::new();
