@@ -54,7 +54,11 @@ fn spring_oscillates_at_its_natural_frequency() {
 
 #[test]
 fn motor_controls_are_clamped_and_geared() {
-    let motor = ActuatorSpec { gear: 2.0, ctrl_range: Some([-1.0, 1.0]), ..ActuatorSpec::motor("push", "x") };
+    let motor = ActuatorSpec {
+        gear: [2.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ctrl_range: Some([-1.0, 1.0]),
+        ..ActuatorSpec::motor("push", "x")
+    };
     let model = slider(JointSpec::slide("x", Vector3::x()), Some(motor), Integrator::Euler);
     let start = model.default_state();
     // Control 5 is clamped to 1: force = gear · 1 = 2 N on 2 kg.
@@ -63,7 +67,11 @@ fn motor_controls_are_clamped_and_geared() {
     let at_bound = step(&model, &start, &[1.0]).expect("step");
     assert_eq!(next, at_bound);
     // A force range clamps the force itself.
-    let limited = ActuatorSpec { gear: 2.0, force_range: Some([-0.25, 0.25]), ..ActuatorSpec::motor("push", "x") };
+    let limited = ActuatorSpec {
+        gear: [2.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        force_range: Some([-0.25, 0.25]),
+        ..ActuatorSpec::motor("push", "x")
+    };
     let model = slider(JointSpec::slide("x", Vector3::x()), Some(limited), Integrator::Euler);
     let next = step(&model, &start, &[5.0]).expect("step");
     assert!((next.qvel[0] - 0.01 * 2.0 * 0.25 / 2.0).abs() < 1e-15, "{}", next.qvel[0]);

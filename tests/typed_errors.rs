@@ -194,7 +194,10 @@ fn an_actuator_on_nothing_or_with_a_backwards_range_is_an_invalid_actuator() {
         (ActuatorSpec::motor("lost", "nowhere"), "nowhere"),
         (ActuatorSpec { target: Target::Tendon("rope".into()), ..ActuatorSpec::motor("pull", "hinge") }, "rope"),
         (ActuatorSpec { ctrl_range: Some([1.0, -1.0]), ..ActuatorSpec::motor("backwards", "hinge") }, "lo <= hi"),
-        (ActuatorSpec { gear: f64::NAN, ..ActuatorSpec::motor("nan", "hinge") }, "non-finite"),
+        (
+            ActuatorSpec { gear: [f64::NAN, 0.0, 0.0, 0.0, 0.0, 0.0], ..ActuatorSpec::motor("nan", "hinge") },
+            "non-finite",
+        ),
     ];
     for (actuator, reason) in cases {
         let name = actuator.name.clone();

@@ -28,7 +28,7 @@ pub enum Parameter {
     GeomMargin(String),
     /// The model's timestep.
     Timestep,
-    /// An actuator's gear.
+    /// An actuator's gear (the first of its six numbers: a joint's or tendon's).
     ActuatorGear(String),
 }
 
@@ -58,7 +58,7 @@ impl Parameter {
             Parameter::GeomMargin(name) => geom(name)?.margin,
             Parameter::Timestep => indices.timestep,
             Parameter::ActuatorGear(name) => {
-                only("actuator", name, indices.actuators().iter().filter(|a| &a.name == name))?.gear
+                only("actuator", name, indices.actuators().iter().filter(|a| &a.name == name))?.gear[0]
             }
         };
         Ok(index as usize)

@@ -94,6 +94,13 @@ fn features(model: &Model<f64>) {
         Dynamics::Filter { exact: true, .. } => "filterexact",
     };
     line("actuators", counted(model.actuators().iter().map(dynamics)));
+    let transmission = |a: &phyz::model::Actuator<f64>| match a.transmission() {
+        Transmission::Joint(_) => "joint",
+        Transmission::Tendon(_) => "tendon",
+        Transmission::Site { reference: None, .. } => "site",
+        Transmission::Site { reference: Some(_), .. } => "site from refsite",
+    };
+    line("transmissions", counted(model.actuators().iter().map(transmission)));
     let equality = |c: &Coupled| match c {
         Coupled::Joints { .. } => "joint",
         Coupled::Tendons { .. } => "tendon",
@@ -133,12 +140,19 @@ fn parts(model: &Model<f64>) {
     if model.nu() > 0 {
         println!("actuators:");
         for actuator in model.actuators() {
-            let target = match actuator.transmission() {
-                Transmission::Joint(j) => format!("joint {}", model.joints()[j].name),
-                Transmission::Tendon(t) => format!("tendon {}", model.tendons()[t].name),
+            let site = |(body, site): (usize, usize)| model.bodies()[body].sites[site].name.clone();
+            let (target, gear) = match actuator.transmission() {
+                Transmission::Joint(j) => (format!("joint {}", model.joints()[j].name), actuator.gear[0].to_string()),
+                Transmission::Tendon(t) => {
+                    (format!("tendon {}", model.tendons()[t].name), actuator.gear[0].to_string())
+                }
+                Transmission::Site { body, site: s, reference } => {
+                    let from = reference.map(|r| format!(" from site {}", site(r))).unwrap_or_default();
+                    (format!("site {}{from}", site((body, s))), format!("{:?}", actuator.gear))
+                }
             };
             let act = actuator.act_adr().map(|k| format!("  act {k}")).unwrap_or_default();
-            println!("  {:<24} {target}  gear {}{act}", display(&actuator.name), actuator.gear);
+            println!("  {:<24} {target}  gear {gear}{act}", display(&actuator.name));
         }
     }
 }

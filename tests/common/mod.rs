@@ -140,7 +140,7 @@ impl TreeShape {
         }
         for (k, joint) in motors.into_iter().enumerate() {
             let mut motor = ActuatorSpec::motor(format!("m{k}"), joint);
-            motor.gear = rng.uniform(0.5, 2.0);
+            motor.gear[0] = rng.uniform(0.5, 2.0);
             builder.add_actuator(motor);
         }
         builder.build().expect("random model is valid")

@@ -3,8 +3,10 @@
 
 use nalgebra::DVector;
 
+use super::kinematics::Kinematics;
+use super::transmission::{Moment, transmission};
 use crate::Scalar;
-use crate::model::{Actuator, Dynamics, Model, Point, State, Transmission};
+use crate::model::{Actuator, Dynamics, Model, Point, State};
 
 /// MuJoCo's floor on a filter's time constant (`mjMINVAL`).
 const MIN_TIME_CONSTANT: f64 = 1e-15;
@@ -13,9 +15,12 @@ const MIN_TIME_CONSTANT: f64 = 1e-15;
 /// controls and forces clamped to their ranges (MuJoCo's `qfrc_actuator`). Zero when actuation
 /// is disabled.
 pub fn actuator_forces<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> DVector<S> {
-    let (mut f, mut rate) = (DVector::zeros(model.nv()), DVector::zeros(model.na()));
+    let (mut f, mut rate, mut row) = (DVector::zeros(model.nv()), DVector::zeros(model.na()), DVector::zeros(0));
     activation_rates(model, &state.act, ctrl, &mut rate);
-    add_actuator_forces(model, state.point(), ctrl, &rate, &mut f);
+    let mut kin = Kinematics::default();
+    kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
+    kin.update(model, &state.qpos);
+    add_actuator_forces(model, (&kin, &mut row), state.point(), (ctrl, &rate), &mut f);
     f
 }
 
@@ -76,69 +81,55 @@ pub fn integrate_activations<S: Scalar>(model: &Model<S>, act: &DVector<S>, rate
 }
 
 /// What one actuator does at a point: the input its gain multiplies (control or activation),
-/// its force before and after clamping to its range.
-pub(crate) struct ActuatorForce<S> {
+/// its force before and after clamping to its range, and its moment.
+pub(crate) struct ActuatorForce<'a, S: Scalar> {
     pub input: S,
     pub unclamped: S,
     pub force: S,
+    pub moment: Moment<'a, S>,
 }
 
 /// Actuator `actuator`'s force at `point` under control `u` (see [`add_actuator_forces`]);
-/// `rate` holds the activations' rates.
-pub(crate) fn actuator_force<S: Scalar>(
-    model: &Model<S>,
+/// `rate` holds the activations' rates, `row` takes a site transmission's moment.
+pub(crate) fn actuator_force<'a, S: Scalar>(
+    model: &'a Model<S>,
+    (kin, row): (&Kinematics<S>, &'a mut DVector<S>),
     actuator: &Actuator<S>,
     point: Point<'_, S>,
-    u: S,
-    rate: &DVector<S>,
-) -> ActuatorForce<S> {
+    (u, rate): (S, &DVector<S>),
+) -> ActuatorForce<'a, S> {
     let Point { qpos, qvel, act } = point;
     let input = match actuator.act_adr() {
         None => clamped_control(model, actuator, u),
         Some(k) if actuator.act_early => next_activation(model, actuator, act[k], rate[k]),
         Some(k) => act[k],
     };
-    let (length, velocity) = match actuator.transmission() {
-        Transmission::Joint(j) => {
-            let joint = &model.joints()[j];
-            (qpos[joint.qpos_adr()], qvel[joint.dof_adr()])
-        }
-        Transmission::Tendon(t) => {
-            let tendon = &model.tendons()[t];
-            (tendon.length(model, qpos), tendon.velocity(model, qvel))
-        }
-    };
-    let (l, v) = (actuator.gear * length, actuator.gear * velocity);
+    let (l, moment) = transmission(model, kin, actuator, qpos, row);
+    let v = moment.dot(model, qvel);
     let [g0, g1, g2] = actuator.gain;
     let [b0, b1, b2] = actuator.bias;
     let unclamped = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
     let force = actuator.force_range.map_or(unclamped, |[lo, hi]| unclamped.clamp(lo, hi));
-    ActuatorForce { input, unclamped, force }
+    ActuatorForce { input, unclamped, force, moment }
 }
 
-/// Adds `gear · force` along an actuator's transmission to the generalized force `f`.
-pub(crate) fn apply_along<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, force: S, f: &mut [S]) {
-    match actuator.transmission() {
-        Transmission::Joint(j) => f[model.joints()[j].dof_adr()] += actuator.gear * force,
-        Transmission::Tendon(t) => model.tendons()[t].apply(model, actuator.gear * force, f),
-    }
-}
-
-/// Adds the actuators' generalized forces at `point` to `f`: each force reads the clamped
-/// control, or its activation (the one the step ends with, for `actearly`) when it has
-/// dynamics. `rate` holds the activations' rates ([`activation_rates`]).
+/// Adds the actuators' generalized forces at `point` to `f` (`kin` at the same
+/// configuration): each force reads the clamped control, or its activation (the one the step
+/// ends with, for `actearly`) when it has dynamics, and reaches the joints through its
+/// transmission's moment. `rate` holds the activations' rates ([`activation_rates`]); `row` is
+/// storage for a site transmission's moment.
 pub fn add_actuator_forces<S: Scalar>(
     model: &Model<S>,
+    (kin, row): (&Kinematics<S>, &mut DVector<S>),
     point: Point<'_, S>,
-    ctrl: &[S],
-    rate: &DVector<S>,
+    (ctrl, rate): (&[S], &DVector<S>),
     f: &mut DVector<S>,
 ) {
     if !model.enabled.actuation {
         return;
     }
     for (actuator, &u) in model.actuators().iter().zip(ctrl) {
-        let force = actuator_force(model, actuator, point, u, rate).force;
-        apply_along(model, actuator, force, f.as_mut_slice());
+        let terms = actuator_force(model, (kin, &mut *row), actuator, point, (u, rate));
+        terms.moment.apply(model, terms.force, f.as_mut_slice());
     }
 }

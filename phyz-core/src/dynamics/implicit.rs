@@ -20,10 +20,11 @@ use super::actuation::actuator_force;
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::rnea::rnea;
+use super::transmission::Moment;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_matrix, zero_vector};
-use crate::model::{Dynamics, JointKind, Model, Point, Transmission};
+use crate::model::{Dynamics, JointKind, Model, Point};
 
 /// The inputs of `D` at one evaluation: the state, the controls and the activations' rates.
 pub(crate) struct DerivativeInputs<'a, S: Scalar> {
@@ -65,7 +66,7 @@ impl<S: Scalar> ImplicitWork<S> {
     pub(crate) fn correct(
         &mut self,
         model: &Model<S>,
-        (kin, links): (&Kinematics<S>, &mut LinkBuffers<S>),
+        (kin, links, row): (&Kinematics<S>, &mut LinkBuffers<S>, &mut DVector<S>),
         mass: &DMatrix<S>,
         inputs: &DerivativeInputs<'_, S>,
         coriolis: bool,
@@ -75,7 +76,7 @@ impl<S: Scalar> ImplicitWork<S> {
             return Err(StepError::Unsupported { what: "implicit integration with fluid forces".into() });
         }
         let (h, nv) = (model.timestep, model.nv());
-        velocity_derivative(model, inputs, &mut self.matrix);
+        velocity_derivative(model, (kin, row), inputs, &mut self.matrix);
         for (entry, &m) in self.matrix.iter_mut().zip(mass.iter()) {
             *entry = m - h * *entry;
         }
@@ -150,7 +151,12 @@ fn standalone_free_body<S: Scalar>(model: &Model<S>, body: usize) -> bool {
 /// `mjd_actuator_vel`): joint and tendon damping, and each actuator's velocity gain and bias
 /// along its transmission, except where its force is clamped to its range. As MuJoCo's, the
 /// velocity gain multiplies the raw control (not clamped) of an actuator without dynamics.
-fn velocity_derivative<S: Scalar>(model: &Model<S>, inputs: &DerivativeInputs<'_, S>, d: &mut DMatrix<S>) {
+fn velocity_derivative<S: Scalar>(
+    model: &Model<S>,
+    (kin, row): (&Kinematics<S>, &mut DVector<S>),
+    inputs: &DerivativeInputs<'_, S>,
+    d: &mut DMatrix<S>,
+) {
     let nv = model.nv();
     zero_matrix(d, nv, nv);
     if model.enabled.damper {
@@ -161,14 +167,14 @@ fn velocity_derivative<S: Scalar>(model: &Model<S>, inputs: &DerivativeInputs<'_
             }
         }
         for tendon in model.tendons() {
-            add_outer(model, tendon.joints(), &tendon.coefs, -tendon.damping, d);
+            add_outer(model, &Moment::Tendon(tendon, S::one()), -tendon.damping, d);
         }
     }
     if !model.enabled.actuation {
         return;
     }
     for (actuator, &u) in model.actuators().iter().zip(inputs.ctrl) {
-        let terms = actuator_force(model, actuator, inputs.point, u, inputs.act_rate);
+        let terms = actuator_force(model, (kin, &mut *row), actuator, inputs.point, (u, inputs.act_rate));
         let input = match actuator.dynamics {
             Dynamics::None => u,
             _ => terms.input,
@@ -181,32 +187,20 @@ fn velocity_derivative<S: Scalar>(model: &Model<S>, inputs: &DerivativeInputs<'_
             }
             None => slope,
         };
-        let gear2 = actuator.gear * actuator.gear;
-        match actuator.transmission() {
-            Transmission::Joint(j) => {
-                let k = model.joints()[j].dof_adr();
-                d[(k, k)] += gear2 * slope;
-            }
-            Transmission::Tendon(t) => {
-                let tendon = &model.tendons()[t];
-                add_outer(model, tendon.joints(), &tendon.coefs, gear2 * slope, d);
-            }
-        }
+        add_outer(model, &terms.moment, slope, d);
     }
 }
 
-/// `d += b · c cᵀ` for the joint-space vector `c` with coefficients `coefs` on `joints`' degrees
-/// of freedom (a fixed tendon's Jacobian), on the tree's sparsity only: as MuJoCo's `qDeriv`,
-/// which has no entry between two branches of a tree.
-fn add_outer<S: Scalar>(model: &Model<S>, joints: &[usize], coefs: &[S], b: S, d: &mut DMatrix<S>) {
-    for (&ji, &ci) in joints.iter().zip(coefs) {
-        for (&jk, &ck) in joints.iter().zip(coefs) {
-            let (i, k) = (model.joints()[ji].dof_adr(), model.joints()[jk].dof_adr());
+/// `d += b · c cᵀ` for the moment `c` (a tendon's or an actuator's), on the tree's sparsity
+/// only: as MuJoCo's `qDeriv`, which has no entry between two branches of a tree.
+fn add_outer<S: Scalar>(model: &Model<S>, c: &Moment<'_, S>, b: S, d: &mut DMatrix<S>) {
+    c.for_each(model, |i, ci| {
+        c.for_each(model, |k, ck| {
             if model.tree().on_one_path(i, k) {
                 d[(i, k)] += b * ci * ck;
             }
-        }
-    }
+        })
+    });
 }
 
 /// Solves `a x = b` in place (`b` becomes `x`, `a` its LU factors) by Gaussian elimination

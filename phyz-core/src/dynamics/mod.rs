@@ -15,6 +15,7 @@ pub mod passive;
 pub mod position;
 pub mod rnea;
 pub mod smooth;
+pub mod transmission;
 
 pub use aba::forward_dynamics;
 pub use actuation::actuator_forces;

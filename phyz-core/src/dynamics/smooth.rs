@@ -38,6 +38,8 @@ pub struct Smooth<S: Scalar> {
     damped: DMatrix<S>,
     is_damped: bool,
     implicit: ImplicitWork<S>,
+    /// A site transmission's moment row.
+    moment_row: DVector<S>,
 }
 
 impl<S: Scalar> Default for Smooth<S> {
@@ -54,6 +56,7 @@ impl<S: Scalar> Default for Smooth<S> {
             damped: DMatrix::zeros(0, 0),
             is_damped: false,
             implicit: ImplicitWork::default(),
+            moment_row: DVector::zeros(0),
         }
     }
 }
@@ -112,7 +115,8 @@ impl<S: Scalar> Smooth<S> {
             Integrator::Euler | Integrator::Rk4 => return Ok(()),
         };
         let inputs = DerivativeInputs { point, ctrl, act_rate: &self.act_rate };
-        self.implicit.correct(model, (&self.kin, &mut self.links), &self.mass, &inputs, coriolis, qacc)
+        let kinematics = (&self.kin, &mut self.links, &mut self.moment_row);
+        self.implicit.correct(model, kinematics, &self.mass, &inputs, coriolis, qacc)
     }
 
     /// The matrix [`Smooth::factor`] factorizes: `M` plus the extra diagonal.
@@ -128,7 +132,7 @@ impl<S: Scalar> Smooth<S> {
         zero_vector(&mut self.force, model.nv());
         add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
         activation_rates(model, act, ctrl, &mut self.act_rate);
-        add_actuator_forces(model, point, ctrl, &self.act_rate, &mut self.force);
+        add_actuator_forces(model, (&self.kin, &mut self.moment_row), point, (ctrl, &self.act_rate), &mut self.force);
     }
 }
 

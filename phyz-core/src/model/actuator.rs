@@ -9,6 +9,11 @@ pub enum Transmission {
     Joint(usize),
     /// A fixed tendon, by index.
     Tendon(usize),
+    /// A site (the `site`-th of body `body`): without a reference, a wrench at the site along
+    /// the gear (force `gear[0..3]`, torque `gear[3..6]`, site axes); with one (MuJoCo's
+    /// `refsite`), the site's translation and rotation relative to the reference site's frame,
+    /// along the gear.
+    Site { body: usize, site: usize, reference: Option<(usize, usize)> },
 }
 
 /// How an actuator's activation evolves (MuJoCo's `dyntype`). An actuator with dynamics has one
@@ -45,7 +50,8 @@ impl<S: Scalar> Dynamics<S> {
 }
 
 /// An actuator, MuJoCo's affine model. With `c` the (clamped) control, `l = gear·L` and
-/// `l̇ = gear·L̇` (`L` the joint coordinate or tendon length), the actuator force is
+/// `l̇ = gear·L̇` (`L` the joint coordinate or tendon length, `gear` the first of the six gear
+/// numbers; a site transmission uses all six), the actuator force is
 /// `(gain[0] + gain[1]·l + gain[2]·l̇)·c + bias[0] + bias[1]·l + bias[2]·l̇`, clamped to
 /// `force_range`, and reaches the joints as `gear · force · ∂L/∂q`. A motor is `gain = [1, 0, 0]`,
 /// `bias = 0`; a position servo `gain = [kp, 0, 0]`, `bias = [0, -kp, -kv]`.
@@ -53,7 +59,7 @@ impl<S: Scalar> Dynamics<S> {
 pub struct Actuator<S> {
     pub name: String,
     pub(crate) transmission: Transmission,
-    pub gear: S,
+    pub gear: [S; 6],
     pub gain: [S; 3],
     pub bias: [S; 3],
     /// Controls outside this range are clamped to it.
@@ -85,7 +91,7 @@ impl<S: Scalar> Actuator<S> {
         Actuator {
             name: self.name.clone(),
             transmission: self.transmission,
-            gear: f(self.gear),
+            gear: self.gear.map(&mut *f),
             gain: self.gain.map(&mut *f),
             bias: self.bias.map(&mut *f),
             ctrl_range: self.ctrl_range.map(|r| r.map(&mut *f)),

@@ -117,6 +117,11 @@ impl BodySpec {
 pub enum Target {
     Joint(String),
     Tendon(String),
+    /// A site by name, with a reference site (MuJoCo's `refsite`).
+    Site {
+        site: String,
+        reference: Option<String>,
+    },
 }
 
 /// An actuator to add (see [`Actuator`] for the force law).
@@ -124,7 +129,8 @@ pub enum Target {
 pub struct ActuatorSpec {
     pub name: String,
     pub target: Target,
-    pub gear: f64,
+    /// MuJoCo's six gear numbers: a joint or tendon uses the first.
+    pub gear: [f64; 6],
     pub gain: [f64; 3],
     pub bias: [f64; 3],
     pub ctrl_range: Option<[f64; 2]>,
@@ -140,7 +146,7 @@ impl ActuatorSpec {
         ActuatorSpec {
             name: name.into(),
             target: Target::Joint(joint.into()),
-            gear: 1.0,
+            gear: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
             gain: [1.0, 0.0, 0.0],
             bias: [0.0; 3],
             ctrl_range: None,
@@ -381,7 +387,7 @@ impl ModelBuilder {
         model.actuators = self
             .actuators
             .iter()
-            .map(|a| compile_actuator(a, &model.joints, &model.tendons))
+            .map(|a| compile_actuator(a, &model.bodies, &model.joints, &model.tendons))
             .collect::<Result<_, _>>()?;
         for actuator in &mut model.actuators {
             if actuator.dynamics != Dynamics::None {
@@ -765,12 +771,26 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64
 
 fn compile_actuator(
     spec: &ActuatorSpec,
+    bodies: &[Body<f64>],
     joints: &[Joint<f64>],
     tendons: &[Tendon<f64>],
 ) -> Result<Actuator<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
     let transmission = match &spec.target {
         Target::Joint(name) => Transmission::Joint(scalar_joint(joints, name).map_err(invalid)?),
+        Target::Site { site, reference } => {
+            let find = |name: &String| {
+                let mut named = bodies.iter().enumerate().flat_map(|(b, body)| {
+                    body.sites.iter().enumerate().filter(|(_, s)| &s.name == name).map(move |(k, _)| (b, k))
+                });
+                match (named.next(), named.next()) {
+                    (Some(found), None) => Ok(found),
+                    _ => Err(invalid(format!("no single site named `{name}`"))),
+                }
+            };
+            let (body, site) = find(site)?;
+            Transmission::Site { body, site, reference: reference.as_ref().map(find).transpose()? }
+        }
         Target::Tendon(name) => Transmission::Tendon(
             tendons.iter().position(|t| &t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))?,
         ),
@@ -779,7 +799,7 @@ fn compile_actuator(
         Dynamics::Filter { time_constant, .. } => time_constant,
         Dynamics::None | Dynamics::Integrator => 0.0,
     };
-    let values = [spec.gear, time_constant].into_iter().chain(spec.gain).chain(spec.bias);
+    let values = [time_constant].into_iter().chain(spec.gear).chain(spec.gain).chain(spec.bias);
     let ranges = [spec.ctrl_range, spec.force_range, spec.act_range].into_iter().flatten();
     if !values.chain(ranges.clone().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));

@@ -5,10 +5,11 @@
 use nalgebra::DVector;
 
 use super::ties::{Motions, TieRow, tie_rows};
-use super::weights::{InverseWeights, add_relative_rows};
+use super::weights::InverseWeights;
 use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::Kinematics;
+use crate::dynamics::kinematics::add_relative_rows;
 use crate::error::StepError;
 use crate::math::{Pose, zero_vector};
 use crate::model::{Cone, Coupled, Equality, JointKind, Model};

@@ -196,37 +196,6 @@ pub(super) fn point_jacobian<S: Scalar>(
     jac
 }
 
-/// Adds `d_k · (J_b(p₂) − J_a(p₁))` to row `k` of `rows` (`nv` numbers each, one after another)
-/// for each direction `d_k`: the relative linear velocity of the point `p₂` moving with `b`
-/// against `p₁` moving with `a` along each direction (`points: None`: the relative angular
-/// velocity), one pass along each body's chain.
-pub(super) fn add_relative_rows<S: Scalar>(
-    model: &Model<S>,
-    kin: &Kinematics<S>,
-    [a, b]: [usize; 2],
-    points: Option<[&Vector3<S>; 2]>,
-    directions: &[Vector3<S>],
-    rows: &mut [S],
-) {
-    let nv = model.nv();
-    let links = &model.tree().links;
-    for (body, point, sign) in [(b, points.map(|p| p[1]), S::one()), (a, points.map(|p| p[0]), -S::one())] {
-        let mut link = model.tree().body_link[body];
-        // The dofs' motions are about the chain's root (one root for the whole chain).
-        let point = point.zip(link).map(|(p, l)| p - kin.world[links[l].root].pos);
-        while let Some(l) = link {
-            for k in 0..links[l].dof_num {
-                let m = &kin.dof_motion[links[l].dof_adr + k];
-                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p)) * sign;
-                for (r, d) in directions.iter().enumerate() {
-                    rows[r * nv + links[l].dof_adr + k] += d.dot(&v);
-                }
-            }
-            link = links[l].parent;
-        }
-    }
-}
-
 /// Adds `sign` times the Jacobian of `body`'s angular velocity (`point: None`) or of the
 /// linear velocity of `point` moving with it to `jac`, column by column along its chain.
 fn add_jacobian<S: Scalar>(

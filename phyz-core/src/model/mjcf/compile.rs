@@ -900,7 +900,7 @@ impl<'a> Compiler<'a> {
             "diameter",
             "bias",
         ])?;
-        for target in ["jointinparent", "site", "refsite", "body", "cranksite", "slidersite"] {
+        for target in ["jointinparent", "body", "cranksite", "slidersite"] {
             if el.has(target) {
                 return Err(el.unsupported(format!("actuator transmission `{target}`")));
             }
@@ -908,22 +908,29 @@ impl<'a> Compiler<'a> {
         el.reject_nonzero("dampratio")?;
         el.reject_nonzero("inheritrange")?;
         el.reject_nonzero("delay")?;
-        let target = match (el.string("joint"), el.string("tendon")) {
-            (Some(j), None) => Target::Joint(j),
-            (None, Some(t)) => Target::Tendon(t),
-            (None, None) => return Err(el.invalid("an actuator needs a `joint` or `tendon`")),
-            (Some(_), Some(_)) => return Err(el.invalid("an actuator drives one `joint` or `tendon`, not both")),
+        let reference = el.string("refsite");
+        let target = match (el.string("joint"), el.string("tendon"), el.string("site")) {
+            (Some(j), None, None) => Target::Joint(j),
+            (None, Some(t), None) => Target::Tendon(t),
+            (None, None, Some(site)) => Target::Site { site, reference: reference.clone() },
+            (None, None, None) => return Err(el.invalid("an actuator needs a `joint`, `tendon` or `site`")),
+            _ => return Err(el.invalid("an actuator drives one `joint`, `tendon` or `site`")),
         };
-        let (kind, name) = match &target {
-            Target::Joint(name) => ("joint", name),
-            Target::Tendon(name) => ("tendon", name),
+        if reference.is_some() && !matches!(target, Target::Site { .. }) {
+            return Err(el.invalid("`refsite` goes with a `site` transmission"));
+        }
+        let name = match &target {
+            Target::Joint(name) => Some(("joint", name)),
+            Target::Tendon(name) => Some(("tendon", name)),
+            // Sites are found by the model builder, which names a missing one.
+            Target::Site { .. } => None,
         };
-        if !self.places.contains_key(&(kind, name.clone())) {
+        if let Some((kind, name)) = name.filter(|(kind, name)| !self.places.contains_key(&(*kind, (*name).clone()))) {
             return Err(el.invalid(format!("no {kind} named `{name}`")));
         }
         let mut spec = ActuatorSpec::motor(el.string("name").unwrap_or_default(), String::new());
         spec.target = target;
-        spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?[0];
+        spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
         let ctrl_range = el.array::<2>("ctrlrange")?;
         if el.limited("ctrllimited", ctrl_range.is_some(), self.settings.autolimits)? {
             spec.ctrl_range = Some(ctrl_range.ok_or_else(|| el.invalid("ctrllimited without a ctrlrange"))?);

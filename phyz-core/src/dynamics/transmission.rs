@@ -1,0 +1,150 @@
+//! Actuator transmissions: an actuator's length and its moment — how a scalar actuator force
+//! reaches the joints — as MuJoCo's `mj_transmission` forms them (`actuator_length`,
+//! `actuator_moment`; the gear is part of both).
+
+use nalgebra::{DVector, Vector3};
+
+use super::kinematics::{Kinematics, add_relative_rows};
+use crate::Scalar;
+use crate::math::{Pose, Quat};
+use crate::model::{Actuator, Model, Tendon, Transmission};
+
+/// How an actuator's force reaches the generalized forces: `f += moment · force`.
+pub(crate) enum Moment<'a, S: Scalar> {
+    /// The gear on one degree of freedom (a joint).
+    Dof(usize, S),
+    /// The gear times a fixed tendon's coefficients.
+    Tendon(&'a Tendon<S>, S),
+    /// A row of `nv` numbers (a site), in the caller's storage.
+    Row(&'a DVector<S>),
+}
+
+impl<S: Scalar> Moment<'_, S> {
+    /// Each degree of freedom the moment reaches, with its coefficient.
+    pub fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
+        match *self {
+            Moment::Dof(dof, gear) => each(dof, gear),
+            Moment::Tendon(tendon, gear) => {
+                for (&j, &c) in tendon.joints().iter().zip(&tendon.coefs) {
+                    each(model.joints()[j].dof_adr(), gear * c);
+                }
+            }
+            Moment::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
+        }
+    }
+
+    /// `moment · x` (the actuator's velocity, for `x = qvel`).
+    pub fn dot(&self, model: &Model<S>, x: &DVector<S>) -> S {
+        let mut sum = S::zero();
+        self.for_each(model, |dof, c| sum += c * x[dof]);
+        sum
+    }
+
+    /// `f += moment · force`.
+    pub fn apply(&self, model: &Model<S>, force: S, f: &mut [S]) {
+        self.for_each(model, |dof, c| f[dof] += c * force);
+    }
+}
+
+/// An actuator's length at `qpos` and its moment; a site transmission writes its moment into
+/// `row` (`kin` at the same configuration).
+pub(crate) fn transmission<'a, S: Scalar>(
+    model: &'a Model<S>,
+    kin: &Kinematics<S>,
+    actuator: &Actuator<S>,
+    qpos: &DVector<S>,
+    row: &'a mut DVector<S>,
+) -> (S, Moment<'a, S>) {
+    let gear = actuator.gear[0];
+    match actuator.transmission() {
+        Transmission::Joint(j) => {
+            let joint = &model.joints()[j];
+            (gear * qpos[joint.qpos_adr()], Moment::Dof(joint.dof_adr(), gear))
+        }
+        Transmission::Tendon(t) => {
+            let tendon = &model.tendons()[t];
+            (gear * tendon.length(model, qpos), Moment::Tendon(tendon, gear))
+        }
+        Transmission::Site { body, site, reference } => {
+            let length = site_transmission(model, kin, &actuator.gear, (body, site), reference, row);
+            (length, Moment::Row(row))
+        }
+    }
+}
+
+/// A site's world pose, and its world orientation as a quaternion (the body's times the
+/// site's), which a reference-site length reads.
+fn site_frame<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, (body, site): (usize, usize)) -> (Pose<S>, Quat<S>) {
+    let pose = kin.body_pose(model, body);
+    let site = &model.bodies()[body].sites[site];
+    let world = pose.compose(&Pose::from_quat(&site.quat, site.pos));
+    (world, Quat::from_rotation_matrix(&pose.rot) * site.quat)
+}
+
+/// A site transmission's length and moment row, as MuJoCo's: without a reference site, no
+/// length and the wrench `gear` (site axes) through the site's Jacobians; with one, the site's
+/// position in the reference frame and its rotation from it, along the gear, and the moment of
+/// the relative Jacobians in the reference site's axes, without the degrees of freedom both
+/// sites share.
+fn site_transmission<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    gear: &[S; 6],
+    site: (usize, usize),
+    reference: Option<(usize, usize)>,
+    row: &mut DVector<S>,
+) -> S {
+    let nv = model.nv();
+    row.resize_vertically_mut(nv, S::zero());
+    row.fill(S::zero());
+    let (world, quat) = site_frame(model, kin, site);
+    let (linear, angular) = (Vector3::new(gear[0], gear[1], gear[2]), Vector3::new(gear[3], gear[4], gear[5]));
+    let Some(reference) = reference else {
+        let directions = [world.rot * linear];
+        add_relative_rows(model, kin, [0, site.0], Some([&world.pos, &world.pos]), &directions, row.as_mut_slice());
+        add_relative_rows(model, kin, [0, site.0], None, &[world.rot * angular], row.as_mut_slice());
+        return S::zero();
+    };
+    let (ref_world, ref_quat) = site_frame(model, kin, reference);
+    let offset = ref_world.rot.transpose() * (world.pos - ref_world.pos);
+    let turn = (ref_quat.conjugate() * quat).to_rotation_vector();
+    let length = offset.dot(&linear) + turn.dot(&angular);
+    let bodies = [reference.0, site.0];
+    let points = [&ref_world.pos, &world.pos];
+    add_relative_rows(model, kin, bodies, Some(points), &[ref_world.rot * linear], row.as_mut_slice());
+    add_relative_rows(model, kin, bodies, None, &[ref_world.rot * angular], row.as_mut_slice());
+    // MuJoCo leaves out the degrees of freedom on both sites' paths.
+    let last_dof = |body: usize| model.tree().body_link[body].and_then(|l| last_dof_of(model, l));
+    if let (Some(a), Some(b)) = (last_dof(site.0), last_dof(reference.0)) {
+        let mut shared = common_dof(model, a, b);
+        while let Some(d) = shared {
+            row[d] = S::zero();
+            shared = model.tree().dof_parent[d];
+        }
+    }
+    length
+}
+
+/// The last degree of freedom on the path from the root to link `link` (inclusive).
+fn last_dof_of<S: Scalar>(model: &Model<S>, mut link: usize) -> Option<usize> {
+    let links = &model.tree().links;
+    loop {
+        if links[link].dof_num > 0 {
+            return Some(links[link].dof_adr + links[link].dof_num - 1);
+        }
+        link = links[link].parent?;
+    }
+}
+
+/// The deepest degree of freedom on both the paths ending at `a` and at `b`.
+fn common_dof<S: Scalar>(model: &Model<S>, mut a: usize, mut b: usize) -> Option<usize> {
+    let parent = &model.tree().dof_parent;
+    while a != b {
+        if a < b {
+            b = parent[b]?;
+        } else {
+            a = parent[a]?;
+        }
+    }
+    Some(a)
+}
