@@ -162,3 +162,61 @@ fn keyframes_match_mujoco() {
     }
     assert!(checked >= 3, "only {checked} keyframes found");
 }
+
+/// Every sensor's output at the one-step states (MuJoCo's `sensordata` after `mj_forward`),
+/// relative to the output's scale (≥ 1), tolerance 1e-12. A quaternion is compared up to sign
+/// (MuJoCo's follows the product of the chain's quaternions). Models with sensors phyz does
+/// not compute yet refuse their outputs, as they must.
+#[test]
+fn sensors_match_mujoco() {
+    use phyz::model::SensorKind;
+    use phyz::sim::sensor_data;
+    const TOL: f64 = 1e-12;
+    let (mut checked, mut failures) = (0, Vec::new());
+    for name in reference_models() {
+        let path = reference_dir().join(&name).join("sensors.csv");
+        if !path.exists() {
+            continue;
+        }
+        let model = load(&name);
+        let inputs = read_rows(&reference_dir().join(&name).join("onestep_in.csv"), true);
+        let controls = read_rows(&reference_dir().join(&name).join("onestep_ctrl.csv"), false);
+        let expected = read_rows(&path, false);
+        let unsupported = model.sensors().iter().any(|s| matches!(s.kind, SensorKind::Unsupported(_)));
+        let mut worst: f64 = 0.0;
+        for ((input, ctrl), want) in inputs.iter().zip(&controls).zip(&expected) {
+            let result = sensor_data(&model, &state_from_row(&model, input), ctrl);
+            if unsupported {
+                assert!(matches!(result, Err(phyz::StepError::Unsupported { .. })), "{name}: {result:?}");
+                continue;
+            }
+            let got = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(got.len(), want.len(), "{name}: nsensordata");
+            let mut at = 0;
+            for sensor in model.sensors() {
+                let dim = sensor.kind.dim();
+                let (ours, theirs) = (&got.as_slice()[at..at + dim], &want[at..at + dim]);
+                let quat = matches!(sensor.kind, SensorKind::FrameQuat { .. } | SensorKind::BallQuat(_));
+                let differ = |sign: f64| ours.iter().zip(theirs).map(|(a, b)| (a * sign - b).abs()).fold(0.0, f64::max);
+                let error = if quat { differ(1.0).min(differ(-1.0)) } else { differ(1.0) };
+                let scale = theirs.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+                if error / scale > TOL {
+                    eprintln!("  {name}: sensor `{}` {:?}: {ours:?} vs {theirs:?}", sensor.name, sensor.kind);
+                }
+                worst = worst.max(error / scale);
+                at += dim;
+            }
+        }
+        if unsupported {
+            eprintln!("sensors    {name:<26} outputs refused (sensors phyz does not compute yet)");
+            continue;
+        }
+        checked += 1;
+        eprintln!("sensors    {name:<26} {worst:.2e}");
+        if worst.is_nan() || worst > TOL {
+            failures.push((name, worst));
+        }
+    }
+    assert!(checked >= 1, "no model's sensors were checked");
+    assert!(failures.is_empty(), "sensor disagreement above {TOL:e}: {failures:?}");
+}

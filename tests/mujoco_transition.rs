@@ -105,3 +105,44 @@ fn exact_jacobians_with_contact_match_mujocos_finite_differences() {
     assert!(checked >= 18, "only {checked} states with smooth references");
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// The sensors' Jacobians `C = ∂s/∂x` and `D = ∂s/∂u` against `mjd_transitionFD`'s (same data,
+/// same tolerance), on every model whose sensors phyz computes; models with sensors phyz does
+/// not compute yet refuse them.
+#[test]
+fn exact_sensor_jacobians_match_mujocos_finite_differences() {
+    use phyz::dual::sensor_jacobians_lanes;
+    use phyz::model::SensorKind;
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let (mut checked, mut failures) = (0, Vec::new());
+    for name in entry_names(&root.join("tests/reference")) {
+        let reference = root.join("tests/reference").join(&name);
+        if !reference.join("transition_C.csv").exists() {
+            continue;
+        }
+        let mut model = mjcf::load(model_file(&name)).expect("model");
+        model.enabled.constraint = false;
+        let state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
+        let ctrl = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
+        let result = sensor_jacobians_lanes::<8>(&model, &state, &ctrl[..model.nu()]);
+        if model.sensors().iter().any(|s| matches!(s.kind, SensorKind::Unsupported(_))) {
+            assert!(result.is_err(), "{name}: sensors phyz does not compute must be refused");
+            continue;
+        }
+        let (c, d) = result.expect("sensor jacobians");
+        let n = 2 * model.nv() + model.na();
+        let c_ref = matrix(read_rows(&reference.join("transition_C.csv"), false), n);
+        let d_ref = matrix(read_rows(&reference.join("transition_D.csv"), false), model.nu());
+        let error = |ours: &DMatrix<f64>, theirs: &DMatrix<f64>| {
+            (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(1e-12)
+        };
+        let (ec, ed) = (error(&c, &c_ref), error(&d, &d_ref));
+        eprintln!("{name:>26}: C {ec:.2e}, D {ed:.2e}");
+        checked += 1;
+        if ec > TOL || ed > TOL {
+            failures.push(format!("{name}: C {ec:.2e}, D {ed:.2e}"));
+        }
+    }
+    assert!(checked >= 1, "no sensor Jacobians checked");
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -14,6 +14,7 @@ tests/reference/<name>/:
                     (act columns when na > 0, mocap columns when nmocap > 0)
   onestep_ctrl.csv  K rows of nu controls (no header; empty lines when nu == 0)
   onestep_out.csv   the states after one mj_step from each input row
+  sensors.csv       models with sensors: sensordata at each input row (mj_forward), no header
   traj_ctrl.csv     100 rows of controls (no header)
   traj.csv          time,qpos..,qvel..: 101 rows, the initial state first
   meta.csv          chaotic,amplification (sensitivity of the trajectory)
@@ -51,7 +52,7 @@ DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
 
 # The files generate() writes in a model's folder.
 OUTPUTS = ["sizes.csv", "model.csv", "model_path.txt", "onestep_in.csv", "onestep_ctrl.csv", "onestep_out.csv",
-           "traj_ctrl.csv", "traj.csv", "meta.csv", "keys.csv"]
+           "sensors.csv", "traj_ctrl.csv", "traj.csv", "meta.csv", "keys.csv"]
 
 # Public robot models committed under tests/models/robots/ (their licences are there),
 # by reference name.
@@ -255,11 +256,14 @@ def generate(name, path, out_root):
 
     # One-step data.
     rng = rng_for(name, SEED_ONESTEP)
-    rows_in, rows_ctrl, rows_out = [], [], []
+    rows_in, rows_ctrl, rows_out, rows_sensors = [], [], [], []
     for _ in range(K_ONESTEP):
         qpos, qvel, ctrl = random_state(m, rng)
         set_state(m, d, qpos, qvel, ctrl, random_extras(m, rng))
         rows_in.append(state_row(d))
+        if m.nsensordata:
+            mujoco.mj_forward(m, d)
+            rows_sensors.append(list(d.sensordata))
         rows_ctrl.append(list(ctrl))
         mujoco.mj_step(m, d)
         check_stable(m, d)
@@ -268,6 +272,8 @@ def generate(name, path, out_root):
     write_csv(os.path.join(out, "onestep_in.csv"), header, rows_in)
     write_csv(os.path.join(out, "onestep_ctrl.csv"), None, rows_ctrl)
     write_csv(os.path.join(out, "onestep_out.csv"), header, rows_out)
+    if m.nsensordata:
+        write_csv(os.path.join(out, "sensors.csv"), None, rows_sensors)
 
     # Trajectory.
     traj_rng = rng_for(name, SEED_TRAJ)

@@ -6,13 +6,15 @@ mjd_transitionFD does not support RK4, so models that ask for it are stepped wit
 and the phyz side does the same (tests/mujoco_transition.rs, `phyz jacobian --euler`).
 
 Reference data (default): for every gymnasium model, and every other model of
-tools/mujoco_reference.py with activations, mocap bodies or an implicit integrator, with
+tools/mujoco_reference.py with activations, mocap bodies, sensors or an implicit integrator, with
 constraints disabled (the smooth dynamics, as tools/mujoco_reference.py), at the first state
 (activations and mocap poses included) and control of that model's
 tests/reference/<name>/onestep_in.csv and onestep_ctrl.csv, writes
 
   tests/reference/<name>/transition_A.csv   n = 2nv + na rows of n numbers (state (q, v, act))
   tests/reference/<name>/transition_B.csv   n rows of nu numbers
+  tests/reference/<name>/transition_C.csv   models with sensors: nsensordata rows of n numbers
+  tests/reference/<name>/transition_D.csv   nsensordata rows of nu numbers
 
 from mjd_transitionFD(eps=1e-6, centred). tests/mujoco_transition.rs compares phyz's exact
 Jacobians with them.
@@ -59,11 +61,17 @@ def euler(m):
 
 def transition(m, d):
     """mjd_transitionFD's A and B (centred): the state (q, v, act), 2nv + na entries."""
-    n, nu = 2 * m.nv + m.na, m.nu
-    a = np.zeros((n, n))
-    b = np.zeros((n, nu))
-    mujoco.mjd_transitionFD(m, d, EPS, True, a, b, None, None)
-    return a, b
+    return transition_all(m, d)[:2]
+
+
+def transition_all(m, d):
+    """mjd_transitionFD's A, B, C and D (centred): C and D are the sensors' (nsensordata
+    rows)."""
+    n, nu, ns = 2 * m.nv + m.na, m.nu, m.nsensordata
+    a, b = np.zeros((n, n)), np.zeros((n, nu))
+    c, dd = np.zeros((ns, n)), np.zeros((ns, nu))
+    mujoco.mjd_transitionFD(m, d, EPS, True, a, b, c if ns else None, dd if ns else None)
+    return a, b, c, dd
 
 
 def state_of(name, m, d):
@@ -89,16 +97,19 @@ def reference(gym_dir):
         # The gymnasium set, and the other models with activations, mocap bodies or an implicit
         # integrator (the rest add no kind of state or step).
         m = euler(load(path))
-        special = m.na or m.nmocap or m.opt.integrator in (mujoco.mjtIntegrator.mjINT_IMPLICIT,
-                                                           mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
+        special = m.na or m.nmocap or m.nsensordata or m.opt.integrator in (
+            mujoco.mjtIntegrator.mjINT_IMPLICIT, mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
         if name not in gym and not special:
             continue
         d = mujoco.MjData(m)
         state_of(name, m, d)
-        a, b = transition(m, d)
+        a, b, c, dd = transition_all(m, d)
         out = os.path.join(REPO, "tests", "reference", name)
         write(os.path.join(out, "transition_A.csv"), a)
         write(os.path.join(out, "transition_B.csv"), b)
+        if m.nsensordata:
+            write(os.path.join(out, "transition_C.csv"), c)
+            write(os.path.join(out, "transition_D.csv"), dd)
         print(f"{name}: A {a.shape}, B {b.shape}")
 
 

@@ -70,16 +70,17 @@ fn lift<D: Scalar>(value: f64, tangents: impl Iterator<Item = f64>) -> D {
     x
 }
 
-/// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`, from the solver
-/// preset and warm starts in `contact` (which the step updates); returns the real next state,
-/// the next state's tangent along each seed, and what the constraint solves did.
-pub(crate) fn push_forward<D: Scalar>(
+/// A step's inputs in a dual scalar: the model, the state and the controls.
+pub(crate) type Seeded<D> = (Model<D>, State<D>, Vec<D>);
+
+/// The model, state and controls in the dual scalar `D`, seed `k` in tangent direction `k`,
+/// after checking the seeds against the model.
+pub(crate) fn seeded<D: Scalar>(
     model: &Model<f64>,
     state: &State<f64>,
     ctrl: &[f64],
     seeds: &[Seed],
-    contact: &mut ContactState,
-) -> Result<(State<f64>, Vec<StateTangent>, StepInfo), DualError> {
+) -> Result<Seeded<D>, DualError> {
     if seeds.len() > D::tangent_dim() {
         return Err(DualError::TooManySeeds { seeds: seeds.len(), directions: D::tangent_dim() });
     }
@@ -112,8 +113,20 @@ pub(crate) fn push_forward<D: Scalar>(
     let qvel = DVector::from_fn(model.nv(), |i, _| lift(state.qvel[i], seeds.iter().map(|s| s.qvel[i])));
     let act = DVector::from_fn(model.na(), |i, _| lift(state.act[i], seeds.iter().map(|s| s.act[i])));
     let ctrl_d: Vec<D> = (0..model.nu()).map(|i| lift(ctrl[i], seeds.iter().map(|s| s.ctrl[i]))).collect();
-    let start = State { qpos, qvel, act, ..state.cast() };
+    Ok((model_d, State { qpos, qvel, act, ..state.cast() }, ctrl_d))
+}
 
+/// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`, from the solver
+/// preset and warm starts in `contact` (which the step updates); returns the real next state,
+/// the next state's tangent along each seed, and what the constraint solves did.
+pub(crate) fn push_forward<D: Scalar>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    seeds: &[Seed],
+    contact: &mut ContactState,
+) -> Result<(State<f64>, Vec<StateTangent>, StepInfo), DualError> {
+    let (model_d, start, ctrl_d) = seeded::<D>(model, state, ctrl, seeds)?;
     let (next, info) = step_with(&model_d, &start, &ctrl_d, contact)?;
     let next_real = next.lane(0);
     let dq = difference_position(&model_d, &next.qpos, &next_real.qpos.map(D::from_f64));

@@ -4,9 +4,10 @@ use nalgebra::DMatrix;
 use num_dual::DualSVec64;
 
 use crate::DualError;
-use crate::forward::{Seed, push_forward};
+use crate::forward::{Seed, push_forward, seeded};
 use crate::parameter::check_positions;
-use phyz_core::sim::{ContactState, StepInfo};
+use phyz_core::Scalar;
+use phyz_core::sim::{ContactState, StepInfo, sensor_data};
 use phyz_core::{Model, State};
 
 /// Exact Jacobians of one step, in tangent coordinates, the state laid out `(q, v, act)` as
@@ -21,6 +22,50 @@ pub struct StepJacobians {
     pub next: State<f64>,
     /// What the step's constraint solves did.
     pub info: StepInfo,
+}
+
+/// Exact Jacobians of the sensor outputs at a state (MuJoCo's `C` and `D` of
+/// `mjd_transitionFD`): `c` is `∂s/∂x` over the state `(q, v, act)` in tangent coordinates
+/// (`nsensordata × (2nv + na)`), `d` is `∂s/∂u` (`nsensordata × nu`). `N` columns per
+/// `DualSVec64<N>` pass.
+pub fn sensor_jacobians_lanes<const N: usize>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+) -> Result<(DMatrix<f64>, DMatrix<f64>), DualError> {
+    let (nv, nu) = (model.nv(), model.nu());
+    let n = 2 * nv + model.na();
+    let mut jac = DMatrix::zeros(model.nsensordata(), n + nu);
+    // At least one pass, so that the sensors' refusal (or the state's) is reported.
+    for start in (0..(n + nu).max(1)).step_by(N.max(1)) {
+        let seeds: Vec<Seed> = (start..(start + N).min(n + nu)).map(|c| unit_seed(model, c, &[])).collect();
+        let (model_d, state_d, ctrl_d) = seeded::<DualSVec64<N>>(model, state, ctrl, &seeds)?;
+        let outputs = sensor_data(&model_d, &state_d, &ctrl_d)?;
+        for k in 0..seeds.len() {
+            jac.column_mut(start + k).copy_from(&outputs.map(|x| x.tangent(0, k)));
+        }
+    }
+    Ok((jac.columns(0, n).into_owned(), jac.columns(n, nu).into_owned()))
+}
+
+/// The unit seed of column `column` of a step's Jacobian: the state `(q, v, act)`, then the
+/// controls, then the parameters at `params`.
+fn unit_seed(model: &Model<f64>, column: usize, params: &[usize]) -> Seed {
+    let (nv, nu) = (model.nv(), model.nu());
+    let n = 2 * nv + model.na();
+    let mut seed = Seed::zeros(model);
+    match column {
+        c if c < nv => seed.qpos[c] = 1.0,
+        c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
+        c if c < n => seed.act[c - 2 * nv] = 1.0,
+        c if c < n + nu => seed.ctrl[c - n] = 1.0,
+        c => {
+            let mut direction = vec![0.0; model.parameters().len()];
+            direction[params[c - n - nu]] = 1.0;
+            seed.params = Some(direction);
+        }
+    }
+    seed
 }
 
 /// Step Jacobians `a` and `b` from a cold start of the default solver preset, 8 columns per
@@ -43,24 +88,9 @@ pub fn step_jacobians_lanes<const N: usize>(
 ) -> Result<StepJacobians, DualError> {
     let (nv, nu, np) = (model.nv(), model.nu(), params.len());
     check_positions(model, params)?;
-    let count = model.parameters().len();
     let n = 2 * nv + model.na();
     let columns = n + nu + np;
-    let unit = |column: usize| {
-        let mut seed = Seed::zeros(model);
-        match column {
-            c if c < nv => seed.qpos[c] = 1.0,
-            c if c < 2 * nv => seed.qvel[c - nv] = 1.0,
-            c if c < n => seed.act[c - 2 * nv] = 1.0,
-            c if c < n + nu => seed.ctrl[c - n] = 1.0,
-            c => {
-                let mut direction = vec![0.0; count];
-                direction[params[c - n - nu]] = 1.0;
-                seed.params = Some(direction);
-            }
-        }
-        seed
-    };
+    let unit = |column: usize| unit_seed(model, column, params);
     let mut jac = DMatrix::zeros(n, columns);
     let mut reached = None;
     let start_cache = contact.clone();

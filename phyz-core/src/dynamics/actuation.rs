@@ -80,9 +80,12 @@ pub fn integrate_activations<S: Scalar>(model: &Model<S>, act: &DVector<S>, rate
     }
 }
 
-/// What one actuator does at a point: the input its gain multiplies (control or activation),
-/// its force before and after clamping to its range, and its moment.
+/// What one actuator does at a point: its length and velocity (MuJoCo's `actuator_length`,
+/// `actuator_velocity`), the input its gain multiplies (control or activation), its force
+/// before and after clamping to its range, and its moment.
 pub(crate) struct ActuatorForce<'a, S: Scalar> {
+    pub length: S,
+    pub velocity: S,
     pub input: S,
     pub unclamped: S,
     pub force: S,
@@ -110,7 +113,7 @@ pub(crate) fn actuator_force<'a, S: Scalar>(
     let [b0, b1, b2] = actuator.bias;
     let unclamped = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
     let force = actuator.force_range.map_or(unclamped, |[lo, hi]| unclamped.clamp(lo, hi));
-    ActuatorForce { input, unclamped, force, moment }
+    ActuatorForce { length: l, velocity: v, input, unclamped, force, moment }
 }
 
 /// Adds the actuators' generalized forces at `point` to `f` (`kin` at the same

@@ -371,6 +371,8 @@ impl ModelBuilder {
             keyframes: Vec::new(),
             excludes: Vec::new(),
             pairs: Vec::new(),
+            sensors: Vec::new(),
+            unsupported_sensors: Vec::new(),
             tree,
             nq,
             nv,
@@ -844,6 +846,43 @@ pub(super) fn check_keyframe<S: crate::Scalar>(key: &Keyframe, model: &Model<S>)
         key.mocap_pos.iter().flat_map(|p| p.iter()).chain(key.mocap_quat.iter().flat_map(|q| [&q.w, &q.x, &q.y, &q.z]));
     if !vectors.chain(mocap).chain([&key.time]).all(|x| x.is_finite()) {
         return Err(ModelError::InvalidKeyframe { key: key.name.clone(), reason: "non-finite value".into() });
+    }
+    Ok(())
+}
+
+/// A sensor's objects must exist and be of the kind it reads; its cutoff finite and not
+/// negative.
+pub(super) fn check_sensor<S: crate::Scalar>(sensor: &super::Sensor<S>, model: &Model<S>) -> Result<(), ModelError> {
+    use super::{Frame, SensorKind as K};
+    let invalid = |reason: &str| Err(ModelError::InvalidSensor { sensor: sensor.name.clone(), reason: reason.into() });
+    let scalar_joint =
+        |j: usize| j < model.joints.len() && matches!(model.joints[j].kind, JointKind::Hinge | JointKind::Slide);
+    let site = |b: usize, k: usize| b < model.bodies.len() && k < model.bodies[b].sites.len();
+    let frame = |f: &Frame| match *f {
+        Frame::Body(b) | Frame::Inertial(b) => b < model.bodies.len(),
+        Frame::Geom(g) => model.geom(g).is_some(),
+        Frame::Site { body, site: k } => site(body, k),
+    };
+    let ok = match sensor.kind {
+        K::JointPos(j) | K::JointVel(j) => scalar_joint(j),
+        K::BallQuat(j) => j < model.joints.len() && model.joints[j].kind == JointKind::Ball,
+        K::TendonPos(t) | K::TendonVel(t) => t < model.tendons.len(),
+        K::ActuatorPos(a) | K::ActuatorVel(a) | K::ActuatorFrc(a) => a < model.actuators.len(),
+        K::FramePos { of, relative_to } | K::FrameQuat { of, relative_to } | K::FrameAxis { of, relative_to, .. } => {
+            frame(&of) && relative_to.as_ref().is_none_or(frame)
+        }
+        K::SubtreeCom(b) => b < model.bodies.len(),
+        K::Gyro { body, site: k } | K::Velocimeter { body, site: k } => site(body, k),
+        K::Unsupported(index) => model.unsupported_sensor(index).is_some(),
+    };
+    if !ok {
+        return invalid("it reads an object the model does not have, or one of the wrong kind");
+    }
+    if !(0..sensor.cutoff.lanes()).all(|l| sensor.cutoff.lane(l).is_finite() && sensor.cutoff.lane(l) >= 0.0) {
+        return invalid("cutoff must be finite and not negative");
+    }
+    if !sensor.kind.clamped() && (0..sensor.cutoff.lanes()).any(|l| sensor.cutoff.lane(l) > 0.0) {
+        return invalid("a cutoff does not apply to an axis or a quaternion (as in MuJoCo)");
     }
     Ok(())
 }

@@ -23,6 +23,8 @@ pub enum ModelError {
     InvalidActuator { actuator: String, reason: String },
     #[error("equality `{equality}`: {reason}")]
     InvalidEquality { equality: String, reason: String },
+    #[error("sensor `{sensor}`: {reason}")]
+    InvalidSensor { sensor: String, reason: String },
     #[error("contact pair `{pair}`: {reason}")]
     InvalidPair { pair: String, reason: String },
     #[error("option `{option}`: {reason}")]

@@ -17,6 +17,7 @@ pub mod mesh;
 pub mod mjcf;
 mod options;
 mod pair;
+mod sensor;
 mod state;
 mod tendon;
 pub mod tree;
@@ -32,6 +33,7 @@ pub use geom::{Geom, Shape};
 pub use joint::{Joint, JointKind};
 pub use options::{Cone, ContactOptions, Enabled, Medium};
 pub use pair::{ContactPair, ContactPairSpec};
+pub use sensor::{Frame, Sensor, SensorKind};
 pub use state::{Point, State};
 pub use tendon::Tendon;
 
@@ -83,6 +85,9 @@ pub struct Model<S> {
     keyframes: Vec<Keyframe>,
     excludes: Vec<[usize; 2]>,
     pairs: Vec<ContactPair<S>>,
+    sensors: Vec<Sensor<S>>,
+    /// Where each unsupported sensor is and what it is ([`SensorKind::Unsupported`]).
+    unsupported_sensors: Vec<String>,
     tree: Tree,
     nq: usize,
     nv: usize,
@@ -163,6 +168,36 @@ impl<S: Scalar> Model<S> {
     /// The geom with global index `index` (bodies' geoms in order, as contacts name them).
     pub fn geom(&self, index: usize) -> Option<&Geom<S>> {
         self.bodies.iter().flat_map(|b| &b.geoms).nth(index)
+    }
+
+    /// The sensors, in the order of their outputs.
+    pub fn sensors(&self) -> &[Sensor<S>] {
+        &self.sensors
+    }
+
+    /// The number of sensor outputs (MuJoCo's `nsensordata`).
+    pub fn nsensordata(&self) -> usize {
+        self.sensors.iter().map(|x| x.kind.dim()).sum()
+    }
+
+    /// Adds a sensor phyz does not compute yet, described by `what` (where it is and what it
+    /// is): the model keeps it as [`SensorKind::Unsupported`].
+    pub fn add_unsupported_sensor(&mut self, name: impl Into<String>, what: impl Into<String>) {
+        self.unsupported_sensors.push(what.into());
+        let kind = SensorKind::Unsupported(self.unsupported_sensors.len() - 1);
+        self.sensors.push(Sensor { name: name.into(), kind, cutoff: S::zero() });
+    }
+
+    /// What and where the sensor `SensorKind::Unsupported(index)` is.
+    pub fn unsupported_sensor(&self, index: usize) -> Option<&str> {
+        self.unsupported_sensors.get(index).map(String::as_str)
+    }
+
+    /// Adds a sensor, checking what it reads against the model.
+    pub fn add_sensor(&mut self, sensor: Sensor<S>) -> Result<(), ModelError> {
+        builder::check_sensor(&sensor, self)?;
+        self.sensors.push(sensor);
+        Ok(())
     }
 
     /// Explicit contact pairs (MJCF `<contact><pair>`).
@@ -291,8 +326,10 @@ impl<S: Scalar> Model<S> {
             medium: self.medium.map(f),
             enabled: self.enabled,
             contact: self.contact,
-            // Last, so that adding pairs moves no other parameter's index.
+            // Last, so that adding pairs and sensors moves no other parameter's index.
             pairs: self.pairs.iter().map(|p| p.map(f)).collect(),
+            sensors: self.sensors.iter().map(|x| x.map(f)).collect(),
+            unsupported_sensors: self.unsupported_sensors.clone(),
         }
     }
 
@@ -410,10 +447,13 @@ impl<S: Scalar> Model<S> {
                 .iter()
                 .zip(&other.equalities)
                 .all(|(a, b)| a.coupled == b.coupled && a.active == b.active);
+        let sensors_match = self.sensors.len() == other.sensors.len()
+            && self.sensors.iter().zip(&other.sensors).all(|(a, b)| a.kind == b.kind);
         let pairs_match = self.pairs.len() == other.pairs.len()
             && self.pairs.iter().zip(&other.pairs).all(|(a, b)| (a.geoms, a.condim) == (b.geoms, b.condim));
         bodies_match
             && pairs_match
+            && sensors_match
             && joints_match
             && tendons_match
             && actuators_match

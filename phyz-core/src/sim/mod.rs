@@ -9,6 +9,7 @@ use nalgebra::DVector;
 
 mod constraints;
 mod gather;
+mod sensors;
 mod ties;
 mod weights;
 mod workspace;
@@ -19,6 +20,7 @@ use crate::dynamics::integrator::Rates;
 pub use crate::error::StepError;
 use crate::model::{Integrator, Model, Point, State};
 pub use constraints::{ContactState, StepInfo};
+pub use sensors::sensor_data;
 pub use workspace::Workspace;
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held

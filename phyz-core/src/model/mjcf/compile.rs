@@ -16,8 +16,8 @@ use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
-    EqualitySpec, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Shape, Site,
-    Target, TendonSpec,
+    EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Sensor,
+    SensorKind, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -41,7 +41,7 @@ struct Settings {
 const FRAME: &[&str] = &["pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"];
 
 /// Top-level elements that only matter for rendering or bookkeeping.
-const SKIPPED: &[&str] = &["visual", "statistic", "custom", "sensor"];
+const SKIPPED: &[&str] = &["visual", "statistic", "custom"];
 
 /// Assets only rendering uses.
 const RENDERING_ASSETS: &[&str] = &["texture", "material", "skin"];
@@ -99,7 +99,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
     for &at in &top {
         let el = Element::new(at, None);
         match el.tag() {
-            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" | "asset" => {}
+            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" | "asset" | "sensor" => {}
             "option" => c.option(&el)?,
             "size" => c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize,
             "worldbody" => c.worldbody(at)?,
@@ -138,6 +138,23 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
                 location: Element::new(key, None).location(),
                 kind: MjcfErrorKind::Model(e),
             })?;
+        }
+    }
+    for at in of("sensor") {
+        for child in parsed.children(at) {
+            let el = Element::new(child, None);
+            let sensor = match read_sensor(&el, &model) {
+                Ok(sensor) => sensor,
+                // A sensor changes no dynamics: the model loads, and its outputs are refused.
+                Err(e) if matches!(e.kind, MjcfErrorKind::Unsupported(_)) => {
+                    model.add_unsupported_sensor(el.string("name").unwrap_or_default(), e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            model
+                .add_sensor(sensor)
+                .map_err(|e| MjcfError { location: el.location(), kind: MjcfErrorKind::Model(e) })?;
         }
     }
     while model.keyframes().len() < c.nkey {
@@ -1094,6 +1111,92 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
         "cylinder" => filter(el.number_or("timeconst", 1.0)?, false),
         _ => Ok(Dynamics::None),
     }
+}
+
+/// A `<sensor>` child: its kind and what it reads, found by name in the built model.
+fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, MjcfError> {
+    const TARGETS: &[&str] =
+        &["joint", "tendon", "actuator", "site", "body", "objtype", "objname", "reftype", "refname"];
+    el.check_attributes(&[&["name", "cutoff", "noise", "user"], TARGETS].concat())?;
+    let required = |key: &str| el.string(key).ok_or_else(|| el.invalid(format!("`{key}` is required")));
+    let missing = |what: &str, name: &str| el.invalid(format!("no {what} named `{name}`"));
+    let joint = || {
+        let name = required("joint")?;
+        model.joint_id(&name).ok_or_else(|| missing("joint", &name))
+    };
+    let tendon = || {
+        let name = required("tendon")?;
+        model.tendons().iter().position(|t| t.name == name).ok_or_else(|| missing("tendon", &name))
+    };
+    let actuator = || {
+        let name = required("actuator")?;
+        model.actuators().iter().position(|a| a.name == name).ok_or_else(|| missing("actuator", &name))
+    };
+    let site_named = |name: &str| {
+        let mut found = model.bodies().iter().enumerate().flat_map(|(b, body)| {
+            body.sites.iter().enumerate().filter(|(_, s)| s.name == name).map(move |(k, _)| (b, k))
+        });
+        found.next().ok_or_else(|| missing("site", name))
+    };
+    let body_named = |name: &str| model.body_id(name).ok_or_else(|| missing("body", name));
+    let frame = |kind_key: &'static str, name_key: &str| -> Result<Option<Frame>, MjcfError> {
+        let Some(name) = el.string(name_key) else { return Ok(None) };
+        let kinds = ["body", "xbody", "geom", "site", "camera"];
+        Ok(Some(match el.keyword(kind_key, &kinds)? {
+            Some("body") => Frame::Inertial(body_named(&name)?),
+            Some("xbody") => Frame::Body(body_named(&name)?),
+            Some("geom") => Frame::Geom(
+                model
+                    .bodies()
+                    .iter()
+                    .flat_map(|b| &b.geoms)
+                    .position(|g| g.name == name)
+                    .ok_or_else(|| missing("geom", &name))?,
+            ),
+            Some("site") => {
+                let (body, site) = site_named(&name)?;
+                Frame::Site { body, site }
+            }
+            Some(other) => return Err(el.unsupported_attribute(kind_key, format!("frame sensors on a {other}"))),
+            None => return Err(el.invalid(format!("`{kind_key}` is required with `{name_key}`"))),
+        }))
+    };
+    let of = || frame("objtype", "objname")?.ok_or_else(|| el.invalid("`objname` is required"));
+    let site = || site_named(&required("site")?);
+    let kind = match el.tag() {
+        "jointpos" => SensorKind::JointPos(joint()?),
+        "jointvel" => SensorKind::JointVel(joint()?),
+        "ballquat" => SensorKind::BallQuat(joint()?),
+        "tendonpos" => SensorKind::TendonPos(tendon()?),
+        "tendonvel" => SensorKind::TendonVel(tendon()?),
+        "actuatorpos" => SensorKind::ActuatorPos(actuator()?),
+        "actuatorvel" => SensorKind::ActuatorVel(actuator()?),
+        "actuatorfrc" => SensorKind::ActuatorFrc(actuator()?),
+        "framepos" => SensorKind::FramePos { of: of()?, relative_to: frame("reftype", "refname")? },
+        tag @ ("framequat" | "framexaxis" | "frameyaxis" | "framezaxis") => {
+            let (of, relative_to) = (of()?, frame("reftype", "refname")?);
+            // MuJoCo orders a body's principal axes by its own eigen-solver, phyz by another:
+            // the inertial frame's position agrees, its orientation need not.
+            if [Some(of), relative_to].iter().any(|f| matches!(f, Some(Frame::Inertial(_)))) {
+                return Err(el.unsupported("the orientation of a body's inertial frame (objtype or reftype `body`)"));
+            }
+            match tag {
+                "framequat" => SensorKind::FrameQuat { of, relative_to },
+                _ => SensorKind::FrameAxis { of, relative_to, axis: usize::from(tag.as_bytes()[5] - b'x') },
+            }
+        }
+        "subtreecom" => SensorKind::SubtreeCom(body_named(&required("body")?)?),
+        "gyro" => {
+            let (body, site) = site()?;
+            SensorKind::Gyro { body, site }
+        }
+        "velocimeter" => {
+            let (body, site) = site()?;
+            SensorKind::Velocimeter { body, site }
+        }
+        tag => return Err(el.unsupported(format!("<{tag}> sensors"))),
+    };
+    Ok(Sensor { name: el.string("name").unwrap_or_default(), kind, cutoff: el.number_or("cutoff", 0.0)? })
 }
 
 /// The keyframe MuJoCo's `mj_resetData` gives: the reference configuration at rest, zero

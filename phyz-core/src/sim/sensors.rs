@@ -1,0 +1,169 @@
+//! Sensor outputs (MuJoCo's `sensordata`): what the model's sensors read at a state, as
+//! `mj_step` computes them at the state a step starts from.
+
+use nalgebra::{DVector, Vector3};
+
+use super::check_input;
+use crate::Scalar;
+use crate::dynamics::actuation::{activation_rates, actuator_force};
+use crate::dynamics::kinematics::{Kinematics, link_velocities};
+use crate::error::StepError;
+use crate::math::{Motion, Pose, Quat};
+use crate::model::{Frame, Model, SensorKind, State};
+
+/// The outputs of every sensor at `state` under `ctrl`, in the model's sensor order
+/// ([`Model::nsensordata`] numbers). A quaternion output is a unit quaternion; its sign may
+/// differ from MuJoCo's, which follows the product of the chain's quaternions.
+pub fn sensor_data<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<DVector<S>, StepError> {
+    check_input(model, state, ctrl)?;
+    if let Some(SensorKind::Unsupported(index)) =
+        model.sensors().iter().map(|x| x.kind).find(|k| matches!(k, SensorKind::Unsupported(_)))
+    {
+        let what = model.unsupported_sensor(index).unwrap_or("a sensor").to_string();
+        return Err(StepError::Unsupported { what });
+    }
+    let mut kin = Kinematics::default();
+    kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
+    kin.update(model, &state.qpos);
+    let reading = Reading { model, kin: &kin, velocities: link_velocities(model, &kin, &state.qvel), state, ctrl };
+    let mut out = DVector::zeros(model.nsensordata());
+    let mut at = 0;
+    for sensor in model.sensors() {
+        let dim = sensor.kind.dim();
+        let values = &mut out.as_mut_slice()[at..at + dim];
+        reading.read(&sensor.kind, values);
+        if sensor.kind.clamped() {
+            let c = sensor.cutoff;
+            let on = c.greater(S::zero());
+            values.iter_mut().for_each(|x| *x = S::select(on, x.clamp(-c, c), *x));
+        }
+        at += dim;
+    }
+    Ok(out)
+}
+
+/// What the sensors read from: the state, its kinematics and link velocities.
+struct Reading<'a, S: Scalar> {
+    model: &'a Model<S>,
+    kin: &'a Kinematics<S>,
+    velocities: Vec<Motion<S>>,
+    state: &'a State<S>,
+    ctrl: &'a [S],
+}
+
+impl<S: Scalar> Reading<'_, S> {
+    fn read(&self, kind: &SensorKind, out: &mut [S]) {
+        let (model, state) = (self.model, self.state);
+        let put = |out: &mut [S], v: &Vector3<S>| out.copy_from_slice(v.as_slice());
+        match *kind {
+            SensorKind::JointPos(j) => out[0] = state.qpos[model.joints()[j].qpos_adr()],
+            SensorKind::JointVel(j) => out[0] = state.qvel[model.joints()[j].dof_adr()],
+            SensorKind::BallQuat(j) => {
+                let a = model.joints()[j].qpos_adr();
+                let q = Quat::new(state.qpos[a], state.qpos[a + 1], state.qpos[a + 2], state.qpos[a + 3]).normalize();
+                out.copy_from_slice(&[q.w, q.x, q.y, q.z]);
+            }
+            SensorKind::TendonPos(t) => out[0] = model.tendons()[t].length(model, &state.qpos),
+            SensorKind::TendonVel(t) => out[0] = model.tendons()[t].velocity(model, &state.qvel),
+            SensorKind::ActuatorPos(a) | SensorKind::ActuatorVel(a) | SensorKind::ActuatorFrc(a) => {
+                out[0] = self.actuator(kind, a);
+            }
+            SensorKind::FramePos { of, relative_to } => {
+                let (pose, reference) = (self.frame(of).0, relative_to.map(|r| self.frame(r).0));
+                put(out, &reference.map_or(pose.pos, |r| r.rot.transpose() * (pose.pos - r.pos)));
+            }
+            SensorKind::FrameAxis { of, relative_to, axis } => {
+                let column = self.frame(of).0.rot.column(axis).into_owned();
+                put(out, &relative_to.map_or(column, |r| self.frame(r).0.rot.transpose() * column));
+            }
+            SensorKind::FrameQuat { of, relative_to } => {
+                let quat = self.frame(of).1;
+                let q = relative_to.map_or(quat, |r| self.frame(r).1.conjugate() * quat);
+                out.copy_from_slice(&[q.w, q.x, q.y, q.z]);
+            }
+            SensorKind::SubtreeCom(b) => put(out, &self.subtree_com(b)),
+            // Refused before any sensor is read.
+            SensorKind::Unsupported(_) => {}
+            SensorKind::Gyro { body, site } | SensorKind::Velocimeter { body, site } => {
+                let v = self.model.tree().body_link[body].map_or_else(Motion::zero, |l| self.velocities[l]);
+                let local = &model.bodies()[body].sites[site];
+                let to_site = local.quat.to_rotation_matrix().transpose();
+                let value = match kind {
+                    SensorKind::Gyro { .. } => to_site * v.ang,
+                    _ => to_site * (v.lin + v.ang.cross(&local.pos)),
+                };
+                put(out, &value);
+            }
+        }
+    }
+
+    /// An actuator's length, velocity or force (as MuJoCo's actuator sensors read them).
+    fn actuator(&self, kind: &SensorKind, a: usize) -> S {
+        let (model, state) = (self.model, self.state);
+        let mut rate = DVector::zeros(model.na());
+        activation_rates(model, &state.act, self.ctrl, &mut rate);
+        let mut row = DVector::zeros(0);
+        let actuator = &model.actuators()[a];
+        let terms = actuator_force(model, (self.kin, &mut row), actuator, state.point(), (self.ctrl[a], &rate));
+        match kind {
+            SensorKind::ActuatorPos(_) => terms.length,
+            SensorKind::ActuatorVel(_) => terms.velocity,
+            _ if model.enabled.actuation => terms.force,
+            _ => S::zero(),
+        }
+    }
+
+    /// A frame's world pose and its orientation as a quaternion (the body's times the frame's
+    /// own in the body).
+    fn frame(&self, frame: Frame) -> (Pose<S>, Quat<S>) {
+        let model = self.model;
+        let (body, local) = match frame {
+            Frame::Body(b) => (b, Pose::identity()),
+            Frame::Inertial(b) => (b, Pose::from_quat(&model.bodies()[b].inertia_axes, model.bodies()[b].com)),
+            Frame::Site { body, site } => {
+                let site = &model.bodies()[body].sites[site];
+                (body, Pose::from_quat(&site.quat, site.pos))
+            }
+            Frame::Geom(g) => {
+                let mut index = g;
+                let body = model.bodies().iter().position(|b| {
+                    let inside = index < b.geoms.len();
+                    if !inside {
+                        index -= b.geoms.len();
+                    }
+                    inside
+                });
+                let body = body.unwrap_or(0);
+                let geom = &model.bodies()[body].geoms[index];
+                (body, Pose::from_quat(&geom.quat, geom.pos))
+            }
+        };
+        let pose = self.kin.body_pose(model, body);
+        (pose.compose(&local), Quat::from_rotation_matrix(&pose.compose(&local).rot))
+    }
+
+    /// The centre of mass of `body`'s subtree, world frame (its own when the subtree has no
+    /// mass).
+    fn subtree_com(&self, body: usize) -> Vector3<S> {
+        let model = self.model;
+        let within = |mut b: usize| loop {
+            if b == body {
+                return true;
+            }
+            if b == 0 {
+                return false;
+            }
+            b = model.bodies()[b].parent();
+        };
+        let (mut mass, mut moment) = (S::zero(), Vector3::zeros());
+        for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| within(*b)) {
+            let com = self.kin.body_pose(model, b).transform_point(&part.com);
+            mass += part.mass;
+            moment += com * part.mass;
+        }
+        let own = self.kin.body_pose(model, body).transform_point(&model.bodies()[body].com);
+        let heavy = mass.greater(S::from_f64(1e-15));
+        let centre = moment / S::select(heavy, mass, S::one());
+        own.zip_map(&centre, |o, c| S::select(heavy, c, o))
+    }
+}
