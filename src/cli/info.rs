@@ -135,6 +135,7 @@ fn features(model: &Model<f64>) {
         SensorKind::FrameQuat { .. } => "framequat",
         SensorKind::FrameAxis { .. } => "frame axis",
         SensorKind::SubtreeCom(_) => "subtreecom",
+        SensorKind::SubtreeLinVel(_) => "subtreelinvel",
         SensorKind::Gyro { .. } => "gyro",
         SensorKind::Velocimeter { .. } => "velocimeter",
         SensorKind::Unsupported(_) => "not supported",

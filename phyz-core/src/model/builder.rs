@@ -871,7 +871,7 @@ pub(super) fn check_sensor<S: crate::Scalar>(sensor: &super::Sensor<S>, model: &
         K::FramePos { of, relative_to } | K::FrameQuat { of, relative_to } | K::FrameAxis { of, relative_to, .. } => {
             frame(&of) && relative_to.as_ref().is_none_or(frame)
         }
-        K::SubtreeCom(b) => b < model.bodies.len(),
+        K::SubtreeCom(b) | K::SubtreeLinVel(b) => b < model.bodies.len(),
         K::Gyro { body, site: k } | K::Velocimeter { body, site: k } => site(body, k),
         K::Unsupported(index) => model.unsupported_sensor(index).is_some(),
     };

@@ -44,8 +44,9 @@ pub enum SensorKind {
         relative_to: Option<Frame>,
         axis: usize,
     },
-    /// The centre of mass of a body's subtree (world frame).
+    /// The centre of mass of a body's subtree, and its linear velocity (world frame).
     SubtreeCom(usize),
+    SubtreeLinVel(usize),
     /// A site's angular velocity (gyro) or linear velocity (velocimeter), in the site's axes.
     Gyro {
         body: usize,
@@ -76,6 +77,7 @@ impl SensorKind {
             SensorKind::FramePos { .. }
             | SensorKind::FrameAxis { .. }
             | SensorKind::SubtreeCom(_)
+            | SensorKind::SubtreeLinVel(_)
             | SensorKind::Gyro { .. }
             | SensorKind::Velocimeter { .. } => 3,
             SensorKind::Unsupported(_) => 0,

@@ -81,7 +81,8 @@ impl<S: Scalar> Reading<'_, S> {
                 let q = relative_to.map_or(quat, |r| self.frame(r).1.conjugate() * quat);
                 out.copy_from_slice(&[q.w, q.x, q.y, q.z]);
             }
-            SensorKind::SubtreeCom(b) => put(out, &self.subtree_com(b)),
+            SensorKind::SubtreeCom(b) => put(out, &self.subtree(b).0),
+            SensorKind::SubtreeLinVel(b) => put(out, &self.subtree(b).1),
             // Refused before any sensor is read.
             SensorKind::Unsupported(_) => {}
             SensorKind::Gyro { body, site } | SensorKind::Velocimeter { body, site } => {
@@ -142,9 +143,9 @@ impl<S: Scalar> Reading<'_, S> {
         (pose.compose(&local), Quat::from_rotation_matrix(&pose.compose(&local).rot))
     }
 
-    /// The centre of mass of `body`'s subtree, world frame (its own when the subtree has no
-    /// mass).
-    fn subtree_com(&self, body: usize) -> Vector3<S> {
+    /// The centre of mass of `body`'s subtree and its velocity, world frame (the body's own
+    /// centre, and its velocity, when the subtree has no mass).
+    fn subtree(&self, body: usize) -> (Vector3<S>, Vector3<S>) {
         let model = self.model;
         let within = |mut b: usize| loop {
             if b == body {
@@ -155,15 +156,23 @@ impl<S: Scalar> Reading<'_, S> {
             }
             b = model.bodies()[b].parent();
         };
-        let (mut mass, mut moment) = (S::zero(), Vector3::zeros());
+        // A body's centre of mass, and its world velocity.
+        let com = |b: usize| {
+            let (pose, part) = (self.kin.body_pose(model, b), &model.bodies()[b]);
+            let v = model.tree().body_link[b].map_or_else(Motion::zero, |l| self.velocities[l]);
+            (pose.transform_point(&part.com), pose.rot * (v.lin + v.ang.cross(&part.com)))
+        };
+        let (mut mass, mut moment, mut momentum) = (S::zero(), Vector3::zeros(), Vector3::zeros());
         for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| within(*b)) {
-            let com = self.kin.body_pose(model, b).transform_point(&part.com);
+            let (x, v) = com(b);
             mass += part.mass;
-            moment += com * part.mass;
+            moment += x * part.mass;
+            momentum += v * part.mass;
         }
-        let own = self.kin.body_pose(model, body).transform_point(&model.bodies()[body].com);
+        let (own_x, own_v) = com(body);
         let heavy = mass.greater(S::from_f64(1e-15));
-        let centre = moment / S::select(heavy, mass, S::one());
-        own.zip_map(&centre, |o, c| S::select(heavy, c, o))
+        let mass = S::select(heavy, mass, S::one());
+        let pick = |own: Vector3<S>, sum: Vector3<S>| own.zip_map(&(sum / mass), |o, c| S::select(heavy, c, o));
+        (pick(own_x, moment), pick(own_v, momentum))
     }
 }

@@ -1186,6 +1186,7 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
             }
         }
         "subtreecom" => SensorKind::SubtreeCom(body_named(&required("body")?)?),
+        "subtreelinvel" => SensorKind::SubtreeLinVel(body_named(&required("body")?)?),
         "gyro" => {
             let (body, site) = site()?;
             SensorKind::Gyro { body, site }
