@@ -45,30 +45,38 @@ fn repeated_allocations(sim: &mut Simulator<f64>, steps: usize) -> usize {
     let (state, contact) = (sim.state.clone(), sim.contact.clone());
     let ctrl: Vec<Vec<f64>> =
         (0..steps).map(|t| (0..sim.model.nu()).map(|i| ((t * 7 + i * 3) as f64 * 0.37).sin()).collect()).collect();
+    let which = format!("{:?}, {} dofs", sim.model.integrator, sim.model.nv());
     for u in &ctrl {
-        sim.step(u).expect("step");
+        sim.step(u).unwrap_or_else(|e| panic!("{which}: {e}"));
     }
     sim.state = state;
     sim.contact.clone_from(&contact);
     let before = allocations();
     for u in &ctrl {
-        sim.step(u).expect("step");
+        sim.step(u).unwrap_or_else(|e| panic!("{which}: {e}"));
     }
     allocations() - before
 }
 
-/// The models the counts are taken on, each under both integrators.
-fn models() -> Vec<phyz::Model<f64>> {
+/// The models the counts are taken on: the walkers and a box stack (which touch their floors)
+/// under every integrator, and with `smooth_only` the models with activations and site
+/// transmissions too (which have no constraints), under their own.
+fn models(smooth_only: bool) -> Vec<phyz::Model<f64>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let gymnasium = |name: &str| root.join("../shared/models/gymnasium").join(format!("{name}.xml"));
     let paths =
         [gymnasium("hopper"), gymnasium("ant"), gymnasium("humanoid"), root.join("benches/models/box_stack.xml")];
     let mut models = Vec::new();
     for path in &paths {
-        for integrator in [Integrator::Euler, Integrator::Rk4] {
+        for integrator in [Integrator::Euler, Integrator::Rk4, Integrator::Implicit, Integrator::ImplicitFast] {
             let mut model = mjcf::load(path).expect("loads");
             model.integrator = integrator;
             models.push(model);
+        }
+    }
+    if smooth_only {
+        for name in ["activations", "activations_rk4", "site_transmissions"] {
+            models.push(mjcf::load(root.join(format!("tests/models/{name}.xml"))).expect("loads"));
         }
     }
     models
@@ -79,7 +87,7 @@ fn models() -> Vec<phyz::Model<f64>> {
 #[test]
 fn a_steady_state_smooth_step_allocates_nothing() {
     let mut failures = Vec::new();
-    for mut model in models() {
+    for mut model in models(true) {
         model.enabled.constraint = false;
         let integrator = model.integrator;
         let mut sim = Simulator::new(model);
@@ -97,7 +105,7 @@ fn a_steady_state_smooth_step_allocates_nothing() {
 fn a_steady_state_constrained_step_allocates_nothing() {
     let presets = [("simulation", SolverConfig::simulation()), ("mujoco_compat", SolverConfig::mujoco_compat())];
     let mut failures = Vec::new();
-    for model in models() {
+    for model in models(false) {
         for (name, config) in presets {
             let integrator = model.integrator;
             let mut sim = Simulator::new(model.clone());

@@ -98,7 +98,7 @@ fn every_gymnasium_model_runs_under_every_cpu_preset_with_contact() {
                 if k % HOLD == 0 {
                     ctrl = ranges.iter().map(|r| rng.uniform(r[0], r[1])).collect();
                 }
-                let tau = actuator_forces(&model, &sim.state, &ctrl);
+                let tau = actuator_forces(&model, &sim.state, &ctrl).expect("a valid state");
                 if let Err(e) = sim.step(&ctrl) {
                     failures.push(format!("{name} / {preset}: step {k}: {e}"));
                     break;

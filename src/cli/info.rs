@@ -12,7 +12,17 @@ use super::CliError;
 
 pub fn run(path: &Path) -> Result<(), CliError> {
     let Survey { unsupported, model } = mjcf::survey(path);
-    let model = model?;
+    let model = match model {
+        Ok(model) => model,
+        Err(e) => {
+            // What was set aside may be why the rest does not load (an element named by another).
+            if !unsupported.is_empty() {
+                println!("not supported by phyz yet (set aside before the error below):");
+                unsupported.iter().for_each(|u| println!("  {u}"));
+            }
+            return Err(e.into());
+        }
+    };
     summary(&model);
     features(&model);
     parts(&model);

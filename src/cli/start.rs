@@ -40,7 +40,7 @@ impl StartArgs {
             (Some(qpos), Some(qvel)) => {
                 let qpos = read_vector(qpos, model.nq(), "qpos")?;
                 let qvel = read_vector(qvel, model.nv(), "qvel")?;
-                Ok((State::new(DVector::from_vec(qpos), DVector::from_vec(qvel)), None))
+                Ok((model.state(DVector::from_vec(qpos), DVector::from_vec(qvel)), None))
             }
             _ => Ok((model.default_state(), None)),
         }

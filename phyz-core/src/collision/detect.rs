@@ -448,11 +448,13 @@ fn plane_against<'a>(
 /// deepest one again.
 const PLANE_MESH_SEPARATION: f64 = 0.3;
 
-/// The contacts of a mesh's hull vertices with a plane, `out[start..]` sorted deepest first, as
-/// MuJoCo picks them: the deepest vertex, then of the others within the margin the deepest
-/// that lie at least [`PLANE_MESH_SEPARATION`] of the bounding radius from every one chosen, up
-/// to [`MAX_POINTS_PER_PAIR`]. A flat face resting on the plane then touches at its corners, not
-/// at a cluster of nearly coplanar vertices beside the deepest.
+/// The contacts of a mesh's hull vertices with a plane, `out[start..]` sorted deepest first:
+/// the deepest vertex, then of the others within the margin the deepest that lie at least
+/// [`PLANE_MESH_SEPARATION`] of the bounding radius from every one chosen, up to
+/// [`MAX_POINTS_PER_PAIR`]. A flat face resting on the plane then touches at its corners, not at
+/// a cluster of nearly coplanar vertices beside the deepest. MuJoCo's rule differs: it takes the
+/// deepest vertex's neighbours in its hull's vertex graph, in the graph's order, apart from the
+/// deepest only, and fewer of them (this rule gives the same corners for a face on the floor).
 fn plane_mesh_points(out: &mut Vec<Found>, start: usize, mesh: &Placed, margin: f64, bounding_radius: f64) {
     let body = mesh.world.compose(&mesh.local.inverse());
     let world = |f: &Found| match f.anchor {

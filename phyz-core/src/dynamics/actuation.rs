@@ -6,22 +6,25 @@ use nalgebra::DVector;
 use super::kinematics::Kinematics;
 use super::transmission::{Moment, transmission};
 use crate::Scalar;
-use crate::model::{Actuator, Dynamics, Model, Point, State};
+use crate::error::StepError;
+use crate::math::{copy_vector, zero_vector};
+use crate::model::{Actuator, Dynamics, Model, Point, State, check_input};
 
 /// MuJoCo's floor on a filter's time constant (`mjMINVAL`).
 const MIN_TIME_CONSTANT: f64 = 1e-15;
 
 /// Generalized forces of the actuators at `state` under `ctrl` (one entry per actuator), with
 /// controls and forces clamped to their ranges (MuJoCo's `qfrc_actuator`). Zero when actuation
-/// is disabled.
-pub fn actuator_forces<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> DVector<S> {
+/// is disabled; a state or controls of the wrong size are an error.
+pub fn actuator_forces<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<DVector<S>, StepError> {
+    check_input(model, state, ctrl)?;
     let (mut f, mut rate, mut row) = (DVector::zeros(model.nv()), DVector::zeros(model.na()), DVector::zeros(0));
     activation_rates(model, &state.act, ctrl, &mut rate);
     let mut kin = Kinematics::default();
     kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     kin.update(model, &state.qpos);
     add_actuator_forces(model, (&kin, &mut row), state.point(), (ctrl, &rate), &mut f);
-    f
+    Ok(f)
 }
 
 /// The control an actuator acts on: `u` clamped to its range when clamping is on.
@@ -36,8 +39,7 @@ fn clamped_control<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, u: S) ->
 /// `na`): the control for an integrator, `(c − a)/τ` for a filter; zero when actuation is
 /// disabled.
 pub fn activation_rates<S: Scalar>(model: &Model<S>, act: &DVector<S>, ctrl: &[S], rate: &mut DVector<S>) {
-    rate.resize_vertically_mut(model.na(), S::zero());
-    rate.fill(S::zero());
+    zero_vector(rate, model.na());
     if !model.enabled.actuation {
         return;
     }
@@ -69,7 +71,7 @@ fn next_activation<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, a: S, ra
 /// The activations after one step from `act` at the rates `rate`, written into `next`
 /// (MuJoCo's activation update in `mj_advance`). Unchanged when actuation is disabled.
 pub fn integrate_activations<S: Scalar>(model: &Model<S>, act: &DVector<S>, rate: &DVector<S>, next: &mut DVector<S>) {
-    next.clone_from(act);
+    copy_vector(next, act);
     if !model.enabled.actuation {
         return;
     }

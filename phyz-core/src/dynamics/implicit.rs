@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 
 use super::actuation::actuator_force;
 use super::kinematics::{Kinematics, LinkBuffers};
@@ -72,7 +72,8 @@ impl<S: Scalar> ImplicitWork<S> {
         coriolis: bool,
         qacc: &mut DVector<S>,
     ) -> Result<(), StepError> {
-        if model.medium.density.lane(0) > 0.0 || model.medium.viscosity.lane(0) > 0.0 {
+        let medium = [model.medium.density, model.medium.viscosity];
+        if medium.iter().any(|x| (0..x.lanes()).any(|l| x.lane(l) > 0.0)) {
             return Err(StepError::Unsupported { what: "implicit integration with fluid forces".into() });
         }
         let (h, nv) = (model.timestep, model.nv());
@@ -95,10 +96,10 @@ impl<S: Scalar> ImplicitWork<S> {
         for joint in model.joints().iter().filter(|j| standalone_free_body(model, j.body)) {
             let block = joint.dof_adr()..joint.dof_adr() + 6;
             self.add_coriolis_derivative(model, (kin, links), inputs.point.qvel, block.clone());
-            let mut a = self.matrix.view((block.start, block.start), (6, 6)).into_owned();
-            let mut x = self.rhs.rows(block.start, 6).into_owned();
+            let mut a: Matrix6<S> = self.matrix.fixed_view::<6, 6>(block.start, block.start).into_owned();
+            let mut x: Vector6<S> = self.rhs.fixed_rows::<6>(block.start).into_owned();
             lu_solve_in_place(&mut a, &mut x);
-            qacc.rows_mut(block.start, 6).copy_from(&x);
+            qacc.fixed_rows_mut::<6>(block.start).copy_from(&x);
         }
         Ok(())
     }
@@ -135,16 +136,9 @@ fn standalone_free_body<S: Scalar>(model: &Model<S>, body: usize) -> bool {
     let bodies = model.bodies();
     let joints = bodies[body].joints();
     let free = joints.len() == 1 && model.joints()[joints.start].kind() == JointKind::Free;
-    let below = |b: usize| {
-        let mut p = b;
-        while p != 0 && p != body {
-            p = bodies[p].parent();
-        }
-        p == body && b != body
-    };
-    free && (1..bodies.len())
-        .filter(|&b| below(b))
-        .all(|b| bodies[b].joints().is_empty() && bodies[b].mass.lane(0) == 0.0)
+    let below = |b: usize| b != body && model.in_subtree(b, body);
+    let massless = |m: S| (0..m.lanes()).all(|l| m.lane(l) == 0.0);
+    free && (1..bodies.len()).filter(|&b| below(b)).all(|b| bodies[b].joints().is_empty() && massless(bodies[b].mass))
 }
 
 /// `D = ∂(f_passive + f_actuator)/∂v` into `d` (MuJoCo's `mjd_passive_vel` and
@@ -206,7 +200,11 @@ fn add_outer<S: Scalar>(model: &Model<S>, c: &Moment<'_, S>, b: S, d: &mut DMatr
 /// Solves `a x = b` in place (`b` becomes `x`, `a` its LU factors) by Gaussian elimination
 /// without pivoting, as MuJoCo's sparse LU of `M − h·D` does: the mass matrix's diagonal
 /// dominates.
-fn lu_solve_in_place<S: Scalar>(a: &mut DMatrix<S>, b: &mut DVector<S>) {
+fn lu_solve_in_place<S: Scalar, N: Dim, SA, SB>(a: &mut Matrix<S, N, N, SA>, b: &mut Matrix<S, N, U1, SB>)
+where
+    SA: StorageMut<S, N, N>,
+    SB: StorageMut<S, N, U1>,
+{
     let n = b.len();
     for k in 0..n {
         let pivot = a[(k, k)];

@@ -179,14 +179,17 @@ impl<S: Scalar> Kinematics<S> {
 
     /// Places each mocap body at its pose in `pos`, `quat` (world frame, the quaternion
     /// normalized as MuJoCo does), replacing its link's offset until the next call or
-    /// [`Kinematics::set_constants`], which puts it back where the model has it.
+    /// [`Kinematics::set_constants`], which puts it back where the model has it. A mocap body
+    /// without a pose in `pos` and `quat` (shorter than the model's mocap bodies) stays where
+    /// the model puts it: the step refuses such a state before it gets here.
     pub fn set_mocap(&mut self, model: &Model<S>, pos: &[Vector3<S>], quat: &[Quat<S>]) {
         if self.offset.len() != model.tree().links.len() {
             self.set_constants(model);
         }
         for (b, body) in model.bodies().iter().enumerate() {
             let (Some(k), Some(link)) = (body.mocap(), model.tree().body_link[b]) else { continue };
-            self.offset[link] = Pose::from_quat(&quat[k].normalize(), pos[k]);
+            let (Some(p), Some(q)) = (pos.get(k), quat.get(k)) else { continue };
+            self.offset[link] = Pose::from_quat(&q.normalize(), *p);
         }
     }
 

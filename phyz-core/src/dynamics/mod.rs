@@ -44,6 +44,7 @@ pub fn smooth_acceleration<S: Scalar>(
     ctrl: &[S],
     extra_diagonal: Option<&DVector<S>>,
 ) -> Result<DVector<S>, StepError> {
+    crate::model::check_input(model, state, ctrl)?;
     let mut smooth = Smooth::default();
     smooth.prepare(model, state);
     smooth.with_mass(model, state.point(), ctrl, extra_diagonal)?;

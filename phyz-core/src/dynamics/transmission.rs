@@ -6,7 +6,7 @@ use nalgebra::{DVector, Vector3};
 
 use super::kinematics::{Kinematics, add_relative_rows};
 use crate::Scalar;
-use crate::math::{Pose, Quat};
+use crate::math::{Pose, Quat, zero_vector};
 use crate::model::{Actuator, Model, Tendon, Transmission};
 
 /// How an actuator's force reaches the generalized forces: `f += moment · force`.
@@ -95,8 +95,7 @@ fn site_transmission<S: Scalar>(
     row: &mut DVector<S>,
 ) -> S {
     let nv = model.nv();
-    row.resize_vertically_mut(nv, S::zero());
-    row.fill(S::zero());
+    zero_vector(row, nv);
     let (world, quat) = site_frame(model, kin, site);
     let (linear, angular) = (Vector3::new(gear[0], gear[1], gear[2]), Vector3::new(gear[3], gear[4], gear[5]));
     let Some(reference) = reference else {

@@ -40,6 +40,18 @@ pub struct Body<S> {
     pub sites: Vec<Site<S>>,
 }
 
+/// The site named `name` among `bodies`' sites, as (body, index in its sites): `None` when no
+/// site, or more than one, has the name.
+pub(crate) fn find_site<S>(bodies: &[Body<S>], name: &str) -> Option<(usize, usize)> {
+    let mut named = bodies.iter().enumerate().flat_map(|(b, body)| {
+        body.sites.iter().enumerate().filter(move |(_, s)| !name.is_empty() && s.name == name).map(move |(k, _)| (b, k))
+    });
+    match (named.next(), named.next()) {
+        (Some(found), None) => Some(found),
+        _ => None,
+    }
+}
+
 impl<S: Scalar> Body<S> {
     /// Index of the parent body (the world is its own parent).
     #[inline]

@@ -536,9 +536,9 @@ fn compile_tie(names: &CoupledNames, model: &Model<f64>) -> Result<Tie, String> 
                 return Err("ties an object to itself".into());
             }
             let site = |name: &str| {
-                let mut all = model.bodies().iter().enumerate();
-                all.find_map(|(b, body)| body.sites.iter().find(|s| s.name == name).map(|s| (b, s.pos, s.quat)))
-                    .ok_or_else(|| format!("no site named `{name}`"))
+                let (b, k) = model.site_id(name).ok_or_else(|| format!("no single site named `{name}`"))?;
+                let site = &model.bodies()[b].sites[k];
+                Ok::<_, String>((b, site.pos, site.quat))
             };
             let ((b1, p1, q1), (b2, p2, q2)) = (site(first)?, site(second)?);
             let bodies = [b1, b2];
@@ -782,13 +782,7 @@ fn compile_actuator(
         Target::Joint(name) => Transmission::Joint(scalar_joint(joints, name).map_err(invalid)?),
         Target::Site { site, reference } => {
             let find = |name: &String| {
-                let mut named = bodies.iter().enumerate().flat_map(|(b, body)| {
-                    body.sites.iter().enumerate().filter(|(_, s)| &s.name == name).map(move |(k, _)| (b, k))
-                });
-                match (named.next(), named.next()) {
-                    (Some(found), None) => Ok(found),
-                    _ => Err(invalid(format!("no single site named `{name}`"))),
-                }
+                super::body::find_site(bodies, name).ok_or_else(|| invalid(format!("no single site named `{name}`")))
             };
             let (body, site) = find(site)?;
             Transmission::Site { body, site, reference: reference.as_ref().map(find).transpose()? }
@@ -868,9 +862,10 @@ pub(super) fn check_sensor<S: crate::Scalar>(sensor: &super::Sensor<S>, model: &
         K::BallQuat(j) => j < model.joints.len() && model.joints[j].kind == JointKind::Ball,
         K::TendonPos(t) | K::TendonVel(t) => t < model.tendons.len(),
         K::ActuatorPos(a) | K::ActuatorVel(a) | K::ActuatorFrc(a) => a < model.actuators.len(),
-        K::FramePos { of, relative_to } | K::FrameQuat { of, relative_to } | K::FrameAxis { of, relative_to, .. } => {
+        K::FramePos { of, relative_to } | K::FrameQuat { of, relative_to } => {
             frame(&of) && relative_to.as_ref().is_none_or(frame)
         }
+        K::FrameAxis { of, relative_to, axis } => axis < 3 && frame(&of) && relative_to.as_ref().is_none_or(frame),
         K::SubtreeCom(b) | K::SubtreeLinVel(b) => b < model.bodies.len(),
         K::Gyro { body, site: k } | K::Velocimeter { body, site: k } => site(body, k),
         K::Unsupported(index) => model.unsupported_sensor(index).is_some(),

@@ -34,7 +34,8 @@ pub use joint::{Joint, JointKind};
 pub use options::{Cone, ContactOptions, Enabled, Medium};
 pub use pair::{ContactPair, ContactPairSpec};
 pub use sensor::{Frame, Sensor, SensorKind};
-pub use state::{Point, State};
+pub(crate) use state::check_finite;
+pub use state::{Point, State, check_input};
 pub use tendon::Tendon;
 
 use nalgebra::{DVector, Vector3};
@@ -237,6 +238,24 @@ impl<S: Scalar> Model<S> {
     /// Index of the body with this name.
     pub fn body_id(&self, name: &str) -> Option<usize> {
         self.bodies.iter().position(|b| b.name == name)
+    }
+    /// The site with this name, as (body, index among the body's sites); `None` when no site
+    /// or more than one has it.
+    pub fn site_id(&self, name: &str) -> Option<(usize, usize)> {
+        body::find_site(&self.bodies, name)
+    }
+    /// Whether body `body` is `root` or one of its descendants (every body is in the world's
+    /// subtree).
+    pub fn in_subtree(&self, mut body: usize, root: usize) -> bool {
+        loop {
+            if body == root {
+                return true;
+            }
+            if body == 0 {
+                return false;
+            }
+            body = self.bodies[body].parent;
+        }
     }
     /// Index of the joint with this name.
     pub fn joint_id(&self, name: &str) -> Option<usize> {

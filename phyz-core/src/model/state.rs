@@ -2,7 +2,9 @@
 
 use nalgebra::{DVector, Vector3};
 
+use super::Model;
 use crate::Scalar;
+use crate::error::StepError;
 use crate::math::Quat;
 use crate::scalar::convert;
 
@@ -96,4 +98,51 @@ impl<S> State<S> {
     pub fn point(&self) -> Point<'_, S> {
         Point { qpos: &self.qpos, qvel: &self.qvel, act: &self.act }
     }
+}
+
+/// The first entry of `x` that is not finite, as `Err(index)`.
+pub(crate) fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
+    match x.iter().position(|v| !v.is_finite()) {
+        Some(index) => Err(index),
+        None => Ok(()),
+    }
+}
+
+/// Checks dimensions and finiteness of a step's inputs (what [`step`] does first).
+pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<(), StepError> {
+    let dims = [
+        ("qpos", model.nq(), state.qpos.len()),
+        ("qvel", model.nv(), state.qvel.len()),
+        ("act", model.na(), state.act.len()),
+        ("mocap_pos", model.nmocap(), state.mocap_pos.len()),
+        ("mocap_quat", model.nmocap(), state.mocap_quat.len()),
+        ("ctrl", model.nu(), ctrl.len()),
+    ];
+    for (what, expected, got) in dims {
+        if expected != got {
+            return Err(StepError::Dimension { what, expected, got });
+        }
+    }
+    check_finite(&state.qpos).map_err(|index| StepError::NonFiniteState { what: "qpos", index })?;
+    check_finite(&state.qvel).map_err(|index| StepError::NonFiniteState { what: "qvel", index })?;
+    check_finite(&state.act).map_err(|index| StepError::NonFiniteState { what: "act", index })?;
+    if let Some(index) = state.mocap_pos.iter().position(|p| !p.iter().all(|x| x.is_finite())) {
+        return Err(StepError::NonFiniteState { what: "mocap_pos", index });
+    }
+    for (index, q) in state.mocap_quat.iter().enumerate() {
+        if ![q.w, q.x, q.y, q.z].iter().all(|x| x.is_finite()) {
+            return Err(StepError::NonFiniteState { what: "mocap_quat", index });
+        }
+        let norm = q.norm_squared();
+        if (0..norm.lanes()).any(|lane| norm.lane(lane) == 0.0) {
+            return Err(StepError::ZeroMocapQuat { index });
+        }
+    }
+    if !state.time.is_finite() {
+        return Err(StepError::NonFiniteState { what: "time", index: 0 });
+    }
+    if let Some(index) = ctrl.iter().position(|u| !u.is_finite()) {
+        return Err(StepError::NonFiniteControl { index });
+    }
+    Ok(())
 }

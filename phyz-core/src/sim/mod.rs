@@ -18,6 +18,8 @@ use crate::Scalar;
 use crate::dynamics::integrator;
 use crate::dynamics::integrator::Rates;
 pub use crate::error::StepError;
+use crate::model::check_finite;
+pub use crate::model::check_input;
 use crate::model::{Integrator, Model, Point, State};
 pub use constraints::{ContactState, StepInfo};
 pub use sensors::sensor_data;
@@ -86,52 +88,6 @@ pub fn step_in<S: Scalar>(
         Err(_) => contact.restore_warm_cache(saved_warm),
     }
     result
-}
-
-fn check_finite<S: Scalar>(x: &DVector<S>) -> Result<(), usize> {
-    match x.iter().position(|v| !v.is_finite()) {
-        Some(index) => Err(index),
-        None => Ok(()),
-    }
-}
-
-/// Checks dimensions and finiteness of a step's inputs (what [`step`] does first).
-pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<(), StepError> {
-    let dims = [
-        ("qpos", model.nq(), state.qpos.len()),
-        ("qvel", model.nv(), state.qvel.len()),
-        ("act", model.na(), state.act.len()),
-        ("mocap_pos", model.nmocap(), state.mocap_pos.len()),
-        ("mocap_quat", model.nmocap(), state.mocap_quat.len()),
-        ("ctrl", model.nu(), ctrl.len()),
-    ];
-    for (what, expected, got) in dims {
-        if expected != got {
-            return Err(StepError::Dimension { what, expected, got });
-        }
-    }
-    check_finite(&state.qpos).map_err(|index| StepError::NonFiniteState { what: "qpos", index })?;
-    check_finite(&state.qvel).map_err(|index| StepError::NonFiniteState { what: "qvel", index })?;
-    check_finite(&state.act).map_err(|index| StepError::NonFiniteState { what: "act", index })?;
-    if let Some(index) = state.mocap_pos.iter().position(|p| !p.iter().all(|x| x.is_finite())) {
-        return Err(StepError::NonFiniteState { what: "mocap_pos", index });
-    }
-    for (index, q) in state.mocap_quat.iter().enumerate() {
-        if ![q.w, q.x, q.y, q.z].iter().all(|x| x.is_finite()) {
-            return Err(StepError::NonFiniteState { what: "mocap_quat", index });
-        }
-        let norm = q.norm_squared();
-        if (0..norm.lanes()).any(|lane| norm.lane(lane) == 0.0) {
-            return Err(StepError::ZeroMocapQuat { index });
-        }
-    }
-    if !state.time.is_finite() {
-        return Err(StepError::NonFiniteState { what: "time", index: 0 });
-    }
-    if let Some(index) = ctrl.iter().position(|u| !u.is_finite()) {
-        return Err(StepError::NonFiniteControl { index });
-    }
-    Ok(())
 }
 
 /// A model, its current state and the contact solver's warm-start cache, stepped in place.

@@ -25,7 +25,10 @@ pub fn sensor_data<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
     let mut kin = Kinematics::default();
     kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     kin.update(model, &state.qpos);
-    let reading = Reading { model, kin: &kin, velocities: link_velocities(model, &kin, &state.qvel), state, ctrl };
+    let mut rates = DVector::zeros(model.na());
+    activation_rates(model, &state.act, ctrl, &mut rates);
+    let velocities = link_velocities(model, &kin, &state.qvel);
+    let reading = Reading { model, kin: &kin, velocities, rates, state, ctrl };
     let mut out = DVector::zeros(model.nsensordata());
     let mut at = 0;
     for sensor in model.sensors() {
@@ -47,6 +50,8 @@ struct Reading<'a, S: Scalar> {
     model: &'a Model<S>,
     kin: &'a Kinematics<S>,
     velocities: Vec<Motion<S>>,
+    /// The activations' rates, which an `actearly` actuator's force reads.
+    rates: DVector<S>,
     state: &'a State<S>,
     ctrl: &'a [S],
 }
@@ -101,11 +106,9 @@ impl<S: Scalar> Reading<'_, S> {
     /// An actuator's length, velocity or force (as MuJoCo's actuator sensors read them).
     fn actuator(&self, kind: &SensorKind, a: usize) -> S {
         let (model, state) = (self.model, self.state);
-        let mut rate = DVector::zeros(model.na());
-        activation_rates(model, &state.act, self.ctrl, &mut rate);
         let mut row = DVector::zeros(0);
         let actuator = &model.actuators()[a];
-        let terms = actuator_force(model, (self.kin, &mut row), actuator, state.point(), (self.ctrl[a], &rate));
+        let terms = actuator_force(model, (self.kin, &mut row), actuator, state.point(), (self.ctrl[a], &self.rates));
         match kind {
             SensorKind::ActuatorPos(_) => terms.length,
             SensorKind::ActuatorVel(_) => terms.velocity,
@@ -147,15 +150,7 @@ impl<S: Scalar> Reading<'_, S> {
     /// centre, and its velocity, when the subtree has no mass).
     fn subtree(&self, body: usize) -> (Vector3<S>, Vector3<S>) {
         let model = self.model;
-        let within = |mut b: usize| loop {
-            if b == body {
-                return true;
-            }
-            if b == 0 {
-                return false;
-            }
-            b = model.bodies()[b].parent();
-        };
+        let within = |b: usize| model.in_subtree(b, body);
         // A body's centre of mass, and its world velocity.
         let com = |b: usize| {
             let (pose, part) = (self.kin.body_pose(model, b), &model.bodies()[b]);

@@ -1115,9 +1115,6 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
 
 /// A `<sensor>` child: its kind and what it reads, found by name in the built model.
 fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, MjcfError> {
-    const TARGETS: &[&str] =
-        &["joint", "tendon", "actuator", "site", "body", "objtype", "objname", "reftype", "refname"];
-    el.check_attributes(&[&["name", "cutoff", "noise", "user"], TARGETS].concat())?;
     let required = |key: &str| el.string(key).ok_or_else(|| el.invalid(format!("`{key}` is required")));
     let missing = |what: &str, name: &str| el.invalid(format!("no {what} named `{name}`"));
     let joint = || {
@@ -1132,12 +1129,7 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
         let name = required("actuator")?;
         model.actuators().iter().position(|a| a.name == name).ok_or_else(|| missing("actuator", &name))
     };
-    let site_named = |name: &str| {
-        let mut found = model.bodies().iter().enumerate().flat_map(|(b, body)| {
-            body.sites.iter().enumerate().filter(|(_, s)| s.name == name).map(move |(k, _)| (b, k))
-        });
-        found.next().ok_or_else(|| missing("site", name))
-    };
+    let site_named = |name: &str| model.site_id(name).ok_or_else(|| missing("single site", name));
     let body_named = |name: &str| model.body_id(name).ok_or_else(|| missing("body", name));
     let frame = |kind_key: &'static str, name_key: &str| -> Result<Option<Frame>, MjcfError> {
         let Some(name) = el.string(name_key) else { return Ok(None) };
@@ -1172,7 +1164,13 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
         "actuatorpos" => SensorKind::ActuatorPos(actuator()?),
         "actuatorvel" => SensorKind::ActuatorVel(actuator()?),
         "actuatorfrc" => SensorKind::ActuatorFrc(actuator()?),
-        "framepos" => SensorKind::FramePos { of: of()?, relative_to: frame("reftype", "refname")? },
+        "framepos" => {
+            let relative_to = frame("reftype", "refname")?;
+            if matches!(relative_to, Some(Frame::Inertial(_))) {
+                return Err(el.unsupported("positions in a body's inertial frame (reftype `body`)"));
+            }
+            SensorKind::FramePos { of: of()?, relative_to }
+        }
         tag @ ("framequat" | "framexaxis" | "frameyaxis" | "framezaxis") => {
             let (of, relative_to) = (of()?, frame("reftype", "refname")?);
             // MuJoCo orders a body's principal axes by its own eigen-solver, phyz by another:
@@ -1195,8 +1193,17 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
             let (body, site) = site()?;
             SensorKind::Velocimeter { body, site }
         }
+        // A kind phyz does not compute is refused whatever its attributes (MuJoCo's own).
         tag => return Err(el.unsupported(format!("<{tag}> sensors"))),
     };
+    const TARGETS: &[&str] =
+        &["joint", "tendon", "actuator", "site", "body", "objtype", "objname", "reftype", "refname"];
+    const HISTORY: &[&str] = &["nsample", "interp", "delay", "interval"];
+    el.check_attributes(&[&["name", "cutoff", "noise", "user"], TARGETS, HISTORY].concat())?;
+    // MuJoCo 4's sensor histories (delayed or sampled outputs) change what the sensor reads.
+    for key in ["nsample", "delay", "interval"] {
+        el.reject_nonzero(key)?;
+    }
     Ok(Sensor { name: el.string("name").unwrap_or_default(), kind, cutoff: el.number_or("cutoff", 0.0)? })
 }
 
@@ -1241,7 +1248,12 @@ fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfEr
         None => rest.mocap_pos,
     };
     let mocap_quat = match values("mquat", 4, nmocap)? {
-        Some(v) => v.chunks(4).map(|q| Quat::new(q[0], q[1], q[2], q[3]).normalize()).collect(),
+        // As MuJoCo: normalized, but a zero quaternion is kept (and refused when stepped).
+        Some(v) => v
+            .chunks(4)
+            .map(|q| Quat::new(q[0], q[1], q[2], q[3]))
+            .map(|q| if q.norm_squared() > 0.0 { q.normalize() } else { q })
+            .collect(),
         None => rest.mocap_quat,
     };
     Ok(Keyframe {
