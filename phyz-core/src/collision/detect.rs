@@ -407,9 +407,9 @@ fn plane_against<'a>(
     let normal_body = plane.local.rot * Vector3::z();
     let normal = plane.world.rot * Vector3::z();
     let start = out.len();
-    // A point in the geom's frame, with the surface it is re-found on, if curved.
-    let mut push = |(point, surface): (Vector3<f64>, Option<Surface>), radius: f64| {
-        let feature = out.len() - start;
+    // A point in the geom's frame, with the surface it is re-found on, if curved; `feature`
+    // names it among the geom's points.
+    let mut push = |feature: usize, (point, surface): (Vector3<f64>, Option<Surface>), radius: f64| {
         let depth = radius - (other.world.transform_point(&point) - plane.world.pos).dot(&normal);
         let (a, b, origin) = (plane.body, other.body, plane.local.pos);
         let anchor = match surface {
@@ -423,24 +423,33 @@ fn plane_against<'a>(
     };
     match other.geom.shape {
         Shape::Cylinder { radius, half_length } => {
-            cylinder_rim(other, radius, half_length, &normal).into_iter().for_each(|p| push(p, 0.0))
+            let rim = cylinder_rim(other, radius, half_length, &normal);
+            rim.into_iter().enumerate().for_each(|(k, p)| push(k, p, 0.0))
         }
         Shape::Ellipsoid { radii } => {
             let surface = Surface::Ellipsoid { radii };
             let down = -(other.world.rot.transpose() * normal);
-            push((surface.support(&down), Some(surface)), 0.0);
+            push(0, (surface.support(&down), Some(surface)), 0.0);
+        }
+        Shape::Mesh { ref hull } => {
+            // The height above the plane, as a function of the geom-frame vertex.
+            let (up, offset) = (other.world.rot.transpose() * normal, (other.world.pos - plane.world.pos).dot(&normal));
+            let height = |v: &Vector3<f64>| up.dot(v) + offset;
+            for k in plane_mesh_points(&hull.vertices, height, margin, hull.bounding_radius()) {
+                push(k, (hull.vertices[k], None), 0.0);
+            }
         }
         _ => {
-            let to_geom = other.local.inverse();
-            points_of(other, |c, radius| push((to_geom.transform_point(&c), None), radius))?;
+            let (to_geom, mut k) = (other.local.inverse(), 0);
+            points_of(other, |c, radius| {
+                push(k, (to_geom.transform_point(&c), None), radius);
+                k += 1;
+            })?;
         }
     }
     let found = &mut out[start..];
     found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
-    match other.geom.shape {
-        Shape::Mesh { ref hull } => plane_mesh_points(out, start, other, margin, hull.bounding_radius()),
-        _ => out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start)),
-    }
+    out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start));
     Some(&mut out[start..])
 }
 
@@ -448,29 +457,32 @@ fn plane_against<'a>(
 /// deepest one again.
 const PLANE_MESH_SEPARATION: f64 = 0.3;
 
-/// The contacts of a mesh's hull vertices with a plane, `out[start..]` sorted deepest first:
-/// the deepest vertex, then of the others within the margin the deepest that lie at least
+/// The hull vertices (indices) that touch a plane, given each vertex's height above it: the
+/// deepest, then of the others within the margin the deepest that lie at least
 /// [`PLANE_MESH_SEPARATION`] of the bounding radius from every one chosen, up to
-/// [`MAX_POINTS_PER_PAIR`]. A flat face resting on the plane then touches at its corners, not at
-/// a cluster of nearly coplanar vertices beside the deepest. MuJoCo's rule differs: it takes the
-/// deepest vertex's neighbours in its hull's vertex graph, in the graph's order, apart from the
-/// deepest only, and fewer of them (this rule gives the same corners for a face on the floor).
-fn plane_mesh_points(out: &mut Vec<Found>, start: usize, mesh: &Placed, margin: f64, bounding_radius: f64) {
-    let body = mesh.world.compose(&mesh.local.inverse());
-    let world = |f: &Found| match f.anchor {
-        Anchor::Plane { center, .. } => body.transform_point(&center),
-        _ => Vector3::zeros(),
-    };
+/// [`MAX_POINTS_PER_PAIR`] — a scan per point, no contact built for a vertex left out. A flat
+/// face resting on the plane then touches at its corners, not at a cluster of nearly coplanar
+/// vertices beside the deepest. MuJoCo's rule differs: it takes the deepest vertex's neighbours
+/// in its hull's vertex graph, in the graph's order, apart from the deepest only, and fewer of
+/// them (this rule gives the same corners for a face on the floor).
+fn plane_mesh_points(
+    vertices: &[Vector3<f64>],
+    height: impl Fn(&Vector3<f64>) -> f64,
+    margin: f64,
+    bounding_radius: f64,
+) -> impl Iterator<Item = usize> {
     let separation = PLANE_MESH_SEPARATION * bounding_radius;
-    let mut chosen: Vec<Vector3<f64>> = Vec::new();
-    for (k, found) in out.split_off(start).into_iter().enumerate() {
-        let at = world(&found);
-        let apart = chosen.iter().all(|c| (at - c).norm() >= separation);
-        if k == 0 || (found.depth > -margin && apart && chosen.len() < MAX_POINTS_PER_PAIR) {
-            chosen.push(at);
-            out.push(found);
-        }
+    let mut chosen: [Option<usize>; MAX_POINTS_PER_PAIR] = [None; MAX_POINTS_PER_PAIR];
+    for slot in 0..MAX_POINTS_PER_PAIR {
+        let apart =
+            |k: usize| chosen[..slot].iter().flatten().all(|&c| (vertices[k] - vertices[c]).norm() >= separation);
+        let candidates = (0..vertices.len()).filter(|&k| slot == 0 || (height(&vertices[k]) < margin && apart(k)));
+        let Some(next) = candidates.min_by(|&a, &b| height(&vertices[a]).total_cmp(&height(&vertices[b]))) else {
+            break;
+        };
+        chosen[slot] = Some(next);
     }
+    chosen.into_iter().flatten()
 }
 
 /// A plane geom's contacts `found` with `other`, their frames aligned as MuJoCo's

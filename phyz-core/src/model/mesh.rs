@@ -36,6 +36,8 @@ pub struct ConvexHull {
     /// placed at its own pose composed with this one.
     pub frame_pos: Vector3<f64>,
     pub frame_quat: Quat<f64>,
+    /// Radius of the smallest sphere about the principal frame's origin that holds the hull.
+    radius: f64,
     /// The same hull as parry's polyhedron, for contact manifolds.
     pub(crate) polyhedron: ConvexPolyhedron,
 }
@@ -97,6 +99,7 @@ impl ConvexHull {
             volume,
             frame_pos: com,
             frame_quat: Quat::new(rotation.w, rotation.i, rotation.j, rotation.k),
+            radius: vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
             vertices,
             polyhedron,
         })
@@ -104,7 +107,7 @@ impl ConvexHull {
 
     /// Radius of the smallest sphere about the principal frame's origin that holds the hull.
     pub fn bounding_radius(&self) -> f64 {
-        self.vertices.iter().map(|v| v.norm()).fold(0.0, f64::max)
+        self.radius
     }
 }
 
