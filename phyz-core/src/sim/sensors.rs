@@ -142,8 +142,8 @@ impl<S: Scalar> Reading<'_, S> {
                 (body, Pose::from_quat(&geom.quat, geom.pos))
             }
         };
-        let pose = self.kin.body_pose(model, body);
-        (pose.compose(&local), Quat::from_rotation_matrix(&pose.compose(&local).rot))
+        let world = self.kin.body_pose(model, body).compose(&local);
+        (world, Quat::from_rotation_matrix(&world.rot))
     }
 
     /// The centre of mass of `body`'s subtree and its velocity, world frame (the body's own
