@@ -59,13 +59,19 @@ fn repeated_allocations(sim: &mut Simulator<f64>, steps: usize) -> usize {
 }
 
 /// The models the counts are taken on: the walkers and a box stack (which touch their floors)
-/// under every integrator, and with `smooth_only` the models with activations and site
-/// transmissions too (which have no constraints), under their own.
+/// and the spatial tendons (whose rope is taut, a friction loss and an equality on) under every
+/// integrator, and with `smooth_only` the models with activations and site transmissions too
+/// (which have no constraints), under their own.
 fn models(smooth_only: bool) -> Vec<phyz::Model<f64>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let gymnasium = |name: &str| root.join("../shared/models/gymnasium").join(format!("{name}.xml"));
-    let paths =
-        [gymnasium("hopper"), gymnasium("ant"), gymnasium("humanoid"), root.join("benches/models/box_stack.xml")];
+    let paths = [
+        gymnasium("hopper"),
+        gymnasium("ant"),
+        gymnasium("humanoid"),
+        root.join("benches/models/box_stack.xml"),
+        root.join("tests/models/spatial_tendons.xml"),
+    ];
     let mut models = Vec::new();
     for path in &paths {
         for integrator in [Integrator::Euler, Integrator::Rk4, Integrator::Implicit, Integrator::ImplicitFast] {

@@ -330,7 +330,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
       </body>
     </body>
   </worldbody>
-  <tendon><spatial name="rope"><site site="s1"/><site site="s2"/></spatial></tendon>
+  <equality><flex flex="cloth"/></equality>
   <actuator><motor joint="jb"/><muscle joint="ja"/></actuator>
 </mujoco>"#;
     let path = dir.join("survey.xml");
@@ -342,7 +342,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     for e in &survey.unsupported {
         assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)), "{e}");
     }
-    let expected = [("hfield", 3), ("body", 5), ("joint", 6), ("spatial", 16), ("muscle", 17)];
+    let expected = [("hfield", 3), ("body", 5), ("joint", 6), ("flex", 16), ("muscle", 17)];
     for (element, line) in expected {
         assert!(found.contains(&(element.to_string(), line)), "{element} at line {line} missing from {found:?}");
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use phyz::Model;
 use phyz::model::mjcf::{self, Survey};
-use phyz::model::{Coupled, Dynamics, Integrator, SensorKind, Transmission};
+use phyz::model::{Coupled, Dynamics, Integrator, SensorKind, TendonPath, Transmission};
 
 use super::CliError;
 
@@ -104,7 +104,13 @@ fn features(model: &Model<f64>) {
     line("geoms", counted(geoms.map(|g| g.shape.name())));
     let mocap = model.bodies().iter().filter(|b| b.mocap().is_some()).count();
     line("bodies", if mocap > 0 { format!("mocap ×{mocap}") } else { String::new() });
-    line("tendons", counted(model.tendons().iter().map(|_| "fixed")));
+    line(
+        "tendons",
+        counted(model.tendons().iter().map(|t| match t.path() {
+            TendonPath::Fixed { .. } => "fixed",
+            TendonPath::Spatial(_) => "spatial",
+        })),
+    );
     let dynamics = |a: &phyz::model::Actuator<f64>| match a.dynamics {
         Dynamics::None => "no dynamics",
         Dynamics::Integrator => "integrator",

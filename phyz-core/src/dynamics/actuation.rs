@@ -98,7 +98,7 @@ pub(crate) struct ActuatorForce<'a, S: Scalar> {
 /// `rate` holds the activations' rates, `row` takes a site transmission's moment.
 pub(crate) fn actuator_force<'a, S: Scalar>(
     model: &'a Model<S>,
-    (kin, row): (&Kinematics<S>, &'a mut DVector<S>),
+    (kin, row): (&'a Kinematics<S>, &'a mut DVector<S>),
     actuator: &Actuator<S>,
     point: Point<'_, S>,
     (u, rate): (S, &DVector<S>),

@@ -160,8 +160,8 @@ fn velocity_derivative<S: Scalar>(
                 d[(k, k)] -= joint.damping;
             }
         }
-        for tendon in model.tendons() {
-            add_outer(model, &Moment::Tendon(tendon, S::one()), -tendon.damping, d);
+        for (t, tendon) in model.tendons().iter().enumerate() {
+            add_outer(model, &Moment::Tendon(kin.tendons.jacobian(model, t), S::one()), -tendon.damping, d);
         }
     }
     if !model.enabled.actuation {

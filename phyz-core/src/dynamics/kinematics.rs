@@ -2,6 +2,7 @@
 
 use nalgebra::{DVector, Vector3};
 
+use super::tendon::TendonKinematics;
 use crate::Scalar;
 use crate::math::{Force, Motion, Pose, Quat, SpatialInertia};
 use crate::model::tree::{Link, LinkJoint};
@@ -139,6 +140,8 @@ pub struct Kinematics<S> {
     /// Jacobian of every body's spatial velocity, expressed in its tree's [`Kinematics::rooted`]
     /// frame.
     pub dof_motion: Vec<Motion<S>>,
+    /// Every tendon's length and Jacobian.
+    pub tendons: TendonKinematics<S>,
     /// Each link's fixed offset in its parent's frame.
     offset: Vec<Pose<S>>,
 }
@@ -159,6 +162,7 @@ impl<S> Default for Kinematics<S> {
             inertia: Vec::new(),
             subspace: Vec::new(),
             dof_motion: Vec::new(),
+            tendons: TendonKinematics::default(),
             offset: Vec::new(),
         }
     }
@@ -193,7 +197,8 @@ impl<S: Scalar> Kinematics<S> {
         }
     }
 
-    /// Recomputes every link's pose and every degree of freedom's motion at `qpos`,
+    /// Recomputes every link's pose, every degree of freedom's motion and every tendon's
+    /// length and Jacobian at `qpos`,
     /// reusing this value's storage. What the model fixes is taken here only when this value
     /// has none for its links; after the model's numbers change, [`Kinematics::set_constants`]
     /// takes it again. Mocap bodies are where [`Kinematics::set_mocap`] last put them (where the
@@ -223,6 +228,9 @@ impl<S: Scalar> Kinematics<S> {
             rooted.push(relative);
             local.push(pose);
         }
+        let mut tendons = std::mem::take(&mut self.tendons);
+        tendons.update(model, self, qpos);
+        self.tendons = tendons;
     }
 }
 

@@ -15,6 +15,7 @@ pub mod passive;
 pub mod position;
 pub mod rnea;
 pub mod smooth;
+pub mod tendon;
 pub mod transmission;
 
 pub use aba::forward_dynamics;
@@ -26,6 +27,7 @@ pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
 pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};
 pub use smooth::Smooth;
+pub use tendon::{TendonJacobian, TendonKinematics};
 
 use nalgebra::DVector;
 

@@ -55,19 +55,20 @@ pub fn add_passive_forces<S: Scalar>(
             }
         }
     }
-    for tendon in model.tendons() {
+    for (t, tendon) in model.tendons().iter().enumerate() {
         let mut tension = S::zero();
+        let jacobian = kin.tendons.jacobian(model, t);
         if spring {
-            let length = tendon.length(model, qpos);
+            let length = kin.tendons.length[t];
             let [lo, hi] = tendon.spring_length;
             let stretch =
                 S::select(length.greater(hi), length - hi, S::select(length.less(lo), length - lo, S::zero()));
             tension -= tendon.stiffness * stretch;
         }
         if damper {
-            tension -= tendon.damping * tendon.velocity(model, qvel);
+            tension -= tendon.damping * jacobian.dot(model, qvel);
         }
-        tendon.apply(model, tension, f.as_mut_slice());
+        jacobian.apply(model, tension, f.as_mut_slice());
     }
 }
 

@@ -5,16 +5,17 @@
 use nalgebra::{DVector, Vector3};
 
 use super::kinematics::{Kinematics, add_relative_rows};
+use super::tendon::TendonJacobian;
 use crate::Scalar;
 use crate::math::{Pose, Quat, zero_vector};
-use crate::model::{Actuator, Model, Tendon, Transmission};
+use crate::model::{Actuator, Model, Transmission};
 
 /// How an actuator's force reaches the generalized forces: `f += moment · force`.
 pub(crate) enum Moment<'a, S: Scalar> {
     /// The gear on one degree of freedom (a joint).
     Dof(usize, S),
-    /// The gear times a fixed tendon's coefficients.
-    Tendon(&'a Tendon<S>, S),
+    /// The gear times a tendon's Jacobian.
+    Tendon(TendonJacobian<'a, S>, S),
     /// A row of `nv` numbers (a site), in the caller's storage.
     Row(&'a DVector<S>),
 }
@@ -24,11 +25,7 @@ impl<S: Scalar> Moment<'_, S> {
     pub fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
         match *self {
             Moment::Dof(dof, gear) => each(dof, gear),
-            Moment::Tendon(tendon, gear) => {
-                for (&j, &c) in tendon.joints().iter().zip(&tendon.coefs) {
-                    each(model.joints()[j].dof_adr(), gear * c);
-                }
-            }
+            Moment::Tendon(jacobian, gear) => jacobian.for_each(model, |dof, c| each(dof, gear * c)),
             Moment::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
         }
     }
@@ -50,7 +47,7 @@ impl<S: Scalar> Moment<'_, S> {
 /// `row` (`kin` at the same configuration).
 pub(crate) fn transmission<'a, S: Scalar>(
     model: &'a Model<S>,
-    kin: &Kinematics<S>,
+    kin: &'a Kinematics<S>,
     actuator: &Actuator<S>,
     qpos: &DVector<S>,
     row: &'a mut DVector<S>,
@@ -61,10 +58,7 @@ pub(crate) fn transmission<'a, S: Scalar>(
             let joint = &model.joints()[j];
             (gear * qpos[joint.qpos_adr()], Moment::Dof(joint.dof_adr(), gear))
         }
-        Transmission::Tendon(t) => {
-            let tendon = &model.tendons()[t];
-            (gear * tendon.length(model, qpos), Moment::Tendon(tendon, gear))
-        }
+        Transmission::Tendon(t) => (gear * kin.tendons.length[t], Moment::Tendon(kin.tendons.jacobian(model, t), gear)),
         Transmission::Site { body, site, reference } => {
             let length = site_transmission(model, kin, &actuator.gear, (body, site), reference, row);
             (length, Moment::Row(row))

@@ -7,11 +7,13 @@ mod inertia;
 mod pose;
 mod quat;
 mod spatial;
+mod wrap;
 
 pub use inertia::{SpatialInertia, principal_axes};
 pub use pose::Pose;
 pub use quat::{Quat, dexp_inv};
 pub use spatial::{Force, Motion};
+pub use wrap::{Wrap, WrapShape, wrap};
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 
@@ -28,6 +30,19 @@ pub fn skew<S: Scalar>(v: &Vector3<S>) -> Matrix3<S> {
 #[inline]
 pub fn norm<S: Scalar>(v: &Vector3<S>) -> S {
     v.dot(v).sqrt()
+}
+
+/// `v` scaled to unit length; `(1, 0, 0)` for a vector shorter than 1e-15, as MuJoCo's
+/// `mju_normalize3`.
+pub fn normalize_or_x<S: Scalar>(v: Vector3<S>) -> Vector3<S> {
+    let n = norm(&v);
+    let short = n.less(S::from_f64(1e-15));
+    let unit = v / S::select(short, S::one(), n);
+    Vector3::new(
+        S::select(short, S::one(), unit.x),
+        S::select(short, S::zero(), unit.y),
+        S::select(short, S::zero(), unit.z),
+    )
 }
 
 /// Converts every entry of a vector to another scalar (see [`crate::scalar::convert`]).

@@ -5,9 +5,10 @@ use nalgebra::{Matrix3, Vector3};
 use super::tree::Tree;
 use super::{
     Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Dynamics, Enabled, Equality,
-    EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Site, Tendon, Transmission,
+    EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, PathPoint, Shape, Site,
+    Tendon, TendonPath, Transmission,
 };
-use crate::math::{Quat, norm, principal_axes};
+use crate::math::{Pose, Quat, norm, principal_axes};
 
 /// A joint to create with its body. Start from [`JointSpec::hinge`] and friends and override
 /// fields with struct-update syntax.
@@ -158,15 +159,15 @@ impl ActuatorSpec {
     }
 }
 
-/// A fixed tendon to add: `(joint name, coefficient)` pairs and its spring, damper and limits.
+/// A tendon to add: its path and its spring, damper and limits.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TendonSpec {
     pub name: String,
-    pub joints: Vec<(String, f64)>,
+    pub path: PathSpec,
     pub stiffness: f64,
     pub damping: f64,
     /// Spring dead band `[lo, hi]`; `None` rests at the length where every joint is at its
-    /// `spring_ref`.
+    /// `spring_ref` (MuJoCo's `qpos_spring`).
     pub spring_length: Option<[f64; 2]>,
     pub range: Option<[f64; 2]>,
     pub limit_margin: f64,
@@ -177,11 +178,38 @@ pub struct TendonSpec {
     pub solimp_friction: [f64; 5],
 }
 
+/// A tendon's path by name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PathSpec {
+    /// A fixed tendon's `(joint name, coefficient)` pairs.
+    Fixed(Vec<(String, f64)>),
+    /// A spatial tendon's sites, wrapping geoms and pulleys, in order.
+    Spatial(Vec<PointSpec>),
+}
+
+/// One element of a spatial tendon's path, by name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PointSpec {
+    Site(String),
+    /// A sphere or cylinder geom, and the site that picks the side the string passes on.
+    Wrap {
+        geom: String,
+        side: Option<String>,
+    },
+    Pulley(f64),
+}
+
 impl TendonSpec {
+    /// A fixed tendon of `(joint name, coefficient)` pairs.
     pub fn new(name: impl Into<String>, joints: Vec<(String, f64)>) -> Self {
+        Self::with_path(name, PathSpec::Fixed(joints))
+    }
+
+    /// A tendon of any path, without spring, damper or limits.
+    pub fn with_path(name: impl Into<String>, path: PathSpec) -> Self {
         TendonSpec {
             name: name.into(),
-            joints,
+            path,
             stiffness: 0.0,
             damping: 0.0,
             spring_length: None,
@@ -385,7 +413,7 @@ impl ModelBuilder {
             enabled: self.enabled,
             contact: self.contact,
         };
-        model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model.joints)).collect::<Result<_, _>>()?;
+        model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model)).collect::<Result<_, _>>()?;
         model.actuators = self
             .actuators
             .iter()
@@ -727,19 +755,20 @@ fn scalar_joint(joints: &[Joint<f64>], name: &str) -> Result<usize, String> {
     }
 }
 
-fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64>, ModelError> {
+fn compile_tendon(spec: &TendonSpec, model: &Model<f64>) -> Result<Tendon<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidTendon { tendon: spec.name.clone(), reason };
-    if spec.joints.is_empty() {
-        return Err(invalid("a fixed tendon needs at least one joint".into()));
-    }
-    let indices = spec
-        .joints
-        .iter()
-        .map(|(name, _)| scalar_joint(joints, name))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(invalid)?;
-    let coefs: Vec<f64> = spec.joints.iter().map(|(_, c)| *c).collect();
-    let scalars = [spec.stiffness, spec.damping, spec.limit_margin].into_iter().chain(coefs.iter().copied());
+    let path = match &spec.path {
+        PathSpec::Fixed(joints) => fixed_path(joints, model.joints()).map_err(invalid)?,
+        PathSpec::Spatial(points) => spatial_path(points, model).map_err(invalid)?,
+    };
+    let coefs = match &path {
+        TendonPath::Fixed { coefs, .. } => coefs.clone(),
+        TendonPath::Spatial(points) => points
+            .iter()
+            .filter_map(|p| if let PathPoint::Pulley { divisor } = p { Some(*divisor) } else { None })
+            .collect(),
+    };
+    let scalars = [spec.stiffness, spec.damping, spec.limit_margin].into_iter().chain(coefs);
     if !scalars.chain(spec.spring_length.into_iter().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
@@ -751,16 +780,12 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64
     {
         return Err(invalid("range must have lo <= hi".into()));
     }
-    // Without a given rest length the spring rests at the joints' spring references (MuJoCo's
-    // tendon length at `qpos_spring`).
-    let rest: f64 = indices.iter().zip(&coefs).map(|(&j, c)| c * joints[j].spring_ref).sum();
-    Ok(Tendon {
+    let mut tendon = Tendon {
         name: spec.name.clone(),
-        joints: indices,
-        coefs,
+        path,
         stiffness: spec.stiffness,
         damping: spec.damping,
-        spring_length: spec.spring_length.unwrap_or([rest, rest]),
+        spring_length: [0.0; 2],
         range: spec.range,
         limit_margin: spec.limit_margin,
         solref_limit: spec.solref_limit,
@@ -768,7 +793,126 @@ fn compile_tendon(spec: &TendonSpec, joints: &[Joint<f64>]) -> Result<Tendon<f64
         frictionloss: spec.frictionloss,
         solref_friction: spec.solref_friction,
         solimp_friction: spec.solimp_friction,
-    })
+    };
+    tendon.spring_length = match spec.spring_length {
+        Some(band) => band,
+        None => {
+            let rest = spring_rest_length(&tendon, model).map_err(invalid)?;
+            [rest, rest]
+        }
+    };
+    Ok(tendon)
+}
+
+/// A fixed tendon's joints (hinges and slides) and coefficients.
+fn fixed_path(joints: &[(String, f64)], model_joints: &[Joint<f64>]) -> Result<TendonPath<f64>, String> {
+    if joints.is_empty() {
+        return Err("a fixed tendon needs at least one joint".into());
+    }
+    let indices = joints.iter().map(|(name, _)| scalar_joint(model_joints, name)).collect::<Result<Vec<_>, _>>()?;
+    Ok(TendonPath::Fixed { joints: indices, coefs: joints.iter().map(|(_, c)| *c).collect() })
+}
+
+/// A spatial tendon's path, checked as MuJoCo's compiler checks it: at least two elements, a
+/// geom (a sphere or a cylinder) between two sites, no pulley first, last or after another,
+/// every site next to something other than a pulley, no site twice in a row.
+fn spatial_path(points: &[PointSpec], model: &Model<f64>) -> Result<TendonPath<f64>, String> {
+    if points.len() < 2 {
+        return Err("a spatial tendon needs at least two path elements".into());
+    }
+    let site = |name: &str| model.site_id(name).ok_or_else(|| format!("no single site named `{name}`"));
+    let is = |k: usize, kind: fn(&PointSpec) -> bool| points.get(k).is_some_and(kind);
+    let site_at = |k: usize| is(k, |p| matches!(p, PointSpec::Site(_)));
+    let pulley_at = |k: usize| is(k, |p| matches!(p, PointSpec::Pulley(_)));
+    let mut path = Vec::with_capacity(points.len());
+    for (k, point) in points.iter().enumerate() {
+        let before = k.checked_sub(1);
+        path.push(match point {
+            PointSpec::Site(name) => {
+                let (body, site) = site(name)?;
+                let alone = |n: Option<usize>| n.is_none_or(|n| n >= points.len() || pulley_at(n));
+                if alone(before) && alone(Some(k + 1)) {
+                    return Err(format!("site `{name}` needs a neighbour in the path that is not a pulley"));
+                }
+                if let Some(PointSpec::Site(next)) = points.get(k + 1)
+                    && next == name
+                {
+                    return Err(format!("site `{name}` is repeated"));
+                }
+                PathPoint::Site { body, site }
+            }
+            PointSpec::Wrap { geom, side } => {
+                if !(before.is_some_and(site_at) && site_at(k + 1)) {
+                    return Err(format!("geom `{geom}` is not between two sites"));
+                }
+                let (body, index) = find_geom(model, geom)?;
+                if !matches!(model.bodies()[body].geoms[index].shape, Shape::Sphere { .. } | Shape::Cylinder { .. }) {
+                    return Err(format!("geom `{geom}`: a tendon wraps around spheres and cylinders only"));
+                }
+                let side = side.as_deref().map(site).transpose()?;
+                PathPoint::Wrap { body, geom: index, side }
+            }
+            &PointSpec::Pulley(divisor) => {
+                if k == points.len() - 1 || before.is_some_and(pulley_at) {
+                    return Err("a pulley cannot end the path or follow another".into());
+                }
+                if divisor.is_nan() || divisor <= 0.0 {
+                    return Err("a pulley's divisor must be positive".into());
+                }
+                PathPoint::Pulley { divisor }
+            }
+        });
+    }
+    Ok(TendonPath::Spatial(path))
+}
+
+/// The geom named `name`, as (body, index among its geoms), if exactly one has the name.
+fn find_geom(model: &Model<f64>, name: &str) -> Result<(usize, usize), String> {
+    let mut named = model.bodies().iter().enumerate().flat_map(|(b, body)| {
+        body.geoms.iter().enumerate().filter(move |(_, g)| !name.is_empty() && g.name == name).map(move |(k, _)| (b, k))
+    });
+    match (named.next(), named.next()) {
+        (Some(found), None) => Ok(found),
+        _ => Err(format!("no single geom named `{name}`")),
+    }
+}
+
+/// The tendon's length where every joint is at its spring reference (MuJoCo's
+/// `tendon_lengthspring` from `qpos_spring`). A spatial tendon's is taken at the reference
+/// pose (the model's layer has no forward kinematics), so a spatial spring whose path hangs on
+/// a hinge or slide with its spring reference elsewhere needs its `springlength`; without a
+/// spring, the length at the reference pose is kept.
+fn spring_rest_length(tendon: &Tendon<f64>, model: &Model<f64>) -> Result<f64, String> {
+    let mut spring_qpos = model.qpos0();
+    for joint in model.joints() {
+        if matches!(joint.kind, JointKind::Hinge | JointKind::Slide) {
+            spring_qpos[joint.qpos_adr()] = joint.spring_ref;
+        }
+    }
+    if let TendonPath::Spatial(points) = &tendon.path
+        && tendon.stiffness > 0.0
+    {
+        let moved = model.joints().iter().filter(|j| j.spring_ref != j.reference).map(|j| j.body);
+        let bodies: Vec<usize> = points
+            .iter()
+            .flat_map(|p| match *p {
+                PathPoint::Site { body, .. } => vec![body],
+                PathPoint::Wrap { body, side, .. } => [Some(body), side.map(|s| s.0)].into_iter().flatten().collect(),
+                PathPoint::Pulley { .. } => vec![],
+            })
+            .collect();
+        if let Some(j) = moved.into_iter().find(|&jb| bodies.iter().any(|&b| model.in_subtree(b, jb))) {
+            return Err(format!(
+                "its rest length would be taken with body `{}`'s joint at its springref, away from its ref: \
+                 give the tendon a springlength",
+                model.bodies()[j].name
+            ));
+        }
+    }
+    Ok(tendon.length(model, &spring_qpos, |b| {
+        let (rot, pos) = reference_pose(model, b);
+        Pose::from_quat(&rot, pos)
+    }))
 }
 
 fn compile_actuator(

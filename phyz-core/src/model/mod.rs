@@ -25,7 +25,8 @@ pub mod tree;
 pub use actuator::{Actuator, Dynamics, Transmission};
 pub use body::{Body, Site};
 pub use builder::{
-    ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, Target, TendonSpec,
+    ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, PathSpec, PointSpec, Target,
+    TendonSpec,
 };
 pub use equality::{Coupled, CoupledNames, Equality, EqualitySpec};
 pub use error::ModelError;
@@ -36,7 +37,7 @@ pub use pair::{ContactPair, ContactPairSpec};
 pub use sensor::{Frame, Sensor, SensorKind};
 pub(crate) use state::check_finite;
 pub use state::{Point, State, check_input};
-pub use tendon::Tendon;
+pub use tendon::{PathPoint, Piece, Tendon, TendonPath};
 
 use nalgebra::{DVector, Vector3};
 
@@ -451,7 +452,7 @@ impl<S: Scalar> Model<S> {
                 .tendons
                 .iter()
                 .zip(&other.tendons)
-                .all(|(a, b)| a.joints == b.joints && a.range.is_some() == b.range.is_some());
+                .all(|(a, b)| a.same_path(b) && a.range.is_some() == b.range.is_some());
         let actuators_match = self.actuators.len() == other.actuators.len()
             && self.actuators.iter().zip(&other.actuators).all(|(a, b)| {
                 a.transmission == b.transmission

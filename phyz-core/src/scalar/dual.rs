@@ -77,6 +77,10 @@ macro_rules! dual_common {
             assert_eq!(reals.len(), 1, "a dual number holds exactly one lane");
             Self::from_re(reals[0])
         }
+        #[inline]
+        fn detach(self) -> Self {
+            Self::from_re(self.re)
+        }
     };
 }
 

@@ -197,6 +197,10 @@ impl<const N: usize> Scalar for Lanes<N> {
     fn tangent_dim() -> usize {
         0
     }
+    #[inline]
+    fn detach(self) -> Self {
+        self
+    }
     fn tangent(&self, _lane: usize, direction: usize) -> f64 {
         panic!("Lanes has no tangent direction {direction}")
     }

@@ -183,6 +183,10 @@ pub trait Scalar:
     /// True when every real part and every tangent of every lane is finite.
     fn is_finite(&self) -> bool;
 
+    /// The same values with zero tangents: what an iterative solve's result is before the
+    /// implicit function theorem gives it its derivative.
+    fn detach(self) -> Self;
+
     /// Real values of every lane.
     fn reals(&self) -> Vec<f64> {
         (0..self.lanes()).map(|l| self.lane(l)).collect()
@@ -294,6 +298,10 @@ impl Scalar for f64 {
     }
     fn set_tangent(&mut self, _lane: usize, direction: usize, _value: f64) {
         panic!("f64 has no tangent direction {direction}")
+    }
+    #[inline]
+    fn detach(self) -> Self {
+        self
     }
     #[inline]
     fn is_finite(&self) -> bool {

@@ -191,7 +191,7 @@ fn one_row<S: Scalar>(
 /// constraints (present in the lanes where they are within the margin).
 fn limits<S: Scalar>(
     model: &Model<S>,
-    q: &DVector<S>,
+    (q, kin): (&DVector<S>, &Kinematics<S>),
     weights: &InverseWeights<S>,
     out: &mut Gather<S>,
 ) -> Result<(), StepError> {
@@ -217,13 +217,14 @@ fn limits<S: Scalar>(
     for (t, tendon) in model.tendons().iter().enumerate() {
         let Some([lo, hi]) = tendon.range else { continue };
         let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
-        let length = tendon.length(model, q);
+        let length = kin.tendons.length[t];
+        let jacobian = kin.tendons.jacobian(model, t);
         for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
             let present = depth.greater(-tendon.limit_margin);
             if present.any() {
                 let limit = one_row(ConstraintKind::Limit, material, depth, weights.tendon[t], present);
                 let key = Key::TendonLimit { tendon: t, upper };
-                push_row(out, key, limit, |row| tendon.apply(model, S::from_f64(sign), row));
+                push_row(out, key, limit, |row| jacobian.apply(model, S::from_f64(sign), row));
             }
         }
     }
@@ -234,7 +235,7 @@ fn limits<S: Scalar>(
 /// tendon's length, as one-row constraints in the lanes where it is positive: the impulse
 /// bounded by the friction times the step, the target the velocity damped by `solreffriction`,
 /// the impedance `solimpfriction`'s at zero.
-fn friction_losses<S: Scalar>(model: &Model<S>, weights: &InverseWeights<S>, out: &mut Gather<S>) {
+fn friction_losses<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, weights: &InverseWeights<S>, out: &mut Gather<S>) {
     let dt = model.timestep;
     // The row is built only for a loss positive in some lane.
     let loss = |loss: S, solref, solimp, inverse_weight| {
@@ -253,7 +254,8 @@ fn friction_losses<S: Scalar>(model: &Model<S>, weights: &InverseWeights<S>, out
     for (t, tendon) in model.tendons().iter().enumerate() {
         let (solref, solimp) = (tendon.solref_friction, tendon.solimp_friction);
         if let Some(g) = loss(tendon.frictionloss, solref, solimp, weights.tendon[t]) {
-            push_row(out, Key::TendonFriction { tendon: t }, g, |row| tendon.apply(model, S::one(), row));
+            let jacobian = kin.tendons.jacobian(model, t);
+            push_row(out, Key::TendonFriction { tendon: t }, g, |row| jacobian.apply(model, S::one(), row));
         }
     }
 }
@@ -281,7 +283,7 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
         };
         let at = out.push_rows(count).0;
         let jacobian = &mut out.rows[at * nv..(at + count) * nv];
-        let coupled = |object| Coupling { object, model, q, q0: &out.q0, weights };
+        let coupled = |object| Coupling { object, model, kin, q, q0: &out.q0, weights };
         let ties = match equality.coupled {
             Coupled::Joints { first, second } => {
                 let (first, second) = (coupled(Object::Joint(first)), second.map(|j| coupled(Object::Joint(j))));
@@ -319,11 +321,13 @@ enum Object {
     Tendon(usize),
 }
 
-/// One coupled joint value or tendon length at positions `q`, with the model's reference
-/// positions `q0` and inverse weights.
+/// One coupled joint value or tendon length at positions `q` (whose kinematics `kin` holds),
+/// with the model's reference positions `q0` and inverse weights (which hold the tendons'
+/// reference lengths).
 struct Coupling<'a, S: Scalar> {
     object: Object,
     model: &'a Model<S>,
+    kin: &'a Kinematics<S>,
     q: &'a DVector<S>,
     q0: &'a DVector<S>,
     weights: &'a InverseWeights<S>,
@@ -337,10 +341,7 @@ impl<S: Scalar> Coupling<'_, S> {
                 let adr = self.model.joints()[j].qpos_adr();
                 self.q[adr] - self.q0[adr]
             }
-            Object::Tendon(t) => {
-                let tendon = &self.model.tendons()[t];
-                tendon.length(self.model, self.q) - tendon.length(self.model, self.q0)
-            }
+            Object::Tendon(t) => self.kin.tendons.length[t] - self.weights.tendon_length0[t],
         }
     }
 
@@ -355,7 +356,7 @@ impl<S: Scalar> Coupling<'_, S> {
     fn add_row(&self, scale: S, row: &mut [S]) {
         match self.object {
             Object::Joint(j) => row[self.model.joints()[j].dof_adr()] += scale,
-            Object::Tendon(t) => self.model.tendons()[t].apply(self.model, scale, row),
+            Object::Tendon(t) => self.kin.tendons.jacobian(self.model, t).apply(self.model, scale, row),
         }
     }
 }
@@ -543,10 +544,10 @@ pub(super) fn gather<S: Scalar>(
         equalities(input, out);
     }
     if model.enabled.frictionloss {
-        friction_losses(model, weights, out);
+        friction_losses(model, kin, weights, out);
     }
     if model.enabled.limit {
-        limits(model, q, weights, out)?;
+        limits(model, (q, kin), weights, out)?;
     }
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.

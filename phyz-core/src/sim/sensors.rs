@@ -68,8 +68,8 @@ impl<S: Scalar> Reading<'_, S> {
                 let q = Quat::new(state.qpos[a], state.qpos[a + 1], state.qpos[a + 2], state.qpos[a + 3]).normalize();
                 out.copy_from_slice(&[q.w, q.x, q.y, q.z]);
             }
-            SensorKind::TendonPos(t) => out[0] = model.tendons()[t].length(model, &state.qpos),
-            SensorKind::TendonVel(t) => out[0] = model.tendons()[t].velocity(model, &state.qvel),
+            SensorKind::TendonPos(t) => out[0] = self.kin.tendons.length[t],
+            SensorKind::TendonVel(t) => out[0] = self.kin.tendons.velocity(model, t, &state.qvel),
             SensorKind::ActuatorPos(a) | SensorKind::ActuatorVel(a) | SensorKind::ActuatorFrc(a) => {
                 out[0] = self.actuator(kind, a);
             }

@@ -1,8 +1,9 @@
 //! MuJoCo's inverse weights at the reference pose (`body_invweight0`, `dof_invweight0`,
 //! `tendon_invweight0`): how hard each body's centre of mass, each degree of freedom and each
 //! tendon is to accelerate. The soft-constraint regularizer is scaled by them, which is what
-//! makes a resting body settle at MuJoCo's depth. They depend on the model's masses, so they are
-//! computed in the step's scalar when a parameter carries a derivative.
+//! makes a resting body settle at MuJoCo's depth. With them, the tendons' lengths there
+//! (`tendon_length0`), which tendon couplings are measured from. They depend on the model's
+//! numbers, so they are computed in the step's scalar when a parameter carries a derivative.
 
 use nalgebra::{DMatrix, DVector, Vector3};
 
@@ -19,6 +20,8 @@ pub(super) struct InverseWeights<S> {
     pub body_rotation: Vec<S>,
     pub dof: Vec<S>,
     pub tendon: Vec<S>,
+    /// Each tendon's length at the reference pose.
+    pub tendon_length0: Vec<S>,
     /// The mean diagonal of the mass matrix (MuJoCo's `meaninertia`), which scales the solver's
     /// convergence test.
     pub mean_inertia: S,
@@ -27,7 +30,14 @@ pub(super) struct InverseWeights<S> {
 impl<S: Scalar> Default for InverseWeights<S> {
     fn default() -> Self {
         let empty = Vec::new;
-        InverseWeights { body: empty(), body_rotation: empty(), dof: empty(), tendon: empty(), mean_inertia: S::zero() }
+        InverseWeights {
+            body: empty(),
+            body_rotation: empty(),
+            dof: empty(),
+            tendon: empty(),
+            tendon_length0: empty(),
+            mean_inertia: S::zero(),
+        }
     }
 }
 
@@ -87,23 +97,23 @@ impl<S: Scalar> InverseWeights<S> {
                 dofs.for_each(|d| dof[d] = weight);
             }
         }
-        let tendon = model
-            .tendons()
-            .iter()
+        let tendon = (0..model.tendons().len())
             .map(|t| {
                 let mut jac = DVector::zeros(model.nv());
-                t.apply(model, S::one(), jac.as_mut_slice());
+                kin.tendons.jacobian(model, t).apply(model, S::one(), jac.as_mut_slice());
                 weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
             })
             .collect();
-        Ok(InverseWeights { body, body_rotation, dof, tendon, mean_inertia })
+        let tendon_length0 = kin.tendons.length.clone();
+        Ok(InverseWeights { body, body_rotation, dof, tendon, tendon_length0, mean_inertia })
     }
 }
 
 impl<S: Scalar> InverseWeights<S> {
     /// Everything of `model` the weights read: its structure (dof count, body parents, joint
-    /// kinds and bodies, tendon joints, as numbers), the bodies' placement and inertia, the
-    /// joints' placement, axis, reference and armature, the tendons' coefficients.
+    /// kinds and bodies, tendon paths, as numbers), the bodies' placement and inertia, the
+    /// joints' placement, axis, reference and armature, the tendons' numbers
+    /// ([`Tendon::inputs`](crate::model::Tendon::inputs)).
     pub fn inputs(model: &Model<S>) -> impl Iterator<Item = S> + '_ {
         let index = |i: usize| S::from_f64(i as f64);
         let kind = |k: JointKind| S::from_f64(k as u8 as f64);
@@ -111,7 +121,7 @@ impl<S: Scalar> InverseWeights<S> {
             .into_iter()
             .chain(model.bodies().iter().map(move |b| index(b.parent())))
             .chain(model.joints().iter().flat_map(move |j| [kind(j.kind()), index(j.body())]))
-            .chain(model.tendons().iter().flat_map(move |t| t.joints().iter().map(move |&j| index(j))));
+            .chain(model.tendons().iter().flat_map(move |t| t.structure().map(index)));
         let quat = |q: &crate::math::Quat<S>| [q.w, q.x, q.y, q.z];
         let bodies = model.bodies().iter().flat_map(move |b| {
             let scalars = [b.mass].into_iter().chain(quat(&b.quat)).chain(quat(&b.inertia_axes));
@@ -120,7 +130,7 @@ impl<S: Scalar> InverseWeights<S> {
         let joints = model.joints().iter().flat_map(|j| {
             [j.reference, j.armature].into_iter().chain(j.pos.iter().copied()).chain(j.axis.iter().copied())
         });
-        let tendons = model.tendons().iter().flat_map(|t| t.coefs.iter().copied());
+        let tendons = model.tendons().iter().flat_map(|t| t.inputs(model));
         structure.chain(bodies).chain(joints).chain(tendons)
     }
 }
@@ -143,6 +153,7 @@ impl InverseWeights<f64> {
         gather(&|w| &w.body_rotation, &mut out.body_rotation);
         gather(&|w| &w.dof, &mut out.dof);
         gather(&|w| &w.tendon, &mut out.tendon);
+        gather(&|w| &w.tendon_length0, &mut out.tendon_length0);
         out.mean_inertia = match lanes {
             [one] => S::from_f64(one.mean_inertia),
             _ => S::from_lanes(&lanes.iter().map(|w| w.mean_inertia).collect::<Vec<_>>()),

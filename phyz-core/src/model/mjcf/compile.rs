@@ -16,8 +16,8 @@ use crate::math::Quat;
 use crate::model::mesh::ConvexHull;
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
-    EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, Sensor,
-    SensorKind, Shape, Site, Target, TendonSpec,
+    EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
+    PointSpec, Sensor, SensorKind, Shape, Site, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -791,8 +791,8 @@ impl<'a> Compiler<'a> {
     fn tendons(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
-            if el.tag() != "fixed" {
-                return Err(el.unsupported(format!("<{}> tendons", el.tag())));
+            if !matches!(el.tag(), "fixed" | "spatial") {
+                return Err(el.invalid(format!("unexpected <{}> in <tendon>", el.tag())));
             }
             el.check_attributes(&[
                 "name",
@@ -823,19 +823,7 @@ impl<'a> Compiler<'a> {
                     el.unsupported_attribute("actuatorfrcrange", "tendon actuator force limits (actuatorfrcrange)")
                 );
             }
-            let mut joints = Vec::new();
-            for j in self.parsed.children(child) {
-                let jel = Element::new(j, None);
-                if jel.tag() != "joint" {
-                    return Err(jel.invalid(format!("unexpected <{}> in a fixed tendon", jel.tag())));
-                }
-                jel.check_attributes(&["joint", "coef"])?;
-                let name = jel.string("joint").ok_or_else(|| jel.invalid("missing attribute `joint`"))?;
-                if !self.places.contains_key(&("joint", name.clone())) {
-                    return Err(jel.invalid(format!("no joint named `{name}`")));
-                }
-                joints.push((name, jel.number_or("coef", 1.0)?));
-            }
+            let path = if el.tag() == "fixed" { self.fixed_path(child)? } else { self.spatial_path(child)? };
             let range = el.array::<2>("range")?;
             let limited = el.limited("limited", range.is_some(), self.settings.autolimits)?;
             let spring_length = match el.numbers("springlength")? {
@@ -846,7 +834,7 @@ impl<'a> Compiler<'a> {
                 Some(v) if v.len() == 2 && v[0] <= v[1] => Some([v[0], v[1]]),
                 Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
             };
-            let mut spec = TendonSpec::new(el.string("name").unwrap_or_default(), joints);
+            let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
             self.places.insert(("tendon", spec.name.clone()), el.location());
             spec.stiffness = el.number_or("stiffness", 0.0)?;
             spec.damping = el.number_or("damping", 0.0)?;
@@ -862,6 +850,50 @@ impl<'a> Compiler<'a> {
             self.builder.add_tendon(spec);
         }
         Ok(())
+    }
+
+    /// A `<fixed>` tendon's `<joint>` children.
+    fn fixed_path(&self, at: Located<'a>) -> Result<PathSpec, MjcfError> {
+        let mut joints = Vec::new();
+        for j in self.parsed.children(at) {
+            let jel = Element::new(j, None);
+            if jel.tag() != "joint" {
+                return Err(jel.invalid(format!("unexpected <{}> in a fixed tendon", jel.tag())));
+            }
+            jel.check_attributes(&["joint", "coef"])?;
+            let name = jel.string("joint").ok_or_else(|| jel.invalid("missing attribute `joint`"))?;
+            if !self.places.contains_key(&("joint", name.clone())) {
+                return Err(jel.invalid(format!("no joint named `{name}`")));
+            }
+            joints.push((name, jel.number_or("coef", 1.0)?));
+        }
+        Ok(PathSpec::Fixed(joints))
+    }
+
+    /// A `<spatial>` tendon's `<site>`, `<geom>` and `<pulley>` children, in order.
+    fn spatial_path(&self, at: Located<'a>) -> Result<PathSpec, MjcfError> {
+        let mut points = Vec::new();
+        for p in self.parsed.children(at) {
+            let pel = Element::new(p, None);
+            let required =
+                |name: &str| pel.string(name).ok_or_else(|| pel.invalid(format!("missing attribute `{name}`")));
+            points.push(match pel.tag() {
+                "site" => {
+                    pel.check_attributes(&["site"])?;
+                    PointSpec::Site(required("site")?)
+                }
+                "geom" => {
+                    pel.check_attributes(&["geom", "sidesite"])?;
+                    PointSpec::Wrap { geom: required("geom")?, side: pel.string("sidesite") }
+                }
+                "pulley" => {
+                    pel.check_attributes(&["divisor"])?;
+                    PointSpec::Pulley(pel.number_or("divisor", 0.0)?)
+                }
+                other => return Err(pel.invalid(format!("unexpected <{other}> in a spatial tendon"))),
+            });
+        }
+        Ok(PathSpec::Spatial(points))
     }
 
     fn actuators(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
