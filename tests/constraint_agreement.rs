@@ -10,7 +10,7 @@ use common::{entry_names, model_file, read_rows as rows, relative_error as error
 
 use phyz::contact::SolverConfig;
 use phyz::model::mjcf;
-use phyz::sim::{ContactState, step_with};
+use phyz::sim::{ContactState, sensor_data_with, step_with};
 
 /// Tolerances stated before measuring: MuJoCo's own solver stops at its tolerance, so agreement
 /// with constraints is bounded by that, not by rounding.
@@ -179,6 +179,41 @@ fn contact_steps_match_mujoco_on_the_gymnasium_models() {
         }
         eprintln!("contact step {name:<26} worst of {} states {worst:.2e}", ins.len());
         if worst.is_nan() || worst > CONTACT_STEP_TOL {
+            failures.push((name, worst));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// The acceleration-stage sensors (touch, accelerometer, force, torque) with every constraint
+/// on, at 8 states with contacts per model (`tools/mujoco_sensor_reference.py`: MuJoCo solving
+/// to 1e-15), under `mujoco_compat`: each output within 1e-8 of MuJoCo's, relative to
+/// max(1, |output|), as a constrained step.
+#[test]
+fn acceleration_stage_sensors_match_mujoco_with_constraints() {
+    const SENSOR_TOL: f64 = 1e-8;
+    let dir = root().join("tests/reference/constrained_sensors");
+    let names = entry_names(&dir);
+    assert!(!names.is_empty(), "constrained sensor data");
+    let mut failures = Vec::new();
+    for name in names {
+        let model = mjcf::load(model_file(&name)).expect("loads");
+        let data = dir.join(&name);
+        let (states, ctrls, sensors) = (
+            rows(&data.join("states.csv"), true),
+            rows(&data.join("ctrl.csv"), false),
+            rows(&data.join("sensors.csv"), false),
+        );
+        let mut worst: f64 = 0.0;
+        for ((s, u), want) in states.iter().zip(&ctrls).zip(&sensors) {
+            let got = sensor_data_with(&model, &state(&model, s), u, &SolverConfig::mujoco_compat()).expect("sensors");
+            assert_eq!(got.len(), want.len(), "{name}: sensor outputs");
+            for (g, w) in got.iter().zip(want) {
+                worst = worst.max((g - w).abs() / w.abs().max(1.0));
+            }
+        }
+        eprintln!("constrained sensors {name:<26} worst of {} states {worst:.2e}", states.len());
+        if worst.is_nan() || worst > SENSOR_TOL {
             failures.push((name, worst));
         }
     }

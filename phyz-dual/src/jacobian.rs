@@ -7,7 +7,8 @@ use crate::DualError;
 use crate::forward::{Seed, push_forward, seeded};
 use crate::parameter::check_positions;
 use phyz_core::Scalar;
-use phyz_core::sim::{ContactState, StepInfo, sensor_data};
+use phyz_core::contact::SolverConfig;
+use phyz_core::sim::{ContactState, StepInfo, sensor_data_with};
 use phyz_core::{Model, State};
 
 /// Exact Jacobians of one step, in tangent coordinates, the state laid out `(q, v, act)` as
@@ -33,6 +34,17 @@ pub fn sensor_jacobians_lanes<const N: usize>(
     state: &State<f64>,
     ctrl: &[f64],
 ) -> Result<(DMatrix<f64>, DMatrix<f64>), DualError> {
+    sensor_jacobians_with::<N>(model, state, ctrl, &SolverConfig::default())
+}
+
+/// [`sensor_jacobians_lanes`] with the acceleration-stage sensors' constraint solve under
+/// `config` (see [`sensor_data_with`]): through the solve by the implicit function theorem.
+pub fn sensor_jacobians_with<const N: usize>(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    config: &SolverConfig,
+) -> Result<(DMatrix<f64>, DMatrix<f64>), DualError> {
     let (nv, nu) = (model.nv(), model.nu());
     let n = 2 * nv + model.na();
     let mut jac = DMatrix::zeros(model.nsensordata(), n + nu);
@@ -40,7 +52,7 @@ pub fn sensor_jacobians_lanes<const N: usize>(
     for start in (0..(n + nu).max(1)).step_by(N.max(1)) {
         let seeds: Vec<Seed> = (start..(start + N).min(n + nu)).map(|c| unit_seed(model, c, &[])).collect();
         let (model_d, state_d, ctrl_d) = seeded::<DualSVec64<N>>(model, state, ctrl, &seeds)?;
-        let outputs = sensor_data(&model_d, &state_d, &ctrl_d)?;
+        let outputs = sensor_data_with(&model_d, &state_d, &ctrl_d, config)?;
         for k in 0..seeds.len() {
             jac.column_mut(start + k).copy_from(&outputs.map(|x| x.tangent(0, k)));
         }

@@ -23,7 +23,9 @@ mod rollout;
 pub use check::{CheckReport, check_rollout_gradient, check_step_jacobians, rollout_value};
 pub use error::DualError;
 pub use forward::{Seed, StateTangent, jvp, jvp_lanes};
-pub use jacobian::{StepJacobians, sensor_jacobians_lanes, step_jacobians, step_jacobians_lanes};
+pub use jacobian::{
+    StepJacobians, sensor_jacobians_lanes, sensor_jacobians_with, step_jacobians, step_jacobians_lanes,
+};
 pub use num_dual::{Dual64, DualSVec64};
 pub use parameter::Parameter;
 pub use rollout::{

@@ -154,6 +154,10 @@ fn features(model: &Model<f64>) {
         SensorKind::SubtreeLinVel(_) => "subtreelinvel",
         SensorKind::Gyro { .. } => "gyro",
         SensorKind::Velocimeter { .. } => "velocimeter",
+        SensorKind::Touch { .. } => "touch",
+        SensorKind::Accelerometer { .. } => "accelerometer",
+        SensorKind::Force { .. } => "force",
+        SensorKind::Torque { .. } => "torque",
         SensorKind::Unsupported(_) => "not supported",
     };
     line("sensors", counted(model.sensors().iter().map(sensor)));

@@ -134,7 +134,7 @@ enum Tangents {
 }
 
 /// A lane's zones on every constraint of `problem` (absent ones satisfied).
-fn zones_on_all<S: Scalar>(problem: &ContactProblem<S>, lane: usize, solution: &Solution) -> Vec<Zone> {
+pub(crate) fn zones_on_all<S: Scalar>(problem: &ContactProblem<S>, lane: usize, solution: &Solution) -> Vec<Zone> {
     let mut own = solution.zones.iter();
     problem
         .present

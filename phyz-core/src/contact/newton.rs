@@ -272,7 +272,14 @@ fn factorized_hessian(
 /// optimality conditions' derivative along the data (the right-hand side of the tangent rule).
 pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
     let joint = &problem.joint;
-    let jar = &joint.jacobian * x - &problem.target;
+    &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(&impulses(problem, x, zones, lane))
+}
+
+/// The impulses `f(J x − target)` on every row at velocity `x`, in any scalar, each constraint
+/// in its zone of `zones` (batch lane `lane`'s): at a solution, the solve's impulses; with the
+/// solution's tangents, theirs.
+pub fn impulses<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
+    let jar = &problem.joint.jacobian * x - &problem.target;
     let d = problem.regularizer.map(|r| S::one() / r);
     let mut impulses = DVector::zeros(jar.len());
     for (c, ((constraint, at, mu), zone)) in problem.each().zip(zones).enumerate() {
@@ -280,7 +287,7 @@ pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &
         let piece = problem.piece(c, at, jar.as_slice(), d.as_slice());
         piece.force(*zone, has_cone(constraint.kind, mu.lane(lane)), &mut impulses.as_mut_slice()[at..at + dim]);
     }
-    &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(&impulses)
+    impulses
 }
 
 /// How a run measures progress in MuJoCo's units (see [`super::problem::Units`]).

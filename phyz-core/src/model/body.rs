@@ -8,12 +8,32 @@ use super::Geom;
 use crate::Scalar;
 use crate::math::{Quat, SpatialInertia};
 
-/// A named frame fixed to a body (MJCF `<site>`): kept for users and sensors, no dynamics.
+/// A named frame fixed to a body (MJCF `<site>`): kept for users, tendons and sensors, no
+/// dynamics.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Site<S> {
     pub name: String,
     pub pos: Vector3<S>,
     pub quat: Quat<S>,
+    /// The volume about the site's frame where a touch sensor counts contacts (fixed geometry:
+    /// not a model parameter).
+    pub zone: SiteZone,
+}
+
+/// A site's volume (MJCF `type` and `size`), in its own frame: the z axis is a capsule's and a
+/// cylinder's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SiteZone {
+    Sphere { radius: f64 },
+    Capsule { radius: f64, half_length: f64 },
+    Ellipsoid { radii: [f64; 3] },
+    Cylinder { radius: f64, half_length: f64 },
+    Box { half_extents: [f64; 3] },
+}
+
+impl SiteZone {
+    /// MuJoCo's default site: a sphere of radius 0.005.
+    pub const DEFAULT: SiteZone = SiteZone::Sphere { radius: 0.005 };
 }
 
 /// A rigid body of a compiled model. Body 0 is the world.
@@ -93,7 +113,12 @@ impl<S: Scalar> Body<S> {
             sites: self
                 .sites
                 .iter()
-                .map(|site| Site { name: site.name.clone(), pos: site.pos.map(&mut *f), quat: site.quat.map(&mut *f) })
+                .map(|site| Site {
+                    name: site.name.clone(),
+                    pos: site.pos.map(&mut *f),
+                    quat: site.quat.map(&mut *f),
+                    zone: site.zone,
+                })
                 .collect(),
         }
     }

@@ -1011,7 +1011,12 @@ pub(super) fn check_sensor<S: crate::Scalar>(sensor: &super::Sensor<S>, model: &
         }
         K::FrameAxis { of, relative_to, axis } => axis < 3 && frame(&of) && relative_to.as_ref().is_none_or(frame),
         K::SubtreeCom(b) | K::SubtreeLinVel(b) => b < model.bodies.len(),
-        K::Gyro { body, site: k } | K::Velocimeter { body, site: k } => site(body, k),
+        K::Gyro { body, site: k }
+        | K::Velocimeter { body, site: k }
+        | K::Touch { body, site: k }
+        | K::Accelerometer { body, site: k }
+        | K::Force { body, site: k }
+        | K::Torque { body, site: k } => site(body, k),
         K::Unsupported(index) => model.unsupported_sensor(index).is_some(),
     };
     if !ok {

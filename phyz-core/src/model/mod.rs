@@ -23,7 +23,7 @@ mod tendon;
 pub mod tree;
 
 pub use actuator::{Actuator, Dynamics, Transmission};
-pub use body::{Body, Site};
+pub use body::{Body, Site, SiteZone};
 pub use builder::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, PathSpec, PointSpec, Target,
     TendonSpec,

@@ -56,6 +56,27 @@ pub enum SensorKind {
         body: usize,
         site: usize,
     },
+    /// The normal forces of the contacts of a site's body that push into the site's zone
+    /// (touch), and a site's linear acceleration (accelerometer, with gravity's `−g`: at rest
+    /// it reads `+g` up), in the site's axes.
+    Touch {
+        body: usize,
+        site: usize,
+    },
+    Accelerometer {
+        body: usize,
+        site: usize,
+    },
+    /// The force and torque the site's body and its subtree get from the body's parent, at the
+    /// site and in its axes (MuJoCo's `cfrc_int` there).
+    Force {
+        body: usize,
+        site: usize,
+    },
+    Torque {
+        body: usize,
+        site: usize,
+    },
     /// A sensor phyz does not compute yet: the model loads (sensors do not change the
     /// dynamics), and asking for the sensors' outputs is an error naming it
     /// ([`Model::unsupported_sensor`](super::Model::unsupported_sensor) says where it is).
@@ -72,16 +93,32 @@ impl SensorKind {
             | SensorKind::TendonVel(_)
             | SensorKind::ActuatorPos(_)
             | SensorKind::ActuatorVel(_)
-            | SensorKind::ActuatorFrc(_) => 1,
+            | SensorKind::ActuatorFrc(_)
+            | SensorKind::Touch { .. } => 1,
             SensorKind::BallQuat(_) | SensorKind::FrameQuat { .. } => 4,
             SensorKind::FramePos { .. }
             | SensorKind::FrameAxis { .. }
             | SensorKind::SubtreeCom(_)
             | SensorKind::SubtreeLinVel(_)
             | SensorKind::Gyro { .. }
-            | SensorKind::Velocimeter { .. } => 3,
+            | SensorKind::Velocimeter { .. }
+            | SensorKind::Accelerometer { .. }
+            | SensorKind::Force { .. }
+            | SensorKind::Torque { .. } => 3,
             SensorKind::Unsupported(_) => 0,
         }
+    }
+
+    /// Whether the sensor reads the acceleration and the constraint forces (MuJoCo's
+    /// acceleration stage), which take a constraint solve at the state.
+    pub fn reads_acceleration(&self) -> bool {
+        matches!(
+            self,
+            SensorKind::Touch { .. }
+                | SensorKind::Accelerometer { .. }
+                | SensorKind::Force { .. }
+                | SensorKind::Torque { .. }
+        )
     }
 
     /// Whether MuJoCo's `cutoff` clamps the output (not for unit axes and quaternions).

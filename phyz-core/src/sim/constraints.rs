@@ -7,15 +7,17 @@ use nalgebra::{DMatrix, DVector};
 
 use super::gather::{Gather, Key, StageInput, constrained, gather};
 use super::weights::InverseWeights;
+use crate::contact::differentiable::zones_on_all;
+use crate::contact::newton::impulses;
 use crate::contact::{
     ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Units, Warm, solve_scalar_in,
 };
 use crate::dynamics::integrator::Rates;
-use crate::dynamics::{MassFactor, Smooth};
+use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
 use crate::model::{Model, Point, State};
-use crate::scalar::Scalar;
+use crate::scalar::{Mask, Scalar};
 
 /// What the constraint stages of a step did (over all batch lanes).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -315,6 +317,33 @@ impl<S: Scalar> Evaluation<S> {
     pub(super) fn prepare(&mut self, model: &Model<S>, state: &State<S>) {
         self.smooth.prepare(model, state);
     }
+
+    /// The last evaluation's kinematics and gathered constraints.
+    pub(super) fn kinematics(&self) -> &Kinematics<S> {
+        &self.smooth.kin
+    }
+    pub(super) fn gather(&self) -> &Gather<S> {
+        &self.gather
+    }
+
+    /// The last solve's impulses on every gathered row, in `S`: each lane's from its own
+    /// zones, with the tangents of the solved velocity (exact, as the velocity's). None
+    /// without gathered constraints.
+    pub(super) fn impulses(&self) -> DVector<S> {
+        if self.gather.list.is_empty() || self.solutions.is_empty() {
+            return DVector::zeros(0);
+        }
+        // The solve leaves the velocity change; the impulses read the velocity.
+        let x = &self.velocity + &self.problem.joint.free;
+        let lane = |l: usize| impulses(&self.problem, &x, &zones_on_all(&self.problem, l, &self.solutions[l]), l);
+        let mut out = lane(0);
+        for l in 1..self.solutions.len() {
+            let own = lane(l);
+            let mask = S::Mask::from_lanes(&(0..self.solutions.len()).map(|k| k == l).collect::<Vec<_>>());
+            out.zip_apply(&own, |o, n| *o = S::select(mask, n, *o));
+        }
+        out
+    }
 }
 
 impl<S: Scalar> Default for Evaluation<S> {
@@ -349,6 +378,21 @@ pub(crate) fn acceleration<S: Scalar>(
     info: &mut StepInfo,
     rates: &mut Rates<S>,
 ) -> Result<(), StepError> {
+    forward_acceleration(step, (point, extra_diagonal), evaluation, state, info, rates)?;
+    evaluation.smooth.integrate_implicitly(step.model, point, step.ctrl, &mut rates.qacc)
+}
+
+/// [`acceleration`] before the implicit integrators' correction: MuJoCo's `qacc` and
+/// `act_dot` of `mj_forward` at `point` (without an extra diagonal), which the
+/// acceleration-stage sensors read.
+pub(super) fn forward_acceleration<S: Scalar>(
+    step: &StepInputs<'_, S>,
+    (point, extra_diagonal): (Point<'_, S>, Option<&DVector<S>>),
+    evaluation: &mut Evaluation<S>,
+    state: &mut ContactState,
+    info: &mut StepInfo,
+    rates: &mut Rates<S>,
+) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
     // MuJoCo's order: the mass matrix and its factorization first, shared by the smooth
     // acceleration and the constraint solve.
@@ -359,7 +403,7 @@ pub(crate) fn acceleration<S: Scalar>(
     if let Some(weights) = weights {
         constrained_acceleration(step, weights, (point, extra_diagonal), evaluation, state, info, &mut rates.qacc)?;
     }
-    evaluation.smooth.integrate_implicitly(model, point, ctrl, &mut rates.qacc)
+    Ok(())
 }
 
 /// [`acceleration`]'s constraint stage: the smooth acceleration in `out` becomes the one with

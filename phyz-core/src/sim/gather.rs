@@ -6,6 +6,7 @@ use nalgebra::DVector;
 
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::InverseWeights;
+use super::wrench::RowWrenches;
 use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::Kinematics;
@@ -79,6 +80,9 @@ pub(super) struct Gathered<S: Scalar> {
     /// and its velocity-product acceleration `J̇ v` (MuJoCo's, subtracted from the reference);
     /// `None` on every other row.
     pub tie: Option<(S, S)>,
+    /// How its impulses push on its bodies ([`Gather::wrenches`]), for a contact, a pyramid's
+    /// edge, or a connect's or weld's row.
+    pub wrench: Option<usize>,
 }
 
 /// The gathered constraints of one evaluation with their keys and Jacobian rows; cleared and
@@ -92,6 +96,8 @@ pub(super) struct Gather<S: Scalar> {
     nv: usize,
     lanes: usize,
     detection: Detection,
+    /// How the contacts' and ties' rows push on their bodies.
+    pub wrenches: Vec<RowWrenches<S>>,
     /// The model's reference positions and the links' motions, for equalities.
     q0: DVector<S>,
     motions: Motions<S>,
@@ -116,6 +122,7 @@ impl<S: Scalar> Default for Gather<S> {
             nv: 0,
             lanes: 1,
             detection: Detection::default(),
+            wrenches: Vec::new(),
             q0: DVector::zeros(0),
             motions: Motions::default(),
         }
@@ -184,7 +191,18 @@ fn one_row<S: Scalar>(
     inverse_weight: S,
     present: S::Mask,
 ) -> Gathered<S> {
-    Gathered { keys: 0, kind, bodies: [None, None], material, row: 0, depth, inverse_weight, present, tie: None }
+    Gathered {
+        keys: 0,
+        kind,
+        bodies: [None, None],
+        material,
+        row: 0,
+        depth,
+        inverse_weight,
+        present,
+        tie: None,
+        wrench: None,
+    }
 }
 
 /// Joint and tendon limits within their margins in some lane, as one-row unilateral
@@ -287,21 +305,22 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
         let ties = match equality.coupled {
             Coupled::Joints { first, second } => {
                 let (first, second) = (coupled(Object::Joint(first)), second.map(|j| coupled(Object::Joint(j))));
-                Some(coupling(equality, first, second, jacobian))
+                Some((coupling(equality, first, second, jacobian), None))
             }
             Coupled::Tendons { first, second } => {
                 let (first, second) = (coupled(Object::Tendon(first)), second.map(|t| coupled(Object::Tendon(t))));
-                Some(coupling(equality, first, second, jacobian))
+                Some((coupling(equality, first, second, jacobian), None))
             }
             Coupled::Connect { .. } | Coupled::Weld { .. } => {
                 if !moving {
                     out.motions.update(model, kin, v);
                     moving = true;
                 }
-                tie_rows(model, kin, &out.motions, weights, equality, jacobian).map(|(ties, _)| ties)
+                tie_rows(model, kin, &out.motions, weights, equality, jacobian)
+                    .map(|(ties, _, ends)| (ties, Some(ends)))
             }
         };
-        let Some(ties) = ties else { continue };
+        let Some((ties, ends)) = ties else { continue };
         let violations = ties.map(|t| t.violation);
         let norm = norm(&violations[..count]);
         let material = own_material(equality.solref, equality.solimp, S::zero());
@@ -309,7 +328,11 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
             let keys = out.push_keys((0..out.lanes).map(|_| Some(Key::Equality { index, row })));
             let present = S::Mask::splat(true);
             let bare = one_row(ConstraintKind::Equality, material, -tie.violation, tie.inverse_weight, present);
-            out.list.push(Gathered { keys, row: at + row, tie: Some((norm, tie.velocity_product)), ..bare });
+            let wrench = ends.map(|(bodies, points)| {
+                out.wrenches.push(RowWrenches::tie(bodies, points, row));
+                out.wrenches.len() - 1
+            });
+            out.list.push(Gathered { keys, row: at + row, tie: Some((norm, tie.velocity_product)), wrench, ..bare });
         }
     }
 }
@@ -417,6 +440,8 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
     // reaches the lane's acceleration.
     let keep = |x: S| S::select(lifted.present, x, S::zero());
     rows_mut(out, row, dim).iter_mut().for_each(|x| *x = keep(*x));
+    let kept = directions.map(|d| d.map(keep));
+    out.wrenches.push(RowWrenches::contact([a, b], frame.point.map(keep), &kept, dim));
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
         keys,
@@ -428,6 +453,7 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         inverse_weight: weights.body[a] + weights.body[b],
         present: lifted.present,
         tie: None,
+        wrench: Some(out.wrenches.len() - 1),
     }
 }
 
@@ -494,7 +520,11 @@ fn push_pyramid<S: Scalar>(out: &mut Gather<S>, g: Gathered<S>) {
             for ((x, &n), &t) in new.iter_mut().zip(normal).zip(tangent) {
                 *x = n + sign * f * t;
             }
-            out.list.push(Gathered { keys, kind: ConstraintKind::PyramidEdge, material, row, ..g });
+            let wrench = g.wrench.map(|w| {
+                out.wrenches.push(out.wrenches[w].edge(k, sign * f));
+                out.wrenches.len() - 1
+            });
+            out.list.push(Gathered { keys, kind: ConstraintKind::PyramidEdge, material, row, wrench, ..g });
         }
     }
 }
@@ -537,6 +567,7 @@ pub(super) fn gather<S: Scalar>(
     out.list.clear();
     out.keys.clear();
     out.rows.clear();
+    out.wrenches.clear();
     (out.nv, out.lanes) = (model.nv(), lanes);
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
     let pyramidal = config.mujoco_compat && model.contact.cone == Cone::Pyramidal;

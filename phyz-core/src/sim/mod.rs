@@ -9,10 +9,12 @@ use nalgebra::DVector;
 
 mod constraints;
 mod gather;
+mod loads;
 mod sensors;
 mod ties;
 mod weights;
 mod workspace;
+mod wrench;
 
 use crate::Scalar;
 use crate::dynamics::integrator;
@@ -22,7 +24,7 @@ use crate::model::check_finite;
 pub use crate::model::check_input;
 use crate::model::{Integrator, Model, Point, State};
 pub use constraints::{ContactState, StepInfo};
-pub use sensors::sensor_data;
+pub use sensors::{sensor_data, sensor_data_with};
 pub use workspace::Workspace;
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held

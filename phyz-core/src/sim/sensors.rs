@@ -4,17 +4,36 @@
 use nalgebra::{DVector, Vector3};
 
 use super::check_input;
+use super::constraints::{ContactState, Evaluation, StepInfo, StepInputs, forward_acceleration};
+use super::loads::Loads;
+use super::weights::InverseWeights;
 use crate::Scalar;
+use crate::contact::SolverConfig;
 use crate::dynamics::actuation::{activation_rates, actuator_force};
+use crate::dynamics::integrator::Rates;
 use crate::dynamics::kinematics::{Kinematics, link_velocities};
 use crate::error::StepError;
 use crate::math::{Motion, Pose, Quat};
 use crate::model::{Frame, Model, SensorKind, State};
 
 /// The outputs of every sensor at `state` under `ctrl`, in the model's sensor order
-/// ([`Model::nsensordata`] numbers). A quaternion output is a unit quaternion; its sign may
-/// differ from MuJoCo's, which follows the product of the chain's quaternions.
+/// ([`Model::nsensordata`] numbers), the acceleration-stage ones (touch, accelerometer, force,
+/// torque) from a constraint solve with the default preset, as [`step`](super::step) solves.
+/// A quaternion output is a unit quaternion; its sign may differ from MuJoCo's, which follows
+/// the product of the chain's quaternions.
 pub fn sensor_data<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<DVector<S>, StepError> {
+    sensor_data_with(model, state, ctrl, &SolverConfig::default())
+}
+
+/// [`sensor_data`] with the constraint solve of the acceleration-stage sensors under `config`
+/// (cold-started; `SolverConfig::mujoco_compat()` for MuJoCo's forces). Their derivatives come
+/// through the solve by the implicit function theorem, as a step's.
+pub fn sensor_data_with<S: Scalar>(
+    model: &Model<S>,
+    state: &State<S>,
+    ctrl: &[S],
+    config: &SolverConfig,
+) -> Result<DVector<S>, StepError> {
     check_input(model, state, ctrl)?;
     if let Some(SensorKind::Unsupported(index)) =
         model.sensors().iter().map(|x| x.kind).find(|k| matches!(k, SensorKind::Unsupported(_)))
@@ -28,7 +47,11 @@ pub fn sensor_data<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
     let mut rates = DVector::zeros(model.na());
     activation_rates(model, &state.act, ctrl, &mut rates);
     let velocities = link_velocities(model, &kin, &state.qvel);
-    let reading = Reading { model, kin: &kin, velocities, rates, state, ctrl };
+    let loads = match model.sensors().iter().any(|s| s.kind.reads_acceleration()) {
+        true => Some(forward_loads(model, state, ctrl, config)?),
+        false => None,
+    };
+    let reading = Reading { model, kin: &kin, velocities, rates, state, ctrl, loads: loads.as_ref() };
     let mut out = DVector::zeros(model.nsensordata());
     let mut at = 0;
     for sensor in model.sensors() {
@@ -54,6 +77,29 @@ struct Reading<'a, S: Scalar> {
     rates: DVector<S>,
     state: &'a State<S>,
     ctrl: &'a [S],
+    /// The bodies' loads at the state, where an acceleration-stage sensor reads them.
+    loads: Option<&'a Loads<S>>,
+}
+
+/// The loads of every body at `state` under `ctrl`: MuJoCo's `mj_forward` acceleration, its
+/// constraint solve under `config` included.
+fn forward_loads<S: Scalar>(
+    model: &Model<S>,
+    state: &State<S>,
+    ctrl: &[S],
+    config: &SolverConfig,
+) -> Result<Loads<S>, StepError> {
+    let mut contact = ContactState::new(*config);
+    let mut weights = InverseWeights::default();
+    let constrained = contact.weights_for_step(model, state, &mut weights)?;
+    let mut evaluation = Evaluation::default();
+    evaluation.prepare(model, state);
+    let inputs = StepInputs { model, ctrl, weights: constrained.then_some(&weights) };
+    let mut rates = Rates::default();
+    let mut info = StepInfo::default();
+    forward_acceleration(&inputs, (state.point(), None), &mut evaluation, &mut contact, &mut info, &mut rates)?;
+    let (kin, gather) = (evaluation.kinematics(), evaluation.gather());
+    Ok(Loads::new(model, kin, (&state.qvel, &rates.qacc), gather, &evaluation.impulses(), model.timestep))
 }
 
 impl<S: Scalar> Reading<'_, S> {
@@ -90,6 +136,10 @@ impl<S: Scalar> Reading<'_, S> {
             SensorKind::SubtreeLinVel(b) => put(out, &self.subtree(b).1),
             // Refused before any sensor is read.
             SensorKind::Unsupported(_) => {}
+            SensorKind::Touch { body, site }
+            | SensorKind::Accelerometer { body, site }
+            | SensorKind::Force { body, site }
+            | SensorKind::Torque { body, site } => self.acceleration_stage(kind, body, site, out),
             SensorKind::Gyro { body, site } | SensorKind::Velocimeter { body, site } => {
                 let v = self.model.tree().body_link[body].map_or_else(Motion::zero, |l| self.velocities[l]);
                 let local = &model.bodies()[body].sites[site];
@@ -99,6 +149,27 @@ impl<S: Scalar> Reading<'_, S> {
                     _ => to_site * (v.lin + v.ang.cross(&local.pos)),
                 };
                 put(out, &value);
+            }
+        }
+    }
+
+    /// A touch, accelerometer, force or torque sensor on site `site` of `body`, from the loads.
+    fn acceleration_stage(&self, kind: &SensorKind, body: usize, site: usize, out: &mut [S]) {
+        let (model, Some(loads)) = (self.model, self.loads) else { return };
+        let local = &model.bodies()[body].sites[site];
+        let frame = Pose::from_quat(&local.quat, local.pos);
+        match kind {
+            SensorKind::Touch { .. } => {
+                out[0] = loads.touch(body, &self.kin.body_pose(model, body).compose(&frame), &local.zone);
+            }
+            SensorKind::Accelerometer { .. } => {
+                let a = frame.rot.transpose() * loads.point_acceleration(model, body, &local.pos);
+                out.copy_from_slice(a.as_slice());
+            }
+            _ => {
+                let wrench = frame.force_to_child(&loads.interaction(model, self.kin, body));
+                let part = if matches!(kind, SensorKind::Force { .. }) { wrench.lin } else { wrench.ang };
+                out.copy_from_slice(part.as_slice());
             }
         }
     }

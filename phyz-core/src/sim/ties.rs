@@ -65,10 +65,13 @@ impl<S: Scalar> Motions<S> {
     }
 }
 
+/// A tie's two bodies and their anchors in the world.
+pub(super) type TieEnds<S> = ([usize; 2], [Vector3<S>; 2]);
+
 /// The rows of a connect or weld `equality` at the pose `kin` and the motions `motions`: three
 /// for a connect, six for a weld (the first `count` of the array), their Jacobian rows added to
-/// `jacobian` (`nv` numbers each, zero on entry, room for six); `None` for a joint or tendon
-/// coupling.
+/// `jacobian` (`nv` numbers each, zero on entry, room for six), and the two bodies and their
+/// anchors in the world; `None` for a joint or tendon coupling.
 pub(super) fn tie_rows<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
@@ -76,7 +79,7 @@ pub(super) fn tie_rows<S: Scalar>(
     weights: &InverseWeights<S>,
     equality: &Equality<S>,
     jacobian: &mut [S],
-) -> Option<([TieRow<S>; 6], usize)> {
+) -> Option<([TieRow<S>; 6], usize, TieEnds<S>)> {
     let (bodies, weld) = match equality.coupled {
         Coupled::Connect { bodies } => (bodies, false),
         Coupled::Weld { bodies } => (bodies, true),
@@ -96,8 +99,9 @@ pub(super) fn tie_rows<S: Scalar>(
         rows[k] =
             TieRow { violation: points[0][k] - points[1][k], velocity_product: bias[k], inverse_weight: translation };
     }
+    let ends = (bodies, points);
     if !weld {
-        return Some((rows, 3));
+        return Some((rows, 3, ends));
     }
     // The frames' orientations and their relative rotation `q₂⁻¹ q₁ = (s, v)`.
     let frames = [0, 1].map(|i| poses[i].rot * equality.orientations[i].to_rotation_matrix());
@@ -123,7 +127,7 @@ pub(super) fn tie_rows<S: Scalar>(
             inverse_weight: rotation,
         };
     }
-    Some((rows, 6))
+    Some((rows, 6, ends))
 }
 
 /// The vector part of `d/dt [q₂⁻¹ (0, ω₁ − ω₂) q₁]` at zero joint accelerations, from

@@ -17,7 +17,7 @@ use crate::model::mesh::ConvexHull;
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
     EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
-    PointSpec, Sensor, SensorKind, Shape, Site, Target, TendonSpec,
+    PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec,
 };
 
 /// `<compiler inertiafromgeom>`.
@@ -785,7 +785,7 @@ impl<'a> Compiler<'a> {
                 orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
             ),
         };
-        Ok(Site { name: el.string("name").unwrap_or_default(), pos, quat })
+        Ok(Site { name: el.string("name").unwrap_or_default(), pos, quat, zone: site_zone(el)? })
     }
 
     fn tendons(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
@@ -1225,6 +1225,15 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
             let (body, site) = site()?;
             SensorKind::Velocimeter { body, site }
         }
+        tag @ ("touch" | "accelerometer" | "force" | "torque") => {
+            let (body, site) = site()?;
+            match tag {
+                "touch" => SensorKind::Touch { body, site },
+                "accelerometer" => SensorKind::Accelerometer { body, site },
+                "force" => SensorKind::Force { body, site },
+                _ => SensorKind::Torque { body, site },
+            }
+        }
         // A kind phyz does not compute is refused whatever its attributes (MuJoCo's own).
         tag => return Err(el.unsupported(format!("<{tag}> sensors"))),
     };
@@ -1327,5 +1336,25 @@ fn equality_names(el: &Element<'_, '_>) -> Result<CoupledNames, MjcfError> {
                 _ => return Err(el.invalid("needs `body1` and `anchor`, or `site1` and `site2`")),
             }
         }
+    })
+}
+
+/// A site's zone from its `type` and `size` (MuJoCo's default size 0.005 where a number is not
+/// given), a `fromto` setting the length as a geom's does.
+fn site_zone(el: &Element<'_, '_>) -> Result<SiteZone, MjcfError> {
+    let given = el.numbers("size")?.unwrap_or_default();
+    if given.len() > 3 || !given.iter().all(|x| x.is_finite() && *x >= 0.0) {
+        return Err(el.invalid("a site's size is at most three non-negative numbers"));
+    }
+    let size = |k: usize| given.get(k).copied().unwrap_or(0.005);
+    let length =
+        el.array::<6>("fromto")?.map(|[a, b, c, d, e, f]| (Vector3::new(d, e, f) - Vector3::new(a, b, c)).norm() / 2.0);
+    let half = |k: usize| length.unwrap_or_else(|| size(k));
+    Ok(match el.keyword("type", &["sphere", "capsule", "ellipsoid", "cylinder", "box"])?.unwrap_or("sphere") {
+        "capsule" => SiteZone::Capsule { radius: size(0), half_length: half(1) },
+        "cylinder" => SiteZone::Cylinder { radius: size(0), half_length: half(1) },
+        "ellipsoid" => SiteZone::Ellipsoid { radii: [size(0), size(1), half(2)] },
+        "box" => SiteZone::Box { half_extents: [size(0), size(1), half(2)] },
+        _ => SiteZone::Sphere { radius: size(0) },
     })
 }

@@ -1,0 +1,113 @@
+//! What the motion and the constraint forces at a state load each body with, as MuJoCo's
+//! `mj_rnePostConstraint` finds it: each body's acceleration (the world accelerating at `−g`),
+//! the external wrenches of its contacts, connects and welds (`cfrc_ext`), and the wrench its
+//! subtree gets from its parent (`cfrc_int`). The acceleration-stage sensors read them.
+
+use nalgebra::{DVector, Vector3};
+
+use super::gather::Gather;
+use crate::collision::ray_hits_zone;
+use crate::dynamics::kinematics::{Kinematics, LinkBuffers};
+use crate::dynamics::rnea;
+use crate::math::{Force, Pose};
+use crate::model::Model;
+use crate::{Mask, Scalar};
+
+/// A contact's normal force where it acts, for touch sensors.
+struct ContactPush<S> {
+    bodies: [usize; 2],
+    point: Vector3<S>,
+    normal: Vector3<S>,
+    force: S,
+}
+
+/// The loads of every body at one state.
+pub(super) struct Loads<S> {
+    /// Each link's velocity and acceleration, in its own frame.
+    links: LinkBuffers<S>,
+    /// Each body's external force and torque (about the world origin), world frame.
+    external: Vec<(Vector3<S>, Vector3<S>)>,
+    contacts: Vec<ContactPush<S>>,
+}
+
+impl<S: Scalar> Loads<S> {
+    /// The loads at the pose `kin` holds, velocity `qvel` and acceleration `qacc`, with the
+    /// gathered constraints' `impulses` (one per row) over the step `dt`.
+    pub fn new(
+        model: &Model<S>,
+        kin: &Kinematics<S>,
+        (qvel, qacc): (&DVector<S>, &DVector<S>),
+        gather: &Gather<S>,
+        impulses: &DVector<S>,
+        dt: S,
+    ) -> Self {
+        let mut links = LinkBuffers::default();
+        let mut tau = DVector::zeros(model.nv());
+        rnea(model, kin, qvel, Some(qacc), &mut links, &mut tau);
+        let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
+        let mut contacts = Vec::new();
+        let mut at = 0;
+        for g in &gather.list {
+            let dim = g.kind.dim();
+            let forces: Vec<S> = impulses.as_slice()[at..at + dim].iter().map(|&i| i / dt).collect();
+            at += dim;
+            let Some(w) = g.wrench.map(|w| &gather.wrenches[w]) else { continue };
+            for side in 0..2 {
+                let (force, torque) = w.on(side, &forces);
+                external[w.bodies[side]].0 += force;
+                external[w.bodies[side]].1 += torque;
+            }
+            if let Some(normal) = w.normal {
+                let force = w.rows.iter().zip(&forces).fold(S::zero(), |sum, (row, &f)| sum + row.0.dot(&normal) * f);
+                contacts.push(ContactPush { bodies: w.bodies, point: w.points[1], normal, force });
+            }
+        }
+        Loads { links, external, contacts }
+    }
+
+    /// The acceleration of the point `pos` (in `body`'s frame) moving with the body, in the
+    /// body's axes (a static body's is the world's, `−g`, as MuJoCo 4's).
+    pub fn point_acceleration(&self, model: &Model<S>, body: usize, pos: &Vector3<S>) -> Vector3<S> {
+        let Some(link) = model.tree().body_link[body] else { return -model.gravity_acceleration() };
+        let (v, a) = (self.links.velocity[link], self.links.acceleration[link]);
+        a.lin + a.ang.cross(pos) + v.ang.cross(&(v.lin + v.ang.cross(pos)))
+    }
+
+    /// The wrench `body` and its subtree get from the body's parent, in the body's frame
+    /// (torque about its origin): the subtree's rate of momentum less its external wrenches.
+    pub fn interaction(&self, model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Force<S> {
+        let frame = kin.body_pose(model, body);
+        let to_body = frame.inverse();
+        let mut total = Force::new(Vector3::zeros(), Vector3::zeros());
+        for c in (1..model.bodies().len()).filter(|&c| model.in_subtree(c, body)) {
+            let Some(link) = model.tree().body_link[c] else { continue };
+            let (v, a, inertia) = (self.links.velocity[link], self.links.acceleration[link], kin.inertia[link]);
+            let own = inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v));
+            total += to_body.compose(&kin.body_pose(model, c)).force_to_parent(&own);
+            let (force, torque) = self.external[c];
+            total = total - to_body.force_to_parent(&Force::new(torque, force));
+        }
+        total
+    }
+
+    /// The sum of the normal forces of the contacts of `body` that push into the zone of the
+    /// site at `site` (world pose): those whose ray from the contact point along the normal,
+    /// away from the body's side, meets the zone (MuJoCo's touch sensor).
+    pub fn touch(&self, body: usize, site: &Pose<S>, zone: &crate::model::SiteZone) -> S {
+        let mut sum = S::zero();
+        for contact in self.contacts.iter().filter(|c| c.bodies.contains(&body)) {
+            let direction = if contact.bodies[1] == body { -contact.normal } else { contact.normal };
+            let origin = site.rot.transpose() * (contact.point - site.pos);
+            let direction = site.rot.transpose() * direction;
+            let lanes = contact.force.lanes().max(origin.x.lanes());
+            let hits: Vec<bool> = (0..lanes)
+                .map(|l| {
+                    let real = |v: &Vector3<S>| Vector3::new(v.x.lane(l), v.y.lane(l), v.z.lane(l));
+                    contact.force.lane(l) > 0.0 && ray_hits_zone(&real(&origin), &real(&direction), zone)
+                })
+                .collect();
+            sum += S::select(S::Mask::from_lanes(&hits), contact.force, S::zero());
+        }
+        sum
+    }
+}
