@@ -2,7 +2,8 @@
 """MuJoCo reference for the acceleration-stage sensors (touch, accelerometer, force, torque)
 with every constraint on: what mj_forward's sensordata reads at states with contacts.
 
-For each model of tests/models/*.xml with such a sensor, MuJoCo (its Newton solver run to
+For each model of tests/models/*.xml with such a sensor, and the public robot models of
+ROBOTS below (the Shadow hand with its 92 touch sensors), MuJoCo (its Newton solver run to
 convergence: tolerance 1e-15, 1000 iterations) runs as tools/mujoco_contact_steps.py runs
 (2000 steps from the first keyframe or qpos0, random controls held for 10 steps, states with a
 contact within 1e-9 of the inclusion threshold left out) and keeps 8 of the states with contacts,
@@ -12,6 +13,7 @@ evenly spread over the run. Per model, in tests/reference/constrained_sensors/<m
   ctrl.csv       their controls
   sensors.csv    d.sensordata after mj_forward at each (nsensordata numbers a row)
   contacts.csv   ncon,nefc at each
+  model_path.txt a robot model's file, from the repository root
 
 All floats are written with repr(); the run is deterministic (numpy PCG64 seeded with a fixed
 constant and the CRC32 of the model name), so a rerun reproduces the files byte for byte.
@@ -32,6 +34,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mujoco_reference import REPO, rng_for, route_warnings, set_state, state_header, state_row, write_csv  # noqa: E402
 from mujoco_constraint_reference import converged_solver  # noqa: E402
 from mujoco_contact_steps import SAMPLES, SEED, run  # noqa: E402
+
+ROBOTS = {
+    "hand_manipulate_block_touch_sensors":
+        "tests/models/robots/gymnasium_robotics/hand/manipulate_block_touch_sensors.xml",
+}
 
 ACCELERATION_STAGE = {int(t) for t in (mujoco.mjtSensor.mjSENS_TOUCH, mujoco.mjtSensor.mjSENS_ACCELEROMETER,
                                         mujoco.mjtSensor.mjSENS_FORCE, mujoco.mjtSensor.mjSENS_TORQUE)}
@@ -72,12 +79,17 @@ def main():
         shutil.rmtree(args.out)
     os.makedirs(args.out)
     print(f"MuJoCo {mujoco.__version__}; writing to {args.out}")
-    for path in sorted(glob.glob(os.path.join(REPO, "tests", "models", "*.xml"))):
+    local = [(os.path.splitext(os.path.basename(p))[0], p)
+             for p in sorted(glob.glob(os.path.join(REPO, "tests", "models", "*.xml")))]
+    robots = [(name, os.path.join(REPO, path)) for name, path in sorted(ROBOTS.items())]
+    for name, path in local + robots:
         m = mujoco.MjModel.from_xml_path(path)
         if not any(int(m.sensor_type[i]) in ACCELERATION_STAGE for i in range(m.nsensor)):
             continue
-        name = os.path.splitext(os.path.basename(path))[0]
         result = generate(name, path, args.out)
+        if name in ROBOTS:
+            with open(os.path.join(args.out, name, "model_path.txt"), "w") as f:
+                f.write(ROBOTS[name] + "\n")
         if result is None:
             print(f"{name:<26} no contact: skipped")
             continue
