@@ -214,8 +214,10 @@ fn paths_mujoco_refuses_are_errors_naming_the_tendon() {
         (r#"<site site="top"/><geom geom="brick"/><site site="low"/>"#, "spheres and cylinders"),
         (r#"<site site="top"/><site site="low"/><pulley divisor="2"/>"#, "pulley"),
         (r#"<site site="top"/><site site="top"/>"#, "repeated"),
-        (r#"<site site="top"/><site site="nowhere"/>"#, "no single site"),
-        (r#"<site site="top"/><geom geom="ball" sidesite="nowhere"/><site site="low"/>"#, "no single site"),
+        (r#"<site site="top"/><site site="nowhere"/>"#, "<site>: no site named `nowhere`"),
+        (r#"<site site="top"/><geom geom="ball" sidesite="nowhere"/><site site="low"/>"#, "<geom>: no site named"),
+        (r#"<site site="top"/><geom geom="nothing"/><site site="low"/>"#, "<geom>: no geom named"),
+        (r#"<site site="top"/><pulley/><site site="low"/><site site="top"/>"#, "missing attribute `divisor`"),
         (r#"<site site="top"/><joint joint="hinge"/>"#, "unexpected <joint>"),
         (r#"<site site="top"/><site site="low"/><pulley divisor="0"/><site site="top"/><site site="low"/>"#, "divisor"),
     ];
@@ -241,6 +243,45 @@ fn a_spring_resting_away_from_the_reference_pose_needs_its_springlength() {
     assert!(error.contains("springlength"), "{error}");
     let given = xml.replace(r#"name="string""#, r#"name="string" stiffness="1" springlength="0.6""#);
     assert!(mjcf::parse(&given, "arm.xml").is_ok());
-    // Without a spring, the rest length does not matter.
-    assert!(mjcf::parse(&xml, "arm.xml").is_ok());
+    // Without a spring too: the rest length is part of the model, and a spring can be added.
+    assert!(mjcf::parse(&xml, "arm.xml").is_err());
+}
+
+#[test]
+fn tendon_spring_forces_are_the_gradient_of_their_energy() {
+    use phyz::dynamics::energy::potential_energy;
+    use phyz::dynamics::passive_forces;
+    let mut model = model();
+    // Springs alone: no gravity; at rest, dampers add nothing.
+    model.enabled.gravity = false;
+    let mut rng = Rng::new(5);
+    let nv = model.nv();
+    let h = 1e-6;
+    for _ in 0..20 {
+        let q = random_qpos(&model, &mut rng);
+        let flips = (0..nv).any(|i| {
+            let e = DVector::from_fn(nv, |k, _| if k == i { 1.0 } else { 0.0 });
+            wrapping(&model, &integrate_position(&model, &q, &e, h))
+                != wrapping(&model, &integrate_position(&model, &q, &e, -h))
+        });
+        if flips {
+            continue;
+        }
+        let kin = forward_kinematics(&model, &q);
+        let force = passive_forces(&model, &kin, &q, &DVector::zeros(nv));
+        for i in 0..nv {
+            let e = DVector::from_fn(nv, |k, _| if k == i { 1.0 } else { 0.0 });
+            let energy = |dq: f64| {
+                let moved = integrate_position(&model, &q, &e, dq);
+                potential_energy(&model, &forward_kinematics(&model, &moved), &moved)
+            };
+            let gradient = (energy(h) - energy(-h)) / (2.0 * h);
+            assert!(
+                (force[i] + gradient).abs() < FD_TOL * force.amax().max(1.0),
+                "dof {i}: {} against {}",
+                force[i],
+                -gradient
+            );
+        }
+    }
 }

@@ -7,7 +7,7 @@ use crate::Scalar;
 use crate::math::Force;
 use crate::model::{JointKind, Model, State};
 
-/// Mechanical energy of a state: kinetic plus potential (gravity and joint springs).
+/// Mechanical energy of a state: kinetic plus potential (gravity, joint and tendon springs).
 pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
     let mut kin = Kinematics::default();
     kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
@@ -27,13 +27,19 @@ pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &D
     (bodies + rotors) * S::from_f64(0.5)
 }
 
-/// Potential energy of gravity (zero at the world origin) and of hinge and slide springs.
+/// Potential energy of gravity (zero at the world origin), of hinge and slide springs and of
+/// tendon springs (outside their dead bands), at the configuration `kin` holds.
 pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
     let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
         let com = kin.body_pose(model, b).transform_point(&body.com);
         e - model.gravity_acceleration().dot(&com) * body.mass
     });
-    model.joints().iter().fold(gravity, |e, joint| match joint.kind() {
+    let half = S::from_f64(0.5);
+    let tendons = model.tendons().iter().zip(&kin.tendons.length).fold(gravity, |e, (tendon, &length)| {
+        let stretch = tendon.stretch(length);
+        e + tendon.stiffness * stretch * stretch * half
+    });
+    model.joints().iter().fold(tendons, |e, joint| match joint.kind() {
         JointKind::Hinge | JointKind::Slide => {
             let stretch = qpos[joint.qpos_adr()] - joint.spring_ref;
             e + joint.stiffness * stretch * stretch * S::from_f64(0.5)

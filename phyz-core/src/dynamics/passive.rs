@@ -59,11 +59,7 @@ pub fn add_passive_forces<S: Scalar>(
         let mut tension = S::zero();
         let jacobian = kin.tendons.jacobian(model, t);
         if spring {
-            let length = kin.tendons.length[t];
-            let [lo, hi] = tendon.spring_length;
-            let stretch =
-                S::select(length.greater(hi), length - hi, S::select(length.less(lo), length - lo, S::zero()));
-            tension -= tendon.stiffness * stretch;
+            tension -= tendon.stiffness * tendon.stretch(kin.tendons.length[t]);
         }
         if damper {
             tension -= tendon.damping * jacobian.dot(model, qvel);

@@ -36,6 +36,13 @@ impl SiteZone {
     pub const DEFAULT: SiteZone = SiteZone::Sphere { radius: 0.005 };
 }
 
+impl<S> Site<S> {
+    /// A site of MuJoCo's default zone.
+    pub fn new(name: impl Into<String>, pos: Vector3<S>, quat: Quat<S>) -> Self {
+        Site { name: name.into(), pos, quat, zone: SiteZone::DEFAULT }
+    }
+}
+
 /// A rigid body of a compiled model. Body 0 is the world.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Body<S> {

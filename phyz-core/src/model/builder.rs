@@ -167,7 +167,8 @@ pub struct TendonSpec {
     pub stiffness: f64,
     pub damping: f64,
     /// Spring dead band `[lo, hi]`; `None` rests at the length where every joint is at its
-    /// `spring_ref` (MuJoCo's `qpos_spring`).
+    /// `spring_ref` (MuJoCo's `qpos_spring`; a spatial tendon's must be the reference pose
+    /// there, see `ModelBuilder::build`).
     pub spring_length: Option<[f64; 2]>,
     pub range: Option<[f64; 2]>,
     pub limit_margin: f64,
@@ -814,8 +815,9 @@ fn fixed_path(joints: &[(String, f64)], model_joints: &[Joint<f64>]) -> Result<T
 }
 
 /// A spatial tendon's path, checked as MuJoCo's compiler checks it: at least two elements, a
-/// geom (a sphere or a cylinder) between two sites, no pulley first, last or after another,
-/// every site next to something other than a pulley, no site twice in a row.
+/// geom (a sphere or a cylinder) between two sites, no pulley last or after another,
+/// every site next to something other than a pulley, no site twice in a row; and (phyz's
+/// rule, where MuJoCo refuses only negative ones) a positive pulley divisor.
 fn spatial_path(points: &[PointSpec], model: &Model<f64>) -> Result<TendonPath<f64>, String> {
     if points.len() < 2 {
         return Err("a spatial tendon needs at least two path elements".into());
@@ -879,9 +881,9 @@ fn find_geom(model: &Model<f64>, name: &str) -> Result<(usize, usize), String> {
 
 /// The tendon's length where every joint is at its spring reference (MuJoCo's
 /// `tendon_lengthspring` from `qpos_spring`). A spatial tendon's is taken at the reference
-/// pose (the model's layer has no forward kinematics), so a spatial spring whose path hangs on
-/// a hinge or slide with its spring reference elsewhere needs its `springlength`; without a
-/// spring, the length at the reference pose is kept.
+/// pose, where the model places every body (forward kinematics is a later stage than the
+/// model), so a spatial tendon whose path hangs on a hinge or slide with its spring reference
+/// elsewhere needs its `springlength`.
 fn spring_rest_length(tendon: &Tendon<f64>, model: &Model<f64>) -> Result<f64, String> {
     let mut spring_qpos = model.qpos0();
     for joint in model.joints() {
@@ -889,9 +891,7 @@ fn spring_rest_length(tendon: &Tendon<f64>, model: &Model<f64>) -> Result<f64, S
             spring_qpos[joint.qpos_adr()] = joint.spring_ref;
         }
     }
-    if let TendonPath::Spatial(points) = &tendon.path
-        && tendon.stiffness > 0.0
-    {
+    if let TendonPath::Spatial(points) = &tendon.path {
         let moved = model.joints().iter().filter(|j| j.spring_ref != j.reference).map(|j| j.body);
         let bodies: Vec<usize> = points
             .iter()

@@ -435,6 +435,8 @@ impl<S: Scalar> Model<S> {
                 a.parent == b.parent
                     && a.joints == b.joints
                     && a.mocap == b.mocap
+                    && a.sites.len() == b.sites.len()
+                    && a.sites.iter().zip(&b.sites).all(|(s, t)| s.zone == t.zone)
                     && a.geoms.len() == b.geoms.len()
                     && a.geoms.iter().zip(&b.geoms).all(|(g, h)| {
                         g.shape.name() == h.shape.name()

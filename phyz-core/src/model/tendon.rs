@@ -78,6 +78,12 @@ impl<S: Scalar> Tendon<S> {
         &self.path
     }
 
+    /// How far `length` lies outside the spring's dead band (negative below it).
+    pub fn stretch(&self, length: S) -> S {
+        let [lo, hi] = self.spring_length;
+        S::select(length.greater(hi), length - hi, S::select(length.less(lo), length - lo, S::zero()))
+    }
+
     /// Calls `piece` with every piece of a spatial tendon's path (none for a fixed tendon),
     /// with the bodies' world poses from `pose`, as MuJoCo's `mj_tendon` walks it: site to
     /// site, or site to site around a wrapping geom (the straight piece in the lanes where the

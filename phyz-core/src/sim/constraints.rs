@@ -318,6 +318,12 @@ impl<S: Scalar> Evaluation<S> {
         self.smooth.prepare(model, state);
     }
 
+    /// Has the constraint stage record how each contact's and tie's rows push on the bodies
+    /// ([`Gather::wrenches`]).
+    pub(super) fn record_wrenches(&mut self) {
+        self.gather.record_wrenches = true;
+    }
+
     /// The last evaluation's kinematics and gathered constraints.
     pub(super) fn kinematics(&self) -> &Kinematics<S> {
         &self.smooth.kin

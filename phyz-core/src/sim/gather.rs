@@ -96,8 +96,10 @@ pub(super) struct Gather<S: Scalar> {
     nv: usize,
     lanes: usize,
     detection: Detection,
-    /// How the contacts' and ties' rows push on their bodies.
+    /// How the contacts' and ties' rows push on their bodies, recorded only when
+    /// `record_wrenches` asks (the acceleration-stage sensors read them; a step does not).
     pub wrenches: Vec<RowWrenches<S>>,
+    pub record_wrenches: bool,
     /// The model's reference positions and the links' motions, for equalities.
     q0: DVector<S>,
     motions: Motions<S>,
@@ -123,6 +125,7 @@ impl<S: Scalar> Default for Gather<S> {
             lanes: 1,
             detection: Detection::default(),
             wrenches: Vec::new(),
+            record_wrenches: false,
             q0: DVector::zeros(0),
             motions: Motions::default(),
         }
@@ -328,8 +331,8 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
             let keys = out.push_keys((0..out.lanes).map(|_| Some(Key::Equality { index, row })));
             let present = S::Mask::splat(true);
             let bare = one_row(ConstraintKind::Equality, material, -tie.violation, tie.inverse_weight, present);
-            let wrench = ends.map(|(bodies, points)| {
-                out.wrenches.push(RowWrenches::tie(bodies, points, row));
+            let wrench = ends.filter(|_| out.record_wrenches).map(|ends| {
+                out.wrenches.push(RowWrenches::tie(&ends, row));
                 out.wrenches.len() - 1
             });
             out.list.push(Gathered { keys, row: at + row, tie: Some((norm, tie.velocity_product)), wrench, ..bare });
@@ -440,8 +443,11 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
     // reaches the lane's acceleration.
     let keep = |x: S| S::select(lifted.present, x, S::zero());
     rows_mut(out, row, dim).iter_mut().for_each(|x| *x = keep(*x));
-    let kept = directions.map(|d| d.map(keep));
-    out.wrenches.push(RowWrenches::contact([a, b], frame.point.map(keep), &kept, dim));
+    let wrench = out.record_wrenches.then(|| {
+        let kept = directions.map(|d| d.map(keep));
+        out.wrenches.push(RowWrenches::contact([a, b], frame.point.map(keep), &kept, dim));
+        out.wrenches.len() - 1
+    });
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
         keys,
@@ -453,7 +459,7 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         inverse_weight: weights.body[a] + weights.body[b],
         present: lifted.present,
         tie: None,
-        wrench: Some(out.wrenches.len() - 1),
+        wrench,
     }
 }
 

@@ -23,9 +23,11 @@ struct ContactPush<S> {
 
 /// The loads of every body at one state.
 pub(super) struct Loads<S> {
-    /// Each link's velocity and acceleration, in its own frame.
+    /// Each link's velocity and acceleration, in its own frame, and the rate of momentum of
+    /// the subtree it carries (RNEA's backward sums).
     links: LinkBuffers<S>,
-    /// Each body's external force and torque (about the world origin), world frame.
+    /// The external force and torque (about the world origin, world frame) on each body's
+    /// subtree.
     external: Vec<(Vector3<S>, Vector3<S>)>,
     contacts: Vec<ContactPush<S>>,
 }
@@ -46,10 +48,14 @@ impl<S: Scalar> Loads<S> {
         rnea(model, kin, qvel, Some(qacc), &mut links, &mut tau);
         let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
         let mut contacts = Vec::new();
+        debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
         let mut at = 0;
         for g in &gather.list {
             let dim = g.kind.dim();
-            let forces: Vec<S> = impulses.as_slice()[at..at + dim].iter().map(|&i| i / dt).collect();
+            let mut forces = [S::zero(); 6];
+            for (f, &impulse) in forces.iter_mut().zip(&impulses.as_slice()[at..at + dim]) {
+                *f = impulse / dt;
+            }
             at += dim;
             let Some(w) = g.wrench.map(|w| &gather.wrenches[w]) else { continue };
             for side in 0..2 {
@@ -61,6 +67,13 @@ impl<S: Scalar> Loads<S> {
                 let force = w.rows.iter().zip(&forces).fold(S::zero(), |sum, (row, &f)| sum + row.0.dot(&normal) * f);
                 contacts.push(ContactPush { bodies: w.bodies, point: w.points[1], normal, force });
             }
+        }
+        // About the world origin, wrenches add up the tree as they are (children come after
+        // their parents).
+        for b in (1..model.bodies().len()).rev() {
+            let (parent, (force, torque)) = (model.bodies()[b].parent(), external[b]);
+            external[parent].0 += force;
+            external[parent].1 += torque;
         }
         Loads { links, external, contacts }
     }
@@ -76,18 +89,10 @@ impl<S: Scalar> Loads<S> {
     /// The wrench `body` and its subtree get from the body's parent, in the body's frame
     /// (torque about its origin): the subtree's rate of momentum less its external wrenches.
     pub fn interaction(&self, model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Force<S> {
-        let frame = kin.body_pose(model, body);
-        let to_body = frame.inverse();
-        let mut total = Force::new(Vector3::zeros(), Vector3::zeros());
-        for c in (1..model.bodies().len()).filter(|&c| model.in_subtree(c, body)) {
-            let Some(link) = model.tree().body_link[c] else { continue };
-            let (v, a, inertia) = (self.links.velocity[link], self.links.acceleration[link], kin.inertia[link]);
-            let own = inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v));
-            total += to_body.compose(&kin.body_pose(model, c)).force_to_parent(&own);
-            let (force, torque) = self.external[c];
-            total = total - to_body.force_to_parent(&Force::new(torque, force));
-        }
-        total
+        let Some(link) = model.tree().body_link[body] else { return Force::zero() };
+        let (force, torque) = self.external[body];
+        let to_body = kin.body_pose(model, body).inverse();
+        self.links.force[link] - to_body.force_to_parent(&Force::new(torque, force))
     }
 
     /// The sum of the normal forces of the contacts of `body` that push into the zone of the

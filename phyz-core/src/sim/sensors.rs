@@ -18,7 +18,8 @@ use crate::model::{Frame, Model, SensorKind, State};
 
 /// The outputs of every sensor at `state` under `ctrl`, in the model's sensor order
 /// ([`Model::nsensordata`] numbers), the acceleration-stage ones (touch, accelerometer, force,
-/// torque) from a constraint solve with the default preset, as [`step`](super::step) solves.
+/// torque) from a cold-started constraint solve under the default preset with the bare mass
+/// matrix (MuJoCo's `mj_forward`; a step's Euler solve folds in the implicit damping).
 /// A quaternion output is a unit quaternion; its sign may differ from MuJoCo's, which follows
 /// the product of the chain's quaternions.
 pub fn sensor_data<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) -> Result<DVector<S>, StepError> {
@@ -93,6 +94,7 @@ fn forward_loads<S: Scalar>(
     let mut weights = InverseWeights::default();
     let constrained = contact.weights_for_step(model, state, &mut weights)?;
     let mut evaluation = Evaluation::default();
+    evaluation.record_wrenches();
     evaluation.prepare(model, state);
     let inputs = StepInputs { model, ctrl, weights: constrained.then_some(&weights) };
     let mut rates = Rates::default();

@@ -65,8 +65,15 @@ impl<S: Scalar> Motions<S> {
     }
 }
 
-/// A tie's two bodies and their anchors in the world.
-pub(super) type TieEnds<S> = ([usize; 2], [Vector3<S>; 2]);
+/// A tie's two bodies, their anchors in the world, and the angular directions of a weld's
+/// rotation rows (the torque a unit impulse on each applies to the first body; zero for a
+/// connect).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TieEnds<S> {
+    pub bodies: [usize; 2],
+    pub points: [Vector3<S>; 2],
+    pub turns: [Vector3<S>; 3],
+}
 
 /// The rows of a connect or weld `equality` at the pose `kin` and the motions `motions`: three
 /// for a connect, six for a weld (the first `count` of the array), their Jacobian rows added to
@@ -99,7 +106,7 @@ pub(super) fn tie_rows<S: Scalar>(
         rows[k] =
             TieRow { violation: points[0][k] - points[1][k], velocity_product: bias[k], inverse_weight: translation };
     }
-    let ends = (bodies, points);
+    let mut ends = TieEnds { bodies, points, turns: [Vector3::zeros(); 3] };
     if !weld {
         return Some((rows, 3, ends));
     }
@@ -114,6 +121,7 @@ pub(super) fn tie_rows<S: Scalar>(
     let left = (Matrix3::identity() * s - skew) * frames[1].transpose() * half;
     let directions = [0, 1, 2].map(|k| left.row(k).transpose());
     add_relative_rows(model, kin, [second, first], None, &directions, &mut jacobian[3 * nv..6 * nv]);
+    ends.turns = directions;
     let [(v1, a1), (v2, a2)] = bodies.map(|b| motions.of(model, b));
     let spin = v1.ang - v2.ang;
     // Each frame's rate in its own axes: `q̇ = ½ (0, ω) q = ½ q (0, Rᵀ ω)`.

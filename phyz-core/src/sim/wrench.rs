@@ -4,6 +4,7 @@
 
 use nalgebra::Vector3;
 
+use super::ties::TieEnds;
 use crate::Scalar;
 
 /// What a unit impulse on each of a constraint's rows does: row `r` applies the force
@@ -40,16 +41,22 @@ impl<S: Scalar> RowWrenches<S> {
         RowWrenches { rows, ..*self }
     }
 
-    /// Row `k` of a connect or weld between `first` (at `points[0]`) and `second` (at
-    /// `points[1]`): MuJoCo applies its impulse along world axis `k` (a force for `k < 3`, a
-    /// torque after) to the first body, the opposite to the second.
-    pub fn tie(bodies: [usize; 2], points: [Vector3<S>; 2], k: usize) -> Self {
+    /// Row `k` of a connect or weld (`ends`): a force along world axis `k` at the first
+    /// body's anchor for `k < 3`, a weld's rotation row's torque after; the opposite on the
+    /// second body. This is the row's own generalized force `Jᵀ λ`, so a body held by the tie
+    /// alone feels no wrench through its joint, as in MuJoCo.
+    pub fn tie(ends: &TieEnds<S>, k: usize) -> Self {
         let zero = Vector3::zeros();
-        let mut axis = zero;
-        axis[k % 3] = S::one();
         let mut rows = [(zero, zero); 6];
-        rows[0] = if k < 3 { (axis, zero) } else { (zero, axis) };
-        RowWrenches { bodies: [bodies[1], bodies[0]], points: [points[1], points[0]], rows, normal: None }
+        rows[0] = if k < 3 {
+            let mut axis = zero;
+            axis[k] = S::one();
+            (axis, zero)
+        } else {
+            (zero, ends.turns[k - 3])
+        };
+        let ([first, second], [p1, p2]) = (ends.bodies, ends.points);
+        RowWrenches { bodies: [second, first], points: [p2, p1], rows, normal: None }
     }
 
     /// The world force and torque (about the world origin) that `impulses` (one per row) apply

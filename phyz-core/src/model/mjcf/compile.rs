@@ -408,10 +408,12 @@ impl<'a> Compiler<'a> {
                 "body" => self.body(child, 0, MAIN)?,
                 "geom" => {
                     let (geom, _) = self.geom(&el)?;
+                    name_place(&mut self.places, "geom", &geom.name, &el);
                     self.builder.add_world_geom(geom);
                 }
                 "site" => {
                     let site = self.site(&el)?;
+                    name_place(&mut self.places, "site", &site.name, &el);
                     self.builder.add_world_site(site);
                 }
                 "camera" | "light" => {}
@@ -451,10 +453,15 @@ impl<'a> Compiler<'a> {
                 }
                 "geom" => {
                     let (geom, part) = self.geom(&cel)?;
+                    name_place(&mut self.places, "geom", &geom.name, &cel);
                     geom_parts.extend(part);
                     spec.geoms.push(geom);
                 }
-                "site" => spec.sites.push(self.site(&cel)?),
+                "site" => {
+                    let site = self.site(&cel)?;
+                    name_place(&mut self.places, "site", &site.name, &cel);
+                    spec.sites.push(site);
+                }
                 "body" => children.push(child),
                 "camera" | "light" => {}
                 tag => return Err(cel.unsupported(format!("<{tag}> in <body>"))),
@@ -870,25 +877,31 @@ impl<'a> Compiler<'a> {
         Ok(PathSpec::Fixed(joints))
     }
 
-    /// A `<spatial>` tendon's `<site>`, `<geom>` and `<pulley>` children, in order.
+    /// A `<spatial>` tendon's `<site>`, `<geom>` and `<pulley>` children, in order, each
+    /// naming an existing site or geom (the path's order is checked with the model).
     fn spatial_path(&self, at: Located<'a>) -> Result<PathSpec, MjcfError> {
         let mut points = Vec::new();
         for p in self.parsed.children(at) {
             let pel = Element::new(p, None);
-            let required =
-                |name: &str| pel.string(name).ok_or_else(|| pel.invalid(format!("missing attribute `{name}`")));
+            let named = |kind: &'static str, key: &str| match pel.string(key) {
+                Some(name) if self.places.contains_key(&(kind, name.clone())) => Ok(name),
+                Some(name) => Err(pel.invalid(format!("no {kind} named `{name}`"))),
+                None => Err(pel.invalid(format!("missing attribute `{key}`"))),
+            };
             points.push(match pel.tag() {
                 "site" => {
                     pel.check_attributes(&["site"])?;
-                    PointSpec::Site(required("site")?)
+                    PointSpec::Site(named("site", "site")?)
                 }
                 "geom" => {
                     pel.check_attributes(&["geom", "sidesite"])?;
-                    PointSpec::Wrap { geom: required("geom")?, side: pel.string("sidesite") }
+                    let side = if pel.has("sidesite") { Some(named("site", "sidesite")?) } else { None };
+                    PointSpec::Wrap { geom: named("geom", "geom")?, side }
                 }
                 "pulley" => {
                     pel.check_attributes(&["divisor"])?;
-                    PointSpec::Pulley(pel.number_or("divisor", 0.0)?)
+                    let divisor = pel.number("divisor")?.ok_or_else(|| pel.invalid("missing attribute `divisor`"))?;
+                    PointSpec::Pulley(divisor)
                 }
                 other => return Err(pel.invalid(format!("unexpected <{other}> in a spatial tendon"))),
             });
@@ -1357,4 +1370,16 @@ fn site_zone(el: &Element<'_, '_>) -> Result<SiteZone, MjcfError> {
         "box" => SiteZone::Box { half_extents: [size(0), size(1), half(2)] },
         _ => SiteZone::Sphere { radius: size(0) },
     })
+}
+
+/// Records where a named site or geom is written, for the tendon paths that name it.
+fn name_place(
+    places: &mut HashMap<(&'static str, String), Location>,
+    kind: &'static str,
+    name: &str,
+    el: &Element<'_, '_>,
+) {
+    if !name.is_empty() {
+        places.insert((kind, name.to_string()), el.location());
+    }
 }
