@@ -8,11 +8,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{model_file, read_rows, state_from_row};
-use nalgebra::{DMatrix, DVector};
+use common::{model_file, perturbed_input, read_rows, state_from_row};
+use nalgebra::DMatrix;
 use phyz::contact::SolverConfig;
 use phyz::dual::sensor_jacobians_with;
-use phyz::dynamics::integrate_position;
 use phyz::model::mjcf;
 use phyz::sim::sensor_data_with;
 use phyz::{Model, State};
@@ -27,16 +26,7 @@ fn central_differences(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], eps
     let mut jac = DMatrix::zeros(model.nsensordata(), 2 * nv + nu);
     for column in 0..2 * nv + nu {
         let read = |sign: f64| {
-            let (mut s, mut u) = (state.clone(), ctrl.to_vec());
-            match column {
-                c if c < nv => {
-                    let mut delta = DVector::zeros(nv);
-                    delta[c] = sign * eps;
-                    s.qpos = integrate_position(model, &state.qpos, &delta, 1.0);
-                }
-                c if c < 2 * nv => s.qvel[c - nv] += sign * eps,
-                c => u[c - 2 * nv] += sign * eps,
-            }
+            let (s, u) = perturbed_input(model, state, ctrl, column, sign * eps);
             sensor_data_with(model, &s, &u, &config).expect("sensors")
         };
         jac.set_column(column, &((read(1.0) - read(-1.0)) / (2.0 * eps)));

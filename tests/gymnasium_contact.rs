@@ -1,4 +1,5 @@
-//! Every gymnasium model and every committed robot model, with contact, runs 1,000 steps under
+//! Every gymnasium model, every committed robot model and the hand-written models of robot
+//! features with constraints, with contact, run 1,000 steps under
 //! random controls from its keyframe (or reference pose) under every CPU preset (`simulation`, `gradients`,
 //! `mujoco_compat`): the state stays finite, every contact solve converges, the models standing
 //! on a floor or reaching over a table touch it, and the mechanical energy never exceeds what it
@@ -55,6 +56,11 @@ const TOUCH_FLOOR: [&str; 9] =
 const ROBOTS: [&str; 5] =
     ["fetch_pick_and_place", "fetch_reach", "hand_manipulate_block", "hand_manipulate_pen", "hand_reach"];
 
+/// Hand-written models of robot features with constraints: spatial tendons (a taut rope, a
+/// tendon friction loss and equality) and the force sensors' scene (contacts, a connect, a
+/// weld).
+const CONSTRAINED_FEATURES: [&str; 2] = ["spatial_tendons", "acceleration_sensors"];
+
 fn weight(model: &Model<f64>) -> f64 {
     model.bodies().iter().map(|b| b.mass).sum::<f64>() * model.gravity_acceleration().norm()
 }
@@ -72,7 +78,7 @@ fn every_gymnasium_model_runs_under_every_cpu_preset_with_contact() {
     files.sort();
     let mut names: Vec<String> =
         files.iter().map(|f| f.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string()).collect();
-    for robot in ROBOTS {
+    for robot in ROBOTS.iter().chain(&CONSTRAINED_FEATURES) {
         files.push(model_file(robot));
         names.push(robot.to_string());
     }

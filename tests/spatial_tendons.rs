@@ -8,7 +8,7 @@ mod common;
 use common::{Rng, model_file};
 use nalgebra::DVector;
 use num_dual::Dual64;
-use phyz::dynamics::{forward_kinematics, integrate_position};
+use phyz::dynamics::{DofRow, forward_kinematics, integrate_position};
 use phyz::model::{JointKind, Model, PathPoint, TendonPath, mjcf};
 use phyz::{Lanes, State, step};
 

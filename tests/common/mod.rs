@@ -293,6 +293,30 @@ pub fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
     rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel)).max(rel(&got.act, &want.act))
 }
 
+/// The state and controls moved by `delta` along column `column` of a step's Jacobian in
+/// tangent coordinates: a position direction (through the configuration manifold), a velocity,
+/// then a control.
+pub fn perturbed_input(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    column: usize,
+    delta: f64,
+) -> (State<f64>, Vec<f64>) {
+    let nv = model.nv();
+    let (mut s, mut u) = (state.clone(), ctrl.to_vec());
+    match column {
+        c if c < nv => {
+            let mut direction = DVector::zeros(nv);
+            direction[c] = delta;
+            s.qpos = integrate_position(model, &state.qpos, &direction, 1.0);
+        }
+        c if c < 2 * nv => s.qvel[c - nv] += delta,
+        c => u[c - 2 * nv] += delta,
+    }
+    (s, u)
+}
+
 /// Central finite differences of one step in tangent coordinates, column by column.
 pub fn finite_difference_jacobians(
     model: &Model<f64>,
@@ -305,17 +329,7 @@ pub fn finite_difference_jacobians(
     let reference = step(model, state, ctrl).expect("step");
     for column in 0..2 * nv + nu {
         let perturbed = |sign: f64| {
-            let mut s = state.clone();
-            let mut u = ctrl.to_vec();
-            match column {
-                c if c < nv => {
-                    let mut delta = DVector::zeros(nv);
-                    delta[c] = sign * eps;
-                    s.qpos = integrate_position(model, &state.qpos, &delta, 1.0);
-                }
-                c if c < 2 * nv => s.qvel[c - nv] += sign * eps,
-                c => u[c - 2 * nv] += sign * eps,
-            }
+            let (s, u) = perturbed_input(model, state, ctrl, column, sign * eps);
             step(model, &s, &u).expect("step")
         };
         let (plus, minus) = (perturbed(1.0), perturbed(-1.0));

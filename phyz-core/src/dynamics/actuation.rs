@@ -4,6 +4,7 @@
 use nalgebra::DVector;
 
 use super::kinematics::Kinematics;
+use super::tendon::DofRow;
 use super::transmission::{Moment, transmission};
 use crate::Scalar;
 use crate::error::StepError;

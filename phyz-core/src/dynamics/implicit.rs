@@ -20,6 +20,7 @@ use super::actuation::actuator_force;
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::rnea::rnea;
+use super::tendon::DofRow;
 use super::transmission::Moment;
 use crate::Scalar;
 use crate::error::StepError;

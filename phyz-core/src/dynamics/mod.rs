@@ -27,7 +27,7 @@ pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
 pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};
 pub use smooth::Smooth;
-pub use tendon::{TendonJacobian, TendonKinematics};
+pub use tendon::{DofRow, TendonJacobian, TendonKinematics};
 
 use nalgebra::DVector;
 

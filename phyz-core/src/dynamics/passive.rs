@@ -4,6 +4,7 @@ use nalgebra::{DVector, Vector3};
 
 use super::fluid::add_fluid_forces;
 use super::kinematics::{Kinematics, LinkBuffers, qpos_quat};
+use super::tendon::DofRow;
 use crate::Scalar;
 use crate::math::Quat;
 use crate::model::{JointKind, Model};

@@ -25,6 +25,25 @@ impl<S> Default for TendonKinematics<S> {
     }
 }
 
+/// A row over the degrees of freedom given by its entries (a tendon's Jacobian, an actuator's
+/// moment): how a scalar force along it reaches the generalized forces, and its rate.
+pub trait DofRow<S: Scalar> {
+    /// Each degree of freedom the row reaches, with its coefficient.
+    fn for_each(&self, model: &Model<S>, each: impl FnMut(usize, S));
+
+    /// `row · x` (the rate along it, for `x = qvel`).
+    fn dot(&self, model: &Model<S>, x: &DVector<S>) -> S {
+        let mut sum = S::zero();
+        self.for_each(model, |dof, c| sum += c * x[dof]);
+        sum
+    }
+
+    /// `f += rowᵀ · force`.
+    fn apply(&self, model: &Model<S>, force: S, f: &mut [S]) {
+        self.for_each(model, |dof, c| f[dof] += c * force);
+    }
+}
+
 /// A tendon's Jacobian: its coefficients on joints, or a dense row.
 #[derive(Clone, Copy, Debug)]
 pub enum TendonJacobian<'a, S> {
@@ -32,9 +51,8 @@ pub enum TendonJacobian<'a, S> {
     Row(&'a DVector<S>),
 }
 
-impl<S: Scalar> TendonJacobian<'_, S> {
-    /// Each degree of freedom the tendon moves, with its coefficient.
-    pub fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
+impl<S: Scalar> DofRow<S> for TendonJacobian<'_, S> {
+    fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
         match *self {
             TendonJacobian::Fixed { joints, coefs } => {
                 for (&j, &c) in joints.iter().zip(coefs) {
@@ -43,18 +61,6 @@ impl<S: Scalar> TendonJacobian<'_, S> {
             }
             TendonJacobian::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
         }
-    }
-
-    /// `J · x` (the tendon's rate of change of length, for `x = qvel`).
-    pub fn dot(&self, model: &Model<S>, x: &DVector<S>) -> S {
-        let mut sum = S::zero();
-        self.for_each(model, |dof, c| sum += c * x[dof]);
-        sum
-    }
-
-    /// `f += Jᵀ · tension`: the generalized forces of a tension along the tendon.
-    pub fn apply(&self, model: &Model<S>, tension: S, f: &mut [S]) {
-        self.for_each(model, |dof, c| f[dof] += c * tension);
     }
 }
 

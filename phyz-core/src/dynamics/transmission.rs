@@ -5,7 +5,7 @@
 use nalgebra::{DVector, Vector3};
 
 use super::kinematics::{Kinematics, add_relative_rows};
-use super::tendon::TendonJacobian;
+use super::tendon::{DofRow, TendonJacobian};
 use crate::Scalar;
 use crate::math::{Pose, Quat, zero_vector};
 use crate::model::{Actuator, Model, Transmission};
@@ -20,26 +20,13 @@ pub(crate) enum Moment<'a, S: Scalar> {
     Row(&'a DVector<S>),
 }
 
-impl<S: Scalar> Moment<'_, S> {
-    /// Each degree of freedom the moment reaches, with its coefficient.
-    pub fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
+impl<S: Scalar> DofRow<S> for Moment<'_, S> {
+    fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
         match *self {
             Moment::Dof(dof, gear) => each(dof, gear),
             Moment::Tendon(jacobian, gear) => jacobian.for_each(model, |dof, c| each(dof, gear * c)),
             Moment::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
         }
-    }
-
-    /// `moment · x` (the actuator's velocity, for `x = qvel`).
-    pub fn dot(&self, model: &Model<S>, x: &DVector<S>) -> S {
-        let mut sum = S::zero();
-        self.for_each(model, |dof, c| sum += c * x[dof]);
-        sum
-    }
-
-    /// `f += moment · force`.
-    pub fn apply(&self, model: &Model<S>, force: S, f: &mut [S]) {
-        self.for_each(model, |dof, c| f[dof] += c * force);
     }
 }
 

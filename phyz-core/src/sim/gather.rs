@@ -9,6 +9,7 @@ use super::weights::InverseWeights;
 use super::wrench::RowWrenches;
 use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
+use crate::dynamics::DofRow;
 use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::add_relative_rows;
 use crate::error::StepError;

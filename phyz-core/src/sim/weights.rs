@@ -8,6 +8,7 @@
 use nalgebra::{DMatrix, DVector, Vector3};
 
 use crate::Scalar;
+use crate::dynamics::DofRow;
 use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
 use crate::error::StepError;
 use crate::model::{JointKind, Model};
