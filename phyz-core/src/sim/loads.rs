@@ -58,7 +58,8 @@ impl<S: Scalar> Loads<S> {
             }
             at += dim;
             let Some(w) = g.wrench.map(|w| &gather.wrenches[w]) else { continue };
-            for side in 0..2 {
+            // The world's own share is no body's load (MuJoCo leaves it out of `cfrc_ext`).
+            for side in (0..2).filter(|&side| w.bodies[side] != 0) {
                 let (force, torque) = w.on(side, &forces);
                 external[w.bodies[side]].0 += force;
                 external[w.bodies[side]].1 += torque;
@@ -88,11 +89,23 @@ impl<S: Scalar> Loads<S> {
 
     /// The wrench `body` and its subtree get from the body's parent, in the body's frame
     /// (torque about its origin): the subtree's rate of momentum less its external wrenches.
+    /// The world has no parent: see [`Loads::tree_wrenches`].
     pub fn interaction(&self, model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Force<S> {
         let Some(link) = model.tree().body_link[body] else { return Force::zero() };
         let (force, torque) = self.external[body];
-        let to_body = kin.body_pose(model, body).inverse();
-        self.links.force[link] - to_body.force_to_parent(&Force::new(torque, force))
+        self.links.force[link] - kin.body_pose(model, body).inverse().force_to_parent(&Force::new(torque, force))
+    }
+
+    /// Each tree's [`Loads::interaction`] by its root body (a child of the world), in the world
+    /// frame with the torque about the world origin: what MuJoCo sums into the world's
+    /// `cfrc_int`.
+    pub fn tree_wrenches<'a>(
+        &'a self,
+        model: &'a Model<S>,
+        kin: &'a Kinematics<S>,
+    ) -> impl Iterator<Item = (usize, Force<S>)> + 'a {
+        let roots = (1..model.bodies().len()).filter(|&b| model.bodies()[b].parent() == 0);
+        roots.map(move |b| (b, kin.body_pose(model, b).force_to_parent(&self.interaction(model, kin, b))))
     }
 
     /// The sum of the normal forces of the contacts of `body` that push into the zone of the

@@ -13,7 +13,7 @@ use crate::dynamics::actuation::{activation_rates, actuator_force};
 use crate::dynamics::integrator::Rates;
 use crate::dynamics::kinematics::{Kinematics, link_velocities};
 use crate::error::StepError;
-use crate::math::{Motion, Pose, Quat};
+use crate::math::{Force, Motion, Pose, Quat};
 use crate::model::{Frame, Model, SensorKind, State};
 
 /// The outputs of every sensor at `state` under `ctrl`, in the model's sensor order
@@ -169,11 +169,27 @@ impl<S: Scalar> Reading<'_, S> {
                 out.copy_from_slice(a.as_slice());
             }
             _ => {
-                let wrench = frame.force_to_child(&loads.interaction(model, self.kin, body));
+                let wrench = frame.force_to_child(&self.interaction(loads, body));
                 let part = if matches!(kind, SensorKind::Force { .. }) { wrench.lin } else { wrench.ang };
                 out.copy_from_slice(part.as_slice());
             }
         }
+    }
+
+    /// The wrench `body` gets from its parent ([`Loads::interaction`]), in its frame. The
+    /// world's is MuJoCo's sum of the trees' own, each taken about its subtree's centre of
+    /// mass, as if about the whole model's.
+    fn interaction(&self, loads: &Loads<S>, body: usize) -> Force<S> {
+        let model = self.model;
+        if body != 0 {
+            return loads.interaction(model, self.kin, body);
+        }
+        let (mut force, mut torque) = (Vector3::zeros(), Vector3::zeros());
+        for (root, wrench) in loads.tree_wrenches(model, self.kin) {
+            force += wrench.lin;
+            torque += wrench.ang - self.subtree(root).0.cross(&wrench.lin);
+        }
+        Force::new(torque + self.subtree(0).0.cross(&force), force)
     }
 
     /// An actuator's length, velocity or force (as MuJoCo's actuator sensors read them).
