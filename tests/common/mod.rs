@@ -293,9 +293,9 @@ pub fn relative_error(got: &State<f64>, want: &State<f64>) -> f64 {
     rel(&got.qpos, &want.qpos).max(rel(&got.qvel, &want.qvel)).max(rel(&got.act, &want.act))
 }
 
-/// The state and controls moved by `delta` along column `column` of a step's Jacobian in
-/// tangent coordinates: a position direction (through the configuration manifold), a velocity,
-/// then a control.
+/// The state and controls moved by `delta` along column `column` of a Jacobian over the state
+/// in tangent coordinates and the controls: a position direction (through the configuration
+/// manifold), a velocity, then a control.
 pub fn perturbed_input(
     model: &Model<f64>,
     state: &State<f64>,

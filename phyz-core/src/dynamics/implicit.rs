@@ -21,7 +21,6 @@ use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::rnea::rnea;
 use super::tendon::DofRow;
-use super::transmission::Moment;
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_matrix, zero_vector};
@@ -162,7 +161,7 @@ fn velocity_derivative<S: Scalar>(
             }
         }
         for (t, tendon) in model.tendons().iter().enumerate() {
-            add_outer(model, &Moment::Tendon(kin.tendons.jacobian(model, t), S::one()), -tendon.damping, d);
+            add_outer(model, &kin.tendons.jacobian(model, t), -tendon.damping, d);
         }
     }
     if !model.enabled.actuation {
@@ -188,7 +187,7 @@ fn velocity_derivative<S: Scalar>(
 
 /// `d += b · c cᵀ` for the moment `c` (a tendon's or an actuator's), on the tree's sparsity
 /// only: as MuJoCo's `qDeriv`, which has no entry between two branches of a tree.
-fn add_outer<S: Scalar>(model: &Model<S>, c: &Moment<'_, S>, b: S, d: &mut DMatrix<S>) {
+fn add_outer<S: Scalar>(model: &Model<S>, c: &impl DofRow<S>, b: S, d: &mut DMatrix<S>) {
     c.for_each(model, |i, ci| {
         c.for_each(model, |k, ck| {
             if model.tree().on_one_path(i, k) {

@@ -44,6 +44,13 @@ pub trait DofRow<S: Scalar> {
     }
 }
 
+/// A dense row of `nv` numbers.
+impl<S: Scalar> DofRow<S> for DVector<S> {
+    fn for_each(&self, _model: &Model<S>, mut each: impl FnMut(usize, S)) {
+        self.iter().enumerate().for_each(|(dof, &c)| each(dof, c));
+    }
+}
+
 /// A tendon's Jacobian: its coefficients on joints, or a dense row.
 #[derive(Clone, Copy, Debug)]
 pub enum TendonJacobian<'a, S> {
@@ -59,7 +66,7 @@ impl<S: Scalar> DofRow<S> for TendonJacobian<'_, S> {
                     each(model.joints()[j].dof_adr(), c);
                 }
             }
-            TendonJacobian::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
+            TendonJacobian::Row(row) => row.for_each(model, each),
         }
     }
 }

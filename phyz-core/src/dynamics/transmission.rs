@@ -25,7 +25,7 @@ impl<S: Scalar> DofRow<S> for Moment<'_, S> {
         match *self {
             Moment::Dof(dof, gear) => each(dof, gear),
             Moment::Tendon(jacobian, gear) => jacobian.for_each(model, |dof, c| each(dof, gear * c)),
-            Moment::Row(row) => row.iter().enumerate().for_each(|(dof, &c)| each(dof, c)),
+            Moment::Row(row) => row.for_each(model, each),
         }
     }
 }

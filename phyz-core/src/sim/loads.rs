@@ -27,7 +27,7 @@ pub(super) struct Loads<S> {
     /// the subtree it carries (RNEA's backward sums).
     links: LinkBuffers<S>,
     /// The external force and torque (about the world origin, world frame) on each body's
-    /// subtree.
+    /// subtree; the world's is zero (as MuJoCo's `cfrc_ext[0]`: it has no parent).
     external: Vec<(Vector3<S>, Vector3<S>)>,
     contacts: Vec<ContactPush<S>>,
 }
@@ -71,7 +71,7 @@ impl<S: Scalar> Loads<S> {
         }
         // About the world origin, wrenches add up the tree as they are (children come after
         // their parents).
-        for b in (1..model.bodies().len()).rev() {
+        for b in (1..model.bodies().len()).rev().filter(|&b| model.bodies()[b].parent() != 0) {
             let (parent, (force, torque)) = (model.bodies()[b].parent(), external[b]);
             external[parent].0 += force;
             external[parent].1 += torque;
@@ -97,8 +97,8 @@ impl<S: Scalar> Loads<S> {
     }
 
     /// Each tree's [`Loads::interaction`] by its root body (a child of the world), in the world
-    /// frame with the torque about the world origin: what MuJoCo sums into the world's
-    /// `cfrc_int`.
+    /// frame with the torque about the world origin. MuJoCo sums these into the world's
+    /// `cfrc_int`, each about its tree's centre of mass: the reader makes that shift.
     pub fn tree_wrenches<'a>(
         &'a self,
         model: &'a Model<S>,

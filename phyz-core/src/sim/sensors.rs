@@ -176,9 +176,9 @@ impl<S: Scalar> Reading<'_, S> {
         }
     }
 
-    /// The wrench `body` gets from its parent ([`Loads::interaction`]), in its frame. The
-    /// world's is MuJoCo's sum of the trees' own, each taken about its subtree's centre of
-    /// mass, as if about the whole model's.
+    /// The wrench `body` gets from its parent ([`Loads::interaction`]), in its frame; for the
+    /// world, what it gives its trees: MuJoCo's sum of the trees' wrenches, each taken about its
+    /// subtree's centre of mass, read as if about the whole model's.
     fn interaction(&self, loads: &Loads<S>, body: usize) -> Force<S> {
         let model = self.model;
         if body != 0 {
