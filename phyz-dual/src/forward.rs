@@ -5,7 +5,7 @@ use num_dual::{Dual64, DualSVec64};
 
 use crate::DualError;
 use phyz_core::dynamics::{difference_position, integrate_position};
-use phyz_core::sim::{ContactState, StepInfo, check_input, step_with};
+use phyz_core::sim::{ContactState, StepInfo, Workspace, check_input, step_in};
 use phyz_core::{Model, Scalar, State};
 
 /// A direction in the inputs of a step.
@@ -117,17 +117,19 @@ pub(crate) fn seeded<D: Scalar>(
 }
 
 /// Steps once in the dual scalar `D`, with seed `k` in tangent direction `k`, from the solver
-/// preset and warm starts in `contact` (which the step updates); returns the real next state,
-/// the next state's tangent along each seed, and what the constraint solves did.
+/// preset and warm starts in `contact` (which the step updates), in `workspace` (reused across
+/// passes, so that a pass refills its storage instead of allocating it); returns the real next
+/// state, the next state's tangent along each seed, and what the constraint solves did.
 pub(crate) fn push_forward<D: Scalar>(
     model: &Model<f64>,
-    state: &State<f64>,
-    ctrl: &[f64],
+    (state, ctrl): (&State<f64>, &[f64]),
     seeds: &[Seed],
     contact: &mut ContactState,
+    workspace: &mut Workspace<D>,
 ) -> Result<(State<f64>, Vec<StateTangent>, StepInfo), DualError> {
     let (model_d, start, ctrl_d) = seeded::<D>(model, state, ctrl, seeds)?;
-    let (next, info) = step_with(&model_d, &start, &ctrl_d, contact)?;
+    step_in(&model_d, &start, &ctrl_d, contact, workspace)?;
+    let (next, info) = (&workspace.next, workspace.info.clone());
     let next_real = next.lane(0);
     let dq = difference_position(&model_d, &next.qpos, &next_real.qpos.map(D::from_f64));
     let tangents = (0..seeds.len())
@@ -147,8 +149,13 @@ pub fn jvp(
     ctrl: &[f64],
     seed: &Seed,
 ) -> Result<(State<f64>, StateTangent), DualError> {
-    let (next, mut tangents, _) =
-        push_forward::<Dual64>(model, state, ctrl, std::slice::from_ref(seed), &mut ContactState::default())?;
+    let (next, mut tangents, _) = push_forward::<Dual64>(
+        model,
+        (state, ctrl),
+        std::slice::from_ref(seed),
+        &mut ContactState::default(),
+        &mut Workspace::default(),
+    )?;
     let tangent = tangents.pop().ok_or(DualError::TooManySeeds { seeds: 1, directions: 0 })?;
     Ok((next, tangent))
 }
@@ -161,6 +168,12 @@ pub fn jvp_lanes<const N: usize>(
     ctrl: &[f64],
     seeds: &[Seed],
 ) -> Result<(State<f64>, Vec<StateTangent>), DualError> {
-    let (next, tangents, _) = push_forward::<DualSVec64<N>>(model, state, ctrl, seeds, &mut ContactState::default())?;
+    let (next, tangents, _) = push_forward::<DualSVec64<N>>(
+        model,
+        (state, ctrl),
+        seeds,
+        &mut ContactState::default(),
+        &mut Workspace::default(),
+    )?;
     Ok((next, tangents))
 }

@@ -8,7 +8,7 @@ use crate::forward::{Seed, push_forward, seeded};
 use crate::parameter::check_positions;
 use phyz_core::Scalar;
 use phyz_core::contact::SolverConfig;
-use phyz_core::sim::{ContactState, StepInfo, sensor_data_with};
+use phyz_core::sim::{ContactState, StepInfo, Workspace, sensor_data_with};
 use phyz_core::{Model, State};
 
 /// Exact Jacobians of one step, in tangent coordinates, the state laid out `(q, v, act)` as
@@ -106,13 +106,15 @@ pub fn step_jacobians_lanes<const N: usize>(
     let mut jac = DMatrix::zeros(n, columns);
     let mut reached = None;
     let start_cache = contact.clone();
+    let mut workspace = Workspace::default();
     // At least one pass, so that a model without degrees of freedom still reports its step.
     for start in (0..columns.max(1)).step_by(N.max(1)) {
         let end = (start + N).min(columns);
         let seeds: Vec<Seed> = (start..end).map(unit).collect();
         // Every pass starts from the same warm starts; the first one's cache is the step's.
         let mut cache = start_cache.clone();
-        let (next, tangents, info) = push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds, &mut cache)?;
+        let (next, tangents, info) =
+            push_forward::<DualSVec64<N>>(model, (state, ctrl), &seeds, &mut cache, &mut workspace)?;
         for (k, t) in tangents.iter().enumerate() {
             jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
             jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);

@@ -8,7 +8,7 @@ use crate::DualError;
 use crate::forward::{Seed, StateTangent, push_forward};
 use crate::jacobian::{StepJacobians, step_jacobians_lanes};
 use crate::parameter::check_positions;
-use phyz_core::sim::ContactState;
+use phyz_core::sim::{ContactState, Workspace};
 use phyz_core::{Model, State};
 
 /// A cost term's value and its gradients: with respect to the state in tangent coordinates
@@ -237,6 +237,7 @@ pub fn rollout_directional<const N: usize>(
         .map(|d| StateTangent { qpos: d.dq0.clone(), qvel: d.dv0.clone(), act: d.dact0.clone() })
         .collect();
     let mut states = vec![start.clone()];
+    let mut workspace = Workspace::default();
     let (mut value, mut derivative) = (0.0, vec![0.0; directions.len()]);
     // Adds a cost term's value and its derivative along each direction.
     let mut add = |cost: &Cost, tangents: &[StateTangent], du: Option<usize>| {
@@ -266,7 +267,7 @@ pub fn rollout_directional<const N: usize>(
             })
             .collect();
         let (next, moved, info) =
-            push_forward::<DualSVec64<N>>(model, state, ctrl, &seeds, contact).map_err(at_step(t))?;
+            push_forward::<DualSVec64<N>>(model, (state, ctrl), &seeds, contact, &mut workspace).map_err(at_step(t))?;
         if !info.converged {
             return Err(at_step(t)(DualError::Unconverged { residual: info.residual }));
         }
