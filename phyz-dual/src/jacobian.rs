@@ -2,6 +2,7 @@
 
 use nalgebra::DMatrix;
 use num_dual::DualSVec64;
+use rayon::prelude::*;
 
 use crate::DualError;
 use crate::forward::{Seed, push_forward, seeded};
@@ -104,22 +105,29 @@ pub fn step_jacobians_lanes<const N: usize>(
     let columns = n + nu + np;
     let unit = |column: usize| unit_seed(model, column, params);
     let mut jac = DMatrix::zeros(n, columns);
-    let mut reached = None;
     let start_cache = contact.clone();
-    let mut workspace = Workspace::default();
-    // At least one pass, so that a model without degrees of freedom still reports its step.
-    for start in (0..columns.max(1)).step_by(N.max(1)) {
-        let end = (start + N).min(columns);
-        let seeds: Vec<Seed> = (start..end).map(unit).collect();
-        // Every pass starts from the same warm starts; the first one's cache is the step's.
-        let mut cache = start_cache.clone();
-        let (next, tangents, info) =
-            push_forward::<DualSVec64<N>>(model, (state, ctrl), &seeds, &mut cache, &mut workspace)?;
+    // The passes are independent: each from the same warm starts, in its own storage (one
+    // workspace per thread), on as many threads as rayon has. At least one pass, so that a
+    // model without degrees of freedom still reports its step.
+    let starts: Vec<usize> = (0..columns.max(1)).step_by(N.max(1)).collect();
+    let passes: Vec<_> = starts
+        .par_iter()
+        .map_init(Workspace::default, |workspace, &start| {
+            let seeds: Vec<Seed> = (start..(start + N).min(columns)).map(unit).collect();
+            let mut cache = start_cache.clone();
+            push_forward::<DualSVec64<N>>(model, (state, ctrl), &seeds, &mut cache, workspace)
+                .map(|(next, tangents, info)| (start, next, tangents, info, cache))
+        })
+        .collect();
+    let mut reached = None;
+    for pass in passes {
+        let (start, next, tangents, info, cache) = pass?;
         for (k, t) in tangents.iter().enumerate() {
             jac.view_mut((0, start + k), (nv, 1)).copy_from(&t.qpos);
             jac.view_mut((nv, start + k), (nv, 1)).copy_from(&t.qvel);
             jac.view_mut((2 * nv, start + k), (n - 2 * nv, 1)).copy_from(&t.act);
         }
+        // The first pass's cache is the step's.
         if reached.is_none() {
             *contact = cache;
             reached = Some((next, info));
