@@ -14,5 +14,5 @@ pub mod scalar;
 pub mod sim;
 
 pub use model::{Model, ModelBuilder, ModelError, State};
-pub use scalar::{Lanes, Mask, Scalar};
+pub use scalar::{Lanes, Mask, Recording, Scalar, Var};
 pub use sim::{Simulator, StepError, step};

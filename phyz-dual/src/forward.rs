@@ -142,20 +142,27 @@ pub(crate) fn push_forward<D: Scalar>(
     Ok((next_real, tangents, info))
 }
 
-/// The next state and its directional derivative along `seed` (one `Dual64` pass).
+/// The next state and its directional derivative along `seed` (one `Dual64` pass), from a
+/// cold start of the default solver preset.
 pub fn jvp(
     model: &Model<f64>,
     state: &State<f64>,
     ctrl: &[f64],
     seed: &Seed,
 ) -> Result<(State<f64>, StateTangent), DualError> {
-    let (next, mut tangents, _) = push_forward::<Dual64>(
-        model,
-        (state, ctrl),
-        std::slice::from_ref(seed),
-        &mut ContactState::default(),
-        &mut Workspace::default(),
-    )?;
+    jvp_with(model, state, ctrl, seed, &mut ContactState::default())
+}
+
+/// [`jvp`] from the solver preset and warm starts in `contact`, which the step updates.
+pub fn jvp_with(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    seed: &Seed,
+    contact: &mut ContactState,
+) -> Result<(State<f64>, StateTangent), DualError> {
+    let (next, mut tangents, _) =
+        push_forward::<Dual64>(model, (state, ctrl), std::slice::from_ref(seed), contact, &mut Workspace::default())?;
     let tangent = tangents.pop().ok_or(DualError::TooManySeeds { seeds: 1, directions: 0 })?;
     Ok((next, tangent))
 }

@@ -18,16 +18,18 @@ mod error;
 mod forward;
 mod jacobian;
 mod parameter;
+mod reverse;
 mod rollout;
 
 pub use check::{CheckReport, check_rollout_gradient, check_step_jacobians, rollout_value};
 pub use error::DualError;
-pub use forward::{Seed, StateTangent, jvp, jvp_lanes};
+pub use forward::{Seed, StateTangent, jvp, jvp_lanes, jvp_with};
 pub use jacobian::{
     StepJacobians, sensor_jacobians_lanes, sensor_jacobians_with, step_jacobians, step_jacobians_lanes,
 };
 pub use num_dual::{Dual64, DualSVec64};
-pub use parameter::Parameter;
+pub use parameter::{Parameter, differentiable_parameters};
+pub use reverse::{StepVjp, vjp};
 pub use rollout::{
     Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, RolloutTangents, rollout_directional,
     rollout_gradient,

@@ -88,3 +88,22 @@ pub(crate) fn check_positions(model: &Model<f64>, params: &[usize]) -> Result<()
         None => Ok(()),
     }
 }
+
+/// Checks positions in [`Model::parameters`] against the model, and refuses those its
+/// constraint rows read as constants (a derivative along them would silently miss their effect
+/// through the contacts).
+pub(crate) fn check_differentiable(model: &Model<f64>, params: &[usize]) -> Result<(), DualError> {
+    check_positions(model, params)?;
+    let constants = model.constraint_constants();
+    match params.iter().find(|i| constants.contains(i)) {
+        Some(&index) => Err(DualError::ConstantInConstraints { index }),
+        None => Ok(()),
+    }
+}
+
+/// Every parameter of `model` a derivative can be taken with respect to: all of
+/// [`Model::parameters`] but those its constraint rows read as constants.
+pub fn differentiable_parameters(model: &Model<f64>) -> Vec<usize> {
+    let constants = model.constraint_constants();
+    (0..model.parameters().len()).filter(|i| !constants.contains(i)).collect()
+}

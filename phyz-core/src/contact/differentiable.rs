@@ -1,6 +1,7 @@
-//! The solve for any [`Scalar`]: per batch lane, the real-part problem is solved in `f64`; dual
-//! tangents are then filled by the tangent rule at the solution, so the solver's iterations
-//! never carry dual parts and nothing is unrolled.
+//! The solve for any [`Scalar`]: per batch lane, the real-part problem is solved in `f64`; the
+//! solution then gets its derivative by the implicit function theorem ([`Scalar::implicit`]:
+//! dual tangents by the tangent rule, a tape's block by the adjoint rule), so the solver's
+//! iterations never carry derivatives and nothing is unrolled.
 
 use nalgebra::DVector;
 
@@ -13,7 +14,7 @@ use super::sensitivity::{Sensitivity, SensitivityError};
 use super::solver::{Solution, SolveError, Warm, solve_in};
 use crate::Scalar;
 use crate::math::zero_vector;
-use crate::scalar::Mask;
+use crate::scalar::{ImplicitRule, Mask};
 
 /// Why a contact solve in `S` failed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -52,7 +53,7 @@ pub fn solve_scalar_in<S: Scalar>(
     let m = problem.rows();
     let lanes = problem.joint.free.iter().chain(problem.target.iter()).map(|x| x.lanes()).max().unwrap_or(1);
     solutions.resize_with(lanes, Solution::default);
-    let mut sensitivities = Vec::new();
+    let mut rules = Vec::new();
     let no_warm = Warm::default();
     for (lane, solution) in solutions.iter_mut().enumerate() {
         let lane_warm = warm.get(lane).unwrap_or(&no_warm);
@@ -68,8 +69,8 @@ pub fn solve_scalar_in<S: Scalar>(
                 solve_in(&real, config, &lane_warm, workspace, solution)?;
             }
         }
-        if S::tangent_dim() > 0 {
-            sensitivities.push(tangents(problem, &real, config, lane, solution)?);
+        if S::carries_derivatives() {
+            rules.push(rule(problem, &real, config, lane, solution)?);
         }
         if let Some(rows) = rows {
             let mut impulses = DVector::zeros(m);
@@ -90,47 +91,57 @@ pub fn solve_scalar_in<S: Scalar>(
                 DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()))
         }
     }
-    for (lane, tangents) in sensitivities.iter().enumerate() {
-        for k in 0..S::tangent_dim() {
-            let dx = match tangents {
-                Tangents::Free => problem.joint.free.map(|x| x.tangent(lane, k)),
-                Tangents::Solved(sensitivity, zones) => {
-                    // The optimality conditions at the solution, with the data's tangents.
-                    let g = gradient(problem, velocity, zones, lane);
-                    sensitivity.tangent(&g.map(|x| x.tangent(lane, k)))
-                }
-            };
-            for (x, d) in velocity.iter_mut().zip(dx.iter()) {
-                x.set_tangent(lane, k, *d);
-            }
-        }
+    for (lane, rule) in rules.into_iter().enumerate() {
+        let residual = match &rule {
+            // The velocity is the free one: `r = x − free`, whose `K` is the identity.
+            Rule::Free => velocity.zip_map(&problem.joint.free, |x, free| x - free),
+            // The optimality conditions at the solution, with the data's derivatives.
+            Rule::Solved(_, zones) => gradient(problem, velocity, zones, lane),
+        };
+        let rule: Box<dyn ImplicitRule> = match rule {
+            Rule::Free => Box::new(Identity),
+            Rule::Solved(sensitivity, _) => Box::new(sensitivity),
+        };
+        S::implicit(velocity.as_mut_slice(), residual.as_slice(), lane, rule);
     }
     Ok(())
 }
 
-/// How lane `lane`'s velocity gets its tangents, from its real problem `real` and solution.
-fn tangents<S: Scalar>(
+/// How lane `lane`'s velocity gets its derivative, from its real problem `real` and solution.
+fn rule<S: Scalar>(
     problem: &ContactProblem<S>,
     real: &ContactProblem<f64>,
     config: &SolverConfig,
     lane: usize,
     solution: &Solution,
-) -> Result<Tangents, ContactError> {
+) -> Result<Rule, ContactError> {
     Ok(if real.rows() == 0 {
-        Tangents::Free
+        Rule::Free
     } else if config.method != Method::Newton {
         return Err(SensitivityError::FixedSweeps.into());
     } else {
-        Tangents::Solved(Sensitivity::new(real, solution)?, zones_on_all(problem, lane, solution))
+        Rule::Solved(Sensitivity::new(real, solution)?, zones_on_all(problem, lane, solution))
     })
 }
 
-/// How a lane's velocity gets its tangents.
-enum Tangents {
-    /// No constraint in the lane: the velocity is the free one, tangents and all.
+/// How a lane's velocity gets its derivative.
+enum Rule {
+    /// No constraint in the lane: the velocity is the free one, derivative and all.
     Free,
     /// From the Hessian at the solution, with its zones on every constraint.
     Solved(Sensitivity, Vec<Zone>),
+}
+
+/// The rule of `r = x − free`.
+struct Identity;
+
+impl ImplicitRule for Identity {
+    fn tangent(&self, dr: &mut [f64]) {
+        dr.iter_mut().for_each(|d| *d = -*d);
+    }
+    fn adjoint(&self, bar: &mut [f64]) {
+        self.tangent(bar);
+    }
 }
 
 /// A lane's zones on every constraint of `problem` (absent ones satisfied).

@@ -156,22 +156,22 @@ impl EnvelopeCholesky {
     /// `H⁻¹ b`.
     pub fn solve(&self, b: &DVector<f64>) -> DVector<f64> {
         let mut x = b.clone();
-        self.solve_in_place(&mut x);
+        self.solve_in_place(x.as_mut_slice());
         x
     }
 
     /// `x ← H⁻¹ x`: forward substitution with `L`, back substitution with `Lᵀ`.
-    pub fn solve_in_place(&self, x: &mut DVector<f64>) {
+    pub fn solve_in_place(&self, x: &mut [f64]) {
         let n = self.factor.n;
         for k in 0..n {
             let column = self.column(k);
             x[k] /= column[0];
             let xk = x[k];
-            axpy(-xk, &column[1..], &mut x.as_mut_slice()[k + 1..k + column.len()]);
+            axpy(-xk, &column[1..], &mut x[k + 1..k + column.len()]);
         }
         for k in (0..n).rev() {
             let column = self.column(k);
-            let below = dot(&column[1..], &x.as_slice()[k + 1..k + column.len()]);
+            let below = dot(&column[1..], &x[k + 1..k + column.len()]);
             x[k] = (x[k] - below) / column[0];
         }
     }

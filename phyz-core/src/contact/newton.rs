@@ -311,7 +311,7 @@ impl Measure {
     /// into `step`.
     fn newton(&self, factor: &EnvelopeCholesky, gradient: &DVector<f64>, step: &mut DVector<f64>) -> f64 {
         copy_vector(step, gradient);
-        factor.solve_in_place(step);
+        factor.solve_in_place(step.as_mut_slice());
         step.neg_mut();
         (-0.5 * self.cost * gradient.dot(step)).max(0.0)
     }

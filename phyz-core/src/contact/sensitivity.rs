@@ -19,6 +19,7 @@ use super::envelope::EnvelopeCholesky;
 use super::newton::hessian;
 use super::problem::ContactProblem;
 use super::solver::Solution;
+use crate::scalar::ImplicitRule;
 
 /// Why a derivative cannot be given.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -68,5 +69,16 @@ impl Sensitivity {
     /// Adjoint rule: `λ` with `H λ = ḡ`; the gradient on the data is `−λᵀ ∂g/∂data`.
     pub fn adjoint(&self, gradient: &DVector<f64>) -> DVector<f64> {
         self.factor.solve(gradient)
+    }
+}
+
+/// `H` is symmetric, so the adjoint rule solves the same system as the tangent rule.
+impl ImplicitRule for Sensitivity {
+    fn tangent(&self, dr: &mut [f64]) {
+        self.factor.solve_in_place(dr);
+        dr.iter_mut().for_each(|d| *d = -*d);
+    }
+    fn adjoint(&self, bar: &mut [f64]) {
+        ImplicitRule::tangent(self, bar);
     }
 }

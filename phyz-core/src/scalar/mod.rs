@@ -20,8 +20,10 @@
 #[cfg(feature = "num-dual")]
 mod dual;
 mod lanes;
+pub mod tape;
 
 pub use lanes::{LaneMask, Lanes};
+pub use tape::{Recording, Var};
 
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
@@ -191,6 +193,41 @@ pub trait Scalar:
     fn reals(&self) -> Vec<f64> {
         (0..self.lanes()).map(|l| self.lane(l)).collect()
     }
+
+    /// True when values of this type can carry derivatives (dual tangents, or a tape), so that
+    /// a solve must also give its result the implicit function theorem's derivative.
+    #[inline]
+    fn carries_derivatives() -> bool {
+        Self::tangent_dim() > 0
+    }
+
+    /// True when no derivative flows through this value (zero tangents, or not on a tape).
+    fn is_constant(&self) -> bool {
+        (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
+    }
+
+    /// Gives `x` — lane `lane`'s solution of `r(x, data) = 0`, its values without derivative —
+    /// the derivative of that solution: `dx = rule.tangent(dr)`, where `residual` is `r`
+    /// evaluated in `Self` at `x`, whose derivative is `dr = ∂r/∂data · d`. Dual numbers apply
+    /// the rule to each tangent direction; a tape records it as one block, pulled back by
+    /// [`ImplicitRule::adjoint`]. Plain numbers have nothing to do.
+    fn implicit(x: &mut [Self], residual: &[Self], lane: usize, rule: Box<dyn ImplicitRule>) {
+        let mut dr = vec![0.0; residual.len()];
+        for k in 0..Self::tangent_dim() {
+            dr.iter_mut().zip(residual).for_each(|(d, r)| *d = r.tangent(lane, k));
+            rule.tangent(&mut dr);
+            x.iter_mut().zip(&dr).for_each(|(x, d)| x.set_tangent(lane, k, *d));
+        }
+    }
+}
+
+/// The derivative of an implicitly defined value `x(data)`, `r(x, data) = 0`, at a solution:
+/// `dx = −K⁻¹ dr` with `K = ∂r/∂x` (the implicit function theorem), and its transpose.
+pub trait ImplicitRule: Send {
+    /// `dr ← −K⁻¹ dr`: the solution's derivative from the residual's along a data direction.
+    fn tangent(&self, dr: &mut [f64]);
+    /// `x̄ ← −K⁻ᵀ x̄`: the residual's cotangent from the solution's.
+    fn adjoint(&self, bar: &mut [f64]);
 }
 
 impl Scalar for f64 {

@@ -57,6 +57,18 @@ impl ContactState {
         ContactState { config, capacity: None, warm: Vec::new(), step: 0, weights: None }
     }
 
+    /// The warm starts the next step will use, to take that step again later from the same
+    /// start (a rollout's backward sweep replays its steps from such checkpoints).
+    pub fn checkpoint(&self) -> WarmCheckpoint {
+        WarmCheckpoint { warm: SavedWarm(self.warm.clone()), step: self.step }
+    }
+
+    /// Puts back the warm starts of a [`ContactState::checkpoint`].
+    pub fn resume(&mut self, checkpoint: &WarmCheckpoint) {
+        self.warm.clone_from(&checkpoint.warm.0);
+        self.step = checkpoint.step;
+    }
+
     /// Copies the warm-start cache as it stands into `saved`, to put back if a step fails.
     pub(super) fn save_warm_cache(&self, saved: &mut SavedWarm) {
         saved.0.clone_from(&self.warm);
@@ -102,8 +114,7 @@ impl ContactState {
         out: &mut InverseWeights<S>,
     ) -> Result<(), StepError> {
         let inputs = || InverseWeights::inputs(model);
-        let differentiated =
-            (0..S::tangent_dim()).any(|k| inputs().any(|p| (0..p.lanes()).any(|l| p.tangent(l, k) != 0.0)));
+        let differentiated = inputs().any(|p| !p.is_constant());
         if differentiated {
             *out = InverseWeights::new(model)?;
             return Ok(());
@@ -119,6 +130,13 @@ impl ContactState {
         }
         Ok(())
     }
+}
+
+/// A [`ContactState`]'s warm starts at one step, with the step's number.
+#[derive(Clone, Debug, Default)]
+pub struct WarmCheckpoint {
+    warm: SavedWarm,
+    step: u64,
 }
 
 /// A copy of a [`ContactState`]'s warm-start cache (workspace storage).

@@ -1,0 +1,549 @@
+//! `Var`: reverse-mode derivatives, recorded on a tape.
+//!
+//! Each operation on a [`Var`] that depends on a recorded input appends one node to this
+//! thread's tape: its (at most two) parents and the partial derivative with respect to each.
+//! Operations on constants record nothing, so model data that no derivative is asked of costs
+//! what it costs in `f64`. One backward sweep over the tape then gives the derivative of one
+//! output with respect to every input, however many inputs there are: the cost of a gradient
+//! does not grow with the number of parameters.
+//!
+//! A solve differentiated by the implicit function theorem (the contact solve) is one block on
+//! the tape, not its iterations: its outputs are new nodes, and when the sweep reaches them it
+//! applies the transposed rule of the block's [`ImplicitRule`] to their adjoints and passes the
+//! result to the residual the rule linearizes.
+//!
+//! A thread records one [`Recording`] at a time; a `Var` belongs to the recording that made it.
+
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+
+use num_traits::{One, Zero};
+
+use super::{ImplicitRule, Scalar};
+
+/// A real number and its place on this thread's tape (0: a constant, recorded nowhere).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Var {
+    value: f64,
+    index: u32,
+}
+
+/// The tape index constants point at: its adjoint collects what flows into constants and is
+/// never read.
+const CONSTANT: u32 = 0;
+
+/// One recorded operation: the nodes it read and its partial derivative with respect to each.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parents: [u32; 2],
+    weights: [f64; 2],
+}
+
+/// An implicitly defined block: outputs `first..first + count`, which the sweep treats through
+/// `rule` from their adjoints to those of the residual nodes `inputs`.
+struct Block {
+    first: u32,
+    count: u32,
+    inputs: Vec<u32>,
+    rule: Box<dyn ImplicitRule>,
+}
+
+/// A thread's tape and the storage of its backward sweeps.
+#[derive(Default)]
+struct Tape {
+    active: bool,
+    nodes: Vec<Node>,
+    blocks: Vec<Block>,
+    adjoints: Vec<f64>,
+    scratch: Vec<f64>,
+}
+
+thread_local! {
+    static TAPE: RefCell<Tape> = RefCell::new(Tape::default());
+}
+
+/// Appends a node and returns its index; an operation of constants only records nothing.
+#[inline]
+fn record(value: f64, parents: [u32; 2], weights: [f64; 2]) -> Var {
+    if parents == [CONSTANT; 2] {
+        return Var::constant(value);
+    }
+    let index = TAPE.with(|tape| {
+        let mut tape = tape.borrow_mut();
+        debug_assert!(tape.active, "a Var was used outside of its recording");
+        let index = tape.nodes.len();
+        tape.nodes.push(Node { parents, weights });
+        index
+    });
+    Var { value, index: node_index(index) }
+}
+
+/// A tape position as a node index.
+fn node_index(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or_else(|_| panic!("a tape holds at most {} nodes", u32::MAX))
+}
+
+impl Var {
+    /// A constant: no derivative flows into it.
+    #[inline]
+    pub const fn constant(value: f64) -> Self {
+        Var { value, index: CONSTANT }
+    }
+
+    /// The real value.
+    #[inline]
+    pub fn value(self) -> f64 {
+        self.value
+    }
+
+    /// True when the value is recorded on the tape, i.e. depends on an input.
+    #[inline]
+    pub fn is_recorded(self) -> bool {
+        self.index != CONSTANT
+    }
+
+    #[inline]
+    fn unary(self, value: f64, derivative: impl FnOnce() -> f64) -> Self {
+        if self.index == CONSTANT {
+            Var::constant(value)
+        } else {
+            record(value, [self.index, CONSTANT], [derivative(), 0.0])
+        }
+    }
+
+    #[inline]
+    fn binary(self, other: Self, value: f64, weights: impl FnOnce() -> [f64; 2]) -> Self {
+        record(
+            value,
+            [self.index, other.index],
+            if self.index == CONSTANT && other.index == CONSTANT { [0.0; 2] } else { weights() },
+        )
+    }
+}
+
+/// This thread's recording: inputs are made through it, and its backward sweeps read it. Dropping
+/// it frees the tape for the next recording.
+pub struct Recording {
+    /// A recording is bound to its thread's tape.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Recording {
+    /// Starts recording on this thread's tape, which must not be recording already.
+    ///
+    /// # Panics
+    /// If this thread is already recording (one tape per thread; nested recordings would mix
+    /// their variables).
+    pub fn start() -> Self {
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            assert!(!tape.active, "this thread is already recording a tape");
+            tape.active = true;
+            tape.nodes.clear();
+            tape.blocks.clear();
+            tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
+        });
+        Recording { _thread: PhantomData }
+    }
+
+    /// A new independent variable.
+    pub fn input(&self, value: f64) -> Var {
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            let index = tape.nodes.len();
+            tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
+            Var { value, index: node_index(index) }
+        })
+    }
+
+    /// Forgets every node recorded after the first `len` (and the blocks among them): the
+    /// variables made before that point stay valid, the later ones must not be used again.
+    pub fn truncate(&self, len: usize) {
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            tape.nodes.truncate(len.max(1));
+            tape.blocks.retain(|b| (b.first as usize) < len);
+        })
+    }
+
+    /// Number of nodes recorded so far.
+    pub fn len(&self) -> usize {
+        TAPE.with(|tape| tape.borrow().nodes.len())
+    }
+
+    /// True before anything was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() <= 1
+    }
+
+    /// One backward sweep: the adjoint of every node for the output cotangents `seeds`
+    /// (`∂L/∂output` for each output, repeated outputs adding up). Read them with
+    /// [`Recording::adjoint`] until the next sweep.
+    pub fn backward(&self, seeds: impl IntoIterator<Item = (Var, f64)>) {
+        TAPE.with(|tape| {
+            let tape = &mut *tape.borrow_mut();
+            tape.adjoints.clear();
+            tape.adjoints.resize(tape.nodes.len(), 0.0);
+            for (var, seed) in seeds {
+                tape.adjoints[var.index as usize] += seed;
+            }
+            let mut end = tape.nodes.len();
+            for block in tape.blocks.iter().rev() {
+                let stop = (block.first + block.count) as usize;
+                sweep(&tape.nodes[stop..end], stop, &mut tape.adjoints);
+                let outputs = block.first as usize..stop;
+                tape.scratch.clear();
+                tape.scratch.extend_from_slice(&tape.adjoints[outputs]);
+                block.rule.adjoint(&mut tape.scratch);
+                for (&input, &bar) in block.inputs.iter().zip(&tape.scratch) {
+                    tape.adjoints[input as usize] += bar;
+                }
+                end = block.first as usize;
+            }
+            sweep(&tape.nodes[1..end], 1, &mut tape.adjoints);
+        })
+    }
+
+    /// `∂L/∂var` after the last [`Recording::backward`] (zero for a constant).
+    pub fn adjoint(&self, var: Var) -> f64 {
+        if var.index == CONSTANT { 0.0 } else { TAPE.with(|tape| tape.borrow().adjoints[var.index as usize]) }
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        TAPE.with(|tape| tape.borrow_mut().active = false);
+    }
+}
+
+/// Propagates adjoints through `nodes` (positions `offset..`), last to first.
+fn sweep(nodes: &[Node], offset: usize, adjoints: &mut [f64]) {
+    for (i, node) in nodes.iter().enumerate().rev() {
+        let bar = adjoints[offset + i];
+        if bar != 0.0 {
+            adjoints[node.parents[0] as usize] += node.weights[0] * bar;
+            adjoints[node.parents[1] as usize] += node.weights[1] * bar;
+        }
+    }
+}
+
+/// Records an implicitly defined block (see [`Scalar::implicit`]).
+fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
+    if residual.iter().all(|r| r.index == CONSTANT) {
+        return;
+    }
+    TAPE.with(|tape| {
+        let mut tape = tape.borrow_mut();
+        let first = tape.nodes.len();
+        for value in x.iter_mut() {
+            let index = tape.nodes.len();
+            tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
+            value.index = node_index(index);
+        }
+        let inputs = residual.iter().map(|r| r.index).collect();
+        tape.blocks.push(Block { first: node_index(first), count: node_index(x.len()), inputs, rule });
+    });
+}
+
+impl Add for Var {
+    type Output = Self;
+    #[inline]
+    fn add(self, rhs: Self) -> Self {
+        self.binary(rhs, self.value + rhs.value, || [1.0, 1.0])
+    }
+}
+
+impl Sub for Var {
+    type Output = Self;
+    #[inline]
+    fn sub(self, rhs: Self) -> Self {
+        self.binary(rhs, self.value - rhs.value, || [1.0, -1.0])
+    }
+}
+
+impl Mul for Var {
+    type Output = Self;
+    #[inline]
+    fn mul(self, rhs: Self) -> Self {
+        self.binary(rhs, self.value * rhs.value, || [rhs.value, self.value])
+    }
+}
+
+impl Div for Var {
+    type Output = Self;
+    #[inline]
+    fn div(self, rhs: Self) -> Self {
+        let value = self.value / rhs.value;
+        self.binary(rhs, value, || [1.0 / rhs.value, -value / rhs.value])
+    }
+}
+
+impl Neg for Var {
+    type Output = Self;
+    #[inline]
+    fn neg(self) -> Self {
+        self.unary(-self.value, || -1.0)
+    }
+}
+
+macro_rules! assign_ops {
+    ($($trait:ident, $method:ident, $op:tt);*) => {
+        $(
+            impl $trait for Var {
+                #[inline]
+                fn $method(&mut self, rhs: Self) {
+                    *self = *self $op rhs;
+                }
+            }
+        )*
+    };
+}
+
+assign_ops!(AddAssign, add_assign, +; SubAssign, sub_assign, -; MulAssign, mul_assign, *; DivAssign, div_assign, /);
+
+impl Zero for Var {
+    #[inline]
+    fn zero() -> Self {
+        Var::constant(0.0)
+    }
+    #[inline]
+    fn is_zero(&self) -> bool {
+        self.value == 0.0 && self.index == CONSTANT
+    }
+}
+
+impl One for Var {
+    #[inline]
+    fn one() -> Self {
+        Var::constant(1.0)
+    }
+}
+
+impl Scalar for Var {
+    type Mask = bool;
+
+    #[inline]
+    fn from_f64(value: f64) -> Self {
+        Var::constant(value)
+    }
+    #[inline]
+    fn sqrt(self) -> Self {
+        let value = self.value.sqrt();
+        self.unary(value, || 0.5 / value)
+    }
+    #[inline]
+    fn sin(self) -> Self {
+        self.unary(self.value.sin(), || self.value.cos())
+    }
+    #[inline]
+    fn cos(self) -> Self {
+        self.unary(self.value.cos(), || -self.value.sin())
+    }
+    #[inline]
+    fn sin_cos(self) -> (Self, Self) {
+        let (s, c) = self.value.sin_cos();
+        (self.unary(s, || c), self.unary(c, || -s))
+    }
+    #[inline]
+    fn tan(self) -> Self {
+        let value = self.value.tan();
+        self.unary(value, || 1.0 + value * value)
+    }
+    #[inline]
+    fn asin(self) -> Self {
+        self.unary(self.value.asin(), || 1.0 / (1.0 - self.value * self.value).sqrt())
+    }
+    #[inline]
+    fn acos(self) -> Self {
+        self.unary(self.value.acos(), || -1.0 / (1.0 - self.value * self.value).sqrt())
+    }
+    #[inline]
+    fn atan(self) -> Self {
+        self.unary(self.value.atan(), || 1.0 / (1.0 + self.value * self.value))
+    }
+    #[inline]
+    fn atan2(self, x: Self) -> Self {
+        let (y, xv) = (self.value, x.value);
+        self.binary(x, y.atan2(xv), || {
+            let r2 = xv * xv + y * y;
+            [xv / r2, -y / r2]
+        })
+    }
+    #[inline]
+    fn exp(self) -> Self {
+        let value = self.value.exp();
+        self.unary(value, || value)
+    }
+    #[inline]
+    fn ln(self) -> Self {
+        self.unary(self.value.ln(), || 1.0 / self.value)
+    }
+    #[inline]
+    fn tanh(self) -> Self {
+        let value = self.value.tanh();
+        self.unary(value, || 1.0 - value * value)
+    }
+    #[inline]
+    fn abs(self) -> Self {
+        // As num-dual's: the derivative at zero is that of the negative branch.
+        if self.value > 0.0 { self } else { -self }
+    }
+    #[inline]
+    fn floor(self) -> Self {
+        Var::constant(self.value.floor())
+    }
+    #[inline]
+    fn powi(self, n: i32) -> Self {
+        self.unary(self.value.powi(n), || f64::from(n) * self.value.powi(n - 1))
+    }
+    #[inline]
+    fn powf(self, n: Self) -> Self {
+        let (x, e) = (self.value, n.value);
+        let value = x.powf(e);
+        // As the dual numbers': a part with no derivative to carry is not evaluated, so that
+        // `0^n` keeps a finite derivative.
+        let base = if self.index == CONSTANT { 0.0 } else { e * x.powf(e - 1.0) };
+        let exponent = if n.index == CONSTANT { 0.0 } else { value * x.ln() };
+        self.binary(n, value, || [base, exponent])
+    }
+    #[inline]
+    fn less(self, other: Self) -> bool {
+        self.value < other.value
+    }
+    #[inline]
+    fn less_eq(self, other: Self) -> bool {
+        self.value <= other.value
+    }
+    #[inline]
+    fn select(mask: bool, if_true: Self, if_false: Self) -> Self {
+        if mask { if_true } else { if_false }
+    }
+    #[inline]
+    fn lanes(&self) -> usize {
+        1
+    }
+    #[inline]
+    fn lane(&self, _lane: usize) -> f64 {
+        self.value
+    }
+    fn from_lanes(reals: &[f64]) -> Self {
+        assert_eq!(reals.len(), 1, "a Var holds exactly one lane");
+        Var::constant(reals[0])
+    }
+    #[inline]
+    fn tangent_dim() -> usize {
+        0
+    }
+    fn tangent(&self, _lane: usize, direction: usize) -> f64 {
+        panic!("a Var has no tangent direction {direction}: its derivatives are on the tape")
+    }
+    fn set_tangent(&mut self, _lane: usize, direction: usize, _value: f64) {
+        panic!("a Var has no tangent direction {direction}: its derivatives are on the tape")
+    }
+    #[inline]
+    fn is_finite(&self) -> bool {
+        self.value.is_finite()
+    }
+    #[inline]
+    fn detach(self) -> Self {
+        Var::constant(self.value)
+    }
+    #[inline]
+    fn carries_derivatives() -> bool {
+        true
+    }
+    #[inline]
+    fn is_constant(&self) -> bool {
+        self.index == CONSTANT
+    }
+    fn implicit(x: &mut [Self], residual: &[Self], _lane: usize, rule: Box<dyn ImplicitRule>) {
+        record_block(x, residual, rule);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Central differences of `f` at `x`.
+    fn central(f: impl Fn(f64) -> f64, x: f64) -> f64 {
+        let h = 1e-6;
+        (f(x + h) - f(x - h)) / (2.0 * h)
+    }
+
+    #[test]
+    fn elementary_derivatives_match_central_differences() {
+        type Case = (&'static str, fn(Var) -> Var, fn(f64) -> f64);
+        let functions: [Case; 10] = [
+            ("sqrt", |x| x.sqrt(), f64::sqrt),
+            ("sin", |x| Scalar::sin(x), f64::sin),
+            ("tan", |x| Scalar::tan(x), f64::tan),
+            ("asin", |x| Scalar::asin(x), f64::asin),
+            ("acos", |x| Scalar::acos(x), f64::acos),
+            ("atan", |x| Scalar::atan(x), f64::atan),
+            ("exp", |x| Scalar::exp(x), f64::exp),
+            ("ln", |x| Scalar::ln(x), f64::ln),
+            ("tanh", |x| Scalar::tanh(x), f64::tanh),
+            (
+                "mix",
+                |x| (x * x + Var::constant(1.0)).powi(3) / x.cos().atan2(x),
+                |x| (x * x + 1.0).powi(3) / x.cos().atan2(x),
+            ),
+        ];
+        for (name, f, g) in functions {
+            let tape = Recording::start();
+            let x = tape.input(0.3);
+            let y = f(x);
+            tape.backward([(y, 1.0)]);
+            let (exact, reference) = (tape.adjoint(x), central(g, 0.3));
+            assert!((exact - reference).abs() < 1e-8 * reference.abs().max(1.0), "{name}: {exact} vs {reference}");
+            assert_eq!(y.value(), g(0.3), "{name}'s value");
+        }
+    }
+
+    #[test]
+    fn constants_record_nothing_and_repeated_inputs_add_up() {
+        let tape = Recording::start();
+        let c = Var::constant(2.0) * Var::constant(3.0) + Var::constant(1.0).sin();
+        assert!(!c.is_recorded());
+        assert!(tape.is_empty());
+        let x = tape.input(1.5);
+        let y = x * x + c * x;
+        tape.backward([(y, 1.0), (y, 1.0)]);
+        assert_eq!(tape.adjoint(x), 2.0 * (2.0 * 1.5 + c.value()));
+    }
+
+    /// `K⁻¹` of a diagonal `K`, as a rule.
+    struct Diagonal(Vec<f64>);
+    impl ImplicitRule for Diagonal {
+        fn tangent(&self, dr: &mut [f64]) {
+            dr.iter_mut().zip(&self.0).for_each(|(d, k)| *d = -*d / k);
+        }
+        fn adjoint(&self, bar: &mut [f64]) {
+            self.tangent(bar);
+        }
+    }
+
+    #[test]
+    fn implicit_blocks_pull_back_through_the_transposed_rule() {
+        // x solves r(x, a) = K x − a² = 0 for a diagonal K: x = a² / k, dx/da = 2a / k.
+        let tape = Recording::start();
+        let a = [tape.input(0.5), tape.input(-2.0)];
+        let k = [4.0, 0.5];
+        let mut x = [Var::constant(0.5 * 0.5 / 4.0), Var::constant(4.0 / 0.5)];
+        let residual = [Var::constant(k[0]) * x[0] - a[0] * a[0], Var::constant(k[1]) * x[1] - a[1] * a[1]];
+        Var::implicit(&mut x, &residual, 0, Box::new(Diagonal(k.to_vec())));
+        let y = x[0] * Var::constant(3.0) + x[1].sin();
+        tape.backward([(y, 1.0)]);
+        assert!((tape.adjoint(a[0]) - 3.0 * 2.0 * 0.5 / 4.0).abs() < 1e-15);
+        assert!((tape.adjoint(a[1]) - x[1].value().cos() * 2.0 * -2.0 / 0.5).abs() < 1e-14);
+    }
+
+    #[test]
+    #[should_panic(expected = "already recording")]
+    fn nested_recordings_are_refused() {
+        let _outer = Recording::start();
+        let _inner = Recording::start();
+    }
+}
