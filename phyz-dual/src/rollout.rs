@@ -1,14 +1,14 @@
-//! The gradient of a rollout objective: one forward rollout recording each step's exact
-//! Jacobians, one backward sweep (the adjoint recursion) through them.
+//! The gradient of a rollout objective, by reverse mode (one forward rollout with checkpoints, one
+//! backward sweep of step vector-Jacobian products), and its forward-mode counterpart.
 
 use nalgebra::DVector;
 use num_dual::DualSVec64;
 
 use crate::DualError;
 use crate::forward::{Seed, StateTangent, push_forward};
-use crate::jacobian::{StepJacobians, step_jacobians_lanes};
-use crate::parameter::check_positions;
-use phyz_core::sim::{ContactState, Workspace};
+use crate::parameter::{check_differentiable, check_positions};
+use crate::reverse::Taped;
+use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
 
 /// A cost term's value and its gradients: with respect to the state in tangent coordinates
@@ -96,9 +96,16 @@ fn at_step(step: usize) -> impl Fn(DualError) -> DualError {
 
 /// Rolls out `controls` (one row per step) from `start` and returns the objective and its exact
 /// gradient with respect to the initial state, every control and the parameters at `params`
-/// (positions in [`Model::parameters`]). The contact solves start from `contact` (preset and
-/// warm starts) and leave it as the rollout does. A step whose contact solve did not converge,
-/// or whose KKT matrix is singular, makes the call an error naming the step.
+/// (positions in [`Model::parameters`]; see [`crate::differentiable_parameters`]). The contact
+/// solves start from `contact` (preset and warm starts) and leave it as the rollout does. A step
+/// whose contact solve did not converge, or whose Hessian is singular, makes the call an error
+/// naming the step.
+///
+/// Reverse mode: the rollout runs in `f64`, keeping each step's state and warm starts as a
+/// checkpoint; the backward sweep then records each step again on the tape, from its checkpoint,
+/// and pulls the adjoint `λ_t = ∂J/∂x_t` back through it (one vector-Jacobian product per step).
+/// Its cost is a few forward rollouts whatever the number of parameters, and its memory one
+/// step's tape besides the checkpoints.
 pub fn rollout_gradient(
     model: &Model<f64>,
     start: &State<f64>,
@@ -107,51 +114,44 @@ pub fn rollout_gradient(
     objective: &impl Objective,
     contact: &mut ContactState,
 ) -> Result<RolloutGradient, DualError> {
-    let nv = model.nv();
+    let (nv, nu) = (model.nv(), model.nu());
+    // Checked before the rollout is spent on them.
+    check_differentiable(model, params)?;
+    let mut replay = contact.clone();
     let mut states = vec![start.clone()];
-    let mut steps: Vec<StepJacobians> = Vec::with_capacity(controls.len());
+    let mut checkpoints = Vec::with_capacity(controls.len());
+    let mut workspace = Workspace::default();
     for (t, ctrl) in controls.iter().enumerate() {
-        let jac = step_jacobians_lanes::<8>(model, &states[t], ctrl, params, contact).map_err(at_step(t))?;
-        if !jac.info.converged {
-            return Err(at_step(t)(DualError::Unconverged { residual: jac.info.residual }));
+        checkpoints.push(contact.checkpoint());
+        step_in(model, &states[t], ctrl, contact, &mut workspace).map_err(|e| at_step(t)(e.into()))?;
+        if !workspace.info.converged {
+            return Err(at_step(t)(DualError::Unconverged { residual: workspace.info.residual }));
         }
-        states.push(jac.next.clone());
-        steps.push(jac);
+        states.push(workspace.next.clone());
     }
     let terminal = objective.terminal(&states[controls.len()]);
     // The terminal cost's `du` is ignored; its state gradients must fit.
-    Cost { du: DVector::zeros(model.nu()), ..terminal.clone() }.check(nv, model.nu())?;
+    Cost { du: DVector::zeros(nu), ..terminal.clone() }.check(nv, nu)?;
     let mut value = terminal.value;
-    // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates, x = (q, v, act); costs do not read the
-    // activations.
-    let n = 2 * nv + model.na();
-    let state_cost = |cost: &Cost| {
-        let mut x = DVector::zeros(n);
-        x.rows_mut(0, nv).copy_from(&cost.dq);
-        x.rows_mut(nv, nv).copy_from(&cost.dv);
-        x
-    };
+    // The adjoint: λ_t = ∂J/∂x_t in tangent coordinates; costs do not read the activations.
+    let state_cost =
+        |cost: &Cost| StateTangent { qpos: cost.dq.clone(), qvel: cost.dv.clone(), act: DVector::zeros(model.na()) };
     let mut lambda = state_cost(&terminal);
-    let mut du = vec![DVector::zeros(model.nu()); controls.len()];
+    let mut du = vec![DVector::zeros(nu); controls.len()];
     let mut dparams = DVector::zeros(params.len());
+    let mut tape = Taped::new(model, params)?;
     for t in (0..controls.len()).rev() {
         let cost = objective.running(t, &states[t], &controls[t]);
-        cost.check(nv, model.nu()).map_err(at_step(t))?;
+        cost.check(nv, nu).map_err(at_step(t))?;
         value += cost.value;
-        let jac = &steps[t];
-        du[t] = &cost.du + jac.b.tr_mul(&lambda);
-        dparams += jac.p.tr_mul(&lambda);
-        lambda = state_cost(&cost) + jac.a.tr_mul(&lambda);
+        replay.resume(&checkpoints[t]);
+        let step = tape.record(&states[t], &controls[t], &mut replay).map_err(at_step(t))?;
+        let (state_bar, ctrl_bar) = tape.pull(&step, &lambda).map_err(at_step(t))?;
+        dparams += tape.parameter_adjoints();
+        du[t] = &cost.du + ctrl_bar;
+        lambda = StateTangent { qpos: &cost.dq + state_bar.qpos, qvel: &cost.dv + state_bar.qvel, act: state_bar.act };
     }
-    Ok(RolloutGradient {
-        value,
-        dq0: lambda.rows(0, nv).into_owned(),
-        dv0: lambda.rows(nv, nv).into_owned(),
-        dact0: lambda.rows(2 * nv, n - 2 * nv).into_owned(),
-        du,
-        dparams,
-        states,
-    })
+    Ok(RolloutGradient { value, dq0: lambda.qpos, dv0: lambda.qvel, dact0: lambda.act, du, dparams, states })
 }
 
 /// A direction in a rollout's inputs: the initial state (tangent coordinates), every step's

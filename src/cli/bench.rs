@@ -1,4 +1,5 @@
-//! `phyz bench`: the time of one smooth-dynamics step, for comparison with MuJoCo's `mj_step`.
+//! `phyz bench`: the time of one step, for comparison with MuJoCo's `mj_step`; with
+//! `--rollout-gradient`, the time of a rollout's gradient against the rollout's own.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,6 +21,16 @@ pub struct BenchArgs {
     runs: usize,
     #[command(flatten)]
     constraints: ConstraintArgs,
+    /// Time one rollout of `--steps` steps and the gradient of a rollout objective with respect
+    /// to its initial state, every control and `--params` model parameters.
+    #[cfg(feature = "dual")]
+    #[arg(long)]
+    rollout_gradient: bool,
+    /// With `--rollout-gradient`: `all` of the model's differentiable parameters, or that many of
+    /// them spread over its list.
+    #[cfg(feature = "dual")]
+    #[arg(long, default_value = "0")]
+    params: String,
 }
 
 pub fn run(args: BenchArgs) -> Result<(), CliError> {
@@ -27,6 +38,10 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     let contact = args.constraints.apply(&mut model);
     if args.steps == 0 || args.runs == 0 {
         return Err("--steps and --runs must be positive".into());
+    }
+    #[cfg(feature = "dual")]
+    if args.rollout_gradient {
+        return gradient::run(&model, &contact, &args);
     }
     let ctrl = vec![0.0; model.nu()];
     let start = model.default_state();
@@ -45,11 +60,100 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     };
     run()?; // warm-up
     let runs = (0..args.runs).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
-    let mut times: Vec<f64> = runs.iter().map(|r| r.0).collect();
-    times.sort_by(f64::total_cmp);
-    let median = times[times.len() / 2];
+    let median = median(runs.iter().map(|r| r.0).collect());
     println!("{}: {} steps x {} runs, median", args.model.display(), args.steps, args.runs);
     println!("step_us {median}");
     println!("solver_iterations_per_step {}", runs[0].1);
     Ok(())
+}
+
+/// The median of some timings.
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// `--rollout-gradient`: a rollout against its gradient, timed in the same run.
+#[cfg(feature = "dual")]
+mod gradient {
+    use std::time::Instant;
+
+    use nalgebra::DVector;
+    use phyz::dual::{Cost, CostFunctions, differentiable_parameters, rollout_gradient};
+    use phyz::sim::{ContactState, Workspace, step_in};
+    use phyz::{Model, State};
+
+    use super::{BenchArgs, CliError, median};
+
+    /// The parameters `--params` names: `all`, or `K` spread over the differentiable ones.
+    fn chosen(model: &Model<f64>, params: &str) -> Result<Vec<usize>, CliError> {
+        let all = differentiable_parameters(model);
+        if params == "all" {
+            return Ok(all);
+        }
+        let k: usize = params.parse().map_err(|_| format!("--params takes `all` or a count, not `{params}`"))?;
+        if k > all.len() {
+            return Err(format!("--params {k}: the model has {} differentiable parameters", all.len()).into());
+        }
+        Ok((0..k).map(|i| all[i * all.len() / k]).collect())
+    }
+
+    pub fn run(model: &Model<f64>, contact: &ContactState, args: &BenchArgs) -> Result<(), CliError> {
+        let params = chosen(model, &args.params)?;
+        let start = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
+        // Controls that move every actuator within its range, differently at every step.
+        let controls: Vec<Vec<f64>> = (0..args.steps)
+            .map(|t| {
+                let ranges = model.actuators().iter().map(|a| a.ctrl_range.unwrap_or([-1.0, 1.0]));
+                ranges
+                    .enumerate()
+                    .map(|(i, [lo, hi])| 0.5 * (lo + hi) + 0.25 * (hi - lo) * (0.1 * t as f64 + i as f64).sin())
+                    .collect()
+            })
+            .collect();
+        // J = Σ ½(|v_t|² + |u_t|²) + ½|v_T|².
+        let (nv, nu) = (model.nv(), model.nu());
+        let objective = CostFunctions {
+            running: |_t: usize, s: &State<f64>, u: &[f64]| Cost {
+                value: 0.5 * (s.qvel.norm_squared() + u.iter().map(|x| x * x).sum::<f64>()),
+                dq: DVector::zeros(nv),
+                dv: s.qvel.clone(),
+                du: DVector::from_column_slice(u),
+            },
+            terminal: |s: &State<f64>| Cost {
+                value: 0.5 * s.qvel.norm_squared(),
+                dq: DVector::zeros(nv),
+                dv: s.qvel.clone(),
+                du: DVector::zeros(nu),
+            },
+        };
+        let forward = || -> Result<f64, CliError> {
+            let (mut cache, mut workspace, mut state) = (contact.clone(), Workspace::default(), start.clone());
+            let began = Instant::now();
+            for u in &controls {
+                step_in(model, &state, u, &mut cache, &mut workspace)?;
+                std::mem::swap(&mut state, &mut workspace.next);
+            }
+            Ok(began.elapsed().as_secs_f64() * 1e6)
+        };
+        let gradient = || -> Result<f64, CliError> {
+            let began = Instant::now();
+            rollout_gradient(model, &start, &controls, &params, &objective, &mut contact.clone())?;
+            Ok(began.elapsed().as_secs_f64() * 1e6)
+        };
+        forward()?;
+        gradient()?; // warm-up
+        let mut times = (Vec::new(), Vec::new());
+        for _ in 0..args.runs {
+            times.0.push(forward()?);
+            times.1.push(gradient()?);
+        }
+        let (forward_us, gradient_us) = (median(times.0), median(times.1));
+        println!("{}: {} steps x {} runs, median", args.model.display(), args.steps, args.runs);
+        println!("params {}", params.len());
+        println!("forward_us {forward_us}");
+        println!("gradient_us {gradient_us}");
+        println!("ratio {}", gradient_us / forward_us);
+        Ok(())
+    }
 }

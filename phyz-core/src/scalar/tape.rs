@@ -50,7 +50,6 @@ struct Block {
 }
 
 /// A thread's tape and the storage of its backward sweeps.
-#[derive(Default)]
 struct Tape {
     active: bool,
     nodes: Vec<Node>,
@@ -60,26 +59,28 @@ struct Tape {
 }
 
 thread_local! {
-    static TAPE: RefCell<Tape> = RefCell::new(Tape::default());
+    static TAPE: RefCell<Tape> = const {
+        RefCell::new(Tape { active: false, nodes: Vec::new(), blocks: Vec::new(), adjoints: Vec::new(), scratch: Vec::new() })
+    };
 }
 
 /// Appends a node and returns its index; an operation of constants only records nothing.
-#[inline]
+#[inline(always)]
 fn record(value: f64, parents: [u32; 2], weights: [f64; 2]) -> Var {
     if parents == [CONSTANT; 2] {
         return Var::constant(value);
     }
     let index = TAPE.with(|tape| {
-        let mut tape = tape.borrow_mut();
-        debug_assert!(tape.active, "a Var was used outside of its recording");
-        let index = tape.nodes.len();
-        tape.nodes.push(Node { parents, weights });
+        let nodes = &mut tape.borrow_mut().nodes;
+        let index = nodes.len();
+        nodes.push(Node { parents, weights });
         index
     });
     Var { value, index: node_index(index) }
 }
 
 /// A tape position as a node index.
+#[inline(always)]
 fn node_index(index: usize) -> u32 {
     u32::try_from(index).unwrap_or_else(|_| panic!("a tape holds at most {} nodes", u32::MAX))
 }
@@ -246,36 +247,71 @@ fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
     });
 }
 
+// With a constant operand the result's derivative is a multiple of the other's: a multiple of
+// one reuses the other's node, a multiple of zero is a constant. That keeps products with the
+// structural zeros of a Jacobian, and sums with constants, off the tape; the values are computed
+// as `f64` computes them, bit for bit.
+
 impl Add for Var {
     type Output = Self;
-    #[inline]
+    #[inline(always)]
     fn add(self, rhs: Self) -> Self {
-        self.binary(rhs, self.value + rhs.value, || [1.0, 1.0])
+        let value = self.value + rhs.value;
+        match (self.index, rhs.index) {
+            (CONSTANT, index) | (index, CONSTANT) => Var { value, index },
+            parents => record(value, [parents.0, parents.1], [1.0, 1.0]),
+        }
     }
 }
 
 impl Sub for Var {
     type Output = Self;
-    #[inline]
+    #[inline(always)]
     fn sub(self, rhs: Self) -> Self {
-        self.binary(rhs, self.value - rhs.value, || [1.0, -1.0])
+        let value = self.value - rhs.value;
+        match (self.index, rhs.index) {
+            (index, CONSTANT) => Var { value, index },
+            (CONSTANT, index) => record(value, [index, CONSTANT], [-1.0, 0.0]),
+            parents => record(value, [parents.0, parents.1], [1.0, -1.0]),
+        }
+    }
+}
+
+/// `value`, whose derivative is `factor` times that of the node `index`.
+#[inline(always)]
+fn scaled(value: f64, index: u32, factor: f64) -> Var {
+    if factor == 1.0 {
+        Var { value, index }
+    } else if factor == 0.0 {
+        Var::constant(value)
+    } else {
+        record(value, [index, CONSTANT], [factor, 0.0])
     }
 }
 
 impl Mul for Var {
     type Output = Self;
-    #[inline]
+    #[inline(always)]
     fn mul(self, rhs: Self) -> Self {
-        self.binary(rhs, self.value * rhs.value, || [rhs.value, self.value])
+        let value = self.value * rhs.value;
+        match (self.index, rhs.index) {
+            (CONSTANT, index) => scaled(value, index, self.value),
+            (index, CONSTANT) => scaled(value, index, rhs.value),
+            parents => record(value, [parents.0, parents.1], [rhs.value, self.value]),
+        }
     }
 }
 
 impl Div for Var {
     type Output = Self;
-    #[inline]
+    #[inline(always)]
     fn div(self, rhs: Self) -> Self {
         let value = self.value / rhs.value;
-        self.binary(rhs, value, || [1.0 / rhs.value, -value / rhs.value])
+        match (self.index, rhs.index) {
+            (index, CONSTANT) => scaled(value, index, 1.0 / rhs.value),
+            (CONSTANT, index) => scaled(value, index, -value / rhs.value),
+            parents => record(value, [parents.0, parents.1], [1.0 / rhs.value, -value / rhs.value]),
+        }
     }
 }
 
