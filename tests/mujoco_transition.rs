@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use common::{entry_names, model_file, read_rows, state_from_row};
 use nalgebra::DMatrix;
 use phyz::contact::SolverConfig;
-use phyz::dual::{step_jacobians, step_jacobians_lanes};
+use phyz::dual::{step_jacobians, step_jacobians_lanes, step_jacobians_reverse};
 use phyz::model::{Integrator, mjcf};
 use phyz::sim::ContactState;
 
@@ -92,17 +92,22 @@ fn exact_jacobians_with_contact_match_mujocos_finite_differences() {
             let row = read_rows(&reference.join(format!("transition_state_{k}.csv")), false)[0][0] as usize;
             let state = state_from_row(&model, &states[row]);
             let ctrl = controls[row][..model.nu()].to_vec();
-            let mut contact = ContactState::new(SolverConfig::mujoco_compat());
-            let jac = step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact).expect("jacobians");
             let a = matrix(read_rows(&reference.join(format!("transition_A_{k}.csv")), false), two_nv);
             let b = matrix(read_rows(&reference.join(format!("transition_B_{k}.csv")), false), model.nu());
             let error = |ours: &DMatrix<f64>, theirs: &DMatrix<f64>| {
                 (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(1e-12)
             };
-            let (ea, eb) = (error(&jac.a, &a), if model.nu() == 0 { 0.0 } else { error(&jac.b, &b) });
-            eprintln!("{name:>26} state {k}: A {ea:.2e}, B {eb:.2e}");
-            if ea > TOL || eb > TOL {
-                failures.push(format!("{name} state {k}: A {ea:.2e}, B {eb:.2e}"));
+            // Both ways of forming them: columns (forward mode) and rows (reverse mode).
+            let config = SolverConfig::mujoco_compat();
+            let forward = step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut ContactState::new(config));
+            let reverse = step_jacobians_reverse(&model, &state, &ctrl, &[], &mut ContactState::new(config));
+            for (mode, jac) in [("forward", forward), ("reverse", reverse)] {
+                let jac = jac.expect("jacobians");
+                let (ea, eb) = (error(&jac.a, &a), if model.nu() == 0 { 0.0 } else { error(&jac.b, &b) });
+                eprintln!("{name:>26} state {k} ({mode}): A {ea:.2e}, B {eb:.2e}");
+                if ea > TOL || eb > TOL {
+                    failures.push(format!("{name} state {k} ({mode}): A {ea:.2e}, B {eb:.2e}"));
+                }
             }
         }
     }

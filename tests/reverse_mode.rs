@@ -1,7 +1,8 @@
 //! Step vector-Jacobian products (reverse mode, on a tape) against forward-mode tangents
 //! (`DualSVec64`) of the same step: two independent code paths through the engine. In every
 //! contact regime, with limits, friction loss and equality constraints, on every gymnasium model;
-//! and `⟨ȳ, J·ẋ⟩ = ⟨Jᵀȳ, ẋ⟩` on random directions through all of a model's parameters.
+//! and `⟨ȳ, J·ẋ⟩ = ⟨Jᵀȳ, ẋ⟩` on random directions through all of a model's parameters. The
+//! whole Jacobians formed by rows (reverse mode) against those formed by columns.
 //! Figures: `cargo test --test reverse_mode -- --nocapture`.
 //!
 //! The two paths are not evaluated at bit-identical points: the tape reproduces the `f64` step
@@ -17,7 +18,9 @@ use std::path::PathBuf;
 use common::{Rng, random_vector};
 use nalgebra::DVector;
 use phyz::contact::SolverConfig;
-use phyz::dual::{Seed, StateTangent, differentiable_parameters, jvp_with, step_jacobians_lanes, vjp};
+use phyz::dual::{
+    Seed, StateTangent, differentiable_parameters, jvp_with, step_jacobians_lanes, step_jacobians_reverse, vjp,
+};
 use phyz::model::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
@@ -73,6 +76,12 @@ fn check(name: &str, model: &Model<f64>, state: &State<f64>, ctrl: &[f64], confi
     let scale = pairs.iter().map(|(_, _, size)| size.amax()).fold(f64::MIN_POSITIVE, f64::max);
     let transposed = pairs.iter().map(|(got, want, _)| (got - want).amax()).fold(0.0, f64::max) / scale;
 
+    // The whole Jacobians from reverse-mode rows, entry by entry, relative to their largest.
+    let rows = step_jacobians_reverse(model, state, ctrl, &params, &mut ContactState::new(config)).expect("rows");
+    let entries = [(&rows.a, &exact.a), (&rows.b, &exact.b), (&rows.p, &exact.p)];
+    let largest = entries.iter().map(|(_, want)| want.amax()).fold(f64::MIN_POSITIVE, f64::max);
+    let by_rows = entries.iter().map(|(got, want)| (*got - *want).amax()).fold(0.0, f64::max) / largest;
+
     // ⟨ȳ, J·ẋ⟩ = ⟨Jᵀȳ, ẋ⟩ with ẋ random in the state, the controls and every parameter.
     let all = differentiable_parameters(model);
     let mut seed = Seed::zeros(model);
@@ -100,12 +109,12 @@ fn check(name: &str, model: &Model<f64>, state: &State<f64>, ctrl: &[f64], confi
     let size = forward_terms.iter().chain(&reverse_terms).map(|x| x.abs()).sum::<f64>().max(f64::MIN_POSITIVE);
     let dot = (lhs - rhs).abs() / size;
     eprintln!(
-        "{name:>40}: {} contacts, {} limits; VJP vs Jᵀȳ {transposed:.1e}, ⟨ȳ,Jẋ⟩ vs ⟨Jᵀȳ,ẋ⟩ {dot:.1e} ({} parameters)",
+        "{name:>40}: {} contacts, {} limits; VJP vs Jᵀȳ {transposed:.1e}, rows {by_rows:.1e}, ⟨ȳ,Jẋ⟩ vs ⟨Jᵀȳ,ẋ⟩ {dot:.1e} ({} parameters)",
         exact.info.contacts,
         exact.info.limits,
         all.len()
     );
-    transposed.max(dot)
+    transposed.max(dot).max(by_rows)
 }
 
 fn scene(body: &str) -> Model<f64> {

@@ -29,7 +29,7 @@ pub use jacobian::{
 };
 pub use num_dual::{Dual64, DualSVec64};
 pub use parameter::{Parameter, differentiable_parameters};
-pub use reverse::{StepVjp, vjp};
+pub use reverse::{ReverseJacobians, StepVjp, step_jacobians_reverse, vjp};
 pub use rollout::{
     Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, RolloutTangents, rollout_directional,
     rollout_gradient,

@@ -4,12 +4,14 @@
 //! gives the cotangents of the state, the controls and every chosen parameter together, so the
 //! cost does not grow with their number (forward mode pays one tangent direction per input).
 
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
 
 use crate::DualError;
 use crate::forward::StateTangent;
+use crate::jacobian::StepJacobians;
 use crate::parameter::check_differentiable;
 use phyz_core::dynamics::{difference_position, integrate_position};
+use phyz_core::scalar::tape::ROWS;
 use phyz_core::sim::{ContactState, StepInfo, Workspace, check_input, step_in};
 use phyz_core::{Model, Recording, State, Var};
 
@@ -43,26 +45,84 @@ pub fn vjp(
 ) -> Result<StepVjp, DualError> {
     let mut tape = Taped::new(model, params)?;
     let step = tape.record(state, ctrl, contact)?;
-    let (state_bar, ctrl_bar) = tape.pull(&step, cotangent)?;
-    let params_bar = tape.parameter_adjoints();
+    let (state_bar, ctrl_bar, params_bar) = tape.pull(&step, cotangent)?;
     Ok(StepVjp { state: state_bar, ctrl: ctrl_bar, params: params_bar, next: step.next, info: step.info })
 }
 
-/// A tape for recording steps of one model, its chosen parameters recorded once at the start so
-/// that every step recorded after them (the tape rewound to that point in between) shares them.
+/// Exact step Jacobians by reverse mode: the step recorded once, then one backward sweep per
+/// [`ROWS`] rows of the Jacobian (`2nv + na` rows), whatever the number of its columns (the
+/// state, the controls and the parameters at `params`). The same Jacobians as
+/// [`crate::step_jacobians_lanes`], cheaper where the columns outnumber the rows; the solve
+/// starts from the preset and warm starts in `contact`, which the step updates. For many
+/// states of one model (an iLQR sweep), [`ReverseJacobians`] keeps the model on the tape.
+pub fn step_jacobians_reverse(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    params: &[usize],
+    contact: &mut ContactState,
+) -> Result<StepJacobians, DualError> {
+    ReverseJacobians::new(model, params)?.at(state, ctrl, contact)
+}
+
+/// [`step_jacobians_reverse`] for many states of one model: the model is put on the tape's
+/// scalar once, and the step's storage is reused from one evaluation to the next.
+pub struct ReverseJacobians<'m>(Taped<'m>);
+
+impl<'m> ReverseJacobians<'m> {
+    /// Jacobians with respect to the state, the controls and the parameters at `params`.
+    pub fn new(model: &'m Model<f64>, params: &[usize]) -> Result<Self, DualError> {
+        Ok(ReverseJacobians(Taped::new(model, params)?))
+    }
+
+    /// The Jacobians of the step from `state` under `ctrl` (see [`step_jacobians_reverse`]).
+    pub fn at(
+        &mut self,
+        state: &State<f64>,
+        ctrl: &[f64],
+        contact: &mut ContactState,
+    ) -> Result<StepJacobians, DualError> {
+        let step = self.0.record(state, ctrl, contact)?;
+        let outputs: Vec<Var> = step.outputs.concat();
+        let inputs: Vec<Var> = step.inputs.concat().into_iter().chain(self.0.params.iter().copied()).collect();
+        let mut jac = DMatrix::zeros(outputs.len(), inputs.len());
+        for (chunk, rows) in outputs.chunks(ROWS).enumerate() {
+            step.tape.backward_rows(rows);
+            for (j, &input) in inputs.iter().enumerate() {
+                let adjoints = step.tape.adjoint_rows(input);
+                for (k, &a) in adjoints.iter().take(rows.len()).enumerate() {
+                    jac[(chunk * ROWS + k, j)] = a;
+                }
+            }
+        }
+        let (n, nu, np) = (outputs.len(), ctrl.len(), self.0.params.len());
+        Ok(StepJacobians {
+            a: jac.columns(0, n).into_owned(),
+            b: jac.columns(n, nu).into_owned(),
+            p: jac.columns(n + nu, np).into_owned(),
+            next: step.next,
+            info: step.info,
+        })
+    }
+}
+
+/// Steps of one model recorded on this thread's tape, one recording per step. The chosen
+/// parameters are the first variables of every recording, entered in the same order, so that
+/// the model on the tape's scalar, built once, refers to them in each.
 pub(crate) struct Taped<'m> {
     model: &'m Model<f64>,
-    tape: Recording,
     /// The model on the tape: the chosen parameters are variables, the rest constants.
     recorded: Model<Var>,
+    /// The chosen parameters' variables (one per position asked for, repeated positions
+    /// sharing theirs) and the distinct parameters' values, in the order they are entered.
     params: Vec<Var>,
-    /// The tape's length after the parameters: each step is recorded from here.
-    start: usize,
+    entered: Vec<f64>,
     workspace: Workspace<Var>,
 }
 
-/// One recorded step: its inputs and outputs on the tape, and what it reached.
+/// One recorded step: its recording, its inputs and outputs on the tape, and what it reached.
 pub(crate) struct RecordedStep {
+    pub(crate) tape: Recording,
     /// The inputs: position (tangent coordinates), velocity, activations, controls.
     inputs: [Vec<Var>; 4],
     /// The outputs: the next position (tangent coordinates at `next`), velocity, activations.
@@ -72,25 +132,25 @@ pub(crate) struct RecordedStep {
 }
 
 impl<'m> Taped<'m> {
-    /// Starts this thread's tape with the parameters at `params` as its first variables.
+    /// The model with the parameters at `params` as variables.
     pub(crate) fn new(model: &'m Model<f64>, params: &[usize]) -> Result<Self, DualError> {
         check_differentiable(model, params)?;
         let tape = Recording::start();
         let mut values: Vec<Var> = model.parameters().into_iter().map(Var::constant).collect();
-        let mut vars = Vec::with_capacity(params.len());
+        let (mut vars, mut entered) = (Vec::with_capacity(params.len()), Vec::new());
         for &i in params {
             // A parameter chosen twice is one variable.
             if !values[i].is_recorded() {
                 values[i] = tape.input(values[i].value());
+                entered.push(values[i].value());
             }
             vars.push(values[i]);
         }
         let recorded = if params.is_empty() { model.cast() } else { model.with_parameters(&values)? };
-        let start = tape.len();
-        Ok(Taped { model, tape, recorded, params: vars, start, workspace: Workspace::default() })
+        Ok(Taped { model, recorded, params: vars, entered, workspace: Workspace::default() })
     }
 
-    /// Records one step from `state` under `ctrl` (the tape rewound to the parameters first).
+    /// Records one step from `state` under `ctrl`.
     pub(crate) fn record(
         &mut self,
         state: &State<f64>,
@@ -98,8 +158,11 @@ impl<'m> Taped<'m> {
         contact: &mut ContactState,
     ) -> Result<RecordedStep, DualError> {
         check_input(self.model, state, ctrl)?;
-        self.tape.truncate(self.start);
-        let tape = &self.tape;
+        let tape = Recording::start();
+        // The parameters take the tape positions `new` gave them.
+        for &value in &self.entered {
+            tape.input(value);
+        }
         let inputs = |values: &mut dyn Iterator<Item = f64>| values.map(|x| tape.input(x)).collect::<Vec<Var>>();
         let delta = inputs(&mut (0..self.model.nv()).map(|_| 0.0));
         let qvel = inputs(&mut state.qvel.iter().copied());
@@ -126,6 +189,7 @@ impl<'m> Taped<'m> {
         let next_real = next.lane(0);
         let dq = difference_position(model, &next.qpos, &next_real.qpos.map(Var::constant));
         Ok(RecordedStep {
+            tape,
             inputs: [delta, qvel, act, controls],
             outputs: [dq.as_slice().to_vec(), next.qvel.as_slice().to_vec(), next.act.as_slice().to_vec()],
             next: next_real,
@@ -133,32 +197,26 @@ impl<'m> Taped<'m> {
         })
     }
 
-    /// One backward sweep of the last recorded step for the next state's cotangent: the
-    /// cotangents of its state and controls; the parameters' are read with
-    /// [`Taped::parameter_adjoints`] until the next sweep.
+    /// One backward sweep of a recorded step for the next state's cotangent: the cotangents of
+    /// its state, its controls and the chosen parameters.
     pub(crate) fn pull(
         &self,
         step: &RecordedStep,
         cotangent: &StateTangent,
-    ) -> Result<(StateTangent, DVector<f64>), DualError> {
+    ) -> Result<(StateTangent, DVector<f64>, DVector<f64>), DualError> {
         let bars = [&cotangent.qpos, &cotangent.qvel, &cotangent.act];
-        for ((what, outputs), bar) in
-            ["cotangent qpos", "cotangent qvel", "cotangent act"].into_iter().zip(&step.outputs).zip(bars)
-        {
+        let names = ["cotangent qpos", "cotangent qvel", "cotangent act"];
+        for ((what, outputs), bar) in names.into_iter().zip(&step.outputs).zip(bars) {
             if outputs.len() != bar.len() {
                 return Err(DualError::SeedDimension { what, expected: outputs.len(), got: bar.len() });
             }
         }
         let seeds =
             step.outputs.iter().zip(bars).flat_map(|(outputs, bar)| outputs.iter().copied().zip(bar.iter().copied()));
-        self.tape.backward(seeds);
-        let adjoints = |vars: &[Var]| DVector::from_iterator(vars.len(), vars.iter().map(|&v| self.tape.adjoint(v)));
+        step.tape.backward(seeds);
+        let adjoints = |vars: &[Var]| DVector::from_iterator(vars.len(), vars.iter().map(|&v| step.tape.adjoint(v)));
         let [delta, qvel, act, ctrl] = &step.inputs;
-        Ok((StateTangent { qpos: adjoints(delta), qvel: adjoints(qvel), act: adjoints(act) }, adjoints(ctrl)))
-    }
-
-    /// The chosen parameters' cotangents from the last sweep.
-    pub(crate) fn parameter_adjoints(&self) -> DVector<f64> {
-        DVector::from_iterator(self.params.len(), self.params.iter().map(|&v| self.tape.adjoint(v)))
+        let state = StateTangent { qpos: adjoints(delta), qvel: adjoints(qvel), act: adjoints(act) };
+        Ok((state, adjoints(ctrl), adjoints(&self.params)))
     }
 }

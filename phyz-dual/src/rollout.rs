@@ -146,8 +146,8 @@ pub fn rollout_gradient(
         value += cost.value;
         replay.resume(&checkpoints[t]);
         let step = tape.record(&states[t], &controls[t], &mut replay).map_err(at_step(t))?;
-        let (state_bar, ctrl_bar) = tape.pull(&step, &lambda).map_err(at_step(t))?;
-        dparams += tape.parameter_adjoints();
+        let (state_bar, ctrl_bar, params_bar) = tape.pull(&step, &lambda).map_err(at_step(t))?;
+        dparams += params_bar;
         du[t] = &cost.du + ctrl_bar;
         lambda = StateTangent { qpos: &cost.dq + state_bar.qpos, qvel: &cost.dv + state_bar.qvel, act: state_bar.act };
     }

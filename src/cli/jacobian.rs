@@ -3,9 +3,9 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use nalgebra::DMatrix;
-use phyz::dual::step_jacobians_lanes;
+use phyz::dual::{ReverseJacobians, step_jacobians_lanes};
 
 use super::csv::read_vector;
 use super::start::StartArgs;
@@ -29,10 +29,21 @@ pub struct JacobianArgs {
     /// Evaluate the Jacobians this many times and print the median time of one evaluation.
     #[arg(long, default_value_t = 1)]
     reps: usize,
+    /// How the Jacobians are computed: by rows (reverse mode, one tape sweep per eight rows)
+    /// or by columns (forward mode, dual numbers, eight columns per pass).
+    #[arg(long, value_enum, default_value_t = Mode::Reverse)]
+    mode: Mode,
     /// Output JSON: `{"A": [[…], …], "B": [[…], …]}`, rows of `A` (2nv × 2nv) then of `B`
     /// (2nv × nu), in MuJoCo's tangent-space convention.
     #[arg(long)]
     out: PathBuf,
+}
+
+/// Reverse or forward mode.
+#[derive(Clone, Copy, ValueEnum)]
+enum Mode {
+    Reverse,
+    Forward,
 }
 
 /// A matrix as a JSON array of rows, every number exactly (shortest round-trip form).
@@ -57,9 +68,14 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     };
     let mut times = Vec::with_capacity(args.reps.max(1));
     let mut jac = None;
+    // As an iLQR sweep evaluates them: one model, many states.
+    let mut reverse = ReverseJacobians::new(&model, &[])?;
     for _ in 0..args.reps.max(1) {
         let started = std::time::Instant::now();
-        jac = Some(step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?);
+        jac = Some(match args.mode {
+            Mode::Reverse => reverse.at(&state, &ctrl, &mut contact.clone())?,
+            Mode::Forward => step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?,
+        });
         times.push(started.elapsed().as_secs_f64());
     }
     let jac = jac.ok_or("no evaluation")?;

@@ -49,18 +49,36 @@ struct Block {
     rule: Box<dyn ImplicitRule>,
 }
 
+/// How many outputs one [`Recording::backward_rows`] sweep carries.
+pub const ROWS: usize = 8;
+
 /// A thread's tape and the storage of its backward sweeps.
 struct Tape {
     active: bool,
     nodes: Vec<Node>,
     blocks: Vec<Block>,
     adjoints: Vec<f64>,
+    /// [`ROWS`] adjoints per node, for sweeps of several outputs at once. Between sweeps they
+    /// are zero but at the positions in `dirty` (see [`Recording::backward_rows`]).
+    rows: Vec<[f64; ROWS]>,
+    dirty: Vec<u32>,
+    /// The positions of the recording's inputs.
+    inputs: Vec<u32>,
     scratch: Vec<f64>,
 }
 
 thread_local! {
     static TAPE: RefCell<Tape> = const {
-        RefCell::new(Tape { active: false, nodes: Vec::new(), blocks: Vec::new(), adjoints: Vec::new(), scratch: Vec::new() })
+        RefCell::new(Tape {
+            active: false,
+            nodes: Vec::new(),
+            blocks: Vec::new(),
+            adjoints: Vec::new(),
+            rows: Vec::new(),
+            dirty: Vec::new(),
+            inputs: Vec::new(),
+            scratch: Vec::new(),
+        })
     };
 }
 
@@ -143,6 +161,7 @@ impl Recording {
             tape.active = true;
             tape.nodes.clear();
             tape.blocks.clear();
+            tape.inputs.clear();
             tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
         });
         Recording { _thread: PhantomData }
@@ -152,19 +171,10 @@ impl Recording {
     pub fn input(&self, value: f64) -> Var {
         TAPE.with(|tape| {
             let mut tape = tape.borrow_mut();
-            let index = tape.nodes.len();
+            let index = node_index(tape.nodes.len());
             tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
-            Var { value, index: node_index(index) }
-        })
-    }
-
-    /// Forgets every node recorded after the first `len` (and the blocks among them): the
-    /// variables made before that point stay valid, the later ones must not be used again.
-    pub fn truncate(&self, len: usize) {
-        TAPE.with(|tape| {
-            let mut tape = tape.borrow_mut();
-            tape.nodes.truncate(len.max(1));
-            tape.blocks.retain(|b| (b.first as usize) < len);
+            tape.inputs.push(index);
+            Var { value, index }
         })
     }
 
@@ -206,6 +216,55 @@ impl Recording {
         })
     }
 
+    /// Up to [`ROWS`] backward sweeps in one: row `k` is the gradient of `outputs[k]` (rows of a
+    /// Jacobian), each node carrying all of them, so that the tape is read once per `ROWS` rows.
+    /// Read them with [`Recording::adjoint_rows`] until the next such sweep.
+    ///
+    /// # Panics
+    /// If more than [`ROWS`] outputs are given.
+    pub fn backward_rows(&self, outputs: &[Var]) {
+        assert!(outputs.len() <= ROWS, "{} outputs do not fit in a sweep of {ROWS} rows", outputs.len());
+        TAPE.with(|tape| {
+            let tape = &mut *tape.borrow_mut();
+            // A sweep leaves every row it reads at zero, so only the inputs' rows (which it
+            // writes and the caller reads) and the constants' need clearing before the next —
+            // not the whole array, whose clearing would cost as much as the sweep.
+            for &dirty in &tape.dirty {
+                if let Some(row) = tape.rows.get_mut(dirty as usize) {
+                    *row = [0.0; ROWS];
+                }
+            }
+            tape.rows.resize(tape.nodes.len(), [0.0; ROWS]);
+            tape.rows[CONSTANT as usize] = [0.0; ROWS];
+            tape.dirty.clone_from(&tape.inputs);
+            for (k, var) in outputs.iter().enumerate() {
+                tape.rows[var.index as usize][k] += 1.0;
+            }
+            let mut end = tape.nodes.len();
+            for block in tape.blocks.iter().rev() {
+                let stop = (block.first + block.count) as usize;
+                sweep_rows(&tape.nodes[stop..end], stop, &mut tape.rows);
+                let solved = block.first as usize..stop;
+                for k in 0..outputs.len() {
+                    tape.scratch.clear();
+                    tape.scratch.extend(tape.rows[solved.clone()].iter().map(|row| row[k]));
+                    block.rule.adjoint(&mut tape.scratch);
+                    for (&input, &bar) in block.inputs.iter().zip(&tape.scratch) {
+                        tape.rows[input as usize][k] += bar;
+                    }
+                }
+                tape.rows[solved].fill([0.0; ROWS]);
+                end = block.first as usize;
+            }
+            sweep_rows(&tape.nodes[1..end], 1, &mut tape.rows);
+        })
+    }
+
+    /// The [`ROWS`] adjoints of `var` after the last [`Recording::backward_rows`].
+    pub fn adjoint_rows(&self, var: Var) -> [f64; ROWS] {
+        if var.index == CONSTANT { [0.0; ROWS] } else { TAPE.with(|tape| tape.borrow().rows[var.index as usize]) }
+    }
+
     /// `∂L/∂var` after the last [`Recording::backward`] (zero for a constant).
     pub fn adjoint(&self, var: Var) -> f64 {
         if var.index == CONSTANT { 0.0 } else { TAPE.with(|tape| tape.borrow().adjoints[var.index as usize]) }
@@ -225,6 +284,25 @@ fn sweep(nodes: &[Node], offset: usize, adjoints: &mut [f64]) {
         if bar != 0.0 {
             adjoints[node.parents[0] as usize] += node.weights[0] * bar;
             adjoints[node.parents[1] as usize] += node.weights[1] * bar;
+        }
+    }
+}
+
+/// [`sweep`] with [`ROWS`] adjoints per node; each operation's row is left at zero once read
+/// (the inputs', which have no parents, keep theirs).
+fn sweep_rows(nodes: &[Node], offset: usize, rows: &mut [[f64; ROWS]]) {
+    for (i, node) in nodes.iter().enumerate().rev() {
+        if node.parents == [CONSTANT; 2] {
+            continue;
+        }
+        let bar = std::mem::replace(&mut rows[offset + i], [0.0; ROWS]);
+        if bar != [0.0; ROWS] {
+            for (parent, weight) in node.parents.iter().zip(node.weights) {
+                let row = &mut rows[*parent as usize];
+                for k in 0..ROWS {
+                    row[k] += weight * bar[k];
+                }
+            }
         }
     }
 }
