@@ -215,7 +215,12 @@ fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector
         residual: 0.0,
         converged: true,
     };
-    let step = phyz::contact::Sensitivity::new(problem, &solution).expect("regular").adjoint(&residual);
+    // The Newton step from the solution, `−H⁻¹ g` (the tangent rule applied to the residual).
+    let mut step = residual.clone();
+    phyz::scalar::ImplicitRule::tangent(
+        &phyz::contact::Sensitivity::new(problem, &solution).expect("regular"),
+        step.as_mut_slice(),
+    );
     assert!(step.amax() <= 1e-6 * (1.0 + x.amax()), "Newton step left {:e}", step.amax());
 }
 

@@ -13,9 +13,7 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{Rng, random_vector};
+use common::{Rng, gymnasium_cases, random_vector};
 use nalgebra::DVector;
 use phyz::contact::SolverConfig;
 use phyz::dual::{
@@ -205,36 +203,42 @@ fn step_vjps_match_forward_tangents_in_every_contact_regime() {
 
 #[test]
 fn step_vjps_match_forward_tangents_on_every_gymnasium_model() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/gymnasium");
-    let mut files: Vec<_> =
-        std::fs::read_dir(&dir).expect("gymnasium models").map(|e| e.expect("entry").path()).collect();
-    files.sort();
-    let mut rng = Rng::new(5);
     let mut failures = Vec::new();
-    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
-        let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        for constrained in [true, false] {
-            let mut model = mjcf::load(file).expect("model loads");
-            model.enabled.constraint = constrained;
-            let mut state = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
-            let ctrl: Vec<f64> = model
-                .actuators()
-                .iter()
-                .map(|a| {
-                    let [lo, hi] = a.ctrl_range.unwrap_or([-1.0, 1.0]);
-                    rng.uniform(lo, hi)
-                })
-                .collect();
-            let mut contact = ContactState::default();
-            for _ in 0..40 {
-                state = step_with(&model, &state, &ctrl, &mut contact).expect("step").0;
-            }
-            let label = format!("{name} ({})", if constrained { "constraints" } else { "smooth" });
-            let worst = check(&label, &model, &state, &ctrl, SolverConfig::default());
-            if worst > TOL {
-                failures.push(format!("{label}: {worst:.2e}"));
-            }
+    for case in gymnasium_cases(&mut Rng::new(5), 40) {
+        let label = format!("{} ({})", case.name, if case.constrained { "constraints" } else { "smooth" });
+        let worst = check(&label, &case.model, &case.state, &case.ctrl, SolverConfig::default());
+        if worst > TOL {
+            failures.push(format!("{label}: {worst:.2e}"));
         }
     }
     assert!(failures.is_empty(), "VJPs off by more than {TOL:e}: {failures:#?}");
+}
+
+/// One `ReverseJacobians` evaluated at many states of a model (contact, limits, parameters)
+/// gives the forward-mode Jacobians at each, and a request inside a recording is an error.
+#[test]
+fn reverse_jacobians_reused_across_states_match_forward_mode() {
+    let case = gymnasium_cases(&mut Rng::new(9), 30)
+        .into_iter()
+        .find(|c| c.name == "hopper" && c.constrained)
+        .expect("hopper");
+    let (model, mut state, ctrl) = (case.model, case.state, case.ctrl);
+    let params = sampled_parameters(&model);
+    let mut rows = phyz::dual::ReverseJacobians::new(&model, &params).expect("rows");
+    let mut contact = ContactState::default();
+    for step in 0..5 {
+        let got = rows.at(&state, &ctrl, &mut contact.clone()).expect("reverse");
+        let want = step_jacobians_lanes::<8>(&model, &state, &ctrl, &params, &mut contact.clone()).expect("forward");
+        let largest = want.a.amax().max(want.b.amax()).max(want.p.amax());
+        let error = [(&got.a, &want.a), (&got.b, &want.b), (&got.p, &want.p)]
+            .iter()
+            .map(|(g, w)| (*g - *w).amax())
+            .fold(0.0, f64::max)
+            / largest;
+        assert!(error <= TOL, "step {step}: {error:e}");
+        state = step_with(&model, &state, &ctrl, &mut contact).expect("step").0;
+    }
+    let _outer = phyz::Recording::start();
+    let inside = vjp(&model, &state, &ctrl, &[], &random_tangent(&model, &mut Rng::new(1)), &mut contact);
+    assert!(matches!(inside, Err(phyz::dual::DualError::AlreadyRecording)), "{:?}", inside.err());
 }

@@ -29,6 +29,8 @@ pub enum DualError {
     ConstantInConstraints { index: usize },
     #[error("the contact solve did not converge (residual {residual:e}): no derivative exists there")]
     Unconverged { residual: f64 },
+    #[error("this thread is already recording a tape: a reverse-mode request cannot start its own inside it")]
+    AlreadyRecording,
     #[error("step {step}: {source}")]
     AtStep { step: usize, source: Box<DualError> },
 }

@@ -1,13 +1,17 @@
-//! phyz-dual: exact forward-mode derivatives of phyz steps, with num-dual.
+//! phyz-dual: exact derivatives of phyz steps and rollouts, forward and reverse.
 //!
-//! The engine runs unchanged in `Dual64` (one direction) or `DualSVec64<N>` (N directions per
-//! pass). [`jvp`] gives the directional derivative of a step along a [`Seed`] in state, control
-//! and model parameters; [`step_jacobians`] gives the full `A = ∂x'/∂x` and `B = ∂x'/∂u` (and,
-//! with [`step_jacobians_lanes`], `∂x'/∂θ` for chosen [`Parameter`]s); [`rollout_gradient`]
-//! gives the gradient of a rollout objective by one backward sweep through the exact per-step
-//! Jacobians; [`check_rollout_gradient`] and [`check_step_jacobians`] compare them with central
-//! differences. Contact is differentiated by the implicit function theorem at the converged
-//! solve; where the solve did not converge there is no derivative, and the call is an error.
+//! Forward mode runs the engine in num-dual's `Dual64` (one direction) or `DualSVec64<N>` (N
+//! directions per pass): [`jvp`] gives the directional derivative of a step along a [`Seed`] in
+//! state, control and model parameters, [`step_jacobians_lanes`] the Jacobians column by column,
+//! [`rollout_directional`] directions carried through a rollout. Reverse mode runs it on the tape
+//! scalar [`phyz_core::Var`]: [`vjp`] gives a step's vector-Jacobian product with respect to the
+//! state, the controls and any set of [`Parameter`]s in one backward sweep,
+//! [`step_jacobians_reverse`] (and [`ReverseJacobians`]) the Jacobians row by row, and
+//! [`rollout_gradient`] the gradient of a rollout objective by checkpointed backward sweeps,
+//! whatever the number of parameters. [`check_rollout_gradient`] and [`check_step_jacobians`]
+//! compare with central differences. Contact is differentiated by the implicit function theorem
+//! at the converged solve, in both directions; where the solve did not converge there is no
+//! derivative, and the call is an error.
 //!
 //! States are differentiated in tangent coordinates (MuJoCo's convention for
 //! `mjd_transitionFD`): a position perturbation is a velocity-like vector `δ` with

@@ -13,7 +13,7 @@ use crate::parameter::check_differentiable;
 use phyz_core::dynamics::{difference_position, integrate_position};
 use phyz_core::scalar::tape::ROWS;
 use phyz_core::sim::{ContactState, StepInfo, Workspace, check_input, step_in};
-use phyz_core::{Model, Recording, State, Var};
+use phyz_core::{Model, Recording, Scalar, State, Var};
 
 /// The cotangents a step's vector-Jacobian product gives for the cotangent `ȳ` of the next state:
 /// `Aᵀȳ`, `Bᵀȳ` and `Pᵀȳ` (see [`crate::StepJacobians`]), without forming `A`, `B` or `P`.
@@ -106,17 +106,18 @@ impl<'m> ReverseJacobians<'m> {
     }
 }
 
-/// Steps of one model recorded on this thread's tape, one recording per step. The chosen
-/// parameters are the first variables of every recording, entered in the same order, so that
-/// the model on the tape's scalar, built once, refers to them in each.
+/// Steps of one model recorded on this thread's tape, one recording per step. Every recording
+/// carries the chosen parameters as its first inputs, so that the model on the tape's scalar,
+/// built once, refers to them in each.
 pub(crate) struct Taped<'m> {
     model: &'m Model<f64>,
     /// The model on the tape: the chosen parameters are variables, the rest constants.
     recorded: Model<Var>,
     /// The chosen parameters' variables (one per position asked for, repeated positions
-    /// sharing theirs) and the distinct parameters' values, in the order they are entered.
+    /// sharing theirs), and the distinct ones in the order they were entered: every recording
+    /// carries them as its first inputs.
     params: Vec<Var>,
-    entered: Vec<f64>,
+    entered: Vec<Var>,
     workspace: Workspace<Var>,
 }
 
@@ -135,18 +136,19 @@ impl<'m> Taped<'m> {
     /// The model with the parameters at `params` as variables.
     pub(crate) fn new(model: &'m Model<f64>, params: &[usize]) -> Result<Self, DualError> {
         check_differentiable(model, params)?;
-        let tape = Recording::start();
+        let tape = Recording::try_start().ok_or(DualError::AlreadyRecording)?;
         let mut values: Vec<Var> = model.parameters().into_iter().map(Var::constant).collect();
         let (mut vars, mut entered) = (Vec::with_capacity(params.len()), Vec::new());
         for &i in params {
             // A parameter chosen twice is one variable.
             if !values[i].is_recorded() {
                 values[i] = tape.input(values[i].value());
-                entered.push(values[i].value());
+                entered.push(values[i]);
             }
             vars.push(values[i]);
         }
         let recorded = if params.is_empty() { model.cast() } else { model.with_parameters(&values)? };
+        debug_assert_eq!(tape.len(), 1 + entered.len(), "building the model recorded nothing");
         Ok(Taped { model, recorded, params: vars, entered, workspace: Workspace::default() })
     }
 
@@ -158,23 +160,19 @@ impl<'m> Taped<'m> {
         contact: &mut ContactState,
     ) -> Result<RecordedStep, DualError> {
         check_input(self.model, state, ctrl)?;
-        let tape = Recording::start();
-        // The parameters take the tape positions `new` gave them.
-        for &value in &self.entered {
-            tape.input(value);
-        }
+        let tape = Recording::try_start_carrying(&self.entered).ok_or(DualError::AlreadyRecording)?;
         let inputs = |values: &mut dyn Iterator<Item = f64>| values.map(|x| tape.input(x)).collect::<Vec<Var>>();
         let delta = inputs(&mut (0..self.model.nv()).map(|_| 0.0));
         let qvel = inputs(&mut state.qvel.iter().copied());
         let act = inputs(&mut state.act.iter().copied());
         let controls = inputs(&mut ctrl.iter().copied());
         let model = &self.recorded;
-        let qpos = integrate_position(
-            model,
-            &state.qpos.map(Var::constant),
-            &DVector::from_column_slice(&delta),
-            Var::constant(1.0),
-        );
+        // `q ⊕ δ` at `δ = 0` renormalizes quaternions, a few ulps away from `q`: the position is
+        // `q` itself, with the derivative of `q ⊕ δ`, so that the step replays the `f64` one bit
+        // for bit.
+        let q = state.qpos.map(Var::constant);
+        let moved = integrate_position(model, &q, &DVector::from_column_slice(&delta), Var::constant(1.0));
+        let qpos = q.zip_map(&moved, |q, moved| q + (moved - moved.detach()));
         let start = State {
             qpos,
             qvel: DVector::from_column_slice(&qvel),

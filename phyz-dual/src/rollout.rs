@@ -99,7 +99,9 @@ fn at_step(step: usize) -> impl Fn(DualError) -> DualError {
 /// (positions in [`Model::parameters`]; see [`crate::differentiable_parameters`]). The contact
 /// solves start from `contact` (preset and warm starts) and leave it as the rollout does. A step
 /// whose contact solve did not converge, or whose Hessian is singular, makes the call an error
-/// naming the step.
+/// naming the step; `contact` is then left as the rollout left it, at the failing step when the
+/// forward pass finds it, at the end when only the backward sweep can (a singular Hessian, a
+/// preset without derivatives).
 ///
 /// Reverse mode: the rollout runs in `f64`, keeping each step's state and warm starts as a
 /// checkpoint; the backward sweep then records each step again on the tape, from its checkpoint,

@@ -42,6 +42,8 @@ pub fn run(args: BenchArgs) -> Result<(), CliError> {
     #[cfg(feature = "dual")]
     if args.rollout_gradient {
         return gradient::run(&model, &contact, &args);
+    } else if args.params != "0" {
+        return Err("--params chooses the parameters of --rollout-gradient".into());
     }
     let ctrl = vec![0.0; model.nu()];
     let start = model.default_state();
@@ -78,11 +80,11 @@ fn median(mut times: Vec<f64>) -> f64 {
 mod gradient {
     use std::time::Instant;
 
-    use nalgebra::DVector;
-    use phyz::dual::{Cost, CostFunctions, differentiable_parameters, rollout_gradient};
+    use phyz::Model;
+    use phyz::dual::{differentiable_parameters, rollout_gradient};
     use phyz::sim::{ContactState, Workspace, step_in};
-    use phyz::{Model, State};
 
+    use super::super::task::{KineticObjective, controls};
     use super::{BenchArgs, CliError, median};
 
     /// The parameters `--params` names: `all`, or `K` spread over the differentiable ones.
@@ -101,32 +103,8 @@ mod gradient {
     pub fn run(model: &Model<f64>, contact: &ContactState, args: &BenchArgs) -> Result<(), CliError> {
         let params = chosen(model, &args.params)?;
         let start = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
-        // Controls that move every actuator within its range, differently at every step.
-        let controls: Vec<Vec<f64>> = (0..args.steps)
-            .map(|t| {
-                let ranges = model.actuators().iter().map(|a| a.ctrl_range.unwrap_or([-1.0, 1.0]));
-                ranges
-                    .enumerate()
-                    .map(|(i, [lo, hi])| 0.5 * (lo + hi) + 0.25 * (hi - lo) * (0.1 * t as f64 + i as f64).sin())
-                    .collect()
-            })
-            .collect();
-        // J = Σ ½(|v_t|² + |u_t|²) + ½|v_T|².
-        let (nv, nu) = (model.nv(), model.nu());
-        let objective = CostFunctions {
-            running: |_t: usize, s: &State<f64>, u: &[f64]| Cost {
-                value: 0.5 * (s.qvel.norm_squared() + u.iter().map(|x| x * x).sum::<f64>()),
-                dq: DVector::zeros(nv),
-                dv: s.qvel.clone(),
-                du: DVector::from_column_slice(u),
-            },
-            terminal: |s: &State<f64>| Cost {
-                value: 0.5 * s.qvel.norm_squared(),
-                dq: DVector::zeros(nv),
-                dv: s.qvel.clone(),
-                du: DVector::zeros(nu),
-            },
-        };
+        let controls = controls(model, args.steps);
+        let objective = KineticObjective::new(model);
         let forward = || -> Result<f64, CliError> {
             let (mut cache, mut workspace, mut state) = (contact.clone(), Workspace::default(), start.clone());
             let began = Instant::now();

@@ -69,12 +69,15 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     let mut times = Vec::with_capacity(args.reps.max(1));
     let mut jac = None;
     // As an iLQR sweep evaluates them: one model, many states.
-    let mut reverse = ReverseJacobians::new(&model, &[])?;
+    let mut reverse = match args.mode {
+        Mode::Reverse => Some(ReverseJacobians::new(&model, &[])?),
+        Mode::Forward => None,
+    };
     for _ in 0..args.reps.max(1) {
         let started = std::time::Instant::now();
-        jac = Some(match args.mode {
-            Mode::Reverse => reverse.at(&state, &ctrl, &mut contact.clone())?,
-            Mode::Forward => step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?,
+        jac = Some(match &mut reverse {
+            Some(rows) => rows.at(&state, &ctrl, &mut contact.clone())?,
+            None => step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?,
         });
         times.push(started.elapsed().as_secs_f64());
     }

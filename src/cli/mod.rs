@@ -13,6 +13,8 @@ mod plot;
 mod simulate;
 mod start;
 #[cfg(feature = "dual")]
+mod task;
+#[cfg(feature = "dual")]
 mod throw;
 
 use std::path::PathBuf;

@@ -356,3 +356,50 @@ pub fn extrapolated_jacobians(
     let (a_fine, b_fine) = finite_difference_jacobians(model, state, ctrl, h / 2.0);
     ((a_fine * 4.0 - a_coarse) / 3.0, (b_fine * 4.0 - b_coarse) / 3.0)
 }
+
+/// A gymnasium model, with constraints on or off, at a state reached by `steps` steps under one
+/// random control (each within its actuator's range, held), so that no contact or limit sits
+/// exactly on its activation boundary: every model of `../shared/models/gymnasium`, in name
+/// order, constrained first.
+pub struct GymnasiumCase {
+    pub name: String,
+    pub constrained: bool,
+    pub model: Model<f64>,
+    pub state: State<f64>,
+    pub ctrl: Vec<f64>,
+    /// Contacts and limits in the last step.
+    pub touching: usize,
+}
+
+pub fn gymnasium_cases(rng: &mut Rng, steps: usize) -> Vec<GymnasiumCase> {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/models/gymnasium");
+    let mut files: Vec<_> =
+        std::fs::read_dir(&dir).expect("gymnasium models").map(|e| e.expect("entry").path()).collect();
+    files.sort();
+    let mut cases = Vec::new();
+    for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
+        let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string();
+        for constrained in [true, false] {
+            let mut model = phyz::model::mjcf::load(file).expect("model loads");
+            model.enabled.constraint = constrained;
+            let mut state = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
+            let ctrl: Vec<f64> = model
+                .actuators()
+                .iter()
+                .map(|a| {
+                    let [lo, hi] = a.ctrl_range.unwrap_or([-1.0, 1.0]);
+                    rng.uniform(lo, hi)
+                })
+                .collect();
+            let mut contact = phyz::sim::ContactState::default();
+            let mut touching = 0;
+            for _ in 0..steps {
+                let (next, info) = phyz::sim::step_with(&model, &state, &ctrl, &mut contact).expect("step");
+                touching = info.contacts + info.limits;
+                state = next;
+            }
+            cases.push(GymnasiumCase { name: name.clone(), constrained, model, state, ctrl, touching });
+        }
+    }
+    cases
+}

@@ -12,7 +12,7 @@
 //! Neither is available at an unconverged solve (not a minimizer), at the Gauss-Seidel pass's
 //! fixed sweeps, or where `H` is numerically singular: those are errors, never numbers.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 
 use super::envelope::EnvelopeCholesky;
 
@@ -59,26 +59,16 @@ impl Sensitivity {
     pub fn hessian(&self) -> DMatrix<f64> {
         self.factor.matrix()
     }
-
-    /// Tangent rule: the solution's derivative given the optimality conditions' derivative
-    /// `∂g/∂data · d` along a data direction.
-    pub fn tangent(&self, dg: &DVector<f64>) -> DVector<f64> {
-        -self.factor.solve(dg)
-    }
-
-    /// Adjoint rule: `λ` with `H λ = ḡ`; the gradient on the data is `−λᵀ ∂g/∂data`.
-    pub fn adjoint(&self, gradient: &DVector<f64>) -> DVector<f64> {
-        self.factor.solve(gradient)
-    }
 }
 
-/// `H` is symmetric, so the adjoint rule solves the same system as the tangent rule.
+/// The tangent rule `dx = −H⁻¹ dg` and the adjoint rule `ḡ = −H⁻ᵀ x̄`; `H` is symmetric, so both
+/// solve the same system.
 impl ImplicitRule for Sensitivity {
     fn tangent(&self, dr: &mut [f64]) {
         self.factor.solve_in_place(dr);
         dr.iter_mut().for_each(|d| *d = -*d);
     }
     fn adjoint(&self, bar: &mut [f64]) {
-        ImplicitRule::tangent(self, bar);
+        self.tangent(bar);
     }
 }

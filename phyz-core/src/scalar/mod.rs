@@ -3,16 +3,20 @@
 //! Every stage of phyz is written once, generic over [`Scalar`]. A scalar is `Copy` arithmetic,
 //! the elementary functions, and comparisons that return a [`Mask`] instead of a `bool`: the
 //! smooth engine never branches on a value, it [`select`](Scalar::select)s. That is what lets the
-//! same code run on plain `f64`, on dual numbers (exact forward-mode derivatives) and on batch
-//! lanes (many environments at once, possibly each lane a tensor element on a device).
+//! same code run on plain `f64`, on dual numbers (exact forward-mode derivatives), on a tape
+//! ([`Var`]: reverse mode) and on batch lanes (many environments at once, possibly each lane a
+//! tensor element on a device).
 //!
 //! Two kinds of "lanes" must not be confused:
 //! - **batch lanes** are environments: [`Scalar::lanes`], [`Scalar::lane`] and
 //!   [`Scalar::from_lanes`] read and build the real value of each;
 //! - **tangent directions** are the derivative parts of a dual number:
 //!   [`Scalar::tangent_dim`], [`Scalar::tangent`] and [`Scalar::set_tangent`] read and write
-//!   them per batch lane. Operations that are differentiated by a rule rather than by running
-//!   them in the scalar (the contact solve, by the implicit function theorem) use these.
+//!   them per batch lane.
+//!
+//! Operations differentiated by a rule rather than by running them in the scalar (the contact
+//! solve, by the implicit function theorem) go through [`Scalar::implicit`], which each kind of
+//! number implements its own way.
 //!
 //! There is deliberately no `PartialOrd` bound. Decisions that must be made on values
 //! (detection, error checks) read real parts through [`Scalar::lane`], at a boundary.

@@ -22,11 +22,14 @@ use num_traits::{One, Zero};
 
 use super::{ImplicitRule, Scalar};
 
-/// A real number and its place on this thread's tape (0: a constant, recorded nowhere).
+/// A real number, its place on this thread's tape (0: a constant, recorded nowhere) and the
+/// recording it belongs to (so that a variable kept past its recording is refused, not read as
+/// another recording's node).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Var {
     value: f64,
     index: u32,
+    recording: u32,
 }
 
 /// The tape index constants point at: its adjoint collects what flows into constants and is
@@ -55,6 +58,11 @@ pub const ROWS: usize = 8;
 /// A thread's tape and the storage of its backward sweeps.
 struct Tape {
     active: bool,
+    /// Counts the recordings started on this thread.
+    recording: u32,
+    /// The earlier recording whose first inputs this one carries, and how many (see
+    /// [`Recording::try_start_carrying`]).
+    carried: Option<(u32, usize)>,
     nodes: Vec<Node>,
     blocks: Vec<Block>,
     adjoints: Vec<f64>,
@@ -71,6 +79,8 @@ thread_local! {
     static TAPE: RefCell<Tape> = const {
         RefCell::new(Tape {
             active: false,
+            recording: 0,
+            carried: None,
             nodes: Vec::new(),
             blocks: Vec::new(),
             adjoints: Vec::new(),
@@ -88,13 +98,12 @@ fn record(value: f64, parents: [u32; 2], weights: [f64; 2]) -> Var {
     if parents == [CONSTANT; 2] {
         return Var::constant(value);
     }
-    let index = TAPE.with(|tape| {
-        let nodes = &mut tape.borrow_mut().nodes;
-        let index = nodes.len();
-        nodes.push(Node { parents, weights });
-        index
-    });
-    Var { value, index: node_index(index) }
+    TAPE.with(|tape| {
+        let tape = &mut *tape.borrow_mut();
+        let index = node_index(tape.nodes.len());
+        tape.nodes.push(Node { parents, weights });
+        Var { value, index, recording: tape.recording }
+    })
 }
 
 /// A tape position as a node index.
@@ -107,7 +116,7 @@ impl Var {
     /// A constant: no derivative flows into it.
     #[inline]
     pub const fn constant(value: f64) -> Self {
-        Var { value, index: CONSTANT }
+        Var { value, index: CONSTANT, recording: 0 }
     }
 
     /// The real value.
@@ -149,22 +158,53 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Starts recording on this thread's tape, which must not be recording already.
-    ///
-    /// # Panics
-    /// If this thread is already recording (one tape per thread; nested recordings would mix
-    /// their variables).
-    pub fn start() -> Self {
+    /// Starts recording on this thread's tape, or `None` if this thread is recording already
+    /// (one tape per thread: nested recordings would mix their variables).
+    pub fn try_start() -> Option<Self> {
         TAPE.with(|tape| {
             let mut tape = tape.borrow_mut();
-            assert!(!tape.active, "this thread is already recording a tape");
+            if tape.active {
+                return None;
+            }
             tape.active = true;
+            tape.recording = tape.recording.wrapping_add(1);
+            tape.carried = None;
             tape.nodes.clear();
             tape.blocks.clear();
             tape.inputs.clear();
             tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
+            Some(Recording { _thread: PhantomData })
+        })
+    }
+
+    /// [`Recording::try_start`] whose first inputs are `carried`, the first inputs of an earlier
+    /// recording, in their order: values computed from them before (a model built once, say)
+    /// stay valid in this recording, and refer to these inputs.
+    ///
+    /// # Panics
+    /// If `carried` are not an earlier recording's first inputs, in order.
+    pub fn try_start_carrying(carried: &[Var]) -> Option<Self> {
+        let recording = Self::try_start()?;
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            for (k, var) in carried.iter().enumerate() {
+                let same = var.index as usize == k + 1 && var.recording == carried[0].recording;
+                assert!(same, "carried variables must be an earlier recording's first inputs, in order");
+                let index = node_index(tape.nodes.len());
+                tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
+                tape.inputs.push(index);
+            }
+            tape.carried = carried.first().map(|v| (v.recording, carried.len()));
         });
-        Recording { _thread: PhantomData }
+        Some(recording)
+    }
+
+    /// [`Recording::try_start`], for a caller that knows the thread is not recording.
+    ///
+    /// # Panics
+    /// If this thread is already recording.
+    pub fn start() -> Self {
+        Self::try_start().expect("this thread is already recording a tape")
     }
 
     /// A new independent variable.
@@ -174,7 +214,7 @@ impl Recording {
             let index = node_index(tape.nodes.len());
             tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
             tape.inputs.push(index);
-            Var { value, index }
+            Var { value, index, recording: tape.recording }
         })
     }
 
@@ -197,11 +237,12 @@ impl Recording {
             tape.adjoints.clear();
             tape.adjoints.resize(tape.nodes.len(), 0.0);
             for (var, seed) in seeds {
-                tape.adjoints[var.index as usize] += seed;
+                let at = tape.position(var);
+                tape.adjoints[at] += seed;
             }
             let mut end = tape.nodes.len();
             for block in tape.blocks.iter().rev() {
-                let stop = (block.first + block.count) as usize;
+                let stop = block.first as usize + block.count as usize;
                 sweep(&tape.nodes[stop..end], stop, &mut tape.adjoints);
                 let outputs = block.first as usize..stop;
                 tape.scratch.clear();
@@ -238,11 +279,12 @@ impl Recording {
             tape.rows[CONSTANT as usize] = [0.0; ROWS];
             tape.dirty.clone_from(&tape.inputs);
             for (k, var) in outputs.iter().enumerate() {
-                tape.rows[var.index as usize][k] += 1.0;
+                let at = tape.position(*var);
+                tape.rows[at][k] += 1.0;
             }
             let mut end = tape.nodes.len();
             for block in tape.blocks.iter().rev() {
-                let stop = (block.first + block.count) as usize;
+                let stop = block.first as usize + block.count as usize;
                 sweep_rows(&tape.nodes[stop..end], stop, &mut tape.rows);
                 let solved = block.first as usize..stop;
                 for k in 0..outputs.len() {
@@ -262,12 +304,36 @@ impl Recording {
 
     /// The [`ROWS`] adjoints of `var` after the last [`Recording::backward_rows`].
     pub fn adjoint_rows(&self, var: Var) -> [f64; ROWS] {
-        if var.index == CONSTANT { [0.0; ROWS] } else { TAPE.with(|tape| tape.borrow().rows[var.index as usize]) }
+        TAPE.with(|tape| {
+            let tape = tape.borrow();
+            let at = tape.position(var);
+            tape.rows.get(at).copied().unwrap_or([0.0; ROWS])
+        })
     }
 
     /// `∂L/∂var` after the last [`Recording::backward`] (zero for a constant).
     pub fn adjoint(&self, var: Var) -> f64 {
-        if var.index == CONSTANT { 0.0 } else { TAPE.with(|tape| tape.borrow().adjoints[var.index as usize]) }
+        TAPE.with(|tape| {
+            let tape = tape.borrow();
+            let at = tape.position(var);
+            tape.adjoints.get(at).copied().unwrap_or(0.0)
+        })
+    }
+}
+
+impl Tape {
+    /// Where `var` sits on this tape (a constant: the constants' node).
+    ///
+    /// # Panics
+    /// If `var` belongs to another recording: reading it here would read another node.
+    fn position(&self, var: Var) -> usize {
+        let carried =
+            matches!(self.carried, Some((from, count)) if var.recording == from && var.index as usize <= count);
+        assert!(
+            var.index == CONSTANT || var.recording == self.recording || carried,
+            "a Var used outside the recording that made it"
+        );
+        var.index as usize
     }
 }
 
@@ -309,6 +375,7 @@ fn sweep_rows(nodes: &[Node], offset: usize, rows: &mut [[f64; ROWS]]) {
 
 /// Records an implicitly defined block (see [`Scalar::implicit`]).
 fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
+    assert_eq!(x.len(), residual.len(), "an implicit block has one residual per unknown");
     if residual.iter().all(|r| r.index == CONSTANT) {
         return;
     }
@@ -318,9 +385,9 @@ fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
         for value in x.iter_mut() {
             let index = tape.nodes.len();
             tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
-            value.index = node_index(index);
+            *value = Var { value: value.value, index: node_index(index), recording: tape.recording };
         }
-        let inputs = residual.iter().map(|r| r.index).collect();
+        let inputs = residual.iter().map(|&r| node_index(tape.position(r))).collect();
         tape.blocks.push(Block { first: node_index(first), count: node_index(x.len()), inputs, rule });
     });
 }
@@ -336,7 +403,8 @@ impl Add for Var {
     fn add(self, rhs: Self) -> Self {
         let value = self.value + rhs.value;
         match (self.index, rhs.index) {
-            (CONSTANT, index) | (index, CONSTANT) => Var { value, index },
+            (CONSTANT, _) => Var { value, ..rhs },
+            (_, CONSTANT) => Var { value, ..self },
             parents => record(value, [parents.0, parents.1], [1.0, 1.0]),
         }
     }
@@ -348,22 +416,22 @@ impl Sub for Var {
     fn sub(self, rhs: Self) -> Self {
         let value = self.value - rhs.value;
         match (self.index, rhs.index) {
-            (index, CONSTANT) => Var { value, index },
+            (_, CONSTANT) => Var { value, ..self },
             (CONSTANT, index) => record(value, [index, CONSTANT], [-1.0, 0.0]),
             parents => record(value, [parents.0, parents.1], [1.0, -1.0]),
         }
     }
 }
 
-/// `value`, whose derivative is `factor` times that of the node `index`.
+/// `value`, whose derivative is `factor` times that of `of`.
 #[inline(always)]
-fn scaled(value: f64, index: u32, factor: f64) -> Var {
+fn scaled(value: f64, of: Var, factor: f64) -> Var {
     if factor == 1.0 {
-        Var { value, index }
+        Var { value, ..of }
     } else if factor == 0.0 {
         Var::constant(value)
     } else {
-        record(value, [index, CONSTANT], [factor, 0.0])
+        record(value, [of.index, CONSTANT], [factor, 0.0])
     }
 }
 
@@ -373,8 +441,8 @@ impl Mul for Var {
     fn mul(self, rhs: Self) -> Self {
         let value = self.value * rhs.value;
         match (self.index, rhs.index) {
-            (CONSTANT, index) => scaled(value, index, self.value),
-            (index, CONSTANT) => scaled(value, index, rhs.value),
+            (CONSTANT, _) => scaled(value, rhs, self.value),
+            (_, CONSTANT) => scaled(value, self, rhs.value),
             parents => record(value, [parents.0, parents.1], [rhs.value, self.value]),
         }
     }
@@ -386,8 +454,8 @@ impl Div for Var {
     fn div(self, rhs: Self) -> Self {
         let value = self.value / rhs.value;
         match (self.index, rhs.index) {
-            (index, CONSTANT) => scaled(value, index, 1.0 / rhs.value),
-            (CONSTANT, index) => scaled(value, index, -value / rhs.value),
+            (_, CONSTANT) => scaled(value, self, 1.0 / rhs.value),
+            (CONSTANT, _) => scaled(value, rhs, -value / rhs.value),
             parents => record(value, [parents.0, parents.1], [1.0 / rhs.value, -value / rhs.value]),
         }
     }
@@ -500,8 +568,8 @@ impl Scalar for Var {
     }
     #[inline]
     fn abs(self) -> Self {
-        // As num-dual's: the derivative at zero is that of the negative branch.
-        if self.value > 0.0 { self } else { -self }
+        // As num-dual's: +0.0 takes the positive branch, −0.0 the negative one.
+        if self.value.is_sign_positive() { self } else { -self }
     }
     #[inline]
     fn floor(self) -> Self {
@@ -652,6 +720,50 @@ mod tests {
         tape.backward([(y, 1.0)]);
         assert!((tape.adjoint(a[0]) - 3.0 * 2.0 * 0.5 / 4.0).abs() < 1e-15);
         assert!((tape.adjoint(a[1]) - x[1].value().cos() * 2.0 * -2.0 / 0.5).abs() < 1e-14);
+    }
+
+    #[test]
+    fn row_sweeps_equal_single_sweeps_across_recordings_of_any_length() {
+        // Outputs that are operations, an input itself and a constant; a longer recording, then
+        // a shorter one with an implicit block, then the longer again: each row as one sweep.
+        let cases = [(0.7, 12), (1.3, 3), (-0.4, 12)];
+        for (x0, depth) in cases {
+            let tape = Recording::start();
+            let (x, y) = (tape.input(x0), tape.input(0.5));
+            let mut z = x * y;
+            for k in 0..depth {
+                z = (z + Var::constant(k as f64)).sin() * y;
+            }
+            let mut solved = [Var::constant(z.value() / 3.0)];
+            let residual = [Var::constant(3.0) * solved[0] - z];
+            Var::implicit(&mut solved, &residual, 0, Box::new(Diagonal(vec![3.0])));
+            let outputs = [z, x, Var::constant(2.0), solved[0] * x, z / y];
+            tape.backward_rows(&outputs);
+            let rows: Vec<[f64; ROWS]> = [x, y].iter().map(|&v| tape.adjoint_rows(v)).collect();
+            for (k, &output) in outputs.iter().enumerate() {
+                tape.backward([(output, 1.0)]);
+                for (row, &input) in rows.iter().zip(&[x, y]) {
+                    let single = tape.adjoint(input);
+                    assert!(
+                        (row[k] - single).abs() <= 1e-15 * single.abs().max(1.0),
+                        "row {k}: {} vs {single}",
+                        row[k]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "outside the recording")]
+    fn a_var_from_an_earlier_recording_is_refused() {
+        let stale = {
+            let tape = Recording::start();
+            tape.input(1.0) * tape.input(2.0)
+        };
+        let tape = Recording::start();
+        let _ = tape.input(3.0) * tape.input(4.0);
+        tape.backward([(stale, 1.0)]);
     }
 
     #[test]
