@@ -12,8 +12,10 @@ use crate::jacobian::StepJacobians;
 use crate::parameter::check_differentiable;
 use phyz_core::dynamics::{difference_position, integrate_position};
 use phyz_core::scalar::tape::ROWS;
+use phyz_core::scalar::{Frozen, RowAdjoints};
 use phyz_core::sim::{ContactState, StepInfo, Workspace, check_input, step_in};
 use phyz_core::{Model, Recording, Scalar, State, Var};
+use rayon::prelude::*;
 
 /// The cotangents a step's vector-Jacobian product gives for the cotangent `ȳ` of the next state:
 /// `Aᵀȳ`, `Bᵀȳ` and `Pᵀȳ` (see [`crate::StepJacobians`]), without forming `A`, `B` or `P`.
@@ -82,42 +84,62 @@ impl<'m> ReverseJacobians<'m> {
         ctrl: &[f64],
         contact: &mut ContactState,
     ) -> Result<StepJacobians, DualError> {
-        let step = self.0.record(state, ctrl, contact)?;
-        let outputs: Vec<Var> = step.outputs.concat();
-        let inputs: Vec<Var> = step.inputs.concat().into_iter().chain(self.0.params.iter().copied()).collect();
-        let mut jac = DMatrix::zeros(outputs.len(), inputs.len());
-        for (chunk, rows) in outputs.chunks(ROWS).enumerate() {
-            step.tape.backward_rows(rows);
-            for (j, &input) in inputs.iter().enumerate() {
-                let adjoints = step.tape.adjoint_rows(input);
-                for (k, &a) in adjoints.iter().take(rows.len()).enumerate() {
-                    jac[(chunk * ROWS + k, j)] = a;
-                }
-            }
-        }
+        let RecordedStep { tape, inputs, outputs, next, info } = self.0.record(state, ctrl, contact)?;
+        let outputs: Vec<Var> = outputs.concat();
+        let inputs: Vec<Var> = inputs.concat().into_iter().chain(self.0.params.iter().copied()).collect();
+        // The sweeps only read the tape: they share the machine's threads, each with its own
+        // rows of adjoints.
+        let tape = tape.freeze();
+        let chunks: Vec<&[Var]> = outputs.chunks(ROWS).collect();
+        let sweep = |rows: &&[Var]| {
+            SWEEPS.with(|storage| {
+                let storage = &mut *storage.borrow_mut();
+                tape.backward_rows(rows, storage);
+                inputs.iter().map(|&input| tape.adjoint_rows(storage, input)).collect::<Vec<_>>()
+            })
+        };
+        // Handing sweeps to other threads costs tens of microseconds: worth it for long tapes.
+        let rows: Vec<Vec<[f64; ROWS]>> = if tape.len() * chunks.len() >= PARALLEL_NODES {
+            chunks.par_iter().map(sweep).collect()
+        } else {
+            chunks.iter().map(sweep).collect()
+        };
+        tape.release();
+        let jac = DMatrix::from_fn(outputs.len(), inputs.len(), |i, j| rows[i / ROWS][j][i % ROWS]);
         let (n, nu, np) = (outputs.len(), ctrl.len(), self.0.params.len());
         Ok(StepJacobians {
             a: jac.columns(0, n).into_owned(),
             b: jac.columns(n, nu).into_owned(),
             p: jac.columns(n + nu, np).into_owned(),
-            next: step.next,
-            info: step.info,
+            next,
+            info,
         })
     }
 }
 
+/// Nodes times sweeps above which a Jacobian's sweeps run on several threads (a sweep takes
+/// about 5 µs per thousand nodes, handing work to other threads tens of microseconds).
+const PARALLEL_NODES: usize = 20_000;
+
+thread_local! {
+    /// Each thread's storage of row sweeps, kept from one Jacobian to the next.
+    static SWEEPS: std::cell::RefCell<RowAdjoints> = std::cell::RefCell::new(RowAdjoints::default());
+}
+
 /// Steps of one model recorded on this thread's tape, one recording per step. Every recording
-/// carries the chosen parameters as its first inputs, so that the model on the tape's scalar,
-/// built once, refers to them in each.
+/// begins with the same prefix — the chosen parameters and what they alone fix — so that the
+/// model on the tape's scalar, built once, and the inverse weights, computed once, refer to
+/// them in each.
 pub(crate) struct Taped<'m> {
     model: &'m Model<f64>,
     /// The model on the tape: the chosen parameters are variables, the rest constants.
     recorded: Model<Var>,
     /// The chosen parameters' variables (one per position asked for, repeated positions
-    /// sharing theirs), and the distinct ones in the order they were entered: every recording
-    /// carries them as its first inputs.
+    /// sharing theirs).
     params: Vec<Var>,
-    entered: Vec<Var>,
+    /// The tape of the parameters and what they alone fix (the inverse weights, when they
+    /// depend on them): every step's recording begins with it.
+    prefix: Frozen,
     workspace: Workspace<Var>,
 }
 
@@ -138,18 +160,18 @@ impl<'m> Taped<'m> {
         check_differentiable(model, params)?;
         let tape = Recording::try_start().ok_or(DualError::AlreadyRecording)?;
         let mut values: Vec<Var> = model.parameters().into_iter().map(Var::constant).collect();
-        let (mut vars, mut entered) = (Vec::with_capacity(params.len()), Vec::new());
+        let mut vars = Vec::with_capacity(params.len());
         for &i in params {
             // A parameter chosen twice is one variable.
             if !values[i].is_recorded() {
                 values[i] = tape.input(values[i].value());
-                entered.push(values[i]);
             }
             vars.push(values[i]);
         }
         let recorded = if params.is_empty() { model.cast() } else { model.with_parameters(&values)? };
-        debug_assert_eq!(tape.len(), 1 + entered.len(), "building the model recorded nothing");
-        Ok(Taped { model, recorded, params: vars, entered, workspace: Workspace::default() })
+        let mut workspace = Workspace::default();
+        workspace.fix_model(&recorded, &mut ContactState::default())?;
+        Ok(Taped { model, recorded, params: vars, prefix: tape.freeze(), workspace })
     }
 
     /// Records one step from `state` under `ctrl`.
@@ -160,7 +182,7 @@ impl<'m> Taped<'m> {
         contact: &mut ContactState,
     ) -> Result<RecordedStep, DualError> {
         check_input(self.model, state, ctrl)?;
-        let tape = Recording::try_start_carrying(&self.entered).ok_or(DualError::AlreadyRecording)?;
+        let tape = Recording::try_start_with(&self.prefix).ok_or(DualError::AlreadyRecording)?;
         let inputs = |values: &mut dyn Iterator<Item = f64>| values.map(|x| tape.input(x)).collect::<Vec<Var>>();
         let delta = inputs(&mut (0..self.model.nv()).map(|_| 0.0));
         let qvel = inputs(&mut state.qvel.iter().copied());

@@ -99,6 +99,40 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
 }
 
 /// The inertia a link carries, in its frame: its body's for the body's last link, else none.
+/// Every number [`link_inertia`], [`subspace`] and [`link_offset`] read, link by link, with
+/// each link's joint kind and body (so that another tree with the same numbers differs).
+fn constant_inputs<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = S> + '_ {
+    model.tree().links.iter().flat_map(move |link| {
+        let body = &model.bodies()[link.body];
+        let joint = match link.joint {
+            LinkJoint::Joint(j) => Some(&model.joints()[j]),
+            _ => None,
+        };
+        let kind = match link.joint {
+            LinkJoint::Weld => 0.0,
+            LinkJoint::FreeTranslation(_) => 1.0,
+            LinkJoint::FreeRotation(_) => 2.0,
+            LinkJoint::Joint(j) => 3.0 + model.joints()[j].kind() as u8 as f64,
+        };
+        let structure = [S::from_f64(kind), S::from_f64(link.body as f64)];
+        let axis = joint.into_iter().flat_map(|j| j.pos.iter().chain(j.axis.iter()).copied());
+        let quat = |q: &crate::math::Quat<S>| [q.w, q.x, q.y, q.z];
+        let offset = link.first_of_body.then(|| body.pos.iter().copied().chain(quat(&body.quat))).into_iter().flatten();
+        let inertia = link
+            .last_of_body
+            .then(|| {
+                [body.mass]
+                    .into_iter()
+                    .chain(body.com.iter().copied())
+                    .chain(quat(&body.inertia_axes))
+                    .chain(body.inertia.iter().copied())
+            })
+            .into_iter()
+            .flatten();
+        structure.into_iter().chain(axis).chain(offset).chain(inertia)
+    })
+}
+
 pub fn link_inertia<S: Scalar>(model: &Model<S>, link: &Link) -> SpatialInertia<S> {
     if link.last_of_body { model.bodies()[link.body].spatial_inertia() } else { SpatialInertia::zero() }
 }
@@ -144,6 +178,8 @@ pub struct Kinematics<S> {
     pub tendons: TendonKinematics<S>,
     /// Each link's fixed offset in its parent's frame.
     offset: Vec<Pose<S>>,
+    /// The numbers the constants were taken from ([`constant_inputs`]).
+    constants_from: Vec<S>,
 }
 
 impl<S: Scalar> Kinematics<S> {
@@ -164,6 +200,7 @@ impl<S> Default for Kinematics<S> {
             dof_motion: Vec::new(),
             tendons: TendonKinematics::default(),
             offset: Vec::new(),
+            constants_from: Vec::new(),
         }
     }
 }
@@ -179,6 +216,20 @@ impl<S: Scalar> Kinematics<S> {
         self.subspace.extend(links.iter().map(|l| subspace(model, l)));
         self.offset.clear();
         self.offset.extend(links.iter().map(|l| link_offset(model, l)));
+    }
+
+    /// [`Kinematics::set_constants`] unless they were taken from the same numbers (the same
+    /// values with the same derivatives): a model that did not change between steps costs a
+    /// comparison, and on a tape its constants stay the nodes they were recorded as.
+    pub fn set_constants_if_changed(&mut self, model: &Model<S>) {
+        let same = self.offset.len() == model.tree().links.len()
+            && constant_inputs(model).count() == self.constants_from.len()
+            && constant_inputs(model).zip(&self.constants_from).all(|(a, b)| a.same(b));
+        if !same {
+            self.set_constants(model);
+            self.constants_from.clear();
+            self.constants_from.extend(constant_inputs(model));
+        }
     }
 
     /// Places each mocap body at its pose in `pos`, `quat` (world frame, the quaternion

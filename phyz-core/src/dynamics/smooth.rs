@@ -67,7 +67,7 @@ impl<S: Scalar> Smooth<S> {
     /// whenever the model's numbers change (without it, the first evaluation takes the model's,
     /// with the mocap bodies where the model puts them, and later ones keep them).
     pub fn prepare(&mut self, model: &Model<S>, state: &State<S>) {
-        self.kin.set_constants(model);
+        self.kin.set_constants_if_changed(model);
         self.kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     }
 

@@ -27,7 +27,7 @@ mod lanes;
 pub mod tape;
 
 pub use lanes::{LaneMask, Lanes};
-pub use tape::{Recording, Var};
+pub use tape::{Frozen, Recording, RowAdjoints, Var};
 
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
@@ -205,6 +205,17 @@ pub trait Scalar:
         Self::tangent_dim() > 0
     }
 
+    /// True when `other` is this very number: the same real parts and the same derivatives (the
+    /// same tangents, or the same node of a tape). Stronger than `==`, which dual numbers answer
+    /// on real parts.
+    fn same(&self, other: &Self) -> bool {
+        let lanes = self.lanes().max(other.lanes());
+        (0..lanes).all(|l| {
+            self.lane(l).to_bits() == other.lane(l).to_bits()
+                && (0..Self::tangent_dim()).all(|k| self.tangent(l, k).to_bits() == other.tangent(l, k).to_bits())
+        })
+    }
+
     /// True when no derivative flows through this value (zero tangents, or not on a tape).
     fn is_constant(&self) -> bool {
         (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
@@ -227,7 +238,7 @@ pub trait Scalar:
 
 /// The derivative of an implicitly defined value `x(data)`, `r(x, data) = 0`, at a solution:
 /// `dx = −K⁻¹ dr` with `K = ∂r/∂x` (the implicit function theorem), and its transpose.
-pub trait ImplicitRule: Send {
+pub trait ImplicitRule: Send + Sync {
     /// `dr ← −K⁻¹ dr`: the solution's derivative from the residual's along a data direction.
     fn tangent(&self, dr: &mut [f64]);
     /// `x̄ ← −K⁻ᵀ x̄`: the residual's cotangent from the solution's.

@@ -60,18 +60,24 @@ struct Tape {
     active: bool,
     /// Counts the recordings started on this thread.
     recording: u32,
-    /// The earlier recording whose first inputs this one carries, and how many (see
-    /// [`Recording::try_start_carrying`]).
+    /// The earlier recording whose first nodes this one carries, and how many (see
+    /// [`Recording::try_start_with`]).
     carried: Option<(u32, usize)>,
     nodes: Vec<Node>,
     blocks: Vec<Block>,
     adjoints: Vec<f64>,
-    /// [`ROWS`] adjoints per node, for sweeps of several outputs at once. Between sweeps they
-    /// are zero but at the positions in `dirty` (see [`Recording::backward_rows`]).
-    rows: Vec<[f64; ROWS]>,
-    dirty: Vec<u32>,
+    rows: RowAdjoints,
     /// The positions of the recording's inputs.
     inputs: Vec<u32>,
+    scratch: Vec<f64>,
+}
+
+/// The storage of sweeps of several outputs at once: [`ROWS`] adjoints per node. Between
+/// sweeps they are zero but at the positions in `dirty` (see [`Recording::backward_rows`]).
+#[derive(Default)]
+pub struct RowAdjoints {
+    rows: Vec<[f64; ROWS]>,
+    dirty: Vec<u32>,
     scratch: Vec<f64>,
 }
 
@@ -84,8 +90,7 @@ thread_local! {
             nodes: Vec::new(),
             blocks: Vec::new(),
             adjoints: Vec::new(),
-            rows: Vec::new(),
-            dirty: Vec::new(),
+            rows: RowAdjoints { rows: Vec::new(), dirty: Vec::new(), scratch: Vec::new() },
             inputs: Vec::new(),
             scratch: Vec::new(),
         })
@@ -98,12 +103,13 @@ fn record(value: f64, parents: [u32; 2], weights: [f64; 2]) -> Var {
     if parents == [CONSTANT; 2] {
         return Var::constant(value);
     }
-    TAPE.with(|tape| {
+    let (index, recording) = TAPE.with(|tape| {
         let tape = &mut *tape.borrow_mut();
-        let index = node_index(tape.nodes.len());
+        let index = tape.nodes.len();
         tape.nodes.push(Node { parents, weights });
-        Var { value, index, recording: tape.recording }
-    })
+        (index, tape.recording)
+    });
+    Var { value, index: node_index(index), recording }
 }
 
 /// A tape position as a node index.
@@ -177,24 +183,19 @@ impl Recording {
         })
     }
 
-    /// [`Recording::try_start`] whose first inputs are `carried`, the first inputs of an earlier
-    /// recording, in their order: values computed from them before (a model built once, say)
-    /// stay valid in this recording, and refer to these inputs.
+    /// [`Recording::try_start`] beginning with `prefix`, an earlier recording's tape (what a
+    /// model's parameters fix for every step, say): its variables stay valid in this recording.
     ///
     /// # Panics
-    /// If `carried` are not an earlier recording's first inputs, in order.
-    pub fn try_start_carrying(carried: &[Var]) -> Option<Self> {
+    /// If `prefix` holds an implicit block (blocks are not copied).
+    pub fn try_start_with(prefix: &Frozen) -> Option<Self> {
+        assert!(prefix.blocks.is_empty(), "a prefix with implicit blocks cannot be carried");
         let recording = Self::try_start()?;
         TAPE.with(|tape| {
             let mut tape = tape.borrow_mut();
-            for (k, var) in carried.iter().enumerate() {
-                let same = var.index as usize == k + 1 && var.recording == carried[0].recording;
-                assert!(same, "carried variables must be an earlier recording's first inputs, in order");
-                let index = node_index(tape.nodes.len());
-                tape.nodes.push(Node { parents: [CONSTANT; 2], weights: [0.0; 2] });
-                tape.inputs.push(index);
-            }
-            tape.carried = carried.first().map(|v| (v.recording, carried.len()));
+            tape.nodes.extend_from_slice(&prefix.nodes[1..]);
+            tape.inputs.extend_from_slice(&prefix.inputs);
+            tape.carried = Some((prefix.recording, prefix.nodes.len() - 1));
         });
         Some(recording)
     }
@@ -267,38 +268,22 @@ impl Recording {
         assert!(outputs.len() <= ROWS, "{} outputs do not fit in a sweep of {ROWS} rows", outputs.len());
         TAPE.with(|tape| {
             let tape = &mut *tape.borrow_mut();
-            // A sweep leaves every row it reads at zero, so only the inputs' rows (which it
-            // writes and the caller reads) and the constants' need clearing before the next —
-            // not the whole array, whose clearing would cost as much as the sweep.
-            for &dirty in &tape.dirty {
-                if let Some(row) = tape.rows.get_mut(dirty as usize) {
-                    *row = [0.0; ROWS];
-                }
+            let seeds: Vec<usize> = outputs.iter().map(|&v| tape.position(v)).collect();
+            sweep_outputs(&tape.nodes, &tape.blocks, &tape.inputs, &seeds, &mut tape.rows);
+        })
+    }
+
+    /// Ends the recording, its tape taken off the thread for sweeps on any thread.
+    pub fn freeze(self) -> Frozen {
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            Frozen {
+                nodes: std::mem::take(&mut tape.nodes),
+                blocks: std::mem::take(&mut tape.blocks),
+                inputs: std::mem::take(&mut tape.inputs),
+                recording: tape.recording,
+                carried: tape.carried,
             }
-            tape.rows.resize(tape.nodes.len(), [0.0; ROWS]);
-            tape.rows[CONSTANT as usize] = [0.0; ROWS];
-            tape.dirty.clone_from(&tape.inputs);
-            for (k, var) in outputs.iter().enumerate() {
-                let at = tape.position(*var);
-                tape.rows[at][k] += 1.0;
-            }
-            let mut end = tape.nodes.len();
-            for block in tape.blocks.iter().rev() {
-                let stop = block.first as usize + block.count as usize;
-                sweep_rows(&tape.nodes[stop..end], stop, &mut tape.rows);
-                let solved = block.first as usize..stop;
-                for k in 0..outputs.len() {
-                    tape.scratch.clear();
-                    tape.scratch.extend(tape.rows[solved.clone()].iter().map(|row| row[k]));
-                    block.rule.adjoint(&mut tape.scratch);
-                    for (&input, &bar) in block.inputs.iter().zip(&tape.scratch) {
-                        tape.rows[input as usize][k] += bar;
-                    }
-                }
-                tape.rows[solved].fill([0.0; ROWS]);
-                end = block.first as usize;
-            }
-            sweep_rows(&tape.nodes[1..end], 1, &mut tape.rows);
         })
     }
 
@@ -307,7 +292,7 @@ impl Recording {
         TAPE.with(|tape| {
             let tape = tape.borrow();
             let at = tape.position(var);
-            tape.rows.get(at).copied().unwrap_or([0.0; ROWS])
+            tape.rows.rows.get(at).copied().unwrap_or([0.0; ROWS])
         })
     }
 
@@ -322,19 +307,24 @@ impl Recording {
 }
 
 impl Tape {
-    /// Where `var` sits on this tape (a constant: the constants' node).
-    ///
-    /// # Panics
-    /// If `var` belongs to another recording: reading it here would read another node.
+    /// Where `var` sits on this tape.
     fn position(&self, var: Var) -> usize {
-        let carried =
-            matches!(self.carried, Some((from, count)) if var.recording == from && var.index as usize <= count);
-        assert!(
-            var.index == CONSTANT || var.recording == self.recording || carried,
-            "a Var used outside the recording that made it"
-        );
-        var.index as usize
+        position(self.recording, self.carried, var)
     }
+}
+
+/// Where `var` sits on the tape of recording `recording`, which carries `carried` (a constant:
+/// the constants' node).
+///
+/// # Panics
+/// If `var` belongs to another recording: reading it here would read another node.
+fn position(recording: u32, carried: Option<(u32, usize)>, var: Var) -> usize {
+    let is_carried = matches!(carried, Some((from, count)) if var.recording == from && var.index as usize <= count);
+    assert!(
+        var.index == CONSTANT || var.recording == recording || is_carried,
+        "a Var used outside the recording that made it"
+    );
+    var.index as usize
 }
 
 impl Drop for Recording {
@@ -351,6 +341,92 @@ fn sweep(nodes: &[Node], offset: usize, adjoints: &mut [f64]) {
             adjoints[node.parents[0] as usize] += node.weights[0] * bar;
             adjoints[node.parents[1] as usize] += node.weights[1] * bar;
         }
+    }
+}
+
+/// Row `k` of `storage` becomes the gradient of the node at `seeds[k]`: one sweep of `nodes`
+/// and `blocks` carrying [`ROWS`] adjoints per node.
+fn sweep_outputs(nodes: &[Node], blocks: &[Block], inputs: &[u32], seeds: &[usize], storage: &mut RowAdjoints) {
+    assert!(seeds.len() <= ROWS, "{} outputs do not fit in a sweep of {ROWS} rows", seeds.len());
+    let RowAdjoints { rows, dirty, scratch } = storage;
+    // A sweep leaves every row it reads at zero, so only the inputs' rows (which it writes and
+    // the caller reads) and the constants' need clearing before the next — not the whole
+    // array, whose clearing would cost as much as the sweep.
+    for &at in dirty.iter() {
+        if let Some(row) = rows.get_mut(at as usize) {
+            *row = [0.0; ROWS];
+        }
+    }
+    rows.resize(nodes.len(), [0.0; ROWS]);
+    rows[CONSTANT as usize] = [0.0; ROWS];
+    dirty.clear();
+    dirty.extend_from_slice(inputs);
+    for (k, &at) in seeds.iter().enumerate() {
+        rows[at][k] += 1.0;
+    }
+    let mut end = nodes.len();
+    for block in blocks.iter().rev() {
+        let stop = block.first as usize + block.count as usize;
+        sweep_rows(&nodes[stop..end], stop, rows);
+        let solved = block.first as usize..stop;
+        for k in 0..seeds.len() {
+            scratch.clear();
+            scratch.extend(rows[solved.clone()].iter().map(|row| row[k]));
+            block.rule.adjoint(scratch);
+            for (&input, &bar) in block.inputs.iter().zip(scratch.iter()) {
+                rows[input as usize][k] += bar;
+            }
+        }
+        rows[solved].fill([0.0; ROWS]);
+        end = block.first as usize;
+    }
+    sweep_rows(&nodes[1..end], 1, rows);
+}
+
+/// A finished recording, taken off its thread's tape so that its row sweeps can run on several
+/// threads at once, each with its own [`RowAdjoints`].
+pub struct Frozen {
+    nodes: Vec<Node>,
+    blocks: Vec<Block>,
+    inputs: Vec<u32>,
+    recording: u32,
+    carried: Option<(u32, usize)>,
+}
+
+impl Frozen {
+    /// Number of nodes recorded.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// True when nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// [`Recording::backward_rows`], into `storage`.
+    pub fn backward_rows(&self, outputs: &[Var], storage: &mut RowAdjoints) {
+        let seeds: Vec<usize> = outputs.iter().map(|&v| position(self.recording, self.carried, v)).collect();
+        sweep_outputs(&self.nodes, &self.blocks, &self.inputs, &seeds, storage);
+    }
+
+    /// The [`ROWS`] adjoints of `var` after the last [`Frozen::backward_rows`] into `storage`.
+    pub fn adjoint_rows(&self, storage: &RowAdjoints, var: Var) -> [f64; ROWS] {
+        let at = position(self.recording, self.carried, var);
+        storage.rows.get(at).copied().unwrap_or([0.0; ROWS])
+    }
+
+    /// Gives the storage back to this thread's tape, if it is not recording, for the next
+    /// recording to fill instead of allocating its own.
+    pub fn release(self) {
+        TAPE.with(|tape| {
+            let mut tape = tape.borrow_mut();
+            if !tape.active && self.nodes.capacity() > tape.nodes.capacity() {
+                tape.nodes = self.nodes;
+                tape.inputs = self.inputs;
+                tape.blocks = self.blocks;
+            }
+        })
     }
 }
 
@@ -638,6 +714,9 @@ impl Scalar for Var {
     #[inline]
     fn is_constant(&self) -> bool {
         self.index == CONSTANT
+    }
+    fn same(&self, other: &Self) -> bool {
+        self.value.to_bits() == other.value.to_bits() && self.index == other.index && self.recording == other.recording
     }
     fn implicit(x: &mut [Self], residual: &[Self], _lane: usize, rule: Box<dyn ImplicitRule>) {
         record_block(x, residual, rule);

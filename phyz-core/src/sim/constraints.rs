@@ -94,7 +94,7 @@ impl ContactState {
         &mut self,
         model: &Model<S>,
         state: &State<S>,
-        out: &mut InverseWeights<S>,
+        out: (&mut InverseWeights<S>, &mut Vec<S>),
     ) -> Result<bool, StepError> {
         if !constrained(model) {
             return Ok(false);
@@ -105,20 +105,27 @@ impl ContactState {
     }
 
     /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
-    /// read carries a derivative (they depend on the masses), else from each lane's `f64`
-    /// weights, computed once per set of those numbers.
+    /// read carries a derivative (they depend on the masses), unless `out` already holds them
+    /// for the same numbers (`from`, the same values with the same derivatives); else from each
+    /// lane's `f64` weights, computed once per set of those numbers.
     fn weights<S: Scalar>(
         &mut self,
         model: &Model<S>,
         lanes: usize,
-        out: &mut InverseWeights<S>,
+        (out, from): (&mut InverseWeights<S>, &mut Vec<S>),
     ) -> Result<(), StepError> {
         let inputs = || InverseWeights::inputs(model);
         let differentiated = inputs().any(|p| !p.is_constant());
         if differentiated {
-            *out = InverseWeights::new(model)?;
+            let same = from.len() == inputs().count() && inputs().zip(from.iter()).all(|(p, q)| p.same(q));
+            if !same {
+                *out = InverseWeights::new(model)?;
+                from.clear();
+                from.extend(inputs());
+            }
             return Ok(());
         }
+        from.clear();
         let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
         let known = matches!(&self.weights, Some((known, weights)) if weights.len() == lanes && lane_major().eq(known.iter().copied()));
         if !known {

@@ -60,9 +60,9 @@ pub fn step_in<S: Scalar>(
     check_input(model, state, ctrl)?;
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
-    let Workspace { evaluation, stages, next, saved_warm, weights, info } = workspace;
+    let Workspace { evaluation, stages, next, saved_warm, weights, weights_from, info } = workspace;
     info.reset();
-    let constrained = contact.weights_for_step(model, state, weights)?;
+    let constrained = contact.weights_for_step(model, state, (weights, weights_from))?;
     // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
     // have recorded their solutions.
     contact.save_warm_cache(saved_warm);

@@ -2,10 +2,12 @@
 //! vector of a step, kept from one step to the next so that a steady-state step refills storage
 //! instead of allocating.
 
-use super::constraints::{Evaluation, SavedWarm, StepInfo};
+use super::constraints::{ContactState, Evaluation, SavedWarm, StepInfo};
 use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::dynamics::integrator::Stages;
+use crate::error::StepError;
+use crate::model::Model;
 use crate::model::State;
 
 /// Storage for the steps of one model (a workspace moved to another model resizes itself).
@@ -22,6 +24,22 @@ pub struct Workspace<S: Scalar> {
     pub(super) saved_warm: SavedWarm,
     /// The model's inverse weights, as the step uses them.
     pub(super) weights: InverseWeights<S>,
+    /// The numbers the weights were last computed from in `S` (see [`Workspace::fix_model`]).
+    pub(super) weights_from: Vec<S>,
+}
+
+impl<S: Scalar> Workspace<S> {
+    /// Computes now what the model alone fixes for every step (its links' constant inertias,
+    /// offsets and motion subspaces, its inverse weights), so that the steps after it reuse it
+    /// while the numbers it reads stay the same (the same values with the same derivatives).
+    /// With a tape, it is recorded once, in a prefix that every step's recording carries,
+    /// instead of once per step.
+    pub fn fix_model(&mut self, model: &Model<S>, contact: &mut ContactState) -> Result<(), StepError> {
+        let state = model.default_state();
+        self.evaluation.prepare(model, &state);
+        contact.weights_for_step(model, &state, (&mut self.weights, &mut self.weights_from))?;
+        Ok(())
+    }
 }
 
 impl<S: Scalar> Default for Workspace<S> {
@@ -33,6 +51,7 @@ impl<S: Scalar> Default for Workspace<S> {
             info: StepInfo::default(),
             saved_warm: SavedWarm::default(),
             weights: InverseWeights::default(),
+            weights_from: Vec::new(),
         }
     }
 }
