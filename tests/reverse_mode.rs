@@ -242,3 +242,41 @@ fn reverse_jacobians_reused_across_states_match_forward_mode() {
     let inside = vjp(&model, &state, &ctrl, &[], &random_tangent(&model, &mut Rng::new(1)), &mut contact);
     assert!(matches!(inside, Err(phyz::dual::DualError::AlreadyRecording)), "{:?}", inside.err());
 }
+
+/// Steps recorded one after another in one workspace, each recording beginning with the same
+/// prefix of parameters (without `Workspace::fix_model`): what the step caches from the model
+/// (link constants, inverse weights) was recorded in an earlier step's recording and must not be
+/// reused in the next; the gradient equals a fresh VJP's.
+#[test]
+fn caches_of_an_earlier_recording_are_not_reused() {
+    use phyz::sim::{Workspace, step_in};
+    use phyz::{Recording, Var};
+    let case = gymnasium_cases(&mut Rng::new(4), 20)
+        .into_iter()
+        .find(|c| c.name == "hopper" && c.constrained)
+        .expect("hopper");
+    let (model, state, ctrl) = (&case.model, &case.state, &case.ctrl);
+    let mass = phyz::dual::Parameter::BodyMass("torso".into()).index(model).expect("torso");
+    let prefix = Recording::start();
+    let mut values: Vec<Var> = model.parameters().into_iter().map(Var::constant).collect();
+    values[mass] = prefix.input(values[mass].value());
+    let taped = model.with_parameters(&values).expect("same structure");
+    let prefix = prefix.freeze();
+    let mut workspace = Workspace::<Var>::default();
+    let bar = random_tangent(model, &mut Rng::new(2));
+    for step in 0..3 {
+        let tape = Recording::try_start_with(&prefix).expect("not recording");
+        let qvel: Vec<Var> = state.qvel.iter().map(|&v| tape.input(v)).collect();
+        let start = State { qvel: nalgebra::DVector::from_vec(qvel), ..state.cast() };
+        let controls: Vec<Var> = ctrl.iter().map(|&u| Var::constant(u)).collect();
+        step_in(&taped, &start, &controls, &mut ContactState::default(), &mut workspace).expect("step");
+        tape.backward(workspace.next.qvel.iter().zip(bar.qvel.iter()).map(|(&v, &b)| (v, b)));
+        let got = tape.adjoint(values[mass]);
+        drop(tape);
+        let mut cotangent = bar.clone();
+        cotangent.qpos.fill(0.0);
+        cotangent.act.fill(0.0);
+        let want = vjp(model, state, ctrl, &[mass], &cotangent, &mut ContactState::default()).expect("VJP").params[0];
+        assert!((got - want).abs() <= 1e-12 * want.abs().max(1.0), "step {step}: {got} vs {want}");
+    }
+}

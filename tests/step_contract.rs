@@ -95,3 +95,23 @@ fn a_warm_step_equals_the_cold_step() {
         }
     }
 }
+
+/// A simulator whose model is edited between steps steps with the edited model: what the model
+/// fixes (link inertias, inverse weights) is not kept past a change — a mass changed, a step, the
+/// mass put back, a step — each step equal to a fresh simulator's with that model.
+#[test]
+fn model_edits_between_steps_are_taken() {
+    let model = gymnasium("hopper");
+    let (mut sim, _) = walked(&model, SolverConfig::default(), 20, 3);
+    let torso = model.bodies().iter().position(|b| b.name == "torso").expect("torso");
+    let ctrl = vec![0.3, -0.2, 0.1];
+    for mass in [2.0 * model.bodies()[torso].mass, model.bodies()[torso].mass, 0.5 * model.bodies()[torso].mass] {
+        sim.model.bodies_mut()[torso].mass = mass;
+        let start = sim.state.clone();
+        let mut fresh = ContactState::new(sim.contact.config);
+        fresh.resume(&sim.contact.checkpoint());
+        let want = step_with(&sim.model, &start, &ctrl, &mut fresh).expect("fresh step").0;
+        let got = sim.step(&ctrl).expect("step").clone();
+        assert_eq!(relative_error(&got, &want), 0.0, "mass {mass}: the edited model is not the one stepped");
+    }
+}

@@ -7,6 +7,7 @@ use crate::Scalar;
 use crate::math::{Force, Motion, Pose, Quat, SpatialInertia};
 use crate::model::tree::{Link, LinkJoint};
 use crate::model::{JointKind, Model};
+use crate::scalar::Inputs;
 
 /// The columns of a link's motion subspace `S` (at most 3), in the link's own frame: the joint
 /// velocity of the link is `Σ_k S_k q̇_k`. Constant in that frame for every joint phyz has.
@@ -98,7 +99,6 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
     if link.first_of_body { offset.compose(&motion) } else { motion }
 }
 
-/// The inertia a link carries, in its frame: its body's for the body's last link, else none.
 /// Every number [`link_inertia`], [`subspace`] and [`link_offset`] read, link by link, with
 /// each link's joint kind and body (so that another tree with the same numbers differs).
 fn constant_inputs<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = S> + '_ {
@@ -133,6 +133,7 @@ fn constant_inputs<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = S> + '_ 
     })
 }
 
+/// The inertia a link carries, in its frame: its body's for the body's last link, else none.
 pub fn link_inertia<S: Scalar>(model: &Model<S>, link: &Link) -> SpatialInertia<S> {
     if link.last_of_body { model.bodies()[link.body].spatial_inertia() } else { SpatialInertia::zero() }
 }
@@ -179,7 +180,7 @@ pub struct Kinematics<S> {
     /// Each link's fixed offset in its parent's frame.
     offset: Vec<Pose<S>>,
     /// The numbers the constants were taken from ([`constant_inputs`]).
-    constants_from: Vec<S>,
+    constants_from: Inputs<S>,
 }
 
 impl<S: Scalar> Kinematics<S> {
@@ -200,15 +201,16 @@ impl<S> Default for Kinematics<S> {
             dof_motion: Vec::new(),
             tendons: TendonKinematics::default(),
             offset: Vec::new(),
-            constants_from: Vec::new(),
+            constants_from: Inputs::default(),
         }
     }
 }
 
 impl<S: Scalar> Kinematics<S> {
     /// Takes what the model fixes for each link (inertia, offset, motion subspace), reusing
-    /// this value's storage: once per step, and again whenever the model's numbers change.
+    /// this value's storage (see [`Kinematics::set_constants_if_changed`]).
     pub fn set_constants(&mut self, model: &Model<S>) {
+        self.constants_from.forget();
         let links = &model.tree().links;
         self.inertia.clear();
         self.inertia.extend(links.iter().map(|l| link_inertia(model, l)));
@@ -222,21 +224,17 @@ impl<S: Scalar> Kinematics<S> {
     /// values with the same derivatives): a model that did not change between steps costs a
     /// comparison, and on a tape its constants stay the nodes they were recorded as.
     pub fn set_constants_if_changed(&mut self, model: &Model<S>) {
-        let same = self.offset.len() == model.tree().links.len()
-            && constant_inputs(model).count() == self.constants_from.len()
-            && constant_inputs(model).zip(&self.constants_from).all(|(a, b)| a.same(b));
-        if !same {
+        if self.offset.len() != model.tree().links.len() || !self.constants_from.unchanged(constant_inputs(model)) {
             self.set_constants(model);
-            self.constants_from.clear();
-            self.constants_from.extend(constant_inputs(model));
+            self.constants_from.keep(constant_inputs(model));
         }
     }
 
     /// Places each mocap body at its pose in `pos`, `quat` (world frame, the quaternion
     /// normalized as MuJoCo does), replacing its link's offset until the next call or
     /// [`Kinematics::set_constants`], which puts it back where the model has it. A mocap body
-    /// without a pose in `pos` and `quat` (shorter than the model's mocap bodies) stays where
-    /// the model puts it: the step refuses such a state before it gets here.
+    /// without a pose in `pos` and `quat` (shorter than the model's mocap bodies) keeps the
+    /// offset it had: the step refuses such a state before it gets here.
     pub fn set_mocap(&mut self, model: &Model<S>, pos: &[Vector3<S>], quat: &[Quat<S>]) {
         if self.offset.len() != model.tree().links.len() {
             self.set_constants(model);

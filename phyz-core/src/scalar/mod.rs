@@ -216,6 +216,20 @@ pub trait Scalar:
         })
     }
 
+    /// Where values made now can be used: for a tape, the recording being made (values of an
+    /// earlier recording point at nodes that are gone); numbers usable anywhere answer 0.
+    #[inline]
+    fn epoch() -> u64 {
+        0
+    }
+
+    /// True when values made in `epoch` can be used now (a tape: the same recording, or one
+    /// whose prefix it begins with).
+    #[inline]
+    fn usable_from(_epoch: u64) -> bool {
+        true
+    }
+
     /// True when no derivative flows through this value (zero tangents, or not on a tape).
     fn is_constant(&self) -> bool {
         (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
@@ -233,6 +247,46 @@ pub trait Scalar:
             rule.tangent(&mut dr);
             x.iter_mut().zip(&dr).for_each(|(x, d)| x.set_tangent(lane, k, *d));
         }
+    }
+}
+
+/// The numbers a cached result was computed from, and when: a cache of what a model fixes
+/// (link constants, inverse weights) is reused while its numbers are [`Scalar::same`] and the
+/// values it holds are still usable ([`Scalar::usable_from`]).
+#[derive(Clone, Debug)]
+pub struct Inputs<S> {
+    numbers: Vec<S>,
+    epoch: u64,
+    known: bool,
+}
+
+impl<S> Default for Inputs<S> {
+    fn default() -> Self {
+        Inputs { numbers: Vec::new(), epoch: 0, known: false }
+    }
+}
+
+impl<S: Scalar> Inputs<S> {
+    /// True when the result was computed from exactly `numbers`, and can still be used.
+    pub fn unchanged(&self, mut numbers: impl Iterator<Item = S>) -> bool {
+        let mut kept = self.numbers.iter();
+        self.known
+            && S::usable_from(self.epoch)
+            && numbers.all(|n| kept.next().is_some_and(|k| k.same(&n)))
+            && kept.next().is_none()
+    }
+
+    /// Records that the result was just computed from `numbers`.
+    pub fn keep(&mut self, numbers: impl Iterator<Item = S>) {
+        self.numbers.clear();
+        self.numbers.extend(numbers);
+        self.epoch = S::epoch();
+        self.known = true;
+    }
+
+    /// Records that the result was computed some other way: the next check recomputes it.
+    pub fn forget(&mut self) {
+        self.known = false;
     }
 }
 

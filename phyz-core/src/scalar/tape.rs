@@ -17,6 +17,7 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use num_traits::{One, Zero};
 
@@ -80,6 +81,9 @@ pub struct RowAdjoints {
     dirty: Vec<u32>,
     scratch: Vec<f64>,
 }
+
+/// Recordings started so far, on every thread.
+static RECORDINGS: AtomicU32 = AtomicU32::new(0);
 
 thread_local! {
     static TAPE: RefCell<Tape> = const {
@@ -173,7 +177,9 @@ impl Recording {
                 return None;
             }
             tape.active = true;
-            tape.recording = tape.recording.wrapping_add(1);
+            // Numbered across threads, so that a Var taken to another thread's tape (a frozen
+            // prefix shared between threads) cannot pass for one of its variables.
+            tape.recording = RECORDINGS.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
             tape.carried = None;
             tape.nodes.clear();
             tape.blocks.clear();
@@ -185,6 +191,8 @@ impl Recording {
 
     /// [`Recording::try_start`] beginning with `prefix`, an earlier recording's tape (what a
     /// model's parameters fix for every step, say): its variables stay valid in this recording.
+    /// Only the prefix's own variables are carried: a prefix that itself began with another
+    /// does not carry that one's.
     ///
     /// # Panics
     /// If `prefix` holds an implicit block (blocks are not copied).
@@ -224,7 +232,7 @@ impl Recording {
         TAPE.with(|tape| tape.borrow().nodes.len())
     }
 
-    /// True before anything was recorded.
+    /// True while the tape holds nothing but the constants' node (no input, no prefix).
     pub fn is_empty(&self) -> bool {
         self.len() <= 1
     }
@@ -265,7 +273,6 @@ impl Recording {
     /// # Panics
     /// If more than [`ROWS`] outputs are given.
     pub fn backward_rows(&self, outputs: &[Var]) {
-        assert!(outputs.len() <= ROWS, "{} outputs do not fit in a sweep of {ROWS} rows", outputs.len());
         TAPE.with(|tape| {
             let tape = &mut *tape.borrow_mut();
             let seeds: Vec<usize> = outputs.iter().map(|&v| tape.position(v)).collect();
@@ -405,6 +412,9 @@ impl Frozen {
     }
 
     /// [`Recording::backward_rows`], into `storage`.
+    ///
+    /// # Panics
+    /// If more than [`ROWS`] outputs are given.
     pub fn backward_rows(&self, outputs: &[Var], storage: &mut RowAdjoints) {
         let seeds: Vec<usize> = outputs.iter().map(|&v| position(self.recording, self.carried, v)).collect();
         sweep_outputs(&self.nodes, &self.blocks, &self.inputs, &seeds, storage);
@@ -717,6 +727,15 @@ impl Scalar for Var {
     }
     fn same(&self, other: &Self) -> bool {
         self.value.to_bits() == other.value.to_bits() && self.index == other.index && self.recording == other.recording
+    }
+    fn epoch() -> u64 {
+        TAPE.with(|tape| u64::from(tape.borrow().recording))
+    }
+    fn usable_from(epoch: u64) -> bool {
+        TAPE.with(|tape| {
+            let tape = tape.borrow();
+            epoch == u64::from(tape.recording) || tape.carried.is_some_and(|(from, _)| epoch == u64::from(from))
+        })
     }
     fn implicit(x: &mut [Self], residual: &[Self], _lane: usize, rule: Box<dyn ImplicitRule>) {
         record_block(x, residual, rule);

@@ -17,7 +17,7 @@ use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
 use crate::model::{Model, Point, State};
-use crate::scalar::{Mask, Scalar};
+use crate::scalar::{Inputs, Mask, Scalar};
 
 /// What the constraint stages of a step did (over all batch lanes).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,7 +94,7 @@ impl ContactState {
         &mut self,
         model: &Model<S>,
         state: &State<S>,
-        out: (&mut InverseWeights<S>, &mut Vec<S>),
+        out: (&mut InverseWeights<S>, &mut Inputs<S>),
     ) -> Result<bool, StepError> {
         if !constrained(model) {
             return Ok(false);
@@ -106,26 +106,24 @@ impl ContactState {
 
     /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
     /// read carries a derivative (they depend on the masses), unless `out` already holds them
-    /// for the same numbers (`from`, the same values with the same derivatives); else from each
+    /// for the same numbers (`from`); else from each
     /// lane's `f64` weights, computed once per set of those numbers.
     fn weights<S: Scalar>(
         &mut self,
         model: &Model<S>,
         lanes: usize,
-        (out, from): (&mut InverseWeights<S>, &mut Vec<S>),
+        (out, from): (&mut InverseWeights<S>, &mut Inputs<S>),
     ) -> Result<(), StepError> {
         let inputs = || InverseWeights::inputs(model);
         let differentiated = inputs().any(|p| !p.is_constant());
         if differentiated {
-            let same = from.len() == inputs().count() && inputs().zip(from.iter()).all(|(p, q)| p.same(q));
-            if !same {
+            if !from.unchanged(inputs()) {
                 *out = InverseWeights::new(model)?;
-                from.clear();
-                from.extend(inputs());
+                from.keep(inputs());
             }
             return Ok(());
         }
-        from.clear();
+        from.forget();
         let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
         let known = matches!(&self.weights, Some((known, weights)) if weights.len() == lanes && lane_major().eq(known.iter().copied()));
         if !known {

@@ -92,7 +92,7 @@ fn forward_loads<S: Scalar>(
 ) -> Result<Loads<S>, StepError> {
     let mut contact = ContactState::new(*config);
     let mut weights = InverseWeights::default();
-    let constrained = contact.weights_for_step(model, state, (&mut weights, &mut Vec::new()))?;
+    let constrained = contact.weights_for_step(model, state, (&mut weights, &mut Default::default()))?;
     let mut evaluation = Evaluation::default();
     evaluation.record_wrenches();
     evaluation.prepare(model, state);

@@ -9,6 +9,7 @@ use crate::dynamics::integrator::Stages;
 use crate::error::StepError;
 use crate::model::Model;
 use crate::model::State;
+use crate::scalar::Inputs;
 
 /// Storage for the steps of one model (a workspace moved to another model resizes itself).
 #[derive(Clone, Debug)]
@@ -25,7 +26,7 @@ pub struct Workspace<S: Scalar> {
     /// The model's inverse weights, as the step uses them.
     pub(super) weights: InverseWeights<S>,
     /// The numbers the weights were last computed from in `S` (see [`Workspace::fix_model`]).
-    pub(super) weights_from: Vec<S>,
+    pub(super) weights_from: Inputs<S>,
 }
 
 impl<S: Scalar> Workspace<S> {
@@ -51,7 +52,7 @@ impl<S: Scalar> Default for Workspace<S> {
             info: StepInfo::default(),
             saved_warm: SavedWarm::default(),
             weights: InverseWeights::default(),
-            weights_from: Vec::new(),
+            weights_from: Inputs::default(),
         }
     }
 }
