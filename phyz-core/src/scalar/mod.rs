@@ -27,7 +27,7 @@ mod lanes;
 pub mod tape;
 
 pub use lanes::{LaneMask, Lanes};
-pub use tape::{Frozen, Recording, RowAdjoints, Var};
+pub use tape::{Adjoints, Frozen, Recording, RowAdjoints, Var};
 
 use std::fmt::Debug;
 use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};

@@ -66,21 +66,40 @@ struct Tape {
     carried: Option<(u32, usize)>,
     nodes: Vec<Node>,
     blocks: Vec<Block>,
-    adjoints: Vec<f64>,
+    adjoints: Adjoints<1>,
     rows: RowAdjoints,
     /// The positions of the recording's inputs.
     inputs: Vec<u32>,
-    scratch: Vec<f64>,
 }
 
-/// The storage of sweeps of several outputs at once: [`ROWS`] adjoints per node. Between
-/// sweeps they are zero but at the positions in `dirty` (see [`Recording::backward_rows`]).
-#[derive(Default)]
-pub struct RowAdjoints {
-    rows: Vec<[f64; ROWS]>,
+/// The storage of backward sweeps carrying `W` adjoints per node (one gradient each). Between
+/// sweeps they are zero but at the positions in `dirty` (see [`sweep_outputs`]).
+pub struct Adjoints<const W: usize> {
+    rows: Vec<[f64; W]>,
     dirty: Vec<u32>,
     scratch: Vec<f64>,
 }
+
+impl<const W: usize> Adjoints<W> {
+    const fn new() -> Self {
+        Adjoints { rows: Vec::new(), dirty: Vec::new(), scratch: Vec::new() }
+    }
+
+    /// The adjoints of the node at `at` after the last sweep (zero for the constants' node,
+    /// where what flows into constants is dropped).
+    fn at(&self, at: usize) -> [f64; W] {
+        if at == CONSTANT as usize { [0.0; W] } else { self.rows.get(at).copied().unwrap_or([0.0; W]) }
+    }
+}
+
+impl<const W: usize> Default for Adjoints<W> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The storage of sweeps of several outputs at once: [`ROWS`] adjoints per node.
+pub type RowAdjoints = Adjoints<ROWS>;
 
 /// Recordings started so far, on every thread.
 static RECORDINGS: AtomicU32 = AtomicU32::new(0);
@@ -93,10 +112,9 @@ thread_local! {
             carried: None,
             nodes: Vec::new(),
             blocks: Vec::new(),
-            adjoints: Vec::new(),
-            rows: RowAdjoints { rows: Vec::new(), dirty: Vec::new(), scratch: Vec::new() },
+            adjoints: Adjoints::new(),
+            rows: Adjoints::new(),
             inputs: Vec::new(),
-            scratch: Vec::new(),
         })
     };
 }
@@ -243,26 +261,8 @@ impl Recording {
     pub fn backward(&self, seeds: impl IntoIterator<Item = (Var, f64)>) {
         TAPE.with(|tape| {
             let tape = &mut *tape.borrow_mut();
-            tape.adjoints.clear();
-            tape.adjoints.resize(tape.nodes.len(), 0.0);
-            for (var, seed) in seeds {
-                let at = tape.position(var);
-                tape.adjoints[at] += seed;
-            }
-            let mut end = tape.nodes.len();
-            for block in tape.blocks.iter().rev() {
-                let stop = block.first as usize + block.count as usize;
-                sweep(&tape.nodes[stop..end], stop, &mut tape.adjoints);
-                let outputs = block.first as usize..stop;
-                tape.scratch.clear();
-                tape.scratch.extend_from_slice(&tape.adjoints[outputs]);
-                block.rule.adjoint(&mut tape.scratch);
-                for (&input, &bar) in block.inputs.iter().zip(&tape.scratch) {
-                    tape.adjoints[input as usize] += bar;
-                }
-                end = block.first as usize;
-            }
-            sweep(&tape.nodes[1..end], 1, &mut tape.adjoints);
+            let seeds: Vec<Seed> = seeds.into_iter().map(|(var, value)| (tape.position(var), 0, value)).collect();
+            sweep_outputs(&tape.nodes, &tape.blocks, &tape.inputs, &seeds, &mut tape.adjoints);
         })
     }
 
@@ -275,7 +275,7 @@ impl Recording {
     pub fn backward_rows(&self, outputs: &[Var]) {
         TAPE.with(|tape| {
             let tape = &mut *tape.borrow_mut();
-            let seeds: Vec<usize> = outputs.iter().map(|&v| tape.position(v)).collect();
+            let seeds: Vec<Seed> = outputs.iter().enumerate().map(|(k, &v)| (tape.position(v), k, 1.0)).collect();
             sweep_outputs(&tape.nodes, &tape.blocks, &tape.inputs, &seeds, &mut tape.rows);
         })
     }
@@ -299,7 +299,7 @@ impl Recording {
         TAPE.with(|tape| {
             let tape = tape.borrow();
             let at = tape.position(var);
-            tape.rows.rows.get(at).copied().unwrap_or([0.0; ROWS])
+            tape.rows.at(at)
         })
     }
 
@@ -308,7 +308,7 @@ impl Recording {
         TAPE.with(|tape| {
             let tape = tape.borrow();
             let at = tape.position(var);
-            tape.adjoints.get(at).copied().unwrap_or(0.0)
+            tape.adjoints.at(at)[0]
         })
     }
 }
@@ -340,43 +340,42 @@ impl Drop for Recording {
     }
 }
 
-/// Propagates adjoints through `nodes` (positions `offset..`), last to first.
-fn sweep(nodes: &[Node], offset: usize, adjoints: &mut [f64]) {
-    for (i, node) in nodes.iter().enumerate().rev() {
-        let bar = adjoints[offset + i];
-        if bar != 0.0 {
-            adjoints[node.parents[0] as usize] += node.weights[0] * bar;
-            adjoints[node.parents[1] as usize] += node.weights[1] * bar;
-        }
-    }
-}
+/// A sweep's seed: the node at a position gets a value in one of the sweep's rows.
+type Seed = (usize, usize, f64);
 
-/// Row `k` of `storage` becomes the gradient of the node at `seeds[k]`: one sweep of `nodes`
-/// and `blocks` carrying [`ROWS`] adjoints per node.
-fn sweep_outputs(nodes: &[Node], blocks: &[Block], inputs: &[u32], seeds: &[usize], storage: &mut RowAdjoints) {
-    assert!(seeds.len() <= ROWS, "{} outputs do not fit in a sweep of {ROWS} rows", seeds.len());
-    let RowAdjoints { rows, dirty, scratch } = storage;
+/// One backward sweep of `nodes` and `blocks` carrying `W` adjoints per node: row `k` of
+/// `storage` becomes the gradient of the sum of the seeds `(position, k, value)` in it.
+fn sweep_outputs<const W: usize>(
+    nodes: &[Node],
+    blocks: &[Block],
+    inputs: &[u32],
+    seeds: &[Seed],
+    storage: &mut Adjoints<W>,
+) {
+    let used = seeds.iter().map(|&(_, k, _)| k + 1).max().unwrap_or(0);
+    assert!(used <= W, "{used} outputs do not fit in a sweep of {W} rows");
+    let Adjoints { rows, dirty, scratch } = storage;
     // A sweep leaves every row it reads at zero, so only the inputs' rows (which it writes and
     // the caller reads) and the constants' need clearing before the next — not the whole
     // array, whose clearing would cost as much as the sweep.
     for &at in dirty.iter() {
         if let Some(row) = rows.get_mut(at as usize) {
-            *row = [0.0; ROWS];
+            *row = [0.0; W];
         }
     }
-    rows.resize(nodes.len(), [0.0; ROWS]);
-    rows[CONSTANT as usize] = [0.0; ROWS];
+    rows.resize(nodes.len(), [0.0; W]);
+    rows[CONSTANT as usize] = [0.0; W];
     dirty.clear();
     dirty.extend_from_slice(inputs);
-    for (k, &at) in seeds.iter().enumerate() {
-        rows[at][k] += 1.0;
+    for &(at, k, value) in seeds {
+        rows[at][k] += value;
     }
     let mut end = nodes.len();
     for block in blocks.iter().rev() {
         let stop = block.first as usize + block.count as usize;
         sweep_rows(&nodes[stop..end], stop, rows);
         let solved = block.first as usize..stop;
-        for k in 0..seeds.len() {
+        for k in 0..used {
             scratch.clear();
             scratch.extend(rows[solved.clone()].iter().map(|row| row[k]));
             block.rule.adjoint(scratch);
@@ -384,7 +383,7 @@ fn sweep_outputs(nodes: &[Node], blocks: &[Block], inputs: &[u32], seeds: &[usiz
                 rows[input as usize][k] += bar;
             }
         }
-        rows[solved].fill([0.0; ROWS]);
+        rows[solved].fill([0.0; W]);
         end = block.first as usize;
     }
     sweep_rows(&nodes[1..end], 1, rows);
@@ -416,14 +415,14 @@ impl Frozen {
     /// # Panics
     /// If more than [`ROWS`] outputs are given.
     pub fn backward_rows(&self, outputs: &[Var], storage: &mut RowAdjoints) {
-        let seeds: Vec<usize> = outputs.iter().map(|&v| position(self.recording, self.carried, v)).collect();
+        let seeds: Vec<Seed> =
+            outputs.iter().enumerate().map(|(k, &v)| (position(self.recording, self.carried, v), k, 1.0)).collect();
         sweep_outputs(&self.nodes, &self.blocks, &self.inputs, &seeds, storage);
     }
 
     /// The [`ROWS`] adjoints of `var` after the last [`Frozen::backward_rows`] into `storage`.
     pub fn adjoint_rows(&self, storage: &RowAdjoints, var: Var) -> [f64; ROWS] {
-        let at = position(self.recording, self.carried, var);
-        storage.rows.get(at).copied().unwrap_or([0.0; ROWS])
+        storage.at(position(self.recording, self.carried, var))
     }
 
     /// Gives the storage back to this thread's tape, if it is not recording, for the next
@@ -440,18 +439,18 @@ impl Frozen {
     }
 }
 
-/// [`sweep`] with [`ROWS`] adjoints per node; each operation's row is left at zero once read
-/// (the inputs', which have no parents, keep theirs).
-fn sweep_rows(nodes: &[Node], offset: usize, rows: &mut [[f64; ROWS]]) {
+/// Propagates adjoints through `nodes` (positions `offset..`), last to first, `W` per node; each
+/// operation's row is left at zero once read (the inputs', which have no parents, keep theirs).
+fn sweep_rows<const W: usize>(nodes: &[Node], offset: usize, rows: &mut [[f64; W]]) {
     for (i, node) in nodes.iter().enumerate().rev() {
         if node.parents == [CONSTANT; 2] {
             continue;
         }
-        let bar = std::mem::replace(&mut rows[offset + i], [0.0; ROWS]);
-        if bar != [0.0; ROWS] {
+        let bar = std::mem::replace(&mut rows[offset + i], [0.0; W]);
+        if bar != [0.0; W] {
             for (parent, weight) in node.parents.iter().zip(node.weights) {
                 let row = &mut rows[*parent as usize];
-                for k in 0..ROWS {
+                for k in 0..W {
                     row[k] += weight * bar[k];
                 }
             }
