@@ -32,6 +32,17 @@ pub struct StepVjp {
     pub info: StepInfo,
 }
 
+/// The coordinates a step's positions are differentiated in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Coordinates {
+    /// `q ⊕ δ`: `nv` numbers, MuJoCo's convention, in which quaternions stay unit.
+    #[default]
+    Tangent,
+    /// The `nq` numbers as stored, quaternions' four included: what a tensor of positions is
+    /// differentiated in (a loss on raw positions, a gradient for each stored number).
+    Stored,
+}
+
 /// The vector-Jacobian product of one step from `state` under `ctrl`, for the cotangent
 /// `cotangent` of the next state (tangent coordinates, as the step Jacobians'), with respect to
 /// the state, the controls and the parameters at `params` (positions in
@@ -45,8 +56,24 @@ pub fn vjp(
     cotangent: &StateTangent,
     contact: &mut ContactState,
 ) -> Result<StepVjp, DualError> {
+    vjp_in(Coordinates::Tangent, model, state, ctrl, params, cotangent, contact)
+}
+
+/// [`vjp`] with the positions in `coordinates`: under [`Coordinates::Stored`] the position
+/// parts of `cotangent` and of the result have `nq` entries. A `contact` replaying a
+/// [`phyz_core::sim::SolveLog`] kept when the step was first taken makes the step's solves
+/// run no iteration.
+pub fn vjp_in(
+    coordinates: Coordinates,
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    params: &[usize],
+    cotangent: &StateTangent,
+    contact: &mut ContactState,
+) -> Result<StepVjp, DualError> {
     let mut tape = Taped::new(model, params)?;
-    let step = tape.record(state, ctrl, contact)?;
+    let step = tape.record(coordinates, state, ctrl, contact)?;
     let (state_bar, ctrl_bar, params_bar) = tape.pull(&step, cotangent)?;
     Ok(StepVjp { state: state_bar, ctrl: ctrl_bar, params: params_bar, next: step.next, info: step.info })
 }
@@ -84,7 +111,8 @@ impl<'m> ReverseJacobians<'m> {
         ctrl: &[f64],
         contact: &mut ContactState,
     ) -> Result<StepJacobians, DualError> {
-        let RecordedStep { tape, inputs, outputs, next, info } = self.0.record(state, ctrl, contact)?;
+        let RecordedStep { tape, inputs, outputs, next, info } =
+            self.0.record(Coordinates::Tangent, state, ctrl, contact)?;
         let outputs: Vec<Var> = outputs.concat();
         let inputs: Vec<Var> = inputs.concat().into_iter().chain(self.0.params.iter().copied()).collect();
         // The sweeps only read the tape: they share the machine's threads, each with its own
@@ -146,9 +174,10 @@ pub(crate) struct Taped<'m> {
 /// One recorded step: its recording, its inputs and outputs on the tape, and what it reached.
 pub(crate) struct RecordedStep {
     pub(crate) tape: Recording,
-    /// The inputs: position (tangent coordinates), velocity, activations, controls.
+    /// The inputs: position (in the coordinates recorded), velocity, activations, controls.
     inputs: [Vec<Var>; 4],
-    /// The outputs: the next position (tangent coordinates at `next`), velocity, activations.
+    /// The outputs: the next position (tangent coordinates at `next`, or stored), velocity,
+    /// activations.
     outputs: [Vec<Var>; 3],
     pub(crate) next: State<f64>,
     pub(crate) info: StepInfo,
@@ -174,9 +203,10 @@ impl<'m> Taped<'m> {
         Ok(Taped { model, recorded, params: vars, prefix: tape.freeze(), workspace })
     }
 
-    /// Records one step from `state` under `ctrl`.
+    /// Records one step from `state` under `ctrl`, its positions in `coordinates`.
     pub(crate) fn record(
         &mut self,
+        coordinates: Coordinates,
         state: &State<f64>,
         ctrl: &[f64],
         contact: &mut ContactState,
@@ -184,17 +214,26 @@ impl<'m> Taped<'m> {
         check_input(self.model, state, ctrl)?;
         let tape = Recording::try_start_with(&self.prefix).ok_or(DualError::AlreadyRecording)?;
         let inputs = |values: &mut dyn Iterator<Item = f64>| values.map(|x| tape.input(x)).collect::<Vec<Var>>();
-        let delta = inputs(&mut (0..self.model.nv()).map(|_| 0.0));
+        let model = &self.recorded;
+        let (position, qpos) = match coordinates {
+            Coordinates::Tangent => {
+                let delta = inputs(&mut (0..self.model.nv()).map(|_| 0.0));
+                // `q ⊕ δ` at `δ = 0` renormalizes quaternions, a few ulps away from `q`: the
+                // position is `q` itself, with the derivative of `q ⊕ δ`, so that the step
+                // replays the `f64` one bit for bit.
+                let q = state.qpos.map(Var::constant);
+                let moved = integrate_position(model, &q, &DVector::from_column_slice(&delta), Var::constant(1.0));
+                (delta, q.zip_map(&moved, |q, moved| q + (moved - moved.detach())))
+            }
+            Coordinates::Stored => {
+                let q = inputs(&mut state.qpos.iter().copied());
+                let qpos = DVector::from_column_slice(&q);
+                (q, qpos)
+            }
+        };
         let qvel = inputs(&mut state.qvel.iter().copied());
         let act = inputs(&mut state.act.iter().copied());
         let controls = inputs(&mut ctrl.iter().copied());
-        let model = &self.recorded;
-        // `q ⊕ δ` at `δ = 0` renormalizes quaternions, a few ulps away from `q`: the position is
-        // `q` itself, with the derivative of `q ⊕ δ`, so that the step replays the `f64` one bit
-        // for bit.
-        let q = state.qpos.map(Var::constant);
-        let moved = integrate_position(model, &q, &DVector::from_column_slice(&delta), Var::constant(1.0));
-        let qpos = q.zip_map(&moved, |q, moved| q + (moved - moved.detach()));
         let start = State {
             qpos,
             qvel: DVector::from_column_slice(&qvel),
@@ -207,11 +246,16 @@ impl<'m> Taped<'m> {
             return Err(DualError::Unconverged { residual: info.residual });
         }
         let next_real = next.lane(0);
-        let dq = difference_position(model, &next.qpos, &next_real.qpos.map(Var::constant));
+        let next_position = match coordinates {
+            Coordinates::Tangent => {
+                difference_position(model, &next.qpos, &next_real.qpos.map(Var::constant)).as_slice().to_vec()
+            }
+            Coordinates::Stored => next.qpos.as_slice().to_vec(),
+        };
         Ok(RecordedStep {
             tape,
-            inputs: [delta, qvel, act, controls],
-            outputs: [dq.as_slice().to_vec(), next.qvel.as_slice().to_vec(), next.act.as_slice().to_vec()],
+            inputs: [position, qvel, act, controls],
+            outputs: [next_position, next.qvel.as_slice().to_vec(), next.act.as_slice().to_vec()],
             next: next_real,
             info,
         })

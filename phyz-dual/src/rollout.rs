@@ -7,7 +7,7 @@ use num_dual::DualSVec64;
 use crate::DualError;
 use crate::forward::{Seed, StateTangent, push_forward};
 use crate::parameter::{check_differentiable, check_positions};
-use crate::reverse::Taped;
+use crate::reverse::{Coordinates, Taped};
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
 
@@ -103,9 +103,9 @@ fn at_step(step: usize) -> impl Fn(DualError) -> DualError {
 /// forward pass finds it, at the end when only the backward sweep can (a singular Hessian, a
 /// preset without derivatives).
 ///
-/// Reverse mode: the rollout runs in `f64`, keeping each step's state and warm starts as a
-/// checkpoint; the backward sweep then records each step again on the tape, from its checkpoint,
-/// and pulls the adjoint `λ_t = ∂J/∂x_t` back through it (one vector-Jacobian product per step).
+/// Reverse mode: the rollout runs in `f64`, keeping each step's state, warm starts and contact
+/// solutions as a checkpoint; the backward sweep then records each step again on the tape, from
+/// its checkpoint and with its solutions given (no solver iteration runs backward), and pulls the adjoint `λ_t = ∂J/∂x_t` back through it (one vector-Jacobian product per step).
 /// Its cost is a few forward rollouts whatever the number of parameters, and its memory one
 /// step's tape besides the checkpoints.
 pub fn rollout_gradient(
@@ -122,10 +122,14 @@ pub fn rollout_gradient(
     let mut replay = contact.clone();
     let mut states = vec![start.clone()];
     let mut checkpoints = Vec::with_capacity(controls.len());
+    let mut logs = Vec::with_capacity(controls.len());
     let mut workspace = Workspace::default();
     for (t, ctrl) in controls.iter().enumerate() {
         checkpoints.push(contact.checkpoint());
-        step_in(model, &states[t], ctrl, contact, &mut workspace).map_err(|e| at_step(t)(e.into()))?;
+        contact.keep_solutions();
+        let stepped = step_in(model, &states[t], ctrl, contact, &mut workspace);
+        logs.push(contact.take_solutions());
+        stepped.map_err(|e| at_step(t)(e.into()))?;
         if !workspace.info.converged {
             return Err(at_step(t)(DualError::Unconverged { residual: workspace.info.residual }));
         }
@@ -146,8 +150,11 @@ pub fn rollout_gradient(
         let cost = objective.running(t, &states[t], &controls[t]);
         cost.check(nv, nu).map_err(at_step(t))?;
         value += cost.value;
+        // From the step's own start and solutions: the backward runs no solver iteration.
         replay.resume(&checkpoints[t]);
-        let step = tape.record(&states[t], &controls[t], &mut replay).map_err(at_step(t))?;
+        replay.replay(std::mem::take(&mut logs[t]));
+        let step = tape.record(Coordinates::Tangent, &states[t], &controls[t], &mut replay).map_err(at_step(t))?;
+        replay.take_solutions();
         let (state_bar, ctrl_bar, params_bar) = tape.pull(&step, &lambda).map_err(at_step(t))?;
         dparams += params_bar;
         du[t] = &cost.du + ctrl_bar;

@@ -23,6 +23,20 @@ pub enum ContactError {
     Solve(#[from] SolveError),
     #[error(transparent)]
     Sensitivity(#[from] SensitivityError),
+    /// A replayed solve was given no solution, or one of another problem.
+    #[error("the replayed solve does not match its logged solution: {0}")]
+    Replay(&'static str),
+}
+
+/// Where each lane's solution comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// Solved, from these warm starts (one per lane, their impulses on all of the problem's
+    /// rows; missing lanes start cold).
+    Solve(&'a [Warm]),
+    /// Given: the solutions an earlier solve of the very same problem left (as
+    /// [`solve_scalar_in`] leaves them). No iteration runs; the derivative rule is built at them.
+    Given(&'a [Solution]),
 }
 
 /// Solves `problem` in `S`: the post-step velocity with its tangents (exact, by the implicit
@@ -35,39 +49,38 @@ pub fn solve_scalar<S: Scalar>(
     warm: &[Warm],
 ) -> Result<(DVector<S>, Vec<Solution>), ContactError> {
     let (mut velocity, mut solutions) = (DVector::zeros(0), Vec::new());
-    solve_scalar_in(problem, config, warm, &mut NewtonWorkspace::default(), &mut velocity, &mut solutions)?;
+    let source = Source::Solve(warm);
+    solve_scalar_in(problem, config, source, &mut NewtonWorkspace::default(), &mut velocity, &mut solutions)?;
     Ok((velocity, solutions))
 }
 
-/// [`solve_scalar`] in reusable storage: the velocity written into `velocity`, the lanes'
-/// solutions into `solutions`. A plain `f64` problem with every constraint present is solved
-/// where it stands, and allocates nothing once the storage has seen as many rows.
+/// [`solve_scalar`] in reusable storage, each lane's solution from `source`: the velocity
+/// written into `velocity`, the lanes' solutions into `solutions`. A plain `f64` problem with
+/// every constraint present is solved where it stands, and allocates nothing once the storage
+/// has seen as many rows.
 pub fn solve_scalar_in<S: Scalar>(
     problem: &ContactProblem<S>,
     config: &SolverConfig,
-    warm: &[Warm],
+    source: Source<'_>,
     workspace: &mut NewtonWorkspace,
     velocity: &mut DVector<S>,
     solutions: &mut Vec<Solution>,
 ) -> Result<(), ContactError> {
     let m = problem.rows();
     let lanes = problem.joint.free.iter().chain(problem.target.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+    if let Source::Given(given) = source
+        && given.len() != lanes
+    {
+        return Err(ContactError::Replay("another number of batch lanes"));
+    }
     solutions.resize_with(lanes, Solution::default);
     let mut rules = Vec::new();
-    let no_warm = Warm::default();
     for (lane, solution) in solutions.iter_mut().enumerate() {
-        let lane_warm = warm.get(lane).unwrap_or(&no_warm);
         // `rows`: the problem's rows the lane's come from, `None` where they are all of them.
         let (real, rows) = problem.lane_view(lane);
-        match &rows {
-            None => solve_in(&real, config, lane_warm, workspace, solution)?,
-            Some(rows) => {
-                let spread =
-                    |f: &DVector<f64>| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0));
-                let impulses = lane_warm.impulses.as_ref().map(spread);
-                let lane_warm = Warm { velocity: lane_warm.velocity.clone(), impulses };
-                solve_in(&real, config, &lane_warm, workspace, solution)?;
-            }
+        match source {
+            Source::Solve(warm) => solve_lane(&real, rows.as_deref(), config, warm.get(lane), workspace, solution)?,
+            Source::Given(given) => take_given(&real, rows.as_deref(), m, &given[lane], solution)?,
         }
         if S::carries_derivatives() {
             rules.push(rule(problem, &real, config, lane, solution)?);
@@ -103,6 +116,48 @@ pub fn solve_scalar_in<S: Scalar>(
             Rule::Solved(sensitivity, _) => Box::new(sensitivity),
         };
         S::implicit(velocity.as_mut_slice(), residual.as_slice(), lane, rule);
+    }
+    Ok(())
+}
+
+/// Solves a lane's real problem `real` (its rows at `rows` of the whole problem, `None`: all)
+/// from `warm`, whose impulses lie on all of the problem's rows.
+fn solve_lane(
+    real: &ContactProblem<f64>,
+    rows: Option<&[usize]>,
+    config: &SolverConfig,
+    warm: Option<&Warm>,
+    workspace: &mut NewtonWorkspace,
+    solution: &mut Solution,
+) -> Result<(), ContactError> {
+    let no_warm = Warm::default();
+    let warm = warm.unwrap_or(&no_warm);
+    match rows {
+        None => solve_in(real, config, warm, workspace, solution)?,
+        Some(rows) => {
+            let spread = |f: &DVector<f64>| DVector::from_fn(rows.len(), |i, _| f.get(rows[i]).copied().unwrap_or(0.0));
+            let warm = Warm { velocity: warm.velocity.clone(), impulses: warm.impulses.as_ref().map(spread) };
+            solve_in(real, config, &warm, workspace, solution)?;
+        }
+    }
+    Ok(())
+}
+
+/// A lane's logged solution `given` (impulses on all `m` rows of the problem) as the solve of its
+/// real problem `real` would leave it (impulses on the lane's own rows).
+fn take_given(
+    real: &ContactProblem<f64>,
+    rows: Option<&[usize]>,
+    m: usize,
+    given: &Solution,
+    solution: &mut Solution,
+) -> Result<(), ContactError> {
+    if given.velocity.len() != real.dofs() || given.impulses.len() != m || given.zones.len() != real.constraints.len() {
+        return Err(ContactError::Replay("a problem of another size"));
+    }
+    solution.clone_from(given);
+    if let Some(rows) = rows {
+        solution.impulses = DVector::from_fn(rows.len(), |i, _| given.impulses[rows[i]]);
     }
     Ok(())
 }

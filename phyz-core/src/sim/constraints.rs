@@ -10,7 +10,8 @@ use super::weights::InverseWeights;
 use crate::contact::differentiable::zones_on_all;
 use crate::contact::newton::impulses;
 use crate::contact::{
-    ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Units, Warm, solve_scalar_in,
+    ContactError, ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Source, Units, Warm,
+    solve_scalar_in,
 };
 use crate::dynamics::integrator::Rates;
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
@@ -50,11 +51,80 @@ pub struct ContactState {
     /// The model's inverse weights per batch lane, with the parameters (real parts of every
     /// lane) they were computed from: recomputed whenever a parameter changes.
     weights: Option<LaneWeights>,
+    /// Whether solves keep their solutions in a log, or take them from one.
+    logging: Logging,
+    /// Lane solves run (not given by a log).
+    solves: u64,
+}
+
+/// The solutions of a run of solves, in order, each with its batch lanes' solutions: what
+/// [`ContactState::replay`] gives back to the same solves taken again.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SolveLog(Vec<Vec<Solution>>);
+
+impl SolveLog {
+    /// The number of solves logged.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What the solves do with a [`SolveLog`].
+#[derive(Clone, Debug, Default)]
+enum Logging {
+    #[default]
+    Off,
+    /// Each solve's solutions are appended.
+    Keep(SolveLog),
+    /// Each solve takes the next solutions (at the index) instead of iterating.
+    Replay(SolveLog, usize),
 }
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState { config, capacity: None, warm: Vec::new(), step: 0, weights: None }
+        ContactState {
+            config,
+            capacity: None,
+            warm: Vec::new(),
+            step: 0,
+            weights: None,
+            logging: Logging::Off,
+            solves: 0,
+        }
+    }
+
+    /// From now on, every solve appends its solutions to a fresh log, until
+    /// [`ContactState::take_solutions`]. A step taken again from the same start with that log
+    /// ([`ContactState::replay`]) then needs no solver iteration: a reverse sweep replays its
+    /// steps so.
+    pub fn keep_solutions(&mut self) {
+        self.logging = Logging::Keep(SolveLog::default());
+    }
+
+    /// The log kept since [`ContactState::keep_solutions`] (empty if none was kept); solves stop
+    /// logging or replaying.
+    pub fn take_solutions(&mut self) -> SolveLog {
+        match std::mem::take(&mut self.logging) {
+            Logging::Keep(log) | Logging::Replay(log, _) => log,
+            Logging::Off => SolveLog::default(),
+        }
+    }
+
+    /// The next solves take their solutions from `log`, in order, and run no iteration: the
+    /// solves of a step taken again from the very start it was logged at, whose problems are
+    /// the logged ones (bit for bit: the derivative rules are built at these solutions). A
+    /// solve left without a logged solution, or given one of another size, is an error.
+    pub fn replay(&mut self, log: SolveLog) {
+        self.logging = Logging::Replay(log, 0);
+    }
+
+    /// The lane solves this state has run (a replayed solve runs none).
+    pub fn solves(&self) -> u64 {
+        self.solves
     }
 
     /// The warm starts the next step will use, to take that step again later from the same
@@ -468,7 +538,21 @@ fn constrained_acceleration<S: Scalar>(
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm_starts(gather, v, dt, lanes, warm);
-    solve_scalar_in(problem, &config, warm, newton, velocity, solutions)?;
+    let source = match &mut state.logging {
+        Logging::Replay(log, next) => {
+            let given = log.0.get(*next).ok_or(ContactError::Replay("no logged solution left"))?;
+            *next += 1;
+            Source::Given(given)
+        }
+        _ => {
+            state.solves += lanes as u64;
+            Source::Solve(warm)
+        }
+    };
+    solve_scalar_in(problem, &config, source, newton, velocity, solutions)?;
+    if let Logging::Keep(log) = &mut state.logging {
+        log.0.push(solutions.clone());
+    }
     state.record(gather, solutions, v, dt);
     info.record(gather, solutions);
     // The velocity change the impulses make, folded into the acceleration.

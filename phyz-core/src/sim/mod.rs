@@ -23,7 +23,7 @@ pub use crate::error::StepError;
 use crate::model::check_finite;
 pub use crate::model::check_input;
 use crate::model::{Integrator, Model, Point, State};
-pub use constraints::{ContactState, StepInfo, WarmCheckpoint};
+pub use constraints::{ContactState, SolveLog, StepInfo, WarmCheckpoint};
 pub use sensors::{sensor_data, sensor_data_with};
 pub use workspace::Workspace;
 
