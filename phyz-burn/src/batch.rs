@@ -1,0 +1,247 @@
+//! The batch on the host: each lane's step in `f64` (rayon over the lanes), keeping what its
+//! backward needs, and each lane's vector-Jacobian product from what its step kept.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nalgebra::DVector;
+use phyz_core::sim::{ContactState, SolveLog, StepInfo, Workspace, step_in};
+use phyz_core::{Model, ModelError, State};
+use phyz_dual::{Coordinates, DualError, StateTangent, vjp_in};
+use rayon::prelude::*;
+
+use crate::BurnError;
+
+/// What every step of a simulation shares: the model, the solver preset, the chosen
+/// parameters, and the solve counters.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub model: Model<f64>,
+    /// The preset and contact capacity, with a cold warm-start cache.
+    pub contact: ContactState,
+    /// The chosen parameters' positions in [`Model::parameters`].
+    pub params: Vec<usize>,
+    /// The model's parameter values.
+    pub base: Vec<f64>,
+    pub counts: Counts,
+}
+
+/// Lane solves run forward and backward, and lane steps pulled back, over a simulation's life.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    pub forward: AtomicU64,
+    pub backward: AtomicU64,
+    pub pulled: AtomicU64,
+}
+
+impl Shared {
+    /// The model with the chosen parameters at `values`.
+    pub fn model_with(&self, values: &[f64]) -> Result<Model<f64>, ModelError> {
+        let mut all = self.base.clone();
+        for (&i, &v) in self.params.iter().zip(values) {
+            all[i] = v;
+        }
+        self.model.with_parameters(&all)
+    }
+
+    pub fn nq(&self) -> usize {
+        self.model.nq()
+    }
+    pub fn nv(&self) -> usize {
+        self.model.nv()
+    }
+    pub fn na(&self) -> usize {
+        self.model.na()
+    }
+    pub fn nu(&self) -> usize {
+        self.model.nu()
+    }
+    /// The packed state's width: positions, velocities, activations.
+    pub fn width(&self) -> usize {
+        self.nq() + self.nv() + self.na()
+    }
+}
+
+/// The parameter values a step runs with.
+#[derive(Clone, Debug)]
+pub(crate) enum LaneParams {
+    /// The model's own: no parameter is differentiated.
+    Model,
+    /// One set for every lane.
+    Shared(Vec<f64>),
+    /// One set per lane, lane after lane.
+    PerLane(Vec<f64>),
+}
+
+/// Where a lane's step started and the solutions its solves found: what its backward replays.
+#[derive(Clone, Debug)]
+pub(crate) struct LaneStart {
+    state: State<f64>,
+    ctrl: Vec<f64>,
+    log: SolveLog,
+}
+
+/// A batch step taken on the host.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    pub shared: std::sync::Arc<Shared>,
+    pub batch: usize,
+    /// The next packed states, lane after lane.
+    pub next: Vec<f64>,
+    /// Each lane's start, kept when the step's gradient is tracked (else empty).
+    pub starts: Vec<LaneStart>,
+    pub params: LaneParams,
+}
+
+/// A lane's step, as [`step_batch`] returns it.
+pub(crate) struct LaneStep {
+    pub next: State<f64>,
+    pub info: StepInfo,
+    pub contact: ContactState,
+    pub start: Option<LaneStart>,
+}
+
+/// The cotangents a step's backward gives: of the packed state, the controls and the
+/// parameters (`[1, P]`, summed over the lanes, when they are shared).
+pub(crate) struct Pulled {
+    pub state: Vec<f64>,
+    pub ctrl: Vec<f64>,
+    pub params: Vec<f64>,
+}
+
+thread_local! {
+    /// Each thread's step storage, kept from one lane step to the next.
+    static WORKSPACE: std::cell::RefCell<Workspace<f64>> = std::cell::RefCell::new(Workspace::default());
+}
+
+/// Steps every lane from `states` under `ctrl` (`[batch, nu]`, lane after lane) with the
+/// parameters `params`, each lane from its own warm starts; `tracked` keeps what the backward
+/// needs and refuses unconverged solves. The first failing lane's error is returned.
+pub(crate) fn step_batch(
+    shared: &Shared,
+    states: &[State<f64>],
+    ctrl: &[f64],
+    params: &LaneParams,
+    contacts: &[ContactState],
+    tracked: bool,
+) -> Result<Vec<LaneStep>, BurnError> {
+    let nu = shared.nu();
+    let common = match params {
+        LaneParams::Shared(values) => Some(shared.model_with(values)?),
+        _ => None,
+    };
+    let lane = |l: usize| -> Result<LaneStep, BurnError> {
+        let model = lane_model(shared, params, common.as_ref(), l)?;
+        let lane_ctrl = &ctrl[l * nu..(l + 1) * nu];
+        let mut contact = contacts[l].clone();
+        let before = contact.solves();
+        if tracked {
+            contact.keep_solutions();
+        }
+        let stepped = WORKSPACE.with(|w| {
+            let w = &mut *w.borrow_mut();
+            step_in(&model, &states[l], lane_ctrl, &mut contact, w).map(|()| (w.next.clone(), w.info.clone()))
+        });
+        let log = contact.take_solutions();
+        shared.counts.forward.fetch_add(contact.solves() - before, Ordering::Relaxed);
+        let (next, info) = stepped.map_err(|source| BurnError::Step { lane: l, source })?;
+        if tracked && !info.converged {
+            return Err(BurnError::Unconverged { lane: l, residual: info.residual });
+        }
+        let start = tracked.then(|| LaneStart { state: states[l].clone(), ctrl: lane_ctrl.to_vec(), log });
+        Ok(LaneStep { next, info, contact, start })
+    };
+    let results: Vec<Result<LaneStep, BurnError>> = (0..states.len()).into_par_iter().map(lane).collect();
+    results.into_iter().collect()
+}
+
+/// Lane `l`'s model: the simulation's, the shared parameters' (`common`), or its own.
+fn lane_model<'a>(
+    shared: &'a Shared,
+    params: &LaneParams,
+    common: Option<&'a Model<f64>>,
+    l: usize,
+) -> Result<Cow<'a, Model<f64>>, ModelError> {
+    Ok(match (params, common) {
+        (LaneParams::PerLane(values), _) => {
+            let p = shared.params.len();
+            Cow::Owned(shared.model_with(&values[l * p..(l + 1) * p])?)
+        }
+        (_, Some(model)) => Cow::Borrowed(model),
+        (_, None) => Cow::Borrowed(&shared.model),
+    })
+}
+
+impl Taken {
+    pub fn width(&self) -> usize {
+        self.shared.width()
+    }
+    pub fn nu(&self) -> usize {
+        self.shared.nu()
+    }
+    /// The shape of the parameters' tensor.
+    pub fn params_shape(&self) -> [usize; 2] {
+        match &self.params {
+            LaneParams::Model => [1, 0],
+            LaneParams::Shared(values) => [1, values.len()],
+            LaneParams::PerLane(_) => [self.batch, self.shared.params.len()],
+        }
+    }
+
+    /// The backward of the step for the next packed states' cotangent `bar` (lane after lane):
+    /// each lane's step recorded again from its start, its solves given their logged
+    /// solutions (no solver iteration runs), and swept back once.
+    pub fn pull(&self, bar: &[f64]) -> Result<Pulled, DualError> {
+        let shared = &*self.shared;
+        let (nq, nv, na, nu, width) = (shared.nq(), shared.nv(), shared.na(), shared.nu(), self.width());
+        let chosen: &[usize] = match self.params {
+            LaneParams::Model => &[],
+            _ => &shared.params,
+        };
+        let common = match &self.params {
+            LaneParams::Shared(values) => Some(shared.model_with(values)?),
+            _ => None,
+        };
+        let lane = |l: usize| -> Result<phyz_dual::StepVjp, DualError> {
+            let start = &self.starts[l];
+            let model = lane_model(shared, &self.params, common.as_ref(), l)?;
+            let row = &bar[l * width..(l + 1) * width];
+            let cotangent = StateTangent {
+                qpos: DVector::from_column_slice(&row[..nq]),
+                qvel: DVector::from_column_slice(&row[nq..nq + nv]),
+                act: DVector::from_column_slice(&row[nq + nv..]),
+            };
+            let mut contact = shared.contact.clone();
+            contact.replay(start.log.clone());
+            let vjp = vjp_in(Coordinates::Stored, &model, &start.state, &start.ctrl, chosen, &cotangent, &mut contact);
+            shared.counts.backward.fetch_add(contact.solves(), Ordering::Relaxed);
+            shared.counts.pulled.fetch_add(1, Ordering::Relaxed);
+            vjp
+        };
+        let vjps: Vec<Result<phyz_dual::StepVjp, DualError>> = (0..self.batch).into_par_iter().map(lane).collect();
+        let vjps: Vec<phyz_dual::StepVjp> = vjps.into_iter().collect::<Result<_, _>>()?;
+        let mut pulled = Pulled {
+            state: Vec::with_capacity(self.batch * width),
+            ctrl: Vec::with_capacity(self.batch * nu),
+            params: Vec::new(),
+        };
+        for v in &vjps {
+            pulled.state.extend(v.state.qpos.iter().chain(&v.state.qvel).chain(&v.state.act));
+            pulled.ctrl.extend(v.ctrl.iter());
+        }
+        debug_assert_eq!(pulled.state.len(), self.batch * (nq + nv + na));
+        pulled.params = match self.params {
+            LaneParams::Model => Vec::new(),
+            // Summed lane by lane, in order: the same bits whatever the threads.
+            LaneParams::Shared(_) => {
+                let mut sum = vec![0.0; chosen.len()];
+                for v in &vjps {
+                    sum.iter_mut().zip(v.params.iter()).for_each(|(s, p)| *s += p);
+                }
+                sum
+            }
+            LaneParams::PerLane(_) => vjps.iter().flat_map(|v| v.params.iter().copied()).collect(),
+        };
+        Ok(pulled)
+    }
+}

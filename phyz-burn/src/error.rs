@@ -1,0 +1,32 @@
+//! Errors of batched simulation requests.
+
+use burn::tensor::DType;
+use phyz_core::{ModelError, StepError};
+use phyz_dual::DualError;
+
+/// Why a batched step, rollout or parameter choice was refused. Nothing is stepped, and no
+/// gradient node is recorded, when one is returned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BurnError {
+    #[error("{what} has shape {got:?}, the simulation needs {expected:?}")]
+    Shape { what: &'static str, expected: Vec<usize>, got: Vec<usize> },
+    #[error("{what} holds {got:?} numbers: the physics runs in f64 (create it with dtype F64, or cast it)")]
+    DType { what: &'static str, got: DType },
+    #[error("{what} at batch lane {lane}, entry {index} is not finite")]
+    NonFinite { what: &'static str, lane: usize, index: usize },
+    #[error("batch lane {lane}: {source}")]
+    Step { lane: usize, source: StepError },
+    #[error(
+        "batch lane {lane}: the contact solve did not converge (residual {residual:e}); a step whose gradient \
+         is tracked needs a converged solve, the point its derivative is taken at"
+    )]
+    Unconverged { lane: usize, residual: f64 },
+    #[error("the batch has {got} lanes here, {expected} elsewhere")]
+    Batch { expected: usize, got: usize },
+    #[error("no parameters were chosen for this simulation, but parameter values were given")]
+    NoParameters,
+    #[error(transparent)]
+    Parameter(#[from] DualError),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}

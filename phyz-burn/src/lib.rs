@@ -1,0 +1,37 @@
+//! phyz-burn: phyz's physics inside burn — batches of environments stepped as burn
+//! operations whose gradients are phyz's exact derivatives.
+//!
+//! A [`Simulation`] steps a [`BatchState`] (positions, velocities and activations as
+//! `Tensor<2>`, one row per environment) under controls `[batch, nu]` and, optionally, model
+//! parameters (`[1, P]` shared, `[batch, P]` per lane). On an autodiff device the step is one
+//! recorded operation whose backward is phyz's vector-Jacobian product: reverse mode through
+//! the smooth dynamics and the transposed implicit-function rule at each converged contact
+//! solve. The backward replays each lane's step from what the forward kept (its start and its
+//! solves' solutions): no solver iteration runs backward, and nothing is unrolled.
+//!
+//! The physics runs in `f64` on the host, rayon over the lanes; tensors must hold `f64`
+//! (configure the device's float type, see [`f64_device`]).
+
+mod batch;
+mod error;
+mod host;
+mod op;
+mod simulation;
+
+pub use error::BurnError;
+pub use op::{PhysicsOps, StepRecord};
+pub use simulation::{BatchState, Simulation, SolveCounts};
+
+use burn::tensor::{DType, Device, FloatDType};
+
+/// `device` with `f64` as its default float type, for tensors the physics reads: configured if
+/// nothing has fixed its settings yet; an error if they were fixed to another float type.
+pub fn f64_device(mut device: Device) -> Result<Device, BurnError> {
+    if device.configure(FloatDType::F64).is_err() && DType::from(device.settings().float_dtype) != DType::F64 {
+        return Err(BurnError::DType {
+            what: "the device's default float type",
+            got: device.settings().float_dtype.into(),
+        });
+    }
+    Ok(device)
+}
