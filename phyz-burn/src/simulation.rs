@@ -249,7 +249,7 @@ impl Simulation {
         } else {
             Tensor::cat(vec![state.qpos.clone(), state.qvel.clone()], 1)
         };
-        let tracked = packed.is_require_grad() || ctrl.is_require_grad() || params.is_require_grad();
+        let tracked = packed.is_tracked() || ctrl.is_tracked() || params.is_tracked();
         let steps = step_batch(shared, &states, &controls, &lane_params, &state.contact, tracked)?;
         let mut next = Vec::with_capacity(batch * shared.width());
         for s in &steps {
