@@ -13,6 +13,7 @@
 //! (configure the device's float type, see [`f64_device`]).
 
 mod batch;
+pub mod check;
 mod error;
 mod host;
 mod op;

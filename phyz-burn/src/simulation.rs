@@ -130,6 +130,17 @@ impl Simulation {
         &self.shared.model
     }
 
+    /// The contact solves' preset.
+    pub fn config(&self) -> SolverConfig {
+        self.shared.contact.config
+    }
+
+    /// The chosen parameters' positions in [`Model::parameters`]: the columns of the parameter
+    /// tensors.
+    pub fn parameter_indices(&self) -> &[usize] {
+        &self.shared.params
+    }
+
     /// The chosen parameters' values in the model, `[1, P]`, on `device`.
     pub fn parameter_values(&self, device: &Device) -> Tensor<2> {
         let values: Vec<f64> = self.shared.params.iter().map(|&i| self.shared.base[i]).collect();
