@@ -56,7 +56,7 @@ impl Policy {
     }
 }
 
-/// Gymnasium's observation (cos and sin of the arm's angles, the target, the arm's angular
+/// Gymnasium's observation, scaled (cos and sin of the arm's angles, the target, the arm's angular
 /// velocities, fingertip minus target) and the fingertip's offset from the target, as tensors.
 fn observe(state: &BatchState) -> (Tensor<2>, Tensor<2>) {
     let q = &state.qpos;
@@ -102,8 +102,8 @@ fn starts(sim: &Simulation, rng: &mut Rng, batch: usize, device: &Device) -> Res
     sim.state(tensor(qpos, batch, 4, device), tensor(qvel, batch, 4, device))
 }
 
-/// One batch of episodes under `policy`: the training loss (mean distance over the episode,
-/// a terminal distance and arm-speed term, a small control cost) and each lane's final
+/// One batch of episodes under `policy`: the training loss (the distance over the episode,
+/// weighted up towards its end, a terminal distance and arm-speed term, a small control cost) and each lane's final
 /// distance. With `learn` false the controls are cut from the graph.
 fn episode(
     sim: &Simulation,
@@ -113,7 +113,9 @@ fn episode(
 ) -> Result<(Tensor<1>, Vec<f64>), phyz_burn::BurnError> {
     let mut state = start.clone();
     let mut loss = Tensor::<1>::zeros([1], (&start.qpos.device(), burn::tensor::DType::F64));
-    for _ in 0..DECISIONS {
+    // The distance counts more as the episode goes on: success is judged at its end.
+    let total: f64 = (1..=DECISIONS).map(|t| t as f64).sum();
+    for t in 1..=DECISIONS {
         let (observation, _) = observe(&state);
         let mut u = policy.forward(observation);
         if !learn {
@@ -123,9 +125,7 @@ fn episode(
             state = sim.step(&state, &u)?;
         }
         let (_, offset) = observe(&state);
-        loss = loss
-            + distance(offset).mean().mul_scalar(1.0 / DECISIONS as f64)
-            + u.powi_scalar(2).mean().mul_scalar(1e-3);
+        loss = loss + distance(offset).mean().mul_scalar(t as f64 / total) + u.powi_scalar(2).mean().mul_scalar(1e-3);
     }
     let (_, offset) = observe(&state);
     let last = distance(offset);
@@ -140,8 +140,8 @@ fn argument(name: &str, default: usize) -> usize {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (iterations, batch) = (argument("--iterations", 300), argument("--batch", 64));
-    let lr = argument("--lr-e4", 10) as f64 * 1e-4;
+    let (iterations, batch) = (argument("--iterations", 1400), argument("--batch", 64));
+    let lr = argument("--lr-e4", 30) as f64 * 1e-4;
     let device = device()?;
     device.seed(7);
     let sim = Simulation::new(gymnasium("reacher")?);
@@ -156,7 +156,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (loss, last) = episode(&sim, &policy, &start, true)?;
         let value = values(&loss.clone().reshape([1, 1]))[0];
         let grads = GradientsParams::from_grads(loss.backward(), &policy);
-        let lr = if iteration < iterations * 2 / 3 { lr } else { lr / 3.0 };
+        // Cosine decay to a thirtieth: large steps while far, small ones to settle precisely.
+        let progress = iteration as f64 / iterations as f64;
+        let lr = lr * (1.0 / 30.0 + (1.0 - 1.0 / 30.0) * 0.5 * (1.0 + (std::f64::consts::PI * progress).cos()));
         policy = optimizer.step(lr, policy, grads);
         let success = last.iter().filter(|d| **d < SUCCESS_RADIUS).count();
         losses.push((iteration as f64, value));

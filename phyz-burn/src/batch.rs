@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nalgebra::DVector;
 use phyz_core::sim::{ContactState, SolveLog, StepInfo, Workspace, step_in};
 use phyz_core::{Model, ModelError, State};
-use phyz_dual::{Coordinates, DualError, StateTangent, vjp_in};
+use phyz_dual::{Coordinates, DualError, StateTangent, StepVjp, StepVjps};
 use rayon::prelude::*;
 
 use crate::BurnError;
@@ -202,9 +202,9 @@ impl Taken {
             LaneParams::Shared(values) => Some(shared.model_with(values)?),
             _ => None,
         };
-        let lane = |l: usize| -> Result<phyz_dual::StepVjp, DualError> {
+        // Lane `l`'s product, by `vjps` (the lane's model on the tape).
+        let pull_lane = |vjps: &mut StepVjps, l: usize| -> Result<StepVjp, DualError> {
             let start = &self.starts[l];
-            let model = lane_model(shared, &self.params, common.as_ref(), l)?;
             let row = &bar[l * width..(l + 1) * width];
             let cotangent = StateTangent {
                 qpos: DVector::from_column_slice(&row[..nq]),
@@ -213,13 +213,34 @@ impl Taken {
             };
             let mut contact = shared.contact.clone();
             contact.replay(start.log.clone());
-            let vjp = vjp_in(Coordinates::Stored, &model, &start.state, &start.ctrl, chosen, &cotangent, &mut contact);
+            let vjp = vjps.at(Coordinates::Stored, &start.state, &start.ctrl, &cotangent, &mut contact);
             shared.counts.backward.fetch_add(contact.solves(), Ordering::Relaxed);
             shared.counts.pulled.fetch_add(1, Ordering::Relaxed);
             vjp
         };
-        let vjps: Vec<Result<phyz_dual::StepVjp, DualError>> = (0..self.batch).into_par_iter().map(lane).collect();
-        let vjps: Vec<phyz_dual::StepVjp> = vjps.into_iter().collect::<Result<_, _>>()?;
+        let lanes = (0..self.batch).into_par_iter();
+        let vjps: Vec<Result<StepVjp, DualError>> = match &self.params {
+            LaneParams::PerLane(_) => lanes
+                .map(|l| {
+                    let model = lane_model(shared, &self.params, None, l)?;
+                    pull_lane(&mut StepVjps::new(&model, chosen)?, l)
+                })
+                .collect(),
+            // One model for every lane: put on the tape once per thread's run of lanes.
+            _ => {
+                let model = common.as_ref().unwrap_or(&shared.model);
+                lanes
+                    .map_init(
+                        || StepVjps::new(model, chosen),
+                        |vjps, l| match vjps {
+                            Ok(vjps) => pull_lane(vjps, l),
+                            Err(e) => Err(e.clone()),
+                        },
+                    )
+                    .collect()
+            }
+        };
+        let vjps: Vec<StepVjp> = vjps.into_iter().collect::<Result<_, _>>()?;
         let mut pulled = Pulled {
             state: Vec::with_capacity(self.batch * width),
             ctrl: Vec::with_capacity(self.batch * nu),

@@ -27,6 +27,11 @@ pub enum BurnError {
     NoParameters,
     #[error(transparent)]
     Parameter(#[from] DualError),
+    /// A step of the engine traced on burn tensors failed (its lanes step together).
+    #[error("the traced step failed: {0}")]
+    TracedStep(StepError),
+    #[error("this thread is already tracing a step: a traced step cannot start inside another")]
+    AlreadyTracing,
     #[error(transparent)]
     Model(#[from] ModelError),
 }

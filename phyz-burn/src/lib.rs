@@ -18,6 +18,8 @@ mod error;
 mod host;
 mod op;
 mod simulation;
+#[cfg(feature = "traced")]
+pub mod traced;
 
 pub use error::BurnError;
 pub use op::{PhysicsOps, StepRecord};

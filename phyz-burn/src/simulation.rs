@@ -59,6 +59,13 @@ impl BatchState {
         &self.info
     }
 
+    /// The state a step from this one reached: its tensors, the same warm starts, no solve
+    /// report (the traced route keeps its own).
+    #[cfg(feature = "traced")]
+    pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
+        BatchState { qpos, qvel, act, time: self.time + dt, contact: self.contact.clone(), info: Arc::new(Vec::new()) }
+    }
+
     /// The same state with its tensors marked for gradients (`Tensor::require_grad`): the
     /// leaves of a rollout differentiated with respect to its start.
     pub fn require_grad(self) -> BatchState {

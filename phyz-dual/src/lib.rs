@@ -33,7 +33,7 @@ pub use jacobian::{
 };
 pub use num_dual::{Dual64, DualSVec64};
 pub use parameter::{Parameter, differentiable_parameters};
-pub use reverse::{Coordinates, ReverseJacobians, StepVjp, step_jacobians_reverse, vjp, vjp_in};
+pub use reverse::{Coordinates, ReverseJacobians, StepVjp, StepVjps, step_jacobians_reverse, vjp, vjp_in};
 pub use rollout::{
     Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, RolloutTangents, rollout_directional,
     rollout_gradient,

@@ -72,10 +72,32 @@ pub fn vjp_in(
     cotangent: &StateTangent,
     contact: &mut ContactState,
 ) -> Result<StepVjp, DualError> {
-    let mut tape = Taped::new(model, params)?;
-    let step = tape.record(coordinates, state, ctrl, contact)?;
-    let (state_bar, ctrl_bar, params_bar) = tape.pull(&step, cotangent)?;
-    Ok(StepVjp { state: state_bar, ctrl: ctrl_bar, params: params_bar, next: step.next, info: step.info })
+    StepVjps::new(model, params)?.at(coordinates, state, ctrl, cotangent, contact)
+}
+
+/// [`vjp_in`] for many steps of one model: the model is put on the tape's scalar once, and the
+/// step's storage is reused from one product to the next.
+pub struct StepVjps<'m>(Taped<'m>);
+
+impl<'m> StepVjps<'m> {
+    /// Products with respect to the state, the controls and the parameters at `params`.
+    pub fn new(model: &'m Model<f64>, params: &[usize]) -> Result<Self, DualError> {
+        Ok(StepVjps(Taped::new(model, params)?))
+    }
+
+    /// The product of the step from `state` under `ctrl` (see [`vjp_in`]).
+    pub fn at(
+        &mut self,
+        coordinates: Coordinates,
+        state: &State<f64>,
+        ctrl: &[f64],
+        cotangent: &StateTangent,
+        contact: &mut ContactState,
+    ) -> Result<StepVjp, DualError> {
+        let step = self.0.record(coordinates, state, ctrl, contact)?;
+        let (state_bar, ctrl_bar, params_bar) = self.0.pull(&step, cotangent)?;
+        Ok(StepVjp { state: state_bar, ctrl: ctrl_bar, params: params_bar, next: step.next, info: step.info })
+    }
 }
 
 /// Exact step Jacobians by reverse mode: the step recorded once, then one backward sweep per
