@@ -4,9 +4,11 @@
 //! - **f64 engine**: phyz's `f64` step per lane (rayon over the lanes), and for the backward
 //!   phyz-dual's reverse-mode rollout gradient per lane — phyz without burn, the reference;
 //! - **burn op**: phyz-burn's step operation on burn tensors (the same `f64` steps on the host,
-//!   one burn node per step), forward untracked, and forward tracked plus `backward()`.
+//!   one burn node per step), forward untracked, and forward tracked plus `backward()`;
+//! - **traced**: the engine itself on burn tensors ([`phyz_burn::traced`]: one burn operation per
+//!   scalar operation), forward and forward plus `backward()`, with its operations per step.
 //!
-//! `cargo run --release -p phyz-burn --example throughput [-- MODEL.xml --steps T --batches 1,64,1024]`
+//! `cargo run --release -p phyz-burn --example throughput [-- MODEL.xml --steps T --traced-steps T2 --batches 1,64,1024]`
 
 mod common;
 
@@ -16,14 +18,14 @@ use burn::tensor::{Device, Tensor};
 use common::{Rng, device, tensor};
 use nalgebra::DVector;
 use phyz_burn::Simulation;
+use phyz_burn::traced::TracedSimulation;
 use phyz_core::dynamics::integrate_position;
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
 use phyz_dual::{Cost, CostFunctions, rollout_gradient};
 use rayon::prelude::*;
 
-/// Lane starts: the default state lowered onto the floor and moved a little, so that the
-/// rollouts are in contact.
+/// Lane starts: the default state moved a little (hopper's then lands within the rollout).
 fn starts(model: &Model<f64>, batch: usize, rng: &mut Rng) -> Vec<State<f64>> {
     (0..batch)
         .map(|_| {
@@ -36,7 +38,7 @@ fn starts(model: &Model<f64>, batch: usize, rng: &mut Rng) -> Vec<State<f64>> {
         .collect()
 }
 
-/// One control per step and lane, inside ±0.3 of the actuators' ranges' middle.
+/// One control per step and lane, uniform in ±0.3.
 fn controls(model: &Model<f64>, steps: usize, batch: usize, rng: &mut Rng) -> Vec<Vec<f64>> {
     (0..steps).map(|_| (0..batch * model.nu()).map(|_| rng.symmetric(0.3)).collect()).collect()
 }
@@ -101,6 +103,43 @@ fn burn_rollout(sim: &Simulation, starts: &[State<f64>], ctrl: &[Vec<f64>], devi
     clock.elapsed().as_secs_f64()
 }
 
+/// Seconds for `steps` traced steps from the lanes' starts (and with `backward` the backward of
+/// `Σ q_T + Σ v_T`), and the tensor operations per step.
+fn traced_rollout(
+    sim: &Simulation,
+    starts: &[State<f64>],
+    ctrl: &[Vec<f64>],
+    device: &Device,
+    backward: bool,
+) -> (f64, usize) {
+    let model = sim.model();
+    let batch = starts.len();
+    let flat =
+        |f: &dyn Fn(&State<f64>) -> &DVector<f64>| starts.iter().flat_map(|s| f(s).iter().copied()).collect::<Vec<_>>();
+    let qpos = tensor(flat(&|s| &s.qpos), batch, model.nq(), device);
+    let qvel = tensor(flat(&|s| &s.qvel), batch, model.nv(), device);
+    let controls: Vec<Tensor<2>> = ctrl.iter().map(|u| tensor(u.clone(), batch, model.nu(), device)).collect();
+    let clock = Instant::now();
+    let mut start = sim.state(qpos, qvel).expect("valid");
+    if backward {
+        start = start.require_grad();
+    }
+    let mut traced = TracedSimulation::new(sim);
+    let (mut state, mut operations) = (start.clone(), 0);
+    for u in &controls {
+        let step = traced.step(&state, u).expect("a traced step");
+        (state, operations) = (step.state, operations + step.operations);
+    }
+    let objective = state.qpos.sum() + state.qvel.sum();
+    if backward {
+        let grads = objective.backward();
+        start.qvel.grad(&grads).expect("a gradient");
+    } else {
+        objective.into_data();
+    }
+    (clock.elapsed().as_secs_f64(), operations / ctrl.len().max(1))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
@@ -110,6 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .cloned()
         .unwrap_or_else(|| format!("{}/../../shared/models/gymnasium/hopper.xml", env!("CARGO_MANIFEST_DIR")));
     let steps: usize = value("--steps").map(|v| v.parse()).transpose()?.unwrap_or(100);
+    let traced_steps: usize = value("--traced-steps").map(|v| v.parse()).transpose()?.unwrap_or(5);
     let batches: Vec<usize> = value("--batches")
         .unwrap_or_else(|| "1,64,1024".into())
         .split(',')
@@ -118,27 +158,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = phyz_core::model::mjcf::load(&path)?;
     let sim = Simulation::new(model.clone());
     let (plain, autodiff) = (device()?.inner(), device()?);
-    println!("{path}: {steps} steps per rollout, {} threads; env-steps per second", rayon::current_num_threads());
     println!(
-        "{:>6} {:>14} {:>14} {:>14} {:>14}",
-        "batch", "f64 forward", "burn forward", "f64 fwd+bwd", "burn fwd+bwd"
+        "{path}: {steps} steps per rollout ({traced_steps} traced), {} threads; env-steps per second",
+        rayon::current_num_threads()
+    );
+    println!(
+        "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "batch", "f64 fwd", "op fwd", "traced fwd", "f64 fwd+bwd", "op fwd+bwd", "traced f+b", "ops/step"
     );
     for &batch in &batches {
         let mut rng = Rng(batch as u64 + 1);
         let (starts, ctrl) = (starts(&model, batch, &mut rng), controls(&model, steps, batch, &mut rng));
         let rate = |seconds: f64| (batch * steps) as f64 / seconds;
+        let short = &ctrl[..traced_steps.min(steps)];
+        let traced_rate = |(seconds, _): (f64, usize)| (batch * short.len()) as f64 / seconds;
+        let traced_forward = traced_rollout(&sim, &starts, short, &plain, false);
+        let traced_backward = traced_rollout(&sim, &starts, short, &autodiff, true);
         let row = [
-            engine_forward(&model, &starts, &ctrl),
-            burn_rollout(&sim, &starts, &ctrl, &plain, false),
-            engine_gradient(&model, &starts, &ctrl),
-            burn_rollout(&sim, &starts, &ctrl, &autodiff, true),
+            rate(engine_forward(&model, &starts, &ctrl)),
+            rate(burn_rollout(&sim, &starts, &ctrl, &plain, false)),
+            traced_rate(traced_forward),
+            rate(engine_gradient(&model, &starts, &ctrl)),
+            rate(burn_rollout(&sim, &starts, &ctrl, &autodiff, true)),
+            traced_rate(traced_backward),
         ];
         println!(
-            "{batch:>6} {:>14.0} {:>14.0} {:>14.0} {:>14.0}",
-            rate(row[0]),
-            rate(row[1]),
-            rate(row[2]),
-            rate(row[3])
+            "{batch:>6} {:>12.0} {:>12.0} {:>12.1} {:>12.0} {:>12.0} {:>12.1} {:>10}",
+            row[0], row[1], row[2], row[3], row[4], row[5], traced_backward.1
         );
     }
     Ok(())

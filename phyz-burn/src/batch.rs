@@ -213,10 +213,18 @@ impl Taken {
             };
             let mut contact = shared.contact.clone();
             contact.replay(start.log.clone());
-            let vjp = vjps.at(Coordinates::Stored, &start.state, &start.ctrl, &cotangent, &mut contact);
+            let vjp = vjps.at(Coordinates::Stored, &start.state, &start.ctrl, &cotangent, &mut contact)?;
             shared.counts.backward.fetch_add(contact.solves(), Ordering::Relaxed);
             shared.counts.pulled.fetch_add(1, Ordering::Relaxed);
-            vjp
+            // The replay must be the forward step itself, bit for bit, its log used up: else the
+            // solutions were another problem's and the derivative one of a step never taken.
+            let next = &self.next[l * width..(l + 1) * width];
+            let replayed = vjp.next.qpos.iter().chain(&vjp.next.qvel).chain(&vjp.next.act);
+            let same = replayed.zip(next).all(|(a, b)| a.to_bits() == b.to_bits());
+            if !same || !contact.replay_used_up() {
+                panic!("phyz-burn: lane {l}'s backward replay is not its forward step");
+            }
+            Ok(vjp)
         };
         let lanes = (0..self.batch).into_par_iter();
         let vjps: Vec<Result<StepVjp, DualError>> = match &self.params {

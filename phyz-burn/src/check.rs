@@ -50,13 +50,61 @@ pub struct BurnGradient {
 
 impl RolloutCase {
     pub fn batch(&self, model: &Model<f64>) -> usize {
-        self.qpos.len() / model.nq()
+        self.qpos.len() / model.nq().max(1)
+    }
+
+    /// The case's batch, its numbers checked against the model and the simulation's parameters.
+    fn check(&self, sim: &Simulation) -> Result<usize, BurnError> {
+        let model = sim.model();
+        let batch = self.batch(model);
+        let shape = |what: &'static str, got: usize, rows: usize, cols: usize| {
+            if got == rows * cols {
+                Ok(())
+            } else {
+                Err(BurnError::Shape { what, expected: vec![rows, cols], got: vec![got] })
+            }
+        };
+        shape("qpos", self.qpos.len(), batch, model.nq())?;
+        shape("qvel", self.qvel.len(), batch, model.nv())?;
+        shape("wq", self.wq.len(), batch, model.nq())?;
+        shape("wv", self.wv.len(), batch, model.nv())?;
+        for u in &self.ctrl {
+            shape("ctrl", u.len(), batch, model.nu())?;
+        }
+        if let Some((values, rows)) = &self.params {
+            if *rows != 1 && *rows != batch {
+                return Err(BurnError::Batch { expected: batch, got: *rows });
+            }
+            shape("params", values.len(), *rows, sim.parameter_indices().len())?;
+        }
+        Ok(batch)
+    }
+
+    /// `d` checked to be laid out as this case's inputs.
+    fn check_direction(&self, sim: &Simulation, d: &Direction) -> Result<usize, BurnError> {
+        let batch = self.check(sim)?;
+        let params = self.params.as_ref().map_or(0, |(v, _)| v.len());
+        let lengths = [
+            ("direction qpos", d.qpos.len(), self.qpos.len()),
+            ("direction qvel", d.qvel.len(), self.qvel.len()),
+            ("direction params", d.params.len(), params),
+            ("direction steps", d.ctrl.len(), self.ctrl.len()),
+        ];
+        for (what, got, expected) in lengths {
+            if got != expected {
+                return Err(BurnError::Shape { what, expected: vec![expected], got: vec![got] });
+            }
+        }
+        if let Some((du, u)) = d.ctrl.iter().zip(&self.ctrl).find(|(du, u)| du.len() != u.len()) {
+            return Err(BurnError::Shape { what: "direction ctrl", expected: vec![u.len()], got: vec![du.len()] });
+        }
+        Ok(batch)
     }
 
     /// The objective and its gradients by burn's backward through `sim`'s step operation.
     pub fn burn_gradient(&self, sim: &Simulation, device: &Device) -> Result<BurnGradient, BurnError> {
         let model = sim.model();
-        let batch = self.batch(model);
+        let batch = self.check(sim)?;
         let (nq, nv, nu) = (model.nq(), model.nv(), model.nu());
         let start = sim
             .state(write(self.qpos.clone(), batch, nq, device), write(self.qvel.clone(), batch, nv, device))?
@@ -99,8 +147,8 @@ impl RolloutCase {
     /// alone, with the simulation's preset and its own warm starts.
     pub fn dual_derivative(&self, sim: &Simulation, d: &Direction) -> Result<(f64, f64), BurnError> {
         let mut sum = (0.0, 0.0);
-        for l in 0..self.batch(sim.model()) {
-            let x = self.lane_objective(sim, l, |x, dx| Dual64::new(x, dx), d)?;
+        for l in 0..self.check_direction(sim, d)? {
+            let x = self.lane_objective(sim, l, Dual64::new, d)?;
             sum = (sum.0 + x.re, sum.1 + x.eps);
         }
         Ok(sum)
@@ -109,7 +157,7 @@ impl RolloutCase {
     /// The objective's central difference along `d` with step `h`, from `f64` rollouts.
     pub fn central_difference(&self, sim: &Simulation, d: &Direction, h: f64) -> Result<f64, BurnError> {
         let mut sum = 0.0;
-        for l in 0..self.batch(sim.model()) {
+        for l in 0..self.check_direction(sim, d)? {
             let plus = self.lane_objective(sim, l, |x, dx| x + h * dx, d)?;
             let minus = self.lane_objective(sim, l, |x, dx| x - h * dx, d)?;
             sum += (plus - minus) / (2.0 * h);

@@ -1,6 +1,7 @@
 //! Errors of batched simulation requests.
 
 use burn::tensor::DType;
+use phyz_core::contact::SensitivityError;
 use phyz_core::{ModelError, StepError};
 use phyz_dual::DualError;
 
@@ -25,6 +26,11 @@ pub enum BurnError {
     Batch { expected: usize, got: usize },
     #[error("no parameters were chosen for this simulation, but parameter values were given")]
     NoParameters,
+    #[error("parameter {index} is chosen again as column {column}: each parameter may be one column only")]
+    RepeatedParameter { index: usize, column: usize },
+    /// A tracked step whose preset has no derivative (the fixed Gauss-Seidel sweeps).
+    #[error("a step whose gradient is tracked needs a derivative: {0}")]
+    NoDerivative(SensitivityError),
     #[error(transparent)]
     Parameter(#[from] DualError),
     /// A step of the engine traced on burn tensors failed (its lanes step together).

@@ -58,8 +58,9 @@ impl<B: Backend> Backward<B, 3> for StepBackward {
         let bar: Vec<f64> =
             data.try_cast_as::<f64>().unwrap_or_else(unreadable).try_to_vec::<f64>().unwrap_or_else(unreadable);
         let taken = &ops.state.0;
-        // A forward that converged replays bit for bit: a failure here is a broken invariant,
-        // not bad input (the forward refused unconverged solves as typed errors).
+        // The forward refused, as typed errors, what has no derivative (an unconverged solve, a
+        // preset of fixed sweeps). What is left (a contact Hessian singular at the solution) can
+        // only be reported here, and burn's backward has no error channel: it panics.
         let pulled = taken.pull(&bar).unwrap_or_else(|e| panic!("phyz-burn: the step's backward failed: {e}"));
         let tensor = |values: Vec<f64>, shape: [usize; 2]| B::float_from_data(TensorData::new(values, shape), &device);
         if let Some(node) = x {

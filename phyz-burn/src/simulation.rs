@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use burn::tensor::{Device, Tensor};
 use nalgebra::DVector;
-use phyz_core::contact::SolverConfig;
+use phyz_core::contact::{Method, SensitivityError, SolverConfig};
 use phyz_core::sim::{ContactState, StepInfo};
 use phyz_core::{Model, State};
 use phyz_dual::{Parameter, differentiable_parameters};
@@ -53,14 +53,14 @@ impl BatchState {
         self.qpos.dims()[0]
     }
 
-    /// What each lane's constraint solves did in the step that reached this state (empty for
-    /// a state no step reached).
+    /// What each lane's constraint solves did in the step operation that reached this state
+    /// (empty for a state no step operation reached; a traced step reports its own).
     pub fn info(&self) -> &[StepInfo] {
         &self.info
     }
 
-    /// The state a step from this one reached: its tensors, the same warm starts, no solve
-    /// report (the traced route keeps its own).
+    /// The state a traced step from this one reached: its tensors, this state's warm starts for
+    /// the step operation (the traced route keeps its own), no solve report.
     #[cfg(feature = "traced")]
     pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
         BatchState { qpos, qvel, act, time: self.time + dt, contact: self.contact.clone(), info: Arc::new(Vec::new()) }
@@ -113,6 +113,10 @@ impl Simulation {
 
     /// [`Simulation::with_parameters`] by positions in [`Model::parameters`].
     pub fn with_parameter_indices(&self, indices: &[usize]) -> Result<Self, BurnError> {
+        // A column chosen twice would have one value stepped and both given its gradient.
+        if let Some((k, &index)) = indices.iter().enumerate().find(|(k, i)| indices[..*k].contains(i)) {
+            return Err(BurnError::RepeatedParameter { index, column: k });
+        }
         let allowed = differentiable_parameters(&self.shared.model);
         let count = self.shared.base.len();
         if let Some(&index) = indices.iter().find(|i| !allowed.contains(i)) {
@@ -252,6 +256,10 @@ impl Simulation {
     ) -> Result<BatchState, BurnError> {
         let shared = &self.shared;
         let batch = state.batch();
+        // The tensors are public: a batch swapped in must match its warm starts.
+        if state.contact.len() != batch {
+            return Err(BurnError::Batch { expected: state.contact.len(), got: batch });
+        }
         let states = self.read_states(state)?;
         let controls = read(ctrl, "ctrl", batch, shared.nu())?;
         let p = shared.params.len();
@@ -268,6 +276,9 @@ impl Simulation {
             Tensor::cat(vec![state.qpos.clone(), state.qvel.clone()], 1)
         };
         let tracked = packed.is_tracked() || ctrl.is_tracked() || params.is_tracked();
+        if tracked && shared.contact.config.method != Method::Newton {
+            return Err(BurnError::NoDerivative(SensitivityError::FixedSweeps));
+        }
         let steps = step_batch(shared, &states, &controls, &lane_params, &state.contact, tracked)?;
         let mut next = Vec::with_capacity(batch * shared.width());
         for s in &steps {

@@ -230,7 +230,7 @@ impl Sub for Batched {
     type Output = Self;
     fn sub(self, rhs: Self) -> Self {
         match rhs {
-            Batched::Constant(c) if c == 0.0 => self,
+            Batched::Constant(0.0) => self,
             _ => binary(self, rhs, |a, b| a - b, |a, b| a - b, Some(|a, b| a.sub_scalar(b))),
         }
     }
@@ -254,7 +254,7 @@ impl Div for Batched {
     type Output = Self;
     fn div(self, rhs: Self) -> Self {
         match (self, rhs) {
-            (_, Batched::Constant(c)) if c == 1.0 => self,
+            (_, Batched::Constant(1.0)) => self,
             (Batched::Constant(a), Batched::Constant(b)) => Batched::Constant(a / b),
             // Not `div_scalar`: burn 0.22.1's backward of it takes the divisor's reciprocal in
             // f32, which costs f64 gradients seven digits.
@@ -573,7 +573,7 @@ impl Scalar for Batched {
         let dx = implicit_rule(own, Rule(std::sync::Arc::from(rule)));
         for (i, xi) in x.iter_mut().enumerate() {
             let own = dx.clone().narrow(1, i, 1).reshape([1]);
-            let spread = Tensor::<1>::zeros([batch], (&device, DType::F64)).slice_assign([lane..lane + 1], own);
+            let spread = Tensor::<1>::zeros([batch], (&device, DType::F64)).slice_assign(lane..lane + 1, own);
             *xi = push(tensor(*xi) + spread, None);
         }
     }

@@ -117,9 +117,21 @@ fn bad_input_is_a_typed_error() {
     let with = sim.with_parameters(&[phyz_dual::Parameter::BodyMass("torso".into())]).expect("a mass");
     let p2 = tensor(vec![1.0, 2.0], 1, 2, &device);
     assert!(matches!(with.step_with(&state, &ctrl, &p2), Err(BurnError::Shape { what: "params", .. })));
-    let geom_size = phyz_dual::Parameter::GeomMargin("nonexistent".into());
-    assert!(matches!(sim.with_parameters(&[geom_size]), Err(BurnError::Parameter(_))));
-    let _ = nq;
+    let unknown = phyz_dual::Parameter::GeomMargin("nonexistent".into());
+    assert!(matches!(sim.with_parameters(&[unknown]), Err(BurnError::Parameter(_))));
+    let mass = phyz_dual::Parameter::BodyMass("torso".into());
+    let twice = sim.with_parameters(&[mass.clone(), mass]);
+    assert!(matches!(twice, Err(BurnError::RepeatedParameter { column: 1, .. })), "{twice:?}");
+    // A batch swapped in that its warm starts do not match.
+    let mut three = state.clone();
+    three.qpos = tensor(vec![0.0; 3 * nq], 3, nq, &device);
+    assert!(matches!(sim.step(&three, &ctrl), Err(BurnError::Batch { expected: 2, got: 3 })));
+    // Fixed Gauss-Seidel sweeps have no derivative: a tracked step is refused.
+    let sweeps = Simulation::with_config(gymnasium("hopper"), SolverConfig::gpu_equivalent());
+    let tracked = sweeps.default_state(2, &device).require_grad();
+    assert!(matches!(sweeps.step(&tracked, &ctrl), Err(BurnError::NoDerivative(_))));
+    let untracked = sweeps.step(&sweeps.default_state(2, &device), &ctrl);
+    assert!(untracked.is_ok(), "untracked, the sweeps step: {:?}", untracked.err());
 }
 
 #[test]

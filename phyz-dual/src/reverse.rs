@@ -21,7 +21,8 @@ use rayon::prelude::*;
 /// `Aᵀȳ`, `Bᵀȳ` and `Pᵀȳ` (see [`crate::StepJacobians`]), without forming `A`, `B` or `P`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepVjp {
-    /// With respect to the state the step starts from, in tangent coordinates.
+    /// With respect to the state the step starts from, its positions in the coordinates asked
+    /// for ([`Coordinates::Tangent`] unless [`vjp_in`] says otherwise).
     pub state: StateTangent,
     pub ctrl: DVector<f64>,
     /// With respect to the chosen parameters, in their order.

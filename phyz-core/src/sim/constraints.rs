@@ -105,8 +105,8 @@ impl ContactState {
         self.logging = Logging::Keep(SolveLog::default());
     }
 
-    /// The log kept since [`ContactState::keep_solutions`] (empty if none was kept); solves stop
-    /// logging or replaying.
+    /// The log kept since [`ContactState::keep_solutions`], or the one being replayed (empty if
+    /// neither); solves stop logging or replaying.
     pub fn take_solutions(&mut self) -> SolveLog {
         match std::mem::take(&mut self.logging) {
             Logging::Keep(log) | Logging::Replay(log, _) => log,
@@ -120,6 +120,14 @@ impl ContactState {
     /// solve left without a logged solution, or given one of another size, is an error.
     pub fn replay(&mut self, log: SolveLog) {
         self.logging = Logging::Replay(log, 0);
+    }
+
+    /// True when a replay has given every solution of its log (and when nothing replays).
+    pub fn replay_used_up(&self) -> bool {
+        match &self.logging {
+            Logging::Replay(log, next) => *next == log.len(),
+            _ => true,
+        }
     }
 
     /// The lane solves this state has run (a replayed solve runs none).
