@@ -73,6 +73,13 @@ impl SolveLog {
     }
 }
 
+/// A [`ContactState`]'s solve count and log position before a step.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Progress {
+    solves: u64,
+    logged: usize,
+}
+
 /// What the solves do with a [`SolveLog`].
 #[derive(Clone, Debug, Default)]
 enum Logging {
@@ -154,6 +161,25 @@ impl ContactState {
 
     pub(super) fn restore_warm_cache(&mut self, saved: &SavedWarm) {
         self.warm.clone_from(&saved.0);
+    }
+
+    /// How far the solve count and the log have come, to put back if a step fails.
+    pub(super) fn progress(&self) -> Progress {
+        let logged = match &self.logging {
+            Logging::Keep(log) => log.len(),
+            Logging::Replay(_, next) => *next,
+            Logging::Off => 0,
+        };
+        Progress { solves: self.solves, logged }
+    }
+
+    pub(super) fn restore_progress(&mut self, progress: Progress) {
+        self.solves = progress.solves;
+        match &mut self.logging {
+            Logging::Keep(log) => log.0.truncate(progress.logged),
+            Logging::Replay(_, next) => *next = progress.logged,
+            Logging::Off => {}
+        }
     }
 
     /// Closes a step that succeeded: the impulses of constraints none of its solves had are

@@ -63,9 +63,10 @@ pub fn step_in<S: Scalar>(
     let Workspace { evaluation, stages, next, saved_warm, weights, weights_from, info } = workspace;
     info.reset();
     let constrained = contact.weights_for_step(model, state, (weights, weights_from))?;
-    // A failed step leaves the warm-start cache as it found it, though earlier RK4 stages
-    // have recorded their solutions.
+    // A failed step leaves the warm-start cache, the solve count and the solve log as it found
+    // them, though earlier RK4 stages have recorded their solutions.
     contact.save_warm_cache(saved_warm);
+    let progress = contact.progress();
     evaluation.prepare(model, state);
     let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
     let mut attempt = || {
@@ -87,7 +88,10 @@ pub fn step_in<S: Scalar>(
     let result = attempt();
     match result {
         Ok(()) => contact.end_step(),
-        Err(_) => contact.restore_warm_cache(saved_warm),
+        Err(_) => {
+            contact.restore_warm_cache(saved_warm);
+            contact.restore_progress(progress);
+        }
     }
     result
 }
