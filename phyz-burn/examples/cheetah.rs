@@ -14,11 +14,10 @@ mod common;
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{DType, Device, Tensor};
-use common::{Curve, Rng, device, gymnasium, plot, tensor, values};
+use common::{Curve, Mlp, Rng, argument, device, gymnasium, plot, tensor, values};
 use phyz_burn::{BatchState, Simulation};
 use plotters::style::RGBColor;
 
@@ -29,31 +28,6 @@ const EVAL_DECISIONS: usize = 100;
 const DT: f64 = 0.05;
 const CONTROL_COST: f64 = 0.1;
 
-#[derive(Module, Debug)]
-struct Policy {
-    input: Linear,
-    hidden: Linear,
-    output: Linear,
-}
-
-impl Policy {
-    fn new(device: &Device) -> Self {
-        Policy {
-            input: LinearConfig::new(17, 64).init(device),
-            hidden: LinearConfig::new(64, 64).init(device),
-            output: LinearConfig::new(64, 6)
-                .with_initializer(Initializer::Uniform { min: -0.01, max: 0.01 })
-                .init(device),
-        }
-    }
-
-    fn forward(&self, observation: Tensor<2>) -> Tensor<2> {
-        let x = self.input.forward(observation).tanh();
-        let x = self.hidden.forward(x).tanh();
-        self.output.forward(x).tanh()
-    }
-}
-
 /// Gymnasium's observation: the positions but the forward one, and the velocities (scaled to
 /// about unit size).
 fn observe(state: &BatchState) -> Tensor<2> {
@@ -62,7 +36,7 @@ fn observe(state: &BatchState) -> Tensor<2> {
 
 /// How the controls of a decision are chosen.
 enum Controller<'a> {
-    Learned(&'a Policy),
+    Learned(&'a Mlp),
     Zero,
     Random(Rng),
 }
@@ -111,17 +85,12 @@ fn mean(t: &Tensor<2>) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-fn argument(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (iterations, batch) = (argument("--iterations", 300), argument("--batch", 32));
     let device = device()?;
     device.seed(11);
     let sim = Simulation::new(gymnasium("half_cheetah")?);
-    let mut policy = Policy::new(&device);
+    let mut policy = Mlp::new(17, 6, &device);
     let mut optimizer = AdamConfig::new().with_grad_clipping(Some(GradientClippingConfig::Norm(1.0))).init();
     let mut rng = Rng(0xc4ee7a);
     let held_out = starts(&sim, &mut Rng(0x0bad5eed), 16, &device)?;

@@ -13,12 +13,10 @@ mod common;
 
 use std::time::Instant;
 
-use burn::module::Module;
-use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::optim::grad_clipping::GradientClippingConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::tensor::{Device, Tensor};
-use common::{Curve, Rng, device, gymnasium, plot, tensor, values};
+use common::{Curve, Mlp, Rng, argument, device, gymnasium, plot, tensor, values};
 use phyz_burn::{BatchState, Simulation};
 use plotters::style::RGBColor;
 
@@ -27,34 +25,6 @@ const FRAME_SKIP: usize = 2;
 /// The links' lengths: body1 sits 0.1 m along body0, the fingertip 0.11 m along body1.
 const LINKS: [f64; 2] = [0.1, 0.11];
 const SUCCESS_RADIUS: f64 = 0.02;
-
-#[derive(Module, Debug)]
-struct Policy {
-    input: Linear,
-    hidden: Linear,
-    output: Linear,
-}
-
-impl Policy {
-    fn new(device: &Device) -> Self {
-        Policy {
-            input: LinearConfig::new(10, 64).init(device),
-            hidden: LinearConfig::new(64, 64).init(device),
-            // Small at first: the motors' gear is 200, and a policy starting near zero control
-            // does not fling the arm around before it has learned anything.
-            output: LinearConfig::new(64, 2)
-                .with_initializer(Initializer::Uniform { min: -0.01, max: 0.01 })
-                .init(device),
-        }
-    }
-
-    /// Controls in the actuators' range [-1, 1].
-    fn forward(&self, observation: Tensor<2>) -> Tensor<2> {
-        let x = self.input.forward(observation).tanh();
-        let x = self.hidden.forward(x).tanh();
-        self.output.forward(x).tanh()
-    }
-}
 
 /// Gymnasium's observation, scaled (cos and sin of the arm's angles, the target, the arm's angular
 /// velocities, fingertip minus target) and the fingertip's offset from the target, as tensors.
@@ -107,7 +77,7 @@ fn starts(sim: &Simulation, rng: &mut Rng, batch: usize, device: &Device) -> Res
 /// distance. With `learn` false the controls are cut from the graph.
 fn episode(
     sim: &Simulation,
-    policy: &Policy,
+    policy: &Mlp,
     start: &BatchState,
     learn: bool,
 ) -> Result<(Tensor<1>, Vec<f64>), phyz_burn::BurnError> {
@@ -134,18 +104,13 @@ fn episode(
     Ok((loss, values(&last)))
 }
 
-fn argument(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (iterations, batch) = (argument("--iterations", 1000), argument("--batch", 64));
     let lr = 3e-3;
     let device = device()?;
     device.seed(7);
     let sim = Simulation::new(gymnasium("reacher")?);
-    let mut policy = Policy::new(&device);
+    let mut policy = Mlp::new(10, 2, &device);
     let mut optimizer = AdamConfig::new().with_grad_clipping(Some(GradientClippingConfig::Norm(1.0))).init();
     let mut rng = Rng(0x5eed);
     let clock = Instant::now();

@@ -17,8 +17,8 @@ use std::time::Instant;
 use burn::tensor::{Device, Tensor};
 use common::{Rng, device, tensor};
 use nalgebra::DVector;
-use phyz_burn::Simulation;
 use phyz_burn::traced::TracedSimulation;
+use phyz_burn::{BatchState, Simulation};
 use phyz_core::dynamics::integrate_position;
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
@@ -77,20 +77,30 @@ fn engine_gradient(model: &Model<f64>, starts: &[State<f64>], ctrl: &[Vec<f64>])
     clock.elapsed().as_secs_f64()
 }
 
-/// Seconds for phyz-burn's rollout, and with `backward` the backward of `Σ q_T + Σ v_T` too.
-fn burn_rollout(sim: &Simulation, starts: &[State<f64>], ctrl: &[Vec<f64>], device: &Device, backward: bool) -> f64 {
+/// The lanes' starts as a batch (marked for gradients with `backward`) and the controls as
+/// tensors.
+fn batch(
+    sim: &Simulation,
+    starts: &[State<f64>],
+    ctrl: &[Vec<f64>],
+    device: &Device,
+    backward: bool,
+) -> (BatchState, Vec<Tensor<2>>) {
     let model = sim.model();
-    let batch = starts.len();
+    let n = starts.len();
     let flat =
         |f: &dyn Fn(&State<f64>) -> &DVector<f64>| starts.iter().flat_map(|s| f(s).iter().copied()).collect::<Vec<_>>();
-    let qpos = tensor(flat(&|s| &s.qpos), batch, model.nq(), device);
-    let qvel = tensor(flat(&|s| &s.qvel), batch, model.nv(), device);
-    let controls: Vec<Tensor<2>> = ctrl.iter().map(|u| tensor(u.clone(), batch, model.nu(), device)).collect();
+    let qpos = tensor(flat(&|s| &s.qpos), n, model.nq(), device);
+    let qvel = tensor(flat(&|s| &s.qvel), n, model.nv(), device);
+    let start = sim.state(qpos, qvel).expect("valid");
+    let controls = ctrl.iter().map(|u| tensor(u.clone(), n, model.nu(), device)).collect();
+    (if backward { start.require_grad() } else { start }, controls)
+}
+
+/// Seconds for phyz-burn's rollout, and with `backward` the backward of `Σ q_T + Σ v_T` too.
+fn burn_rollout(sim: &Simulation, starts: &[State<f64>], ctrl: &[Vec<f64>], device: &Device, backward: bool) -> f64 {
+    let (start, controls) = batch(sim, starts, ctrl, device, backward);
     let clock = Instant::now();
-    let mut start = sim.state(qpos, qvel).expect("valid");
-    if backward {
-        start = start.require_grad();
-    }
     let states = sim.rollout(&start, ctrl.len(), |t, _| controls[t].clone()).expect("steps");
     let last = states.last().expect("a state");
     let objective = last.qpos.clone().sum() + last.qvel.clone().sum();
@@ -112,18 +122,8 @@ fn traced_rollout(
     device: &Device,
     backward: bool,
 ) -> (f64, usize) {
-    let model = sim.model();
-    let batch = starts.len();
-    let flat =
-        |f: &dyn Fn(&State<f64>) -> &DVector<f64>| starts.iter().flat_map(|s| f(s).iter().copied()).collect::<Vec<_>>();
-    let qpos = tensor(flat(&|s| &s.qpos), batch, model.nq(), device);
-    let qvel = tensor(flat(&|s| &s.qvel), batch, model.nv(), device);
-    let controls: Vec<Tensor<2>> = ctrl.iter().map(|u| tensor(u.clone(), batch, model.nu(), device)).collect();
+    let (start, controls) = batch(sim, starts, ctrl, device, backward);
     let clock = Instant::now();
-    let mut start = sim.state(qpos, qvel).expect("valid");
-    if backward {
-        start = start.require_grad();
-    }
     let mut traced = TracedSimulation::new(sim);
     let (mut state, mut operations) = (start.clone(), 0);
     for u in &controls {

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use burn::module::Module;
+use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
@@ -20,6 +22,40 @@ pub fn gymnasium(name: &str) -> Result<phyz_core::Model<f64>, Box<dyn std::error
 /// The CPU device with autodiff, in `f64`.
 pub fn device() -> Result<Device, phyz_burn::BurnError> {
     Ok(phyz_burn::f64_device(Device::flex())?.autodiff())
+}
+
+/// A policy: two hidden layers of 64 `tanh` units, controls in [-1, 1] out.
+#[derive(Module, Debug)]
+pub struct Mlp {
+    input: Linear,
+    hidden: Linear,
+    output: Linear,
+}
+
+impl Mlp {
+    pub fn new(inputs: usize, outputs: usize, device: &Device) -> Self {
+        Mlp {
+            input: LinearConfig::new(inputs, 64).init(device),
+            hidden: LinearConfig::new(64, 64).init(device),
+            // Small at first: a policy starting near zero control does not fling the body
+            // around before it has learned anything (reacher's motors have a gear of 200).
+            output: LinearConfig::new(64, outputs)
+                .with_initializer(Initializer::Uniform { min: -0.01, max: 0.01 })
+                .init(device),
+        }
+    }
+
+    pub fn forward(&self, observation: Tensor<2>) -> Tensor<2> {
+        let x = self.input.forward(observation).tanh();
+        let x = self.hidden.forward(x).tanh();
+        self.output.forward(x).tanh()
+    }
+}
+
+/// The value after `name` on the command line, or `default`.
+pub fn argument(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// A small seeded generator (xorshift): uniform numbers in [0, 1).
