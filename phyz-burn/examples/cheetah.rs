@@ -118,9 +118,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{line}  {:.1} s", clock.elapsed().as_secs_f64());
     }
     let learned = evaluate(&mut Controller::Learned(&policy.no_grad()))?;
-    let path = std::path::Path::new("cheetah_learning_curve.png");
+    // Beside the `phyz` command's outputs.
+    let dir = std::path::Path::new("phyz-out").join("cheetah");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("learning_curve.png");
     plot(
-        path,
+        &path,
         "half_cheetah: analytic policy gradients through contact",
         "iteration",
         "return per second",

@@ -135,9 +135,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let trained = clock.elapsed().as_secs_f64();
-    let path = std::path::Path::new("reacher_learning_curve.png");
+    // Beside the `phyz` command's outputs.
+    let dir = std::path::Path::new("phyz-out").join("reacher");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("learning_curve.png");
     plot(
-        path,
+        &path,
         "reacher: analytic policy gradients",
         "iteration",
         "loss / success rate",
