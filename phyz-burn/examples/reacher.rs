@@ -26,25 +26,35 @@ const FRAME_SKIP: usize = 2;
 const LINKS: [f64; 2] = [0.1, 0.11];
 const SUCCESS_RADIUS: f64 = 0.02;
 
-/// Gymnasium's observation, scaled (cos and sin of the arm's angles, the target, the arm's angular
-/// velocities, fingertip minus target) and the fingertip's offset from the target, as tensors.
+/// The policy's observation — gymnasium's (cos and sin of the arm's angles, the target, the arm's
+/// angular velocities, fingertip minus target), scaled, and that offset pulled back to the two
+/// joints — and the fingertip's offset from the target, as tensors.
 fn observe(state: &BatchState) -> (Tensor<2>, Tensor<2>) {
     let q = &state.qpos;
     let (a, b) = (q.clone().narrow(1, 0, 1), q.clone().narrow(1, 1, 1));
     let ab = a.clone() + b.clone();
-    let tip_x = a.clone().cos().mul_scalar(LINKS[0]) + ab.clone().cos().mul_scalar(LINKS[1]);
-    let tip_y = a.clone().sin().mul_scalar(LINKS[0]) + ab.sin().mul_scalar(LINKS[1]);
+    let (c01, s01) = (ab.clone().cos(), ab.sin());
+    let tip_x = a.clone().cos().mul_scalar(LINKS[0]) + c01.clone().mul_scalar(LINKS[1]);
+    let tip_y = a.clone().sin().mul_scalar(LINKS[0]) + s01.clone().mul_scalar(LINKS[1]);
     let target = q.clone().narrow(1, 2, 2);
-    let offset = Tensor::cat(vec![tip_x, tip_y], 1) - target.clone();
+    let offset = Tensor::cat(vec![tip_x.clone(), tip_y.clone()], 1) - target.clone();
+    let (ox, oy) = (offset.clone().narrow(1, 0, 1), offset.clone().narrow(1, 1, 1));
+    // The offset pulled back to the joints (Jᵀ times it: how each joint's turn moves the tip
+    // along it), which makes a good controller nearly linear in the observation.
+    let pull = [tip_x * oy.clone() - tip_y * ox.clone(), (c01 * oy - s01 * ox).mul_scalar(LINKS[1])];
+    // Scaled to about unit size: the target lies within 0.2 m, the arm turns at up to tens of
+    // rad/s.
     let observation = Tensor::cat(
         vec![
             a.clone().cos(),
             b.clone().cos(),
             a.sin(),
             b.sin(),
-            target,
-            state.qvel.clone().narrow(1, 0, 2),
-            offset.clone(),
+            target.mul_scalar(5.0),
+            state.qvel.clone().narrow(1, 0, 2).mul_scalar(0.1),
+            offset.clone().mul_scalar(5.0),
+            pull[0].clone().mul_scalar(25.0),
+            pull[1].clone().mul_scalar(25.0),
         ],
         1,
     );
@@ -105,12 +115,12 @@ fn episode(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (iterations, batch) = (argument("--iterations", 1000), argument("--batch", 64));
+    let (iterations, batch) = (argument("--iterations", 400), argument("--batch", 64));
     let lr = 3e-3;
     let device = device()?;
     device.seed(7);
     let sim = Simulation::new(gymnasium("reacher")?);
-    let mut policy = Mlp::new(10, 2, &device);
+    let mut policy = Mlp::new(12, 2, &device);
     let mut optimizer = AdamConfig::new().with_grad_clipping(Some(GradientClippingConfig::Norm(1.0))).init();
     let mut rng = Rng(0x5eed);
     let clock = Instant::now();

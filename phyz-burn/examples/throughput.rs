@@ -98,19 +98,34 @@ fn batch(
 }
 
 /// Seconds for phyz-burn's rollout, and with `backward` the backward of `Σ q_T + Σ v_T` too.
-fn burn_rollout(sim: &Simulation, starts: &[State<f64>], ctrl: &[Vec<f64>], device: &Device, backward: bool) -> f64 {
+fn burn_rollout(
+    sim: &Simulation,
+    starts: &[State<f64>],
+    ctrl: &[Vec<f64>],
+    device: &Device,
+    backward: bool,
+) -> (f64, f64) {
     let (start, controls) = batch(sim, starts, ctrl, device, backward);
-    let clock = Instant::now();
+    let (clock, before) = (Instant::now(), resident_kib());
     let states = sim.rollout(&start, ctrl.len(), |t, _| controls[t].clone()).expect("steps");
     let last = states.last().expect("a state");
     let objective = last.qpos.clone().sum() + last.qvel.clone().sum();
+    let graph = resident_kib() - before;
     if backward {
         let grads = objective.backward();
         start.qvel.grad(&grads).expect("a gradient");
     } else {
         objective.into_data();
     }
-    clock.elapsed().as_secs_f64()
+    (clock.elapsed().as_secs_f64(), graph)
+}
+
+/// The process's resident memory (KiB; 0 where `/proc` does not tell): its growth over a
+/// tracked rollout, before the backward, is what the graph holds.
+fn resident_kib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("");
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
 /// Seconds for `steps` traced steps from the lanes' starts (and with `backward` the backward of
@@ -121,9 +136,9 @@ fn traced_rollout(
     ctrl: &[Vec<f64>],
     device: &Device,
     backward: bool,
-) -> (f64, usize) {
+) -> (f64, usize, f64) {
     let (start, controls) = batch(sim, starts, ctrl, device, backward);
-    let clock = Instant::now();
+    let (clock, before) = (Instant::now(), resident_kib());
     let mut traced = TracedSimulation::new(sim);
     let (mut state, mut operations) = (start.clone(), 0);
     for u in &controls {
@@ -131,13 +146,14 @@ fn traced_rollout(
         (state, operations) = (step.state, operations + step.operations);
     }
     let objective = state.qpos.sum() + state.qvel.sum();
+    let graph = resident_kib() - before;
     if backward {
         let grads = objective.backward();
         start.qvel.grad(&grads).expect("a gradient");
     } else {
         objective.into_data();
     }
-    (clock.elapsed().as_secs_f64(), operations / ctrl.len().max(1))
+    (clock.elapsed().as_secs_f64(), operations / ctrl.len().max(1), graph)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -163,28 +179,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads()
     );
     println!(
-        "{:>6} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10}",
-        "batch", "f64 fwd", "op fwd", "traced fwd", "f64 fwd+bwd", "op fwd+bwd", "traced f+b", "ops/step"
+        "{:>6} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10} {:>10}",
+        "batch",
+        "f64 fwd",
+        "op fwd",
+        "traced fwd",
+        "f64 f+b",
+        "op f+b",
+        "traced f+b",
+        "ops/step",
+        "op KiB",
+        "traced KiB"
     );
+    println!("{:>98}", "(graph memory per lane-step)");
     for &batch in &batches {
         let mut rng = Rng(batch as u64 + 1);
         let (starts, ctrl) = (starts(&model, batch, &mut rng), controls(&model, steps, batch, &mut rng));
-        let rate = |seconds: f64| (batch * steps) as f64 / seconds;
+        let rate = |seconds: f64, steps: usize| (batch * steps) as f64 / seconds;
         let short = &ctrl[..traced_steps.min(steps)];
-        let traced_rate = |(seconds, _): (f64, usize)| (batch * short.len()) as f64 / seconds;
         let traced_forward = traced_rollout(&sim, &starts, short, &plain, false);
-        let traced_backward = traced_rollout(&sim, &starts, short, &autodiff, true);
-        let row = [
-            rate(engine_forward(&model, &starts, &ctrl)),
-            rate(burn_rollout(&sim, &starts, &ctrl, &plain, false)),
-            traced_rate(traced_forward),
-            rate(engine_gradient(&model, &starts, &ctrl)),
-            rate(burn_rollout(&sim, &starts, &ctrl, &autodiff, true)),
-            traced_rate(traced_backward),
-        ];
+        let (seconds, operations, traced_graph) = traced_rollout(&sim, &starts, short, &autodiff, true);
+        let (op_seconds, op_graph) = burn_rollout(&sim, &starts, &ctrl, &autodiff, true);
         println!(
-            "{batch:>6} {:>12.0} {:>12.0} {:>12.1} {:>12.0} {:>12.0} {:>12.1} {:>10}",
-            row[0], row[1], row[2], row[3], row[4], row[5], traced_backward.1
+            "{batch:>6} {:>11.0} {:>11.0} {:>11.1} {:>11.0} {:>11.0} {:>11.1} {operations:>9} {:>10.2} {:>10.2}",
+            rate(engine_forward(&model, &starts, &ctrl), steps),
+            rate(burn_rollout(&sim, &starts, &ctrl, &plain, false).0, steps),
+            rate(traced_forward.0, short.len()),
+            rate(engine_gradient(&model, &starts, &ctrl), steps),
+            rate(op_seconds, steps),
+            rate(seconds, short.len()),
+            op_graph / (batch * steps) as f64,
+            traced_graph / (batch * short.len()) as f64,
         );
     }
     Ok(())
