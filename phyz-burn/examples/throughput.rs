@@ -109,15 +109,21 @@ fn burn_rollout(
     let (clock, before) = (Instant::now(), resident_kib());
     let states = sim.rollout(&start, ctrl.len(), |t, _| controls[t].clone()).expect("steps");
     let last = states.last().expect("a state");
-    let objective = last.qpos.clone().sum() + last.qvel.clone().sum();
     let graph = resident_kib() - before;
+    finish(&start, last, backward);
+    (clock.elapsed().as_secs_f64(), graph)
+}
+
+/// Ends a timed rollout from `start` at `last`: the backward of `Σ q_T + Σ v_T` with
+/// `backward`, else the objective's value read (which waits for the forward).
+fn finish(start: &BatchState, last: &BatchState, backward: bool) {
+    let objective = last.qpos.clone().sum() + last.qvel.clone().sum();
     if backward {
         let grads = objective.backward();
         start.qvel.grad(&grads).expect("a gradient");
     } else {
         objective.into_data();
     }
-    (clock.elapsed().as_secs_f64(), graph)
 }
 
 /// The process's resident memory (KiB; 0 where `/proc` does not tell): its growth over a
@@ -145,14 +151,8 @@ fn traced_rollout(
         let step = traced.step(&state, u).expect("a traced step");
         (state, operations) = (step.state, operations + step.operations);
     }
-    let objective = state.qpos.sum() + state.qvel.sum();
     let graph = resident_kib() - before;
-    if backward {
-        let grads = objective.backward();
-        start.qvel.grad(&grads).expect("a gradient");
-    } else {
-        objective.into_data();
-    }
+    finish(&start, &state, backward);
     (clock.elapsed().as_secs_f64(), operations / ctrl.len().max(1), graph)
 }
 

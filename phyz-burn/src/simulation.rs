@@ -10,7 +10,7 @@ use nalgebra::DVector;
 use phyz_core::contact::{Method, SensitivityError, SolverConfig};
 use phyz_core::sim::{ContactState, StepInfo};
 use phyz_core::{Model, State};
-use phyz_dual::{Parameter, differentiable_parameters};
+use phyz_dual::{Parameter, check_differentiable};
 
 use crate::BurnError;
 use crate::batch::{Counts, LaneParams, Shared, Taken, step_batch};
@@ -117,15 +117,7 @@ impl Simulation {
         if let Some((k, &index)) = indices.iter().enumerate().find(|(k, i)| indices[..*k].contains(i)) {
             return Err(BurnError::RepeatedParameter { index, column: k });
         }
-        let allowed = differentiable_parameters(&self.shared.model);
-        let count = self.shared.base.len();
-        if let Some(&index) = indices.iter().find(|i| !allowed.contains(i)) {
-            return Err(BurnError::Parameter(if index >= count {
-                phyz_dual::DualError::ParameterIndex { index, count }
-            } else {
-                phyz_dual::DualError::ConstantInConstraints { index }
-            }));
-        }
+        check_differentiable(&self.shared.model, indices)?;
         let s = &self.shared;
         let shared = Shared {
             model: s.model.clone(),

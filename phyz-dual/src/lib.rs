@@ -32,7 +32,7 @@ pub use jacobian::{
     StepJacobians, sensor_jacobians_lanes, sensor_jacobians_with, step_jacobians, step_jacobians_lanes,
 };
 pub use num_dual::{Dual64, DualSVec64};
-pub use parameter::{Parameter, differentiable_parameters};
+pub use parameter::{Parameter, check_differentiable, differentiable_parameters};
 pub use reverse::{Coordinates, ReverseJacobians, StepVjp, StepVjps, step_jacobians_reverse, vjp, vjp_in};
 pub use rollout::{
     Cost, CostFunctions, Objective, RolloutDirection, RolloutGradient, RolloutTangents, rollout_directional,

@@ -92,7 +92,7 @@ pub(crate) fn check_positions(model: &Model<f64>, params: &[usize]) -> Result<()
 /// Checks positions in [`Model::parameters`] against the model, and refuses those its
 /// constraint rows read as constants (a derivative along them would silently miss their effect
 /// through the contacts).
-pub(crate) fn check_differentiable(model: &Model<f64>, params: &[usize]) -> Result<(), DualError> {
+pub fn check_differentiable(model: &Model<f64>, params: &[usize]) -> Result<(), DualError> {
     check_positions(model, params)?;
     let constants = model.constraint_constants();
     match params.iter().find(|i| constants.contains(i)) {
