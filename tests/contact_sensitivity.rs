@@ -8,7 +8,7 @@ use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use phyz::Scalar;
 use phyz::contact::{
-    ConstraintKind, ContactProblem, ContactRow, JointSpace, Material, Method, Sensitivity, SensitivityError,
+    ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, Sensitivity, SensitivityError,
     SolverConfig, Warm, Zone, solve, solve_scalar,
 };
 use phyz::scalar::ImplicitRule;
@@ -83,6 +83,43 @@ proptest! {
     }
 }
 
+/// Gauss-Seidel sweeps run to their fixed point (tolerance far below the differences' error).
+fn sweeps(seed: u64) -> SolverConfig {
+    let coupling = [Coupling::BlockDiagonal, Coupling::Full, Coupling::PerBody][(seed % 3) as usize];
+    SolverConfig { method: Method::GaussSeidel, coupling, tolerance: 1e-15, max_iterations: 20_000, ..config() }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// The sweeps' derivative is their fixed point's (`contact::fixed_point`): where they
+    /// converged, it is the derivative of what they return.
+    #[test]
+    fn sweeps_fixed_point_rule_matches_central_differences(seed in any::<u64>()) {
+        let config = sweeps(seed);
+        let mut rng = Rng::new(seed);
+        let problem = random_problem(&mut rng, &config);
+        let direction = seed.wrapping_add(1);
+        let dual = moved(&problem, direction, Dual64::new(0.0, 1.0));
+        let (velocity, solutions) = solve_scalar(&dual, &config, &[]).expect("differentiable");
+        prop_assume!(solutions[0].converged);
+        let exact = velocity.map(|x| x.eps);
+        let eps = 1e-5;
+        let at = |t: f64| solve(&moved(&problem, direction, t), &config, &Warm::default()).expect("solvable");
+        let central = |h: f64| {
+            let (plus, minus) = (at(h), at(-h));
+            let same = plus.zones == solutions[0].zones && minus.zones == solutions[0].zones;
+            (same && plus.converged && minus.converged, (&plus.velocity - &minus.velocity) / (2.0 * h))
+        };
+        let ((coarse_ok, coarse), (fine_ok, fine)) = (central(eps), central(eps / 2.0));
+        prop_assume!(coarse_ok && fine_ok);
+        let fd = (fine * 4.0 - coarse) / 3.0;
+        let scale = fd.amax().max(exact.amax()).max(1e-6);
+        let error = (&fd - &exact).amax() / scale;
+        prop_assert!(error <= FD_TOL, "relative error {error:e} (zones {:?}, {:?})", solutions[0].zones, config.coupling);
+    }
+}
+
 #[test]
 fn tangent_and_adjoint_rules_are_transposes() {
     // ⟨ḡ, dx⟩ = ⟨H⁻ᵀ-pulled ḡ, dg⟩: dx = −H⁻¹ dg, and the adjoint rule gives −H⁻ᵀ ḡ.
@@ -112,13 +149,6 @@ fn unconverged_fixed_sweep_and_singular_solves_refuse_derivatives() {
     let truncated = solve(&problem, &SolverConfig { max_iterations: 0, ..config }, &Warm::default()).expect("runs");
     assert!(!truncated.converged);
     assert!(matches!(Sensitivity::new(&problem, &truncated), Err(SensitivityError::Unconverged { .. })));
-    // The Gauss-Seidel pass's fixed sweeps have no derivative.
-    let dual = moved(&problem, 1, Dual64::new(0.0, 1.0));
-    let sweeps = SolverConfig { method: Method::GaussSeidel, ..config };
-    assert!(matches!(
-        solve_scalar(&dual, &sweeps, &[]),
-        Err(phyz::contact::ContactError::Sensitivity(SensitivityError::FixedSweeps))
-    ));
     // A mass matrix with a direction of almost no inertia: the Hessian is numerically singular.
     let row = ContactRow::from_material(ConstraintKind::Limit, &Material::default(), 1e-3, 0.0, 0.002, &config);
     let joint = JointSpace {

@@ -145,7 +145,7 @@ pub(crate) fn step_batch(
         let log = contact.take_solutions();
         shared.counts.forward.fetch_add(contact.solves() - before, Ordering::Relaxed);
         let (next, info) = stepped.map_err(|source| BurnError::Step { lane: l, source })?;
-        if tracked && !info.converged {
+        if tracked && !info.differentiable {
             return Err(BurnError::Unconverged { lane: l, residual: info.residual });
         }
         let start = tracked.then(|| LaneStart { state: states[l].clone(), ctrl: lane_ctrl.to_vec(), log });

@@ -1,7 +1,6 @@
 //! Errors of batched simulation requests.
 
 use burn::tensor::DType;
-use phyz_core::contact::SensitivityError;
 use phyz_core::{ModelError, StepError};
 use phyz_dual::DualError;
 
@@ -28,9 +27,6 @@ pub enum BurnError {
     NoParameters,
     #[error("parameter {index} is chosen again as column {column}: each parameter may be one column only")]
     RepeatedParameter { index: usize, column: usize },
-    /// A tracked step whose preset has no derivative (the fixed Gauss-Seidel sweeps).
-    #[error("a step whose gradient is tracked needs a derivative: {0}")]
-    NoDerivative(SensitivityError),
     #[error(transparent)]
     Parameter(#[from] DualError),
     /// A step of the engine traced on burn tensors failed (its lanes step together).

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use burn::tensor::{Device, Tensor};
 use nalgebra::DVector;
-use phyz_core::contact::{Method, SensitivityError, SolverConfig};
+use phyz_core::contact::SolverConfig;
 use phyz_core::sim::{ContactState, StepInfo};
 use phyz_core::{Model, State};
 use phyz_dual::{Parameter, check_differentiable};
@@ -268,9 +268,6 @@ impl Simulation {
             Tensor::cat(vec![state.qpos.clone(), state.qvel.clone()], 1)
         };
         let tracked = packed.is_tracked() || ctrl.is_tracked() || params.is_tracked();
-        if tracked && shared.contact.config.method != Method::Newton {
-            return Err(BurnError::NoDerivative(SensitivityError::FixedSweeps));
-        }
         let steps = step_batch(shared, &states, &controls, &lane_params, &state.contact, tracked)?;
         let mut next = Vec::with_capacity(batch * shared.width());
         for s in &steps {

@@ -265,7 +265,7 @@ impl<'m> Taped<'m> {
         };
         step_in(model, &start, &controls, contact, &mut self.workspace)?;
         let (next, info) = (&self.workspace.next, self.workspace.info.clone());
-        if !info.converged {
+        if !info.differentiable {
             return Err(DualError::Unconverged { residual: info.residual });
         }
         let next_real = next.lane(0);

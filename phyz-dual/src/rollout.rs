@@ -130,7 +130,7 @@ pub fn rollout_gradient(
         let stepped = step_in(model, &states[t], ctrl, contact, &mut workspace);
         logs.push(contact.take_solutions());
         stepped.map_err(|e| at_step(t)(e.into()))?;
-        if !workspace.info.converged {
+        if !workspace.info.differentiable {
             return Err(at_step(t)(DualError::Unconverged { residual: workspace.info.residual }));
         }
         states.push(workspace.next.clone());
@@ -277,7 +277,7 @@ pub fn rollout_directional<const N: usize>(
             .collect();
         let (next, moved, info) =
             push_forward::<DualSVec64<N>>(model, (state, ctrl), &seeds, contact, &mut workspace).map_err(at_step(t))?;
-        if !info.converged {
+        if !info.differentiable {
             return Err(at_step(t)(DualError::Unconverged { residual: info.residual }));
         }
         tangents = moved;

@@ -91,8 +91,9 @@ impl SolverConfig {
     }
 
     /// What the GPU pass runs: block-diagonal Gauss-Seidel, a fixed budget of sweeps. The
-    /// tolerance is zero, so `converged` is false by construction: a fixed-budget iterate is
-    /// not a fixed point and must not anchor a derivative.
+    /// tolerance is zero, so `converged` is false by construction: a fixed-budget iterate need
+    /// not be the sweeps' fixed point, and its derivative is that fixed point's, linearized at
+    /// the iterate (`contact::fixed_point`).
     pub fn gpu_equivalent() -> Self {
         SolverConfig {
             method: Method::GaussSeidel,

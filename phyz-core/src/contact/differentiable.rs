@@ -7,6 +7,7 @@ use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
 use super::cost::Zone;
+use super::fixed_point;
 use super::newton::NewtonWorkspace;
 use super::newton::gradient;
 use super::problem::ContactProblem;
@@ -82,8 +83,8 @@ pub fn solve_scalar_in<S: Scalar>(
             Source::Solve(warm) => solve_lane(&real, rows.as_deref(), config, warm.get(lane), workspace, solution)?,
             Source::Given(given) => take_given(&real, rows.as_deref(), m, &given[lane], solution)?,
         }
-        if S::carries_derivatives() {
-            rules.push(rule(problem, &real, config, lane, solution)?);
+        if S::carries_derivatives() && config.method == Method::Newton {
+            rules.push(rule(problem, &real, lane, solution)?);
         }
         if let Some(rows) = rows {
             let mut impulses = DVector::zeros(m);
@@ -103,6 +104,9 @@ pub fn solve_scalar_in<S: Scalar>(
             *velocity =
                 DVector::from_fn(nv, |i, _| S::from_lanes(&solutions.iter().map(|s| s.velocity[i]).collect::<Vec<_>>()))
         }
+    }
+    if S::carries_derivatives() && config.method == Method::GaussSeidel {
+        fixed_point::differentiate(problem, config, solutions, velocity)?;
     }
     for (lane, rule) in rules.into_iter().enumerate() {
         let residual = match &rule {
@@ -162,18 +166,16 @@ fn take_given(
     Ok(())
 }
 
-/// How lane `lane`'s velocity gets its derivative, from its real problem `real` and solution.
+/// How lane `lane`'s velocity gets its Newton derivative, from its real problem `real` and
+/// solution.
 fn rule<S: Scalar>(
     problem: &ContactProblem<S>,
     real: &ContactProblem<f64>,
-    config: &SolverConfig,
     lane: usize,
     solution: &Solution,
 ) -> Result<Rule, ContactError> {
     Ok(if real.rows() == 0 {
         Rule::Free
-    } else if config.method != Method::Newton {
-        return Err(SensitivityError::FixedSweeps.into());
     } else {
         Rule::Solved(Sensitivity::new(real, solution)?, zones_on_all(problem, lane, solution))
     })
@@ -188,7 +190,7 @@ enum Rule {
 }
 
 /// The rule of `r = x − free`.
-struct Identity;
+pub(crate) struct Identity;
 
 impl ImplicitRule for Identity {
     fn tangent(&self, dr: &mut [f64]) {

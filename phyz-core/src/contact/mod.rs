@@ -17,6 +17,7 @@ pub mod config;
 pub mod cost;
 pub mod differentiable;
 pub mod envelope;
+pub mod fixed_point;
 pub mod friction;
 pub mod newton;
 pub mod pgs;

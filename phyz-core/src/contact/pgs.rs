@@ -6,22 +6,22 @@
 //! given the current friction, then the friction that minimizes the contact's quadratic model
 //! over the disc that normal admits (`friction::solve_disc`: with rotation in the response the
 //! tangential block is not a multiple of the identity, and a radial clamp is not the
-//! minimizer). A fixed number of sweeps is not a fixed point, so its result is never
-//! differentiated.
+//! minimizer). A fixed number of sweeps need not reach the sweeps' fixed point; the derivative
+//! given for it is the fixed point's, linearized at the last iterate ([`super::fixed_point`]).
 
-use nalgebra::{DMatrix, DVector, Matrix2, Vector2};
+use nalgebra::{DMatrix, DVector, Matrix2, Matrix3, Vector2, Vector3};
 
 use super::config::{Coupling, SolverConfig};
 use super::cost::Zone;
 use super::friction::{FrictionError, solve_disc};
-use super::problem::ContactProblem;
+use super::problem::{Constraint, ContactProblem};
 use super::row::ConstraintKind;
 use super::solver::Solution;
 
 /// Sweeps that equilibrate the normal impulses alone before friction joins: on a redundant
 /// manifold the first sweeps would otherwise tip the body and seed friction impulses in the null
 /// space that nothing removes.
-const NORMAL_WARMUP: usize = 8;
+pub const NORMAL_WARMUP: usize = 8;
 
 /// The problem in impulse space: `A = J M⁻¹ Jᵀ` and `b = J x₀`.
 struct Dual<'a> {
@@ -38,27 +38,12 @@ impl<'a> Dual<'a> {
     fn new(problem: &'a ContactProblem<f64>, config: &SolverConfig) -> Option<Self> {
         let joint = &problem.joint;
         let minv_jt = joint.mass.clone().cholesky()?.solve(&joint.jacobian.transpose());
-        let n = problem.constraints.len();
-        let coupled = (0..n)
-            .map(|c| {
-                (0..n)
-                    .filter(|&k| {
-                        k != c
-                            && match config.coupling {
-                                Coupling::Full => true,
-                                Coupling::BlockDiagonal => false,
-                                Coupling::PerBody => problem.constraints[c].shares_body(&problem.constraints[k]),
-                            }
-                    })
-                    .collect()
-            })
-            .collect();
         Some(Dual {
             problem,
             delassus: &joint.jacobian * minv_jt,
             free_velocity: joint.free_velocity(),
             offsets: problem.offsets(),
-            coupled,
+            coupled: coupled(&problem.constraints, config.coupling),
         })
     }
 
@@ -76,54 +61,117 @@ impl<'a> Dual<'a> {
                 let (kt, kd) = (self.offsets[k], p.constraints[k].kind.dim());
                 r += a.view((at, kt), (dim, kd)) * f.rows(kt, kd);
             }
-            let m = |i: usize, j: usize| a[(at + i, at + j)] + if i == j { p.regularizer[at + i] } else { 0.0 };
-            let old = f.rows(at, dim).into_owned();
-            // Normal first: the impulse that meets the target given the current friction...
-            let coupling_n = (1..dim).fold(0.0, |acc, j| acc + m(0, j) * old[j]);
-            let unclamped = -(r[0] + coupling_n) / m(0, 0);
-            let f_n = match constraint.kind {
-                ConstraintKind::FrictionLoss => unclamped.clamp(-p.mu[c], p.mu[c]),
-                ConstraintKind::Equality => unclamped,
-                _ => unclamped.max(0.0),
+            let block = Block {
+                kind: constraint.kind,
+                matrix: Matrix3::from_fn(|i, j| {
+                    if i < dim && j < dim {
+                        a[(at + i, at + j)] + if i == j { p.regularizer[at + i] } else { 0.0 }
+                    } else {
+                        0.0
+                    }
+                }),
+                velocity: Vector3::from_fn(|i, _| if i < dim { r[i] } else { 0.0 }),
+                mu: p.mu[c],
             };
-            f[at] = f_n;
-            // ...then friction: the exact minimizer over the disc that normal admits.
-            if constraint.kind == ConstraintKind::Contact && !normals_only {
-                let k = Matrix2::new(m(1, 1), m(1, 2), m(2, 1), m(2, 2));
-                let v = Vector2::new(r[1], r[2]) + Vector2::new(m(0, 1), m(0, 2)) * f_n;
-                let t = solve_disc(&k, &v, p.mu[c] * f_n)?;
-                f[at + 1] = t[0];
-                f[at + 2] = t[1];
-            }
+            let old = Vector3::from_fn(|i, _| if i < dim { f[at + i] } else { 0.0 });
+            let mut new = old;
+            block.update(&mut new, normals_only)?;
+            f.rows_mut(at, dim).copy_from(&new.rows(0, dim));
             // The movement, in velocity units: how much this constraint's own velocity changed.
-            let moved = f.rows(at, dim) - old;
-            let mut change = a.view((at, at), (dim, dim)) * &moved;
-            for r in 0..dim {
-                change[r] += p.regularizer[at + r] * moved[r];
-            }
-            largest = largest.max(change.norm());
+            largest = largest.max((block.matrix * (new - old)).norm());
         }
         Ok(largest)
     }
 
-    /// Each constraint's zone read off its impulses: none, inside the cone, on its boundary.
+    /// Each constraint's zone read off its impulses.
     fn zones(&self, f: &DVector<f64>) -> Vec<Zone> {
         self.problem
             .each()
             .map(|(c, at, mu)| {
-                let sliding = c.kind == ConstraintKind::Contact && f.fixed_rows::<2>(at + 1).norm() >= mu * f[at];
-                match c.kind {
-                    ConstraintKind::FrictionLoss if f[at].abs() >= mu => return Zone::Linear,
-                    ConstraintKind::FrictionLoss | ConstraintKind::Equality => return Zone::Quadratic,
-                    _ => {}
-                }
-                match () {
-                    _ if f[at] <= 0.0 => Zone::Satisfied,
-                    _ if sliding => Zone::Cone,
-                    _ => Zone::Quadratic,
-                }
+                let own = Vector3::from_fn(|i, _| if i < c.kind.dim() { f[at + i] } else { 0.0 });
+                zone(c.kind, &own, mu, f64::EPSILON)
             })
             .collect()
+    }
+}
+
+/// A constraint's zone read off its impulse `f` (computed to precision `epsilon`): none, inside
+/// the cone, or on its boundary — to rounding, as `solve_disc` lands within 2ε of the circle and
+/// the norm adds one more.
+pub fn zone(kind: ConstraintKind, f: &Vector3<f64>, mu: f64, epsilon: f64) -> Zone {
+    match kind {
+        ConstraintKind::FrictionLoss if f[0].abs() >= mu => Zone::Linear,
+        ConstraintKind::FrictionLoss | ConstraintKind::Equality => Zone::Quadratic,
+        _ if f[0] <= 0.0 => Zone::Satisfied,
+        ConstraintKind::Contact if f.fixed_rows::<2>(1).norm() >= mu * f[0] * (1.0 - 4.0 * epsilon) => Zone::Cone,
+        _ => Zone::Quadratic,
+    }
+}
+
+/// Per constraint, the others whose impulses its sweep sees under `coupling`.
+pub(crate) fn coupled(constraints: &[Constraint], coupling: Coupling) -> Vec<Vec<usize>> {
+    let n = constraints.len();
+    (0..n)
+        .map(|c| {
+            (0..n)
+                .filter(|&k| {
+                    k != c
+                        && match coupling {
+                            Coupling::Full => true,
+                            Coupling::BlockDiagonal => false,
+                            Coupling::PerBody => constraints[c].shares_body(&constraints[k]),
+                        }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// One constraint's rows as its sweep sees them: what the GPU pass updates per constraint, and
+/// what its kernel is held to. Entries past the constraint's dimension are zero.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Block {
+    pub kind: ConstraintKind,
+    /// The constraint's diagonal block of `A + R`.
+    pub matrix: Matrix3<f64>,
+    /// The velocity of its rows from everything but its own impulse, less their target.
+    pub velocity: Vector3<f64>,
+    /// Its friction coefficient (a friction loss's impulse bound).
+    pub mu: f64,
+}
+
+impl Block {
+    /// One staged update of the constraint's impulse `f`: first the normal impulse that meets
+    /// the target given the current friction, then (unless `normals_only`) the friction that
+    /// minimizes the block's quadratic model over the disc that normal admits.
+    pub fn update(&self, f: &mut Vector3<f64>, normals_only: bool) -> Result<(), FrictionError> {
+        let (m, r) = (&self.matrix, &self.velocity);
+        let unclamped = -(r[0] + (m[(0, 1)] * f[1] + m[(0, 2)] * f[2])) / m[(0, 0)];
+        f[0] = match self.kind {
+            ConstraintKind::FrictionLoss => unclamped.clamp(-self.mu, self.mu),
+            ConstraintKind::Equality => unclamped,
+            _ => unclamped.max(0.0),
+        };
+        if self.kind == ConstraintKind::Contact && !normals_only {
+            let k = Matrix2::new(m[(1, 1)], m[(1, 2)], m[(2, 1)], m[(2, 2)]);
+            let v = Vector2::new(r[1], r[2]) + Vector2::new(m[(0, 1)], m[(0, 2)]) * f[0];
+            let t = solve_disc(&k, &v, self.mu * f[0])?;
+            f[1] = t[0];
+            f[2] = t[1];
+        }
+        Ok(())
+    }
+
+    /// The block swept alone from `warm`, `sweeps` times, the first `warmup` of them on its
+    /// normal impulse only: what [`solve`] does to each constraint under
+    /// [`Coupling::BlockDiagonal`] with a zero tolerance (the `gpu_equivalent` preset), and
+    /// what the GPU kernel is held to.
+    pub fn sweep(&self, warm: &Vector3<f64>, warmup: usize, sweeps: usize) -> Result<Vector3<f64>, FrictionError> {
+        let mut f = *warm;
+        for s in 0..sweeps {
+            self.update(&mut f, s < warmup)?;
+        }
+        Ok(f)
     }
 }
 

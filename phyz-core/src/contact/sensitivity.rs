@@ -9,8 +9,9 @@
 //! - the **adjoint rule** solves `H λ = ḡ` once for a gradient `ḡ = ∂L/∂x` (`H` is symmetric),
 //!   and `∂L/∂data = −λᵀ ∂g/∂data` (what a reverse-mode backend pulls back).
 //!
-//! Neither is available at an unconverged solve (not a minimizer), at the Gauss-Seidel pass's
-//! fixed sweeps, or where `H` is numerically singular: those are errors, never numbers.
+//! Neither is available at an unconverged solve (not a minimizer) or where `H` is numerically
+//! singular: those are errors, never numbers. (The Gauss-Seidel pass is differentiated at its
+//! own fixed point: [`super::fixed_point`].)
 
 use nalgebra::DMatrix;
 
@@ -26,10 +27,8 @@ use crate::scalar::ImplicitRule;
 pub enum SensitivityError {
     #[error("the contact solve did not converge (residual {residual:e}): it is not a solution to differentiate")]
     Unconverged { residual: f64 },
-    #[error("the Hessian of the contact problem is singular at this solution")]
+    #[error("the Hessian of the contact problem (or the sweeps' fixed-point Jacobian) is singular at this solution")]
     SingularKkt,
-    #[error("the Gauss-Seidel pass runs a fixed number of sweeps: its result has no derivative (use a Newton preset)")]
-    FixedSweeps,
 }
 
 /// Largest ratio between the Hessian's Cholesky pivots (squared) taken as non-singular.

@@ -10,8 +10,8 @@ use super::weights::InverseWeights;
 use crate::contact::differentiable::zones_on_all;
 use crate::contact::newton::impulses;
 use crate::contact::{
-    ContactError, ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Source, Units, Warm,
-    solve_scalar_in,
+    ContactError, ContactProblem, ContactRow, JointSpace, Method, NewtonWorkspace, Solution, SolverConfig, Source,
+    Units, Warm, solve_scalar_in,
 };
 use crate::dynamics::integrator::Rates;
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
@@ -31,6 +31,10 @@ pub struct StepInfo {
     pub residual: f64,
     /// Every solve of the step converged.
     pub converged: bool,
+    /// Every solve of the step has a derivative: a Newton solve that converged, or a Gauss-Seidel
+    /// pass, differentiated at its sweeps' fixed point whether or not it reached it
+    /// (`contact::fixed_point`; its distance from it is `residual`).
+    pub differentiable: bool,
     /// Impulses of the last solve, row by row, one lane after another (zero on the rows of a
     /// constraint absent from a lane).
     pub impulses: Vec<f64>,
@@ -588,7 +592,7 @@ fn constrained_acceleration<S: Scalar>(
         log.0.push(solutions.clone());
     }
     state.record(gather, solutions, v, dt);
-    info.record(gather, solutions);
+    info.record(gather, solutions, config.method);
     // The velocity change the impulses make, folded into the acceleration.
     *velocity -= &problem.joint.free;
     if split {
@@ -607,17 +611,18 @@ impl StepInfo {
     /// storage).
     pub(super) fn reset(&mut self) {
         let impulses = std::mem::take(&mut self.impulses);
-        *self = StepInfo { converged: true, impulses, ..StepInfo::default() };
+        *self = StepInfo { converged: true, differentiable: true, impulses, ..StepInfo::default() };
         self.impulses.clear();
     }
 
     /// Folds one solve (all lanes) into the step's report.
-    fn record<S: Scalar>(&mut self, gather: &Gather<S>, solutions: &[Solution]) {
+    fn record<S: Scalar>(&mut self, gather: &Gather<S>, solutions: &[Solution], method: Method) {
         self.impulses.clear();
         for solution in solutions {
             self.iterations = self.iterations.max(solution.iterations);
             self.residual = self.residual.max(solution.residual);
             self.converged &= solution.converged;
+            self.differentiable &= solution.converged || method == Method::GaussSeidel;
             self.impulses.extend(solution.impulses.iter());
         }
         // A pyramid's contact counts once, by its first edge; friction losses are neither.

@@ -1,0 +1,285 @@
+//! The derivative of the Gauss-Seidel pass (the `gpu_equivalent` preset), by the implicit
+//! function theorem at the sweeps' fixed point.
+//!
+//! Where a sweep no longer moves the impulses, each constraint meets its own conditions, read
+//! off its zone: a separating constraint carries no impulse; a pressed row's velocity is on
+//! target; a sticking contact does not slip; a sliding contact's friction lies on the circle its
+//! normal impulse admits and opposes the slip that remains; a slipping friction loss sits at its
+//! bound. Written as a residual `G(f, data) = 0`, those conditions define the fixed point
+//! `f*(data)`, and `df = −(∂G/∂f)⁻¹ dG`. A fixed budget of sweeps need not land on `f*`: the
+//! derivative given is the fixed point's, linearized at the last iterate — exact where the
+//! sweeps converged, off by the order of the last sweep's change (`Solution::residual`) where
+//! they did not.
+//!
+//! The conditions read the data through the Delassus operator `A = J M⁻¹ Jᵀ` the sweep iterates
+//! on, so the derivative takes three implicit steps, each one [`Scalar::implicit`] block as
+//! Newton's is: `Y = M⁻¹ Jᵀ` (residual `M Y − Jᵀ`), the impulses (residual `G`), and the
+//! velocity `x = x₀ + Y f` (residual `x − x₀ − Y f`, so `x` keeps the solver's value).
+
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn, LU, Matrix3, Vector3};
+use num_dual::Dual64;
+
+use super::config::SolverConfig;
+use super::cost::Zone;
+use super::differentiable::{Identity, zones_on_all};
+use super::pgs::{Block, coupled, zone};
+use super::problem::{Constraint, ContactProblem};
+use super::sensitivity::SensitivityError;
+use super::solver::Solution;
+use crate::Scalar;
+use crate::scalar::ImplicitRule;
+
+/// Gives `velocity` (each lane's solver value) the derivative of the sweeps' fixed point, lane by
+/// lane; `solutions` are the lanes' solves, impulses on all of `problem`'s rows.
+pub(crate) fn differentiate<S: Scalar>(
+    problem: &ContactProblem<S>,
+    config: &SolverConfig,
+    solutions: &[Solution],
+    velocity: &mut DVector<S>,
+) -> Result<(), SensitivityError> {
+    let joint = &problem.joint;
+    let (nv, m, lanes) = (problem.dofs(), problem.rows(), solutions.len());
+    // Y = M⁻¹ Jᵀ, each lane's value from its own factor.
+    let factors: Vec<Cholesky<f64, Dyn>> = (0..lanes)
+        .map(|lane| joint.mass.map(|x| x.lane(lane)).cholesky().ok_or(SensitivityError::SingularKkt))
+        .collect::<Result<_, _>>()?;
+    let jt = joint.jacobian.transpose();
+    let values: Vec<DMatrix<f64>> =
+        factors.iter().enumerate().map(|(lane, l)| l.solve(&jt.map(|x| x.lane(lane)))).collect();
+    let mut y = DMatrix::from_fn(nv, m, |i, j| from_lanes::<S>(lanes, |l| values[l][(i, j)]));
+    let residual = &joint.mass * &y - &jt;
+    for (lane, factor) in factors.into_iter().enumerate() {
+        S::implicit(y.as_mut_slice(), residual.as_slice(), lane, Box::new(MassSolve(factor)));
+    }
+    // The impulses, from the conditions of each lane's zones.
+    let coupled = coupled(&problem.constraints, config.coupling);
+    let data = Data {
+        jacobian: joint.jacobian.clone(),
+        y,
+        regularizer: problem.regularizer.clone(),
+        free: joint.free_velocity() - &problem.target,
+        mu: problem.mu.clone(),
+    };
+    let conditions = Conditions { constraints: &problem.constraints, offsets: problem.offsets(), coupled: &coupled };
+    let mut f = DVector::from_fn(m, |i, _| from_lanes::<S>(lanes, |l| solutions[l].impulses[i]));
+    for (lane, solution) in solutions.iter().enumerate() {
+        let zones = zones_on_all(problem, lane, solution);
+        let rule = FixedPointRule::new(&conditions, &data.lane(lane), &solution.impulses, &zones)?;
+        let residual = conditions.residual(&data, &f, &zones, lane);
+        S::implicit(f.as_mut_slice(), residual.as_slice(), lane, Box::new(rule));
+    }
+    // The velocity x = x₀ + Y f.
+    let residual = &*velocity - &joint.free - &data.y * &f;
+    for lane in 0..lanes {
+        S::implicit(velocity.as_mut_slice(), residual.as_slice(), lane, Box::new(Identity));
+    }
+    Ok(())
+}
+
+/// The number whose lane `l` is `value(l)`.
+fn from_lanes<S: Scalar>(lanes: usize, value: impl Fn(usize) -> f64) -> S {
+    S::from_lanes(&(0..lanes).map(value).collect::<Vec<_>>())
+}
+
+/// What the fixed-point conditions read, in any scalar.
+struct Data<T: Scalar> {
+    jacobian: DMatrix<T>,
+    /// `M⁻¹ Jᵀ`.
+    y: DMatrix<T>,
+    regularizer: DVector<T>,
+    /// `J x₀ − target`: each row's velocity with no impulse, less its target.
+    free: DVector<T>,
+    mu: Vec<T>,
+}
+
+impl<T: Scalar> Data<T> {
+    /// Lane `lane`'s values, as constant dual numbers (whose derivatives give `∂G/∂f`).
+    fn lane(&self, lane: usize) -> Data<Dual64> {
+        let real = |x: &T| Dual64::from(x.lane(lane));
+        Data {
+            jacobian: self.jacobian.map(|x| real(&x)),
+            y: self.y.map(|x| real(&x)),
+            regularizer: self.regularizer.map(|x| real(&x)),
+            free: self.free.map(|x| real(&x)),
+            mu: self.mu.iter().map(real).collect(),
+        }
+    }
+}
+
+/// The problem's constraints, where their rows start, and which others each one's sweep sees.
+struct Conditions<'a> {
+    constraints: &'a [Constraint],
+    offsets: Vec<usize>,
+    coupled: &'a [Vec<usize>],
+}
+
+impl Conditions<'_> {
+    /// `G(f)`: each constraint's conditions in its zone of `zones` (batch lane `lane`'s).
+    fn residual<T: Scalar>(&self, data: &Data<T>, f: &DVector<T>, zones: &[Zone], lane: usize) -> DVector<T> {
+        let mut g = DVector::zeros(f.len());
+        for (c, constraint) in self.constraints.iter().enumerate() {
+            let (at, dim) = (self.offsets[c], constraint.kind.dim());
+            // The velocity of the constraint's rows, less their target: what its sweep drives.
+            let mut moved = DVector::<T>::zeros(data.y.nrows());
+            for k in std::iter::once(c).chain(self.coupled[c].iter().copied()) {
+                let (kt, kd) = (self.offsets[k], self.constraints[k].kind.dim());
+                moved += data.y.columns(kt, kd) * f.rows(kt, kd);
+            }
+            let w = DVector::from_fn(dim, |i, _| {
+                let row = at + i;
+                data.jacobian.row(row).transpose().dot(&moved) + data.regularizer[row] * f[row] + data.free[row]
+            });
+            let positive = f[at].lane(lane) > 0.0;
+            let rows = at..at + dim;
+            constraint_conditions(
+                zones[c],
+                &f.as_slice()[rows.clone()],
+                w.as_slice(),
+                data.mu[c],
+                positive,
+                &mut g.as_mut_slice()[rows],
+            );
+        }
+        g
+    }
+}
+
+/// One constraint's conditions in its zone, from its impulse `f`, the velocity `w` its rows reach
+/// (less their target) and its friction `mu`; `positive`: the sign of its normal impulse.
+fn constraint_conditions<T: Scalar>(zone: Zone, f: &[T], w: &[T], mu: T, positive: bool, g: &mut [T]) {
+    match zone {
+        Zone::Satisfied => g.copy_from_slice(f),
+        Zone::Quadratic => g.copy_from_slice(w),
+        // A slipping friction loss at its bound.
+        Zone::Linear => g[0] = f[0] - if positive { mu } else { -mu },
+        // On the circle the normal admits, and opposite the slip.
+        Zone::Cone => {
+            let radius = mu * f[0];
+            g[0] = w[0];
+            g[1] = f[1] * f[1] + f[2] * f[2] - radius * radius;
+            g[2] = f[1] * w[2] - f[2] * w[1];
+        }
+    }
+}
+
+/// A block's data pulled back from its impulse: what a loss owes each entry of its matrix, its
+/// velocity and its friction coefficient.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BlockCotangent {
+    pub matrix: Matrix3<f64>,
+    pub velocity: Vector3<f64>,
+    pub mu: f64,
+}
+
+impl Block {
+    /// The adjoint of the block's fixed point at its iterate `f` (computed to precision
+    /// `epsilon`, which places it in its zone): from `bar = ∂L/∂f`, `∂L/∂data = −λᵀ ∂G/∂data`
+    /// with `Kᵀ λ = bar`, `K = ∂G/∂f`. What the GPU pass's backward is held to.
+    pub fn pull_back(
+        &self,
+        f: &Vector3<f64>,
+        bar: &Vector3<f64>,
+        epsilon: f64,
+    ) -> Result<BlockCotangent, SensitivityError> {
+        let dim = self.kind.dim();
+        let zone = zone(self.kind, f, self.mu, epsilon);
+        let positive = f[0] > 0.0;
+        // G with one entry of (f, matrix, velocity, mu) seeded: 3 + 9 + 3 + 1 directions.
+        let along = |direction: usize| -> Vector3<f64> {
+            let seed = |k: usize, x: f64| Dual64::new(x, if k == direction { 1.0 } else { 0.0 });
+            let f = Vector3::from_fn(|i, _| seed(i, f[i]));
+            let m = Matrix3::from_fn(|i, j| seed(3 + 3 * i + j, self.matrix[(i, j)]));
+            let r = Vector3::from_fn(|i, _| seed(12 + i, self.velocity[i]));
+            let mu = seed(15, self.mu);
+            let w = m * f + r;
+            let mut g = Vector3::zeros();
+            constraint_conditions(
+                zone,
+                &f.as_slice()[..dim],
+                &w.as_slice()[..dim],
+                mu,
+                positive,
+                &mut g.as_mut_slice()[..dim],
+            );
+            g.map(|x| x.eps)
+        };
+        let k = DMatrix::from_fn(dim, dim, |i, j| along(j)[i]);
+        let mut lambda = DVector::from_fn(dim, |i, _| bar[i]);
+        if !k.transpose().lu().solve_mut(&mut lambda) || !lambda.iter().all(|x| x.is_finite()) {
+            return Err(SensitivityError::SingularKkt);
+        }
+        let pulled = |direction: usize| -(0..dim).map(|i| lambda[i] * along(direction)[i]).sum::<f64>();
+        Ok(BlockCotangent {
+            matrix: Matrix3::from_fn(|i, j| pulled(3 + 3 * i + j)),
+            velocity: Vector3::from_fn(|i, _| pulled(12 + i)),
+            mu: pulled(15),
+        })
+    }
+}
+
+/// The rule of `r = M Y − Jᵀ`: `dY = −M⁻¹ dr`, column by column (`M` is symmetric).
+struct MassSolve(Cholesky<f64, Dyn>);
+
+impl ImplicitRule for MassSolve {
+    fn tangent(&self, dr: &mut [f64]) {
+        let nv = self.0.l_dirty().nrows();
+        for column in dr.chunks_mut(nv.max(1)) {
+            let mut x = DVector::from_column_slice(column);
+            self.0.solve_mut(&mut x);
+            column.iter_mut().zip(x.iter()).for_each(|(c, x)| *c = -x);
+        }
+    }
+    fn adjoint(&self, bar: &mut [f64]) {
+        self.tangent(bar);
+    }
+}
+
+/// The fixed point's rule, `df = −K⁻¹ dG` with `K = ∂G/∂f` at the iterate, and its transpose.
+struct FixedPointRule {
+    k: LU<f64, Dyn, Dyn>,
+    kt: LU<f64, Dyn, Dyn>,
+}
+
+impl FixedPointRule {
+    /// `K` at impulses `f` of one lane (`data` its values), column by column: the derivative of
+    /// `G` along each impulse.
+    fn new(
+        conditions: &Conditions,
+        data: &Data<Dual64>,
+        f: &DVector<f64>,
+        zones: &[Zone],
+    ) -> Result<Self, SensitivityError> {
+        let m = f.len();
+        let mut k = DMatrix::zeros(m, m);
+        for j in 0..m {
+            let seeded = DVector::from_fn(m, |i, _| Dual64::new(f[i], if i == j { 1.0 } else { 0.0 }));
+            let g = conditions.residual(data, &seeded, zones, 0);
+            k.column_mut(j).copy_from(&g.map(|x| x.eps));
+        }
+        if !k.iter().all(|x| x.is_finite()) {
+            return Err(SensitivityError::SingularKkt);
+        }
+        let (lu, lut) = (k.clone().lu(), k.transpose().lu());
+        if !(lu.is_invertible() && lut.is_invertible()) {
+            return Err(SensitivityError::SingularKkt);
+        }
+        Ok(FixedPointRule { k: lu, kt: lut })
+    }
+}
+
+impl ImplicitRule for FixedPointRule {
+    fn tangent(&self, dr: &mut [f64]) {
+        solve_negated(&self.k, dr);
+    }
+    fn adjoint(&self, bar: &mut [f64]) {
+        solve_negated(&self.kt, bar);
+    }
+}
+
+/// `x ← −A⁻¹ x` with `A`'s LU factors.
+fn solve_negated(lu: &LU<f64, Dyn, Dyn>, x: &mut [f64]) {
+    let mut v = DVector::from_column_slice(x);
+    if lu.solve_mut(&mut v) {
+        x.iter_mut().zip(v.iter()).for_each(|(x, v)| *x = -v);
+    }
+}

@@ -1,0 +1,25 @@
+//! phyz-gpu: phyz's batched contact solve on the GPU, as CubeCL kernels run by burn's wgpu
+//! backend (and by its CUDA backend where a machine has CUDA).
+//!
+//! The GPU pass is the `gpu_equivalent` preset (`phyz_core::contact::SolverConfig::gpu_equivalent`):
+//! a fixed number of block-diagonal Gauss-Seidel sweeps with the exact friction disc, one kernel
+//! unit per constraint block of every environment. The CPU preset is the kernel's referee: the
+//! kernel transcribes `phyz_core::contact::pgs::Block::update`, and the tests hold the two
+//! together. Under burn's autodiff the sweeps are one registered operation whose backward is
+//! the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
+//! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
+
+mod kernel;
+pub mod layout;
+mod ops;
+
+pub use ops::{Schedule, SweepOps, sweep_blocks};
+
+use phyz_core::contact::ConstraintKind;
+
+/// Why the GPU pass refused a request.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum GpuError {
+    #[error("the GPU pass solves contacts of condim 1 and 3: a {kind:?} contact needs a Newton preset")]
+    Unsupported { kind: ConstraintKind },
+}
