@@ -48,6 +48,12 @@ pub struct SolveCounts {
 }
 
 impl BatchState {
+    /// A batch at time zero from its tensors, with no warm starts: the start of a traced
+    /// simulation (which keeps its own warm starts), in whatever float type the tensors hold.
+    pub fn from_tensors(qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
+        BatchState { qpos, qvel, act, time: 0.0, contact: Arc::new(Vec::new()), info: Arc::new(Vec::new()) }
+    }
+
     /// The number of lanes.
     pub fn batch(&self) -> usize {
         self.qpos.dims()[0]

@@ -12,6 +12,7 @@
 
 use std::cell::RefCell;
 use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::backend::autodiff::Autodiff;
@@ -25,10 +26,10 @@ use burn::tensor::{Bool, DType, Device, FloatDType, Tensor, TensorData};
 use nalgebra::DVector;
 use num_traits::{One, Zero};
 use phyz_core::scalar::{ImplicitRule, Mask};
-use phyz_core::sim::{ContactState, StepInfo, Workspace, step_in};
+use phyz_core::sim::{BatchSolver, ContactState, StepInfo, Workspace, step_in};
 use phyz_core::{Model, Scalar, State};
 
-use crate::host::{read, write};
+use crate::host::{read_as, write_as};
 use crate::{BatchState, BurnError, Simulation};
 
 /// One quantity of every environment in a batch: a tensor `[batch]` in the trace running on
@@ -55,6 +56,8 @@ struct Arena {
     id: u64,
     device: Device,
     batch: usize,
+    /// The float type of every tensor the trace makes.
+    dtype: DType,
     floats: Vec<(Tensor<1>, Option<Vec<f64>>)>,
     masks: Vec<(Tensor<1, Bool>, Option<Vec<bool>>)>,
 }
@@ -73,15 +76,16 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Starts a trace of `batch` lanes on `device`; `None` if this thread is already tracing.
-    pub fn start(device: &Device, batch: usize) -> Option<Trace> {
+    /// Starts a trace of `batch` lanes on `device` in float type `dtype`; `None` if this thread
+    /// is already tracing.
+    pub fn start(device: &Device, batch: usize, dtype: DType) -> Option<Trace> {
         ARENA.with(|arena| {
             let mut arena = arena.borrow_mut();
             if arena.is_some() {
                 return None;
             }
             let id = TRACES.fetch_add(1, Ordering::Relaxed);
-            *arena = Some(Arena { id, device: device.clone(), batch, floats: Vec::new(), masks: Vec::new() });
+            *arena = Some(Arena { id, device: device.clone(), batch, dtype, floats: Vec::new(), masks: Vec::new() });
             Some(Trace { _not_send: std::marker::PhantomData })
         })
     }
@@ -100,6 +104,24 @@ impl Trace {
     pub fn operations(&self) -> usize {
         with(|a| a.floats.len() + a.masks.len())
     }
+}
+
+impl Batched {
+    /// A tensor `[batch]` of this thread's trace as a number of it (derivatives flow back into
+    /// it): how a solve supplied for all lanes at once hands its results to the engine.
+    pub fn from_tensor(tensor: Tensor<1>) -> Batched {
+        push(tensor, None)
+    }
+
+    /// The tensor `[batch]` of this number (a constant is broadcast).
+    pub fn to_tensor(self) -> Tensor<1> {
+        tensor(self)
+    }
+}
+
+/// The device, batch size and float type of the trace running on this thread.
+pub fn trace_context() -> (Device, usize, DType) {
+    with(|a| (a.device.clone(), a.batch, a.dtype))
 }
 
 impl Drop for Trace {
@@ -130,7 +152,7 @@ fn push_mask(tensor: Tensor<1, Bool>) -> BatchedMask {
 fn tensor(x: Batched) -> Tensor<1> {
     with(|a| match x {
         Batched::Tensor(Slot(s)) => a.floats[s as usize].0.clone(),
-        Batched::Constant(c) => Tensor::full([a.batch], c, (&a.device, DType::F64)),
+        Batched::Constant(c) => Tensor::full([a.batch], c, (&a.device, a.dtype)),
     })
 }
 
@@ -138,7 +160,7 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
     with(|a| match m {
         BatchedMask::Tensor(Slot(s)) => a.masks[s as usize].0.clone(),
         BatchedMask::Splat(b) => {
-            Tensor::<1>::full([a.batch], if b { 1.0 } else { 0.0 }, (&a.device, DType::F64)).greater_elem(0.5)
+            Tensor::<1>::full([a.batch], if b { 1.0 } else { 0.0 }, (&a.device, a.dtype)).greater_elem(0.5)
         }
     })
 }
@@ -147,14 +169,16 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
 fn reals(x: Slot) -> Vec<f64> {
     with(|a| {
         let (t, cached) = &mut a.floats[x.0 as usize];
-        cached.get_or_insert_with(|| t.to_data().try_to_vec::<f64>().expect("f64 tensors")).clone()
+        cached.get_or_insert_with(|| t.to_data().convert::<f64>().try_to_vec::<f64>().expect("float tensors")).clone()
     })
 }
 
 fn mask_reals(m: Slot) -> Vec<bool> {
     with(|a| {
         let (t, cached) = &mut a.masks[m.0 as usize];
-        cached.get_or_insert_with(|| t.to_data().try_to_vec::<bool>().expect("bool tensors")).clone()
+        // As integers: not every backend's boolean storage reads back as `bool`.
+        let read = || t.clone().int().to_data().convert::<i64>().try_to_vec::<i64>().expect("integers");
+        cached.get_or_insert_with(|| read().into_iter().map(|x| x != 0).collect()).clone()
     })
 }
 
@@ -509,9 +533,12 @@ impl Scalar for Batched {
             1 => Batched::Constant(values[0]),
             n => {
                 assert_eq!(n, batch(), "{n} lanes in a trace of {}", batch());
-                let t =
-                    with(|a| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [n]), (&a.device, DType::F64)));
-                push(t, Some(values.to_vec()))
+                // The values as the tensor holds them are known only in f64.
+                let (t, exact) = with(|a| {
+                    let data = TensorData::new(values.to_vec(), [n]).convert_dtype(a.dtype);
+                    (Tensor::<1>::from_data(data, (&a.device, a.dtype)), a.dtype == DType::F64)
+                });
+                push(t, exact.then(|| values.to_vec()))
             }
         }
     }
@@ -567,13 +594,13 @@ impl Scalar for Batched {
         if m == 0 {
             return;
         }
-        let (device, batch) = with(|a| (a.device.clone(), a.batch));
+        let (device, batch, dtype) = with(|a| (a.device.clone(), a.batch, a.dtype));
         // The lane's own entries only: other lanes' residuals may not even be finite.
         let own: Tensor<2> = Tensor::stack(residual.iter().map(|&r| tensor(r).narrow(0, lane, 1)).collect(), 1);
         let dx = implicit_rule(own, Rule(std::sync::Arc::from(rule)));
         for (i, xi) in x.iter_mut().enumerate() {
             let own = dx.clone().narrow(1, i, 1).reshape([1]);
-            let spread = Tensor::<1>::zeros([batch], (&device, DType::F64)).slice_assign(lane..lane + 1, own);
+            let spread = Tensor::<1>::zeros([batch], (&device, dtype)).slice_assign(lane..lane + 1, own);
             *xi = push(tensor(*xi) + spread, None);
         }
     }
@@ -644,6 +671,8 @@ fn implicit_rule(residual: Tensor<2>, rule: Rule) -> Tensor<2> {
 pub struct TracedSimulation {
     model: Model<f64>,
     contact: ContactState,
+    /// The contact solve of all lanes at once, where one is given (a GPU kernel).
+    solver: Option<Arc<dyn BatchSolver<Batched>>>,
 }
 
 /// What a traced step did: the tensor operations it recorded, and each lane's solves.
@@ -656,21 +685,32 @@ pub struct TracedStep {
 
 impl TracedSimulation {
     pub fn new(sim: &Simulation) -> Self {
-        TracedSimulation { model: sim.model().clone(), contact: ContactState::new(sim.config()) }
+        TracedSimulation { model: sim.model().clone(), contact: ContactState::new(sim.config()), solver: None }
     }
 
-    /// One step of every lane of `state` under `ctrl` (`[batch, nu]`).
+    /// The same simulation, its contact problems solved by `solver` for all lanes at once
+    /// instead of lane by lane on the host.
+    pub fn with_batch_solver(self, solver: Arc<dyn BatchSolver<Batched>>) -> Self {
+        TracedSimulation { solver: Some(solver), ..self }
+    }
+
+    /// One step of every lane of `state` under `ctrl` (`[batch, nu]`), in the float type of
+    /// `state.qpos` (`f64`, or `f32` where a device has no `f64`), which every input must share.
     pub fn step(&mut self, state: &BatchState, ctrl: &Tensor<2>) -> Result<TracedStep, BurnError> {
         let model = &self.model;
         let (nq, nv, na, nu) = (model.nq(), model.nv(), model.na(), model.nu());
         let batch = state.batch();
+        let dtype = match state.qpos.dtype() {
+            d @ (DType::F32 | DType::F64) => d,
+            got => return Err(BurnError::DType { what: "qpos", got }),
+        };
         // Checked on the host first: the trace reads what it needs lane by lane.
-        read(&state.qpos, "qpos", batch, nq)?;
-        read(&state.qvel, "qvel", batch, nv)?;
-        read(&state.act, "act", batch, na)?;
-        read(ctrl, "ctrl", batch, nu)?;
+        read_as(&state.qpos, "qpos", batch, nq, dtype)?;
+        read_as(&state.qvel, "qvel", batch, nv, dtype)?;
+        read_as(&state.act, "act", batch, na, dtype)?;
+        read_as(ctrl, "ctrl", batch, nu, dtype)?;
         let device = state.qpos.device();
-        let trace = Trace::start(&device, batch).ok_or(BurnError::AlreadyTracing)?;
+        let trace = Trace::start(&device, batch, dtype).ok_or(BurnError::AlreadyTracing)?;
         let columns = |t: &Tensor<2>, n: usize| -> DVector<Batched> {
             DVector::from_fn(n, |j, _| trace.input(t.clone().narrow(1, j, 1).reshape([batch])))
         };
@@ -680,11 +720,12 @@ impl TracedSimulation {
         start.time = Batched::Constant(state.time);
         let u: Vec<Batched> = columns(ctrl, nu).iter().copied().collect();
         let mut workspace = Workspace::default();
+        workspace.set_batch_solver(self.solver.clone());
         step_in(&traced, &start, &u, &mut self.contact, &mut workspace).map_err(BurnError::TracedStep)?;
         let next = &workspace.next;
         let stack = |v: &DVector<Batched>, n: usize| -> Tensor<2> {
             if n == 0 {
-                write(Vec::new(), batch, 0, &device)
+                write_as(Vec::new(), batch, 0, &device, dtype)
             } else {
                 Tensor::stack(v.iter().map(|&x| trace.tensor(x)).collect(), 1)
             }

@@ -101,27 +101,38 @@ fn sweep_blocks<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     let r1 = blocks[at + 7];
     let r2 = blocks[at + 8];
     let mu = blocks[at + 9];
-    let code = u32::cast_from(blocks[at + 10]);
     let zero = F::new(0.0);
     let mut f0 = zero;
     let mut f1 = zero;
     let mut f2 = zero;
-    if code != kind::ABSENT {
-        f0 = blocks[at + 11];
-        f1 = blocks[at + 12];
-        f2 = blocks[at + 13];
-    }
-    // Non-finite data fails the block (a NaN would vanish in `max`).
-    let mut sum = zero;
-    for k in 0..BLOCK {
-        sum += blocks[at + k];
-    }
     let mut failed = zero;
-    if F::is_nan(sum) || F::is_inf(sum) {
-        failed = F::new(1.0);
+    // A present block is well formed (`layout::well_formed`) or fails, unswept: non-finite
+    // data (a NaN would vanish in `max`), a negative friction, an unknown kind.
+    let mut code = u32::cast_from(zero);
+    if blocks[at + 10] != zero || F::is_nan(blocks[at + 10]) {
+        for k in 0..BLOCK {
+            if F::is_nan(blocks[at + k]) || F::is_inf(blocks[at + k]) {
+                failed = F::new(1.0);
+            }
+        }
+        if failed == zero {
+            code = u32::cast_from(blocks[at + 10]);
+        }
+        if code > kind::EQUALITY || mu < zero {
+            failed = F::new(1.0);
+        }
+        if failed == zero {
+            f0 = blocks[at + 11];
+            f1 = blocks[at + 12];
+            f2 = blocks[at + 13];
+        }
     }
     let mut s = 0u32;
-    while s < sweeps && code != kind::ABSENT {
+    let mut change = zero;
+    while s < sweeps && code != kind::ABSENT && failed == zero {
+        let o0 = f0;
+        let o1 = f1;
+        let o2 = f2;
         // The normal impulse that meets the target given the current friction...
         let unclamped = -(r0 + (m01 * f1 + m02 * f2)) / m00;
         if code == kind::FRICTION_LOSS {
@@ -140,6 +151,14 @@ fn sweep_blocks<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
                 failed = F::new(1.0);
             }
         }
+        // The block's velocity change, |(A + R) Δf|: the last sweep's is the residual.
+        let d0 = f0 - o0;
+        let d1 = f1 - o1;
+        let d2 = f2 - o2;
+        let w0 = m00 * d0 + m01 * d1 + m02 * d2;
+        let w1 = m01 * d0 + m11 * d1 + m12 * d2;
+        let w2 = m02 * d0 + m12 * d1 + m22 * d2;
+        change = F::sqrt(w0 * w0 + w1 * w1 + w2 * w2);
         s += 1;
     }
     let total = f0 + f1 + f2;
@@ -151,6 +170,7 @@ fn sweep_blocks<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     out[o + 1] = f1;
     out[o + 2] = f2;
     out[o + 3] = failed;
+    out[o + 4] = change;
 }
 
 /// Launches the sweeps over every block of `blocks` (`[N, BLOCK]`), in its float type.

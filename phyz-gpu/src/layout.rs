@@ -4,8 +4,9 @@
 //! In: the block's matrix `A + R` as its upper triangle (`m00 m01 m02 m11 m12 m22`), the
 //! velocity its rows reach without their own impulse, less their target (`r0 r1 r2`), the
 //! friction coefficient, the [`kind`] code, and the warm start (`f0 f1 f2`). Out: the impulse
-//! (`f0 f1 f2`) and a status, 0 or [`FAILED`] (non-finite data, or a friction block not
-//! positive definite: the impulse is then meaningless).
+//! (`f0 f1 f2`), a status, 0 or [`FAILED`] (non-finite data, or a friction block not positive
+//! definite: the impulse is then meaningless), and the last sweep's change of the block's
+//! velocity (the sweeps' residual).
 //! Rows past a constraint's dimension are zero.
 
 use nalgebra::{Matrix3, Vector3};
@@ -17,7 +18,7 @@ use crate::GpuError;
 /// Numbers per block in.
 pub const BLOCK: usize = 14;
 /// Numbers per block out.
-pub const OUT: usize = 4;
+pub const OUT: usize = 5;
 /// The status of a block whose friction matrix was not positive definite.
 pub const FAILED: f64 = 1.0;
 
@@ -57,6 +58,12 @@ fn kind_of(code: f64) -> Option<ConstraintKind> {
     }
 }
 
+/// Whether a present block's row can be swept: every number finite, a known kind, a
+/// friction coefficient of at least zero. The kernel checks the same, and fails the others.
+pub fn well_formed(row: &[f64]) -> bool {
+    row.iter().all(|x| x.is_finite()) && kind_of(row[10]).is_some() && row[9] >= 0.0
+}
+
 /// One block's row (`warm`: its starting impulse).
 pub fn pack(block: &Block, warm: &Vector3<f64>) -> Result<[f64; BLOCK], GpuError> {
     let m = &block.matrix;
@@ -80,7 +87,7 @@ pub fn pack(block: &Block, warm: &Vector3<f64>) -> Result<[f64; BLOCK], GpuError
     ])
 }
 
-/// A row's block (`None`: an absent slot) and warm start.
+/// A row's block (`None`: an absent slot, or a kind code it does not know) and warm start.
 pub fn unpack(row: &[f64]) -> (Option<Block>, Vector3<f64>) {
     let matrix = Matrix3::new(row[0], row[1], row[2], row[1], row[3], row[4], row[2], row[4], row[5]);
     let velocity = Vector3::new(row[6], row[7], row[8]);

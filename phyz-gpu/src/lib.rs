@@ -1,19 +1,23 @@
 //! phyz-gpu: phyz's batched contact solve on the GPU, as CubeCL kernels run by burn's wgpu
-//! backend (and by its CUDA backend where a machine has CUDA).
+//! backend (written for any CubeCL runtime; this crate's build enables wgpu).
 //!
 //! The GPU pass is the `gpu_equivalent` preset (`phyz_core::contact::SolverConfig::gpu_equivalent`):
 //! a fixed number of block-diagonal Gauss-Seidel sweeps with the exact friction disc, one kernel
 //! unit per constraint block of every environment. The CPU preset is the kernel's referee: the
-//! kernel transcribes `phyz_core::contact::pgs::Block::update`, and the tests hold the two
-//! together. Under burn's autodiff the sweeps are one registered operation whose backward is
+//! kernel transcribes `phyz_core::contact::pgs::Block::update` and `friction::solve_disc` (the
+//! same steps, its own rounding), and the tests hold the two together. [`KernelSolve`] makes it
+//! the contact solve of phyz's engine traced on burn tensors (`phyz_burn::traced`). Under burn's autodiff the sweeps are one registered operation whose backward is
 //! the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
 //! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
 
+pub mod device;
 mod kernel;
 pub mod layout;
 mod ops;
+mod solve;
 
 pub use ops::{Schedule, SweepOps, sweep_blocks};
+pub use solve::{KernelSolve, schedule};
 
 use phyz_core::contact::ConstraintKind;
 

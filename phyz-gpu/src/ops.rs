@@ -15,7 +15,7 @@ use burn_cubecl::CubeBackend;
 use nalgebra::Vector3;
 
 use crate::kernel;
-use crate::layout::{BLOCK, FAILED, OUT, unpack};
+use crate::layout::{BLOCK, FAILED, OUT, unpack, well_formed};
 
 /// The sweeps' schedule: `sweeps` in all, the first `warmup` on the normal impulses only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,13 +43,15 @@ pub trait SweepOps: Backend {
         for row in rows.chunks(BLOCK) {
             let (block, warm) = unpack(row);
             let swept = match block {
-                None => Ok(Vector3::zeros()),
-                Some(_) if !row.iter().all(|x| x.is_finite()) => Err(()),
-                Some(block) => block.sweep(&warm, schedule.warmup as usize, schedule.sweeps as usize).map_err(|_| ()),
+                _ if row[10] == 0.0 => Ok((Vector3::zeros(), 0.0)),
+                Some(block) if well_formed(row) => {
+                    block.sweep(&warm, schedule.warmup as usize, schedule.sweeps as usize).map_err(|_| ())
+                }
+                _ => Err(()),
             };
             match swept {
-                Ok(f) => out.extend([f[0], f[1], f[2], 0.0]),
-                Err(()) => out.extend([0.0, 0.0, 0.0, FAILED]),
+                Ok((f, change)) => out.extend([f[0], f[1], f[2], 0.0, change]),
+                Err(()) => out.extend([0.0, 0.0, 0.0, FAILED, 0.0]),
             }
         }
         Self::float_from_data(TensorData::new(out, [n, OUT]).convert_dtype(dtype), &device)
@@ -70,7 +72,8 @@ fn host_rows<B: Backend>(tensor: FloatTensor<B>) -> Vec<f64> {
     data.convert::<f64>().try_to_vec::<f64>().expect("converted to f64")
 }
 
-/// The backward's state: the blocks and what the sweeps made of them.
+/// The backward's state: the blocks and what the sweeps made of them. (The status and the
+/// residual columns carry no derivative.)
 #[derive(Debug, Clone)]
 struct Swept<B: Backend> {
     blocks: FloatTensor<B>,
@@ -96,6 +99,9 @@ impl<B: Backend> Backward<B, 1> for SweepBackward {
         for i in 0..n {
             let (Some(block), _) = unpack(&blocks[i * BLOCK..(i + 1) * BLOCK]) else { continue };
             let o = &out[i * OUT..(i + 1) * OUT];
+            // burn's backward has no error channel: a failed block, whose status the forward
+            // reported, has no derivative to give.
+            assert!(o[3] != FAILED, "block {i} failed in the forward sweeps: it has no derivative");
             let f = Vector3::new(o[0], o[1], o[2]);
             let b = Vector3::new(bar[i * OUT], bar[i * OUT + 1], bar[i * OUT + 2]);
             let c = block

@@ -6,54 +6,18 @@
 //! `f32` 1e-4; the backward against central differences 1e-6 (`f64`), and the kernel's
 //! backward against the CPU's 1e-3 (`f32`).
 
-use burn::tensor::wgpu::WgpuBackend;
-use burn::tensor::{DType, Device, DeviceKind, Tensor, TensorData};
-use burn_cubecl::cubecl::wgpu::WgpuDevice;
+use burn::tensor::{DType, Device, Tensor, TensorData};
 use nalgebra::{Matrix3, Vector3};
 use phyz_core::contact::pgs::{Block, NORMAL_WARMUP};
 use phyz_core::contact::{ConstraintKind, GPU_SWEEPS};
+use phyz_gpu::device::{opengl as gl, wgpu as gpu};
 use phyz_gpu::layout::{BLOCK, FAILED, OUT, pack};
 use phyz_gpu::{Schedule, sweep_blocks};
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (hi - lo) * (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+mod common;
+use common::{Rng, random_blocks};
 
 const SCHEDULE: Schedule = Schedule { warmup: NORMAL_WARMUP as u32, sweeps: GPU_SWEEPS as u32 };
-
-/// A random block of every kind the pass solves: a symmetric positive definite matrix of mixed
-/// scales, velocities that press some and release others, friction from slippery to sticky.
-fn random_block(rng: &mut Rng, kind: ConstraintKind) -> (Block, Vector3<f64>) {
-    let dim = kind.dim();
-    let l = Matrix3::from_fn(|i, j| if i >= j && i < dim && j < dim { rng.uniform(-1.0, 1.0) } else { 0.0 });
-    let scale = 10f64.powf(rng.uniform(-1.0, 1.0));
-    let matrix = (l * l.transpose() + Matrix3::from_fn(|i, j| if i == j && i < dim { 0.2 } else { 0.0 })) * scale;
-    let velocity = Vector3::from_fn(|i, _| if i < dim { rng.uniform(-1.0, 1.0) } else { 0.0 });
-    let mu = rng.uniform(0.1, 1.5);
-    let warm =
-        Vector3::from_fn(|i, _| if i < dim && rng.uniform(0.0, 1.0) < 0.5 { rng.uniform(0.0, 0.5) } else { 0.0 });
-    (Block { kind, matrix, velocity, mu }, warm)
-}
-
-fn random_blocks(seed: u64, n: usize) -> Vec<(Block, Vector3<f64>)> {
-    let mut rng = Rng(seed);
-    let kinds = [
-        ConstraintKind::Contact,
-        ConstraintKind::Contact,
-        ConstraintKind::Limit,
-        ConstraintKind::FrictionLoss,
-        ConstraintKind::Equality,
-    ];
-    (0..n).map(|i| random_block(&mut rng, kinds[i % kinds.len()])).collect()
-}
 
 fn packed(blocks: &[(Block, Vector3<f64>)]) -> Vec<f64> {
     blocks.iter().flat_map(|(b, w)| pack(b, w).expect("a kind the pass solves")).collect()
@@ -68,28 +32,18 @@ fn host(t: Tensor<2>) -> Vec<f64> {
     t.to_data().convert::<f64>().try_to_vec::<f64>().expect("floats")
 }
 
-/// The wgpu device the machine picks (Vulkan where it has it: lavapipe on CI, with `f64`).
-fn gpu() -> Device {
-    Device::wgpu(DeviceKind::DefaultDevice)
-}
-
-/// wgpu on OpenGL (llvmpipe on CI): `f32` only, but burn's reductions run there, where Mesa
-/// 22.3's lavapipe crashes compiling them (see docs/gpu.md).
-fn gl() -> Device {
-    Device::new(WgpuDevice::default().on(WgpuBackend::Gl))
-}
-
 /// The kernel's worst difference from the CPU sweeps, relative to `max(1, |f|)` per block.
 fn kernel_against_cpu(device: &Device, dtype: DType) -> f64 {
     let blocks = random_blocks(7, 500);
     let out = host(sweep_blocks(tensor(packed(&blocks), BLOCK, device, dtype), SCHEDULE));
     let mut worst: f64 = 0.0;
     for (i, (block, warm)) in blocks.iter().enumerate() {
-        let cpu = block.sweep(warm, SCHEDULE.warmup as usize, SCHEDULE.sweeps as usize).expect("well posed");
+        let (cpu, change) = block.sweep(warm, SCHEDULE.warmup as usize, SCHEDULE.sweeps as usize).expect("well posed");
         let row = &out[i * OUT..(i + 1) * OUT];
         assert_eq!(row[3], 0.0, "block {i} reported a failure");
         let kernel = Vector3::new(row[0], row[1], row[2]);
         worst = worst.max((kernel - cpu).amax() / cpu.amax().max(1.0));
+        worst = worst.max((row[4] - change).abs() / change.max(1.0));
     }
     worst
 }
@@ -131,7 +85,8 @@ fn gradient(
 
 fn weights(n: usize) -> Vec<f64> {
     let mut rng = Rng(99);
-    (0..n * OUT).map(|i| if i % OUT == 3 { 0.0 } else { rng.uniform(-1.0, 1.0) }).collect()
+    // The status and the residual carry no derivative.
+    (0..n * OUT).map(|i| if i % OUT >= 3 { 0.0 } else { rng.uniform(-1.0, 1.0) }).collect()
 }
 
 #[test]
@@ -147,7 +102,7 @@ fn the_backward_is_the_fixed_points_derivative() {
             .zip(w.chunks(OUT))
             .map(|(row, w)| {
                 let (block, warm) = phyz_gpu::layout::unpack(row);
-                let f = block
+                let (f, _) = block
                     .expect("present")
                     .sweep(&warm, converged.warmup as usize, converged.sweeps as usize)
                     .expect("posed");
@@ -165,7 +120,8 @@ fn the_backward_is_the_fixed_points_derivative() {
             let inside = match col {
                 0..=5 => [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)][col].1 < dim,
                 6..=8 => col - 6 < dim,
-                _ => true,
+                // A zero friction coefficient is a bound: no two-sided difference there.
+                _ => block.mu > 0.0,
             };
             if !inside {
                 continue;
@@ -184,15 +140,20 @@ fn the_backward_is_the_fixed_points_derivative() {
     assert!(worst <= 1e-6, "{worst:e}");
 }
 
+/// The same backward on a GPU tensor (the forward by the kernel, in `f32`) as on the CPU's
+/// (`f64`), block by block.
 #[test]
-fn the_kernels_backward_matches_the_cpus() {
+fn the_backward_on_the_gpu_matches_the_cpus() {
     let blocks = random_blocks(13, 200);
     let w = weights(blocks.len());
     let cpu = gradient(&blocks, &w, &Device::flex(), DType::F64, SCHEDULE);
     let kernel = gradient(&blocks, &w, &gl(), DType::F32, SCHEDULE);
-    let scale = cpu.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    let worst = cpu.iter().zip(&kernel).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale;
-    eprintln!("f32 kernel's backward against the CPU's: worst {worst:e}");
+    let mut worst: f64 = 0.0;
+    for (a, b) in cpu.chunks(BLOCK).zip(kernel.chunks(BLOCK)) {
+        let scale = a.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+        worst = worst.max(a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale);
+    }
+    eprintln!("f32 backward on the GPU against the CPU's: worst {worst:e}");
     assert!(worst <= 1e-3, "{worst:e}");
 }
 
@@ -207,12 +168,19 @@ fn a_failing_block_is_reported_alone() {
     };
     blocks[2].0.velocity = Vector3::new(-1.0, 0.5, 0.5);
     blocks[5].0.velocity[0] = f64::NAN;
+    // Block 6: a negative friction coefficient. Block 7: an unknown kind code. Block 8: an
+    // absent slot whose padding is not even finite (it is not read).
+    blocks[6].0.mu = -0.5;
+    let mut rows = packed(&blocks);
+    rows[7 * BLOCK + 10] = 9.0;
+    rows[8 * BLOCK..8 * BLOCK + 10].fill(f64::NAN);
+    rows[8 * BLOCK + 10] = 0.0;
     for device in [Device::flex(), gl()] {
-        let out = host(sweep_blocks(tensor(packed(&blocks), BLOCK, &device, DType::F32), SCHEDULE));
+        let out = host(sweep_blocks(tensor(rows.clone(), BLOCK, &device, DType::F32), SCHEDULE));
         for (i, row) in out.chunks(OUT).enumerate() {
             match i {
-                2 => assert_eq!(row[3], FAILED, "{device:?}: block 2 {row:?}"),
-                5 => assert_eq!(row[3], FAILED, "{device:?}: block 5 {row:?}"),
+                2 | 5 | 6 | 7 => assert_eq!(row[3], FAILED, "{device:?}: block {i} {row:?}"),
+                8 => assert_eq!(row[..4], [0.0; 4], "{device:?}: the absent block {row:?}"),
                 _ => assert!(row[3] == 0.0 && row.iter().all(|x| x.is_finite()), "{device:?}: block {i} {row:?}"),
             }
         }

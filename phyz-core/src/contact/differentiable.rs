@@ -27,6 +27,9 @@ pub enum ContactError {
     /// A replayed solve was given no solution, or one of another problem.
     #[error("the replayed solve does not match its logged solution: {0}")]
     Replay(&'static str),
+    /// A solve supplied for all batch lanes at once (`sim::BatchSolver`) refused the problem.
+    #[error("the batch solve: {0}")]
+    Batch(String),
 }
 
 /// Where each lane's solution comes from.

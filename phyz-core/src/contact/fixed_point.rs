@@ -129,14 +129,14 @@ impl Conditions<'_> {
                 let row = at + i;
                 data.jacobian.row(row).transpose().dot(&moved) + data.regularizer[row] * f[row] + data.free[row]
             });
-            let positive = f[at].lane(lane) > 0.0;
+            let side = Side { positive: f[at].lane(lane) > 0.0, frictionless: data.mu[c].lane(lane) == 0.0 };
             let rows = at..at + dim;
             constraint_conditions(
                 zones[c],
                 &f.as_slice()[rows.clone()],
                 w.as_slice(),
                 data.mu[c],
-                positive,
+                side,
                 &mut g.as_mut_slice()[rows],
             );
         }
@@ -145,14 +145,20 @@ impl Conditions<'_> {
 }
 
 /// One constraint's conditions in its zone, from its impulse `f`, the velocity `w` its rows reach
-/// (less their target) and its friction `mu`; `positive`: the sign of its normal impulse.
-fn constraint_conditions<T: Scalar>(zone: Zone, f: &[T], w: &[T], mu: T, positive: bool, g: &mut [T]) {
+/// (less their target) and its friction `mu`, on `side`.
+fn constraint_conditions<T: Scalar>(zone: Zone, f: &[T], w: &[T], mu: T, side: Side, g: &mut [T]) {
     match zone {
         Zone::Satisfied => g.copy_from_slice(f),
         Zone::Quadratic => g.copy_from_slice(w),
         // A slipping friction loss at its bound.
-        Zone::Linear => g[0] = f[0] - if positive { mu } else { -mu },
+        Zone::Linear => g[0] = f[0] - if side.positive { mu } else { -mu },
         // On the circle the normal admits, and opposite the slip.
+        // Without friction the disc is a point: no tangential impulse.
+        Zone::Cone if side.frictionless => {
+            g[0] = w[0];
+            g[1] = f[1];
+            g[2] = f[2];
+        }
         Zone::Cone => {
             let radius = mu * f[0];
             g[0] = w[0];
@@ -160,6 +166,14 @@ fn constraint_conditions<T: Scalar>(zone: Zone, f: &[T], w: &[T], mu: T, positiv
             g[2] = f[1] * w[2] - f[2] * w[1];
         }
     }
+}
+
+/// What places a constraint's conditions beside its zone: the sign of its normal impulse (a
+/// friction loss's bound) and whether its friction is zero.
+#[derive(Clone, Copy)]
+struct Side {
+    positive: bool,
+    frictionless: bool,
 }
 
 /// A block's data pulled back from its impulse: what a loss owes each entry of its matrix, its
@@ -183,7 +197,7 @@ impl Block {
     ) -> Result<BlockCotangent, SensitivityError> {
         let dim = self.kind.dim();
         let zone = zone(self.kind, f, self.mu, epsilon);
-        let positive = f[0] > 0.0;
+        let side = Side { positive: f[0] > 0.0, frictionless: self.mu == 0.0 };
         // G with one entry of (f, matrix, velocity, mu) seeded: 3 + 9 + 3 + 1 directions.
         let along = |direction: usize| -> Vector3<f64> {
             let seed = |k: usize, x: f64| Dual64::new(x, if k == direction { 1.0 } else { 0.0 });
@@ -198,14 +212,15 @@ impl Block {
                 &f.as_slice()[..dim],
                 &w.as_slice()[..dim],
                 mu,
-                positive,
+                side,
                 &mut g.as_mut_slice()[..dim],
             );
             g.map(|x| x.eps)
         };
         let k = DMatrix::from_fn(dim, dim, |i, j| along(j)[i]);
         let mut lambda = DVector::from_fn(dim, |i, _| bar[i]);
-        if !k.transpose().lu().solve_mut(&mut lambda) || !lambda.iter().all(|x| x.is_finite()) {
+        let lu = k.transpose().lu();
+        if !regular(&lu) || !lu.solve_mut(&mut lambda) || !lambda.iter().all(|x| x.is_finite()) {
             return Err(SensitivityError::SingularKkt);
         }
         let pulled = |direction: usize| -(0..dim).map(|i| lambda[i] * along(direction)[i]).sum::<f64>();
@@ -260,7 +275,7 @@ impl FixedPointRule {
             return Err(SensitivityError::SingularKkt);
         }
         let (lu, lut) = (k.clone().lu(), k.transpose().lu());
-        if !(lu.is_invertible() && lut.is_invertible()) {
+        if !(regular(&lu) && regular(&lut)) {
             return Err(SensitivityError::SingularKkt);
         }
         Ok(FixedPointRule { k: lu, kt: lut })
@@ -276,10 +291,18 @@ impl ImplicitRule for FixedPointRule {
     }
 }
 
-/// `x ← −A⁻¹ x` with `A`'s LU factors.
+/// Largest ratio between the pivots of `∂G/∂f` taken as non-singular (as Newton's Hessian's).
+const CONDITION_LIMIT: f64 = 1e15;
+
+/// Whether LU factors' pivots are all non-zero and within [`CONDITION_LIMIT`] of each other.
+fn regular(lu: &LU<f64, Dyn, Dyn>) -> bool {
+    let pivots = lu.u().diagonal().map(f64::abs);
+    pivots.is_empty() || (pivots.min() > 0.0 && pivots.max() <= CONDITION_LIMIT * pivots.min())
+}
+
+/// `x ← −A⁻¹ x` with `A`'s LU factors (regular, checked when they were made).
 fn solve_negated(lu: &LU<f64, Dyn, Dyn>, x: &mut [f64]) {
     let mut v = DVector::from_column_slice(x);
-    if lu.solve_mut(&mut v) {
-        x.iter_mut().zip(v.iter()).for_each(|(x, v)| *x = -v);
-    }
+    let solved = lu.solve_mut(&mut v);
+    x.iter_mut().zip(v.iter()).for_each(|(x, v)| *x = if solved { -v } else { f64::NAN });
 }

@@ -146,6 +146,9 @@ impl Block {
     /// minimizes the block's quadratic model over the disc that normal admits.
     pub fn update(&self, f: &mut Vector3<f64>, normals_only: bool) -> Result<(), FrictionError> {
         let (m, r) = (&self.matrix, &self.velocity);
+        if self.mu < 0.0 {
+            return Err(FrictionError::NegativeRadius { radius: self.mu });
+        }
         let unclamped = -(r[0] + (m[(0, 1)] * f[1] + m[(0, 2)] * f[2])) / m[(0, 0)];
         f[0] = match self.kind {
             ConstraintKind::FrictionLoss => unclamped.clamp(-self.mu, self.mu),
@@ -165,13 +168,21 @@ impl Block {
     /// The block swept alone from `warm`, `sweeps` times, the first `warmup` of them on its
     /// normal impulse only: what [`solve`] does to each constraint under
     /// [`Coupling::BlockDiagonal`] with a zero tolerance (the `gpu_equivalent` preset), and
-    /// what the GPU kernel is held to.
-    pub fn sweep(&self, warm: &Vector3<f64>, warmup: usize, sweeps: usize) -> Result<Vector3<f64>, FrictionError> {
-        let mut f = *warm;
+    /// what the GPU kernel is held to. Returns the impulse and the last sweep's change of the
+    /// block's velocity (the sweeps' residual).
+    pub fn sweep(
+        &self,
+        warm: &Vector3<f64>,
+        warmup: usize,
+        sweeps: usize,
+    ) -> Result<(Vector3<f64>, f64), FrictionError> {
+        let (mut f, mut change) = (*warm, 0.0);
         for s in 0..sweeps {
+            let old = f;
             self.update(&mut f, s < warmup)?;
+            change = (self.matrix * (f - old)).norm();
         }
-        Ok(f)
+        Ok((f, change))
     }
 }
 

@@ -2,9 +2,11 @@
 //! solve it, and turn the impulses into accelerations.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use nalgebra::{DMatrix, DVector};
 
+use super::batch_solver::BatchSolver;
 use super::gather::{Gather, Key, StageInput, constrained, gather};
 use super::weights::InverseWeights;
 use crate::contact::differentiable::zones_on_all;
@@ -440,6 +442,8 @@ pub(crate) struct Evaluation<S: Scalar> {
     solutions: Vec<Solution>,
     /// The joint-space impulse of a split solve.
     impulse: DVector<S>,
+    /// The solve a batch scalar supplies for all its lanes, if it does.
+    pub(super) solver: Option<Arc<dyn BatchSolver<S>>>,
 }
 
 impl<S: Scalar> Evaluation<S> {
@@ -499,6 +503,7 @@ impl<S: Scalar> Default for Evaluation<S> {
             velocity: DVector::zeros(0),
             solutions: Vec::new(),
             impulse: DVector::zeros(0),
+            solver: None,
         }
     }
 }
@@ -572,7 +577,8 @@ fn constrained_acceleration<S: Scalar>(
     let config = state.config;
     assemble(evaluation, model, v, split, &config)?;
     let dt = model.timestep;
-    let Evaluation { smooth, gather, problem, warm, newton, velocity, solutions, impulse, .. } = evaluation;
+    let Evaluation { smooth, bare, gather, problem, warm, newton, velocity, solutions, impulse, solver, .. } =
+        evaluation;
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm_starts(gather, v, dt, lanes, warm);
@@ -587,7 +593,13 @@ fn constrained_acceleration<S: Scalar>(
             Source::Solve(warm)
         }
     };
-    solve_scalar_in(problem, &config, source, newton, velocity, solutions)?;
+    match (solver, source) {
+        (Some(solver), Source::Solve(warm)) => {
+            let mass = if split { &*bare } else { &smooth.factor };
+            solver.solve(problem, mass, &config, warm, velocity, solutions)?;
+        }
+        _ => solve_scalar_in(problem, &config, source, newton, velocity, solutions)?,
+    }
     if let Logging::Keep(log) = &mut state.logging {
         log.0.push(solutions.clone());
     }
@@ -622,7 +634,9 @@ impl StepInfo {
             self.iterations = self.iterations.max(solution.iterations);
             self.residual = self.residual.max(solution.residual);
             self.converged &= solution.converged;
-            self.differentiable &= solution.converged || method == Method::GaussSeidel;
+            // A pass of warm-up sweeps alone never solved its friction: no fixed point is near.
+            self.differentiable &=
+                solution.converged || (method == Method::GaussSeidel && solution.residual.is_finite());
             self.impulses.extend(solution.impulses.iter());
         }
         // A pyramid's contact counts once, by its first edge; friction losses are neither.

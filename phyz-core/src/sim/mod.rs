@@ -7,6 +7,7 @@
 
 use nalgebra::DVector;
 
+mod batch_solver;
 mod constraints;
 mod gather;
 mod loads;
@@ -23,6 +24,7 @@ pub use crate::error::StepError;
 use crate::model::check_finite;
 pub use crate::model::check_input;
 use crate::model::{Integrator, Model, Point, State};
+pub use batch_solver::BatchSolver;
 pub use constraints::{ContactState, SolveLog, StepInfo, WarmCheckpoint};
 pub use sensors::{sensor_data, sensor_data_with};
 pub use workspace::Workspace;

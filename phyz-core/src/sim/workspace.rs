@@ -30,6 +30,12 @@ pub struct Workspace<S: Scalar> {
 }
 
 impl<S: Scalar> Workspace<S> {
+    /// Has the steps solve their contact problems with `solver` (all lanes at once), or with
+    /// phyz's lane-by-lane solve (`None`, the default).
+    pub fn set_batch_solver(&mut self, solver: Option<std::sync::Arc<dyn super::BatchSolver<S>>>) {
+        self.evaluation.solver = solver;
+    }
+
     /// Computes now what the model alone fixes for every step (its links' constant inertias,
     /// offsets and motion subspaces, its inverse weights), so that the steps after it reuse it
     /// while the numbers it reads stay the same (the same values with the same derivatives).
