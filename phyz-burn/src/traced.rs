@@ -695,14 +695,17 @@ impl TracedSimulation {
     }
 
     /// One step of every lane of `state` under `ctrl` (`[batch, nu]`), in the float type of
-    /// `state.qpos` (`f64`, or `f32` where a device has no `f64`), which every input must share.
+    /// `state.qpos`, which every input must share: `f64`, or `f32` with a batch solver (where a
+    /// device has no `f64`).
     pub fn step(&mut self, state: &BatchState, ctrl: &Tensor<2>) -> Result<TracedStep, BurnError> {
         let model = &self.model;
         let (nq, nv, na, nu) = (model.nq(), model.nv(), model.na(), model.nu());
         let batch = state.batch();
-        let dtype = match state.qpos.dtype() {
-            d @ (DType::F32 | DType::F64) => d,
-            got => return Err(BurnError::DType { what: "qpos", got }),
+        // The lane-by-lane solve's derivative nodes are f64; a batch solver may take f32.
+        let dtype = match (state.qpos.dtype(), &self.solver) {
+            (DType::F64, _) => DType::F64,
+            (DType::F32, Some(_)) => DType::F32,
+            (got, _) => return Err(BurnError::DType { what: "qpos", got }),
         };
         // Checked on the host first: the trace reads what it needs lane by lane.
         read_as(&state.qpos, "qpos", batch, nq, dtype)?;

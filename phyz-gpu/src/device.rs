@@ -25,3 +25,8 @@ pub fn float_dtype(device: &Device) -> (DType, &'static str) {
         (DType::F32, "the device has no f64 (wgpu has it only on Vulkan with shaderFloat64): f32")
     }
 }
+
+/// The unit roundoff of a float type: what places a swept impulse in its zone (`pgs::zone`).
+pub fn epsilon(dtype: DType) -> f64 {
+    if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 }
+}

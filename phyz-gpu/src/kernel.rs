@@ -118,7 +118,8 @@ fn sweep_blocks<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
         if failed == zero {
             code = u32::cast_from(blocks[at + 10]);
         }
-        if code > kind::EQUALITY || mu < zero {
+        // A code must be one of the kinds, exactly (not 0.5, not −1).
+        if F::cast_from(code) != blocks[at + 10] || code == kind::ABSENT || code > kind::EQUALITY || mu < zero {
             failed = F::new(1.0);
         }
         if failed == zero {
@@ -179,35 +180,38 @@ pub(crate) fn launch(blocks: CubeTensor, warmup: u32, sweeps: u32) -> CubeTensor
     let n = blocks.meta.shape()[0];
     let dtype = blocks.dtype;
     let out = empty_device_dtype(blocks.client.clone(), blocks.device.clone(), [n, OUT].into(), dtype);
-    if n == 0 {
-        return out;
-    }
-    let client = blocks.client.clone();
-    let cube_dim = CubeDim::new(&client, n);
-    let cube_count = cubecl::calculate_cube_count_elemwise(&client, n, cube_dim);
-    unsafe {
+    if n > 0 {
         match dtype {
-            DType::F64 => sweep_blocks::launch_unchecked::<f64>(
-                &client,
-                cube_count,
-                cube_dim,
-                blocks.into_tensor_arg(),
-                out.clone().into_tensor_arg(),
-                warmup,
-                sweeps,
-                InputScalar::new(f64::EPSILON, ElemType::Float(FloatKind::F64)),
-            ),
-            _ => sweep_blocks::launch_unchecked::<f32>(
-                &client,
-                cube_count,
-                cube_dim,
-                blocks.into_tensor_arg(),
-                out.clone().into_tensor_arg(),
-                warmup,
-                sweeps,
-                InputScalar::new(f32::EPSILON, ElemType::Float(FloatKind::F32)),
-            ),
+            DType::F64 => launch_as::<f64>(blocks, &out, (warmup, sweeps), (f64::EPSILON, FloatKind::F64)),
+            _ => launch_as::<f32>(blocks, &out, (warmup, sweeps), (f32::EPSILON as f64, FloatKind::F32)),
         }
     }
     out
+}
+
+/// The launch in float type `F`, whose unit roundoff `epsilon` is given with its kind.
+fn launch_as<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    blocks: CubeTensor,
+    out: &CubeTensor,
+    (warmup, sweeps): (u32, u32),
+    (epsilon, kind): (f64, FloatKind),
+) {
+    let (client, n) = (blocks.client.clone(), blocks.meta.shape()[0]);
+    let cube_dim = CubeDim::new(&client, n);
+    let cube_count = cubecl::calculate_cube_count_elemwise(&client, n, cube_dim);
+    let epsilon = InputScalar::new(epsilon, ElemType::Float(kind));
+    // Safety: `out` was made for `n` rows of OUT, the kernel writes no other, and reads only
+    // `blocks`' n rows of BLOCK.
+    unsafe {
+        sweep_blocks::launch_unchecked::<F>(
+            &client,
+            cube_count,
+            cube_dim,
+            blocks.into_tensor_arg(),
+            out.clone().into_tensor_arg(),
+            warmup,
+            sweeps,
+            epsilon,
+        )
+    }
 }

@@ -49,6 +49,9 @@ pub fn code(kind: ConstraintKind) -> Result<u32, GpuError> {
 
 /// The kind a code stands for (`None`: an absent slot). Unilateral rows all sweep as a limit does.
 fn kind_of(code: f64) -> Option<ConstraintKind> {
+    if code.fract() != 0.0 || code < 0.0 {
+        return None;
+    }
     match code as u32 {
         kind::CONTACT => Some(ConstraintKind::Contact),
         kind::UNILATERAL => Some(ConstraintKind::Limit),

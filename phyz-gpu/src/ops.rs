@@ -10,7 +10,7 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, Flex, TensorMetadata, backend_extension, read_sync};
-use burn::tensor::{DType, Shape, Tensor, TensorData};
+use burn::tensor::{Shape, Tensor, TensorData};
 use burn_cubecl::CubeBackend;
 use nalgebra::Vector3;
 
@@ -92,7 +92,7 @@ impl<B: Backend> Backward<B, 1> for SweepBackward {
         let Some(node) = parent else { return };
         let (device, dtype) = (grad.device(), grad.dtype());
         let n = grad.shape()[0];
-        let epsilon = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
+        let epsilon = crate::device::epsilon(dtype);
         let (bar, blocks, out) =
             (host_rows::<B>(grad), host_rows::<B>(ops.state.blocks), host_rows::<B>(ops.state.out));
         let mut pulled = vec![0.0; n * BLOCK];

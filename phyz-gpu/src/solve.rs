@@ -14,7 +14,7 @@ use phyz_core::dynamics::MassFactor;
 use phyz_core::scalar::Mask;
 use phyz_core::sim::BatchSolver;
 
-use crate::layout::{BLOCK, FAILED, OUT, code};
+use crate::layout::{BLOCK, FAILED, OUT, code, unpack};
 use crate::{Schedule, sweep_blocks};
 
 /// The `gpu_equivalent` sweeps of every lane at once, on the device of the trace.
@@ -29,7 +29,7 @@ pub fn schedule(config: &SolverConfig) -> Result<Schedule, ContactError> {
             "the GPU pass runs block-diagonal Gauss-Seidel sweeps with a zero tolerance (gpu_equivalent)".into(),
         ));
     }
-    let sweeps = config.max_iterations as u32;
+    let sweeps = u32::try_from(config.max_iterations).map_err(|_| batch_error("more sweeps than the kernel counts"))?;
     Ok(Schedule { warmup: sweeps.min(NORMAL_WARMUP as u32), sweeps })
 }
 
@@ -61,10 +61,12 @@ impl BatchSolver<Batched> for KernelSolve {
         } else {
             let rows = (0..nc).map(|c| block_rows(problem, &y, offsets[c], c, warm)).collect::<Result<Vec<_>, _>>()?;
             let blocks = Tensor::<2>::stack::<3>(rows, 1).reshape([lanes * nc, BLOCK]);
-            let out = sweep_blocks(blocks, schedule).reshape([lanes, nc, OUT]);
-            let host =
-                out.to_data().convert::<f64>().try_to_vec::<f64>().map_err(|_| batch_error("unreadable output"))?;
-            *solutions = lane_solutions(problem, &offsets, &host, lanes, schedule, dtype)?;
+            let out = sweep_blocks(blocks.clone(), schedule).reshape([lanes, nc, OUT]);
+            let swept = Swept {
+                blocks: host(blocks.reshape([lanes * nc * BLOCK]))?,
+                out: host(out.clone().reshape([lanes * nc * OUT]))?,
+            };
+            *solutions = lane_solutions(problem, &offsets, &swept, lanes, schedule, dtype)?;
             (0..nc)
                 .flat_map(|c| (0..problem.constraints[c].kind.dim()).map(move |i| (c, i)))
                 .map(|(c, i)| Batched::from_tensor(out.clone().narrow(1, c, 1).narrow(2, i, 1).reshape([lanes])))
@@ -87,6 +89,17 @@ impl BatchSolver<Batched> for KernelSolve {
 
 fn batch_error(what: &str) -> ContactError {
     ContactError::Batch(what.into())
+}
+
+/// A tensor's numbers on the host, in `f64`.
+fn host(t: Tensor<1>) -> Result<Vec<f64>, ContactError> {
+    t.to_data().convert::<f64>().try_to_vec::<f64>().map_err(|_| batch_error("an unreadable tensor"))
+}
+
+/// The kernel's input and output read back, block after block.
+struct Swept {
+    blocks: Vec<f64>,
+    out: Vec<f64>,
 }
 
 /// Constraint `c`'s rows of the kernel's input, one per lane (`[lanes, BLOCK]`): the block of
@@ -144,23 +157,28 @@ fn block_rows(
     Ok(Tensor::stack(row.iter().map(|x| x.to_tensor()).collect(), 1))
 }
 
-/// Each lane's solution from the kernel's output read back (`[lanes, nc, OUT]`): impulses on
-/// all rows, zones, the last sweep's largest change. A failed block is an error naming it.
+/// Each lane's solution from the kernel's output read back: impulses on all rows, zones, the
+/// last sweep's largest change. A failed block is an error naming it, and so is one whose
+/// fixed point has no derivative (`SingularKkt`, as the CPU pass's derivative reports it):
+/// found here, in the step, rather than in a backward that has no error channel.
 fn lane_solutions(
     problem: &ContactProblem<Batched>,
     offsets: &[usize],
-    out: &[f64],
+    swept: &Swept,
     lanes: usize,
     schedule: Schedule,
     dtype: DType,
 ) -> Result<Vec<Solution>, ContactError> {
     let (m, nc) = (problem.rows(), problem.constraints.len());
-    let epsilon = if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 };
+    let epsilon = crate::device::epsilon(dtype);
     (0..lanes)
         .map(|lane| {
-            let mut solution = Solution { impulses: DVector::zeros(m), iterations: schedule.sweeps as usize, ..Solution::default() };
+            let mut solution = Solution { impulses: DVector::zeros(m), ..Solution::default() };
+            // A lane with no constraint of its own ran no sweep (as its solve on the CPU).
+            let own = problem.present.iter().any(|p| p.lane(lane));
             for (c, constraint) in problem.constraints.iter().enumerate() {
-                let row = &out[(lane * nc + c) * OUT..(lane * nc + c + 1) * OUT];
+                let b = lane * nc + c;
+                let row = &swept.out[b * OUT..(b + 1) * OUT];
                 if row[3] == FAILED {
                     return Err(ContactError::Batch(format!(
                         "lane {lane}, constraint {c}: non-finite data, or a friction block that is not positive definite"
@@ -171,14 +189,18 @@ fn lane_solutions(
                 solution.impulses.rows_mut(offsets[c], dim).copy_from(&f.rows(0, dim));
                 solution.residual = solution.residual.max(row[4]);
                 // Zones of the lane's own constraints only, as a lane's solve leaves them.
-                if problem.present[c].lane(lane) {
-                    solution.zones.push(zone(constraint.kind, &f, problem.mu[c].lane(lane), epsilon));
+                if let (Some(block), _) = unpack(&swept.blocks[b * BLOCK..(b + 1) * BLOCK]) {
+                    block.pull_back(&f, &Vector3::zeros(), epsilon).map_err(ContactError::Sensitivity)?;
+                    solution.zones.push(zone(constraint.kind, &f, block.mu, epsilon));
                 }
             }
             // Warm-up sweeps alone never solved the friction: the pass is nowhere near its
             // fixed point (as the CPU pass reports it).
-            if schedule.sweeps <= schedule.warmup && nc > 0 {
-                solution.residual = f64::INFINITY;
+            if own {
+                solution.iterations = schedule.sweeps as usize;
+                if schedule.sweeps <= schedule.warmup {
+                    solution.residual = f64::INFINITY;
+                }
             }
             Ok(solution)
         })

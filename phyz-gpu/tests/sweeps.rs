@@ -159,7 +159,7 @@ fn the_backward_on_the_gpu_matches_the_cpus() {
 
 #[test]
 fn a_failing_block_is_reported_alone() {
-    let mut blocks = random_blocks(17, 10);
+    let mut blocks = random_blocks(17, 12);
     // Block 2: a contact whose friction rows are indefinite. Block 5: a non-finite velocity.
     blocks[2].0 = Block {
         kind: ConstraintKind::Contact,
@@ -175,11 +175,14 @@ fn a_failing_block_is_reported_alone() {
     rows[7 * BLOCK + 10] = 9.0;
     rows[8 * BLOCK..8 * BLOCK + 10].fill(f64::NAN);
     rows[8 * BLOCK + 10] = 0.0;
+    // Blocks 9 and 10: kind codes that are no kind (a fraction, a negative number).
+    rows[9 * BLOCK + 10] = 0.5;
+    rows[10 * BLOCK + 10] = -1.0;
     for device in [Device::flex(), gl()] {
         let out = host(sweep_blocks(tensor(rows.clone(), BLOCK, &device, DType::F32), SCHEDULE));
         for (i, row) in out.chunks(OUT).enumerate() {
             match i {
-                2 | 5 | 6 | 7 => assert_eq!(row[3], FAILED, "{device:?}: block {i} {row:?}"),
+                2 | 5 | 6 | 7 | 9 | 10 => assert_eq!(row[3], FAILED, "{device:?}: block {i} {row:?}"),
                 8 => assert_eq!(row[..4], [0.0; 4], "{device:?}: the absent block {row:?}"),
                 _ => assert!(row[3] == 0.0 && row.iter().all(|x| x.is_finite()), "{device:?}: block {i} {row:?}"),
             }
