@@ -2,7 +2,9 @@
 //! is one burn tensor `[batch]` (one number per environment), so that every operation of a step
 //! is a burn operation, recorded by burn's autodiff. The contact solve stays phyz's: each
 //! lane's problem is solved in `f64` on the host, and the solution gets its derivative by the
-//! implicit function theorem, as burn operations on the residual (see [`Batched::implicit`]).
+//! implicit function theorem, as burn operations on the residual (see [`Batched::implicit`]) —
+//! unless the simulation is given a solve of all lanes at once
+//! ([`TracedSimulation::with_batch_solver`]: phyz-gpu's kernel).
 //!
 //! This is the route a GPU backend builds on (the tensors may live on any device); on the CPU
 //! its cost is one burn operation per scalar operation of the step, measured against the
