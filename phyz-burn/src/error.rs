@@ -36,4 +36,12 @@ pub enum BurnError {
     AlreadyTracing,
     #[error(transparent)]
     Model(#[from] ModelError),
+    #[error(
+        "the state's warm starts were kept by another route than its device's (its tensors were moved to \
+         another device): start the batch again on its device with Simulation::state"
+    )]
+    WarmStarts,
+    /// A device route refused the simulation or the state (see `Simulation::with_route`).
+    #[error("device route: {0}")]
+    Route(String),
 }

@@ -10,19 +10,26 @@
 //! solves' solutions): no solver iteration runs backward, and nothing is unrolled.
 //!
 //! The physics runs in `f64` on the host, rayon over the lanes; tensors must hold `f64`
-//! (configure the device's float type, see [`f64_device`]).
+//! (configure the device's float type, see [`f64_device`]). A simulation given a
+//! [`DeviceRoute`] (phyz-gpu's, for wgpu devices) steps the states on the devices the route
+//! serves there instead, through the same API, in the float type the route names
+//! ([`Simulation::dtype`]).
 
 mod batch;
 pub mod check;
 mod error;
 mod host;
 mod op;
+#[cfg(feature = "traced")]
+mod route;
 mod simulation;
 #[cfg(feature = "traced")]
 pub mod traced;
 
 pub use error::BurnError;
 pub use op::{PhysicsOps, StepRecord};
+#[cfg(feature = "traced")]
+pub use route::DeviceRoute;
 pub use simulation::{BatchState, Simulation, SolveCounts};
 
 use burn::tensor::{DType, Device, FloatDType};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, Tensor};
 use nalgebra::DVector;
 use phyz_core::contact::SolverConfig;
 use phyz_core::sim::{ContactState, StepInfo};
@@ -14,15 +14,21 @@ use phyz_dual::{Parameter, check_differentiable};
 
 use crate::BurnError;
 use crate::batch::{Counts, LaneParams, Shared, Taken, step_batch};
-use crate::host::{read, write};
+use crate::host::{read, read_as, write, write_as};
 use crate::op::{StepRecord, physics_step};
+#[cfg(feature = "traced")]
+use crate::route::{self, DeviceRoute, Routed};
 
 /// A model stepped in batches inside burn: the forward in `f64` on the host (rayon over the
 /// lanes), the backward phyz's exact vector-Jacobian product, contact by the implicit function
-/// theorem at each converged solve. Cheap to clone (the model is shared).
+/// theorem at each converged solve. Given a device route ([`Simulation::with_route`]), states
+/// on the devices it serves step there instead. Cheap to clone (the model is shared).
 #[derive(Clone, Debug)]
 pub struct Simulation {
     shared: Arc<Shared>,
+    /// Where states on some devices step instead of the host (phyz-gpu's kernels).
+    #[cfg(feature = "traced")]
+    route: Option<Routed>,
 }
 
 /// A batch of states: each lane's positions, velocities and activations as tensors (what
@@ -34,8 +40,17 @@ pub struct BatchState {
     pub act: Tensor<2>,
     /// The simulated time (the same in every lane).
     pub time: f64,
-    contact: Arc<Vec<ContactState>>,
-    info: Arc<Vec<StepInfo>>,
+    pub(crate) warm: Warm,
+    pub(crate) info: Arc<Vec<StepInfo>>,
+}
+
+/// A batch's contact warm starts, kept the way its route steps it.
+#[derive(Clone, Debug)]
+pub(crate) enum Warm {
+    /// One cache per lane: the host route steps each lane on its own.
+    Lanes(Arc<Vec<ContactState>>),
+    /// One cache for the batch: a device route steps the lanes together.
+    Batch(Arc<ContactState>),
 }
 
 /// Lane solves run by a simulation's steps: forward, and backward (always zero: the backward
@@ -51,7 +66,7 @@ impl BatchState {
     /// A batch at time zero from its tensors, with no warm starts: the start of a traced
     /// simulation (which keeps its own warm starts), in whatever float type the tensors hold.
     pub fn from_tensors(qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
-        BatchState { qpos, qvel, act, time: 0.0, contact: Arc::new(Vec::new()), info: Arc::new(Vec::new()) }
+        BatchState { qpos, qvel, act, time: 0.0, warm: Warm::Lanes(Arc::new(Vec::new())), info: Arc::new(Vec::new()) }
     }
 
     /// The number of lanes.
@@ -59,17 +74,19 @@ impl BatchState {
         self.qpos.dims()[0]
     }
 
-    /// What each lane's constraint solves did in the step operation that reached this state
-    /// (empty for a state no step operation reached; a traced step reports its own).
+    /// What the constraint solves did in the step that reached this state: one report per lane
+    /// on the host route, one for the whole batch on a device route (its lanes solve together);
+    /// empty for a state no step reached. A [`crate::traced::TracedSimulation`] step reports
+    /// its own.
     pub fn info(&self) -> &[StepInfo] {
         &self.info
     }
 
-    /// The state a traced step from this one reached: its tensors, this state's warm starts for
-    /// the step operation (the traced route keeps its own), no solve report.
+    /// The state a traced step from this one reached: its tensors, this state's warm starts
+    /// (the caller keeps the traced route's), no solve report.
     #[cfg(feature = "traced")]
     pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
-        BatchState { qpos, qvel, act, time: self.time + dt, contact: self.contact.clone(), info: Arc::new(Vec::new()) }
+        BatchState { qpos, qvel, act, time: self.time + dt, warm: self.warm.clone(), info: Arc::new(Vec::new()) }
     }
 
     /// The same state with its tensors marked for gradients (`Tensor::require_grad`): the
@@ -106,7 +123,42 @@ impl Simulation {
         let base = model.parameters();
         let shared =
             Shared { model, contact: ContactState::new(config), params: Vec::new(), base, counts: Counts::default() };
-        Simulation { shared: Arc::new(shared) }
+        Simulation::from_shared(shared)
+    }
+
+    fn from_shared(shared: Shared) -> Self {
+        Simulation {
+            shared: Arc::new(shared),
+            #[cfg(feature = "traced")]
+            route: None,
+        }
+    }
+
+    /// The same simulation, with its batches on the devices `route` serves stepped there: the
+    /// engine traced on their tensors, every contact solve the route's solve of all lanes at
+    /// once (phyz-gpu: the GPU pass, on wgpu devices). Refused where the route cannot run this
+    /// simulation's contact preset.
+    #[cfg(feature = "traced")]
+    pub fn with_route(&self, route: Arc<dyn DeviceRoute>) -> Result<Self, BurnError> {
+        let solver = route.solver(&self.config()).map_err(BurnError::Route)?;
+        Ok(Simulation { shared: self.shared.clone(), route: Some(Routed { route, solver }) })
+    }
+
+    /// The route of states on `device`, where it is not the host.
+    #[cfg(feature = "traced")]
+    fn routed(&self, device: &Device) -> Option<&Routed> {
+        self.route.as_ref().filter(|r| r.route.serves(device))
+    }
+
+    /// The float type the physics runs in for states on `device`: `f64` on the host route, the
+    /// route's on a device a route serves (`f32` where a GPU has no `f64`). Say it to the user:
+    /// it decides how closely a batch follows the `f64` engine.
+    pub fn dtype(&self, device: &Device) -> DType {
+        #[cfg(feature = "traced")]
+        if let Some(routed) = self.routed(device) {
+            return routed.route.dtype(device);
+        }
+        DType::F64
     }
 
     /// The simulation with `parameters` as the columns of the parameter tensors
@@ -132,7 +184,7 @@ impl Simulation {
             base: s.base.clone(),
             counts: Counts::default(),
         };
-        Ok(Simulation { shared: Arc::new(shared) })
+        Ok(Simulation { shared: Arc::new(shared), ..self.clone() })
     }
 
     pub fn model(&self) -> &Model<f64> {
@@ -154,7 +206,7 @@ impl Simulation {
     pub fn parameter_values(&self, device: &Device) -> Tensor<2> {
         let values: Vec<f64> = self.shared.params.iter().map(|&i| self.shared.base[i]).collect();
         let p = values.len();
-        write(values, 1, p, device)
+        write_as(values, 1, p, device, self.dtype(device))
     }
 
     /// `batch` copies of the model's default state on `device`.
@@ -163,26 +215,34 @@ impl Simulation {
         let repeat = |v: &DVector<f64>| (0..batch).flat_map(|_| v.iter().copied()).collect::<Vec<f64>>();
         let model = &self.shared.model;
         let (qpos, qvel) = (repeat(&state.qpos), repeat(&state.qvel));
+        let dtype = self.dtype(device);
         self.start(
-            write(qpos, batch, model.nq(), device),
-            write(qvel, batch, model.nv(), device),
-            write(repeat(&state.act), batch, model.na(), device),
+            write_as(qpos, batch, model.nq(), device, dtype),
+            write_as(qvel, batch, model.nv(), device, dtype),
+            write_as(repeat(&state.act), batch, model.na(), device, dtype),
         )
     }
 
     /// A batch starting from `qpos` and `qvel`, with zero activations and cold warm starts.
     pub fn state(&self, qpos: Tensor<2>, qvel: Tensor<2>) -> Result<BatchState, BurnError> {
-        let batch = qpos.dims()[0];
-        let act = write(vec![0.0; batch * self.shared.na()], batch, self.shared.na(), &qpos.device());
+        let (batch, device) = (qpos.dims()[0], qpos.device());
+        let act = write_as(vec![0.0; batch * self.shared.na()], batch, self.shared.na(), &device, self.dtype(&device));
         let state = self.start(qpos, qvel, act);
         self.read_states(&state)?;
         Ok(state)
     }
 
+    /// A batch at time zero, with cold warm starts kept the way its device's route keeps them.
     fn start(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
         let batch = qpos.dims()[0];
-        let contact = Arc::new(vec![self.shared.contact.clone(); batch]);
-        BatchState { qpos, qvel, act, time: 0.0, contact, info: Arc::new(Vec::new()) }
+        let warm = Warm::Lanes(Arc::new(vec![self.shared.contact.clone(); batch]));
+        #[cfg(feature = "traced")]
+        let warm = if self.routed(&qpos.device()).is_some() {
+            Warm::Batch(Arc::new(self.shared.contact.clone()))
+        } else {
+            warm
+        };
+        BatchState { qpos, qvel, act, time: 0.0, warm, info: Arc::new(Vec::new()) }
     }
 
     /// The solves this simulation's steps have run (see [`SolveCounts`]).
@@ -226,13 +286,14 @@ impl Simulation {
         Ok(states)
     }
 
-    /// Each lane's state on the host.
+    /// Each lane's state on the host, checked to be finite and in the float type of its route.
     fn read_states(&self, state: &BatchState) -> Result<Vec<State<f64>>, BurnError> {
         let model = &self.shared.model;
         let batch = state.batch();
-        let qpos = read(&state.qpos, "qpos", batch, model.nq())?;
-        let qvel = read(&state.qvel, "qvel", batch, model.nv())?;
-        let act = read(&state.act, "act", batch, model.na())?;
+        let dtype = self.dtype(&state.qpos.device());
+        let qpos = read_as(&state.qpos, "qpos", batch, model.nq(), dtype)?;
+        let qvel = read_as(&state.qvel, "qvel", batch, model.nv(), dtype)?;
+        let act = read_as(&state.act, "act", batch, model.na(), dtype)?;
         let default = model.default_state();
         let lane = |l: usize, v: &[f64], n: usize| DVector::from_column_slice(&v[l * n..(l + 1) * n]);
         Ok((0..batch)
@@ -252,11 +313,18 @@ impl Simulation {
         ctrl: &Tensor<2>,
         params: Option<&Tensor<2>>,
     ) -> Result<BatchState, BurnError> {
+        #[cfg(feature = "traced")]
+        if let Some(routed) = self.routed(&state.qpos.device()) {
+            return route::step(self, routed, state, ctrl, params);
+        }
         let shared = &self.shared;
         let batch = state.batch();
+        let Warm::Lanes(lanes) = &state.warm else {
+            return Err(BurnError::WarmStarts);
+        };
         // The tensors are public: a batch swapped in must match its warm starts.
-        if state.contact.len() != batch {
-            return Err(BurnError::Batch { expected: state.contact.len(), got: batch });
+        if lanes.len() != batch {
+            return Err(BurnError::Batch { expected: lanes.len(), got: batch });
         }
         let states = self.read_states(state)?;
         let controls = read(ctrl, "ctrl", batch, shared.nu())?;
@@ -274,7 +342,7 @@ impl Simulation {
             Tensor::cat(vec![state.qpos.clone(), state.qvel.clone()], 1)
         };
         let tracked = packed.is_tracked() || ctrl.is_tracked() || params.is_tracked();
-        let steps = step_batch(shared, &states, &controls, &lane_params, &state.contact, tracked)?;
+        let steps = step_batch(shared, &states, &controls, &lane_params, lanes, tracked)?;
         let mut next = Vec::with_capacity(batch * shared.width());
         for s in &steps {
             next.extend(s.next.qpos.iter().chain(&s.next.qvel).chain(&s.next.act));
@@ -293,7 +361,7 @@ impl Simulation {
             qvel: out.clone().narrow(1, nq, nv),
             act: if na > 0 { out.narrow(1, nq + nv, na) } else { state.act.clone() },
             time: state.time + shared.model.timestep,
-            contact: Arc::new(contact),
+            warm: Warm::Lanes(Arc::new(contact)),
             info: Arc::new(info),
         })
     }

@@ -669,7 +669,8 @@ fn implicit_rule(residual: Tensor<2>, rule: Rule) -> Tensor<2> {
 
 /// A simulation stepped with the engine on [`Batched`] numbers: every operation of the step a
 /// burn operation, the contact solves' derivatives burn operations on their residuals. It keeps
-/// the batch's warm starts from one step to the next.
+/// the batch's warm starts from one step to the next. (A [`Simulation`] given a device route
+/// steps this way on the devices the route serves, its warm starts in its states.)
 pub struct TracedSimulation {
     model: Model<f64>,
     contact: ContactState,
@@ -700,42 +701,78 @@ impl TracedSimulation {
     /// `state.qpos`, which every input must share: `f64`, or `f32` with a batch solver (where a
     /// device has no `f64`).
     pub fn step(&mut self, state: &BatchState, ctrl: &Tensor<2>) -> Result<TracedStep, BurnError> {
-        let model = &self.model;
-        let (nq, nv, na, nu) = (model.nq(), model.nv(), model.na(), model.nu());
-        let batch = state.batch();
-        // The lane-by-lane solve's derivative nodes are f64; a batch solver may take f32.
-        let dtype = match (state.qpos.dtype(), &self.solver) {
-            (DType::F64, _) => DType::F64,
-            (DType::F32, Some(_)) => DType::F32,
-            (got, _) => return Err(BurnError::DType { what: "qpos", got }),
-        };
-        // Checked on the host first: the trace reads what it needs lane by lane.
-        read_as(&state.qpos, "qpos", batch, nq, dtype)?;
-        read_as(&state.qvel, "qvel", batch, nv, dtype)?;
-        read_as(&state.act, "act", batch, na, dtype)?;
-        read_as(ctrl, "ctrl", batch, nu, dtype)?;
-        let device = state.qpos.device();
-        let trace = Trace::start(&device, batch, dtype).ok_or(BurnError::AlreadyTracing)?;
-        let columns = |t: &Tensor<2>, n: usize| -> DVector<Batched> {
-            DVector::from_fn(n, |j, _| trace.input(t.clone().narrow(1, j, 1).reshape([batch])))
-        };
-        let traced: Model<Batched> = model.cast();
-        let mut start: State<Batched> = traced.state(columns(&state.qpos, nq), columns(&state.qvel, nv));
-        start.act = columns(&state.act, na);
-        start.time = Batched::Constant(state.time);
-        let u: Vec<Batched> = columns(ctrl, nu).iter().copied().collect();
-        let mut workspace = Workspace::default();
-        workspace.set_batch_solver(self.solver.clone());
-        step_in(&traced, &start, &u, &mut self.contact, &mut workspace).map_err(BurnError::TracedStep)?;
-        let next = &workspace.next;
-        let stack = |v: &DVector<Batched>, n: usize| -> Tensor<2> {
-            if n == 0 {
-                write_as(Vec::new(), batch, 0, &device, dtype)
-            } else {
-                Tensor::stack(v.iter().map(|&x| trace.tensor(x)).collect(), 1)
-            }
-        };
-        let state = state.stepped(stack(&next.qpos, nq), stack(&next.qvel, nv), stack(&next.act, na), model.timestep);
-        Ok(TracedStep { state, operations: trace.operations(), info: workspace.info.clone() })
+        traced_step(&self.model, &mut self.contact, self.solver.as_ref(), state, ctrl, None)
     }
+}
+
+/// The chosen parameters of a traced step: their positions in [`Model::parameters`], and their
+/// values `[1, P]` (shared by the lanes) or `[batch, P]`.
+pub(crate) type Chosen<'a> = (&'a [usize], &'a Tensor<2>);
+
+/// One traced step of every lane of `state` (see [`TracedSimulation::step`]), warm-started from
+/// and keeping its warm starts in `contact`.
+pub(crate) fn traced_step(
+    model: &Model<f64>,
+    contact: &mut ContactState,
+    solver: Option<&Arc<dyn BatchSolver<Batched>>>,
+    state: &BatchState,
+    ctrl: &Tensor<2>,
+    params: Option<Chosen>,
+) -> Result<TracedStep, BurnError> {
+    let (nq, nv, na, nu) = (model.nq(), model.nv(), model.na(), model.nu());
+    let batch = state.batch();
+    // The lane-by-lane solve's derivative nodes are f64; a batch solver may take f32.
+    let dtype = match (state.qpos.dtype(), solver) {
+        (DType::F64, _) => DType::F64,
+        (DType::F32, Some(_)) => DType::F32,
+        (got, _) => return Err(BurnError::DType { what: "qpos", got }),
+    };
+    // Checked on the host first: the trace reads what it needs lane by lane.
+    read_as(&state.qpos, "qpos", batch, nq, dtype)?;
+    read_as(&state.qvel, "qvel", batch, nv, dtype)?;
+    read_as(&state.act, "act", batch, na, dtype)?;
+    read_as(ctrl, "ctrl", batch, nu, dtype)?;
+    if let Some((chosen, values)) = params {
+        let rows = if values.dims()[0] == 1 { 1 } else { batch };
+        read_as(values, "params", rows, chosen.len(), dtype)?;
+    }
+    let device = state.qpos.device();
+    let trace = Trace::start(&device, batch, dtype).ok_or(BurnError::AlreadyTracing)?;
+    let columns = |t: &Tensor<2>, n: usize| -> DVector<Batched> {
+        DVector::from_fn(n, |j, _| trace.input(t.clone().narrow(1, j, 1).reshape([batch])))
+    };
+    let traced = traced_model(model, &trace, params)?;
+    let mut start: State<Batched> = traced.state(columns(&state.qpos, nq), columns(&state.qvel, nv));
+    start.act = columns(&state.act, na);
+    start.time = Batched::Constant(state.time);
+    let u: Vec<Batched> = columns(ctrl, nu).iter().copied().collect();
+    let mut workspace = Workspace::default();
+    workspace.set_batch_solver(solver.cloned());
+    step_in(&traced, &start, &u, contact, &mut workspace).map_err(BurnError::TracedStep)?;
+    let next = &workspace.next;
+    let stack = |v: &DVector<Batched>, n: usize| -> Tensor<2> {
+        if n == 0 {
+            write_as(Vec::new(), batch, 0, &device, dtype)
+        } else {
+            Tensor::stack(v.iter().map(|&x| trace.tensor(x)).collect(), 1)
+        }
+    };
+    let state = state.stepped(stack(&next.qpos, nq), stack(&next.qvel, nv), stack(&next.act, na), model.timestep);
+    Ok(TracedStep { state, operations: trace.operations(), info: workspace.info.clone() })
+}
+
+/// `model` on [`Batched`] numbers: its parameters host constants, but for the chosen ones,
+/// inputs of the trace (a shared row broadcast to every lane), so that gradients reach them.
+fn traced_model(model: &Model<f64>, trace: &Trace, params: Option<Chosen>) -> Result<Model<Batched>, BurnError> {
+    let Some((chosen, values)) = params else {
+        return Ok(model.cast());
+    };
+    let (_, batch, _) = trace_context();
+    let mut all: Vec<Batched> = model.parameters().into_iter().map(Batched::Constant).collect();
+    for (j, &index) in chosen.iter().enumerate() {
+        let column = values.clone().narrow(1, j, 1);
+        let lanes = if values.dims()[0] == 1 { column.reshape([1]).expand([batch]) } else { column.reshape([batch]) };
+        all[index] = trace.input(lanes);
+    }
+    Ok(model.with_parameters(&all)?)
 }

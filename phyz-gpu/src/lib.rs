@@ -6,7 +6,9 @@
 //! unit per constraint block of every environment. The CPU preset is the kernel's referee: the
 //! kernel transcribes `phyz_core::contact::pgs::Block::update` and `friction::solve_disc` (the
 //! same steps, its own rounding), and the tests hold the two together. [`KernelSolve`] makes it
-//! the contact solve of phyz's engine traced on burn tensors (`phyz_burn::traced`). Under burn's autodiff the sweeps are one registered operation whose backward is
+//! the contact solve of phyz's engine traced on burn tensors (`phyz_burn::traced`), and
+//! [`GpuRoute`] routes a `phyz_burn::Simulation`'s states on wgpu devices there ([`simulation`]:
+//! the same API, the device choosing the path). Under burn's autodiff the sweeps are one registered operation whose backward is
 //! the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
 //! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
 
@@ -14,9 +16,11 @@ pub mod device;
 mod kernel;
 pub mod layout;
 mod ops;
+mod route;
 mod solve;
 
 pub use ops::{Schedule, SweepOps, sweep_blocks};
+pub use route::{GpuRoute, simulation};
 pub use solve::{KernelSolve, schedule};
 
 use phyz_core::contact::ConstraintKind;

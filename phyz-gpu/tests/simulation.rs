@@ -1,6 +1,7 @@
-//! The traced engine with the GPU pass as its contact solve ([`KernelSolve`]) against the CPU
-//! `gpu_equivalent` engine, lane by lane: contact scenes (resting, sliding, impact) and a
-//! gymnasium model, lanes started apart so that their contact sets differ.
+//! phyz-gpu's simulation (the traced engine with the GPU pass as its contact solve, through
+//! phyz-burn's `Simulation` API) against the CPU `gpu_equivalent` engine, lane by lane: contact
+//! scenes (resting, sliding, impact) and a gymnasium model, lanes started apart so that their
+//! contact sets differ.
 //!
 //! Tolerances fixed before measuring, relative to `max(1, |x|)`, worst over lanes, steps and
 //! coordinates: `f64` on the CPU backend (the kernel's referee code) 1e-9; `f32` on wgpu (the
@@ -9,14 +10,37 @@
 use std::sync::Arc;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
-use phyz_burn::Simulation;
-use phyz_burn::traced::TracedSimulation;
+use phyz_burn::traced::Batched;
+use phyz_burn::{BurnError, DeviceRoute, Simulation};
 use phyz_core::contact::SolverConfig;
 use phyz_core::model::mjcf;
-use phyz_core::sim::{ContactState, Workspace, step_in};
+use phyz_core::sim::{BatchSolver, ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
-use phyz_gpu::KernelSolve;
+use phyz_dual::Parameter;
+use phyz_gpu::GpuRoute;
 use phyz_gpu::device::opengl;
+
+/// The GPU route taken on the CPU backend too, where the kernel's operation runs its referee
+/// (the CPU pass, block by block): the route's plumbing held to the CPU engine in `f64`.
+#[derive(Debug)]
+struct Referee;
+
+impl DeviceRoute for Referee {
+    fn serves(&self, device: &Device) -> bool {
+        GpuRoute.serves(device) || device.clone().inner() == Device::flex()
+    }
+    fn dtype(&self, device: &Device) -> DType {
+        if GpuRoute.serves(device) { GpuRoute.dtype(device) } else { DType::F64 }
+    }
+    fn solver(&self, config: &SolverConfig) -> Result<Arc<dyn BatchSolver<Batched>>, String> {
+        GpuRoute.solver(config)
+    }
+}
+
+/// phyz-gpu's simulation of `model`, routed to the GPU pass on the CPU backend as well.
+fn routed(model: Model<f64>) -> Simulation {
+    Simulation::with_config(model, SolverConfig::gpu_equivalent()).with_route(Arc::new(Referee)).expect("the preset")
+}
 
 /// A scene on a floor: `bodies` inside the worldbody, 2 ms steps.
 fn scene(bodies: &str) -> Model<f64> {
@@ -85,23 +109,25 @@ fn flat(state: &State<f64>) -> Vec<f64> {
     state.qpos.iter().chain(&state.qvel).copied().collect()
 }
 
-/// The worst difference of the traced engine with the GPU pass on `device` in `dtype` from the
-/// CPU engine over `steps` steps.
-fn worst(model: &Model<f64>, starts: &[State<f64>], steps: usize, device: &Device, dtype: DType) -> f64 {
+/// The worst difference of phyz-gpu's simulation on `device` from the CPU engine over `steps`
+/// steps; `device` must be one the GPU route serves (or the kernel's referee, on the CPU).
+fn worst(model: &Model<f64>, starts: &[State<f64>], steps: usize, device: &Device) -> f64 {
     let reference = cpu(model, starts, steps);
-    let sim = Simulation::with_config(model.clone(), SolverConfig::gpu_equivalent());
-    let mut traced = TracedSimulation::new(&sim).with_batch_solver(Arc::new(KernelSolve));
+    let sim = routed(model.clone());
+    let dtype = sim.dtype(device);
     let (batch, nq, nv) = (starts.len(), model.nq(), model.nv());
     let tensor = |values: Vec<f64>, cols: usize| {
         Tensor::<2>::from_data(TensorData::new(values, [batch, cols]).convert_dtype(dtype), (device, dtype))
     };
     let qpos = tensor(starts.iter().flat_map(|s| s.qpos.iter().copied()).collect(), nq);
     let qvel = tensor(starts.iter().flat_map(|s| s.qvel.iter().copied()).collect(), nv);
-    let mut state = phyz_burn::BatchState::from_tensors(qpos, qvel, tensor(vec![], 0));
+    let mut state = sim.state(qpos, qvel).expect("a valid batch");
     let ctrl = tensor(vec![0.0; batch * model.nu()], model.nu());
     let mut worst: f64 = 0.0;
     for t in 1..=steps {
-        state = traced.step(&state, &ctrl).expect("the traced step").state;
+        state = sim.step(&state, &ctrl).expect("the step");
+        // One report for the batch: the lanes were stepped together, not on the host.
+        assert_eq!(state.info().len(), 1);
         let (q, v) = (values(&state.qpos), values(&state.qvel));
         for (l, lane) in reference.iter().enumerate() {
             let got = q[l * nq..(l + 1) * nq].iter().chain(&v[l * nv..(l + 1) * nv]);
@@ -131,7 +157,7 @@ const CHAOTIC_STEPS: usize = 30;
 fn the_gpu_pass_in_the_engine_is_the_cpu_engine_in_f64() {
     for (name, model, starts) in scenes() {
         let steps = if STEADY.contains(&name) { 100 } else { CHAOTIC_STEPS };
-        let worst = worst(&model, &starts, steps, &Device::flex(), DType::F64);
+        let worst = worst(&model, &starts, steps, &Device::flex());
         eprintln!("{name}: f64 (CPU backend), {steps} steps: worst {worst:e}");
         assert!(worst <= 1e-9, "{name}: {worst:e}");
     }
@@ -147,9 +173,127 @@ fn f32_steps(name: &str) -> usize {
 fn the_gpu_pass_in_the_engine_follows_the_cpu_engine_in_f32() {
     for (name, model, starts) in scenes().into_iter().filter(|(name, ..)| STEADY.contains(name)) {
         let (steps, start) = (f32_steps(name), std::time::Instant::now());
-        let worst = worst(&model, &starts, steps, &opengl(), DType::F32);
+        assert_eq!(phyz_gpu::device::float_dtype(&opengl()).0, DType::F32);
+        let worst = worst(&model, &starts, steps, &opengl());
         let seconds = start.elapsed().as_secs_f64() / steps as f64;
         eprintln!("{name}: f32 (wgpu), {steps} steps: worst {worst:e} ({seconds:.3} s a step)");
         assert!(worst <= 1e-4, "{name}: {worst:e}");
     }
+}
+
+/// The gradient of a weighted sum of a rollout's end with respect to its start, its controls
+/// and the simulation's chosen parameters, stepped on `device`: each as one list of numbers.
+fn gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, device: &Device) -> [Vec<f64>; 4] {
+    let model = sim.model();
+    let dtype = sim.dtype(device);
+    let (batch, nq, nv, nu) = (starts.len(), model.nq(), model.nv(), model.nu());
+    let tensor = |values: Vec<f64>, cols: usize| {
+        Tensor::<2>::from_data(TensorData::new(values, [batch, cols]).convert_dtype(dtype), (device, dtype))
+    };
+    let weights = |n: usize, seed: usize| (0..batch * n).map(|i| ((i * 7 + seed) % 11) as f64 / 5.0 - 1.0).collect();
+    let qpos = tensor(starts.iter().flat_map(|s| s.qpos.iter().copied()).collect(), nq).require_grad();
+    let qvel = tensor(starts.iter().flat_map(|s| s.qvel.iter().copied()).collect(), nv).require_grad();
+    let ctrl = tensor((0..batch * nu).map(|i| 0.3 * ((i % 3) as f64 - 1.0)).collect(), nu).require_grad();
+    let params = sim.parameter_values(device).require_grad();
+    let mut state = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
+    for _ in 0..steps {
+        state = sim.step_with(&state, &ctrl, &params).expect("the step");
+    }
+    let loss = (state.qpos * tensor(weights(nq, 1), nq)).sum() + (state.qvel * tensor(weights(nv, 4), nv)).sum();
+    let grads = loss.backward();
+    let empty = |t: &Tensor<2>| t.dims().contains(&0);
+    [&qpos, &qvel, &ctrl, &params]
+        .map(|t| if empty(t) { Vec::new() } else { values(&t.grad(&grads).expect("a gradient")) })
+}
+
+/// The worst difference of two lists of gradients, each relative to its list's largest entry
+/// (a model without controls has none).
+fn gradient_difference(got: &[Vec<f64>; 4], reference: &[Vec<f64>; 4]) -> f64 {
+    got.iter()
+        .zip(reference)
+        .filter(|(g, r)| !(g.is_empty() && r.is_empty()))
+        .map(|(g, r)| {
+            assert_eq!(g.len(), r.len());
+            let scale = r.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            assert!(scale > 0.0, "a gradient that is not zero");
+            g.iter().zip(r).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale))
+        })
+        .fold(0.0, f64::max)
+}
+
+/// A ball on the floor, named for its parameters, in lanes resting, sliding and landing.
+fn ball() -> (Model<f64>, Vec<State<f64>>) {
+    let model = scene(
+        "<body name='ball' pos='0 0 0.1'><freejoint/><geom name='ball' type='sphere' size='0.1' friction='1.2'/></body>",
+    );
+    let lanes = [(0.0996, 0.0, 0.0), (0.0996, 1.0, 0.0), (0.11, 0.3, -1.0)]
+        .map(|(z, vx, vz)| {
+            let mut s = model.default_state();
+            (s.qpos[2], s.qvel[0], s.qvel[2]) = (z, vx, vz);
+            s
+        })
+        .to_vec();
+    (model, lanes)
+}
+
+/// The chosen parameters of the gradient checks: a mass and a friction coefficient.
+fn chosen(model: Model<f64>, body: &str, geom: &str) -> Simulation {
+    let parameters = [Parameter::BodyMass(body.into()), Parameter::GeomFriction(geom.into())];
+    routed(model).with_parameters(&parameters).expect("differentiable")
+}
+
+/// Gradients through the GPU route (burn's backward through the traced engine; at each solve
+/// the kernel operation's adjoint of every block's fixed point) against the CPU engine's
+/// (phyz-burn's host route: phyz's VJP with the same fixed-point rule, in `f64`). Tolerances
+/// fixed before measuring, relative to each gradient's largest entry: the route on the CPU
+/// backend (`f64`) 1e-8; on wgpu (`f32`) 1e-3.
+#[test]
+fn gradients_through_the_gpu_pass_are_the_cpu_engines() {
+    let hopper = scenes().into_iter().find(|(name, ..)| *name == "hopper").expect("hopper");
+    let (ball, ball_lanes) = ball();
+    let cases = [
+        ("ball", chosen(ball, "ball", "ball"), ball_lanes, 20),
+        ("hopper", chosen(hopper.1, "torso", "foot_geom"), hopper.2, 4),
+    ];
+    let cpu = Device::flex().autodiff();
+    for (name, sim, starts, steps) in cases {
+        let host = Simulation::with_config(sim.model().clone(), SolverConfig::gpu_equivalent())
+            .with_parameter_indices(sim.parameter_indices())
+            .expect("differentiable");
+        let reference = gradients(&host, &starts, steps, &cpu);
+        let referee = gradient_difference(&gradients(&sim, &starts, steps, &cpu), &reference);
+        let gpu = gradient_difference(&gradients(&sim, &starts, steps, &opengl().autodiff()), &reference);
+        eprintln!("{name}, {steps} steps: gradients, f64 (CPU backend) {referee:e}, f32 (wgpu) {gpu:e}");
+        assert!(referee <= 1e-8, "{name}: {referee:e}");
+        assert!(gpu <= 1e-3, "{name}: {gpu:e}");
+    }
+}
+
+/// A lane whose state or controls are not finite is refused before anything is stepped, the
+/// lane and entry named; the batch is left as it was, so its next step is the one it had.
+#[test]
+fn a_non_finite_lane_is_named_and_the_batch_left_as_it_was() {
+    let (model, lanes) = ball();
+    let sim = phyz_gpu::simulation(model.clone()).expect("the GPU pass's preset");
+    let device = opengl();
+    let dtype = sim.dtype(&device);
+    let (batch, nq, nv) = (lanes.len(), model.nq(), model.nv());
+    let tensor = |values: Vec<f64>, cols: usize| {
+        Tensor::<2>::from_data(TensorData::new(values, [batch, cols]).convert_dtype(dtype), (&device, dtype))
+    };
+    let qpos: Vec<f64> = lanes.iter().flat_map(|s| s.qpos.iter().copied()).collect();
+    let mut qvel: Vec<f64> = lanes.iter().flat_map(|s| s.qvel.iter().copied()).collect();
+    let state = sim.state(tensor(qpos.clone(), nq), tensor(qvel.clone(), nv)).expect("a valid batch");
+    let ctrl = tensor(Vec::new(), 0);
+    let first = sim.step(&state, &ctrl).expect("the step");
+    let expected = (values(&first.qpos), values(&first.qvel));
+    qvel[nv + 3] = f64::NAN;
+    let refused = sim.state(tensor(qpos, nq), tensor(qvel.clone(), nv));
+    assert!(matches!(refused, Err(BurnError::NonFinite { what: "qvel", lane: 1, index: 3 })), "{refused:?}");
+    let mut swapped = state.clone();
+    swapped.qvel = tensor(qvel, nv);
+    let refused = sim.step(&swapped, &ctrl);
+    assert!(matches!(refused, Err(BurnError::NonFinite { what: "qvel", lane: 1, index: 3 })), "{refused:?}");
+    let again = sim.step(&state, &ctrl).expect("the step");
+    assert_eq!((values(&again.qpos), values(&again.qvel)), expected);
 }

@@ -221,6 +221,13 @@ impl<T: Scalar> Material<T> {
         Material::from_numbers(self.numbers().map(f), self.priority)
     }
 
+    /// Lane by lane, `if_true`'s numbers where `mask` holds, else `if_false`'s (the priority is
+    /// `if_true`'s).
+    pub fn select(mask: T::Mask, if_true: &Self, if_false: &Self) -> Self {
+        let (a, b) = (if_true.numbers(), if_false.numbers());
+        Material::from_numbers(std::array::from_fn(|k| T::select(mask, a[k], b[k])), if_true.priority)
+    }
+
     /// The material's numbers in a fixed order: friction, torsion, rolling, restitution, the
     /// two solref, two solreffriction and five solimp numbers, margin, solmix.
     fn numbers(&self) -> [T; 15] {

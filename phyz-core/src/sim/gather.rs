@@ -469,20 +469,39 @@ fn rows_mut<S: Scalar>(out: &mut Gather<S>, row: usize, count: usize) -> &mut [S
     &mut out.rows[row * out.nv..(row + count) * out.nv]
 }
 
-/// A slot's material. A single lane's is the live material of its pair, carrying the tangents
-/// of the geoms' parameters; a batch's holds each lane's own pair's numbers (the lanes of a
-/// batch carry no tangents).
+/// A slot's material, live in the model's parameters, so that derivatives along the geoms' and
+/// the explicit pairs' numbers reach every lane's contact: each lane's own pair's material, the
+/// lanes told apart by masks where a batch holds different pairs in one slot.
 fn contact_material<S: Scalar>(model: &Model<S>, slot: &Slot, lanes: usize) -> Material<S> {
-    let first = slot.first();
-    let geoms = first.geoms.map(|g| model.geom(g));
-    if let (1, [Some(g1), Some(g2)]) = (lanes, geoms) {
-        return match first.pair.and_then(|p| model.contact_pairs().get(p)) {
+    let live = |c: &Contact| -> Option<Material<S>> {
+        let [Some(g1), Some(g2)] = c.geoms.map(|g| model.geom(g)) else { return None };
+        Some(match c.pair.and_then(|p| model.contact_pairs().get(p)) {
             Some(pair) => contact_pair_material(pair, g1, g2),
             None => pair_material(g1, g2),
-        };
+        })
+    };
+    let key = |c: &Contact| (c.geoms, c.pair);
+    let first = slot.first();
+    let Some(mut material) = live(first) else {
+        // Geoms the model does not hold (never, for contacts detection made): the numbers
+        // detection gave each lane.
+        let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&first.material, |c| &c.material)).collect();
+        return Material::from_lanes(&own);
+    };
+    if lanes == 1 {
+        return material;
     }
-    let own: Vec<&Material> = (0..lanes).map(|l| slot.get(l).map_or(&first.material, |c| &c.material)).collect();
-    Material::from_lanes(&own)
+    let mut combined = vec![key(first)];
+    for contact in (0..lanes).filter_map(|l| slot.get(l)) {
+        if combined.contains(&key(contact)) {
+            continue;
+        }
+        combined.push(key(contact));
+        let Some(own) = live(contact) else { continue };
+        let lanes: Vec<bool> = (0..lanes).map(|l| slot.get(l).is_some_and(|c| key(c) == key(contact))).collect();
+        material = Material::select(S::Mask::from_lanes(&lanes), &own, &material);
+    }
+    material
 }
 
 /// The constraint a contact of MuJoCo's dimension `condim` is (`ModelBuilder::build` admits

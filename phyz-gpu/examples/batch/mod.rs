@@ -1,0 +1,118 @@
+//! What the parity and throughput examples share: their arguments, the device, the lanes'
+//! perturbed starts and controls, and the CPU `gpu_equivalent` engine stepping each lane.
+
+use std::path::PathBuf;
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use clap::Parser;
+use nalgebra::DVector;
+use phyz_core::contact::SolverConfig;
+use phyz_core::dynamics::integrate_position;
+use phyz_core::sim::{ContactState, Workspace, step_in};
+use phyz_core::{Model, State};
+use rayon::prelude::*;
+
+#[derive(Parser)]
+pub struct Args {
+    /// The MJCF model.
+    pub model: PathBuf,
+    /// Environments stepped together.
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    /// Steps.
+    #[arg(long, default_value_t = 100)]
+    pub steps: usize,
+    /// `wgpu` (the graphics API the machine prefers: Vulkan where it has it) or `opengl`.
+    #[arg(long, default_value = "wgpu")]
+    pub device: String,
+}
+
+pub fn device(name: &str) -> Result<Device, String> {
+    match name {
+        "wgpu" => Ok(phyz_gpu::device::wgpu()),
+        "opengl" => Ok(phyz_gpu::device::opengl()),
+        other => Err(format!("unknown device {other}: wgpu or opengl")),
+    }
+}
+
+/// A small deterministic generator (xorshift), uniform on `[-a, a]`.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn symmetric(&mut self, a: f64) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        a * (2.0 * (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 1.0)
+    }
+}
+
+/// `batch` starts: the model's default state moved by a small random displacement (in tangent
+/// coordinates: quaternions stay unit) and velocity, one per lane.
+pub fn starts(model: &Model<f64>, batch: usize, rng: &mut Rng) -> Vec<State<f64>> {
+    let default = model.default_state();
+    (0..batch)
+        .map(|_| {
+            let delta = DVector::from_fn(model.nv(), |_, _| rng.symmetric(0.02));
+            let mut s = default.clone();
+            s.qpos = integrate_position(model, &default.qpos, &delta, 1.0);
+            s.qvel = DVector::from_fn(model.nv(), |_, _| rng.symmetric(0.1));
+            s
+        })
+        .collect()
+}
+
+/// Each lane's controls for one step, row by row: inside the actuators' ranges, off their clamps.
+pub fn controls(model: &Model<f64>, batch: usize, rng: &mut Rng) -> Vec<f64> {
+    let ranges: Vec<[f64; 2]> = model.actuators().iter().map(|a| a.ctrl_range.unwrap_or([-1.0, 1.0])).collect();
+    (0..batch)
+        .flat_map(|_| {
+            ranges.iter().map(|[lo, hi]| 0.5 * (lo + hi) + 0.4 * (hi - lo) * rng.symmetric(1.0)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A `[rows, cols]` tensor of `values` on `device` in `dtype`.
+pub fn tensor(values: Vec<f64>, rows: usize, cols: usize, device: &Device, dtype: DType) -> Tensor<2> {
+    Tensor::from_data(TensorData::new(values, [rows, cols]).convert_dtype(dtype), (device, dtype))
+}
+
+/// A tensor's numbers in `f64`.
+pub fn values(t: &Tensor<2>) -> Vec<f64> {
+    t.to_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default()
+}
+
+/// The lanes' positions and velocities, lane after lane.
+pub fn flat(states: &[State<f64>]) -> (Vec<f64>, Vec<f64>) {
+    (
+        states.iter().flat_map(|s| s.qpos.iter().copied()).collect(),
+        states.iter().flat_map(|s| s.qvel.iter().copied()).collect(),
+    )
+}
+
+/// The CPU `gpu_equivalent` engine in `f64`, each lane its own warm starts, rayon over the
+/// lanes: one step of every lane under `ctrl` (row by row).
+pub struct Cpu {
+    lanes: Vec<(State<f64>, ContactState, Workspace<f64>)>,
+}
+
+impl Cpu {
+    pub fn new(starts: &[State<f64>]) -> Cpu {
+        let lane =
+            |s: &State<f64>| (s.clone(), ContactState::new(SolverConfig::gpu_equivalent()), Workspace::default());
+        Cpu { lanes: starts.iter().map(lane).collect() }
+    }
+
+    pub fn step(&mut self, model: &Model<f64>, ctrl: &[f64]) -> Result<(), phyz_core::StepError> {
+        let nu = model.nu();
+        self.lanes.par_iter_mut().enumerate().try_for_each(|(l, (state, contact, workspace))| {
+            step_in(model, state, &ctrl[l * nu..(l + 1) * nu], contact, workspace)?;
+            state.clone_from(&workspace.next);
+            Ok(())
+        })
+    }
+
+    pub fn states(&self) -> Vec<State<f64>> {
+        self.lanes.iter().map(|(s, ..)| s.clone()).collect()
+    }
+}
