@@ -6,16 +6,10 @@
 
 mod batch;
 
-use batch::{Args, Cpu, Rng, controls, flat, starts, tensor, values};
-use clap::Parser;
+use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    let model = phyz_core::model::mjcf::load(&args.model)?;
-    let device = batch::device(&args.device)?;
-    let sim = phyz_gpu::simulation(model.clone())?;
-    let (dtype, why) = phyz_gpu::device::float_dtype(&device);
-    println!("{}: {} lanes, {} steps; {why}", args.model.display(), args.batch, args.steps);
+    let Run { args, model, device, sim, dtype } = Run::from_args()?;
     let (b, nq, nv, nu) = (args.batch, model.nq(), model.nv(), model.nu());
     let mut rng = Rng(0x5eed_0f_9a11);
     let starts = starts(&model, b, &mut rng);

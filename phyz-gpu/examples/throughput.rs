@@ -10,18 +10,12 @@ mod batch;
 
 use std::time::Instant;
 
-use batch::{Args, Cpu, Rng, controls, flat, starts, tensor, values};
+use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 use burn::tensor::Tensor;
-use clap::Parser;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
-    let model = phyz_core::model::mjcf::load(&args.model)?;
-    let device = batch::device(&args.device)?;
-    let sim = phyz_gpu::simulation(model.clone())?;
-    let (dtype, why) = phyz_gpu::device::float_dtype(&device);
+    let Run { args, model, device, sim, dtype } = Run::from_args()?;
     let (b, nq, nv, nu, steps) = (args.batch, model.nq(), model.nv(), model.nu(), args.steps);
-    println!("{}: {b} lanes, {steps} steps; {why}", args.model.display());
     let mut rng = Rng(0x70a9_5eed);
     let starts = starts(&model, b, &mut rng);
     let u: Vec<Vec<f64>> = (0..steps).map(|_| controls(&model, b, &mut rng)).collect();

@@ -27,11 +27,30 @@ pub struct Args {
     pub device: String,
 }
 
-pub fn device(name: &str) -> Result<Device, String> {
-    match name {
-        "wgpu" => Ok(phyz_gpu::device::wgpu()),
-        "opengl" => Ok(phyz_gpu::device::opengl()),
-        other => Err(format!("unknown device {other}: wgpu or opengl")),
+/// A run: its arguments, the model, the device, the GPU simulation and its float type.
+pub struct Run {
+    pub args: Args,
+    pub model: Model<f64>,
+    pub device: Device,
+    pub sim: phyz_burn::Simulation,
+    pub dtype: DType,
+}
+
+impl Run {
+    /// The run the command line asks for, its first line printed: model, batch, steps, and the
+    /// float type the device gives the physics, with why.
+    pub fn from_args() -> Result<Run, Box<dyn std::error::Error>> {
+        let args = Args::parse();
+        let model = phyz_core::model::mjcf::load(&args.model)?;
+        let device = match args.device.as_str() {
+            "wgpu" => phyz_gpu::device::wgpu(),
+            "opengl" => phyz_gpu::device::opengl(),
+            other => return Err(format!("unknown device {other}: wgpu or opengl").into()),
+        };
+        let sim = phyz_gpu::simulation(model.clone())?;
+        let (dtype, why) = phyz_gpu::device::float_dtype(&device);
+        println!("{}: {} lanes, {} steps; {why}", args.model.display(), args.batch, args.steps);
+        Ok(Run { args, model, device, sim, dtype })
     }
 }
 
