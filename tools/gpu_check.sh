@@ -8,8 +8,11 @@ set -u
 cd "$(dirname "$0")/.."
 device=${1:-wgpu}
 budget=${PHYZ_GPU_CHECK_SECONDS:-470}
-models=../shared/models/gymnasium
-[ -d "$models" ] || models=shared/models/gymnasium
+# The gymnasium models: PHYZ_MODELS, or shared/ beside or inside the checkout (a device
+# machine gets only the working tree: copy the models into it, or carry them).
+models=${PHYZ_MODELS:-../shared/models/gymnasium}
+[ -f "$models/ant.xml" ] || models=shared/models/gymnasium
+[ -f "$models/ant.xml" ] || { echo "no gymnasium models at $models (set PHYZ_MODELS)" >&2; exit 2; }
 start=$SECONDS
 
 left() { echo $((budget - (SECONDS - start))); }
@@ -22,16 +25,21 @@ run() {
         return
     fi
     echo "== $* (up to ${seconds} s)"
-    timeout "$seconds" "$@" || echo "ended with status $? (124: out of time)"
+    timeout -k 5 "$seconds" "$@" || { echo "ended with status $? (124: out of time)"; return 1; }
 }
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || true
-run cargo build --release -q -p phyz-gpu --example parity --example throughput
-bin=target/release/examples
+# Prebuilt binaries where they were carried (a release build of burn's wgpu stack takes
+# minutes even on many cores), else a build; no runs without them.
+bin=${CARGO_TARGET_DIR:-target}/release/examples
+if [ ! -x "$bin/parity" ] || [ ! -x "$bin/throughput" ]; then
+    run cargo build --release -q -p phyz-gpu --example parity --example throughput || exit 1
+fi
 for model in ant humanoid; do
-    run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 50 --device "$device"
+    run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 20 --device "$device"
 done
-for batch in 1024 4096 16384 32768; do
+# The largest batches first: batch 32,768 is the comparison with MJX.
+for batch in 32768 16384 4096 1024; do
     for model in ant humanoid; do
         run "$bin/throughput" "$models/$model.xml" --batch "$batch" --steps 10 --device "$device"
     done

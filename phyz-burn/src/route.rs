@@ -46,6 +46,11 @@ pub(crate) fn step(
         Warm::Lanes(lanes) if lanes.is_empty() => ContactState::new(sim.config()),
         Warm::Lanes(_) => return Err(BurnError::WarmStarts),
     };
+    // The tensors are public: they must be in the float type the route gives the device.
+    let dtype = routed.route.dtype(&state.qpos.device());
+    if state.qpos.dtype() != dtype {
+        return Err(BurnError::DType { what: "qpos", got: state.qpos.dtype() });
+    }
     let chosen = params.map(|values| (sim.parameter_indices(), values));
     let traced = traced_step(sim.model(), &mut contact, Some(&routed.solver), state, ctrl, chosen)?;
     let mut next = traced.state;

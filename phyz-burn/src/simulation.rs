@@ -184,7 +184,11 @@ impl Simulation {
             base: s.base.clone(),
             counts: Counts::default(),
         };
-        Ok(Simulation { shared: Arc::new(shared), ..self.clone() })
+        Ok(Simulation {
+            shared: Arc::new(shared),
+            #[cfg(feature = "traced")]
+            route: self.route.clone(),
+        })
     }
 
     pub fn model(&self) -> &Model<f64> {

@@ -22,8 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         state = sim.step(&state, &tensor(u.clone(), b, nu, &device, dtype))?;
         cpu.step(&model, &u)?;
         let (q, v) = flat(&cpu.states());
-        let got = values(&state.qpos).into_iter().chain(values(&state.qvel));
-        let step = got.zip(q.iter().chain(&v)).fold(0.0f64, |m, (a, x)| m.max((a - x).abs() / x.abs().max(1.0)));
+        let got: Vec<f64> = values(&state.qpos).into_iter().chain(values(&state.qvel)).collect();
+        if got.len() != q.len() + v.len() || got.iter().any(|x| !x.is_finite()) {
+            return Err(format!("step {t}: the GPU batch read back short or not finite").into());
+        }
+        let step = got.iter().zip(q.iter().chain(&v)).fold(0.0f64, |m, (a, x)| m.max((a - x).abs() / x.abs().max(1.0)));
         worst = worst.max(step);
         if t % 10 == 0 || t == args.steps {
             println!("step {t}: difference {step:e}");

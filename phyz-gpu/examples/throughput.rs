@@ -33,12 +33,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (label, device) in [("forward", device.clone()), ("with backward", device.autodiff())] {
         let (qpos, qvel) = flat(&starts);
         let ctrl: Vec<Tensor<2>> = u.iter().map(|c| tensor(c.clone(), b, nu, &device, dtype)).collect();
-        let clock = Instant::now();
         let mut state = sim.state(tensor(qpos, b, nq, &device, dtype), tensor(qvel, b, nv, &device, dtype))?;
         if device.is_autodiff() {
             state = state.require_grad();
         }
+        // One untimed step: the device compiles its kernels on first use.
+        std::hint::black_box(values(&sim.step(&state, &ctrl[0])?.qpos));
         let start = state.clone();
+        let clock = Instant::now();
         for c in &ctrl {
             state = sim.step(&state, c)?;
         }
@@ -49,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             std::hint::black_box(values(&state.qpos));
         }
+        device.sync()?;
         println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(clock.elapsed().as_secs_f64()));
     }
     Ok(())

@@ -132,6 +132,7 @@ fn worst(model: &Model<f64>, starts: &[State<f64>], steps: usize, device: &Devic
         for (l, lane) in reference.iter().enumerate() {
             let got = q[l * nq..(l + 1) * nq].iter().chain(&v[l * nv..(l + 1) * nv]);
             for (a, b) in got.zip(&lane[t]) {
+                assert!(a.is_finite(), "a finite step");
                 worst = worst.max((a - b).abs() / b.abs().max(1.0));
             }
         }
@@ -183,7 +184,7 @@ fn the_gpu_pass_in_the_engine_follows_the_cpu_engine_in_f32() {
 
 /// The gradient of a weighted sum of a rollout's end with respect to its start, its controls
 /// and the simulation's chosen parameters, stepped on `device`: each as one list of numbers.
-fn gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, device: &Device) -> [Vec<f64>; 4] {
+fn gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, device: &Device, reports: usize) -> [Vec<f64>; 4] {
     let model = sim.model();
     let dtype = sim.dtype(device);
     let (batch, nq, nv, nu) = (starts.len(), model.nq(), model.nv(), model.nu());
@@ -198,6 +199,9 @@ fn gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, device: &Dev
     let mut state = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
     for _ in 0..steps {
         state = sim.step_with(&state, &ctrl, &params).expect("the step");
+        // The route asked for: one report for the batch on a device route, one per lane on
+        // the host.
+        assert_eq!(state.info().len(), reports);
     }
     let loss = (state.qpos * tensor(weights(nq, 1), nq)).sum() + (state.qvel * tensor(weights(nv, 4), nv)).sum();
     let grads = loss.backward();
@@ -216,6 +220,7 @@ fn gradient_difference(got: &[Vec<f64>; 4], reference: &[Vec<f64>; 4]) -> f64 {
             assert_eq!(g.len(), r.len());
             let scale = r.iter().fold(0.0f64, |m, x| m.max(x.abs()));
             assert!(scale > 0.0, "a gradient that is not zero");
+            assert!(g.iter().chain(r).all(|x| x.is_finite()), "finite gradients");
             g.iter().zip(r).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale))
         })
         .fold(0.0, f64::max)
@@ -260,9 +265,9 @@ fn gradients_through_the_gpu_pass_are_the_cpu_engines() {
         let host = Simulation::with_config(sim.model().clone(), SolverConfig::gpu_equivalent())
             .with_parameter_indices(sim.parameter_indices())
             .expect("differentiable");
-        let reference = gradients(&host, &starts, steps, &cpu);
-        let referee = gradient_difference(&gradients(&sim, &starts, steps, &cpu), &reference);
-        let gpu = gradient_difference(&gradients(&sim, &starts, steps, &opengl().autodiff()), &reference);
+        let reference = gradients(&host, &starts, steps, &cpu, starts.len());
+        let referee = gradient_difference(&gradients(&sim, &starts, steps, &cpu, 1), &reference);
+        let gpu = gradient_difference(&gradients(&sim, &starts, steps, &opengl().autodiff(), 1), &reference);
         eprintln!("{name}, {steps} steps: gradients, f64 (CPU backend) {referee:e}, f32 (wgpu) {gpu:e}");
         assert!(referee <= 1e-8, "{name}: {referee:e}");
         assert!(gpu <= 1e-3, "{name}: {gpu:e}");

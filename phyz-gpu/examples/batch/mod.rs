@@ -48,7 +48,7 @@ impl Run {
             other => return Err(format!("unknown device {other}: wgpu or opengl").into()),
         };
         let sim = phyz_gpu::simulation(model.clone())?;
-        let (dtype, why) = phyz_gpu::device::float_dtype(&device);
+        let (dtype, why) = (sim.dtype(&device), phyz_gpu::device::float_dtype(&device).1);
         println!("{}: {} lanes, {} steps; {why}", args.model.display(), args.batch, args.steps);
         Ok(Run { args, model, device, sim, dtype })
     }
@@ -98,7 +98,7 @@ pub fn tensor(values: Vec<f64>, rows: usize, cols: usize, device: &Device, dtype
 
 /// A tensor's numbers in `f64`.
 pub fn values(t: &Tensor<2>) -> Vec<f64> {
-    t.to_data().convert::<f64>().try_to_vec::<f64>().unwrap_or_default()
+    t.to_data().convert::<f64>().try_to_vec::<f64>().expect("a float tensor")
 }
 
 /// The lanes' positions and velocities, lane after lane.
