@@ -741,7 +741,7 @@ pub(crate) fn traced_step(
     let columns = |t: &Tensor<2>, n: usize| -> DVector<Batched> {
         DVector::from_fn(n, |j, _| trace.input(t.clone().narrow(1, j, 1).reshape([batch])))
     };
-    let traced = traced_model(model, &trace, params)?;
+    let traced = traced_model(model, &trace, batch, params)?;
     let mut start: State<Batched> = traced.state(columns(&state.qpos, nq), columns(&state.qvel, nv));
     start.act = columns(&state.act, na);
     start.time = Batched::Constant(state.time);
@@ -763,11 +763,15 @@ pub(crate) fn traced_step(
 
 /// `model` on [`Batched`] numbers: its parameters host constants, but for the chosen ones,
 /// inputs of the trace (a shared row broadcast to every lane), so that gradients reach them.
-fn traced_model(model: &Model<f64>, trace: &Trace, params: Option<Chosen>) -> Result<Model<Batched>, BurnError> {
+fn traced_model(
+    model: &Model<f64>,
+    trace: &Trace,
+    batch: usize,
+    params: Option<Chosen>,
+) -> Result<Model<Batched>, BurnError> {
     let Some((chosen, values)) = params else {
         return Ok(model.cast());
     };
-    let (_, batch, _) = trace_context();
     let mut all: Vec<Batched> = model.parameters().into_iter().map(Batched::Constant).collect();
     for (j, &index) in chosen.iter().enumerate() {
         let column = values.clone().narrow(1, j, 1);

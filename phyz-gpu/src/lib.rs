@@ -8,8 +8,8 @@
 //! same steps, its own rounding), and the tests hold the two together. [`KernelSolve`] makes it
 //! the contact solve of phyz's engine traced on burn tensors (`phyz_burn::traced`), and
 //! [`GpuRoute`] routes a `phyz_burn::Simulation`'s states on wgpu devices there ([`simulation`]:
-//! the same API, the device choosing the path). Under burn's autodiff the sweeps are one registered operation whose backward is
-//! the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
+//! the same API, the device choosing the path). Under burn's autodiff the sweeps are one
+//! registered operation whose backward is the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
 //! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
 
 pub mod device;
