@@ -10,7 +10,10 @@ use phyz_dual::DualError;
 pub enum BurnError {
     #[error("{what} has shape {got:?}, the simulation needs {expected:?}")]
     Shape { what: &'static str, expected: Vec<usize>, got: Vec<usize> },
-    #[error("{what} holds {got:?} numbers: the physics runs in f64 (create it with dtype F64, or cast it)")]
+    #[error(
+        "{what} holds {got:?} numbers, not the float type the physics runs in on its device (Simulation::dtype: \
+         f64 on the host; create it in that type, or cast it)"
+    )]
     DType { what: &'static str, got: DType },
     #[error("{what} at batch lane {lane}, entry {index} is not finite")]
     NonFinite { what: &'static str, lane: usize, index: usize },

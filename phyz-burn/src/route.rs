@@ -41,8 +41,11 @@ pub(crate) fn step(
     ctrl: &Tensor<2>,
     params: Option<&Tensor<2>>,
 ) -> Result<BatchState, BurnError> {
+    let batch = state.batch();
     let mut contact = match &state.warm {
-        Warm::Batch(cache) => ContactState::clone(cache),
+        // The tensors are public: a batch swapped in must match its warm starts.
+        Warm::Batch(_, lanes) if *lanes != batch => return Err(BurnError::Batch { expected: *lanes, got: batch }),
+        Warm::Batch(cache, _) => ContactState::clone(cache),
         Warm::Lanes(lanes) if lanes.is_empty() => ContactState::new(sim.config()),
         Warm::Lanes(_) => return Err(BurnError::WarmStarts),
     };
@@ -54,7 +57,7 @@ pub(crate) fn step(
     let chosen = params.map(|values| (sim.parameter_indices(), values));
     let traced = traced_step(sim.model(), &mut contact, Some(&routed.solver), state, ctrl, chosen)?;
     let mut next = traced.state;
-    next.warm = Warm::Batch(Arc::new(contact));
+    next.warm = Warm::Batch(Arc::new(contact), batch);
     next.info = Arc::new(vec![traced.info]);
     Ok(next)
 }

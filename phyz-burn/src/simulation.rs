@@ -49,8 +49,9 @@ pub struct BatchState {
 pub(crate) enum Warm {
     /// One cache per lane: the host route steps each lane on its own.
     Lanes(Arc<Vec<ContactState>>),
-    /// One cache for the batch: a device route steps the lanes together.
-    Batch(Arc<ContactState>),
+    /// One cache for the batch, with its number of lanes: a device route steps the lanes
+    /// together.
+    Batch(Arc<ContactState>, usize),
 }
 
 /// Lane solves run by a simulation's steps: forward, and backward (always zero: the backward
@@ -242,7 +243,7 @@ impl Simulation {
         let warm = Warm::Lanes(Arc::new(vec![self.shared.contact.clone(); batch]));
         #[cfg(feature = "traced")]
         let warm = if self.routed(&qpos.device()).is_some() {
-            Warm::Batch(Arc::new(self.shared.contact.clone()))
+            Warm::Batch(Arc::new(self.shared.contact.clone()), batch)
         } else {
             warm
         };

@@ -62,6 +62,8 @@ struct Arena {
     dtype: DType,
     floats: Vec<(Tensor<1>, Option<Vec<f64>>)>,
     masks: Vec<(Tensor<1, Bool>, Option<Vec<bool>>)>,
+    /// Transfers from the device to the host so far: each waits for the device.
+    reads: usize,
 }
 
 thread_local! {
@@ -87,7 +89,15 @@ impl Trace {
                 return None;
             }
             let id = TRACES.fetch_add(1, Ordering::Relaxed);
-            *arena = Some(Arena { id, device: device.clone(), batch, dtype, floats: Vec::new(), masks: Vec::new() });
+            *arena = Some(Arena {
+                id,
+                device: device.clone(),
+                batch,
+                dtype,
+                floats: Vec::new(),
+                masks: Vec::new(),
+                reads: 0,
+            });
             Some(Trace { _not_send: std::marker::PhantomData })
         })
     }
@@ -106,6 +116,11 @@ impl Trace {
     pub fn operations(&self) -> usize {
         with(|a| a.floats.len() + a.masks.len())
     }
+
+    /// Reads from the device to the host so far (each a wait for the device).
+    pub fn reads(&self) -> usize {
+        with(|a| a.reads)
+    }
 }
 
 impl Batched {
@@ -119,6 +134,16 @@ impl Batched {
     pub fn to_tensor(self) -> Tensor<1> {
         tensor(self)
     }
+}
+
+/// The numbers of `tensor` (any shape) on the host in `f64`, counted among the reads of the
+/// trace running on this thread (`None` if they are not floats).
+///
+/// # Panics
+/// Outside a trace.
+pub fn read_to_host<const D: usize>(tensor: Tensor<D>) -> Option<Vec<f64>> {
+    with(|a| a.reads += 1);
+    tensor.to_data().convert::<f64>().try_to_vec::<f64>().ok()
 }
 
 /// The device, batch size and float type of the trace running on this thread.
@@ -167,21 +192,82 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
     })
 }
 
-/// The lanes' values of `x`, read from the device once.
-fn reals(x: Slot) -> Vec<f64> {
+/// Brings the lanes of every tensor among `values` that the host has not seen yet to the host,
+/// in one transfer (stacked `[k, batch]`): each read waits for the device, so the engine
+/// announces what it will read ([`Scalar::prefetch`]) rather than reading it number by number.
+fn fetch(values: impl IntoIterator<Item = Batched>) {
+    let slots = values.into_iter().filter_map(|x| match x {
+        Batched::Tensor(Slot(s)) => Some(s as usize),
+        Batched::Constant(_) => None,
+    });
+    read_unseen(
+        slots,
+        |a| &mut a.floats,
+        |tensors| {
+            // Detached: a read is no operation of the graph.
+            let stacked = Tensor::stack::<2>(tensors.into_iter().map(Tensor::detach).collect(), 0);
+            stacked.to_data().convert::<f64>().try_to_vec::<f64>().expect("float tensors")
+        },
+    )
+}
+
+/// As [`fetch`], for masks.
+fn fetch_masks(masks: impl IntoIterator<Item = BatchedMask>) {
+    let slots = masks.into_iter().filter_map(|m| match m {
+        BatchedMask::Tensor(Slot(s)) => Some(s as usize),
+        BatchedMask::Splat(_) => None,
+    });
+    read_unseen(
+        slots,
+        |a| &mut a.masks,
+        |tensors| {
+            let stacked = Tensor::stack::<2>(tensors, 0);
+            // As integers: not every backend's boolean storage reads back as `bool`.
+            let values = stacked.int().to_data().convert::<i64>().try_to_vec::<i64>().expect("integers");
+            values.into_iter().map(|x| x != 0).collect()
+        },
+    )
+}
+
+/// Reads, by `read` (the tensors' values row after row), the distinct entries among `slots` of
+/// one of the trace's lists whose lanes the host has not seen, and keeps their lanes: one read
+/// of the device, none if every entry was seen.
+fn read_unseen<T: Clone, V: Clone>(
+    slots: impl Iterator<Item = usize>,
+    list: impl Fn(&mut Arena) -> &mut Vec<(T, Option<Vec<V>>)>,
+    read: impl FnOnce(Vec<T>) -> Vec<V>,
+) {
+    let mut slots: Vec<usize> = slots.collect();
+    if slots.is_empty() {
+        return;
+    }
     with(|a| {
-        let (t, cached) = &mut a.floats[x.0 as usize];
-        cached.get_or_insert_with(|| t.to_data().convert::<f64>().try_to_vec::<f64>().expect("float tensors")).clone()
+        let batch = a.batch;
+        let entries = list(a);
+        slots.retain(|&s| entries[s].1.is_none());
+        slots.sort_unstable();
+        slots.dedup();
+        if slots.is_empty() {
+            return;
+        }
+        let values = read(slots.iter().map(|&s| entries[s].0.clone()).collect());
+        for (i, &s) in slots.iter().enumerate() {
+            entries[s].1 = Some(values[i * batch..(i + 1) * batch].to_vec());
+        }
+        a.reads += 1;
     })
 }
 
-fn mask_reals(m: Slot) -> Vec<bool> {
-    with(|a| {
-        let (t, cached) = &mut a.masks[m.0 as usize];
-        // As integers: not every backend's boolean storage reads back as `bool`.
-        let read = || t.clone().int().to_data().convert::<i64>().try_to_vec::<i64>().expect("integers");
-        cached.get_or_insert_with(|| read().into_iter().map(|x| x != 0).collect()).clone()
-    })
+/// What `f` makes of the lanes of `x`, read from the device once.
+fn on_host<R>(x: Slot, f: impl FnOnce(&[f64]) -> R) -> R {
+    fetch([Batched::Tensor(x)]);
+    with(|a| f(a.floats[x.0 as usize].1.as_deref().expect("fetched")))
+}
+
+/// What `f` makes of the lanes of mask `m`, read from the device once.
+fn mask_on_host<R>(m: Slot, f: impl FnOnce(&[bool]) -> R) -> R {
+    fetch_masks([BatchedMask::Tensor(m)]);
+    with(|a| f(a.masks[m.0 as usize].1.as_deref().expect("fetched")))
 }
 
 fn batch() -> usize {
@@ -216,8 +302,19 @@ fn binary(
 /// computes both sides of every per-lane choice, so the side a lane does not take may sit at
 /// such a point (a masked contact slot's zero normal); its zero cotangent times an infinite
 /// partial would make the gradient NaN. The guard leaves every value exact and gives 0 where
-/// there is no derivative.
-fn guarded(x: Tensor<1>, singular: Tensor<1, Bool>, at: f64, op: impl Fn(Tensor<1>) -> Tensor<1>) -> Tensor<1> {
+/// there is no derivative. Where autodiff tracks none of the operands (`operands`, `x` among
+/// them) there is no gradient to guard, and `op(x)` is one operation instead of six.
+fn guarded(
+    x: Tensor<1>,
+    operands: &[&Tensor<1>],
+    singular: impl FnOnce(&Tensor<1>) -> Tensor<1, Bool>,
+    at: f64,
+    op: impl Fn(Tensor<1>) -> Tensor<1>,
+) -> Tensor<1> {
+    if !operands.iter().any(|t| t.is_tracked()) {
+        return op(x);
+    }
+    let singular = singular(&x);
     let exact = op(x.clone()).detach();
     op(x.mask_fill(singular.clone(), at)).mask_where(singular, exact)
 }
@@ -234,7 +331,7 @@ fn unary_guarded(
         Batched::Constant(c) => Batched::Constant(on_host(c)),
         _ => {
             let t = tensor(x);
-            push(guarded(t.clone(), singular(t), at, op), None)
+            push(guarded(t.clone(), &[&t], |t| singular(t.clone()), at, op), None)
         }
     }
 }
@@ -288,7 +385,7 @@ impl Div for Batched {
             // A zero denominator has no derivative: guarded.
             _ => {
                 let (a, b) = (tensor(self), tensor(rhs));
-                push(guarded(b.clone(), b.equal_elem(0.0), 1.0, |b| a.clone() / b), None)
+                push(guarded(b.clone(), &[&a, &b], |b| b.clone().equal_elem(0.0), 1.0, |b| a.clone() / b), None)
             }
         }
     }
@@ -396,20 +493,23 @@ impl Mask for BatchedMask {
     fn lane(self, lane: usize) -> bool {
         match self {
             BatchedMask::Splat(b) => b,
-            BatchedMask::Tensor(s) => mask_reals(s)[lane],
+            BatchedMask::Tensor(s) => mask_on_host(s, |m| m[lane]),
         }
     }
     fn all(self) -> bool {
         match self {
             BatchedMask::Splat(b) => b,
-            BatchedMask::Tensor(s) => mask_reals(s).iter().all(|&b| b),
+            BatchedMask::Tensor(s) => mask_on_host(s, |m| m.iter().all(|&b| b)),
         }
     }
     fn any(self) -> bool {
         match self {
             BatchedMask::Splat(b) => b,
-            BatchedMask::Tensor(s) => mask_reals(s).iter().any(|&b| b),
+            BatchedMask::Tensor(s) => mask_on_host(s, |m| m.iter().any(|&b| b)),
         }
+    }
+    fn prefetch(masks: impl IntoIterator<Item = Self>) {
+        fetch_masks(masks)
     }
 }
 
@@ -459,8 +559,8 @@ impl Scalar for Batched {
             // At the origin there is no derivative: guarded.
             _ => {
                 let (y, x) = (tensor(self), tensor(x));
-                let origin = y.clone().equal_elem(0.0).bool_and(x.clone().equal_elem(0.0));
-                push(guarded(x, origin, 1.0, |x| y.clone().atan2(x)), None)
+                let origin = |x: &Tensor<1>| y.clone().equal_elem(0.0).bool_and(x.clone().equal_elem(0.0));
+                push(guarded(x.clone(), &[&x, &y], origin, 1.0, |x| y.clone().atan2(x)), None)
             }
         }
     }
@@ -474,9 +574,12 @@ impl Scalar for Batched {
         unary(self, f64::tanh, |t| t.tanh())
     }
     /// As the other scalars': zero takes the positive branch, derivative 1 (burn's own `abs`
-    /// gives 0 there, which a state exactly on a limit meets).
+    /// gives 0 there, which a state exactly on a limit meets). Where autodiff tracks nothing,
+    /// burn's `abs` (one operation; `-0` becomes `+0`, as `f64::abs` makes it).
     fn abs(self) -> Self {
-        unary(self, f64::abs, |t| t.clone().mask_where(t.clone().lower_elem(0.0), t.neg()))
+        unary(self, f64::abs, |t| {
+            if t.is_tracked() { t.clone().mask_where(t.clone().lower_elem(0.0), t.neg()) } else { t.abs() }
+        })
     }
     fn floor(self) -> Self {
         unary(self, f64::floor, |t| t.floor())
@@ -495,7 +598,10 @@ impl Scalar for Batched {
             // A non-positive base has no derivative in the exponent: guarded.
             _ => {
                 let (x, n) = (tensor(self), tensor(n));
-                push(guarded(x.clone(), x.lower_equal_elem(0.0), 1.0, |x| x.powf(n.clone())), None)
+                push(
+                    guarded(x.clone(), &[&x, &n], |x| x.clone().lower_equal_elem(0.0), 1.0, |x| x.powf(n.clone())),
+                    None,
+                )
             }
         }
     }
@@ -527,7 +633,7 @@ impl Scalar for Batched {
     fn lane(&self, lane: usize) -> f64 {
         match *self {
             Batched::Constant(c) => c,
-            Batched::Tensor(s) => reals(s)[lane],
+            Batched::Tensor(s) => on_host(s, |x| x[lane]),
         }
     }
     fn from_lanes(values: &[f64]) -> Self {
@@ -547,8 +653,11 @@ impl Scalar for Batched {
     fn reals(&self) -> Vec<f64> {
         match *self {
             Batched::Constant(c) => vec![c],
-            Batched::Tensor(s) => reals(s),
+            Batched::Tensor(s) => on_host(s, <[f64]>::to_vec),
         }
+    }
+    fn prefetch(values: impl IntoIterator<Item = Self>) {
+        fetch(values)
     }
     fn tangent_dim() -> usize {
         0
@@ -560,7 +669,10 @@ impl Scalar for Batched {
         panic!("a Batched number has no tangent direction {direction}: burn's autodiff carries its derivatives")
     }
     fn is_finite(&self) -> bool {
-        self.reals().iter().all(|x| x.is_finite())
+        match *self {
+            Batched::Constant(c) => c.is_finite(),
+            Batched::Tensor(s) => on_host(s, |x| x.iter().all(|x| x.is_finite())),
+        }
     }
     fn detach(self) -> Self {
         unary(self, |x| x, |t| t.detach())
@@ -678,11 +790,13 @@ pub struct TracedSimulation {
     solver: Option<Arc<dyn BatchSolver<Batched>>>,
 }
 
-/// What a traced step did: the tensor operations it recorded, and each lane's solves.
+/// What a traced step did: the tensor operations it recorded, the reads from the device it
+/// waited for, and each lane's solves.
 #[derive(Clone, Debug)]
 pub struct TracedStep {
     pub state: BatchState,
     pub operations: usize,
+    pub reads: usize,
     pub info: StepInfo,
 }
 
@@ -727,25 +841,32 @@ pub(crate) fn traced_step(
         (DType::F32, Some(_)) => DType::F32,
         (got, _) => return Err(BurnError::DType { what: "qpos", got }),
     };
-    // Checked on the host first: the trace reads what it needs lane by lane.
-    read_as(&state.qpos, "qpos", batch, nq, dtype)?;
-    read_as(&state.qvel, "qvel", batch, nv, dtype)?;
-    read_as(&state.act, "act", batch, na, dtype)?;
-    read_as(ctrl, "ctrl", batch, nu, dtype)?;
-    if let Some((chosen, values)) = params {
-        let rows = if values.dims()[0] == 1 { 1 } else { batch };
-        read_as(values, "params", rows, chosen.len(), dtype)?;
-    }
+    // Checked on the host first; the trace starts from the numbers read (it need not read
+    // its inputs again).
+    let qpos = read_as(&state.qpos, "qpos", batch, nq, dtype)?;
+    let qvel = read_as(&state.qvel, "qvel", batch, nv, dtype)?;
+    let act = read_as(&state.act, "act", batch, na, dtype)?;
+    let host_ctrl = read_as(ctrl, "ctrl", batch, nu, dtype)?;
+    let host_params = match params {
+        Some((chosen, values)) => {
+            let rows = if values.dims()[0] == 1 { 1 } else { batch };
+            read_as(values, "params", rows, chosen.len(), dtype)?
+        }
+        None => Vec::new(),
+    };
     let device = state.qpos.device();
     let trace = Trace::start(&device, batch, dtype).ok_or(BurnError::AlreadyTracing)?;
-    let columns = |t: &Tensor<2>, n: usize| -> DVector<Batched> {
-        DVector::from_fn(n, |j, _| trace.input(t.clone().narrow(1, j, 1).reshape([batch])))
+    let columns = |t: &Tensor<2>, host: &[f64], n: usize| -> DVector<Batched> {
+        DVector::from_fn(n, |j, _| {
+            let lanes = (0..batch).map(|l| host[l * n + j]).collect();
+            push(t.clone().narrow(1, j, 1).reshape([batch]), Some(lanes))
+        })
     };
-    let traced = traced_model(model, &trace, batch, params)?;
-    let mut start: State<Batched> = traced.state(columns(&state.qpos, nq), columns(&state.qvel, nv));
-    start.act = columns(&state.act, na);
+    let traced = traced_model(model, batch, params.map(|p| (p, host_params.as_slice())))?;
+    let mut start: State<Batched> = traced.state(columns(&state.qpos, &qpos, nq), columns(&state.qvel, &qvel, nv));
+    start.act = columns(&state.act, &act, na);
     start.time = Batched::Constant(state.time);
-    let u: Vec<Batched> = columns(ctrl, nu).iter().copied().collect();
+    let u: Vec<Batched> = columns(ctrl, &host_ctrl, nu).iter().copied().collect();
     let mut workspace = Workspace::default();
     workspace.set_batch_solver(solver.cloned());
     step_in(&traced, &start, &u, contact, &mut workspace).map_err(BurnError::TracedStep)?;
@@ -758,25 +879,30 @@ pub(crate) fn traced_step(
         }
     };
     let state = state.stepped(stack(&next.qpos, nq), stack(&next.qvel, nv), stack(&next.act, na), model.timestep);
-    Ok(TracedStep { state, operations: trace.operations(), info: workspace.info.clone() })
+    Ok(TracedStep { state, operations: trace.operations(), reads: trace.reads(), info: workspace.info.clone() })
 }
 
 /// `model` on [`Batched`] numbers: its parameters host constants, but for the chosen ones,
-/// inputs of the trace (a shared row broadcast to every lane), so that gradients reach them.
+/// inputs of the trace (a shared row broadcast to every lane), so that gradients reach them;
+/// each given with the numbers the host read of it.
 fn traced_model(
     model: &Model<f64>,
-    trace: &Trace,
     batch: usize,
-    params: Option<Chosen>,
+    params: Option<(Chosen, &[f64])>,
 ) -> Result<Model<Batched>, BurnError> {
-    let Some((chosen, values)) = params else {
+    let Some(((chosen, values), host)) = params else {
         return Ok(model.cast());
     };
     let mut all: Vec<Batched> = model.parameters().into_iter().map(Batched::Constant).collect();
+    let (shared, p) = (values.dims()[0] == 1, chosen.len());
     for (j, &index) in chosen.iter().enumerate() {
         let column = values.clone().narrow(1, j, 1);
-        let lanes = if values.dims()[0] == 1 { column.reshape([1]).expand([batch]) } else { column.reshape([batch]) };
-        all[index] = trace.input(lanes);
+        let (lanes, known) = if shared {
+            (column.reshape([1]).expand([batch]), vec![host[j]; batch])
+        } else {
+            (column.reshape([batch]), (0..batch).map(|l| host[l * p + j]).collect())
+        };
+        all[index] = push(lanes, Some(known));
     }
     Ok(model.with_parameters(&all)?)
 }

@@ -95,3 +95,36 @@ fn traced_gradients_equal_forward_tangents() {
         assert!(error <= 1e-9, "traced {ours} vs dual {exact} (relative {error:e})");
     }
 }
+
+/// Each read from the device waits for it, so the engine announces what it will read and the
+/// trace reads it in one transfer: how many reads a step takes is a property of its stages, not
+/// of the number of lanes, coordinates, bodies or contacts. A bound fixed before measuring: at
+/// most six per evaluation of the dynamics (limits, the mass matrix's pivots, detection, the
+/// warm starts, the contact problem's presence masks and its numbers), four evaluations for
+/// hopper's RK4, and one for the result's check: 25. (Before the engine announced its reads, a
+/// hopper step with contacts took 296: one per number read.)
+#[test]
+fn a_traced_step_reads_the_device_a_few_times_per_stage() {
+    let sim = Simulation::new(gymnasium("hopper"));
+    let device = device();
+    let model = sim.model();
+    let (qpos, qvel) = hopper_lanes(&sim);
+    let reads = |copies: usize| {
+        let lanes = 3 * copies;
+        let (qpos, qvel) = (qpos.repeat(copies), qvel.repeat(copies));
+        let state = sim.state(tensor(qpos, lanes, model.nq(), &device), tensor(qvel, lanes, model.nv(), &device));
+        let u = tensor(vec![0.1; lanes * model.nu()], lanes, model.nu(), &device);
+        let mut traced = TracedSimulation::new(&sim);
+        // A cold step, then a warm-started one.
+        let cold = traced.step(&state.expect("valid"), &u).expect("a traced step");
+        let warm = traced.step(&cold.state, &u).expect("a traced step");
+        assert!(cold.info.contacts > 0 && warm.info.contacts > 0, "a lane touches the floor");
+        [cold.reads, warm.reads]
+    };
+    let (three, twelve) = (reads(1), reads(4));
+    for n in three {
+        // At least detection's, at each evaluation.
+        assert!((4..=25).contains(&n), "{n} reads");
+    }
+    assert_eq!(three, twelve, "reads of 3 and of 12 lanes");
+}

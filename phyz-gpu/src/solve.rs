@@ -6,7 +6,7 @@
 
 use burn::tensor::{DType, Tensor};
 use nalgebra::{DVector, Vector3};
-use phyz_burn::traced::{Batched, trace_context};
+use phyz_burn::traced::{Batched, read_to_host, trace_context};
 use phyz_core::Scalar;
 use phyz_core::contact::pgs::{NORMAL_WARMUP, zone};
 use phyz_core::contact::{ContactError, ContactProblem, Coupling, Method, Solution, SolverConfig, Warm};
@@ -62,10 +62,11 @@ impl BatchSolver<Batched> for KernelSolve {
             let rows = (0..nc).map(|c| block_rows(problem, &y, offsets[c], c, warm)).collect::<Result<Vec<_>, _>>()?;
             let blocks = Tensor::<2>::stack::<3>(rows, 1).reshape([lanes * nc, BLOCK]);
             let out = sweep_blocks(blocks.clone(), schedule).reshape([lanes, nc, OUT]);
-            let swept = Swept {
-                blocks: host(blocks.reshape([lanes * nc * BLOCK]))?,
-                out: host(out.clone().reshape([lanes * nc * OUT]))?,
-            };
+            // Read back in one transfer: each read waits for the device.
+            let both =
+                Tensor::cat(vec![blocks.reshape([lanes * nc * BLOCK]), out.clone().reshape([lanes * nc * OUT])], 0);
+            let mut blocks = read_to_host(both).ok_or_else(|| batch_error("an unreadable tensor"))?;
+            let swept = Swept { out: blocks.split_off(lanes * nc * BLOCK), blocks };
             *solutions = lane_solutions(problem, &offsets, &swept, lanes, schedule, dtype)?;
             (0..nc)
                 .flat_map(|c| (0..problem.constraints[c].kind.dim()).map(move |i| (c, i)))
@@ -80,6 +81,7 @@ impl BatchSolver<Batched> for KernelSolve {
         if nc == 0 {
             *solutions = vec![Solution::default(); lanes];
         }
+        Batched::prefetch(velocity.iter().copied());
         for (lane, solution) in solutions.iter_mut().enumerate() {
             solution.velocity = velocity.map(|x| x.lane(lane));
         }
@@ -89,11 +91,6 @@ impl BatchSolver<Batched> for KernelSolve {
 
 fn batch_error(what: &str) -> ContactError {
     ContactError::Batch(what.into())
-}
-
-/// A tensor's numbers on the host, in `f64`.
-fn host(t: Tensor<1>) -> Result<Vec<f64>, ContactError> {
-    t.to_data().convert::<f64>().try_to_vec::<f64>().map_err(|_| batch_error("an unreadable tensor"))
 }
 
 /// The kernel's input and output read back, block after block.
@@ -171,6 +168,7 @@ fn lane_solutions(
 ) -> Result<Vec<Solution>, ContactError> {
     let (m, nc) = (problem.rows(), problem.constraints.len());
     let epsilon = crate::device::epsilon(dtype);
+    Mask::prefetch(problem.present.iter().copied());
     (0..lanes)
         .map(|lane| {
             let mut solution = Solution { impulses: DVector::zeros(m), ..Solution::default() };

@@ -299,6 +299,11 @@ fn a_non_finite_lane_is_named_and_the_batch_left_as_it_was() {
     swapped.qvel = tensor(qvel, nv);
     let refused = sim.step(&swapped, &ctrl);
     assert!(matches!(refused, Err(BurnError::NonFinite { what: "qvel", lane: 1, index: 3 })), "{refused:?}");
+    // A batch of other lanes swapped in does not match the warm starts kept for these.
+    let mut fewer = state.clone();
+    (fewer.qpos, fewer.qvel) = (state.qpos.clone().narrow(0, 0, 2), state.qvel.clone().narrow(0, 0, 2));
+    let refused = sim.step(&fewer, &ctrl.clone().narrow(0, 0, 2));
+    assert!(matches!(refused, Err(BurnError::Batch { expected, got: 2 }) if expected == batch), "{refused:?}");
     let again = sim.step(&state, &ctrl).expect("the step");
     assert_eq!((values(&again.qpos), values(&again.qvel)), expected);
 }

@@ -154,6 +154,15 @@ impl<S: Scalar> ContactProblem<S> {
     /// The real parts of batch lane `lane`, the constraints absent from it left out, with the
     /// rows of `self` the lane's rows come from.
     pub fn lane(&self, lane: usize) -> (ContactProblem<f64>, Vec<usize>) {
+        // Numbers on a device come to the host in one transfer (the first lane's copy reads
+        // them; the other lanes find them read).
+        S::Mask::prefetch(self.present.iter().copied());
+        let JointSpace { mass, jacobian, free } = &self.joint;
+        let rows = [&self.target, &self.regularizer].into_iter().flat_map(|v| v.iter());
+        let twist = self.twist.iter().flatten();
+        S::prefetch(
+            mass.iter().chain(jacobian.iter()).chain(free.iter()).chain(rows).chain(&self.mu).chain(twist).copied(),
+        );
         let re = |x: &S| x.lane(lane);
         let kept: Vec<usize> = (0..self.constraints.len()).filter(|&c| self.present[c].lane(lane)).collect();
         let offsets = self.offsets();

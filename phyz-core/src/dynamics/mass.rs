@@ -84,7 +84,7 @@ impl<S: Scalar> MassFactor<S> {
     }
 
     /// Copies the tree's entries of `m` into the rows and eliminates from the leaves up; a
-    /// non-positive pivot is `Err(dof)`.
+    /// non-positive pivot is `Err(dof)` (the first met from the leaves up).
     fn eliminate(&mut self, m: &DMatrix<S>) -> Result<(), usize> {
         let MassFactor { values, columns, start, .. } = self;
         values.clear();
@@ -95,9 +95,6 @@ impl<S: Scalar> MassFactor<S> {
             let (before, rest) = values.split_at_mut(start[k]);
             let row = &mut rest[..start[k + 1] - start[k]];
             let pivot = row[0];
-            if !(0..pivot.lanes()).all(|l| pivot.lane(l) > 0.0 && pivot.lane(l).is_finite()) {
-                return Err(k);
-            }
             // Row `k`'s entries from position `t` on are the chain of its ancestor `a = columns[t]`,
             // which is row `a` whole.
             for t in 1..row.len() {
@@ -110,7 +107,14 @@ impl<S: Scalar> MassFactor<S> {
                 row[t] = factor;
             }
         }
-        Ok(())
+        // Checked once all are made (a bad pivot spoils only rows eliminated after it): pivots
+        // on a device are then read in one transfer, not one wait each.
+        let pivots = || (0..start.len().saturating_sub(1)).rev().map(|k| (k, values[start[k]]));
+        S::prefetch(pivots().map(|(_, p)| p));
+        match pivots().find(|(_, p)| !(0..p.lanes()).all(|l| p.lane(l) > 0.0 && p.lane(l).is_finite())) {
+            Some((k, _)) => Err(k),
+            None => Ok(()),
+        }
     }
 
     /// `M⁻¹ b`.

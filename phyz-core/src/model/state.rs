@@ -123,6 +123,8 @@ pub fn check_input<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]) ->
             return Err(StepError::Dimension { what, expected, got });
         }
     }
+    // Read in one transfer where the numbers live on a device.
+    S::prefetch(state.qpos.iter().chain(&state.qvel).chain(&state.act).chain(ctrl).copied());
     check_finite(&state.qpos).map_err(|index| StepError::NonFiniteState { what: "qpos", index })?;
     check_finite(&state.qvel).map_err(|index| StepError::NonFiniteState { what: "qvel", index })?;
     check_finite(&state.act).map_err(|index| StepError::NonFiniteState { what: "act", index })?;

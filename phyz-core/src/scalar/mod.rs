@@ -49,6 +49,13 @@ pub trait Mask: Copy + Debug + PartialEq + BitAnd<Output = Self> + BitOr<Output 
     fn all(self) -> bool;
     /// True when some lane is true.
     fn any(self) -> bool;
+    /// Says the host is about to read `masks`: a mask whose answers live on a device reads them
+    /// all in one transfer rather than waiting for the device once each (see
+    /// [`Scalar::prefetch`]).
+    #[inline]
+    fn prefetch(masks: impl IntoIterator<Item = Self>) {
+        let _ = masks;
+    }
 }
 
 impl Mask for bool {
@@ -192,6 +199,15 @@ pub trait Scalar:
     /// The same values with zero tangents: what an iterative solve's result is before the
     /// implicit function theorem gives it its derivative.
     fn detach(self) -> Self;
+
+    /// Says the host is about to read the lanes of `values`: a scalar whose numbers live on a
+    /// device (phyz-burn's traced tensors) reads them all in one transfer, where reading them
+    /// one by one would wait for the device once each. Values on the host ignore it (the
+    /// iterator is not even run).
+    #[inline]
+    fn prefetch(values: impl IntoIterator<Item = Self>) {
+        let _ = values;
+    }
 
     /// Real values of every lane.
     fn reals(&self) -> Vec<f64> {

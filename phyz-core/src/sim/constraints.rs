@@ -295,6 +295,9 @@ impl ContactState {
         self.warm.resize_with(lanes, LaneWarm::default);
         warm.resize_with(lanes, Warm::default);
         let rows = gather.row_count();
+        if self.warm.iter().any(|cache| cache.acceleration.is_some()) {
+            S::prefetch(v.iter().copied().chain([dt]));
+        }
         for (lane, (cache, start)) in self.warm.iter().zip(warm.iter_mut()).enumerate() {
             let impulses = start.impulses.get_or_insert_with(|| DVector::zeros(rows));
             zero_vector(impulses, rows);
@@ -318,6 +321,7 @@ impl ContactState {
 
     /// Keeps each lane's solution for the next solve.
     fn record<S: Scalar>(&mut self, gather: &Gather<S>, solutions: &[Solution], v: &DVector<S>, dt: S) {
+        S::prefetch(v.iter().copied().chain([dt]));
         for (lane, solution) in solutions.iter().enumerate() {
             let cache = &mut self.warm[lane];
             let acceleration = cache.acceleration.get_or_insert_with(|| DVector::zeros(v.len()));

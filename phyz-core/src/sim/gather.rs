@@ -104,6 +104,8 @@ pub(super) struct Gather<S: Scalar> {
     /// The model's reference positions and the links' motions, for equalities.
     q0: DVector<S>,
     motions: Motions<S>,
+    /// Each limit's depth and the lanes within its margin (storage for [`limits`]).
+    near: Vec<(S, S::Mask)>,
 }
 
 /// Detection's storage: one lane's body poses, the detector's lists, each lane's contacts and
@@ -129,6 +131,7 @@ impl<S: Scalar> Default for Gather<S> {
             record_wrenches: false,
             q0: DVector::zeros(0),
             motions: Motions::default(),
+            near: Vec::new(),
         }
     }
 }
@@ -217,18 +220,32 @@ fn limits<S: Scalar>(
     weights: &InverseWeights<S>,
     out: &mut Gather<S>,
 ) -> Result<(), StepError> {
-    for (j, joint) in model.joints().iter().enumerate() {
-        let Some([lo, hi]) = joint.range else { continue };
-        if !matches!(joint.kind(), JointKind::Hinge | JointKind::Slide) {
-            return Err(StepError::Unsupported {
-                what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
-            });
-        }
-        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
+    let joints = || model.joints().iter().enumerate().filter_map(|(j, joint)| joint.range.map(|r| (j, joint, r)));
+    let tendons = || model.tendons().iter().enumerate().filter_map(|(t, tendon)| tendon.range.map(|r| (t, tendon, r)));
+    if let Some((_, joint, _)) =
+        joints().find(|(_, joint, _)| !matches!(joint.kind(), JointKind::Hinge | JointKind::Slide))
+    {
+        return Err(StepError::Unsupported {
+            what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
+        });
+    }
+    // Every limit's depths and the lanes near it first: a device tells which are near in one read.
+    let mut near = std::mem::take(&mut out.near);
+    near.clear();
+    for (_, joint, [lo, hi]) in joints() {
         let x = q[joint.qpos_adr()];
-        for (upper, depth, sign) in [(false, lo - x, 1.0), (true, x - hi, -1.0)] {
+        near.extend([lo - x, x - hi].map(|depth| (depth, depth.greater(-joint.limit_margin))));
+    }
+    for (t, tendon, [lo, hi]) in tendons() {
+        let length = kin.tendons.length[t];
+        near.extend([lo - length, length - hi].map(|depth| (depth, depth.greater(-tendon.limit_margin))));
+    }
+    S::Mask::prefetch(near.iter().map(|&(_, present)| present));
+    let (joint_sides, tendon_sides) = near.split_at(2 * joints().count());
+    for ((j, joint, _), sides) in joints().zip(joint_sides.chunks_exact(2)) {
+        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
+        for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
             // The row is built only for a limit within its margin in some lane.
-            let present = depth.greater(-joint.limit_margin);
             if present.any() {
                 let limit = one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present);
                 let key = Key::JointLimit { joint: j, upper };
@@ -236,13 +253,10 @@ fn limits<S: Scalar>(
             }
         }
     }
-    for (t, tendon) in model.tendons().iter().enumerate() {
-        let Some([lo, hi]) = tendon.range else { continue };
+    for ((t, tendon, _), sides) in tendons().zip(tendon_sides.chunks_exact(2)) {
         let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
-        let length = kin.tendons.length[t];
         let jacobian = kin.tendons.jacobian(model, t);
-        for (upper, depth, sign) in [(false, lo - length, 1.0), (true, length - hi, -1.0)] {
-            let present = depth.greater(-tendon.limit_margin);
+        for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
             if present.any() {
                 let limit = one_row(ConstraintKind::Limit, material, depth, weights.tendon[t], present);
                 let key = Key::TendonLimit { tendon: t, upper };
@@ -250,6 +264,7 @@ fn limits<S: Scalar>(
             }
         }
     }
+    out.near = near;
     Ok(())
 }
 
@@ -636,6 +651,9 @@ impl Detection {
         capacity: Option<usize>,
     ) -> Result<(), StepError> {
         self.found.resize_with(lanes, Vec::new);
+        // Every lane's poses are read: in one transfer where they live on a device.
+        let poses = (0..model.bodies().len()).map(|b| kin.body_pose(model, b));
+        S::prefetch(poses.flat_map(|p| (0..9).map(move |i| p.rot[i]).chain((0..3).map(move |i| p.pos[i]))));
         for (lane, contacts) in self.found.iter_mut().enumerate() {
             self.poses.clear();
             self.poses.extend((0..model.bodies().len()).map(|b| {

@@ -82,6 +82,7 @@ pub fn step_in<S: Scalar>(
             }
             Integrator::Rk4 => integrator::rk4(model, state, stages, next, acceleration)?,
         };
+        S::prefetch(next.qpos.iter().chain(&next.qvel).chain(&next.act).copied());
         check_finite(&next.qpos).map_err(|index| StepError::NonFiniteResult { what: "qpos", index })?;
         check_finite(&next.qvel).map_err(|index| StepError::NonFiniteResult { what: "qvel", index })?;
         check_finite(&next.act).map_err(|index| StepError::NonFiniteResult { what: "act", index })?;
