@@ -41,7 +41,7 @@ done
 # The largest batches first: batch 32,768 is the comparison with MJX.
 for batch in 32768 16384 4096 1024; do
     for model in ant humanoid; do
-        run "$bin/throughput" "$models/$model.xml" --batch "$batch" --steps 10 --device "$device"
+        run "$bin/throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device"
     done
 done
 echo "total $((SECONDS - start)) s"

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 use burn::tensor::Tensor;
+use phyz_burn::{BatchState, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Run { args, model, device, sim, dtype } = Run::from_args()?;
@@ -32,27 +33,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for (label, device) in [("forward", device.clone()), ("with backward", device.autodiff())] {
         let (qpos, qvel) = flat(&starts);
-        let ctrl: Vec<Tensor<2>> = u.iter().map(|c| tensor(c.clone(), b, nu, &device, dtype)).collect();
+        let ctrl = |c: &Vec<f64>| tensor(c.clone(), b, nu, &device, dtype);
         let mut state = sim.state(tensor(qpos, b, nq, &device, dtype), tensor(qvel, b, nv, &device, dtype))?;
-        if device.is_autodiff() {
-            state = state.require_grad();
-        }
-        // One untimed step: the device compiles its kernels on first use.
-        std::hint::black_box(values(&sim.step(&state, &ctrl[0])?.qpos));
-        let start = state.clone();
+        // Untimed: the device compiles its kernels on first use.
+        let warmup: Vec<Vec<f64>> = (0..args.warmup).map(|_| controls(&model, b, &mut rng)).collect();
+        state = rollout(&sim, state, &warmup.iter().map(ctrl).collect::<Vec<_>>())?;
+        let ctrl: Vec<Tensor<2>> = u.iter().map(ctrl).collect();
+        device.sync()?;
         let clock = Instant::now();
-        for c in &ctrl {
-            state = sim.step(&state, c)?;
-        }
-        if device.is_autodiff() {
-            let grads = (state.qpos.sum() + state.qvel.sum()).backward();
-            let grad = start.qvel.grad(&grads).ok_or("no gradient reached the start")?;
-            std::hint::black_box(values(&grad));
-        } else {
-            std::hint::black_box(values(&state.qpos));
-        }
+        std::hint::black_box(rollout(&sim, state, &ctrl)?);
         device.sync()?;
         println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(clock.elapsed().as_secs_f64()));
     }
     Ok(())
+}
+
+/// The batch after `ctrl`'s steps from `start`, its results read back; on an autodiff device
+/// the backward of the end's sum to the start's velocities run too (and read back).
+fn rollout(sim: &Simulation, start: BatchState, ctrl: &[Tensor<2>]) -> Result<BatchState, Box<dyn std::error::Error>> {
+    let start = if start.qpos.device().is_autodiff() { start.require_grad() } else { start };
+    let mut state = start.clone();
+    for c in ctrl {
+        state = sim.step(&state, c)?;
+    }
+    if state.qpos.device().is_autodiff() {
+        let grads = (state.qpos.clone().sum() + state.qvel.clone().sum()).backward();
+        let grad = start.qvel.grad(&grads).ok_or("no gradient reached the start")?;
+        std::hint::black_box(values(&grad));
+    } else {
+        std::hint::black_box(values(&state.qpos));
+    }
+    Ok(state.detach())
 }

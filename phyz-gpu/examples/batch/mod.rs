@@ -22,6 +22,10 @@ pub struct Args {
     /// Steps.
     #[arg(long, default_value_t = 100)]
     pub steps: usize,
+    /// Untimed steps first (throughput): the device compiles its kernels on first use, and a
+    /// fused graph of a new shape (warm starts, new contacts) compiles again.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
     /// `wgpu` (the graphics API the machine prefers: Vulkan where it has it) or `opengl`.
     #[arg(long, default_value = "wgpu")]
     pub device: String,
