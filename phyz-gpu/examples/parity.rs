@@ -11,7 +11,7 @@ use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Run { args, model, device, sim, dtype } = Run::from_args()?;
     let (b, nq, nv, nu) = (args.batch, model.nq(), model.nv(), model.nu());
-    let mut rng = Rng(0x5eed_0f_9a11);
+    let mut rng = Rng(0x005e_ed0f_9a11);
     let starts = starts(&model, b, &mut rng);
     let mut cpu = Cpu::new(&starts);
     let (qpos, qvel) = flat(&starts);
