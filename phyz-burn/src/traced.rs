@@ -196,10 +196,8 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
 /// in one transfer (stacked `[k, batch]`): each read waits for the device, so the engine
 /// announces what it will read ([`Scalar::prefetch`]) rather than reading it number by number.
 fn fetch(values: impl IntoIterator<Item = Batched>) {
-    let slots = values.into_iter().filter_map(|x| match x {
-        Batched::Tensor(Slot(s)) => Some(s as usize),
-        Batched::Constant(_) => None,
-    });
+    let slots =
+        values.into_iter().filter_map(|x| if let Batched::Tensor(Slot(s)) = x { Some(s as usize) } else { None });
     read_unseen(
         slots,
         |a| &mut a.floats,
@@ -213,10 +211,8 @@ fn fetch(values: impl IntoIterator<Item = Batched>) {
 
 /// As [`fetch`], for masks.
 fn fetch_masks(masks: impl IntoIterator<Item = BatchedMask>) {
-    let slots = masks.into_iter().filter_map(|m| match m {
-        BatchedMask::Tensor(Slot(s)) => Some(s as usize),
-        BatchedMask::Splat(_) => None,
-    });
+    let slots =
+        masks.into_iter().filter_map(|m| if let BatchedMask::Tensor(Slot(s)) = m { Some(s as usize) } else { None });
     read_unseen(
         slots,
         |a| &mut a.masks,
