@@ -16,7 +16,7 @@ fn weld_root<S: Scalar>(model: &Model<S>, mut body: usize) -> usize {
 /// MuJoCo's filter: geoms on bodies welded together never collide, nor do two without degrees
 /// of freedom (static or mocap);
 /// a body does not collide with its parent (unless the parent is the world) when the
-/// `filterparent` rule is on; `contype`/`conaffinity` must match; excluded body pairs never
+/// `filterparent` rule is on (`Enabled::filter_parent`); `contype`/`conaffinity` must match; excluded body pairs never
 /// collide.
 pub fn can_collide<S: Scalar, T>(model: &Model<S>, b1: usize, g1: &Geom<T>, b2: usize, g2: &Geom<T>) -> bool {
     if (g1.contype & g2.conaffinity) == 0 && (g2.contype & g1.conaffinity) == 0 {
@@ -29,7 +29,8 @@ pub fn can_collide<S: Scalar, T>(model: &Model<S>, b1: usize, g1: &Geom<T>, b2: 
     }
     // A body does not touch its parent, unless the parent is the world.
     let parent_weld = |w: usize| weld_root(model, model.bodies()[w].parent());
-    let parent_child = w1 != 0 && w2 != 0 && (parent_weld(w1) == w2 || parent_weld(w2) == w1);
+    let parent_child =
+        model.enabled.filter_parent && w1 != 0 && w2 != 0 && (parent_weld(w1) == w2 || parent_weld(w2) == w1);
     if parent_child {
         return false;
     }

@@ -74,6 +74,9 @@ pub struct Enabled {
     pub frictionloss: bool,
     /// Equality constraints.
     pub equality: bool,
+    /// MuJoCo's `filterparent`: a body does not touch its parent (unless the parent is the
+    /// world).
+    pub filter_parent: bool,
 }
 
 impl Default for Enabled {
@@ -91,6 +94,7 @@ impl Default for Enabled {
             limit: true,
             frictionloss: true,
             equality: true,
+            filter_parent: true,
         }
     }
 }

@@ -35,10 +35,11 @@ struct Settings {
     autolimits: bool,
     /// Where mesh files are looked up, relative to the model file (`meshdir`, else `assetdir`).
     mesh_dir: Option<String>,
+    /// `strippath`: mesh files are named by their file name alone.
+    strip_path: bool,
+    /// `inertiagrouprange`: the geom groups whose geoms give their bodies mass.
+    inertia_groups: [i64; 2],
 }
-
-/// The attributes that place a frame.
-const FRAME: &[&str] = &["pos", "quat", "axisangle", "euler", "xyaxes", "zaxis"];
 
 /// Top-level elements that only matter for rendering or bookkeeping.
 const SKIPPED: &[&str] = &["visual", "statistic", "custom"];
@@ -67,7 +68,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
     if !root.node.has_tag_name("mujoco") {
         return Err(Element::new(root, None).invalid("the root element must be <mujoco>"));
     }
-    Element::new(root, None).check_attributes(&["model"])?;
+    Element::new(root, None).check_attributes("mujoco")?;
     let top = parsed.children(root);
     let of = |tag: &'static str| top.iter().copied().filter(move |e| e.node.has_tag_name(tag));
 
@@ -77,6 +78,8 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         total_mass: None,
         autolimits: true,
         mesh_dir: None,
+        strip_path: false,
+        inertia_groups: [0, 5],
     };
     for at in of("compiler") {
         read_compiler(&Element::new(at, None), &mut settings)?;
@@ -181,30 +184,7 @@ fn subject(e: &ModelError) -> Option<(&'static str, String)> {
 }
 
 fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError> {
-    el.check_attributes(&[
-        "angle",
-        "coordinate",
-        "inertiafromgeom",
-        "eulerseq",
-        "settotalmass",
-        "autolimits",
-        "boundmass",
-        "boundinertia",
-        "balanceinertia",
-        "meshdir",
-        "texturedir",
-        "assetdir",
-        "discardvisual",
-        "fusestatic",
-        "inertiagrouprange",
-        "exactmeshinertia",
-        "strippath",
-        "alignfree",
-        "usethread",
-        "saveinertial",
-        "fitaabb",
-        "convexhull",
-    ])?;
+    el.check_attributes("compiler")?;
     if let Some(dir) = el.string("meshdir").or_else(|| el.string("assetdir")) {
         s.mesh_dir = Some(dir);
     }
@@ -236,76 +216,20 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
     if let Some(auto) = el.boolean("autolimits")? {
         s.autolimits = auto;
     }
-    el.reject_nonzero("boundmass")?;
-    el.reject_nonzero("boundinertia")?;
-    el.reject_unless("balanceinertia", &["false"])?;
-    el.reject_unless("fusestatic", &["false"])?;
-    el.reject_unless("alignfree", &["false"])?;
+    s.strip_path = el.boolean("strippath")?.unwrap_or(s.strip_path);
+    if let Some(numbers) = el.array::<2>("inertiagrouprange")? {
+        let [lo, hi] = numbers.map(|x| x as i64);
+        if numbers != [lo as f64, hi as f64] {
+            return Err(el.invalid("inertiagrouprange needs two integers"));
+        }
+        s.inertia_groups = [lo, hi];
+    }
     Ok(())
 }
 
-/// Flags phyz reads; the rest are accepted when they do not change the smooth dynamics.
-const FLAGS: &[&str] = &[
-    "constraint",
-    "equality",
-    "frictionloss",
-    "limit",
-    "contact",
-    "passive",
-    "spring",
-    "damper",
-    "gravity",
-    "clampctrl",
-    "warmstart",
-    "filterparent",
-    "actuation",
-    "refsafe",
-    "sensor",
-    "midphase",
-    "eulerdamp",
-    "autoreset",
-    "nativeccd",
-    "island",
-    "override",
-    "energy",
-    "fwdinv",
-    "invdiscrete",
-    "multiccd",
-    "sleep",
-];
-
 impl<'a> Compiler<'a> {
     fn option(&mut self, el: &Element<'a, '_>) -> Result<(), MjcfError> {
-        el.check_attributes(&[
-            "timestep",
-            "gravity",
-            "integrator",
-            "density",
-            "viscosity",
-            "wind",
-            "magnetic",
-            "iterations",
-            "solver",
-            "tolerance",
-            "ls_iterations",
-            "ls_tolerance",
-            "noslip_iterations",
-            "noslip_tolerance",
-            "ccd_iterations",
-            "ccd_tolerance",
-            "cone",
-            "jacobian",
-            "impratio",
-            "o_margin",
-            "o_solref",
-            "o_solimp",
-            "o_friction",
-            "apirate",
-            "sdf_iterations",
-            "sdf_initpoints",
-            "actuatorgroupdisable",
-            "sleep_tolerance",
-        ])?;
+        el.check_attributes("option")?;
         let b = &mut self.builder;
         b.timestep = el.number_or("timestep", b.timestep)?;
         if let Some(g) = el.array::<3>("gravity")? {
@@ -333,7 +257,7 @@ impl<'a> Compiler<'a> {
             if flag.tag() != "flag" {
                 return Err(flag.invalid(format!("unexpected <{}> in <option>", flag.tag())));
             }
-            flag.check_attributes(FLAGS)?;
+            flag.check_attributes("flag")?;
             let read = |name: &str| flag.keyword(name, &["enable", "disable"]).map(|v| v.map(|v| v == "enable"));
             let e = &mut self.builder.enabled;
             for (name, switch) in [
@@ -348,18 +272,15 @@ impl<'a> Compiler<'a> {
                 ("eulerdamp", &mut e.euler_damp),
                 ("spring", &mut e.spring),
                 ("damper", &mut e.damper),
+                ("filterparent", &mut e.filter_parent),
             ] {
                 if let Some(on) = read(name)? {
                     *switch = on;
                 }
             }
-            if let Some(on) = read("passive")? {
-                (e.spring, e.damper, e.fluid) = (on, on, on);
-            }
-            if read("override")? == Some(true) {
-                return Err(flag.unsupported("the contact override flag"));
-            }
-            for name in FLAGS {
+            // As MuJoCo 4: fluid forces are off only when springs and dampers both are.
+            e.fluid = e.spring || e.damper;
+            for (name, _) in super::attributes::accepted("flag") {
                 read(name)?;
             }
         }
@@ -369,21 +290,20 @@ impl<'a> Compiler<'a> {
     /// `<equality>`: joint and tendon couplings, connects and welds; the other kinds are
     /// refused by name.
     fn equalities(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        Element::new(at, None).check_attributes(&[])?;
+        Element::new(at, None).check_no_attributes()?;
         for (k, child) in self.parsed.children(at).into_iter().enumerate() {
             let el = self.defaults.element_in(child, "equality")?;
-            let common = ["name", "class", "active", "solref", "solimp"];
-            let own: &[&str] = match el.tag() {
-                "joint" => &["polycoef", "joint1", "joint2"],
-                "tendon" => &["polycoef", "tendon1", "tendon2"],
-                "connect" => &["body1", "body2", "anchor", "site1", "site2"],
-                "weld" => &["body1", "body2", "anchor", "relpose", "torquescale", "site1", "site2"],
+            let own = match el.tag() {
+                "joint" => "equality/joint",
+                "tendon" => "equality/tendon",
+                "connect" => "equality/connect",
+                "weld" => "equality/weld",
                 "flex" | "flexvert" | "flexstrain" | "distance" => {
                     return Err(el.unsupported(format!("<{}> equality constraints", el.tag())));
                 }
                 other => return Err(el.invalid(format!("unexpected <{other}> in <equality>"))),
             };
-            el.check_attributes(&[&common[..], own].concat())?;
+            el.check_attributes_of(&["equality", own])?;
             let name = el.string("name").unwrap_or_else(|| format!("equality {k}"));
             self.places.insert(("equality", name.clone()), el.location());
             let coupled = equality_names(&el)?;
@@ -401,7 +321,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn worldbody(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        Element::new(at, None).check_attributes(&[])?;
+        Element::new(at, None).check_no_attributes()?;
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
             match el.tag() {
@@ -425,8 +345,7 @@ impl<'a> Compiler<'a> {
 
     fn body(&mut self, at: Located<'a>, parent: usize, childclass: &str) -> Result<(), MjcfError> {
         let el = Element::new(at, None);
-        el.check_attributes(&[FRAME, &["name", "childclass", "mocap", "gravcomp", "user", "sleep"]].concat())?;
-        el.reject_nonzero("gravcomp")?;
+        el.check_attributes("body")?;
         let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
         self.defaults.lookup(at, &childclass)?;
         let mut spec = BodySpec::new(el.string("name").unwrap_or_default());
@@ -447,8 +366,7 @@ impl<'a> Compiler<'a> {
                     spec.joints.push(joint);
                 }
                 "freejoint" => {
-                    cel.check_attributes(&["name", "group", "align"])?;
-                    cel.reject_unless("align", &["false", "auto"])?;
+                    cel.check_attributes("freejoint")?;
                     spec.joints.push(JointSpec::free(cel.string("name").unwrap_or_default()));
                 }
                 "geom" => {
@@ -514,7 +432,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn inertial(&self, el: &Element<'_, '_>) -> Result<Part, MjcfError> {
-        el.check_attributes(&[FRAME, &["mass", "diaginertia", "fullinertia"]].concat())?;
+        el.check_attributes("inertial")?;
         let mass = el.number("mass")?.ok_or_else(|| el.invalid("missing attribute `mass`"))?;
         if mass < 0.0 {
             return Err(el.invalid(format!("negative mass {mass}")));
@@ -537,34 +455,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn joint(&self, el: &Element<'_, '_>) -> Result<JointSpec, MjcfError> {
-        el.check_attributes(&[
-            "name",
-            "class",
-            "type",
-            "group",
-            "pos",
-            "axis",
-            "springdamper",
-            "limited",
-            "actuatorfrclimited",
-            "solreflimit",
-            "solimplimit",
-            "solreffriction",
-            "solimpfriction",
-            "stiffness",
-            "range",
-            "actuatorfrcrange",
-            "actuatorgravcomp",
-            "margin",
-            "ref",
-            "springref",
-            "armature",
-            "damping",
-            "frictionloss",
-            "user",
-        ])?;
-        el.reject_nonzero("springdamper")?;
-        el.reject_unless("actuatorgravcomp", &["false"])?;
+        el.check_attributes("joint")?;
         if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
             return Err(el.unsupported_attribute("actuatorfrcrange", "joint actuator force limits (actuatorfrcrange)"));
         }
@@ -617,34 +508,10 @@ impl<'a> Compiler<'a> {
     /// `<asset>`: meshes are read (their convex hulls), rendering assets skipped.
     fn assets(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         for child in self.parsed.children(at) {
-            let el = Element::new(child, None);
+            let el = self.defaults.element(child, MAIN)?;
             match el.tag() {
                 "mesh" => {
-                    el.check_attributes(&[
-                        "name",
-                        "class",
-                        "file",
-                        "scale",
-                        "content_type",
-                        "inertia",
-                        "maxhullvert",
-                        "smoothnormal",
-                        "refpos",
-                        "refquat",
-                        "vertex",
-                        "normal",
-                        "texcoord",
-                        "face",
-                        "builtin",
-                        "params",
-                        "material",
-                    ])?;
-                    for inline in ["vertex", "face", "builtin", "refpos", "refquat"] {
-                        if el.has(inline) {
-                            return Err(el.unsupported_attribute(inline, format!("mesh attribute `{inline}`")));
-                        }
-                    }
-                    el.reject_unless("inertia", &["legacy", "convex", "exact"])?;
+                    el.check_attributes("mesh")?;
                     let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file`"))?;
                     let name = el.string("name").unwrap_or_else(|| {
                         Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
@@ -654,6 +521,10 @@ impl<'a> Compiler<'a> {
                     // declares the mesh.
                     let base = self.parsed.base();
                     let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
+                    let file = match Path::new(&file).file_name() {
+                        Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
+                        _ => file,
+                    };
                     let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()))?;
                     self.meshes.insert(name, hull);
                 }
@@ -666,43 +537,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn geom(&self, el: &Element<'_, '_>) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
-        el.check_attributes(
-            &[
-                FRAME,
-                &[
-                    "name",
-                    "class",
-                    "type",
-                    "contype",
-                    "conaffinity",
-                    "condim",
-                    "group",
-                    "priority",
-                    "size",
-                    "material",
-                    "rgba",
-                    "friction",
-                    "mass",
-                    "density",
-                    "shellinertia",
-                    "solmix",
-                    "solref",
-                    "solimp",
-                    "margin",
-                    "gap",
-                    "fromto",
-                    "hfield",
-                    "mesh",
-                    "fitscale",
-                    "fluidshape",
-                    "fluidcoef",
-                    "user",
-                ],
-            ]
-            .concat(),
-        )?;
-        el.reject_unless("shellinertia", &["false"])?;
-        el.reject_unless("fluidshape", &["none"])?;
+        el.check_attributes("geom")?;
         let kind = el.keyword(
             "type",
             &["plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf"],
@@ -737,6 +572,11 @@ impl<'a> Compiler<'a> {
             }
             other => return Err(el.unsupported(format!("geom type `{other}`"))),
         };
+        if el.has("mesh") && !matches!(shape, Shape::Mesh { .. }) {
+            return Err(
+                el.unsupported_attribute("mesh", "a primitive fitted to a mesh (`mesh` on a geom of another type)")
+            );
+        }
         let (pos, quat) = match segment {
             Some((a, b)) => ((a + b) / 2.0, z_to(&(b - a))),
             None => (
@@ -774,14 +614,20 @@ impl<'a> Compiler<'a> {
         if mass.is_some_and(|m| m < 0.0) || density < 0.0 {
             return Err(el.invalid("mass and density must be non-negative"));
         }
-        let part = geom_mass(&geom.shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
+        // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
+        let [lo, hi] = self.settings.inertia_groups;
+        let weighs = (lo..=hi).contains(&el.integer("group")?.unwrap_or(0));
+        let part = geom_mass(&geom.shape, density, mass).filter(|_| weighs).map(|(mass, inertia)| Part {
+            mass,
+            inertia,
+            pos,
+            quat,
+        });
         Ok((geom, part))
     }
 
     fn site(&self, el: &Element<'_, '_>) -> Result<Site<f64>, MjcfError> {
-        el.check_attributes(
-            &[FRAME, &["name", "class", "type", "group", "size", "material", "rgba", "fromto", "user"]].concat(),
-        )?;
+        el.check_attributes("site")?;
         let (pos, quat) = match el.array::<6>("fromto")? {
             Some([a, b, c, d, e, f]) => {
                 let (from, to) = (Vector3::new(a, b, c), Vector3::new(d, e, f));
@@ -801,30 +647,7 @@ impl<'a> Compiler<'a> {
             if !matches!(el.tag(), "fixed" | "spatial") {
                 return Err(el.invalid(format!("unexpected <{}> in <tendon>", el.tag())));
             }
-            el.check_attributes(&[
-                "name",
-                "class",
-                "group",
-                "limited",
-                "range",
-                "solreflimit",
-                "solimplimit",
-                "solreffriction",
-                "solimpfriction",
-                "frictionloss",
-                "springlength",
-                "margin",
-                "stiffness",
-                "damping",
-                "armature",
-                "user",
-                "rgba",
-                "width",
-                "material",
-                "actuatorfrcrange",
-                "actuatorfrclimited",
-            ])?;
-            el.reject_nonzero("armature")?;
+            el.check_attributes("tendon")?;
             if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
                 return Err(
                     el.unsupported_attribute("actuatorfrcrange", "tendon actuator force limits (actuatorfrcrange)")
@@ -867,7 +690,7 @@ impl<'a> Compiler<'a> {
             if jel.tag() != "joint" {
                 return Err(jel.invalid(format!("unexpected <{}> in a fixed tendon", jel.tag())));
             }
-            jel.check_attributes(&["joint", "coef"])?;
+            jel.check_attributes("fixed/joint")?;
             let name = jel.string("joint").ok_or_else(|| jel.invalid("missing attribute `joint`"))?;
             if !self.places.contains_key(&("joint", name.clone())) {
                 return Err(jel.invalid(format!("no joint named `{name}`")));
@@ -890,16 +713,16 @@ impl<'a> Compiler<'a> {
             };
             points.push(match pel.tag() {
                 "site" => {
-                    pel.check_attributes(&["site"])?;
+                    pel.check_attributes("spatial/site")?;
                     PointSpec::Site(named("site", "site")?)
                 }
                 "geom" => {
-                    pel.check_attributes(&["geom", "sidesite"])?;
+                    pel.check_attributes("spatial/geom")?;
                     let side = if pel.has("sidesite") { Some(named("site", "sidesite")?) } else { None };
                     PointSpec::Wrap { geom: named("geom", "geom")?, side }
                 }
                 "pulley" => {
-                    pel.check_attributes(&["divisor"])?;
+                    pel.check_attributes("spatial/pulley")?;
                     let divisor = pel.number("divisor")?.ok_or_else(|| pel.invalid("missing attribute `divisor`"))?;
                     PointSpec::Pulley(divisor)
                 }
@@ -920,56 +743,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn actuator(&self, el: &Element<'_, '_>) -> Result<ActuatorSpec, MjcfError> {
-        el.check_attributes(&[
-            "name",
-            "class",
-            "group",
-            "ctrllimited",
-            "forcelimited",
-            "actlimited",
-            "ctrlrange",
-            "forcerange",
-            "actrange",
-            "lengthrange",
-            "gear",
-            "cranklength",
-            "joint",
-            "jointinparent",
-            "tendon",
-            "site",
-            "refsite",
-            "body",
-            "cranksite",
-            "slidersite",
-            "user",
-            "actdim",
-            "dyntype",
-            "gaintype",
-            "biastype",
-            "dynprm",
-            "gainprm",
-            "biasprm",
-            "actearly",
-            "kp",
-            "kv",
-            "dampratio",
-            "timeconst",
-            "inheritrange",
-            "delay",
-            "nsample",
-            "interp",
-            "area",
-            "diameter",
-            "bias",
-        ])?;
-        for target in ["jointinparent", "body", "cranksite", "slidersite"] {
-            if el.has(target) {
-                return Err(el.unsupported(format!("actuator transmission `{target}`")));
-            }
-        }
-        el.reject_nonzero("dampratio")?;
-        el.reject_nonzero("inheritrange")?;
-        el.reject_nonzero("delay")?;
+        el.check_attributes("actuator")?;
         let reference = el.string("refsite");
         let target = match (el.string("joint"), el.string("tendon"), el.string("site")) {
             (Some(j), None, None) => Target::Joint(j),
@@ -1078,7 +852,7 @@ impl<'a> Compiler<'a> {
             if el.tag() != "exclude" {
                 return Err(el.unsupported(format!("<{}> in <contact>", el.tag())));
             }
-            el.check_attributes(&["name", "body1", "body2"])?;
+            el.check_attributes("exclude")?;
             let body = |attr: &str| -> Result<usize, MjcfError> {
                 let name = el.string(attr).ok_or_else(|| el.invalid(format!("missing attribute `{attr}`")))?;
                 self.body_index.get(&name).copied().ok_or_else(|| el.invalid(format!("no body named `{name}`")))
@@ -1095,19 +869,7 @@ impl<'a> Compiler<'a> {
     /// class's `<pair>` defaults); the names are resolved when the model is built.
     fn contact_pair(&mut self, at: Located<'a>, k: usize) -> Result<(), MjcfError> {
         let el = self.defaults.element_in(at, "pair")?;
-        el.check_attributes(&[
-            "name",
-            "class",
-            "geom1",
-            "geom2",
-            "condim",
-            "friction",
-            "solref",
-            "solreffriction",
-            "solimp",
-            "margin",
-            "gap",
-        ])?;
+        el.check_attributes("pair")?;
         let geom = |attr: &str| el.string(attr).ok_or_else(|| el.invalid(format!("missing attribute `{attr}`")));
         let mut pair = ContactPairSpec::new(geom("geom1")?, geom("geom2")?);
         pair.name = el.string("name").unwrap_or_else(|| format!("pair {k}"));
@@ -1250,14 +1012,7 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
         // A kind phyz does not compute is refused whatever its attributes (MuJoCo's own).
         tag => return Err(el.unsupported(format!("<{tag}> sensors"))),
     };
-    const TARGETS: &[&str] =
-        &["joint", "tendon", "actuator", "site", "body", "objtype", "objname", "reftype", "refname"];
-    const HISTORY: &[&str] = &["nsample", "interp", "delay", "interval"];
-    el.check_attributes(&[&["name", "cutoff", "noise", "user"], TARGETS, HISTORY].concat())?;
-    // MuJoCo 4's sensor histories (delayed or sampled outputs) change what the sensor reads.
-    for key in ["nsample", "delay", "interval"] {
-        el.reject_nonzero(key)?;
-    }
+    el.check_attributes("sensor")?;
     Ok(Sensor { name: el.string("name").unwrap_or_default(), kind, cutoff: el.number_or("cutoff", 0.0)? })
 }
 
@@ -1283,7 +1038,7 @@ fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfEr
     if el.tag() != "key" {
         return Err(el.invalid(format!("unexpected <{}> in <keyframe>", el.tag())));
     }
-    el.check_attributes(&["name", "time", "qpos", "qvel", "act", "ctrl", "mpos", "mquat"])?;
+    el.check_attributes("key")?;
     let rest = rest_key(model);
     let values = |name: &str, per: usize, count: usize| -> Result<Option<Vec<f64>>, MjcfError> {
         match el.numbers(name)? {

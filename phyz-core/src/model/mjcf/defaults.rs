@@ -20,9 +20,19 @@ pub(super) fn group(tag: &str) -> Option<&'static str> {
         "fixed" | "spatial" | "tendon" => Some("tendon"),
         "equality" => Some("equality"),
         "pair" => Some("pair"),
+        "mesh" => Some("mesh"),
         "general" | "motor" | "position" | "velocity" | "intvelocity" | "damper" | "cylinder" | "muscle"
         | "adhesion" => Some("actuator"),
         _ => None,
+    }
+}
+
+/// The attribute table's element for a default's child `tag`: the element it sets defaults for.
+fn attribute_rows(tag: &str) -> &str {
+    match group(tag) {
+        Some("actuator") => "actuator",
+        Some(group) => group,
+        None => tag,
     }
 }
 
@@ -39,7 +49,7 @@ impl Defaults {
         defaults.classes.insert(MAIN.to_string(), HashMap::new());
         for &top in tops {
             let el = Element::new(top, None);
-            el.check_attributes(&["class"])?;
+            el.check_attributes("default")?;
             let name = el.string("class").unwrap_or_else(|| MAIN.to_string());
             let inherited = defaults.classes.get(MAIN).cloned().unwrap_or_default();
             defaults.read_class(parsed, top, name, inherited)?;
@@ -57,6 +67,7 @@ impl Defaults {
         let children = parsed.children(at);
         for &child in children.iter().filter(|c| !c.node.has_tag_name("default")) {
             let tag = child.node.tag_name().name();
+            Element::new(child, None).check_attribute_names(&[attribute_rows(tag)])?;
             if let Some(group) = group(tag) {
                 let entry = class.entry(group).or_default();
                 for attribute in child.node.attributes() {
@@ -67,7 +78,7 @@ impl Defaults {
         self.classes.insert(name.clone(), class.clone());
         for &child in children.iter().filter(|c| c.node.has_tag_name("default")) {
             let el = Element::new(child, None);
-            el.check_attributes(&["class"])?;
+            el.check_attributes("default")?;
             let child_name = el.string("class").ok_or_else(|| el.invalid("a nested default needs a `class`"))?;
             if self.classes.contains_key(&child_name) {
                 return Err(el.invalid(format!("default class `{child_name}` is defined twice")));

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use roxmltree::Node;
 
+use super::attributes::{self, Neutral, Treatment};
 use super::error::{Location, MjcfError, MjcfErrorKind, Unsupported};
 use super::source::Located;
 
@@ -46,17 +47,50 @@ impl<'a, 'd> Element<'a, 'd> {
     }
 
     /// An unsupported value of the attribute `name` (the rest of the element is supported).
-    pub(super) fn unsupported_attribute(&self, name: &'static str, message: impl Into<String>) -> MjcfError {
-        let kind = MjcfErrorKind::Unsupported(Unsupported { what: message.into(), attribute: Some(name) });
+    pub(super) fn unsupported_attribute(&self, name: &str, message: impl Into<String>) -> MjcfError {
+        let kind = MjcfErrorKind::Unsupported(Unsupported { what: message.into(), attribute: Some(name.to_string()) });
         MjcfError { location: self.location(), kind }
     }
 
-    /// Every attribute written on the element must be one of `known`.
-    pub(super) fn check_attributes(&self, known: &[&str]) -> Result<(), MjcfError> {
-        match self.at.node.attributes().find(|a| !known.contains(&a.name())) {
-            Some(a) => Err(self.invalid(format!("unknown attribute `{}`", a.name()))),
-            None => Ok(()),
+    /// Every attribute written on the element must be accepted for `element` (a key of the
+    /// [attribute table](super::attributes)), and each the table refuses must be neutral (as
+    /// written here or inherited from a default class).
+    pub(super) fn check_attributes(&self, element: &str) -> Result<(), MjcfError> {
+        self.check_attributes_of(&[element])
+    }
+
+    /// An element that takes no attributes.
+    pub(super) fn check_no_attributes(&self) -> Result<(), MjcfError> {
+        self.check_attributes_of(&[])
+    }
+
+    /// [`Self::check_attributes`] against the union of several elements' rows.
+    pub(super) fn check_attributes_of(&self, elements: &[&str]) -> Result<(), MjcfError> {
+        self.check_attribute_names(elements)?;
+        for (name, treatment) in elements.iter().flat_map(|e| attributes::accepted(e)) {
+            if let Treatment::Refused(neutral) = treatment {
+                self.refuse_unless(name, *neutral)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Every attribute written on the element is accepted for one of `elements`, whatever its
+    /// value (a default class: its values are checked where an element takes them).
+    pub(super) fn check_attribute_names(&self, elements: &[&str]) -> Result<(), MjcfError> {
+        let rows = || elements.iter().flat_map(|e| attributes::accepted(e));
+        for attribute in self.at.node.attributes() {
+            let name = attribute.name();
+            if rows().any(|(accepted, _)| *accepted == name || *accepted == "*") {
+                continue;
+            }
+            return Err(if attributes::mujoco_knows(self.tag(), name) {
+                self.unsupported_attribute(name, format!("attribute `{name}`"))
+            } else {
+                self.invalid(format!("unknown attribute `{name}`"))
+            });
+        }
+        Ok(())
     }
 
     /// The element's own value of `name`, else its default class's.
@@ -158,24 +192,16 @@ impl<'a, 'd> Element<'a, 'd> {
         }
     }
 
-    /// Errors when a physics attribute phyz does not implement is set to anything but its
-    /// neutral value.
-    pub(super) fn reject_unless(&self, name: &'static str, neutral: &[&str]) -> Result<(), MjcfError> {
-        match self.raw(name) {
-            Some(v) if !neutral.contains(&v.trim()) => {
-                Err(self.unsupported_attribute(name, format!("attribute `{name}=\"{v}\"`")))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Errors when a numeric physics attribute phyz does not implement is non-zero.
-    pub(super) fn reject_nonzero(&self, name: &'static str) -> Result<(), MjcfError> {
-        match self.numbers(name)? {
-            Some(v) if v.iter().any(|x| *x != 0.0) => {
-                Err(self.unsupported_attribute(name, format!("non-zero `{name}`")))
-            }
-            _ => Ok(()),
-        }
+    /// Errors when an attribute phyz does not implement is set to anything but its neutral
+    /// value.
+    fn refuse_unless(&self, name: &str, neutral: Neutral) -> Result<(), MjcfError> {
+        let Some(value) = self.raw(name) else { return Ok(()) };
+        let neutral = match neutral {
+            Neutral::Absent => false,
+            Neutral::Inactive => true,
+            Neutral::Words(words) => words.contains(&value.trim()),
+            Neutral::Zero => self.numbers(name)?.is_some_and(|v| v.iter().all(|x| *x == 0.0)),
+        };
+        if neutral { Ok(()) } else { Err(self.unsupported_attribute(name, format!("attribute `{name}=\"{value}\"`"))) }
     }
 }

@@ -47,7 +47,7 @@ pub enum MjcfErrorKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unsupported {
     pub what: String,
-    pub attribute: Option<&'static str>,
+    pub attribute: Option<String>,
 }
 
 impl std::ops::Deref for Unsupported {

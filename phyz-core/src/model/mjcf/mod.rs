@@ -7,6 +7,7 @@
 //! one. Anything that changes the physics and phyz does not implement is an error naming file,
 //! line and element; rendering-only elements are skipped.
 
+mod attributes;
 mod compile;
 mod defaults;
 mod element;
@@ -17,6 +18,7 @@ mod source;
 
 use std::path::Path;
 
+pub use attributes::{Neutral, Treatment, all as accepted_attributes};
 pub use error::{Location, MjcfError, MjcfErrorKind, Unsupported};
 
 use crate::model::Model;
@@ -59,7 +61,7 @@ pub fn survey(path: impl AsRef<Path>) -> Survey {
         match model {
             Err(e) if unsupported.len() < MAX_SET_ASIDE => {
                 let MjcfErrorKind::Unsupported(what) = &e.kind else { return Survey { unsupported, model: Err(e) } };
-                if !sources.without(&e.location, what.attribute) {
+                if !sources.without(&e.location, what.attribute.as_deref()) {
                     return Survey { unsupported, model: Err(e) };
                 }
                 unsupported.push(e);
