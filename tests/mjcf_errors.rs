@@ -355,3 +355,73 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
         Err(MjcfError { kind: MjcfErrorKind::Unsupported(_), .. })
     ));
 }
+
+/// The attribute table's three treatments, and what is not in it: an attribute MuJoCo's schema
+/// knows but phyz does not accept is refused by name, one MuJoCo does not know is an error (as
+/// MuJoCo 4 refuses `exactmeshinertia`), each at its element, in default classes too.
+#[test]
+fn attributes_are_compiled_set_aside_or_refused_by_name() {
+    let unsupported = |xml: &str, attribute: &str, element: &str| {
+        let e = error(xml);
+        assert!(
+            matches!(e.kind, MjcfErrorKind::Unsupported(ref u) if u.attribute.as_deref() == Some(attribute)),
+            "{attribute}: {e}"
+        );
+        assert_eq!(e.location.element, element, "{e}");
+    };
+    let on_joint = |extra: &str| BASE.replace(r#"axis="0 1 0""#, &format!(r#"axis="0 1 0" {extra}"#));
+    let in_option = |inner: &str| BASE.replace("</mujoco>", &format!("<option {inner}</option></mujoco>"));
+    // Known to MuJoCo, not accepted by phyz: refused by name.
+    unsupported(&on_joint(r#"springyield="1""#), "springyield", "joint");
+    // Accepted but refused off its default: on the element or through a class.
+    unsupported(&in_option(r#"noslip_iterations="3">"#), "noslip_iterations", "option");
+    unsupported(&in_option(r#"><flag multiccd="disable"/>"#), "multiccd", "flag");
+    unsupported(&in_option(r#"><flag sleep="enable"/>"#), "sleep", "flag");
+    unsupported(
+        &BASE
+            .replace(r#"<joint armature="0.01"/>"#, r#"<joint springdamper="1 1"/>"#)
+            .replace(r#"<joint name="j1""#, r#"<joint class="arm" name="j1""#),
+        "springdamper",
+        "joint",
+    );
+    // At its default, or of no effect on the dynamics: loads.
+    for ok in [
+        on_joint(r#"springdamper="0 0" group="2""#),
+        in_option(r#"iterations="5"><flag warmstart="disable" multiccd="enable"/>"#),
+    ] {
+        parse(&ok).expect("loads");
+    }
+    // Unknown to MuJoCo 4: an error, whether on an element or in a default class.
+    let unknown = |xml: &str, name: &str| {
+        let e = error(xml);
+        assert!(matches!(e.kind, MjcfErrorKind::Invalid(ref m) if m.contains(name)), "{e}");
+    };
+    unknown(&BASE.replace("<worldbody>", r#"<compiler exactmeshinertia="true"/><worldbody>"#), "exactmeshinertia");
+    unknown(&in_option(r#"><flag passive="disable"/>"#), "passive");
+    unknown(&BASE.replace(r#"<joint damping="0.1"/>"#, r#"<joint damping="0.1" dampin="2"/>"#), "dampin");
+    // A primitive fitted to a mesh is refused, not read as the primitive alone.
+    let fitted = r#"<mujoco><asset><mesh name="m" file="tests/models/meshes/block.stl"/></asset>
+      <worldbody><body><freejoint/><geom type="box" size="0.1 0.1 0.1" mesh="m"/></body></worldbody></mujoco>"#;
+    let e = mjcf::parse(fitted, concat!(env!("CARGO_MANIFEST_DIR"), "/model.xml")).expect_err("refused");
+    assert!(matches!(e.kind, MjcfErrorKind::Unsupported(ref u) if u.attribute.as_deref() == Some("mesh")), "{e}");
+}
+
+/// `filterparent="disable"` lets a body touch its parent, as in MuJoCo.
+#[test]
+fn the_filterparent_flag_is_read() {
+    let xml = |flag: &str| {
+        format!(
+            r#"<mujoco><option><flag filterparent="{flag}"/></option><worldbody>
+              <body name="a"><freejoint/><geom size="0.1"/>
+                <body name="b"><joint axis="0 1 0"/><geom size="0.1"/></body></body></worldbody></mujoco>"#
+        )
+    };
+    let touching = |flag: &str| {
+        let model = parse(&xml(flag)).expect("loads");
+        let bodies = model.bodies();
+        let (a, b) = (&bodies[1].geoms[0], &bodies[2].geoms[0]);
+        phyz::collision::can_collide(&model, 1, a, 2, b)
+    };
+    assert!(!touching("enable"));
+    assert!(touching("disable"));
+}

@@ -401,12 +401,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gym-dir", default=DEFAULT_GYM_DIR, help="directory of gymnasium MJCF files")
     ap.add_argument("--out", default=os.path.join(REPO, "tests", "reference"), help="output directory")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these models (by folder name)")
     ap.add_argument("--check", action="store_true",
                     help="do not write: re-read the existing files and replay them with MuJoCo")
     args = ap.parse_args()
     route_warnings()
 
     models = named_models(args.gym_dir)
+    if args.only:
+        unknown = set(args.only) - {n for n, _ in models}
+        if unknown:
+            sys.exit(f"error: no models named {sorted(unknown)}")
+        models = [(n, p) for n, p in models if n in args.only]
     if not model_paths(args.gym_dir)[0]:
         print(f"warning: no gymnasium models found in {args.gym_dir}", file=sys.stderr)
     names = [n for n, _ in models]
