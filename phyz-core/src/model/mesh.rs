@@ -19,7 +19,7 @@ pub enum MeshError {
     Read { path: String, message: String },
     #[error("mesh file `{path}` has an unknown extension (STL and OBJ are read)")]
     Format { path: String },
-    #[error("mesh `{path}` has no volume (fewer than four points off one plane)")]
+    #[error("mesh `{path}` has no volume (its points lie on one plane): it can neither touch nor weigh")]
     Flat { path: String },
 }
 
@@ -56,8 +56,9 @@ impl ConvexHull {
         let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
         let points: Vec<Vector3<f64>> = match extension.as_deref() {
             Some("stl") => {
-                let mut file = std::fs::File::open(path).map_err(|e| read(e.to_string()))?;
-                let mesh = stl_io::read_stl(&mut file).map_err(|e| read(e.to_string()))?;
+                let bytes = std::fs::read(path).map_err(|e| read(e.to_string()))?;
+                let mesh = stl_io::read_stl(&mut std::io::Cursor::new(binary_told_apart(bytes)))
+                    .map_err(|e| read(e.to_string()))?;
                 mesh.vertices.iter().map(|v| Vector3::new(v[0] as f64, v[1] as f64, v[2] as f64)).collect()
             }
             Some("obj") => {
@@ -111,6 +112,18 @@ impl ConvexHull {
     }
 }
 
+/// An STL file's bytes, with a binary file's header blanked: a binary file is told apart by its
+/// size (an 80-byte header, a triangle count, 50 bytes per triangle), not by its header's first
+/// word, which exporters often set to `solid` as ASCII files begin. The header holds no
+/// geometry, and blanked it no longer reads as ASCII to the STL reader.
+fn binary_told_apart(mut bytes: Vec<u8>) -> Vec<u8> {
+    let count = bytes.get(80..84).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize);
+    if count.is_some_and(|n| bytes.len() == 84 + 50 * n) {
+        bytes[..80].fill(0);
+    }
+    bytes
+}
+
 /// Volume, centroid and inertia tensor about the centroid (unit density) of the solid bounded
 /// by outward-wound `triangles`: a sum over the tetrahedra they make with an interior point.
 fn solid(corners: &[Vector3<f64>], triangles: &[[u32; 3]]) -> Option<(f64, Vector3<f64>, Matrix3<f64>)> {
@@ -139,6 +152,30 @@ fn solid(corners: &[Vector3<f64>], triangles: &[[u32; 3]]) -> Option<(f64, Vecto
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A binary STL whose header begins with `solid` (as many exporters write it) is read as
+    /// binary, by its size.
+    #[test]
+    fn a_binary_stl_is_told_apart_by_its_size() {
+        let corners = [[0.0f32, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        let faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]];
+        let mut bytes = b"solid exported by a CAD program".to_vec();
+        bytes.resize(80, b' ');
+        bytes.extend(4u32.to_le_bytes());
+        for face in faces {
+            bytes.extend([0u8; 12]);
+            for k in face {
+                bytes.extend(corners[k].iter().flat_map(|x| x.to_le_bytes()));
+            }
+            bytes.extend([0u8; 2]);
+        }
+        let path = std::env::temp_dir().join(format!("phyz-solid-header-{}.stl", std::process::id()));
+        std::fs::write(&path, &bytes).expect("written");
+        let hull = ConvexHull::load(&path, Vector3::repeat(2.0));
+        std::fs::remove_file(&path).ok();
+        let hull = hull.expect("read as binary");
+        assert!((hull.volume - 8.0 / 6.0).abs() < 1e-12, "{}", hull.volume);
+    }
 
     /// A box given by its corners, off-centre and turned, has the box's volume and moments and
     /// its principal frame at the box's centre.
