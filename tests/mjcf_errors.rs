@@ -425,3 +425,19 @@ fn the_filterparent_flag_is_read() {
     assert!(!touching("enable"));
     assert!(touching("disable"));
 }
+
+/// A flat mesh (no volume: no hull, no mass) loads only where MuJoCo compiles it: on a visual
+/// geom that `discardvisual` leaves out of a body with its own inertial. Without
+/// `discardvisual`, it is an error at the mesh, as in MuJoCo.
+#[test]
+fn a_flat_visual_mesh_loads_only_when_discarded() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/models/compiler_options.xml");
+    let text = std::fs::read_to_string(path).expect("readable");
+    let model = mjcf::parse(&text, path).expect("loads with discardvisual");
+    let plate = model.body_id("plate").expect("plate");
+    assert!(model.bodies()[plate].geoms.is_empty());
+    let kept = text.replace(r#"discardvisual="true""#, r#"discardvisual="false""#);
+    let e = mjcf::parse(&kept, path).expect_err("a flat mesh that is kept");
+    assert_eq!(e.location.element, "mesh", "{e}");
+    assert!(e.to_string().contains("decal"), "{e}");
+}

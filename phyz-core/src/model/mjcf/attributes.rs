@@ -82,7 +82,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("meshdir", Compiled),
             ("assetdir", Compiled),
             ("strippath", Compiled),
-            ("discardvisual", NoEffect),
+            ("discardvisual", Compiled),
             ("texturedir", NoEffect),
             ("usethread", NoEffect),
             ("fitaabb", NoEffect),

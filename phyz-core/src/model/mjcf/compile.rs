@@ -1,6 +1,6 @@
 //! From parsed MJCF elements to a model, following MuJoCo's compiler.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -39,6 +39,10 @@ struct Settings {
     strip_path: bool,
     /// `inertiagrouprange`: the geom groups whose geoms give their bodies mass.
     inertia_groups: [i64; 2],
+    /// `discardvisual`: visual geoms (no contact type or affinity, named by no other element)
+    /// are left out once they have given their bodies mass, and meshes only they use need not
+    /// be readable.
+    discard_visual: bool,
 }
 
 /// Top-level elements that only matter for rendering or bookkeeping.
@@ -59,8 +63,12 @@ struct Compiler<'a> {
     places: HashMap<(&'static str, String), Location>,
     /// Keyframes count requested by `<size nkey>`.
     nkey: usize,
-    /// Mesh assets by name.
-    meshes: HashMap<String, Arc<ConvexHull>>,
+    /// Mesh assets by name; one that cannot be read is an error where a geom needs it (at
+    /// once, unless `discardvisual` may leave it unused).
+    meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
+    /// The names other elements give geoms by (pairs, tendon wraps, sensors): such geoms are
+    /// never discarded as visual.
+    referenced_geoms: HashSet<String>,
 }
 
 pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfError> {
@@ -80,6 +88,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         mesh_dir: None,
         strip_path: false,
         inertia_groups: [0, 5],
+        discard_visual: false,
     };
     for at in of("compiler") {
         read_compiler(&Element::new(at, None), &mut settings)?;
@@ -95,6 +104,14 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         places: HashMap::new(),
         nkey: 0,
         meshes: HashMap::new(),
+        referenced_geoms: parsed
+            .docs
+            .iter()
+            .flat_map(|(_, doc)| doc.descendants())
+            .flat_map(|node| node.attributes())
+            .filter(|a| matches!(a.name(), "geom" | "geom1" | "geom2" | "objname" | "refname"))
+            .map(|a| a.value().to_string())
+            .collect(),
     };
     for at in of("asset") {
         c.assets(at)?;
@@ -217,6 +234,7 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
         s.autolimits = auto;
     }
     s.strip_path = el.boolean("strippath")?.unwrap_or(s.strip_path);
+    s.discard_visual = el.boolean("discardvisual")?.unwrap_or(s.discard_visual);
     if let Some(numbers) = el.array::<2>("inertiagrouprange")? {
         let [lo, hi] = numbers.map(|x| x as i64);
         if numbers != [lo as f64, hi as f64] {
@@ -326,6 +344,7 @@ impl<'a> Compiler<'a> {
             let el = self.defaults.element(child, MAIN)?;
             match el.tag() {
                 "body" => self.body(child, 0, MAIN)?,
+                "geom" if self.discarded(&el)? => {}
                 "geom" => {
                     let (geom, _) = self.geom(&el)?;
                     name_place(&mut self.places, "geom", &geom.name, &el);
@@ -353,6 +372,11 @@ impl<'a> Compiler<'a> {
         spec.quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
         spec.mocap = el.boolean("mocap")?.unwrap_or(false);
 
+        let from_geoms = match self.settings.inertia_from_geom {
+            InertiaFromGeom::Always => true,
+            InertiaFromGeom::Never => false,
+            InertiaFromGeom::Auto => !self.parsed.children(at).iter().any(|c| c.node.has_tag_name("inertial")),
+        };
         let mut inertial = None;
         let mut geom_parts = Vec::new();
         let mut children = Vec::new();
@@ -370,10 +394,19 @@ impl<'a> Compiler<'a> {
                     spec.joints.push(JointSpec::free(cel.string("name").unwrap_or_default()));
                 }
                 "geom" => {
+                    // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
+                    let [lo, hi] = self.settings.inertia_groups;
+                    let weighs = from_geoms && (lo..=hi).contains(&cel.integer("group")?.unwrap_or(0));
+                    let discarded = self.discarded(&cel)?;
+                    if discarded && !weighs {
+                        continue;
+                    }
                     let (geom, part) = self.geom(&cel)?;
-                    name_place(&mut self.places, "geom", &geom.name, &cel);
-                    geom_parts.extend(part);
-                    spec.geoms.push(geom);
+                    geom_parts.extend(part.filter(|_| weighs));
+                    if !discarded {
+                        name_place(&mut self.places, "geom", &geom.name, &cel);
+                        spec.geoms.push(geom);
+                    }
                 }
                 "site" => {
                     let site = self.site(&cel)?;
@@ -385,11 +418,6 @@ impl<'a> Compiler<'a> {
                 tag => return Err(cel.unsupported(format!("<{tag}> in <body>"))),
             }
         }
-        let from_geoms = match self.settings.inertia_from_geom {
-            InertiaFromGeom::Always => true,
-            InertiaFromGeom::Never => false,
-            InertiaFromGeom::Auto => inertial.is_none(),
-        };
         let (mass, com, inertia) = if from_geoms {
             combine(&geom_parts)
         } else {
@@ -525,7 +553,12 @@ impl<'a> Compiler<'a> {
                         Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
                         _ => file,
                     };
-                    let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()))?;
+                    let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()));
+                    if let Err(e) = &hull
+                        && !self.settings.discard_visual
+                    {
+                        return Err(e.clone());
+                    }
                     self.meshes.insert(name, hull);
                 }
                 "hfield" => return Err(el.unsupported("height fields")),
@@ -568,7 +601,7 @@ impl<'a> Compiler<'a> {
             "mesh" => {
                 let name = el.string("mesh").ok_or_else(|| el.invalid("a mesh geom needs `mesh`"))?;
                 let hull = self.meshes.get(&name).ok_or_else(|| el.invalid(format!("no mesh asset `{name}`")))?;
-                Shape::Mesh { hull: hull.clone() }
+                Shape::Mesh { hull: hull.clone()? }
             }
             other => return Err(el.unsupported(format!("geom type `{other}`"))),
         };
@@ -614,16 +647,16 @@ impl<'a> Compiler<'a> {
         if mass.is_some_and(|m| m < 0.0) || density < 0.0 {
             return Err(el.invalid("mass and density must be non-negative"));
         }
-        // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
-        let [lo, hi] = self.settings.inertia_groups;
-        let weighs = (lo..=hi).contains(&el.integer("group")?.unwrap_or(0));
-        let part = geom_mass(&geom.shape, density, mass).filter(|_| weighs).map(|(mass, inertia)| Part {
-            mass,
-            inertia,
-            pos,
-            quat,
-        });
+        let part = geom_mass(&geom.shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
         Ok((geom, part))
+    }
+
+    /// True when `discardvisual` leaves the geom out: it can touch nothing (`contype` and
+    /// `conaffinity` zero) and no other element names it.
+    fn discarded(&self, el: &Element<'_, '_>) -> Result<bool, MjcfError> {
+        let visual = el.integer("contype")?.unwrap_or(1) == 0 && el.integer("conaffinity")?.unwrap_or(1) == 0;
+        let named = el.string("name").is_some_and(|name| self.referenced_geoms.contains(&name));
+        Ok(self.settings.discard_visual && visual && !named)
     }
 
     fn site(&self, el: &Element<'_, '_>) -> Result<Site<f64>, MjcfError> {
