@@ -319,9 +319,9 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
   <default><default class="springy"><joint springdamper="0.5 1"/></default></default>
   <asset><hfield name="ground" nrow="2" ncol="2" size="1 1 0.1 0.1"/></asset>
   <worldbody>
-    <body name="a" pos="0 0 1" gravcomp="1">
+    <body name="a" pos="0 0 1">
       <joint name="ja" class="springy" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" fluidshape="ellipsoid"/>
       <site name="s1"/>
       <body name="b" pos="0.3 0 0">
         <joint name="jb" type="hinge" axis="0 1 0"/>
@@ -342,7 +342,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     for e in &survey.unsupported {
         assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)), "{e}");
     }
-    let expected = [("hfield", 3), ("body", 5), ("joint", 6), ("flex", 16), ("muscle", 17)];
+    let expected = [("hfield", 3), ("joint", 6), ("geom", 7), ("flex", 16), ("muscle", 17)];
     for (element, line) in expected {
         assert!(found.contains(&(element.to_string(), line)), "{element} at line {line} missing from {found:?}");
     }
@@ -440,4 +440,21 @@ fn a_flat_visual_mesh_loads_only_when_discarded() {
     let e = mjcf::parse(&kept, path).expect_err("a flat mesh that is kept");
     assert_eq!(e.location.element, "mesh", "{e}");
     assert!(e.to_string().contains("decal"), "{e}");
+}
+
+/// MuJoCo's `limited="auto"` rule: a range acts when it has lo < hi (`0 0` is no range, and
+/// neither is a reversed one); a range that is made to act must have lo < hi.
+#[test]
+fn ranges_act_by_mujocos_auto_rule() {
+    let joint = |attributes: &str| BASE.replace(r#"axis="0 1 0""#, &format!(r#"axis="0 1 0" {attributes}"#));
+    let range = |attributes: &str| parse(&joint(attributes)).map(|m| m.joints()[0].range);
+    assert_eq!(range(r#"range="0 0""#).expect("loads"), None);
+    assert_eq!(range(r#"range="1 -1""#).expect("loads"), None);
+    assert!(range(r#"range="-1 1""#).expect("loads").is_some());
+    assert!(range(r#"limited="true" range="1 -1""#).is_err());
+    assert!(range(r#"limited="true""#).is_err());
+    let force = |attributes: &str| parse(&joint(attributes)).map(|m| m.joints()[0].actuator_force_range);
+    assert_eq!(force(r#"actuatorfrcrange="-2 3""#).expect("loads"), Some([-2.0, 3.0]));
+    assert_eq!(force(r#"actuatorfrclimited="false" actuatorfrcrange="-2 3""#).expect("loads"), None);
+    assert!(force(r#"actuatorfrclimited="true" actuatorfrcrange="0 0""#).is_err());
 }

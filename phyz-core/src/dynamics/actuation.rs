@@ -3,7 +3,8 @@
 
 use nalgebra::DVector;
 
-use super::kinematics::Kinematics;
+use super::gravcomp::add_gravity_compensation;
+use super::kinematics::{Kinematics, LinkBuffers};
 use super::tendon::DofRow;
 use super::transmission::{Moment, transmission};
 use crate::Scalar;
@@ -24,7 +25,8 @@ pub fn actuator_forces<S: Scalar>(model: &Model<S>, state: &State<S>, ctrl: &[S]
     let mut kin = Kinematics::default();
     kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     kin.update(model, &state.qpos);
-    add_actuator_forces(model, (&kin, &mut row), state.point(), (ctrl, &rate), &mut f);
+    let mut links = LinkBuffers::default();
+    set_actuator_forces(model, (&kin, &mut row, &mut links), state.point(), (ctrl, &rate), &mut f);
     Ok(f)
 }
 
@@ -119,23 +121,34 @@ pub(crate) fn actuator_force<'a, S: Scalar>(
     ActuatorForce { length: l, velocity: v, input, unclamped, force, moment }
 }
 
-/// Adds the actuators' generalized forces at `point` to `f` (`kin` at the same
-/// configuration): each force reads the clamped control, or its activation (the one the step
-/// ends with, for `actearly`) when it has dynamics, and reaches the joints through its
-/// transmission's moment. `rate` holds the activations' rates ([`activation_rates`]); `row` is
-/// storage for a site transmission's moment.
-pub fn add_actuator_forces<S: Scalar>(
+/// Sets `f` to the actuators' generalized forces at `point` (MuJoCo's `qfrc_actuator`; `kin`
+/// at the same configuration): each force reads the clamped control, or its activation (the
+/// one the step ends with, for `actearly`) when it has dynamics, and reaches the joints through
+/// its transmission's moment; then the gravity compensation of the joints that take it through
+/// their actuators joins it, and each joint's actuator force range bounds the total on its
+/// first degree of freedom. Zero without actuators or with actuation off. `rate` holds the
+/// activations' rates ([`activation_rates`]); `row` and `links` are storage (a site
+/// transmission's moment, link forces).
+pub fn set_actuator_forces<S: Scalar>(
     model: &Model<S>,
-    (kin, row): (&Kinematics<S>, &mut DVector<S>),
+    (kin, row, links): (&Kinematics<S>, &mut DVector<S>, &mut LinkBuffers<S>),
     point: Point<'_, S>,
     (ctrl, rate): (&[S], &DVector<S>),
     f: &mut DVector<S>,
 ) {
-    if !model.enabled.actuation {
+    zero_vector(f, model.nv());
+    if !model.enabled.actuation || model.nu() == 0 {
         return;
     }
     for (actuator, &u) in model.actuators().iter().zip(ctrl) {
         let terms = actuator_force(model, (kin, &mut *row), actuator, point, (u, rate));
         terms.moment.apply(model, terms.force, f.as_mut_slice());
+    }
+    add_gravity_compensation(model, kin, true, links, f);
+    for joint in model.joints() {
+        if let Some([lo, hi]) = joint.actuator_force_range {
+            let d = joint.dof_adr();
+            f[d] = f[d].clamp(lo, hi);
+        }
     }
 }

@@ -7,6 +7,7 @@ pub mod actuation;
 pub mod crba;
 pub mod energy;
 pub mod fluid;
+pub mod gravcomp;
 pub mod implicit;
 pub mod integrator;
 pub mod kinematics;

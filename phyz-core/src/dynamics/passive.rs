@@ -3,6 +3,7 @@
 use nalgebra::{DVector, Vector3};
 
 use super::fluid::add_fluid_forces;
+use super::gravcomp::add_gravity_compensation;
 use super::kinematics::{Kinematics, LinkBuffers, qpos_quat};
 use super::tendon::DofRow;
 use crate::Scalar;
@@ -10,7 +11,8 @@ use crate::math::Quat;
 use crate::model::{JointKind, Model};
 
 /// MuJoCo's `qfrc_passive`: spring forces `-k (q - q_spring)` and damping forces `-b q̇` of
-/// joints, the same for tendon lengths, and fluid forces. Ball and free joints spring towards
+/// joints, the same for tendon lengths, fluid forces, and gravity compensation on the joints
+/// that do not take it through their actuators. Ball and free joints spring towards
 /// the reference pose (MuJoCo's `qpos_spring`), their rotational part by the rotation vector of
 /// the orientation error. Tendon springs act outside the dead band `spring_length`.
 pub fn passive_forces<S: Scalar>(
@@ -34,6 +36,7 @@ pub fn add_passive_forces<S: Scalar>(
     f: &mut DVector<S>,
 ) {
     add_fluid_forces(model, kin, qvel, buffers, f);
+    add_gravity_compensation(model, kin, false, buffers, f);
     let (spring, damper) = (model.enabled.spring, model.enabled.damper);
     for joint in model.joints() {
         let (q, d) = (joint.qpos_adr(), joint.dof_adr());

@@ -74,10 +74,24 @@ pub fn rnea<S: Scalar>(
 /// axis it passes (the backward pass of RNEA). `force` is spent: it ends holding the subtree
 /// sums.
 pub fn add_link_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, force: &mut [Force<S>], tau: &mut DVector<S>) {
+    add_link_forces_where(model, kin, force, tau, |_| true);
+}
+
+/// [`add_link_forces`] onto the degrees of freedom of the links `reached` picks only (the
+/// forces still pass through every link to the root).
+pub(crate) fn add_link_forces_where<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    force: &mut [Force<S>],
+    tau: &mut DVector<S>,
+    reached: impl Fn(usize) -> bool,
+) {
     let links = &model.tree().links;
     for (i, link) in links.iter().enumerate().rev() {
-        for (k, col) in kin.subspace[i].cols().iter().enumerate() {
-            tau[link.dof_adr + k] += col.dot(&force[i]);
+        if reached(i) {
+            for (k, col) in kin.subspace[i].cols().iter().enumerate() {
+                tau[link.dof_adr + k] += col.dot(&force[i]);
+            }
         }
         if let Some(p) = link.parent {
             let f = kin.local[i].force_to_parent(&force[i]);

@@ -5,7 +5,7 @@
 
 use nalgebra::{DMatrix, DVector};
 
-use super::actuation::{activation_rates, add_actuator_forces};
+use super::actuation::{activation_rates, set_actuator_forces};
 use super::crba::mass_matrix_into;
 use super::implicit::{DerivativeInputs, ImplicitWork};
 use super::kinematics::{Kinematics, LinkBuffers};
@@ -124,15 +124,15 @@ impl<S: Scalar> Smooth<S> {
         if self.is_damped { &self.damped } else { &self.mass }
     }
 
-    /// Kinematics, the activations' rates, and the applied forces (passive and actuator) in
+    /// Kinematics, the activations' rates, and the applied forces (actuator and passive) in
     /// `force`.
     fn applied(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
         let Point { qpos: q, qvel: v, act } = point;
         self.kin.update(model, q);
-        zero_vector(&mut self.force, model.nv());
-        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
         activation_rates(model, act, ctrl, &mut self.act_rate);
-        add_actuator_forces(model, (&self.kin, &mut self.moment_row), point, (ctrl, &self.act_rate), &mut self.force);
+        let storage = (&self.kin, &mut self.moment_row, &mut self.links);
+        set_actuator_forces(model, storage, point, (ctrl, &self.act_rate), &mut self.force);
+        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
     }
 }
 

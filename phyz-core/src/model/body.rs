@@ -63,6 +63,8 @@ pub struct Body<S> {
     pub inertia_axes: Quat<S>,
     /// Principal moments of inertia about the centre of mass (MuJoCo's `body_inertia`).
     pub inertia: Vector3<S>,
+    /// The fraction of the body's weight gravity compensation cancels (MuJoCo's `gravcomp`).
+    pub gravcomp: S,
     pub geoms: Vec<Geom<S>>,
     pub sites: Vec<Site<S>>,
 }
@@ -116,6 +118,7 @@ impl<S: Scalar> Body<S> {
             com: self.com.map(&mut *f),
             inertia_axes: self.inertia_axes.map(&mut *f),
             inertia: self.inertia.map(&mut *f),
+            gravcomp: f(self.gravcomp),
             geoms: self.geoms.iter().map(|g| g.map(f)).collect(),
             sites: self
                 .sites

@@ -32,6 +32,12 @@ pub struct JointSpec {
     pub frictionloss: f64,
     pub solref_friction: [f64; 2],
     pub solimp_friction: [f64; 5],
+    /// Bounds on the actuators' total generalized force on the joint's first degree of freedom
+    /// (MuJoCo's `actuatorfrcrange`).
+    pub actuator_force_range: Option<[f64; 2]>,
+    /// The body's gravity compensation reaches this joint through its actuators (and their
+    /// force range) rather than as a passive force (MuJoCo's `actuatorgravcomp`).
+    pub actuator_gravcomp: bool,
 }
 
 /// MuJoCo's default constraint reference `(timeconst, dampratio)`.
@@ -58,6 +64,8 @@ impl JointSpec {
             frictionloss: 0.0,
             solref_friction: DEFAULT_SOLREF,
             solimp_friction: DEFAULT_SOLIMP,
+            actuator_force_range: None,
+            actuator_gravcomp: false,
         }
     }
     pub fn hinge(name: impl Into<String>, axis: Vector3<f64>) -> Self {
@@ -93,6 +101,9 @@ pub struct BodySpec {
     /// A mocap body: a child of the world without joints, posed by the state (its `pos` and
     /// `quat` are the initial mocap pose).
     pub mocap: bool,
+    /// The fraction of the body's weight cancelled by an upward force at its centre of mass
+    /// (MuJoCo's `gravcomp`).
+    pub gravcomp: f64,
 }
 
 impl BodySpec {
@@ -109,6 +120,7 @@ impl BodySpec {
             geoms: Vec::new(),
             sites: Vec::new(),
             mocap: false,
+            gravcomp: 0.0,
         }
     }
 }
@@ -341,6 +353,7 @@ impl ModelBuilder {
             com: Vector3::zeros(),
             inertia_axes: Quat::identity(),
             inertia: Vector3::zeros(),
+            gravcomp: 0.0,
             geoms: self.world.geoms,
             sites: self.world.sites,
         }];
@@ -384,6 +397,7 @@ impl ModelBuilder {
                 com: spec.com,
                 inertia_axes,
                 inertia,
+                gravcomp: spec.gravcomp,
                 geoms: spec.geoms,
                 sites: spec.sites,
             });
@@ -647,6 +661,9 @@ fn check_mass(spec: &BodySpec) -> Result<(), ModelError> {
             reason: "must be finite and non-negative",
         });
     }
+    if !spec.gravcomp.is_finite() {
+        return Err(ModelError::InvalidMass { body: body(), mass: spec.mass, reason: "gravcomp must be finite" });
+    }
     let i = &spec.inertia;
     if !i.iter().all(|x| x.is_finite()) || !spec.com.iter().all(|x| x.is_finite()) {
         return Err(ModelError::InvalidInertia { body: body(), reason: "non-finite entries" });
@@ -712,6 +729,11 @@ fn compile_joint(
     {
         return Err(invalid("range must have lo <= hi"));
     }
+    if let Some([lo, hi]) = js.actuator_force_range
+        && !(lo < hi)
+    {
+        return Err(invalid("actuator force range must have lo < hi"));
+    }
     if js.kind == JointKind::Free && (parent != 0 || body.joints.len() != 1) {
         return Err(invalid("a free joint must be the only joint of a child of the world"));
     }
@@ -744,6 +766,8 @@ fn compile_joint(
         frictionloss: js.frictionloss,
         solref_friction: js.solref_friction,
         solimp_friction: js.solimp_friction,
+        actuator_force_range: js.actuator_force_range,
+        actuator_gravcomp: js.actuator_gravcomp,
     })
 }
 

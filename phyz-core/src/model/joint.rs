@@ -86,6 +86,12 @@ pub struct Joint<S> {
     pub frictionloss: S,
     pub solref_friction: [S; 2],
     pub solimp_friction: [S; 5],
+    /// Bounds on the actuators' total generalized force on the first degree of freedom (MuJoCo's
+    /// `actuatorfrcrange`), gravity compensation through actuators included.
+    pub actuator_force_range: Option<[S; 2]>,
+    /// Gravity compensation reaches this joint as actuator force, not passive force (MuJoCo's
+    /// `actuatorgravcomp`).
+    pub actuator_gravcomp: bool,
 }
 
 impl<S: Scalar> Joint<S> {
@@ -130,6 +136,8 @@ impl<S: Scalar> Joint<S> {
             frictionloss: f(self.frictionloss),
             solref_friction: self.solref_friction.map(&mut *f),
             solimp_friction: self.solimp_friction.map(&mut *f),
+            actuator_force_range: self.actuator_force_range.map(|[lo, hi]| [f(lo), f(hi)]),
+            actuator_gravcomp: self.actuator_gravcomp,
         }
     }
 }

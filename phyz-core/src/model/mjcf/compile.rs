@@ -371,6 +371,7 @@ impl<'a> Compiler<'a> {
         spec.pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
         spec.quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
         spec.mocap = el.boolean("mocap")?.unwrap_or(false);
+        spec.gravcomp = el.number_or("gravcomp", 0.0)?;
 
         let from_geoms = match self.settings.inertia_from_geom {
             InertiaFromGeom::Always => true,
@@ -484,9 +485,6 @@ impl<'a> Compiler<'a> {
 
     fn joint(&self, el: &Element<'_, '_>) -> Result<JointSpec, MjcfError> {
         el.check_attributes("joint")?;
-        if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
-            return Err(el.unsupported_attribute("actuatorfrcrange", "joint actuator force limits (actuatorfrcrange)"));
-        }
         let name = el.string("name").unwrap_or_default();
         let kind = match el.keyword("type", &["free", "ball", "slide", "hinge"])?.unwrap_or("hinge") {
             "free" => JointKind::Free,
@@ -495,8 +493,12 @@ impl<'a> Compiler<'a> {
             _ => JointKind::Hinge,
         };
         let angular = |x: f64| if kind == JointKind::Slide { x } else { self.settings.angles.angle(x) };
-        let range = el.array::<2>("range")?;
-        let limited = el.limited("limited", range.is_some(), self.settings.autolimits)?;
+        let autolimits = self.settings.autolimits;
+        let (ball, free) = (kind == JointKind::Ball, kind == JointKind::Free);
+        // As MuJoCo: a free joint has no limits, and neither it nor a ball joint a force range.
+        let range = if free { None } else { el.limits("limited", "range", autolimits, !ball)? };
+        let actuator_force_range =
+            if free || ball { None } else { el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)? };
         let mut spec = JointSpec {
             name,
             kind,
@@ -514,11 +516,12 @@ impl<'a> Compiler<'a> {
             frictionloss: el.number_or("frictionloss", 0.0)?,
             solref_friction: el.padded("solreffriction", DEFAULT_SOLREF)?,
             solimp_friction: el.padded("solimpfriction", DEFAULT_SOLIMP)?,
+            actuator_force_range,
+            actuator_gravcomp: el.boolean("actuatorgravcomp")?.unwrap_or(false),
         };
-        if limited {
-            let [lo, hi] = range.ok_or_else(|| el.invalid("limited joint without a range"))?;
-            if lo > hi {
-                return Err(el.invalid(format!("range {lo} {hi} has lo > hi")));
+        if let Some([lo, hi]) = range {
+            if ball && lo != 0.0 {
+                return Err(el.invalid("a ball joint's range must start at 0"));
             }
             spec.range = Some([angular(lo), angular(hi)]);
         }
@@ -681,14 +684,14 @@ impl<'a> Compiler<'a> {
                 return Err(el.invalid(format!("unexpected <{}> in <tendon>", el.tag())));
             }
             el.check_attributes("tendon")?;
-            if el.limited("actuatorfrclimited", el.has("actuatorfrcrange"), self.settings.autolimits)? {
+            let autolimits = self.settings.autolimits;
+            if el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)?.is_some() {
                 return Err(
                     el.unsupported_attribute("actuatorfrcrange", "tendon actuator force limits (actuatorfrcrange)")
                 );
             }
             let path = if el.tag() == "fixed" { self.fixed_path(child)? } else { self.spatial_path(child)? };
-            let range = el.array::<2>("range")?;
-            let limited = el.limited("limited", range.is_some(), self.settings.autolimits)?;
+            let range = el.limits("limited", "range", autolimits, true)?;
             let spring_length = match el.numbers("springlength")? {
                 None => None,
                 Some(v) if v.len() == 1 && v[0] == -1.0 => None,
@@ -702,8 +705,7 @@ impl<'a> Compiler<'a> {
             spec.stiffness = el.number_or("stiffness", 0.0)?;
             spec.damping = el.number_or("damping", 0.0)?;
             spec.spring_length = spring_length;
-            spec.range =
-                if limited { Some(range.ok_or_else(|| el.invalid("limited tendon without a range"))?) } else { None };
+            spec.range = range;
             spec.limit_margin = el.number_or("margin", 0.0)?;
             spec.solref_limit = el.padded("solreflimit", DEFAULT_SOLREF)?;
             spec.frictionloss = el.number_or("frictionloss", 0.0)?;
@@ -800,18 +802,10 @@ impl<'a> Compiler<'a> {
         let mut spec = ActuatorSpec::motor(el.string("name").unwrap_or_default(), String::new());
         spec.target = target;
         spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
-        let ctrl_range = el.array::<2>("ctrlrange")?;
-        if el.limited("ctrllimited", ctrl_range.is_some(), self.settings.autolimits)? {
-            spec.ctrl_range = Some(ctrl_range.ok_or_else(|| el.invalid("ctrllimited without a ctrlrange"))?);
-        }
-        let force_range = el.array::<2>("forcerange")?;
-        if el.limited("forcelimited", force_range.is_some(), self.settings.autolimits)? {
-            spec.force_range = Some(force_range.ok_or_else(|| el.invalid("forcelimited without a forcerange"))?);
-        }
-        let act_range = el.array::<2>("actrange")?;
-        if el.limited("actlimited", act_range.is_some(), self.settings.autolimits)? {
-            spec.act_range = Some(act_range.ok_or_else(|| el.invalid("actlimited without an actrange"))?);
-        }
+        let autolimits = self.settings.autolimits;
+        spec.ctrl_range = el.limits("ctrllimited", "ctrlrange", autolimits, true)?;
+        spec.force_range = el.limits("forcelimited", "forcerange", autolimits, true)?;
+        spec.act_range = el.limits("actlimited", "actrange", autolimits, true)?;
         spec.act_early = el.boolean("actearly")?.unwrap_or(false);
         spec.dynamics = actuator_dynamics(el)?;
         let stateful = spec.dynamics != Dynamics::None;

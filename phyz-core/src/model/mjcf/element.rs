@@ -180,16 +180,29 @@ impl<'a, 'd> Element<'a, 'd> {
         Ok(self.keyword(name, &["true", "false"])?.map(|k| k == "true"))
     }
 
-    /// MuJoCo's `limited`-style attribute: `true`, `false` or `auto` (limited when a range is
-    /// given, under `autolimits`).
-    pub(super) fn limited(&self, name: &str, range_given: bool, autolimits: bool) -> Result<bool, MjcfError> {
-        match self.keyword(name, &["true", "false", "auto"])? {
-            Some("true") => Ok(true),
-            Some("false") => Ok(false),
-            _ if autolimits => Ok(range_given),
-            _ if range_given => Err(self.invalid(format!("`{name}` is auto but compiler autolimits is false"))),
-            _ => Ok(false),
+    /// The range `range` when MuJoCo's `limited`-style attribute `limited` makes it act:
+    /// `true`, `false`, or `auto` (under `autolimits`, limited when the range has lo < hi; a
+    /// range of `0 0` is no range). A range that acts must have lo < hi when `ordered`.
+    pub(super) fn limits(
+        &self,
+        limited: &str,
+        range: &str,
+        autolimits: bool,
+        ordered: bool,
+    ) -> Result<Option<[f64; 2]>, MjcfError> {
+        let [lo, hi] = self.array::<2>(range)?.unwrap_or([0.0; 2]);
+        let acts = match self.keyword(limited, &["true", "false", "auto"])? {
+            Some("true") => true,
+            Some("false") => false,
+            _ if !autolimits && [lo, hi] != [0.0; 2] => {
+                return Err(self.invalid(format!("`{range}` without `{limited}`, and compiler autolimits is false")));
+            }
+            _ => autolimits && lo < hi,
+        };
+        if acts && ordered && lo >= hi {
+            return Err(self.invalid(format!("`{range}` {lo} {hi} needs lo < hi")));
         }
+        Ok(acts.then_some([lo, hi]))
     }
 
     /// Errors when an attribute phyz does not implement is set to anything but its neutral
