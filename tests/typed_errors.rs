@@ -18,7 +18,7 @@ use phyz::dual::{
     Cost, CostFunctions, DualError, Parameter, RolloutDirection, Seed, jvp, jvp_lanes, rollout_directional,
     rollout_gradient, rollout_value, step_jacobians, step_jacobians_lanes,
 };
-use phyz::model::mesh::{ConvexHull, MeshError};
+use phyz::model::mesh::{ConvexHull, MeshError, MeshOptions};
 use phyz::model::mjcf;
 use phyz::model::{ActuatorSpec, BodySpec, JointSpec, Keyframe, ModelBuilder, Target, TendonSpec};
 use phyz::sim::ContactState;
@@ -283,7 +283,7 @@ fn the_sweeps_refuse_a_mass_matrix_that_is_not_positive_definite() {
 fn a_flat_mesh_is_a_flat_error_naming_the_file() {
     let path = std::env::temp_dir().join(format!("phyz-typed-errors-flat-{}.obj", std::process::id()));
     std::fs::write(&path, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n").expect("temp file");
-    let flat = ConvexHull::load(&path, Vector3::new(1.0, 1.0, 1.0));
+    let flat = ConvexHull::load(&path, &MeshOptions::default());
     std::fs::remove_file(&path).ok();
     let shown = path.display().to_string();
     assert!(matches!(flat, Err(MeshError::Flat { ref path }) if *path == shown), "{:?}", flat.err());

@@ -1,16 +1,20 @@
-//! Convex meshes: the vertices of an STL or OBJ file, reduced to their convex hull — what
-//! contacts use, as in MuJoCo — and moved into the hull's principal frame, as MuJoCo moves a
-//! mesh into its inertial frame (a geom using it is placed by that frame).
+//! Meshes: the triangles of an STL or OBJ file, their mass properties as MuJoCo computes them
+//! (`<mesh inertia>`: legacy, convex, exact or shell), and their convex hull — what contacts
+//! use, as in MuJoCo — in the mesh's principal frame, as MuJoCo moves a mesh into its inertial
+//! frame (a geom using it is placed by that frame).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+use nalgebra::{Matrix3, Vector3};
 use parry3d_f64::math::Vector;
 use parry3d_f64::shape::ConvexPolyhedron;
 use parry3d_f64::transformation::try_convex_hull;
 
-use crate::math::Quat;
+use crate::math::{Quat, principal_axes};
+
+/// MuJoCo's smallest meaningful area, volume or length (`mjMINVAL`).
+const MIN_VALUE: f64 = 1e-15;
 
 /// Why a mesh file gave no hull.
 #[derive(Debug, thiserror::Error)]
@@ -21,14 +25,54 @@ pub enum MeshError {
     Format { path: String },
     #[error("mesh `{path}` has no volume (its points lie on one plane): it can neither touch nor weigh")]
     Flat { path: String },
+    #[error("mesh `{path}`: {reason}")]
+    Inertia { path: String, reason: &'static str },
 }
 
-/// The convex hull of a mesh, in its principal frame (centroid at the origin, axes along the
-/// principal axes of inertia of the solid hull at uniform density).
+/// How a mesh's mass properties are computed (MJCF `<mesh inertia>`), as MuJoCo 4 does. All
+/// four agree on a closed convex mesh.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MeshInertia {
+    /// MuJoCo's default: the solid the faces make with their area-weighted centroid, each
+    /// face's pyramid counted positive (a non-convex mesh weighs more than its solid).
+    #[default]
+    Legacy,
+    /// The solid convex hull.
+    Convex,
+    /// The solid the (consistently oriented) faces enclose.
+    Exact,
+    /// A thin shell: mass spread over the faces' area.
+    Shell,
+}
+
+/// What `<mesh>` says of its file beyond the path: a per-axis scale, the frame the vertices are
+/// given in (`refpos`, `refquat`: subtracted and undone before scaling), and the inertia mode.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeshOptions {
+    pub scale: Vector3<f64>,
+    pub refpos: Vector3<f64>,
+    pub refquat: Quat<f64>,
+    pub inertia: MeshInertia,
+}
+
+impl Default for MeshOptions {
+    fn default() -> Self {
+        MeshOptions {
+            scale: Vector3::repeat(1.0),
+            refpos: Vector3::zeros(),
+            refquat: Quat::identity(),
+            inertia: MeshInertia::default(),
+        }
+    }
+}
+
+/// A mesh's convex hull in its principal frame (centroid at the origin, axes along the
+/// principal axes of inertia of the mesh's mass, by its inertia mode).
 #[derive(Debug)]
 pub struct ConvexHull {
     /// Hull vertices, principal frame.
     pub vertices: Vec<Vector3<f64>>,
+    /// Volume (area for a shell): the mass at unit density.
     pub volume: f64,
     /// Principal moments of inertia per unit mass.
     pub inertia_per_mass: Vector3<f64>,
@@ -48,58 +92,64 @@ impl PartialEq for ConvexHull {
     }
 }
 
+/// Points and outward-wound triangles.
+struct Triangles {
+    points: Vec<Vector3<f64>>,
+    faces: Vec<[usize; 3]>,
+}
+
 impl ConvexHull {
-    /// Reads `path` (STL, binary or ASCII, or OBJ, by extension) and scales it per axis.
-    pub fn load(path: &Path, scale: Vector3<f64>) -> Result<Arc<ConvexHull>, MeshError> {
+    /// Reads `path` (STL, binary or ASCII, or OBJ, by extension) as `options` say.
+    pub fn load(path: &Path, options: &MeshOptions) -> Result<Arc<ConvexHull>, MeshError> {
         let shown = path.display().to_string();
-        let read = |message: String| MeshError::Read { path: shown.clone(), message };
-        let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-        let points: Vec<Vector3<f64>> = match extension.as_deref() {
-            Some("stl") => {
-                let bytes = std::fs::read(path).map_err(|e| read(e.to_string()))?;
-                let mesh = stl_io::read_stl(&mut std::io::Cursor::new(binary_told_apart(bytes)))
-                    .map_err(|e| read(e.to_string()))?;
-                mesh.vertices.iter().map(|v| Vector3::new(v[0] as f64, v[1] as f64, v[2] as f64)).collect()
-            }
-            Some("obj") => {
-                let (models, _) =
-                    tobj::load_obj(path, &tobj::LoadOptions::default()).map_err(|e| read(e.to_string()))?;
-                models
-                    .iter()
-                    .flat_map(|m| m.mesh.positions.chunks_exact(3))
-                    .map(|p| Vector3::new(p[0] as f64, p[1] as f64, p[2] as f64))
-                    .collect()
-            }
-            _ => return Err(MeshError::Format { path: shown }),
-        };
-        let scaled: Vec<Vector3<f64>> = points.iter().map(|p| p.component_mul(&scale)).collect();
-        Self::from_points(&scaled).map(Arc::new).ok_or(MeshError::Flat { path: shown })
+        let mut mesh = read(path, &shown)?;
+        let rotation = options.refquat.normalize().to_rotation_matrix().transpose();
+        for p in &mut mesh.points {
+            *p = (rotation * (*p - options.refpos)).component_mul(&options.scale);
+        }
+        // A mirroring scale turns the faces inside out: wind them back.
+        if options.scale.iter().product::<f64>() < 0.0 {
+            mesh.faces.iter_mut().for_each(|f| f.swap(1, 2));
+        }
+        let hull = hull_triangles(&mesh.points).ok_or_else(|| MeshError::Flat { path: shown.clone() })?;
+        let faces = if options.inertia == MeshInertia::Convex { &hull } else { &mesh };
+        let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
+            .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
+        Self::in_principal_frame(&hull.points, volume, com, &inertia)
+            .map(Arc::new)
+            .ok_or(MeshError::Flat { path: shown })
     }
 
-    /// The hull of `points`, moved into its principal frame; `None` if it has no volume.
+    /// The hull of `points` at uniform density, moved into its principal frame; `None` if it
+    /// has no volume.
     pub fn from_points(points: &[Vector3<f64>]) -> Option<ConvexHull> {
-        let as_parry = |p: &Vector3<f64>| Vector::new(p.x, p.y, p.z);
-        let (corners, triangles) = try_convex_hull(&points.iter().map(as_parry).collect::<Vec<_>>()).ok()?;
-        let corners: Vec<Vector3<f64>> = corners.iter().map(|p| Vector3::new(p.x, p.y, p.z)).collect();
-        let (volume, com, inertia) = solid(&corners, &triangles)?;
-        // Principal axes as a proper rotation (an eigenvector basis can be left-handed).
-        let eigen = inertia.symmetric_eigen();
-        let mut axes = eigen.eigenvectors;
-        if axes.determinant() < 0.0 {
-            axes.set_column(2, &-axes.column(2));
-        }
-        let rotation = UnitQuaternion::from_matrix(&axes);
+        let hull = hull_triangles(points)?;
+        let (volume, com, inertia) = mass_properties(&hull, &hull, MeshInertia::Convex).ok()?;
+        Self::in_principal_frame(&hull.points, volume, com, &inertia)
+    }
+
+    /// The hull of `corners` in the principal frame of the mass `volume` with centre `com` and
+    /// inertia tensor `inertia` (unit density).
+    fn in_principal_frame(
+        corners: &[Vector3<f64>],
+        volume: f64,
+        com: Vector3<f64>,
+        inertia: &Matrix3<f64>,
+    ) -> Option<ConvexHull> {
+        let (frame_quat, moments) = principal_axes(inertia);
+        let axes = frame_quat.to_rotation_matrix();
         // MuJoCo keeps a compiled mesh's vertices in single precision: rounding them the same
         // way puts contacts where MuJoCo's are (a flat base on a floor otherwise differs in
         // its contact points by parts in 1e8).
         let single = |x: f64| x as f32 as f64;
         let vertices: Vec<Vector3<f64>> = corners.iter().map(|p| (axes.transpose() * (p - com)).map(single)).collect();
+        let as_parry = |p: &Vector3<f64>| Vector::new(p.x, p.y, p.z);
         let polyhedron = ConvexPolyhedron::from_convex_hull(&vertices.iter().map(as_parry).collect::<Vec<_>>())?;
         Some(ConvexHull {
-            inertia_per_mass: eigen.eigenvalues / volume,
+            inertia_per_mass: moments / volume,
             volume,
             frame_pos: com,
-            frame_quat: Quat::new(rotation.w, rotation.i, rotation.j, rotation.k),
+            frame_quat,
             radius: vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
             vertices,
             polyhedron,
@@ -110,6 +160,147 @@ impl ConvexHull {
     pub fn bounding_radius(&self) -> f64 {
         self.radius
     }
+}
+
+/// The triangles of the mesh file at `path` (shown as `shown` in errors).
+fn read(path: &Path, shown: &str) -> Result<Triangles, MeshError> {
+    let read = |message: String| MeshError::Read { path: shown.to_string(), message };
+    let widen = |v: [f32; 3]| Vector3::new(v[0] as f64, v[1] as f64, v[2] as f64);
+    let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("stl") => {
+            let bytes = std::fs::read(path).map_err(|e| read(e.to_string()))?;
+            let mesh = stl_io::read_stl(&mut std::io::Cursor::new(binary_told_apart(bytes)))
+                .map_err(|e| read(e.to_string()))?;
+            Ok(Triangles {
+                points: mesh.vertices.iter().map(|v| widen([v[0], v[1], v[2]])).collect(),
+                faces: mesh.faces.iter().map(|f| f.vertices).collect(),
+            })
+        }
+        Some("obj") => {
+            let options = tobj::LoadOptions { triangulate: true, ..tobj::LoadOptions::default() };
+            let (models, _) = tobj::load_obj(path, &options).map_err(|e| read(e.to_string()))?;
+            // As MuJoCo reads an OBJ file: every object's vertices (the hull holds them all),
+            // the first object's faces.
+            let points = models.iter().flat_map(|m| m.mesh.positions.chunks_exact(3));
+            let faces = models.first().map_or(&[][..], |m| &m.mesh.indices[..]).chunks_exact(3);
+            Ok(Triangles {
+                points: points.map(|p| widen([p[0], p[1], p[2]])).collect(),
+                faces: faces.map(|f| [0, 1, 2].map(|k| f[k] as usize)).collect(),
+            })
+        }
+        _ => Err(MeshError::Format { path: shown.to_string() }),
+    }
+}
+
+/// The convex hull of `points` as outward-wound triangles; `None` without volume.
+fn hull_triangles(points: &[Vector3<f64>]) -> Option<Triangles> {
+    let as_parry = |p: &Vector3<f64>| Vector::new(p.x, p.y, p.z);
+    let (corners, triangles) = try_convex_hull(&points.iter().map(as_parry).collect::<Vec<_>>()).ok()?;
+    let hull = Triangles {
+        points: corners.iter().map(|p| Vector3::new(p.x, p.y, p.z)).collect(),
+        faces: triangles.iter().map(|t| t.map(|i| i as usize)).collect(),
+    };
+    mass_properties(&hull, &hull, MeshInertia::Convex).ok().map(|_| hull)
+}
+
+/// True when no edge of a face with area is walked twice in the same direction (MuJoCo's
+/// check before an exact inertia).
+fn consistently_wound(mesh: &Triangles) -> bool {
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    for f in &mesh.faces {
+        let [a, b, c] = f.map(|k| mesh.points[k]);
+        if triangle(&a, &b, &c).0 > MIN_VALUE.sqrt() {
+            edges.extend([(f[0], f[1]), (f[1], f[2]), (f[2], f[0])]);
+        }
+    }
+    edges.sort_unstable();
+    edges.windows(2).all(|w| w[0] != w[1])
+}
+
+/// A triangle's area, unit normal (`(b − a) × (c − a)`) and centroid; a triangle of no area
+/// (below MuJoCo's floor) counts as none.
+fn triangle(a: &Vector3<f64>, b: &Vector3<f64>, c: &Vector3<f64>) -> (f64, Vector3<f64>, Vector3<f64>) {
+    let cross = (b - a).cross(&(c - a));
+    let length = cross.norm();
+    let centre = (a + b + c) / 3.0;
+    if length < MIN_VALUE { (0.0, Vector3::zeros(), centre) } else { (0.5 * length, cross / length, centre) }
+}
+
+/// Volume (area for a shell), centre of mass and inertia tensor about it at unit density, by
+/// MuJoCo's rules for `mode`: the mesh's own faces give the reference point (their
+/// area-weighted centroid); `solid` gives the faces summed over (the hull's for `Convex`).
+fn mass_properties(
+    mesh: &Triangles,
+    solid: &Triangles,
+    mode: MeshInertia,
+) -> Result<(f64, Vector3<f64>, Matrix3<f64>), &'static str> {
+    let corners = |t: &Triangles, f: &[usize; 3]| f.map(|k| t.points[k]);
+    let (mut area, mut centroid) = (0.0, Vector3::zeros());
+    for f in &mesh.faces {
+        let [a, b, c] = corners(mesh, f);
+        let (s, _, centre) = triangle(&a, &b, &c);
+        area += s;
+        centroid += centre * s;
+    }
+    if area < MIN_VALUE {
+        return Err("the surface area is too small");
+    }
+    centroid /= area;
+    if mode == MeshInertia::Exact && !consistently_wound(mesh) {
+        return Err("exact inertia needs consistently wound faces (an edge is walked twice the same way)");
+    }
+    // A face's share: its pyramid to `apex` (signed, or unsigned for legacy), or its area.
+    let share = |a: &Vector3<f64>, b: &Vector3<f64>, c: &Vector3<f64>, apex: &Vector3<f64>| {
+        let (s, normal, centre) = triangle(a, b, c);
+        match mode {
+            MeshInertia::Shell => (s, centre),
+            MeshInertia::Legacy => ((centre - apex).dot(&normal).abs() * s / 3.0, centre),
+            _ => ((centre - apex).dot(&normal) * s / 3.0, centre),
+        }
+    };
+    let (mut total, mut com) = (0.0, Vector3::zeros());
+    for f in &solid.faces {
+        let [a, b, c] = corners(solid, f);
+        let (v, centre) = share(&a, &b, &c, &centroid);
+        total += v;
+        com += (centre * 0.75 + centroid * 0.25) * v;
+    }
+    if total < MIN_VALUE {
+        return Err(if total < 0.0 {
+            "the volume is negative (faces wound inwards)"
+        } else {
+            "the volume is too small"
+        });
+    }
+    com /= total;
+    // Second moments about the centre of mass, face by face, with the volume summed again.
+    let divisor = if mode == MeshInertia::Shell { 12.0 } else { 20.0 };
+    let (mut volume, mut second) = (0.0, Matrix3::zeros());
+    for f in &solid.faces {
+        let [a, b, c] = corners(solid, f).map(|p| p - com);
+        let (v, _) = share(&a, &b, &c, &Vector3::zeros());
+        volume += v;
+        let outer = |x: &Vector3<f64>, y: &Vector3<f64>| x * y.transpose();
+        let sum = (outer(&a, &a) + outer(&b, &b) + outer(&c, &c)) * 2.0
+            + outer(&a, &b)
+            + outer(&b, &a)
+            + outer(&a, &c)
+            + outer(&c, &a)
+            + outer(&b, &c)
+            + outer(&c, &b);
+        second += sum * (v / divisor);
+    }
+    // Moments from the second moments, summed as MuJoCo sums them (its principal axes turn on
+    // the last bits of these numbers).
+    let p = |i: usize, j: usize| second[(i, j)];
+    #[rustfmt::skip]
+    let inertia = Matrix3::new(
+        p(1, 1) + p(2, 2), -p(0, 1), -p(0, 2),
+        -p(0, 1), p(0, 0) + p(2, 2), -p(1, 2),
+        -p(0, 2), -p(1, 2), p(0, 0) + p(1, 1),
+    );
+    Ok((volume, com, inertia))
 }
 
 /// An STL file's bytes, with a binary file's header blanked: a binary file is told apart by its
@@ -124,33 +315,10 @@ fn binary_told_apart(mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-/// Volume, centroid and inertia tensor about the centroid (unit density) of the solid bounded
-/// by outward-wound `triangles`: a sum over the tetrahedra they make with an interior point.
-fn solid(corners: &[Vector3<f64>], triangles: &[[u32; 3]]) -> Option<(f64, Vector3<f64>, Matrix3<f64>)> {
-    let inside = corners.iter().sum::<Vector3<f64>>() / corners.len() as f64;
-    // Second moment ∫ x xᵀ of a tetrahedron with a vertex at the origin, edges the columns of D:
-    // det D · D C Dᵀ, with C the canonical tetrahedron's.
-    let canonical = Matrix3::new(2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0) / 120.0;
-    let (mut volume, mut first, mut second) = (0.0, Vector3::zeros(), Matrix3::zeros());
-    for t in triangles {
-        let [a, b, c] = t.map(|i| corners[i as usize] - inside);
-        let d = Matrix3::from_columns(&[a, b, c]);
-        let det = d.determinant().abs();
-        volume += det / 6.0;
-        first += (a + b + c) * (det / 24.0);
-        second += d * canonical * d.transpose() * det;
-    }
-    if volume.is_nan() || volume <= 0.0 {
-        return None;
-    }
-    let centroid = first / volume;
-    let covariance = second - centroid * centroid.transpose() * volume;
-    let inertia = Matrix3::identity() * covariance.trace() - covariance;
-    Some((volume, centroid + inside, inertia))
-}
-
 #[cfg(test)]
 mod tests {
+    use nalgebra::UnitQuaternion;
+
     use super::*;
 
     /// A binary STL whose header begins with `solid` (as many exporters write it) is read as
@@ -171,7 +339,8 @@ mod tests {
         }
         let path = std::env::temp_dir().join(format!("phyz-solid-header-{}.stl", std::process::id()));
         std::fs::write(&path, &bytes).expect("written");
-        let hull = ConvexHull::load(&path, Vector3::repeat(2.0));
+        let options = MeshOptions { scale: Vector3::repeat(2.0), ..MeshOptions::default() };
+        let hull = ConvexHull::load(&path, &options);
         std::fs::remove_file(&path).ok();
         let hull = hull.expect("read as binary");
         assert!((hull.volume - 8.0 / 6.0).abs() < 1e-12, "{}", hull.volume);

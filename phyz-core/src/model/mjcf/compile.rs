@@ -13,7 +13,7 @@ use super::frame::{AngleSettings, orientation, z_to};
 use super::mass::{Part, combine, geom_mass};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
-use crate::model::mesh::ConvexHull;
+use crate::model::mesh::{ConvexHull, MeshInertia, MeshOptions};
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
     EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
@@ -547,7 +547,22 @@ impl<'a> Compiler<'a> {
                     let name = el.string("name").unwrap_or_else(|| {
                         Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
                     });
-                    let scale = Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3]));
+                    let inertia = match el.keyword("inertia", &["legacy", "convex", "exact", "shell"])? {
+                        Some("convex") => MeshInertia::Convex,
+                        Some("exact") => MeshInertia::Exact,
+                        Some("shell") => MeshInertia::Shell,
+                        _ => MeshInertia::Legacy,
+                    };
+                    let refquat = el.array::<4>("refquat")?.unwrap_or([1.0, 0.0, 0.0, 0.0]);
+                    let options = MeshOptions {
+                        scale: Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3])),
+                        refpos: Vector3::from(el.array::<3>("refpos")?.unwrap_or([0.0; 3])),
+                        refquat: Quat::new(refquat[0], refquat[1], refquat[2], refquat[3]),
+                        inertia,
+                    };
+                    if options.refquat.norm_squared() == 0.0 {
+                        return Err(el.invalid("refquat is zero"));
+                    }
                     // As MuJoCo: relative to the main model's directory, whichever file
                     // declares the mesh.
                     let base = self.parsed.base();
@@ -556,7 +571,7 @@ impl<'a> Compiler<'a> {
                         Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
                         _ => file,
                     };
-                    let hull = ConvexHull::load(&dir.join(&file), scale).map_err(|e| el.invalid(e.to_string()));
+                    let hull = ConvexHull::load(&dir.join(&file), &options).map_err(|e| el.invalid(e.to_string()));
                     if let Err(e) = &hull
                         && !self.settings.discard_visual
                     {
