@@ -188,6 +188,10 @@ const TABLE: &[(&str, &[Row])] = &[
     ("light", &[("*", NoEffect)]),
     ("default", &[("class", Compiled)]),
     (
+        "frame",
+        &[FRAME[0], FRAME[1], FRAME[2], FRAME[3], FRAME[4], FRAME[5], ("childclass", Compiled), ("name", NoEffect)],
+    ),
+    (
         "body",
         &[
             FRAME[0],

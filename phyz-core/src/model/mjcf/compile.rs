@@ -9,7 +9,7 @@ use nalgebra::{DVector, Matrix3, Vector3};
 use super::defaults::{Defaults, MAIN};
 use super::element::Element;
 use super::error::{Location, MjcfError, MjcfErrorKind};
-use super::frame::{AngleSettings, orientation, z_to};
+use super::frame::{AngleSettings, Placement, orientation, z_to};
 use super::mass::{Part, combine, geom_mass};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
@@ -19,6 +19,23 @@ use crate::model::{
     EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
     PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec,
 };
+
+/// An element inside a body (or the world), with the class its defaults come from and where
+/// the `<frame>`s around it put it.
+struct Placed<'a> {
+    at: Located<'a>,
+    childclass: String,
+    placement: Placement,
+}
+
+/// What a body's elements give it besides joints, geoms and sites: its `<inertial>`, its geoms'
+/// mass parts, and its child bodies.
+#[derive(Default)]
+struct BodyParts<'a> {
+    inertial: Option<Part>,
+    geoms: Vec<Part>,
+    bodies: Vec<Placed<'a>>,
+}
 
 /// `<compiler inertiafromgeom>`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -340,18 +357,18 @@ impl<'a> Compiler<'a> {
 
     fn worldbody(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         Element::new(at, None).check_no_attributes()?;
-        for child in self.parsed.children(at) {
-            let el = self.defaults.element(child, MAIN)?;
+        for Placed { at: child, childclass, placement } in self.contents(at, MAIN, Placement::identity())? {
+            let el = self.defaults.element(child, &childclass)?;
             match el.tag() {
-                "body" => self.body(child, 0, MAIN)?,
+                "body" => self.body(child, 0, &childclass, &placement)?,
                 "geom" if self.discarded(&el)? => {}
                 "geom" => {
-                    let (geom, _) = self.geom(&el)?;
+                    let (geom, _) = self.geom(&el, &placement)?;
                     name_place(&mut self.places, "geom", &geom.name, &el);
                     self.builder.add_world_geom(geom);
                 }
                 "site" => {
-                    let site = self.site(&el)?;
+                    let site = self.site(&el, &placement)?;
                     name_place(&mut self.places, "site", &site.name, &el);
                     self.builder.add_world_site(site);
                 }
@@ -362,67 +379,59 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    fn body(&mut self, at: Located<'a>, parent: usize, childclass: &str) -> Result<(), MjcfError> {
+    /// The children of `at` (a body or the world), with the contents of every `<frame>` among
+    /// them, recursively, in its place: each with the class its defaults come from and where
+    /// the frames around it put it.
+    fn contents(&self, at: Located<'a>, childclass: &str, placement: Placement) -> Result<Vec<Placed<'a>>, MjcfError> {
+        let mut out = Vec::new();
+        for child in self.parsed.children(at) {
+            if !child.node.has_tag_name("frame") {
+                out.push(Placed { at: child, childclass: childclass.to_string(), placement });
+                continue;
+            }
+            let el = Element::new(child, None);
+            el.check_attributes("frame")?;
+            let class = el.string("childclass").unwrap_or_else(|| childclass.to_string());
+            self.defaults.lookup(child, &class)?;
+            let pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
+            let quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+            out.extend(self.contents(child, &class, placement.then(pos, quat))?);
+        }
+        Ok(out)
+    }
+
+    fn body(
+        &mut self,
+        at: Located<'a>,
+        parent: usize,
+        childclass: &str,
+        placement: &Placement,
+    ) -> Result<(), MjcfError> {
         let el = Element::new(at, None);
         el.check_attributes("body")?;
         let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
         self.defaults.lookup(at, &childclass)?;
         let mut spec = BodySpec::new(el.string("name").unwrap_or_default());
-        spec.pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
-        spec.quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+        let pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
+        let quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
+        (spec.pos, spec.quat) = placement.place(pos, quat);
         spec.mocap = el.boolean("mocap")?.unwrap_or(false);
         spec.gravcomp = el.number_or("gravcomp", 0.0)?;
 
+        let contents = self.contents(at, &childclass, Placement::identity())?;
         let from_geoms = match self.settings.inertia_from_geom {
             InertiaFromGeom::Always => true,
             InertiaFromGeom::Never => false,
-            InertiaFromGeom::Auto => !self.parsed.children(at).iter().any(|c| c.node.has_tag_name("inertial")),
+            InertiaFromGeom::Auto => !contents.iter().any(|c| c.at.node.has_tag_name("inertial")),
         };
-        let mut inertial = None;
-        let mut geom_parts = Vec::new();
-        let mut children = Vec::new();
-        for child in self.parsed.children(at) {
-            let cel = self.defaults.element(child, &childclass)?;
-            match cel.tag() {
-                "inertial" => inertial = Some(self.inertial(&cel)?),
-                "joint" => {
-                    let joint = self.joint(&cel)?;
-                    self.places.insert(("joint", joint.name.clone()), cel.location());
-                    spec.joints.push(joint);
-                }
-                "freejoint" => {
-                    cel.check_attributes("freejoint")?;
-                    spec.joints.push(JointSpec::free(cel.string("name").unwrap_or_default()));
-                }
-                "geom" => {
-                    // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
-                    let [lo, hi] = self.settings.inertia_groups;
-                    let weighs = from_geoms && (lo..=hi).contains(&cel.integer("group")?.unwrap_or(0));
-                    let discarded = self.discarded(&cel)?;
-                    if discarded && !weighs {
-                        continue;
-                    }
-                    let (geom, part) = self.geom(&cel)?;
-                    geom_parts.extend(part.filter(|_| weighs));
-                    if !discarded {
-                        name_place(&mut self.places, "geom", &geom.name, &cel);
-                        spec.geoms.push(geom);
-                    }
-                }
-                "site" => {
-                    let site = self.site(&cel)?;
-                    name_place(&mut self.places, "site", &site.name, &cel);
-                    spec.sites.push(site);
-                }
-                "body" => children.push(child),
-                "camera" | "light" => {}
-                tag => return Err(cel.unsupported(format!("<{tag}> in <body>"))),
-            }
+        let mut parts = BodyParts::default();
+        for placed in contents {
+            self.body_content(placed, from_geoms, &mut spec, &mut parts)?;
         }
         let (mass, com, inertia) = if from_geoms {
-            combine(&geom_parts)
+            combine(&parts.geoms)
         } else {
-            inertial.map_or((0.0, Vector3::zeros(), Matrix3::zeros()), |part| combine(&[part]))
+            parts.inertial.map_or((0.0, Vector3::zeros(), Matrix3::zeros()), |part| combine(&[part]))
         };
         (spec.mass, spec.com, spec.inertia) = (mass, com, inertia);
 
@@ -432,8 +441,59 @@ impl<'a> Compiler<'a> {
         }
         self.places.insert(("body", spec.name.clone()), el.location());
         self.bodies.push((parent, spec));
-        for child in children {
-            self.body(child, index, &childclass)?;
+        for Placed { at: child, childclass, placement } in parts.bodies {
+            self.body(child, index, &childclass, &placement)?;
+        }
+        Ok(())
+    }
+
+    /// One element inside a body: its joints, geoms and sites join `spec`, its mass parts and
+    /// child bodies `parts`.
+    fn body_content(
+        &mut self,
+        placed: Placed<'a>,
+        from_geoms: bool,
+        spec: &mut BodySpec,
+        parts: &mut BodyParts<'a>,
+    ) -> Result<(), MjcfError> {
+        let Placed { at, ref childclass, placement } = placed;
+        let el = self.defaults.element(at, childclass)?;
+        match el.tag() {
+            "inertial" => parts.inertial = Some(self.inertial(&el)?.placed(&placement)),
+            "joint" => {
+                let mut joint = self.joint(&el)?;
+                joint.pos = placement.place(joint.pos, Quat::identity()).0;
+                joint.axis = placement.turn(&joint.axis);
+                self.places.insert(("joint", joint.name.clone()), el.location());
+                spec.joints.push(joint);
+            }
+            "freejoint" => {
+                el.check_attributes("freejoint")?;
+                spec.joints.push(JointSpec::free(el.string("name").unwrap_or_default()));
+            }
+            "geom" => {
+                // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
+                let [lo, hi] = self.settings.inertia_groups;
+                let weighs = from_geoms && (lo..=hi).contains(&el.integer("group")?.unwrap_or(0));
+                let discarded = self.discarded(&el)?;
+                if discarded && !weighs {
+                    return Ok(());
+                }
+                let (geom, part) = self.geom(&el, &placement)?;
+                parts.geoms.extend(part.filter(|_| weighs));
+                if !discarded {
+                    name_place(&mut self.places, "geom", &geom.name, &el);
+                    spec.geoms.push(geom);
+                }
+            }
+            "site" => {
+                let site = self.site(&el, &placement)?;
+                name_place(&mut self.places, "site", &site.name, &el);
+                spec.sites.push(site);
+            }
+            "body" => parts.bodies.push(placed),
+            "camera" | "light" => {}
+            tag => return Err(el.unsupported(format!("<{tag}> in <body>"))),
         }
         Ok(())
     }
@@ -587,7 +647,9 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    fn geom(&self, el: &Element<'_, '_>) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
+    /// A geom (placed in its holder's frame by `placement`) and, for shapes with volume, its
+    /// mass properties as a part of its body.
+    fn geom(&self, el: &Element<'_, '_>, placement: &Placement) -> Result<(Geom<f64>, Option<Part>), MjcfError> {
         el.check_attributes("geom")?;
         let kind = el.keyword(
             "type",
@@ -635,6 +697,7 @@ impl<'a> Compiler<'a> {
                 orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
             ),
         };
+        let (pos, quat) = placement.place(pos, quat);
         // A mesh sits in its principal frame: the geom is placed by that frame, as in MuJoCo.
         let (pos, quat) = match &shape {
             Shape::Mesh { hull } => (pos + quat.rotate(&hull.frame_pos), quat * hull.frame_quat),
@@ -677,7 +740,7 @@ impl<'a> Compiler<'a> {
         Ok(self.settings.discard_visual && visual && !named)
     }
 
-    fn site(&self, el: &Element<'_, '_>) -> Result<Site<f64>, MjcfError> {
+    fn site(&self, el: &Element<'_, '_>, placement: &Placement) -> Result<Site<f64>, MjcfError> {
         el.check_attributes("site")?;
         let (pos, quat) = match el.array::<6>("fromto")? {
             Some([a, b, c, d, e, f]) => {
@@ -689,6 +752,7 @@ impl<'a> Compiler<'a> {
                 orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
             ),
         };
+        let (pos, quat) = placement.place(pos, quat);
         Ok(Site { name: el.string("name").unwrap_or_default(), pos, quat, zone: site_zone(el)? })
     }
 

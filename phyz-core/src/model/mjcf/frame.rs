@@ -1,5 +1,5 @@
-//! Orientations as MJCF writes them: `quat`, `axisangle`, `euler`, `xyaxes`, `zaxis`, and the
-//! frame a `fromto` segment defines.
+//! Orientations as MJCF writes them: `quat`, `axisangle`, `euler`, `xyaxes`, `zaxis`, the
+//! frame a `fromto` segment defines, and where a `<frame>` places what it holds.
 
 use nalgebra::{Matrix3, Vector3};
 
@@ -35,6 +35,36 @@ pub(super) fn z_to(v: &Vector3<f64>) -> Quat<f64> {
 }
 
 /// The orientation an element specifies, if any (at most one specifier may be given).
+/// Where a `<frame>` (or several nested) puts the elements inside it, in the frame of the
+/// body (or world) that holds them: MuJoCo composes the frame's pose with each element's.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Placement {
+    pos: Vector3<f64>,
+    quat: Quat<f64>,
+}
+
+impl Placement {
+    pub(super) fn identity() -> Self {
+        Placement { pos: Vector3::zeros(), quat: Quat::identity() }
+    }
+
+    /// This placement followed by a frame at `pos`, `quat` within it.
+    pub(super) fn then(&self, pos: Vector3<f64>, quat: Quat<f64>) -> Self {
+        let (pos, quat) = self.place(pos, quat);
+        Placement { pos, quat }
+    }
+
+    /// A pose given inside the frame, in the holder's frame.
+    pub(super) fn place(&self, pos: Vector3<f64>, quat: Quat<f64>) -> (Vector3<f64>, Quat<f64>) {
+        (self.pos + self.quat.rotate(&pos), self.quat * quat)
+    }
+
+    /// A direction given inside the frame, in the holder's frame.
+    pub(super) fn turn(&self, v: &Vector3<f64>) -> Vector3<f64> {
+        self.quat.rotate(v)
+    }
+}
+
 pub(super) fn orientation(el: &Element<'_, '_>, settings: &AngleSettings) -> Result<Option<Quat<f64>>, MjcfError> {
     let given: Vec<&str> =
         ["quat", "axisangle", "euler", "xyaxes", "zaxis"].into_iter().filter(|a| el.has(a)).collect();

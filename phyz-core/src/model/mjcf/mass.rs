@@ -57,6 +57,14 @@ pub(super) struct Part {
     pub(super) quat: Quat<f64>,
 }
 
+impl Part {
+    /// The part placed in its holder's frame by `placement` (the `<frame>`s around it).
+    pub(super) fn placed(self, placement: &super::frame::Placement) -> Part {
+        let (pos, quat) = placement.place(self.pos, self.quat);
+        Part { pos, quat, ..self }
+    }
+}
+
 /// Total mass, centre of mass, and inertia about it (body axes) of a set of parts.
 pub(super) fn combine(parts: &[Part]) -> (f64, Vector3<f64>, Matrix3<f64>) {
     let mass: f64 = parts.iter().map(|p| p.mass).sum();
