@@ -458,3 +458,31 @@ fn ranges_act_by_mujocos_auto_rule() {
     assert_eq!(force(r#"actuatorfrclimited="false" actuatorfrcrange="-2 3""#).expect("loads"), None);
     assert!(force(r#"actuatorfrclimited="true" actuatorfrcrange="0 0""#).is_err());
 }
+
+/// `inheritrange`: a position servo's control range (an intvelocity's activation range) is its
+/// target's range about the middle, scaled (hinge ranges in degrees become radians), as MuJoCo
+/// compiles tests/models/inheritrange.xml.
+#[test]
+fn inherited_ranges_are_the_targets_scaled() {
+    let model = mjcf::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/models/inheritrange.xml")).expect("loads");
+    let degrees = std::f64::consts::PI / 180.0;
+    let about = |lo: f64, hi: f64, factor: f64| {
+        let (mean, radius) = ((hi + lo) / 2.0, (hi - lo) / 2.0 * factor);
+        [mean - radius, mean + radius]
+    };
+    let expected_ctrl = [
+        Some(about(-30.0 * degrees, 60.0 * degrees, 1.0)),
+        Some(about(-0.05, 0.1, 0.8)),
+        Some(about(-0.5, 0.8, 1.2)),
+        None,
+    ];
+    for (actuator, expected) in model.actuators().iter().zip(expected_ctrl) {
+        match (actuator.ctrl_range, expected) {
+            (Some([a, b]), Some([c, d])) => assert!((a - c).abs() < 1e-15 && (b - d).abs() < 1e-15, "{a} {b}"),
+            (got, want) => assert_eq!(got, want),
+        }
+    }
+    let [lo, hi] = model.actuators()[3].act_range.expect("an activation range");
+    let [c, d] = about(-1.0 * degrees, 100.0 * degrees, 0.5);
+    assert!((lo - c).abs() < 1e-15 && (hi - d).abs() < 1e-15, "{lo} {hi}");
+}

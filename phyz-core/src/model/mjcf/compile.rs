@@ -83,6 +83,9 @@ struct Compiler<'a> {
     /// Mesh assets by name; one that cannot be read is an error where a geom needs it (at
     /// once, unless `discardvisual` may leave it unused).
     meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
+    /// Joints' and tendons' ranges as MuJoCo keeps them, and whether the joint is a hinge or a
+    /// slide (tendons: true), for actuators' `inheritrange`.
+    target_ranges: HashMap<(&'static str, String), ([f64; 2], bool)>,
     /// The names other elements give geoms by (pairs, tendon wraps, sensors): such geoms are
     /// never discarded as visual.
     referenced_geoms: HashSet<String>,
@@ -121,6 +124,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         places: HashMap::new(),
         nkey: 0,
         meshes: HashMap::new(),
+        target_ranges: HashMap::new(),
         referenced_geoms: parsed
             .docs
             .iter()
@@ -461,7 +465,9 @@ impl<'a> Compiler<'a> {
         match el.tag() {
             "inertial" => parts.inertial = Some(self.inertial(&el)?.placed(&placement)),
             "joint" => {
-                let mut joint = self.joint(&el)?;
+                let (mut joint, range) = self.joint(&el)?;
+                let scalar = matches!(joint.kind, JointKind::Hinge | JointKind::Slide);
+                self.target_ranges.insert(("joint", joint.name.clone()), (range, scalar));
                 joint.pos = placement.place(joint.pos, Quat::identity()).0;
                 joint.axis = placement.turn(&joint.axis);
                 self.places.insert(("joint", joint.name.clone()), el.location());
@@ -543,7 +549,9 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    fn joint(&self, el: &Element<'_, '_>) -> Result<JointSpec, MjcfError> {
+    /// A joint, and its range as MuJoCo keeps it for `inheritrange` (in radians when limited,
+    /// as written otherwise; `0 0` when none).
+    fn joint(&self, el: &Element<'_, '_>) -> Result<(JointSpec, [f64; 2]), MjcfError> {
         el.check_attributes("joint")?;
         let name = el.string("name").unwrap_or_default();
         let kind = match el.keyword("type", &["free", "ball", "slide", "hinge"])?.unwrap_or("hinge") {
@@ -592,7 +600,8 @@ impl<'a> Compiler<'a> {
         } else {
             spec.axis = Vector3::z();
         }
-        Ok(spec)
+        let kept = spec.range.or(el.array::<2>("range")?).unwrap_or([0.0; 2]);
+        Ok((spec, kept))
     }
 
     /// A geom and, for shapes with volume, its mass properties as a part of its body.
@@ -771,6 +780,7 @@ impl<'a> Compiler<'a> {
             }
             let path = if el.tag() == "fixed" { self.fixed_path(child)? } else { self.spatial_path(child)? };
             let range = el.limits("limited", "range", autolimits, true)?;
+            let kept = el.array::<2>("range")?.unwrap_or([0.0; 2]);
             let spring_length = match el.numbers("springlength")? {
                 None => None,
                 Some(v) if v.len() == 1 && v[0] == -1.0 => None,
@@ -781,6 +791,7 @@ impl<'a> Compiler<'a> {
             };
             let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
             self.places.insert(("tendon", spec.name.clone()), el.location());
+            self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
             spec.stiffness = el.number_or("stiffness", 0.0)?;
             spec.damping = el.number_or("damping", 0.0)?;
             spec.spring_length = spring_length;
@@ -943,7 +954,55 @@ impl<'a> Compiler<'a> {
             }
             other => return Err(el.unsupported(format!("<{other}> actuators"))),
         };
+        if let Some(factor) = el.number("inheritrange")?.filter(|f| *f > 0.0) {
+            self.inherit_range(el, &mut spec, factor)?;
+        }
         Ok(spec)
+    }
+
+    /// MuJoCo's `inheritrange` on a position-like actuator (fixed gain `kp`, affine bias
+    /// `-kp`): its control range (an integrator's activation range) is its target's range about
+    /// the middle, scaled by `factor`, then read by the `limited` rule as if written.
+    fn inherit_range(&self, el: &Element<'_, '_>, spec: &mut ActuatorSpec, factor: f64) -> Result<(), MjcfError> {
+        let position_like = match el.tag() {
+            "position" | "intvelocity" => true,
+            "general" => {
+                let fixed =
+                    el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
+                let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
+                fixed && affine && spec.gain[0] == -spec.bias[1]
+            }
+            _ => false,
+        };
+        if !position_like {
+            return Ok(());
+        }
+        let (name, kind) = match &spec.target {
+            Target::Joint(name) => (name, "joint"),
+            Target::Tendon(name) => (name, "tendon"),
+            Target::Site { .. } => return Err(el.invalid("inheritrange needs a joint or tendon transmission")),
+        };
+        let &([lo, hi], scalar) = self
+            .target_ranges
+            .get(&(kind, name.clone()))
+            .ok_or_else(|| el.invalid(format!("no {kind} named `{name}`")))?;
+        if !scalar {
+            return Err(el.invalid("inheritrange can only be used with hinge and slide joints"));
+        }
+        if lo == hi {
+            return Err(el.invalid(format!("inheritrange used but `{name}` has no range")));
+        }
+        let (mean, radius) = (0.5 * (hi + lo), 0.5 * (hi - lo) * factor);
+        let range = Some([mean - radius, mean + radius]);
+        let autolimits = self.settings.autolimits;
+        match spec.dynamics {
+            Dynamics::None | Dynamics::Filter { exact: true, .. } => {
+                spec.ctrl_range = el.limits_of("ctrllimited", "ctrlrange", range, autolimits)?;
+            }
+            Dynamics::Integrator => spec.act_range = el.limits_of("actlimited", "actrange", range, autolimits)?,
+            _ => return Err(el.invalid("inheritrange only available for position and intvelocity actuators")),
+        }
+        Ok(())
     }
 
     fn contact(&mut self, at: Located<'a>) -> Result<(), MjcfError> {

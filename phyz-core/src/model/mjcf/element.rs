@@ -190,7 +190,23 @@ impl<'a, 'd> Element<'a, 'd> {
         autolimits: bool,
         ordered: bool,
     ) -> Result<Option<[f64; 2]>, MjcfError> {
-        let [lo, hi] = self.array::<2>(range)?.unwrap_or([0.0; 2]);
+        let given = self.array::<2>(range)?;
+        self.limits_of(limited, range, given, autolimits).and_then(|acts| match acts {
+            Some([lo, hi]) if ordered && lo >= hi => Err(self.invalid(format!("`{range}` {lo} {hi} needs lo < hi"))),
+            acts => Ok(acts),
+        })
+    }
+
+    /// [`Self::limits`] of the range `given` (for `range`, as if written there), unchecked
+    /// for order.
+    pub(super) fn limits_of(
+        &self,
+        limited: &str,
+        range: &str,
+        given: Option<[f64; 2]>,
+        autolimits: bool,
+    ) -> Result<Option<[f64; 2]>, MjcfError> {
+        let [lo, hi] = given.unwrap_or([0.0; 2]);
         let acts = match self.keyword(limited, &["true", "false", "auto"])? {
             Some("true") => true,
             Some("false") => false,
@@ -199,9 +215,6 @@ impl<'a, 'd> Element<'a, 'd> {
             }
             _ => autolimits && lo < hi,
         };
-        if acts && ordered && lo >= hi {
-            return Err(self.invalid(format!("`{range}` {lo} {hi} needs lo < hi")));
-        }
         Ok(acts.then_some([lo, hi]))
     }
 
