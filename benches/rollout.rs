@@ -7,7 +7,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::DVector;
 use phyz::dual::{Cost, CostFunctions, rollout_gradient};
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 use std::hint::black_box;

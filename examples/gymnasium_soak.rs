@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use phyz::contact::SolverConfig;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, Simulator};
 
 /// Steps each random control is held for (as in `tests/gymnasium_contact.rs`).

@@ -10,7 +10,7 @@
 use nalgebra::DVector;
 use phyz::State;
 use phyz::dual::{Cost, CostFunctions, rollout_gradient};
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::ContactState;
 
 const KNOTS: usize = 12;

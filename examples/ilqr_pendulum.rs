@@ -10,7 +10,7 @@ use std::f64::consts::PI;
 
 use nalgebra::{DMatrix, DVector};
 use phyz::dual::step_jacobians;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::{Model, State, step};
 
 const STEPS: usize = 200;

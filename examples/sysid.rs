@@ -10,7 +10,7 @@
 
 use nalgebra::{DMatrix, DVector};
 use phyz::dual::{Cost, CostFunctions, Parameter, rollout_gradient};
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 

@@ -12,7 +12,7 @@ use common::{model_file, perturbed_input, read_rows, state_from_row};
 use nalgebra::DMatrix;
 use phyz::contact::SolverConfig;
 use phyz::dual::sensor_jacobians_with;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::sensor_data_with;
 use phyz::{Model, State};
 

@@ -7,7 +7,8 @@ use std::cell::Cell;
 use std::path::PathBuf;
 
 use phyz::contact::SolverConfig;
-use phyz::model::{Integrator, mjcf};
+use phyz::mjcf;
+use phyz::model::Integrator;
 use phyz::sim::{ContactState, Simulator};
 
 struct Counting;

@@ -1,7 +1,7 @@
 //! Contact in batch lanes: environments that touch differently run one code path (masked
 //! contact slots), and each lane moves as its own `f64` run does.
 
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, StepError, step_with};
 use phyz::{Lanes, Model, State};
 

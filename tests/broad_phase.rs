@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use common::Rng;
 use phyz::collision::detect;
 use phyz::dynamics::forward_kinematics;
-use phyz::model::mjcf;
+use phyz::mjcf;
 
 #[test]
 fn the_bvh_finds_every_touching_pair() {

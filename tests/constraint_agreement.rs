@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use common::{entry_names, model_file, read_rows as rows, relative_error as error, state_from_row as state};
 
 use phyz::contact::SolverConfig;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, sensor_data_with, step_with};
 
 /// Tolerances stated before measuring: MuJoCo's own solver stops at its tolerance, so agreement

@@ -7,7 +7,7 @@ use phyz::collision::detect;
 use phyz::contact::SolverConfig;
 use phyz::dual::{check_step_jacobians, step_jacobians};
 use phyz::dynamics::forward_kinematics;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 
@@ -59,7 +59,7 @@ fn a_box_sticking_on_an_incline() {
         <geom type='plane' size='5 5 0.1' euler='0 15 0' friction='1 0.005 0.0001'/>\
         <body pos='0 0 0.1' euler='0 15 0'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>\
         </worldbody></mujoco>";
-    let model = phyz::model::mjcf::parse(xml, "incline.xml").expect("valid");
+    let model = phyz::mjcf::parse(xml, "incline.xml").expect("valid");
     // Four sticking corners are a redundant set held by the friction rows' regularizer alone:
     // under the `simulation` preset (1e-10) the step's response is exact but so stiff that
     // central differences drown in roundoff (their error changes by 10× between step sizes);

@@ -3,7 +3,7 @@
 use nalgebra::Vector3;
 use phyz::contact::pgs::SweepError;
 use phyz::contact::{ConstraintKind, ContactError, SolveError, SolverConfig};
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 

@@ -7,7 +7,7 @@ use nalgebra::DVector;
 use phyz::contact::SolverConfig;
 use phyz::dual::{Cost, CostFunctions, Objective, rollout_gradient, rollout_value};
 use phyz::dynamics::integrate_position;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::ContactState;
 use phyz::{Model, State};
 

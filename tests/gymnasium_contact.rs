@@ -18,7 +18,7 @@ use common::{Rng, model_file};
 use phyz::contact::SolverConfig;
 use phyz::dynamics::actuator_forces;
 use phyz::dynamics::energy::mechanical_energy;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::ContactState;
 use phyz::{Model, Simulator};
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use phyz::model::mjcf;
+use phyz::mjcf;
 
 /// The rows of the table under `## Every accepted attribute`: (element, attribute, treatment).
 fn documented() -> BTreeSet<(String, String, String)> {

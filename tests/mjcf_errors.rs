@@ -1,7 +1,7 @@
 //! Malformed or unsupported MJCF: each is a typed error naming file, line and element, never a
 //! panic; and a fuzz pass over mutated real model files.
 
-use phyz::model::mjcf::{self, MjcfError, MjcfErrorKind};
+use phyz::mjcf::{self, MjcfError, MjcfErrorKind};
 use phyz::{ModelError, step};
 use proptest::prelude::*;
 

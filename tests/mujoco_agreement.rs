@@ -9,7 +9,8 @@ use common::{model_file, read_rows, relative_error, state_from_row};
 
 use nalgebra::Matrix3;
 use phyz::math::Quat;
-use phyz::model::{Shape, mjcf};
+use phyz::mjcf;
+use phyz::model::Shape;
 use phyz::{Model, step};
 
 /// Relative tolerances stated by the MJCF issue.

@@ -13,7 +13,8 @@ use common::{entry_names, model_file, read_rows, state_from_row};
 use nalgebra::DMatrix;
 use phyz::contact::SolverConfig;
 use phyz::dual::{step_jacobians, step_jacobians_lanes, step_jacobians_reverse};
-use phyz::model::{Integrator, mjcf};
+use phyz::mjcf;
+use phyz::model::Integrator;
 use phyz::sim::ContactState;
 
 /// MuJoCo's centred differences carry an error of about `ε² · f'''` plus roundoff over `ε`: the

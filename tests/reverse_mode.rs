@@ -19,7 +19,7 @@ use phyz::contact::SolverConfig;
 use phyz::dual::{
     Seed, StateTangent, differentiable_parameters, jvp_with, step_jacobians_lanes, step_jacobians_reverse, vjp,
 };
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 

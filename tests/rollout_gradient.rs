@@ -7,7 +7,7 @@ use phyz::dual::{
     Cost, CostFunctions, DualError, Objective, Parameter, RolloutDirection, check_rollout_gradient,
     rollout_directional, rollout_gradient,
 };
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::ContactState;
 use phyz::{Model, State, scenes};
 

@@ -1,7 +1,7 @@
 //! A step's contact solutions, logged and given back: the replayed step is the step, bit for
 //! bit, and runs no solver iteration.
 
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, SolveLog, step_with};
 
 fn hopper() -> phyz::Model<f64> {

@@ -9,7 +9,8 @@ use common::{Rng, model_file};
 use nalgebra::DVector;
 use num_dual::Dual64;
 use phyz::dynamics::{DofRow, forward_kinematics, integrate_position};
-use phyz::model::{JointKind, Model, PathPoint, TendonPath, mjcf};
+use phyz::mjcf;
+use phyz::model::{JointKind, Model, PathPoint, TendonPath};
 use phyz::{Lanes, State, step};
 
 /// Tolerances stated before measuring: central differences with step 1e-6 of a length whose

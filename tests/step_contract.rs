@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use common::{Rng, relative_error};
 use phyz::contact::SolverConfig;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::{ContactState, Simulator, step_with};
 use phyz::{Model, StepError};
 

@@ -18,8 +18,8 @@ use phyz::dual::{
     Cost, CostFunctions, DualError, Parameter, RolloutDirection, Seed, jvp, jvp_lanes, rollout_directional,
     rollout_gradient, rollout_value, step_jacobians, step_jacobians_lanes,
 };
+use phyz::mjcf;
 use phyz::model::mesh::{ConvexHull, MeshError, MeshOptions};
-use phyz::model::mjcf;
 use phyz::model::{ActuatorSpec, BodySpec, JointSpec, Keyframe, ModelBuilder, Target, TendonSpec};
 use phyz::sim::ContactState;
 use phyz::{Model, ModelError, Simulator, State, StepError};

@@ -5,7 +5,7 @@ parent's tag and its own (MuJoCo's recursive `body` gives `body/body`, `body/geo
 phyz's loader tells an attribute MuJoCo knows but phyz does not implement (refused by name)
 from one MuJoCo does not know (a typo) with it.
 
-    python3 tools/mujoco_schema.py > phyz-core/src/model/mjcf/mujoco_schema.txt
+    python3 tools/mujoco_schema.py > phyz-core/src/mjcf/mujoco_schema.txt
 """
 import re
 import sys

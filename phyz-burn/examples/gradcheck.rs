@@ -30,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let (batch, steps) = (option("--batch", 4)?, option("--steps", 20)?);
-    let model = phyz_core::model::mjcf::load(path)?;
+    let model = phyz_core::mjcf::load(path)?;
     let sim = Simulation::new(model.clone());
     let (nq, nv, nu) = (model.nq(), model.nv(), model.nu());
     let mut rng = Rng(0x9c4e);

@@ -171,7 +171,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .split(',')
         .map(|b| b.parse())
         .collect::<Result<_, _>>()?;
-    let model = phyz_core::model::mjcf::load(&path)?;
+    let model = phyz_core::mjcf::load(&path)?;
     let sim = Simulation::new(model.clone());
     let (plain, autodiff) = (device()?.inner(), device()?);
     println!(

@@ -13,7 +13,7 @@ use burn::tensor::{DType, Device, Tensor, TensorData};
 use phyz_burn::traced::Batched;
 use phyz_burn::{BurnError, DeviceRoute, Simulation};
 use phyz_core::contact::SolverConfig;
-use phyz_core::model::mjcf;
+use phyz_core::mjcf;
 use phyz_core::sim::{BatchSolver, ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
 use phyz_dual::Parameter;

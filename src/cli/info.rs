@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use phyz::Model;
-use phyz::model::mjcf::{self, Survey};
+use phyz::mjcf::{self, Survey};
 use phyz::model::{Coupled, Dynamics, Integrator, SensorKind, TendonPath, Transmission};
 
 use super::CliError;

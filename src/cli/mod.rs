@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use phyz::Model;
 use phyz::contact::SolverConfig;
-use phyz::model::mjcf;
+use phyz::mjcf;
 use phyz::sim::ContactState;
 
 /// An error for the user: a message, already phrased.

@@ -380,7 +380,7 @@ pub fn gymnasium_cases(rng: &mut Rng, steps: usize) -> Vec<GymnasiumCase> {
     for file in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
         let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string();
         for constrained in [true, false] {
-            let mut model = phyz::model::mjcf::load(file).expect("model loads");
+            let mut model = phyz::mjcf::load(file).expect("model loads");
             model.enabled.constraint = constrained;
             let mut state = model.keyframe_state(0).map_or_else(|| model.default_state(), |(s, _)| s);
             let ctrl: Vec<f64> = model

@@ -16,7 +16,7 @@ const FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
 pub fn gymnasium(name: &str) -> Result<phyz_core::Model<f64>, Box<dyn std::error::Error>> {
     let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
-    Ok(phyz_core::model::mjcf::load(path)?)
+    Ok(phyz_core::mjcf::load(path)?)
 }
 
 /// The CPU device with autodiff, in `f64`.

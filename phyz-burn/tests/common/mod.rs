@@ -12,7 +12,7 @@ pub fn device() -> Device {
 
 pub fn gymnasium(name: &str) -> Model<f64> {
     let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
-    phyz_core::model::mjcf::load(path).expect("model loads")
+    phyz_core::mjcf::load(path).expect("model loads")
 }
 
 /// A small deterministic generator (xorshift), uniform in [-1, 1).

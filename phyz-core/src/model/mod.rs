@@ -14,7 +14,6 @@ mod geom;
 mod joint;
 pub mod material;
 pub mod mesh;
-pub mod mjcf;
 mod options;
 mod pair;
 mod sensor;

@@ -45,7 +45,7 @@ impl Run {
     /// float type the device gives the physics, with why.
     pub fn from_args() -> Result<Run, Box<dyn std::error::Error>> {
         let args = Args::parse();
-        let model = phyz_core::model::mjcf::load(&args.model)?;
+        let model = phyz_core::mjcf::load(&args.model)?;
         let device = match args.device.as_str() {
             "wgpu" => phyz_gpu::device::wgpu(),
             "opengl" => phyz_gpu::device::opengl(),
