@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
+use super::constants::{self, SpringDamper};
 use super::defaults::{Defaults, MAIN};
 use super::element::Element;
 use super::error::{Location, MjcfError, MjcfErrorKind};
@@ -83,6 +84,8 @@ struct Compiler<'a> {
     /// Mesh assets by name; one that cannot be read is an error where a geom needs it (at
     /// once, unless `discardvisual` may leave it unused).
     meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
+    /// Joints whose stiffness and damping come from a time constant and damping ratio.
+    spring_dampers: Vec<SpringDamper>,
     /// Joints' and tendons' ranges as MuJoCo keeps them, and whether the joint is a hinge or a
     /// slide (tendons: true), for actuators' `inheritrange`.
     target_ranges: HashMap<(&'static str, String), ([f64; 2], bool)>,
@@ -125,6 +128,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         nkey: 0,
         meshes: HashMap::new(),
         target_ranges: HashMap::new(),
+        spring_dampers: Vec::new(),
         referenced_geoms: parsed
             .docs
             .iter()
@@ -172,6 +176,9 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         kind: MjcfErrorKind::Model(e),
     };
     let mut model = c.builder.build().map_err(located_error)?;
+    constants::resolve(&mut model, &c.spring_dampers).map_err(|e| {
+        Element::new(root, None).invalid(format!("the model's constants at its reference configuration: {e}"))
+    })?;
     for at in of("keyframe") {
         for key in parsed.children(at) {
             let keyframe = read_key(&Element::new(key, None), &model)?;
@@ -466,6 +473,11 @@ impl<'a> Compiler<'a> {
             "inertial" => parts.inertial = Some(self.inertial(&el)?.placed(&placement)),
             "joint" => {
                 let (mut joint, range) = self.joint(&el)?;
+                if let Some([time_constant, damping_ratio]) = spring_damper(&el)? {
+                    let earlier: usize = self.bodies.iter().map(|(_, b)| b.joints.len()).sum();
+                    let joint = earlier + spec.joints.len();
+                    self.spring_dampers.push(SpringDamper { joint, time_constant, damping_ratio });
+                }
                 let scalar = matches!(joint.kind, JointKind::Hinge | JointKind::Slide);
                 self.target_ranges.insert(("joint", joint.name.clone()), (range, scalar));
                 joint.pos = placement.place(joint.pos, Quat::identity()).0;
@@ -913,8 +925,8 @@ impl<'a> Compiler<'a> {
         (spec.gain, spec.bias) = match el.tag() {
             "motor" => ([1.0, 0.0, 0.0], [0.0; 3]),
             "position" | "intvelocity" => {
-                let (kp, kv) = (el.number_or("kp", 1.0)?, el.number_or("kv", 0.0)?);
-                ([kp, 0.0, 0.0], [0.0, -kp, -kv])
+                let kp = el.number_or("kp", 1.0)?;
+                ([kp, 0.0, 0.0], [0.0, -kp, servo_damping(el)?])
             }
             "velocity" => {
                 let kv = el.number_or("kv", 1.0)?;
@@ -1053,6 +1065,29 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// A servo's velocity term (`biasprm[2]`) as MuJoCo's shortcuts set it: `-kv`, or a damping
+/// ratio, kept positive until the compiler's constants turn it into a damping
+/// (`constants::resolve`). The element's own attribute wins over its classes'.
+fn servo_damping(el: &Element<'_, '_>) -> Result<f64, MjcfError> {
+    let own = |name: &str| el.at.node.attribute(name).is_some();
+    let (kv, ratio) = match (own("kv"), own("dampratio")) {
+        (true, true) => return Err(el.invalid("kv and dampratio cannot both be given")),
+        (true, false) => (true, false),
+        (false, true) => (false, true),
+        (false, false) => (el.has("kv"), el.has("dampratio")),
+    };
+    let value = |name: &str| -> Result<f64, MjcfError> {
+        let x = el.number_or(name, 0.0)?;
+        if x < 0.0 { Err(el.invalid(format!("{name} cannot be negative"))) } else { Ok(x) }
+    };
+    match (kv, ratio) {
+        (true, true) => Err(el.unsupported_attribute("dampratio", "kv and dampratio from default classes together")),
+        (true, false) => Ok(-value("kv")?),
+        (false, true) => value("dampratio"),
+        (false, false) => Ok(0.0),
+    }
+}
+
 /// An actuator's activation dynamics as MuJoCo's shortcuts set them: `dyntype` and `dynprm` for
 /// `<general>`, `timeconst` for `<position>` (a filter when positive) and `<cylinder>`, an
 /// integrator for `<intvelocity>`.
@@ -1082,6 +1117,15 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
         "intvelocity" => Ok(Dynamics::Integrator),
         "cylinder" => filter(el.number_or("timeconst", 1.0)?, false),
         _ => Ok(Dynamics::None),
+    }
+}
+
+/// A joint's `springdamper` (time constant, damping ratio), when given: both must be positive.
+fn spring_damper(el: &Element<'_, '_>) -> Result<Option<[f64; 2]>, MjcfError> {
+    match el.array::<2>("springdamper")? {
+        None | Some([0.0, 0.0]) => Ok(None),
+        Some([tau, zeta]) if tau > 0.0 && zeta > 0.0 => Ok(Some([tau, zeta])),
+        Some(_) => Err(el.invalid("springdamper values must be positive")),
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod attributes;
 mod compile;
+mod constants;
 mod defaults;
 mod element;
 mod error;

@@ -1,0 +1,103 @@
+//! What MuJoCo's compiler reads off the dynamics at the reference configuration (its
+//! `mj_setConst`): a position servo's damping from its damping ratio (`dampratio`, or a positive
+//! `biasprm[2]` on a position-like actuator), and a joint's stiffness and damping from its
+//! time constant and damping ratio (`springdamper`).
+
+use nalgebra::DVector;
+
+use crate::dynamics::crba::mass_matrix;
+use crate::dynamics::kinematics::Kinematics;
+use crate::dynamics::mass::MassFactor;
+use crate::dynamics::tendon::DofRow;
+use crate::dynamics::transmission::transmission;
+use crate::model::{JointKind, Model};
+
+/// MuJoCo's smallest meaningful value (`mjMINVAL`).
+const MIN_VALUE: f64 = 1e-15;
+
+/// A joint's `springdamper`: time constant and damping ratio, both positive.
+pub(super) struct SpringDamper {
+    pub(super) joint: usize,
+    pub(super) time_constant: f64,
+    pub(super) damping_ratio: f64,
+}
+
+/// Resolves the model's constants at its reference configuration `qpos0`: servo damping
+/// ratios into dampings, joint spring-dampers into stiffness and damping. Errors with the
+/// dynamics' message when the mass matrix there cannot be factorized.
+pub(super) fn resolve(model: &mut Model<f64>, springs: &[SpringDamper]) -> Result<(), String> {
+    let servos = model.actuators().iter().any(|a| a.gain[0] == -a.bias[1] && a.bias[2] > 0.0);
+    if !servos && springs.is_empty() {
+        return Ok(());
+    }
+    let rest = model.default_state();
+    let mut kin = Kinematics::default();
+    kin.set_constants(model);
+    kin.set_mocap(model, &rest.mocap_pos, &rest.mocap_quat);
+    kin.update(model, &rest.qpos);
+    let mut factor = MassFactor::default();
+    factor.factorize(model, &mass_matrix(model, &kin)).map_err(|e| e.to_string())?;
+    if servos {
+        damp_servos(model, &kin, &rest.qpos, &factor);
+    }
+    if !springs.is_empty() {
+        let inverse_diagonal = DVector::from_fn(model.nv(), |i, _| {
+            let unit = DVector::from_fn(model.nv(), |k, _| if k == i { 1.0 } else { 0.0 });
+            factor.solve(&unit)[i]
+        });
+        spring_dampers(model, springs, &inverse_diagonal);
+    }
+    Ok(())
+}
+
+/// Each position-like actuator (gain `kp` = −`biasprm[1]`) with a positive `biasprm[2]` reads
+/// it as a damping ratio `ζ`: damping `2 ζ √(kp m)`, `m` the inertia its transmission reflects
+/// at the reference configuration, `1 / (gᵀ M⁻¹ g)` for its moment `g` (as MuJoCo 4.0).
+fn damp_servos(model: &mut Model<f64>, kin: &Kinematics<f64>, qpos0: &DVector<f64>, factor: &MassFactor<f64>) {
+    let mut row = DVector::zeros(0);
+    let dampings: Vec<Option<f64>> = model
+        .actuators()
+        .iter()
+        .map(|actuator| {
+            let (kp, ratio) = (actuator.gain[0], actuator.bias[2]);
+            if kp != -actuator.bias[1] || ratio <= 0.0 {
+                return None;
+            }
+            let (_, moment) = transmission(model, kin, actuator, qpos0, &mut row);
+            let mut g = DVector::zeros(model.nv());
+            moment.for_each(model, |dof, value| g[dof] += value);
+            let mass = 1.0 / g.dot(&factor.solve(&g)).max(MIN_VALUE);
+            Some(ratio * 2.0 * (kp * mass).sqrt())
+        })
+        .collect();
+    for (actuator, damping) in model.actuators_mut().iter_mut().zip(dampings) {
+        if let Some(damping) = damping {
+            actuator.bias[2] = -damping;
+        }
+    }
+}
+
+/// Each spring-damper's joint gets stiffness `I / (τ ζ)²` and damping `2 I / τ`, `I` the
+/// joint's inertia at the reference configuration (its degrees of freedom's count over the
+/// sum of their diagonal entries of `M⁻¹`; a free joint's translational and rotational entries
+/// each averaged first, as MuJoCo's `dof_invweight0`).
+fn spring_dampers(model: &mut Model<f64>, springs: &[SpringDamper], inverse_diagonal: &DVector<f64>) {
+    for spring in springs {
+        let joint = &model.joints()[spring.joint];
+        let (adr, kind) = (joint.dof_adr(), joint.kind());
+        let weights = |from: usize, n: usize| (from..from + n).map(|k| inverse_diagonal[k]).sum::<f64>() / n as f64;
+        let per_dof: Vec<f64> = match kind {
+            JointKind::Free => {
+                let (translation, rotation) = (weights(adr, 3), weights(adr + 3, 3));
+                vec![translation, translation, translation, rotation, rotation, rotation]
+            }
+            JointKind::Ball => vec![weights(adr, 3); 3],
+            JointKind::Hinge | JointKind::Slide => vec![inverse_diagonal[adr]],
+        };
+        let inertia = per_dof.len() as f64 / per_dof.iter().sum::<f64>().max(MIN_VALUE);
+        let (tau, zeta) = (spring.time_constant, spring.damping_ratio);
+        let joint = &mut model.joints_mut()[spring.joint];
+        joint.stiffness = inertia / (tau * tau * zeta * zeta).max(MIN_VALUE);
+        joint.damping = 2.0 * inertia / tau.max(MIN_VALUE);
+    }
+}
