@@ -144,9 +144,16 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
     for &at in &top {
         let el = Element::new(at, None);
         match el.tag() {
-            "compiler" | "default" | "tendon" | "actuator" | "keyframe" | "contact" | "asset" | "sensor" => {}
+            "compiler" | "default" => {}
+            // Containers: their children are read below.
+            "tendon" | "actuator" | "keyframe" | "contact" | "asset" | "sensor" => {
+                el.check_no_attributes()?;
+            }
             "option" => c.option(&el)?,
-            "size" => c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize,
+            "size" => {
+                el.check_attributes("size")?;
+                c.nkey = el.integer("nkey")?.unwrap_or(0).max(0) as usize;
+            }
             "worldbody" => c.worldbody(at)?,
             "deformable" if !parsed.children(at).is_empty() => {
                 return Err(el.unsupported("<deformable> constraints"));
