@@ -90,7 +90,7 @@ fn actuator_naming_a_missing_joint_is_an_error() {
 
 #[test]
 fn unsupported_physics_is_an_error_not_dropped() {
-    let spring = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" springdamper="0.5 1""#));
+    let spring = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" springyield="0.5""#));
     assert!(matches!(spring.kind, MjcfErrorKind::Unsupported(_)), "{spring}");
     let friction = error(&BASE.replace(r#"axis="0 1 0""#, r#"axis="0 1 0" frictionloss="-1""#));
     assert!(matches!(friction.kind, MjcfErrorKind::Model(ModelError::InvalidJoint { .. })), "{friction}");
@@ -316,12 +316,12 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     let dir = std::env::temp_dir().join(format!("phyz-survey-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let xml = r#"<mujoco>
-  <default><default class="springy"><joint springdamper="0.5 1"/></default></default>
+  <default><default class="fluid"><geom fluidshape="ellipsoid"/></default></default>
   <asset><hfield name="ground" nrow="2" ncol="2" size="1 1 0.1 0.1"/></asset>
   <worldbody>
     <body name="a" pos="0 0 1">
-      <joint name="ja" class="springy" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" fluidshape="ellipsoid"/>
+      <joint name="ja" type="hinge" axis="0 1 0" springyield="1"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" class="fluid"/>
       <site name="s1"/>
       <body name="b" pos="0.3 0 0">
         <joint name="jb" type="hinge" axis="0 1 0"/>
@@ -379,10 +379,10 @@ fn attributes_are_compiled_set_aside_or_refused_by_name() {
     unsupported(&in_option(r#"><flag sleep="enable"/>"#), "sleep", "flag");
     unsupported(
         &BASE
-            .replace(r#"<joint armature="0.01"/>"#, r#"<joint springdamper="1 1"/>"#)
-            .replace(r#"<joint name="j1""#, r#"<joint class="arm" name="j1""#),
-        "springdamper",
-        "joint",
+            .replace(r#"<joint armature="0.01"/>"#, r#"<geom shellinertia="true"/>"#)
+            .replace(r#"size="0.03"/>"#, r#"size="0.03" class="arm"/>"#),
+        "shellinertia",
+        "geom",
     );
     // At its default, or of no effect on the dynamics: loads.
     for ok in [
