@@ -23,7 +23,7 @@ Benchmark (--bench, needs `cargo build --release` first): for each named model, 
 mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured inside phyz (the
 command's own timing line), and the agreement of the two.
 
-Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR]
+Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR] [MODEL ...]  (only these)
         python3 tools/mujoco_transition_reference.py --bench [--constraints] [--reps N] hopper walker2d ant humanoid
 """
 
@@ -91,15 +91,17 @@ def write(path, matrix):
             f.write(",".join(fmt(x) for x in row) + "\n")
 
 
-def reference(gym_dir):
+def reference(gym_dir, only):
     gym = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(gym_dir, "*.xml"))}
     for name, path in named_models(gym_dir):
         # The gymnasium set, and the other models with activations, mocap bodies or an implicit
-        # integrator (the rest add no kind of state or step).
+        # integrator (the rest add no kind of state or step); or the models named.
+        if only and name not in only:
+            continue
         m = euler(load(path))
         special = m.na or m.nmocap or m.nsensordata or m.opt.integrator in (
             mujoco.mjtIntegrator.mjINT_IMPLICIT, mujoco.mjtIntegrator.mjINT_IMPLICITFAST)
-        if name not in gym and not special:
+        if name not in gym and not special and not only:
             continue
         d = mujoco.MjData(m)
         state_of(name, m, d)
@@ -163,7 +165,7 @@ def main():
     if args.bench:
         bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps, args.constraints)
     else:
-        reference(args.gym_dir)
+        reference(args.gym_dir, set(args.models))
 
 
 if __name__ == "__main__":

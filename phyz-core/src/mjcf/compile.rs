@@ -1206,8 +1206,20 @@ fn read_sensor(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Sensor<f64>, 
                 _ => SensorKind::FrameAxis { of, relative_to, axis: usize::from(tag.as_bytes()[5] - b'x') },
             }
         }
+        tag @ ("framelinvel" | "frameangvel") => {
+            let (of, relative_to) = (of()?, frame("reftype", "refname")?);
+            // The reference's axes matter, and phyz orders a body's principal axes otherwise.
+            if matches!(relative_to, Some(Frame::Inertial(_))) {
+                return Err(el.unsupported("velocities in a body's inertial frame (reftype `body`)"));
+            }
+            match tag {
+                "framelinvel" => SensorKind::FrameLinVel { of, relative_to },
+                _ => SensorKind::FrameAngVel { of, relative_to },
+            }
+        }
         "subtreecom" => SensorKind::SubtreeCom(body_named(&required("body")?)?),
         "subtreelinvel" => SensorKind::SubtreeLinVel(body_named(&required("body")?)?),
+        "subtreeangmom" => SensorKind::SubtreeAngMom(body_named(&required("body")?)?),
         "gyro" => {
             let (body, site) = site()?;
             SensorKind::Gyro { body, site }

@@ -1030,11 +1030,12 @@ pub(super) fn check_sensor<S: crate::Scalar>(sensor: &super::Sensor<S>, model: &
         K::BallQuat(j) => j < model.joints.len() && model.joints[j].kind == JointKind::Ball,
         K::TendonPos(t) | K::TendonVel(t) => t < model.tendons.len(),
         K::ActuatorPos(a) | K::ActuatorVel(a) | K::ActuatorFrc(a) => a < model.actuators.len(),
-        K::FramePos { of, relative_to } | K::FrameQuat { of, relative_to } => {
-            frame(&of) && relative_to.as_ref().is_none_or(frame)
-        }
+        K::FramePos { of, relative_to }
+        | K::FrameQuat { of, relative_to }
+        | K::FrameLinVel { of, relative_to }
+        | K::FrameAngVel { of, relative_to } => frame(&of) && relative_to.as_ref().is_none_or(frame),
         K::FrameAxis { of, relative_to, axis } => axis < 3 && frame(&of) && relative_to.as_ref().is_none_or(frame),
-        K::SubtreeCom(b) | K::SubtreeLinVel(b) => b < model.bodies.len(),
+        K::SubtreeCom(b) | K::SubtreeLinVel(b) | K::SubtreeAngMom(b) => b < model.bodies.len(),
         K::Gyro { body, site: k }
         | K::Velocimeter { body, site: k }
         | K::Touch { body, site: k }

@@ -168,7 +168,7 @@ impl<S: Scalar> Model<S> {
     }
     /// The geom with global index `index` (bodies' geoms in order, as contacts name them).
     pub fn geom(&self, index: usize) -> Option<&Geom<S>> {
-        self.bodies.iter().flat_map(|b| &b.geoms).nth(index)
+        self.geom_owner(index).map(|(b, k)| &self.bodies[b].geoms[k])
     }
 
     /// The sensors, in the order of their outputs.
@@ -243,6 +243,18 @@ impl<S: Scalar> Model<S> {
     /// or more than one has it.
     pub fn site_id(&self, name: &str) -> Option<(usize, usize)> {
         body::find_site(&self.bodies, name)
+    }
+    /// The body holding geom `g` (geoms numbered body by body, in order) and the geom's index
+    /// among the body's geoms.
+    pub fn geom_owner(&self, g: usize) -> Option<(usize, usize)> {
+        let mut index = g;
+        for (b, body) in self.bodies.iter().enumerate() {
+            if index < body.geoms.len() {
+                return Some((b, index));
+            }
+            index -= body.geoms.len();
+        }
+        None
     }
     /// Whether body `body` is `root` or one of its descendants (every body is in the world's
     /// subtree).

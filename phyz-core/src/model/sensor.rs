@@ -44,9 +44,21 @@ pub enum SensorKind {
         relative_to: Option<Frame>,
         axis: usize,
     },
-    /// The centre of mass of a body's subtree, and its linear velocity (world frame).
+    /// A frame's linear velocity (at its origin) or angular velocity, in the world, or relative
+    /// to the frame `relative_to` and in its axes (MuJoCo's `framelinvel`, `frameangvel`).
+    FrameLinVel {
+        of: Frame,
+        relative_to: Option<Frame>,
+    },
+    FrameAngVel {
+        of: Frame,
+        relative_to: Option<Frame>,
+    },
+    /// The centre of mass of a body's subtree, its linear velocity, and the subtree's angular
+    /// momentum about that centre (world frame).
     SubtreeCom(usize),
     SubtreeLinVel(usize),
+    SubtreeAngMom(usize),
     /// A site's angular velocity (gyro) or linear velocity (velocimeter), in the site's axes.
     Gyro {
         body: usize,
@@ -98,8 +110,11 @@ impl SensorKind {
             SensorKind::BallQuat(_) | SensorKind::FrameQuat { .. } => 4,
             SensorKind::FramePos { .. }
             | SensorKind::FrameAxis { .. }
+            | SensorKind::FrameLinVel { .. }
+            | SensorKind::FrameAngVel { .. }
             | SensorKind::SubtreeCom(_)
             | SensorKind::SubtreeLinVel(_)
+            | SensorKind::SubtreeAngMom(_)
             | SensorKind::Gyro { .. }
             | SensorKind::Velocimeter { .. }
             | SensorKind::Accelerometer { .. }

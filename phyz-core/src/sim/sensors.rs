@@ -134,8 +134,11 @@ impl<S: Scalar> Reading<'_, S> {
                 let q = relative_to.map_or(quat, |r| self.frame(r).1.conjugate() * quat);
                 out.copy_from_slice(&[q.w, q.x, q.y, q.z]);
             }
+            SensorKind::FrameLinVel { of, relative_to } => put(out, &self.frame_velocity(of, relative_to).1),
+            SensorKind::FrameAngVel { of, relative_to } => put(out, &self.frame_velocity(of, relative_to).0),
             SensorKind::SubtreeCom(b) => put(out, &self.subtree(b).0),
             SensorKind::SubtreeLinVel(b) => put(out, &self.subtree(b).1),
+            SensorKind::SubtreeAngMom(b) => put(out, &self.angular_momentum(b)),
             // Refused before any sensor is read.
             SensorKind::Unsupported(_) => {}
             SensorKind::Touch { body, site }
@@ -218,21 +221,55 @@ impl<S: Scalar> Reading<'_, S> {
                 (body, Pose::from_quat(&site.quat, site.pos))
             }
             Frame::Geom(g) => {
-                let mut index = g;
-                let body = model.bodies().iter().position(|b| {
-                    let inside = index < b.geoms.len();
-                    if !inside {
-                        index -= b.geoms.len();
-                    }
-                    inside
-                });
-                let body = body.unwrap_or(0);
+                let (body, index) = model.geom_owner(g).unwrap_or((0, 0));
                 let geom = &model.bodies()[body].geoms[index];
                 (body, Pose::from_quat(&geom.quat, geom.pos))
             }
         };
         let world = self.kin.body_pose(model, body).compose(&local);
         (world, Quat::from_rotation_matrix(&world.rot))
+    }
+
+    /// A frame's world pose, and its angular and linear velocity (at its origin) in the world.
+    fn moving_frame(&self, frame: Frame) -> (Pose<S>, Vector3<S>, Vector3<S>) {
+        let model = self.model;
+        let (world, _) = self.frame(frame);
+        let body = match frame {
+            Frame::Body(b) | Frame::Inertial(b) | Frame::Site { body: b, .. } => b,
+            Frame::Geom(g) => model.geom_owner(g).map_or(0, |(b, _)| b),
+        };
+        let v = model.tree().body_link[body].map_or_else(Motion::zero, |l| self.velocities[l]);
+        let pose = self.kin.body_pose(model, body);
+        let offset = pose.rot.transpose() * (world.pos - pose.pos);
+        (world, pose.rot * v.ang, pose.rot * (v.lin + v.ang.cross(&offset)))
+    }
+
+    /// A frame's angular and linear velocity in the world, or relative to `reference` (the
+    /// linear one corrected for the reference's rotation) and in its axes, as MuJoCo's frame
+    /// velocity sensors read them.
+    fn frame_velocity(&self, of: Frame, reference: Option<Frame>) -> (Vector3<S>, Vector3<S>) {
+        let (pose, omega, v) = self.moving_frame(of);
+        let Some(reference) = reference else { return (omega, v) };
+        let (ref_pose, ref_omega, ref_v) = self.moving_frame(reference);
+        let linear = v - ref_v + (pose.pos - ref_pose.pos).cross(&ref_omega);
+        let to_reference = ref_pose.rot.transpose();
+        (to_reference * (omega - ref_omega), to_reference * linear)
+    }
+
+    /// The angular momentum of `body`'s subtree about its centre of mass, world frame.
+    fn angular_momentum(&self, body: usize) -> Vector3<S> {
+        let model = self.model;
+        let centre = self.subtree(body).0;
+        let mut momentum = Vector3::zeros();
+        for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| model.in_subtree(*b, body)) {
+            let pose = self.kin.body_pose(model, b);
+            let v = model.tree().body_link[b].map_or_else(Motion::zero, |l| self.velocities[l]);
+            let axes = pose.rot * part.inertia_axes.to_rotation_matrix();
+            let spin = axes * nalgebra::Matrix3::from_diagonal(&part.inertia) * axes.transpose() * (pose.rot * v.ang);
+            let (x, velocity) = (pose.transform_point(&part.com), pose.rot * (v.lin + v.ang.cross(&part.com)));
+            momentum += spin + (x - centre).cross(&velocity) * part.mass;
+        }
+        momentum
     }
 
     /// The centre of mass of `body`'s subtree and its velocity, world frame (the body's own
