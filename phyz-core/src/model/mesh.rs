@@ -1,4 +1,4 @@
-//! Meshes: the triangles of an STL or OBJ file, their mass properties as MuJoCo computes them
+//! Meshes: the triangles of an STL, OBJ or MuJoCo MSH file, their mass properties as MuJoCo computes them
 //! (`<mesh inertia>`: legacy, convex, exact or shell), and their convex hull — what contacts
 //! use, as in MuJoCo — in the mesh's principal frame, as MuJoCo moves a mesh into its inertial
 //! frame (a geom using it is placed by that frame).
@@ -21,7 +21,7 @@ const MIN_VALUE: f64 = 1e-15;
 pub enum MeshError {
     #[error("cannot read mesh file `{path}`: {message}")]
     Read { path: String, message: String },
-    #[error("mesh file `{path}` has an unknown extension (STL and OBJ are read)")]
+    #[error("mesh file `{path}` has an unknown extension (STL, OBJ and MuJoCo's MSH are read)")]
     Format { path: String },
     #[error("mesh `{path}` has no volume (its points lie on one plane): it can neither touch nor weigh")]
     Flat { path: String },
@@ -99,7 +99,7 @@ struct Triangles {
 }
 
 impl ConvexHull {
-    /// Reads `path` (STL, binary or ASCII, or OBJ, by extension) as `options` say.
+    /// Reads `path` (STL, binary or ASCII, OBJ, or MuJoCo's MSH, by extension) as `options` say.
     pub fn load(path: &Path, options: &MeshOptions) -> Result<Arc<ConvexHull>, MeshError> {
         let shown = path.display().to_string();
         let mut mesh = read(path, &shown)?;
@@ -112,6 +112,10 @@ impl ConvexHull {
             mesh.faces.iter_mut().for_each(|f| f.swap(1, 2));
         }
         let hull = hull_triangles(&mesh.points).ok_or_else(|| MeshError::Flat { path: shown.clone() })?;
+        // A mesh without faces is its hull, as MuJoCo makes it.
+        if mesh.faces.is_empty() {
+            mesh = Triangles { points: hull.points.clone(), faces: hull.faces.clone() };
+        }
         let faces = if options.inertia == MeshInertia::Convex { &hull } else { &mesh };
         let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
@@ -189,8 +193,39 @@ fn read(path: &Path, shown: &str) -> Result<Triangles, MeshError> {
                 faces: faces.map(|f| [0, 1, 2].map(|k| f[k] as usize)).collect(),
             })
         }
+        Some("msh") => {
+            let bytes = std::fs::read(path).map_err(|e| read(e.to_string()))?;
+            msh(&bytes).map_err(|e| read(e.to_string()))
+        }
         _ => Err(MeshError::Format { path: shown.to_string() }),
     }
+}
+
+/// MuJoCo's legacy binary mesh (`.msh`): four little-endian counts (vertices, normals, texture
+/// coordinates, faces), then the vertices' three floats each, the normals', the texture
+/// coordinates' two, and each face's three vertex indices. A file without faces is its hull.
+fn msh(bytes: &[u8]) -> Result<Triangles, &'static str> {
+    let word = |k: usize| bytes.get(4 * k..4 * k + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+    let count = |k: usize| word(k).map(i32::from_le_bytes).ok_or("missing header");
+    let [nv, nn, nt, nf] = [count(0)?, count(1)?, count(2)?, count(3)?];
+    let sized = nv >= 4 && nf >= 0 && (nn == 0 || nn == nv) && (nt == 0 || nt == nv);
+    let [nv, nn, nt, nf] = [nv, nn, nt, nf].map(|n| n.max(0) as usize);
+    if !sized || bytes.len() != 4 * (4 + 3 * nv + 3 * nn + 2 * nt + 3 * nf) {
+        return Err("invalid sizes, or a size that does not match the file's");
+    }
+    let float = |k: usize| f32::from_le_bytes(word(k).unwrap_or_default()) as f64;
+    let points = (0..nv).map(|i| Vector3::new(float(4 + 3 * i), float(5 + 3 * i), float(6 + 3 * i))).collect();
+    let first_face = 4 + 3 * nv + 3 * nn + 2 * nt;
+    let index = |k: usize| i32::from_le_bytes(word(k).unwrap_or_default());
+    let mut faces = Vec::with_capacity(nf);
+    for f in 0..nf {
+        let face = [0, 1, 2].map(|c| index(first_face + 3 * f + c));
+        if face.iter().any(|&i| i < 0 || i as usize >= nv) {
+            return Err("a face names a vertex the file does not have");
+        }
+        faces.push(face.map(|i| i as usize));
+    }
+    Ok(Triangles { points, faces })
 }
 
 /// The convex hull of `points` as outward-wound triangles; `None` without volume.
