@@ -10,7 +10,7 @@ use super::transmission::{Moment, transmission};
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_vector};
-use crate::model::{Actuator, Dynamics, Model, Point, State, check_input};
+use crate::model::{Actuator, Dynamics, Model, Point, State, Transmission, check_input};
 
 /// MuJoCo's floor on a filter's time constant (`mjMINVAL`).
 const MIN_TIME_CONSTANT: f64 = 1e-15;
@@ -97,9 +97,26 @@ pub(crate) struct ActuatorForce<'a, S: Scalar> {
     pub moment: Moment<'a, S>,
 }
 
-/// Actuator `actuator`'s force at `point` under control `u` (see [`add_actuator_forces`]);
-/// `rate` holds the activations' rates, `row` takes a site transmission's moment.
+/// Actuator `index`'s force at `point` under the controls `ctrl` (see [`set_actuator_forces`]);
+/// `rate` holds the activations' rates, `row` takes a site transmission's moment. `unclamped`
+/// is the force before its range clamps it, after its tendon's actuator force range scaled it.
 pub(crate) fn actuator_force<'a, S: Scalar>(
+    model: &'a Model<S>,
+    (kin, row): (&'a Kinematics<S>, &'a mut DVector<S>),
+    index: usize,
+    point: Point<'_, S>,
+    (ctrl, rate): (&[S], &DVector<S>),
+) -> ActuatorForce<'a, S> {
+    let actuator = &model.actuators()[index];
+    let scale = tendon_scale(model, (kin, &mut *row), index, point, (ctrl, rate));
+    let mut terms = unscaled_force(model, (kin, row), actuator, point, (ctrl[index], rate));
+    terms.unclamped = terms.unclamped * scale;
+    terms.force = actuator.force_range.map_or(terms.unclamped, |[lo, hi]| terms.unclamped.clamp(lo, hi));
+    terms
+}
+
+/// An actuator's force from its gain and bias, before any limit.
+fn unscaled_force<'a, S: Scalar>(
     model: &'a Model<S>,
     (kin, row): (&'a Kinematics<S>, &'a mut DVector<S>),
     actuator: &Actuator<S>,
@@ -117,8 +134,31 @@ pub(crate) fn actuator_force<'a, S: Scalar>(
     let [g0, g1, g2] = actuator.gain;
     let [b0, b1, b2] = actuator.bias;
     let unclamped = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
-    let force = actuator.force_range.map_or(unclamped, |[lo, hi]| unclamped.clamp(lo, hi));
-    ActuatorForce { length: l, velocity: v, input, unclamped, force, moment }
+    ActuatorForce { length: l, velocity: v, input, unclamped, force: unclamped, moment }
+}
+
+/// The factor MuJoCo's tendon actuator force range scales actuator `index`'s force by: one,
+/// unless it pulls on a tendon with such a range and the total of the forces of the actuators
+/// on that tendon lies outside it, which the factor brings it to.
+fn tendon_scale<S: Scalar>(
+    model: &Model<S>,
+    (kin, row): (&Kinematics<S>, &mut DVector<S>),
+    index: usize,
+    point: Point<'_, S>,
+    (ctrl, rate): (&[S], &DVector<S>),
+) -> S {
+    let Transmission::Tendon(tendon) = model.actuators()[index].transmission() else { return S::one() };
+    let Some([lo, hi]) = model.tendons()[tendon].actuator_force_range else { return S::one() };
+    let mut total = S::zero();
+    for (actuator, &u) in model.actuators().iter().zip(ctrl) {
+        if actuator.transmission() == Transmission::Tendon(tendon) {
+            total += unscaled_force(model, (kin, &mut *row), actuator, point, (u, rate)).unclamped;
+        }
+    }
+    // Outside a range that holds zero, the total is not zero.
+    let (below, above) = (total.less(lo), total.greater(hi));
+    let safe = S::select(below | above, total, S::one());
+    S::select(below, lo / safe, S::select(above, hi / safe, S::one()))
 }
 
 /// Sets `f` to the actuators' generalized forces at `point` (MuJoCo's `qfrc_actuator`; `kin`
@@ -140,8 +180,8 @@ pub fn set_actuator_forces<S: Scalar>(
     if !model.enabled.actuation || model.nu() == 0 {
         return;
     }
-    for (actuator, &u) in model.actuators().iter().zip(ctrl) {
-        let terms = actuator_force(model, (kin, &mut *row), actuator, point, (u, rate));
+    for index in 0..model.nu() {
+        let terms = actuator_force(model, (kin, &mut *row), index, point, (ctrl, rate));
         terms.moment.apply(model, terms.force, f.as_mut_slice());
     }
     add_gravity_compensation(model, kin, true, links, f);

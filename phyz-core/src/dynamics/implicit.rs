@@ -167,8 +167,8 @@ fn velocity_derivative<S: Scalar>(
     if !model.enabled.actuation {
         return;
     }
-    for (actuator, &u) in model.actuators().iter().zip(inputs.ctrl) {
-        let terms = actuator_force(model, (kin, &mut *row), actuator, inputs.point, (u, inputs.act_rate));
+    for (index, (actuator, &u)) in model.actuators().iter().zip(inputs.ctrl).enumerate() {
+        let terms = actuator_force(model, (kin, &mut *row), index, inputs.point, (inputs.ctrl, inputs.act_rate));
         let input = match actuator.dynamics {
             Dynamics::None => u,
             _ => terms.input,

@@ -10,7 +10,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use Neutral::{Absent, Inactive, Words, Zero};
+use Neutral::{Absent, Words, Zero};
 use Treatment::{Compiled, NoEffect, Refused};
 
 /// What the loader does with an accepted attribute.
@@ -34,8 +34,6 @@ pub enum Neutral {
     Zero,
     /// Not written at all.
     Absent,
-    /// Not in effect by its element's `limited`-style rule; checked where it is read.
-    Inactive,
 }
 
 impl Treatment {
@@ -376,9 +374,9 @@ const TABLE: &[(&str, &[Row])] = &[
             ("rgba", NoEffect),
             ("width", NoEffect),
             ("material", NoEffect),
+            ("actuatorfrclimited", Compiled),
+            ("actuatorfrcrange", Compiled),
             ("armature", Refused(Zero)),
-            ("actuatorfrclimited", Refused(Inactive)),
-            ("actuatorfrcrange", Refused(Inactive)),
         ],
     ),
     ("fixed/joint", &[("joint", Compiled), ("coef", Compiled)]),

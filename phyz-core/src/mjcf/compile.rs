@@ -792,11 +792,7 @@ impl<'a> Compiler<'a> {
             }
             el.check_attributes("tendon")?;
             let autolimits = self.settings.autolimits;
-            if el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)?.is_some() {
-                return Err(
-                    el.unsupported_attribute("actuatorfrcrange", "tendon actuator force limits (actuatorfrcrange)")
-                );
-            }
+            let actuator_force_range = el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)?;
             let path = if el.tag() == "fixed" { self.fixed_path(child)? } else { self.spatial_path(child)? };
             let range = el.limits("limited", "range", autolimits, true)?;
             let kept = el.array::<2>("range")?.unwrap_or([0.0; 2]);
@@ -811,6 +807,7 @@ impl<'a> Compiler<'a> {
             let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
             self.places.insert(("tendon", spec.name.clone()), el.location());
             self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
+            spec.actuator_force_range = actuator_force_range;
             spec.stiffness = el.number_or("stiffness", 0.0)?;
             spec.damping = el.number_or("damping", 0.0)?;
             spec.spring_length = spring_length;

@@ -224,7 +224,6 @@ impl<'a, 'd> Element<'a, 'd> {
         let Some(value) = self.raw(name) else { return Ok(()) };
         let neutral = match neutral {
             Neutral::Absent => false,
-            Neutral::Inactive => true,
             Neutral::Words(words) => words.contains(&value.trim()),
             Neutral::Zero => self.numbers(name)?.is_some_and(|v| v.iter().all(|x| *x == 0.0)),
         };

@@ -189,6 +189,8 @@ pub struct TendonSpec {
     pub frictionloss: f64,
     pub solref_friction: [f64; 2],
     pub solimp_friction: [f64; 5],
+    /// Bounds on the total force of the actuators on the tendon (MuJoCo's `actuatorfrcrange`).
+    pub actuator_force_range: Option<[f64; 2]>,
 }
 
 /// A tendon's path by name.
@@ -233,6 +235,7 @@ impl TendonSpec {
             frictionloss: 0.0,
             solref_friction: DEFAULT_SOLREF,
             solimp_friction: DEFAULT_SOLIMP,
+            actuator_force_range: None,
         }
     }
 }
@@ -805,6 +808,12 @@ fn compile_tendon(spec: &TendonSpec, model: &Model<f64>) -> Result<Tendon<f64>, 
     {
         return Err(invalid("range must have lo <= hi".into()));
     }
+    // As MuJoCo: the range holds zero, so a scaled force keeps its sign.
+    if let Some([lo, hi]) = spec.actuator_force_range
+        && !(lo < hi && lo <= 0.0 && hi >= 0.0)
+    {
+        return Err(invalid("actuator force range must have lo < hi and hold zero".into()));
+    }
     let mut tendon = Tendon {
         name: spec.name.clone(),
         path,
@@ -818,6 +827,7 @@ fn compile_tendon(spec: &TendonSpec, model: &Model<f64>) -> Result<Tendon<f64>, 
         frictionloss: spec.frictionloss,
         solref_friction: spec.solref_friction,
         solimp_friction: spec.solimp_friction,
+        actuator_force_range: spec.actuator_force_range,
     };
     tendon.spring_length = match spec.spring_length {
         Some(band) => band,

@@ -28,6 +28,9 @@ pub struct Tendon<S> {
     pub frictionloss: S,
     pub solref_friction: [S; 2],
     pub solimp_friction: [S; 5],
+    /// Bounds on the total force of the actuators pulling on the tendon (MuJoCo's
+    /// `actuatorfrcrange`): outside them, each one's force is scaled by the same factor.
+    pub actuator_force_range: Option<[S; 2]>,
 }
 
 /// What a tendon's length is made of.
@@ -251,6 +254,7 @@ impl<S: Scalar> Tendon<S> {
             frictionloss: f(self.frictionloss),
             solref_friction: self.solref_friction.map(&mut *f),
             solimp_friction: self.solimp_friction.map(&mut *f),
+            actuator_force_range: self.actuator_force_range.map(|r| r.map(&mut *f)),
         }
     }
 }

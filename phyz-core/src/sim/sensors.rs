@@ -199,8 +199,7 @@ impl<S: Scalar> Reading<'_, S> {
     fn actuator(&self, kind: &SensorKind, a: usize) -> S {
         let (model, state) = (self.model, self.state);
         let mut row = DVector::zeros(0);
-        let actuator = &model.actuators()[a];
-        let terms = actuator_force(model, (self.kin, &mut row), actuator, state.point(), (self.ctrl[a], &self.rates));
+        let terms = actuator_force(model, (self.kin, &mut row), a, state.point(), (self.ctrl, &self.rates));
         match kind {
             SensorKind::ActuatorPos(_) => terms.length,
             SensorKind::ActuatorVel(_) => terms.velocity,
