@@ -2,7 +2,7 @@
 //! limits and contacts, in MuJoCo's order — as Jacobian rows with their materials, depths and
 //! inverse weights, for every batch lane, into storage kept from one evaluation to the next.
 
-use nalgebra::DVector;
+use nalgebra::{DVector, Vector3};
 
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::InverseWeights;
@@ -11,9 +11,9 @@ use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_mate
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::DofRow;
 use crate::dynamics::Kinematics;
-use crate::dynamics::kinematics::add_relative_rows;
+use crate::dynamics::kinematics::{add_relative_rows, qpos_quat};
 use crate::error::StepError;
-use crate::math::{Pose, zero_vector};
+use crate::math::{Pose, normalize_or_x, zero_vector};
 use crate::model::{Cone, Coupled, Equality, JointKind, Model};
 use crate::scalar::{Mask, Scalar};
 
@@ -222,19 +222,25 @@ fn limits<S: Scalar>(
 ) -> Result<(), StepError> {
     let joints = || model.joints().iter().enumerate().filter_map(|(j, joint)| joint.range.map(|r| (j, joint, r)));
     let tendons = || model.tendons().iter().enumerate().filter_map(|(t, tendon)| tendon.range.map(|r| (t, tendon, r)));
-    if let Some((_, joint, _)) =
-        joints().find(|(_, joint, _)| !matches!(joint.kind(), JointKind::Hinge | JointKind::Slide))
-    {
-        return Err(StepError::Unsupported {
-            what: format!("limits of the {:?} joint `{}`", joint.kind(), joint.name),
-        });
+    if let Some((_, joint, _)) = joints().find(|(_, joint, _)| joint.kind() == JointKind::Free) {
+        return Err(StepError::Unsupported { what: format!("limits of the free joint `{}`", joint.name) });
     }
     // Every limit's depths and the lanes near it first: a device tells which are near in one read.
     let mut near = std::mem::take(&mut out.near);
     near.clear();
     for (_, joint, [lo, hi]) in joints() {
-        let x = q[joint.qpos_adr()];
-        near.extend([lo - x, x - hi].map(|depth| (depth, depth.greater(-joint.limit_margin))));
+        let depths = match joint.kind() {
+            // A ball joint's one limit is on its rotation angle, the larger bound (MuJoCo's).
+            JointKind::Ball => {
+                let depth = ball_rotation(q, joint.qpos_adr()).0 - hi.max(lo);
+                [(depth, S::Mask::splat(false)), (depth, depth.greater(-joint.limit_margin))]
+            }
+            _ => {
+                let x = q[joint.qpos_adr()];
+                [lo - x, x - hi].map(|depth| (depth, depth.greater(-joint.limit_margin)))
+            }
+        };
+        near.extend(depths);
     }
     for (t, tendon, [lo, hi]) in tendons() {
         let length = kin.tendons.length[t];
@@ -247,9 +253,19 @@ fn limits<S: Scalar>(
         for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
             // The row is built only for a limit within its margin in some lane.
             if present.any() {
-                let limit = one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present);
+                let (adr, limit) = (
+                    joint.dof_adr(),
+                    one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present),
+                );
                 let key = Key::JointLimit { joint: j, upper };
-                push_row(out, key, limit, |row| row[joint.dof_adr()] = S::from_f64(sign));
+                match joint.kind() {
+                    // Against the rotation, about its axis.
+                    JointKind::Ball => {
+                        let axis = ball_rotation(q, joint.qpos_adr()).1;
+                        push_row(out, key, limit, |row| (0..3).for_each(|k| row[adr + k] = -axis[k]));
+                    }
+                    _ => push_row(out, key, limit, |row| row[adr] = S::from_f64(sign)),
+                }
             }
         }
     }
@@ -266,6 +282,17 @@ fn limits<S: Scalar>(
     }
     out.near = near;
     Ok(())
+}
+
+/// A ball joint's rotation angle at `q` (from the quaternion at `adr`) and its unit axis, in
+/// the joint's frame, as MuJoCo's `mju_quat2Vel` and `mju_normalize3` (the x axis at no
+/// rotation, where the angle's derivative is taken as zero rather than undefined).
+fn ball_rotation<S: Scalar>(q: &DVector<S>, adr: usize) -> (S, Vector3<S>) {
+    let rotation = qpos_quat(q, adr).to_rotation_vector();
+    let squared = rotation.dot(&rotation);
+    let still = squared.less(S::from_f64(1e-30));
+    let angle = S::select(still, S::zero(), S::select(still, S::one(), squared).sqrt());
+    (angle, normalize_or_x(rotation))
 }
 
 /// Dry friction (MuJoCo's `frictionloss`) on each degree of freedom of a joint and on each
