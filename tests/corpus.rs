@@ -74,37 +74,6 @@ enum Check {
 /// gives the numbers); they are reported in the table, not asserted, so that the test checks
 /// everything else, the other checks of these models included.
 const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
-    // A box (or ellipsoid) with `fromto` and one size: MuJoCo takes its half-width from size[0]
-    // for both sides (user_objects.cc: size[2] = half length, size[1] = size[0]); phyz asks for
-    // size[1] (`Invalid`: "size[1] must be given and positive").
-    ("mjt_connect", Check::Load, "box with fromto and one size"),
-    ("mjt_refsite", Check::Load, "box with fromto and one size"),
-    ("mjt_weld", Check::Load, "box with fromto and one size"),
-    // An OBJ mesh with vertices and no faces: MuJoCo takes the vertices' convex hull (mass
-    // properties included); phyz says the points lie on one plane (`Invalid`), which they do not.
-    ("mjt_inertia_convex", Check::Load, "OBJ mesh without faces"),
-    // MuJoCo 4's polynomial tendon stiffness (`stiffness` with several coefficients): phyz reads
-    // one number and calls the rest malformed (`Invalid`) instead of refusing it by name.
-    ("mjt_poly_stiffness", Check::Load, "polynomial tendon stiffness"),
-    // An actuator on a `<freejoint name="free">`: freejoints are not entered in the compiler's
-    // table of names, so the actuator's `joint="free"` is "no joint named `free`" (`Invalid`);
-    // actuators on ball and free joints are a model error ("not a hinge or slide"), not a
-    // refusal by name.
-    ("mjt_rotations", Check::Load, "actuators on free and ball joints"),
-    // A keyframe shorter than the model (`qvel` with 25 of 27 numbers): MuJoCo pads it
-    // (qpos from qpos0, the rest zero; mjCModel::ExpandKeyframe); phyz refuses it (`Invalid`).
-    ("mjt_solver_humanoid", Check::Load, "keyframe shorter than the model"),
-    // A spatial tendon without `springlength` over a joint whose `springref` is not its `ref`:
-    // MuJoCo takes the rest length at qpos_spring; phyz asks for a springlength (a model error,
-    // the limitation docs/mjcf.md states).
-    ("mjt_ten_J2", Check::Load, "spatial tendon rest length at springref"),
-    // MuJoCo 4 wraps a servo's setpoint on a purely rotational refsite transmission to the
-    // representative nearest the length, modulo 2π|gear| (engine_forward.c: wrapPeriod,
-    // wrapSetpoint); phyz does not: actuator force 29.56 against MuJoCo's -2.53 at the smooth
-    // state (control 0.804, length 0.227, period 0.628). Measured 2.4e-2 (smooth), 5.6e-2
-    // (constrained).
-    ("mjt_refsite_free", Check::Smooth, "servo setpoint wrapping (MuJoCo 4)"),
-    ("mjt_refsite_free", Check::Constrained, "servo setpoint wrapping (MuJoCo 4)"),
     // General convex pairs: phyz's contact points come from parry3d's manifolds, MuJoCo's from
     // its own convex collision with multiccd, and a resting face is statically indeterminate, so
     // the forces spread otherwise: a cylinder lying on a box, 3 contacts against MuJoCo's 4

@@ -232,20 +232,24 @@ fn paths_mujoco_refuses_are_errors_naming_the_tendon() {
     assert!(fine.is_ok(), "{fine:?}");
 }
 
+/// Without `springlength`, a spatial tendon rests at its length where the joints are at their
+/// spring references (MuJoCo's `qpos_spring`), also where that is not the reference pose: here
+/// `top` to `low` with the hinge at its `springref` of 0.3° (degrees, the compiler's default).
 #[test]
-fn a_spring_resting_away_from_the_reference_pose_needs_its_springlength() {
+fn a_spring_rests_at_its_length_at_the_spring_references() {
     let xml = arm(r#"<site site="top"/><site site="low"/>"#).replace(
         r#"<joint name="hinge" type="hinge" axis="0 1 0"/>"#,
         r#"<joint name="hinge" type="hinge" axis="0 1 0" springref="0.3"/>"#,
     );
-    let error = mjcf::parse(&xml.replace(r#"name="string""#, r#"name="string" stiffness="1""#), "arm.xml")
-        .expect_err("rest length at springref")
-        .to_string();
-    assert!(error.contains("springlength"), "{error}");
+    let model = mjcf::parse(&xml.replace(r#"name="string""#, r#"name="string" stiffness="1""#), "arm.xml")
+        .expect("rest length at springref");
+    let theta = 0.3f64.to_radians();
+    // `low` is 0.3 below the hinge, which is 0.5 below `top`.
+    let expected = ((0.3 * theta.sin()).powi(2) + (0.5 + 0.3 * theta.cos()).powi(2)).sqrt();
+    let [lo, hi] = model.tendons()[0].spring_length;
+    assert!((lo - expected).abs() < 1e-14 && lo == hi, "{lo} {hi} vs {expected}");
     let given = xml.replace(r#"name="string""#, r#"name="string" stiffness="1" springlength="0.6""#);
-    assert!(mjcf::parse(&given, "arm.xml").is_ok());
-    // Without a spring too: the rest length is part of the model, and a spring can be added.
-    assert!(mjcf::parse(&xml, "arm.xml").is_err());
+    assert_eq!(mjcf::parse(&given, "arm.xml").expect("given").tendons()[0].spring_length, [0.6, 0.6]);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
-use super::constants::{self, SpringDamper};
+use super::constants::{self, Deferred, SpringDamper};
 use super::defaults::{Defaults, MAIN};
 use super::element::Element;
 use super::error::{Location, MjcfError, MjcfErrorKind};
@@ -84,8 +84,10 @@ struct Compiler<'a> {
     /// Mesh assets by name; one that cannot be read is an error where a geom needs it (at
     /// once, unless `discardvisual` may leave it unused).
     meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
-    /// Joints whose stiffness and damping come from a time constant and damping ratio.
-    spring_dampers: Vec<SpringDamper>,
+    /// What the compiler's constants at the reference configuration resolve.
+    deferred: Deferred,
+    /// Tendons read so far.
+    tendon_count: usize,
     /// Joints' and tendons' ranges as MuJoCo keeps them, and whether the joint is a hinge or a
     /// slide (tendons: true), for actuators' `inheritrange`.
     target_ranges: HashMap<(&'static str, String), ([f64; 2], bool)>,
@@ -128,7 +130,8 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         nkey: 0,
         meshes: HashMap::new(),
         target_ranges: HashMap::new(),
-        spring_dampers: Vec::new(),
+        deferred: Deferred::default(),
+        tendon_count: 0,
         referenced_geoms: parsed
             .docs
             .iter()
@@ -183,7 +186,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         kind: MjcfErrorKind::Model(e),
     };
     let mut model = c.builder.build().map_err(located_error)?;
-    constants::resolve(&mut model, &c.spring_dampers).map_err(|e| {
+    constants::resolve(&mut model, &c.deferred).map_err(|e| {
         Element::new(root, None).invalid(format!("the model's constants at its reference configuration: {e}"))
     })?;
     for at in of("keyframe") {
@@ -483,7 +486,7 @@ impl<'a> Compiler<'a> {
                 if let Some([time_constant, damping_ratio]) = spring_damper(&el)? {
                     let earlier: usize = self.bodies.iter().map(|(_, b)| b.joints.len()).sum();
                     let joint = earlier + spec.joints.len();
-                    self.spring_dampers.push(SpringDamper { joint, time_constant, damping_ratio });
+                    self.deferred.spring_dampers.push(SpringDamper { joint, time_constant, damping_ratio });
                 }
                 let scalar = matches!(joint.kind, JointKind::Hinge | JointKind::Slide);
                 self.target_ranges.insert(("joint", joint.name.clone()), (range, scalar));
@@ -494,7 +497,10 @@ impl<'a> Compiler<'a> {
             }
             "freejoint" => {
                 el.check_attributes("freejoint")?;
-                spec.joints.push(JointSpec::free(el.string("name").unwrap_or_default()));
+                let joint = JointSpec::free(el.string("name").unwrap_or_default());
+                self.places.insert(("joint", joint.name.clone()), el.location());
+                self.target_ranges.insert(("joint", joint.name.clone()), ([0.0; 2], false));
+                spec.joints.push(joint);
             }
             "geom" => {
                 // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
@@ -592,9 +598,9 @@ impl<'a> Compiler<'a> {
             pos: Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
             axis: Vector3::from(el.array::<3>("axis")?.unwrap_or([0.0, 0.0, 1.0])),
             reference: angular(el.number_or("ref", 0.0)?),
-            stiffness: el.number_or("stiffness", 0.0)?,
+            stiffness: el.leading("stiffness", 0.0)?,
             spring_ref: angular(el.number_or("springref", 0.0)?),
-            damping: el.number_or("damping", 0.0)?,
+            damping: el.leading("damping", 0.0)?,
             armature: el.number_or("armature", 0.0)?,
             range: None,
             limit_margin: el.number_or("margin", 0.0)?,
@@ -631,35 +637,7 @@ impl<'a> Compiler<'a> {
             match el.tag() {
                 "mesh" => {
                     el.check_attributes("mesh")?;
-                    let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file`"))?;
-                    let name = el.string("name").unwrap_or_else(|| {
-                        Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-                    });
-                    let inertia = match el.keyword("inertia", &["legacy", "convex", "exact", "shell"])? {
-                        Some("convex") => MeshInertia::Convex,
-                        Some("exact") => MeshInertia::Exact,
-                        Some("shell") => MeshInertia::Shell,
-                        _ => MeshInertia::Legacy,
-                    };
-                    let refquat = el.array::<4>("refquat")?.unwrap_or([1.0, 0.0, 0.0, 0.0]);
-                    let options = MeshOptions {
-                        scale: Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3])),
-                        refpos: Vector3::from(el.array::<3>("refpos")?.unwrap_or([0.0; 3])),
-                        refquat: Quat::new(refquat[0], refquat[1], refquat[2], refquat[3]),
-                        inertia,
-                    };
-                    if options.refquat.norm_squared() == 0.0 {
-                        return Err(el.invalid("refquat is zero"));
-                    }
-                    // As MuJoCo: relative to the main model's directory, whichever file
-                    // declares the mesh.
-                    let base = self.parsed.base();
-                    let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
-                    let file = match Path::new(&file).file_name() {
-                        Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
-                        _ => file,
-                    };
-                    let hull = ConvexHull::load(&dir.join(&file), &options).map_err(|e| el.invalid(e.to_string()));
+                    let (name, hull) = self.mesh(&el)?;
                     if let Err(e) = &hull
                         && !self.settings.discard_visual
                     {
@@ -673,6 +651,54 @@ impl<'a> Compiler<'a> {
             }
         }
         Ok(())
+    }
+
+    /// A `<mesh>` asset's name and mesh (an error kept for the geoms that need it): from its
+    /// file, or from inline `vertex` (and `face`) data, placed, scaled and weighed as its
+    /// attributes say.
+    fn mesh(&self, el: &Element<'_, '_>) -> Result<(String, Result<Arc<ConvexHull>, MjcfError>), MjcfError> {
+        let inertia = match el.keyword("inertia", &["legacy", "convex", "exact", "shell"])? {
+            Some("convex") => MeshInertia::Convex,
+            Some("exact") => MeshInertia::Exact,
+            Some("shell") => MeshInertia::Shell,
+            _ => MeshInertia::Legacy,
+        };
+        let refquat = el.array::<4>("refquat")?.unwrap_or([1.0, 0.0, 0.0, 0.0]);
+        let options = MeshOptions {
+            scale: Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3])),
+            refpos: Vector3::from(el.array::<3>("refpos")?.unwrap_or([0.0; 3])),
+            refquat: Quat::new(refquat[0], refquat[1], refquat[2], refquat[3]),
+            inertia,
+        };
+        if options.refquat.norm_squared() == 0.0 {
+            return Err(el.invalid("refquat is zero"));
+        }
+        if let Some(vertex) = el.numbers("vertex")? {
+            let name = el.string("name").ok_or_else(|| el.invalid("a mesh given inline needs a `name`"))?;
+            if vertex.len() % 3 != 0 || vertex.len() < 12 {
+                return Err(el.invalid("`vertex` needs at least four points of three numbers"));
+            }
+            let points: Vec<Vector3<f64>> = vertex.chunks(3).map(Vector3::from_column_slice).collect();
+            let face = el.numbers("face")?.unwrap_or_default();
+            if face.len() % 3 != 0 || face.iter().any(|&k| k < 0.0 || k.fract() != 0.0) {
+                return Err(el.invalid("`face` needs triangles of three vertex indices"));
+            }
+            let faces: Vec<[usize; 3]> = face.chunks(3).map(|f| [f[0], f[1], f[2]].map(|k| k as usize)).collect();
+            let hull = ConvexHull::from_data(&points, &faces, &options, &name).map_err(|e| el.invalid(e.to_string()));
+            return Ok((name, hull));
+        }
+        let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file` or `vertex`"))?;
+        let name = el.string("name").unwrap_or_else(|| {
+            Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        });
+        // As MuJoCo: relative to the main model's directory, whichever file declares the mesh.
+        let base = self.parsed.base();
+        let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
+        let file = match Path::new(&file).file_name() {
+            Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
+            _ => file,
+        };
+        Ok((name, ConvexHull::load(&dir.join(&file), &options).map_err(|e| el.invalid(e.to_string()))))
     }
 
     /// A geom (placed in its holder's frame by `placement`) and, for shapes with volume, its
@@ -704,8 +730,12 @@ impl<'a> Compiler<'a> {
             "sphere" => Shape::Sphere { radius: dim(0)? },
             "capsule" => Shape::Capsule { radius: dim(0)?, half_length: half_length(1)? },
             "cylinder" => Shape::Cylinder { radius: dim(0)?, half_length: half_length(1)? },
-            "box" => Shape::Box { half_extents: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
-            "ellipsoid" => Shape::Ellipsoid { radii: Vector3::new(dim(0)?, dim(1)?, half_length(2)?) },
+            // As MuJoCo: along a `fromto`, the two other half-sizes are both size[0].
+            "box" | "ellipsoid" => {
+                let across = if segment.is_some() { dim(0)? } else { dim(1)? };
+                let sizes = Vector3::new(dim(0)?, across, half_length(2)?);
+                if kind == Some("box") { Shape::Box { half_extents: sizes } } else { Shape::Ellipsoid { radii: sizes } }
+            }
             "mesh" => {
                 let name = el.string("mesh").ok_or_else(|| el.invalid("a mesh geom needs `mesh`"))?;
                 let hull = self.meshes.get(&name).ok_or_else(|| el.invalid(format!("no mesh asset `{name}`")))?;
@@ -804,12 +834,23 @@ impl<'a> Compiler<'a> {
                 Some(v) if v.len() == 2 && v[0] <= v[1] => Some([v[0], v[1]]),
                 Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
             };
+            // A spatial tendon's rest length is read off the kinematics by the constants; until
+            // then, its length at zero.
+            let spatial = matches!(path, PathSpec::Spatial(_));
+            let spring_length = match spring_length {
+                None if spatial => {
+                    self.deferred.rest_lengths.push(self.tendon_count);
+                    Some([0.0; 2])
+                }
+                given => given,
+            };
+            self.tendon_count += 1;
             let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
             self.places.insert(("tendon", spec.name.clone()), el.location());
             self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
             spec.actuator_force_range = actuator_force_range;
-            spec.stiffness = el.number_or("stiffness", 0.0)?;
-            spec.damping = el.number_or("damping", 0.0)?;
+            spec.stiffness = el.leading("stiffness", 0.0)?;
+            spec.damping = el.leading("damping", 0.0)?;
             spec.spring_length = spring_length;
             spec.range = range;
             spec.limit_margin = el.number_or("margin", 0.0)?;
@@ -896,6 +937,11 @@ impl<'a> Compiler<'a> {
         if reference.is_some() && !matches!(target, Target::Site { .. }) {
             return Err(el.invalid("`refsite` goes with a `site` transmission"));
         }
+        if let Target::Joint(name) = &target
+            && self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, scalar)| !scalar)
+        {
+            return Err(el.unsupported(format!("an actuator on the ball or free joint `{name}`")));
+        }
         let name = match &target {
             Target::Joint(name) => Some(("joint", name)),
             Target::Tendon(name) => Some(("tendon", name)),
@@ -980,17 +1026,7 @@ impl<'a> Compiler<'a> {
     /// `-kp`): its control range (an integrator's activation range) is its target's range about
     /// the middle, scaled by `factor`, then read by the `limited` rule as if written.
     fn inherit_range(&self, el: &Element<'_, '_>, spec: &mut ActuatorSpec, factor: f64) -> Result<(), MjcfError> {
-        let position_like = match el.tag() {
-            "position" | "intvelocity" => true,
-            "general" => {
-                let fixed =
-                    el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
-                let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
-                fixed && affine && spec.gain[0] == -spec.bias[1]
-            }
-            _ => false,
-        };
-        if !position_like {
+        if !servo_shaped(el, spec)? {
             return Ok(());
         }
         let (name, kind) = match &spec.target {
@@ -1067,6 +1103,20 @@ impl<'a> Compiler<'a> {
         self.builder.add_contact_pair(pair);
         Ok(())
     }
+}
+
+/// Whether an actuator is a servo in MuJoCo's sense: a fixed gain `kp`, an affine bias with
+/// `-kp` on the length (`position`, `intvelocity`, or a `general` written so).
+fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfError> {
+    Ok(match el.tag() {
+        "position" | "intvelocity" => true,
+        "general" => {
+            let fixed = el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
+            let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
+            fixed && affine && spec.gain[0] == -spec.bias[1]
+        }
+        _ => false,
+    })
 }
 
 /// A servo's velocity term (`biasprm[2]`) as MuJoCo's shortcuts set it: `-kv`, or a damping
@@ -1265,31 +1315,27 @@ fn read_key(el: &Element<'_, '_>, model: &Model<f64>) -> Result<Keyframe, MjcfEr
     }
     el.check_attributes("key")?;
     let rest = rest_key(model);
-    let values = |name: &str, per: usize, count: usize| -> Result<Option<Vec<f64>>, MjcfError> {
-        match el.numbers(name)? {
-            Some(v) if v.len() != per * count => {
-                Err(el.invalid(format!("`{name}` has {} values, the model needs {}", v.len(), per * count)))
-            }
-            v => Ok(v),
+    // As MuJoCo: what is written replaces the leading numbers of the rest key's; more than the
+    // model has is an error.
+    let values = |name: &str, default: Vec<f64>| -> Result<Vec<f64>, MjcfError> {
+        let given = el.numbers(name)?.unwrap_or_default();
+        if given.len() > default.len() {
+            return Err(el.invalid(format!("`{name}` has {} values, the model has {}", given.len(), default.len())));
         }
+        Ok(given.iter().chain(&default[given.len()..]).copied().collect())
     };
     let vector = |name: &str, default: DVector<f64>| -> Result<DVector<f64>, MjcfError> {
-        Ok(values(name, 1, default.len())?.map_or(default, DVector::from_vec))
+        Ok(DVector::from_vec(values(name, default.as_slice().to_vec())?))
     };
-    let nmocap = model.nmocap();
-    let mocap_pos = match values("mpos", 3, nmocap)? {
-        Some(v) => v.chunks(3).map(Vector3::from_column_slice).collect(),
-        None => rest.mocap_pos,
-    };
-    let mocap_quat = match values("mquat", 4, nmocap)? {
-        // As MuJoCo: normalized, but a zero quaternion is kept (and refused when stepped).
-        Some(v) => v
-            .chunks(4)
-            .map(|q| Quat::new(q[0], q[1], q[2], q[3]))
-            .map(|q| if q.norm_squared() > 0.0 { q.normalize() } else { q })
-            .collect(),
-        None => rest.mocap_quat,
-    };
+    let flat_pos = rest.mocap_pos.iter().flat_map(|p| [p.x, p.y, p.z]).collect();
+    let mocap_pos = values("mpos", flat_pos)?.chunks(3).map(Vector3::from_column_slice).collect();
+    let flat_quat = rest.mocap_quat.iter().flat_map(|q| [q.w, q.x, q.y, q.z]).collect();
+    let mocap_quat = values("mquat", flat_quat)?
+        .chunks(4)
+        .map(|q| Quat::new(q[0], q[1], q[2], q[3]))
+        // Normalized, but a zero quaternion is kept (and refused when stepped), as in MuJoCo.
+        .map(|q| if q.norm_squared() > 0.0 { q.normalize() } else { q })
+        .collect();
     Ok(Keyframe {
         name: el.string("name").unwrap_or_default(),
         time: el.number_or("time", 0.0)?,

@@ -1,7 +1,8 @@
 //! What MuJoCo's compiler reads off the dynamics at the reference configuration (its
 //! `mj_setConst`): a position servo's damping from its damping ratio (`dampratio`, or a positive
-//! `biasprm[2]` on a position-like actuator), and a joint's stiffness and damping from its
-//! time constant and damping ratio (`springdamper`).
+//! `biasprm[2]` on a position-like actuator), a joint's stiffness and damping from its
+//! time constant and damping ratio (`springdamper`), and a spatial tendon's rest length, its
+//! length where every joint is at its spring reference (`qpos_spring`).
 
 use nalgebra::DVector;
 
@@ -15,6 +16,14 @@ use crate::model::{JointKind, Model};
 /// MuJoCo's smallest meaningful value (`mjMINVAL`).
 const MIN_VALUE: f64 = 1e-15;
 
+/// What the compiler leaves to the constants.
+#[derive(Default)]
+pub(super) struct Deferred {
+    pub(super) spring_dampers: Vec<SpringDamper>,
+    /// Spatial tendons without `springlength`, by index.
+    pub(super) rest_lengths: Vec<usize>,
+}
+
 /// A joint's `springdamper`: time constant and damping ratio, both positive.
 pub(super) struct SpringDamper {
     pub(super) joint: usize,
@@ -25,15 +34,19 @@ pub(super) struct SpringDamper {
 /// Resolves the model's constants at its reference configuration `qpos0`: servo damping
 /// ratios into dampings, joint spring-dampers into stiffness and damping. Errors with the
 /// dynamics' message when the mass matrix there cannot be factorized.
-pub(super) fn resolve(model: &mut Model<f64>, springs: &[SpringDamper]) -> Result<(), String> {
+pub(super) fn resolve(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), String> {
+    let springs = &deferred.spring_dampers;
     let servos = model.actuators().iter().any(|a| a.gain[0] == -a.bias[1] && a.bias[2] > 0.0);
-    if !servos && springs.is_empty() {
-        return Ok(());
-    }
     let rest = model.default_state();
     let mut kin = Kinematics::default();
     kin.set_constants(model);
     kin.set_mocap(model, &rest.mocap_pos, &rest.mocap_quat);
+    if !deferred.rest_lengths.is_empty() {
+        rest_lengths(model, &mut kin, &deferred.rest_lengths);
+    }
+    if !servos && springs.is_empty() {
+        return Ok(());
+    }
     kin.update(model, &rest.qpos);
     let mut factor = MassFactor::default();
     factor.factorize(model, &mass_matrix(model, &kin)).map_err(|e| e.to_string())?;
@@ -48,6 +61,22 @@ pub(super) fn resolve(model: &mut Model<f64>, springs: &[SpringDamper]) -> Resul
         spring_dampers(model, springs, &inverse_diagonal);
     }
     Ok(())
+}
+
+/// Each of `tendons` rests at its length where every hinge and slide is at its spring
+/// reference (the other joints at the reference configuration), as MuJoCo's `qpos_spring`.
+fn rest_lengths(model: &mut Model<f64>, kin: &mut Kinematics<f64>, tendons: &[usize]) {
+    let mut qpos = model.qpos0();
+    for joint in model.joints() {
+        if matches!(joint.kind(), JointKind::Hinge | JointKind::Slide) {
+            qpos[joint.qpos_adr()] = joint.spring_ref;
+        }
+    }
+    kin.update(model, &qpos);
+    for &t in tendons {
+        let length = kin.tendons.length[t];
+        model.tendons_mut()[t].spring_length = [length, length];
+    }
 }
 
 /// Each position-like actuator (gain `kp` = −`biasprm[1]`) with a positive `biasprm[2]` reads

@@ -150,6 +150,19 @@ impl<'a, 'd> Element<'a, 'd> {
         Ok(self.array::<1>(name)?.map(|[x]| x))
     }
 
+    /// The first number of `name`, where MuJoCo 4 reads more as a polynomial's higher
+    /// coefficients (a joint's or tendon's `stiffness`, `damping`): those must be zero.
+    pub(super) fn leading(&self, name: &str, default: f64) -> Result<f64, MjcfError> {
+        match self.numbers(name)? {
+            None => Ok(default),
+            Some(v) if v.is_empty() => Err(self.invalid(format!("attribute `{name}` needs a number"))),
+            Some(v) if v[1..].iter().any(|x| *x != 0.0) => {
+                Err(self.unsupported_attribute(name, format!("polynomial `{name}` (coefficients past the first)")))
+            }
+            Some(v) => Ok(v[0]),
+        }
+    }
+
     pub(super) fn number_or(&self, name: &str, default: f64) -> Result<f64, MjcfError> {
         Ok(self.number(name)?.unwrap_or(default))
     }

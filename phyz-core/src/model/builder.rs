@@ -981,8 +981,13 @@ fn compile_actuator(
     if ranges.into_iter().any(|[lo, hi]| lo > hi) {
         return Err(invalid("ranges must have lo <= hi".into()));
     }
+    let rotational =
+        matches!(transmission, Transmission::Site { reference: Some(_), .. }) && spec.gear[..3] == [0.0; 3];
+    let servo = spec.gain[0] == -spec.bias[1] && spec.gain[1..] == [0.0; 2];
+    let unfiltered = matches!(spec.dynamics, Dynamics::None | Dynamics::Integrator);
     Ok(Actuator {
         name: spec.name.clone(),
+        wraps_setpoint: rotational && servo && unfiltered,
         transmission,
         gear: spec.gear,
         gain: spec.gain,

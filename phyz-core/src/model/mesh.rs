@@ -102,7 +102,29 @@ impl ConvexHull {
     /// Reads `path` (STL, binary or ASCII, OBJ, or MuJoCo's MSH, by extension) as `options` say.
     pub fn load(path: &Path, options: &MeshOptions) -> Result<Arc<ConvexHull>, MeshError> {
         let shown = path.display().to_string();
-        let mut mesh = read(path, &shown)?;
+        let mesh = read(path, &shown)?;
+        Self::compile(mesh, options, shown)
+    }
+
+    /// A mesh given by its vertices and (optionally, else its hull's) triangles' vertex indices,
+    /// as MJCF's inline `vertex` and `face` give it; `name` names it in errors.
+    pub fn from_data(
+        vertices: &[Vector3<f64>],
+        faces: &[[usize; 3]],
+        options: &MeshOptions,
+        name: &str,
+    ) -> Result<Arc<ConvexHull>, MeshError> {
+        if faces.iter().flatten().any(|&k| k >= vertices.len()) {
+            return Err(MeshError::Read { path: name.to_string(), message: "a face names a missing vertex".into() });
+        }
+        // As MuJoCo, the numbers are single precision.
+        let points = vertices.iter().map(|v| v.map(|x| x as f32 as f64)).collect();
+        Self::compile(Triangles { points, faces: faces.to_vec() }, options, name.to_string())
+    }
+
+    /// The mesh `mesh` placed and scaled as `options` say, its mass properties by its inertia
+    /// mode, and its hull in its principal frame (`shown` names it in errors).
+    fn compile(mut mesh: Triangles, options: &MeshOptions, shown: String) -> Result<Arc<ConvexHull>, MeshError> {
         let rotation = options.refquat.normalize().to_rotation_matrix().transpose();
         for p in &mut mesh.points {
             *p = (rotation * (*p - options.refpos)).component_mul(&options.scale);
@@ -188,10 +210,13 @@ fn read(path: &Path, shown: &str) -> Result<Triangles, MeshError> {
             // the first object's faces.
             let points = models.iter().flat_map(|m| m.mesh.positions.chunks_exact(3));
             let faces = models.first().map_or(&[][..], |m| &m.mesh.indices[..]).chunks_exact(3);
-            Ok(Triangles {
+            let mesh = Triangles {
                 points: points.map(|p| widen([p[0], p[1], p[2]])).collect(),
                 faces: faces.map(|f| [0, 1, 2].map(|k| f[k] as usize)).collect(),
-            })
+            };
+            // The OBJ reader keeps only the vertices faces use; a file of vertices alone (its
+            // hull, for MuJoCo) is read by its `v` lines.
+            if mesh.faces.is_empty() { obj_vertices(path).map_err(read) } else { Ok(mesh) }
         }
         Some("msh") => {
             let bytes = std::fs::read(path).map_err(|e| read(e.to_string()))?;
@@ -199,6 +224,25 @@ fn read(path: &Path, shown: &str) -> Result<Triangles, MeshError> {
         }
         _ => Err(MeshError::Format { path: shown.to_string() }),
     }
+}
+
+/// The vertices of an OBJ file without faces: its `v x y z` lines, in single precision as
+/// MuJoCo reads them.
+fn obj_vertices(path: &Path) -> Result<Triangles, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut points = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        if words.next() != Some("v") {
+            continue;
+        }
+        let mut xyz = [0.0f32; 3];
+        for x in &mut xyz {
+            *x = words.next().and_then(|w| w.parse().ok()).ok_or_else(|| format!("malformed vertex `{line}`"))?;
+        }
+        points.push(Vector3::new(xyz[0] as f64, xyz[1] as f64, xyz[2] as f64));
+    }
+    Ok(Triangles { points, faces: Vec::new() })
 }
 
 /// MuJoCo's legacy binary mesh (`.msh`): four little-endian counts (vertices, normals, texture
