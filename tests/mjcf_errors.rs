@@ -488,3 +488,33 @@ fn inherited_ranges_are_the_targets_scaled() {
     let [c, d] = about(-1.0 * degrees, 100.0 * degrees, 0.5);
     assert!((lo - c).abs() < 1e-15 && (hi - d).abs() < 1e-15, "{lo} {hi}");
 }
+
+/// MuJoCo's schema per element, and its one default actuator per class: an attribute MuJoCo
+/// does not give that element is an error (`<motor kp>`), and an actuator whose class shaped
+/// its default actuator as another kind is refused by name, where MuJoCo's numbers would start
+/// from that shape (a motor, which sets everything it reads, is not).
+#[test]
+fn actuator_attributes_follow_mujocos_schema_and_default_actuator() {
+    let motor_kp = error(&BASE.replace(r#"<motor joint="j1" gear="2"/>"#, r#"<motor joint="j1" kp="5"/>"#));
+    assert!(matches!(motor_kp.kind, MjcfErrorKind::Invalid(ref m) if m.contains("kp")), "{motor_kp}");
+    let with_default = |default: &str, actuator: &str| {
+        BASE.replace(r#"<joint damping="0.1"/>"#, &format!(r#"<joint damping="0.1"/>{default}"#))
+            .replace(r#"<motor joint="j1" gear="2"/>"#, actuator)
+    };
+    let mixed = error(&with_default(r#"<position kp="7" kv="2"/>"#, r#"<velocity joint="j1"/>"#));
+    assert!(matches!(mixed.kind, MjcfErrorKind::Unsupported(_)), "{mixed}");
+    let reset = error(&with_default(r#"<position kp="7"/><motor ctrlrange="-1 1"/>"#, r#"<position joint="j1"/>"#));
+    assert!(matches!(reset.kind, MjcfErrorKind::Unsupported(_)), "{reset}");
+    // The same kind, or a motor, or shapeless defaults of another kind: as MuJoCo compiles them.
+    let same = parse(&with_default(r#"<position kp="7" kv="2"/>"#, r#"<position joint="j1"/>"#)).expect("loads");
+    assert_eq!((same.actuators()[0].gain[0], same.actuators()[0].bias), (7.0, [0.0, -7.0, -2.0]));
+    parse(&with_default(r#"<position kp="7"/>"#, r#"<motor joint="j1"/>"#)).expect("a motor");
+    parse(&with_default(r#"<motor ctrlrange="-1 1"/>"#, r#"<position joint="j1" kp="3"/>"#)).expect("loads");
+    // `inheritrange` with a written control range is an error, as in MuJoCo.
+    let both = error(
+        &BASE
+            .replace(r#"<motor joint="j1" gear="2"/>"#, r#"<position joint="j1" ctrlrange="-1 1" inheritrange="1"/>"#)
+            .replace(r#"type="hinge" axis="0 1 0""#, r#"type="hinge" axis="0 1 0" range="-10 10""#),
+    );
+    assert!(matches!(both.kind, MjcfErrorKind::Invalid(ref m) if m.contains("inheritrange")), "{both}");
+}

@@ -41,6 +41,10 @@ def main():
     for key in [k for k in merged if k.startswith("body/")]:
         merged["worldbody/" + key[len("body/"):]] = merged[key]
     del merged["mujoco/body"]
+    # `mj_printSchema` leaves out <frame>, which bodies and the world hold (and frames nest).
+    frame = {"name", "childclass", "pos", "quat", "axisangle", "xyaxes", "zaxis", "euler"}
+    for parent in ["body", "worldbody", "frame"]:
+        merged[parent + "/frame"] = frame
     print(f"# MuJoCo {mujoco.__version__} MJCF schema, from tools/mujoco_schema.py")
     for key in sorted(merged):
         print(" ".join([key, *sorted(merged[key])]))

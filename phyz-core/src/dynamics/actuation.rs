@@ -130,7 +130,7 @@ fn unscaled_force<'a, S: Scalar>(
         Some(k) => act[k],
     };
     let (l, moment) = transmission(model, kin, actuator, qpos, row);
-    let input = if actuator.wraps_setpoint { nearest_turn(actuator, input, l) } else { input };
+    let input = actuator.setpoint_turn.map_or(input, |k| nearest_turn(&actuator.gear[k..k + 3], input, l));
     let v = moment.dot(model, qvel);
     let [g0, g1, g2] = actuator.gain;
     let [b0, b1, b2] = actuator.bias;
@@ -138,11 +138,10 @@ fn unscaled_force<'a, S: Scalar>(
     ActuatorForce { length: l, velocity: v, input, unclamped, force: unclamped, moment }
 }
 
-/// The setpoint `u` of a servo whose setpoint wraps, moved by whole turns (period
-/// `2π |gear[3..6]|`) to the one nearest the rotation `l` it reads, as MuJoCo's `wrapSetpoint`.
-fn nearest_turn<S: Scalar>(actuator: &Actuator<S>, u: S, l: S) -> S {
-    let g = &actuator.gear;
-    let period = S::from_f64(2.0 * std::f64::consts::PI) * (g[3] * g[3] + g[4] * g[4] + g[5] * g[5]).sqrt();
+/// The setpoint `u` of a servo whose setpoint wraps, moved by whole turns (period `2π |g|`, `g`
+/// its turning gear) to the one nearest the rotation `l` it reads, as MuJoCo's `wrapSetpoint`.
+fn nearest_turn<S: Scalar>(g: &[S], u: S, l: S) -> S {
+    let period = S::from_f64(2.0 * std::f64::consts::PI) * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]).sqrt();
     u - period * ((u - l) / period + S::from_f64(0.5)).floor()
 }
 

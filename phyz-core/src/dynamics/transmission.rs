@@ -4,16 +4,19 @@
 
 use nalgebra::{DVector, Vector3};
 
-use super::kinematics::{Kinematics, add_relative_rows};
+use super::kinematics::{Kinematics, add_relative_rows, qpos_quat};
 use super::tendon::{DofRow, TendonJacobian};
 use crate::Scalar;
 use crate::math::{Pose, Quat, zero_vector};
-use crate::model::{Actuator, Model, Transmission};
+use crate::model::{Actuator, JointKind, Model, Transmission};
 
 /// How an actuator's force reaches the generalized forces: `f += moment · force`.
 pub(crate) enum Moment<'a, S: Scalar> {
-    /// The gear on one degree of freedom (a joint).
+    /// The gear on one degree of freedom (a hinge or slide).
     Dof(usize, S),
+    /// The gear on a ball joint's three or a free joint's six degrees of freedom, from the
+    /// first.
+    Dofs(usize, [S; 6], usize),
     /// The gear times a tendon's Jacobian.
     Tendon(TendonJacobian<'a, S>, S),
     /// A row of `nv` numbers (a site), in the caller's storage.
@@ -24,6 +27,7 @@ impl<S: Scalar> DofRow<S> for Moment<'_, S> {
     fn for_each(&self, model: &Model<S>, mut each: impl FnMut(usize, S)) {
         match *self {
             Moment::Dof(dof, gear) => each(dof, gear),
+            Moment::Dofs(first, gear, count) => (0..count).for_each(|k| each(first + k, gear[k])),
             Moment::Tendon(jacobian, gear) => jacobian.for_each(model, |dof, c| each(dof, gear * c)),
             Moment::Row(row) => row.for_each(model, each),
         }
@@ -43,7 +47,19 @@ pub(crate) fn transmission<'a, S: Scalar>(
     match actuator.transmission() {
         Transmission::Joint(j) => {
             let joint = &model.joints()[j];
-            (gear * qpos[joint.qpos_adr()], Moment::Dof(joint.dof_adr(), gear))
+            let (q, dof) = (joint.qpos_adr(), joint.dof_adr());
+            match joint.kind() {
+                JointKind::Hinge | JointKind::Slide => (gear * qpos[q], Moment::Dof(dof, gear)),
+                // As MuJoCo: the rotation vector along the gear's first three numbers, which
+                // are the moment on the joint's local angular velocity.
+                JointKind::Ball => {
+                    let g = &actuator.gear;
+                    let turn = qpos_quat(qpos, q).to_rotation_vector();
+                    (turn.dot(&Vector3::new(g[0], g[1], g[2])), Moment::Dofs(dof, *g, 3))
+                }
+                // A free joint's has no length; its gear is a force (world axes) and a torque.
+                JointKind::Free => (S::zero(), Moment::Dofs(dof, actuator.gear, 6)),
+            }
         }
         Transmission::Tendon(t) => (gear * kin.tendons.length[t], Moment::Tendon(kin.tendons.jacobian(model, t), gear)),
         Transmission::Site { body, site, reference } => {

@@ -492,19 +492,25 @@ pub fn all() -> impl Iterator<Item = (&'static str, &'static str, Treatment)> {
     TABLE.iter().flat_map(|(element, rows)| rows.iter().map(move |(name, t)| (*element, *name, *t)))
 }
 
-/// True when MuJoCo's schema gives an element with tag `tag` the attribute `attribute`
-/// (under any parent: the loader's own table tells the contexts apart).
-pub(super) fn mujoco_knows(tag: &str, attribute: &str) -> bool {
-    static SCHEMA: OnceLock<HashMap<&'static str, HashSet<&'static str>>> = OnceLock::new();
-    let schema = SCHEMA.get_or_init(|| {
-        let mut map: HashMap<&str, HashSet<&str>> = HashMap::new();
+/// True when MuJoCo's schema gives an element with tag `tag` under a `parent` element the
+/// attribute `attribute` (MuJoCo refuses it otherwise). Where the schema has no entry for that
+/// parent (an included file's root, a frame's contents), any element with that tag counts.
+pub(super) fn mujoco_knows(parent: &str, tag: &str, attribute: &str) -> bool {
+    type Schema = HashMap<&'static str, HashSet<&'static str>>;
+    static SCHEMA: OnceLock<(Schema, Schema)> = OnceLock::new();
+    let (by_path, by_tag) = SCHEMA.get_or_init(|| {
+        let (mut by_path, mut by_tag) = (Schema::new(), Schema::new());
         for line in include_str!("mujoco_schema.txt").lines().filter(|l| !l.starts_with('#')) {
             let mut words = line.split_whitespace();
             let Some(key) = words.next() else { continue };
             let tag = key.rsplit('/').next().unwrap_or(key);
-            map.entry(tag).or_default().extend(words);
+            let attributes: Vec<&str> = words.collect();
+            by_path.entry(key).or_default().extend(attributes.iter().copied());
+            by_tag.entry(tag).or_default().extend(attributes);
         }
-        map
+        (by_path, by_tag)
     });
-    schema.get(tag).is_some_and(|attributes| attributes.contains(attribute))
+    let path = format!("{parent}/{tag}");
+    let known = by_path.get(path.as_str()).or_else(|| by_tag.get(tag));
+    known.is_some_and(|attributes| attributes.contains(attribute))
 }

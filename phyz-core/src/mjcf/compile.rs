@@ -14,7 +14,7 @@ use super::frame::{AngleSettings, Placement, orientation, z_to};
 use super::mass::{Part, combine, geom_mass};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
-use crate::model::mesh::{ConvexHull, MeshInertia, MeshOptions};
+use crate::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
     EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
@@ -382,7 +382,7 @@ impl<'a> Compiler<'a> {
             let el = self.defaults.element(child, &childclass)?;
             match el.tag() {
                 "body" => self.body(child, 0, &childclass, &placement)?,
-                "geom" if self.discarded(&el)? => {}
+                "geom" if self.discarded(&el)? => el.check_attributes("geom")?,
                 "geom" => {
                     let (geom, _) = self.geom(&el, &placement)?;
                     name_place(&mut self.places, "geom", &geom.name, &el);
@@ -508,7 +508,7 @@ impl<'a> Compiler<'a> {
                 let weighs = from_geoms && (lo..=hi).contains(&el.integer("group")?.unwrap_or(0));
                 let discarded = self.discarded(&el)?;
                 if discarded && !weighs {
-                    return Ok(());
+                    return el.check_attributes("geom");
                 }
                 let (geom, part) = self.geom(&el, &placement)?;
                 parts.geoms.extend(part.filter(|_| weighs));
@@ -694,11 +694,17 @@ impl<'a> Compiler<'a> {
         // As MuJoCo: relative to the main model's directory, whichever file declares the mesh.
         let base = self.parsed.base();
         let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
-        let file = match Path::new(&file).file_name() {
-            Some(name) if self.settings.strip_path => name.to_string_lossy().into_owned(),
-            _ => file,
+        // As MuJoCo's `strippath`: the name after the last slash of either kind.
+        let file = match self.settings.strip_path {
+            true => file.rsplit(['/', '\\']).next().unwrap_or_default().to_string(),
+            false => file,
         };
-        Ok((name, ConvexHull::load(&dir.join(&file), &options).map_err(|e| el.invalid(e.to_string()))))
+        // A file that cannot be read is an error now; a mesh without volume only where a geom
+        // needs it (`discardvisual` may leave it unused, as MuJoCo).
+        match ConvexHull::load(&dir.join(&file), &options) {
+            Err(e @ (MeshError::Read { .. } | MeshError::Format { .. })) => Err(el.invalid(e.to_string())),
+            hull => Ok((name, hull.map_err(|e| el.invalid(e.to_string())))),
+        }
     }
 
     /// A geom (placed in its holder's frame by `placement`) and, for shapes with volume, its
@@ -917,6 +923,12 @@ impl<'a> Compiler<'a> {
     fn actuators(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
+            let class = child.node.attribute("class").unwrap_or(MAIN);
+            if self.defaults.mixed_actuator_shape(class, el.tag()) {
+                let what =
+                    format!("a <{}> whose class `{class}` shaped its default actuator as another kind", el.tag());
+                return Err(el.unsupported(what));
+            }
             let spec = self.actuator(&el)?;
             self.places.insert(("actuator", spec.name.clone()), el.location());
             self.builder.add_actuator(spec);
@@ -937,11 +949,6 @@ impl<'a> Compiler<'a> {
         if reference.is_some() && !matches!(target, Target::Site { .. }) {
             return Err(el.invalid("`refsite` goes with a `site` transmission"));
         }
-        if let Target::Joint(name) = &target
-            && self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, scalar)| !scalar)
-        {
-            return Err(el.unsupported(format!("an actuator on the ball or free joint `{name}`")));
-        }
         let name = match &target {
             Target::Joint(name) => Some(("joint", name)),
             Target::Tendon(name) => Some(("tendon", name)),
@@ -955,7 +962,11 @@ impl<'a> Compiler<'a> {
         spec.target = target;
         spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
         let autolimits = self.settings.autolimits;
-        spec.ctrl_range = el.limits("ctrllimited", "ctrlrange", autolimits, true)?;
+        spec.ctrl_range = match el.tag() {
+            // MuJoCo's damper is always control-limited.
+            "damper" => el.array::<2>("ctrlrange")?,
+            _ => el.limits("ctrllimited", "ctrlrange", autolimits, true)?,
+        };
         spec.force_range = el.limits("forcelimited", "forcerange", autolimits, true)?;
         spec.act_range = el.limits("actlimited", "actrange", autolimits, true)?;
         spec.act_early = el.boolean("actearly")?.unwrap_or(false);
@@ -1019,6 +1030,15 @@ impl<'a> Compiler<'a> {
         if let Some(factor) = el.number("inheritrange")?.filter(|f| *f > 0.0) {
             self.inherit_range(el, &mut spec, factor)?;
         }
+        // MuJoCo 4 wraps an integrating servo's activation on a rotation after each step.
+        let rotation = match &spec.target {
+            Target::Site { reference: Some(_), .. } => spec.gear[..3] == [0.0; 3],
+            Target::Joint(name) => self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, s)| !s),
+            _ => false,
+        };
+        if rotation && spec.dynamics == Dynamics::Integrator && servo_shaped(el, &spec)? {
+            return Err(el.unsupported("an integrating servo on a rotation (MuJoCo 4 wraps its activation)"));
+        }
         Ok(spec)
     }
 
@@ -1043,6 +1063,10 @@ impl<'a> Compiler<'a> {
         }
         if lo == hi {
             return Err(el.invalid(format!("inheritrange used but `{name}` has no range")));
+        }
+        let written = if spec.dynamics == Dynamics::Integrator { "actrange" } else { "ctrlrange" };
+        if el.array::<2>(written)?.is_some_and(|r| r != [0.0; 2]) {
+            return Err(el.invalid(format!("{written} and inheritrange cannot both be given")));
         }
         let (mean, radius) = (0.5 * (hi + lo), 0.5 * (hi - lo) * factor);
         let range = Some([mean - radius, mean + radius]);

@@ -66,13 +66,7 @@ pub(super) fn resolve(model: &mut Model<f64>, deferred: &Deferred) -> Result<(),
 /// Each of `tendons` rests at its length where every hinge and slide is at its spring
 /// reference (the other joints at the reference configuration), as MuJoCo's `qpos_spring`.
 fn rest_lengths(model: &mut Model<f64>, kin: &mut Kinematics<f64>, tendons: &[usize]) {
-    let mut qpos = model.qpos0();
-    for joint in model.joints() {
-        if matches!(joint.kind(), JointKind::Hinge | JointKind::Slide) {
-            qpos[joint.qpos_adr()] = joint.spring_ref;
-        }
-    }
-    kin.update(model, &qpos);
+    kin.update(model, &model.qpos_spring());
     for &t in tendons {
         let length = kin.tendons.length[t];
         model.tendons_mut()[t].spring_length = [length, length];

@@ -36,10 +36,32 @@ fn attribute_rows(tag: &str) -> &str {
     }
 }
 
-/// Every class's inherited attributes, per group.
+/// The attributes that set an actuator's gain, bias and dynamics: MuJoCo keeps one default
+/// actuator per class, and each actuator element in a default (of whatever kind) rewrites them.
+const ACTUATOR_SHAPE: &[&str] = &[
+    "kp",
+    "kv",
+    "dampratio",
+    "timeconst",
+    "inheritrange",
+    "gainprm",
+    "biasprm",
+    "dynprm",
+    "gaintype",
+    "biastype",
+    "dyntype",
+    "area",
+    "diameter",
+    "bias",
+];
+
+/// Every class's inherited attributes, per group, and the actuator elements its defaults
+/// wrote, in order (parent classes' first): their tags, and whether each set a gain, bias or
+/// dynamics.
 #[derive(Default)]
 pub(super) struct Defaults {
     classes: HashMap<String, HashMap<&'static str, Inherited>>,
+    actuator_writes: HashMap<String, Vec<(String, bool)>>,
 }
 
 impl Defaults {
@@ -52,7 +74,8 @@ impl Defaults {
             el.check_attributes("default")?;
             let name = el.string("class").unwrap_or_else(|| MAIN.to_string());
             let inherited = defaults.classes.get(MAIN).cloned().unwrap_or_default();
-            defaults.read_class(parsed, top, name, inherited)?;
+            let writes = defaults.actuator_writes.get(MAIN).cloned().unwrap_or_default();
+            defaults.read_class(parsed, top, name, (inherited, writes))?;
         }
         Ok(defaults)
     }
@@ -62,12 +85,16 @@ impl Defaults {
         parsed: &'a Parsed<'a>,
         at: Located<'a>,
         name: String,
-        mut class: HashMap<&'static str, Inherited>,
+        (mut class, mut writes): (HashMap<&'static str, Inherited>, Vec<(String, bool)>),
     ) -> Result<(), MjcfError> {
         let children = parsed.children(at);
         for &child in children.iter().filter(|c| !c.node.has_tag_name("default")) {
             let tag = child.node.tag_name().name();
             Element::new(child, None).check_attribute_names(&[attribute_rows(tag)])?;
+            if group(tag) == Some("actuator") {
+                let shapes = child.node.attributes().any(|a| ACTUATOR_SHAPE.contains(&a.name()));
+                writes.push((tag.to_string(), shapes));
+            }
             if let Some(group) = group(tag) {
                 let entry = class.entry(group).or_default();
                 for attribute in child.node.attributes() {
@@ -76,6 +103,7 @@ impl Defaults {
             }
         }
         self.classes.insert(name.clone(), class.clone());
+        self.actuator_writes.insert(name.clone(), writes.clone());
         for &child in children.iter().filter(|c| c.node.has_tag_name("default")) {
             let el = Element::new(child, None);
             el.check_attributes("default")?;
@@ -83,7 +111,7 @@ impl Defaults {
             if self.classes.contains_key(&child_name) {
                 return Err(el.invalid(format!("default class `{child_name}` is defined twice")));
             }
-            self.read_class(parsed, child, child_name, class.clone())?;
+            self.read_class(parsed, child, child_name, (class.clone(), writes.clone()))?;
         }
         Ok(())
     }
@@ -96,6 +124,18 @@ impl Defaults {
             .get(class)
             .ok_or_else(|| Element::new(at, None).invalid(format!("default class `{class}` does not exist")))?;
         Ok(group(at.node.tag_name().name()).and_then(|g| groups.get(g)))
+    }
+
+    /// Whether an actuator element with tag `tag` in class `class` would start from a default
+    /// actuator another kind of element shaped (its gain, bias or dynamics written, or rewritten
+    /// after they were): MuJoCo's shortcuts then read that actuator's numbers, which phyz does
+    /// not model. A motor always is one (MuJoCo's `mjs_setToMotor` sets all it reads).
+    pub(super) fn mixed_actuator_shape(&self, class: &str, tag: &str) -> bool {
+        let writes = self.actuator_writes.get(class).map_or(&[][..], |w| &w[..]);
+        let shaped_elsewhere = writes.iter().any(|(kind, shapes)| kind != tag && *shapes);
+        let first_shape = writes.iter().position(|&(_, shapes)| shapes);
+        let rewritten = first_shape.is_some_and(|k| writes[k..].iter().any(|(kind, _)| kind != tag));
+        tag != "motor" && (shaped_elsewhere || rewritten)
     }
 
     /// An element read with the defaults of `group` rather than its tag's: the children of

@@ -79,15 +79,19 @@ impl<'a, 'd> Element<'a, 'd> {
     /// value (a default class: its values are checked where an element takes them).
     pub(super) fn check_attribute_names(&self, elements: &[&str]) -> Result<(), MjcfError> {
         let rows = || elements.iter().flat_map(|e| attributes::accepted(e));
+        let parent = self.at.node.parent_element().map_or("", |p| p.tag_name().name());
         for attribute in self.at.node.attributes() {
             let name = attribute.name();
-            if rows().any(|(accepted, _)| *accepted == name || *accepted == "*") {
+            let known = attributes::mujoco_knows(parent, self.tag(), name);
+            // Every attribute, on an element of whatever tag the table's row set covers, must be
+            // one MuJoCo knows for this tag: `<motor kp>` is an error there too.
+            if known && rows().any(|(accepted, _)| *accepted == name || *accepted == "*") {
                 continue;
             }
-            return Err(if attributes::mujoco_knows(self.tag(), name) {
+            return Err(if known {
                 self.unsupported_attribute(name, format!("attribute `{name}`"))
             } else {
-                self.invalid(format!("unknown attribute `{name}`"))
+                self.invalid(format!("unknown attribute `{name}` on <{}>", self.tag()))
             });
         }
         Ok(())

@@ -34,7 +34,6 @@ pub(super) fn z_to(v: &Vector3<f64>) -> Quat<f64> {
     Quat::from_axis_angle(&(axis / s), s.atan2(dir.z))
 }
 
-/// The orientation an element specifies, if any (at most one specifier may be given).
 /// Where a `<frame>` (or several nested) puts the elements inside it, in the frame of the
 /// body (or world) that holds them: MuJoCo composes the frame's pose with each element's.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +64,7 @@ impl Placement {
     }
 }
 
+/// The orientation an element specifies, if any (at most one specifier may be given).
 pub(super) fn orientation(el: &Element<'_, '_>, settings: &AngleSettings) -> Result<Option<Quat<f64>>, MjcfError> {
     let given: Vec<&str> =
         ["quat", "axisangle", "euler", "xyaxes", "zaxis"].into_iter().filter(|a| el.has(a)).collect();

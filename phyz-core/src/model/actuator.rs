@@ -74,10 +74,12 @@ pub struct Actuator<S> {
     pub act_early: bool,
     /// Index of this actuator's activation in [`State::act`](super::State::act), if it has one.
     pub(crate) act_adr: Option<usize>,
-    /// A servo (gain `kp`, bias `-kp` on the length, no filter) on a purely rotational site
-    /// transmission with a reference site: as MuJoCo 4, its setpoint is taken as the one of its
-    /// turns (period `2π |gear[3..6]|`) nearest the rotation it reads. Decided when built.
-    pub(crate) wraps_setpoint: bool,
+    /// For a servo (gain `kp`, bias `-kp` on the length, no filter) whose length is a rotation
+    /// (a purely rotational site transmission with a reference site, a ball joint), where its
+    /// three gear numbers that make the turn start: as MuJoCo 4, its setpoint is taken as the
+    /// one of its turns (period `2π |gear[k..k + 3]|`) nearest the rotation it reads. Decided
+    /// when built.
+    pub(crate) setpoint_turn: Option<usize>,
 }
 
 impl<S: Scalar> Actuator<S> {
@@ -104,7 +106,7 @@ impl<S: Scalar> Actuator<S> {
             act_range: self.act_range.map(|r| r.map(&mut *f)),
             act_early: self.act_early,
             act_adr: self.act_adr,
-            wraps_setpoint: self.wraps_setpoint,
+            setpoint_turn: self.setpoint_turn,
         }
     }
 }

@@ -919,12 +919,7 @@ fn find_geom(model: &Model<f64>, name: &str) -> Result<(usize, usize), String> {
 /// model), so a spatial tendon whose path hangs on a hinge or slide with its spring reference
 /// elsewhere needs its `springlength`.
 fn spring_rest_length(tendon: &Tendon<f64>, model: &Model<f64>) -> Result<f64, String> {
-    let mut spring_qpos = model.qpos0();
-    for joint in model.joints() {
-        if matches!(joint.kind, JointKind::Hinge | JointKind::Slide) {
-            spring_qpos[joint.qpos_adr()] = joint.spring_ref;
-        }
-    }
+    let spring_qpos = model.qpos_spring();
     if let TendonPath::Spatial(points) = &tendon.path {
         let moved = model.joints().iter().filter(|j| j.spring_ref != j.reference).map(|j| j.body);
         let bodies: Vec<usize> = points
@@ -957,7 +952,9 @@ fn compile_actuator(
 ) -> Result<Actuator<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
     let transmission = match &spec.target {
-        Target::Joint(name) => Transmission::Joint(scalar_joint(joints, name).map_err(invalid)?),
+        Target::Joint(name) => Transmission::Joint(
+            joints.iter().position(|j| &j.name == name).ok_or_else(|| invalid(format!("no joint named `{name}`")))?,
+        ),
         Target::Site { site, reference } => {
             let find = |name: &String| {
                 super::body::find_site(bodies, name).ok_or_else(|| invalid(format!("no single site named `{name}`")))
@@ -981,13 +978,19 @@ fn compile_actuator(
     if ranges.into_iter().any(|[lo, hi]| lo > hi) {
         return Err(invalid("ranges must have lo <= hi".into()));
     }
-    let rotational =
-        matches!(transmission, Transmission::Site { reference: Some(_), .. }) && spec.gear[..3] == [0.0; 3];
+    // The gear whose length is a servo's turn: a rotational site transmission's torque, a ball
+    // joint's gear (MuJoCo's `wrapPeriod`).
+    let turn = match transmission {
+        Transmission::Site { reference: Some(_), .. } if spec.gear[..3] == [0.0; 3] => Some(3),
+        Transmission::Joint(j) if joints[j].kind == JointKind::Ball => Some(0),
+        _ => None,
+    };
     let servo = spec.gain[0] == -spec.bias[1] && spec.gain[1..] == [0.0; 2];
-    let unfiltered = matches!(spec.dynamics, Dynamics::None | Dynamics::Integrator);
+    // (An integrating servo's activation wraps too, in MuJoCo: the MJCF loader refuses those.)
+    let turning = |k: usize| spec.gear[k..k + 3].iter().any(|g| *g != 0.0);
     Ok(Actuator {
         name: spec.name.clone(),
-        wraps_setpoint: rotational && servo && unfiltered,
+        setpoint_turn: turn.filter(|&k| servo && spec.dynamics == Dynamics::None && turning(k)),
         transmission,
         gear: spec.gear,
         gain: spec.gain,

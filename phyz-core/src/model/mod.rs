@@ -282,6 +282,16 @@ impl<S: Scalar> Model<S> {
         q
     }
 
+    /// Where the springs rest (MuJoCo's `qpos_spring`): the reference configuration with the
+    /// hinges and slides at their spring references.
+    pub fn qpos_spring(&self) -> DVector<S> {
+        let mut q = self.qpos0();
+        for joint in self.joints.iter().filter(|j| matches!(j.kind, JointKind::Hinge | JointKind::Slide)) {
+            q[joint.qpos_adr] = joint.spring_ref;
+        }
+        q
+    }
+
     /// [`Model::qpos0`] written into `q` (length `nq`).
     pub fn qpos0_into(&self, q: &mut DVector<S>) {
         q.fill(S::zero());
