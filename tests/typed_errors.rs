@@ -3,7 +3,7 @@
 //! produces it through the public API, matches the exact variant (and the field that names
 //! the culprit), and checks that the failed call left what it was given as it was.
 //!
-//! Covered here: `StepError::Unsupported` (limits on a ball joint; a shape pair detection cannot
+//! Covered here: `StepError::Unsupported` (limits on a free joint; a shape pair detection cannot
 //! handle, once it could touch); `ModelError::{InvalidParent, InvalidTendon, InvalidActuator,
 //! InvalidKeyframe, ParameterCount}`; `SweepError::Mass`; `MeshError::Flat`; and
 //! `DualError::{Step, SeedDimension, TooManySeeds, UnknownParameter, AmbiguousParameter,
@@ -75,11 +75,12 @@ fn zero_objective(nv: usize, nu: usize) -> impl phyz::dual::Objective {
 // The step.
 
 #[test]
-fn limits_on_a_ball_joint_are_unsupported_and_the_simulator_keeps_its_state() {
+fn limits_on_a_free_joint_are_unsupported_and_the_simulator_keeps_its_state() {
+    // (MuJoCo's compiler drops them; a model built by hand may still have them.)
     let mut builder = ModelBuilder::new();
-    let ball = JointSpec { range: Some([-0.5, 0.5]), ..JointSpec::ball("shoulder") };
-    builder.add_body(ModelBuilder::WORLD, link("arm", ball)).expect("valid parent");
-    let model = builder.build().expect("a ball joint's range is accepted when built");
+    let free = JointSpec { range: Some([-0.5, 0.5]), ..JointSpec::free("shoulder") };
+    builder.add_body(ModelBuilder::WORLD, link("arm", free)).expect("valid parent");
+    let model = builder.build().expect("a free joint's range is accepted when built");
     let mut sim = Simulator::new(model);
     sim.state.qvel[0] = 0.3;
     let (state, info) = (sim.state.clone(), sim.info.clone());
