@@ -518,3 +518,36 @@ fn actuator_attributes_follow_mujocos_schema_and_default_actuator() {
     );
     assert!(matches!(both.kind, MjcfErrorKind::Invalid(ref m) if m.contains("inheritrange")), "{both}");
 }
+
+/// Default-class patterns where phyz computes what MuJoCo does, and which must load: a class
+/// whose `<general>` sets only the gain and bias types under a nested `<position>` (as
+/// Menagerie's Stretch), a class's `inheritrange` under a written `ctrlrange` (the written one
+/// wins), and an attribute on a default child that an included file holds.
+#[test]
+fn default_actuator_patterns_mujoco_compiles_alike_load() {
+    let with_default = |default: &str, actuator: &str| {
+        BASE.replace(r#"<joint damping="0.1"/>"#, &format!(r#"<joint damping="0.1"/>{default}"#))
+            .replace(r#"<motor joint="j1" gear="2"/>"#, actuator)
+            .replace(r#"type="hinge" axis="0 1 0""#, r#"type="hinge" axis="0 1 0" range="-10 10""#)
+    };
+    let nested = with_default(
+        r#"<general biastype="affine"/><default class="head"><position kp="10"/></default>"#,
+        r#"<position class="head" joint="j1"/>"#,
+    );
+    let model = parse(&nested).expect("loads");
+    assert_eq!((model.actuators()[0].gain[0], model.actuators()[0].bias), (10.0, [0.0, -10.0, 0.0]));
+    let written = with_default(r#"<position inheritrange="1"/>"#, r#"<position joint="j1" ctrlrange="-0.5 0.5"/>"#);
+    assert_eq!(parse(&written).expect("loads").actuators()[0].ctrl_range, Some([-0.5, 0.5]));
+    // A `<general>` under a class a `<position>` shaped would be a servo in MuJoCo: refused.
+    let shaped = error(&with_default(r#"<position ctrlrange="-1 1"/>"#, r#"<general joint="j1"/>"#));
+    assert!(matches!(shaped.kind, MjcfErrorKind::Unsupported(_)), "{shaped}");
+    // A default class's children from an included file (whose root is a `<mujoco>`).
+    let dir = std::env::temp_dir().join(format!("phyz-included-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("d.xml"), r#"<mujoco><tendon width="0.01"/><joint damping="0.2"/></mujoco>"#)
+        .expect("written");
+    let main = BASE.replace(r#"<joint damping="0.1"/>"#, r#"<include file="d.xml"/>"#);
+    let loaded = mjcf::parse(&main, dir.join("main.xml"));
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(loaded.expect("loads").joints()[0].damping, 0.2);
+}

@@ -494,7 +494,8 @@ pub fn all() -> impl Iterator<Item = (&'static str, &'static str, Treatment)> {
 
 /// True when MuJoCo's schema gives an element with tag `tag` under a `parent` element the
 /// attribute `attribute` (MuJoCo refuses it otherwise). Where the schema has no entry for that
-/// parent (an included file's root, a frame's contents), any element with that tag counts.
+/// parent (a frame's contents), or the parent is `<mujoco>` (an included file's root too), any
+/// element with that tag counts.
 pub(super) fn mujoco_knows(parent: &str, tag: &str, attribute: &str) -> bool {
     type Schema = HashMap<&'static str, HashSet<&'static str>>;
     static SCHEMA: OnceLock<(Schema, Schema)> = OnceLock::new();
@@ -510,7 +511,9 @@ pub(super) fn mujoco_knows(parent: &str, tag: &str, attribute: &str) -> bool {
         }
         (by_path, by_tag)
     });
+    // Under `<mujoco>`, the element may be a root's child in an included file, which stands
+    // wherever the include does: any element with that tag counts.
     let path = format!("{parent}/{tag}");
-    let known = by_path.get(path.as_str()).or_else(|| by_tag.get(tag));
+    let known = by_path.get(path.as_str()).filter(|_| parent != "mujoco").or_else(|| by_tag.get(tag));
     known.is_some_and(|attributes| attributes.contains(attribute))
 }

@@ -1030,14 +1030,18 @@ impl<'a> Compiler<'a> {
         if let Some(factor) = el.number("inheritrange")?.filter(|f| *f > 0.0) {
             self.inherit_range(el, &mut spec, factor)?;
         }
-        // MuJoCo 4 wraps an integrating servo's activation on a rotation after each step.
+        // MuJoCo 4 wraps the setpoint of a servo on a rotation: phyz follows it for a servo
+        // without dynamics; one with dynamics (whose activation wraps too), or a `general` with
+        // an affine gain shaped like a servo (which MuJoCo does not wrap), is refused.
         let rotation = match &spec.target {
             Target::Site { reference: Some(_), .. } => spec.gear[..3] == [0.0; 3],
             Target::Joint(name) => self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, s)| !s),
             _ => false,
         };
-        if rotation && spec.dynamics == Dynamics::Integrator && servo_shaped(el, &spec)? {
-            return Err(el.unsupported("an integrating servo on a rotation (MuJoCo 4 wraps its activation)"));
+        let servo = servo_shaped(el, &spec)?;
+        let numerically = spec.gain[0] == -spec.bias[1] && spec.gain[1..] == [0.0; 2];
+        if rotation && ((servo && spec.dynamics != Dynamics::None) || (!servo && numerically)) {
+            return Err(el.unsupported("a servo on a rotation with dynamics or an affine gain (MuJoCo 4 wraps it)"));
         }
         Ok(spec)
     }
@@ -1064,9 +1068,15 @@ impl<'a> Compiler<'a> {
         if lo == hi {
             return Err(el.invalid(format!("inheritrange used but `{name}` has no range")));
         }
+        // As MuJoCo 4.0.1: on a position or intvelocity element, a range written beside
+        // `inheritrange` is an error, and one written over a class's `inheritrange` wins.
         let written = if spec.dynamics == Dynamics::Integrator { "actrange" } else { "ctrlrange" };
-        if el.array::<2>(written)?.is_some_and(|r| r != [0.0; 2]) {
-            return Err(el.invalid(format!("{written} and inheritrange cannot both be given")));
+        let own = |name: &str| el.at.node.attribute(name).is_some();
+        if el.tag() != "general" && own(written) {
+            if own("inheritrange") {
+                return Err(el.invalid(format!("{written} and inheritrange cannot both be given")));
+            }
+            return Ok(());
         }
         let (mean, radius) = (0.5 * (hi + lo), 0.5 * (hi - lo) * factor);
         let range = Some([mean - radius, mean + radius]);

@@ -61,7 +61,18 @@ const ACTUATOR_SHAPE: &[&str] = &[
 #[derive(Default)]
 pub(super) struct Defaults {
     classes: HashMap<String, HashMap<&'static str, Inherited>>,
-    actuator_writes: HashMap<String, Vec<(String, bool)>>,
+    actuator_writes: HashMap<String, Vec<Write>>,
+}
+
+/// An actuator element in a default: its tag, whether it shaped the class's default actuator
+/// (any shortcut but a motor does, whatever it writes; a `general` or motor by writing a shape
+/// attribute), and whether it wrote more of the shape than the gain and bias types (which
+/// every shortcut element rewrites).
+#[derive(Clone)]
+struct Write {
+    tag: String,
+    shapes: bool,
+    beyond_types: bool,
 }
 
 impl Defaults {
@@ -85,15 +96,23 @@ impl Defaults {
         parsed: &'a Parsed<'a>,
         at: Located<'a>,
         name: String,
-        (mut class, mut writes): (HashMap<&'static str, Inherited>, Vec<(String, bool)>),
+        (mut class, mut writes): (HashMap<&'static str, Inherited>, Vec<Write>),
     ) -> Result<(), MjcfError> {
         let children = parsed.children(at);
         for &child in children.iter().filter(|c| !c.node.has_tag_name("default")) {
             let tag = child.node.tag_name().name();
             Element::new(child, None).check_attribute_names(&[attribute_rows(tag)])?;
             if group(tag) == Some("actuator") {
-                let shapes = child.node.attributes().any(|a| ACTUATOR_SHAPE.contains(&a.name()));
-                writes.push((tag.to_string(), shapes));
+                let written = |types: bool| {
+                    let mut names = child.node.attributes().map(|a| a.name());
+                    names.any(|n| ACTUATOR_SHAPE.contains(&n) && (types || !matches!(n, "gaintype" | "biastype")))
+                };
+                let shortcut = !matches!(tag, "general" | "motor");
+                writes.push(Write {
+                    tag: tag.to_string(),
+                    shapes: shortcut || written(true),
+                    beyond_types: written(false),
+                });
             }
             if let Some(group) = group(tag) {
                 let entry = class.entry(group).or_default();
@@ -132,9 +151,11 @@ impl Defaults {
     /// not model. A motor always is one (MuJoCo's `mjs_setToMotor` sets all it reads).
     pub(super) fn mixed_actuator_shape(&self, class: &str, tag: &str) -> bool {
         let writes = self.actuator_writes.get(class).map_or(&[][..], |w| &w[..]);
-        let shaped_elsewhere = writes.iter().any(|(kind, shapes)| kind != tag && *shapes);
-        let first_shape = writes.iter().position(|&(_, shapes)| shapes);
-        let rewritten = first_shape.is_some_and(|k| writes[k..].iter().any(|(kind, _)| kind != tag));
+        // A shortcut element rewrites the gain and bias types a `general` default set.
+        let shaped = |w: &Write| if w.tag == "general" && tag != "general" { w.beyond_types } else { w.shapes };
+        let shaped_elsewhere = writes.iter().any(|w| w.tag != tag && shaped(w));
+        let first_shape = writes.iter().position(shaped);
+        let rewritten = first_shape.is_some_and(|k| writes[k..].iter().any(|w| w.tag != tag));
         tag != "motor" && (shaped_elsewhere || rewritten)
     }
 
