@@ -2,6 +2,7 @@
 //! panic; and a fuzz pass over mutated real model files.
 
 use phyz::mjcf::{self, MjcfError, MjcfErrorKind};
+use phyz::model::Term;
 use phyz::{ModelError, step};
 use proptest::prelude::*;
 
@@ -132,9 +133,9 @@ fn unsupported_physics_is_an_error_not_dropped() {
         matches!(unknown_attribute.kind, MjcfErrorKind::Invalid(ref m) if m.contains("gearz")),
         "{unknown_attribute}"
     );
-    let muscle = error(&BASE.replace(r#"<motor joint="j1" gear="2"/>"#, r#"<muscle joint="j1"/>"#));
-    assert!(matches!(muscle.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("muscle")), "{muscle}");
-    assert_eq!(muscle.location.element, "muscle", "{muscle}");
+    let adhesion = error(&BASE.replace(r#"<motor joint="j1" gear="2"/>"#, r#"<adhesion body="b1" ctrlrange="0 1"/>"#));
+    assert!(matches!(adhesion.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("adhesion")), "{adhesion}");
+    assert_eq!(adhesion.location.element, "adhesion", "{adhesion}");
     // MuJoCo's contact dimensions are 1, 3, 4 and 6: any other is named at the geom.
     for condim in ["2", "5", "0"] {
         let e = error(&BASE.replace(r#"size="0.03"/>"#, &format!(r#"size="0.03" condim="{condim}"/>"#)));
@@ -333,7 +334,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     </body>
   </worldbody>
   <equality><flex flex="cloth"/></equality>
-  <actuator><motor joint="jb"/><muscle joint="ja"/></actuator>
+  <actuator><motor joint="jb"/><adhesion body="a" ctrlrange="0 1"/></actuator>
 </mujoco>"#;
     let path = dir.join("survey.xml");
     std::fs::write(&path, xml).expect("written");
@@ -344,7 +345,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     for e in &survey.unsupported {
         assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)), "{e}");
     }
-    let expected = [("hfield", 3), ("joint", 6), ("geom", 7), ("flex", 16), ("muscle", 17)];
+    let expected = [("hfield", 3), ("joint", 6), ("geom", 7), ("flex", 16), ("adhesion", 17)];
     for (element, line) in expected {
         assert!(found.contains(&(element.to_string(), line)), "{element} at line {line} missing from {found:?}");
     }
@@ -507,7 +508,10 @@ fn actuator_attributes_follow_mujocos_schema_and_default_actuator() {
     assert!(matches!(reset.kind, MjcfErrorKind::Unsupported(_)), "{reset}");
     // The same kind, or a motor, or shapeless defaults of another kind: as MuJoCo compiles them.
     let same = parse(&with_default(r#"<position kp="7" kv="2"/>"#, r#"<position joint="j1"/>"#)).expect("loads");
-    assert_eq!((same.actuators()[0].gain[0], same.actuators()[0].bias), (7.0, [0.0, -7.0, -2.0]));
+    assert_eq!(
+        (same.actuators()[0].gain, same.actuators()[0].bias),
+        (Term::Affine([7.0, 0.0, 0.0]), Term::Affine([0.0, -7.0, -2.0]))
+    );
     parse(&with_default(r#"<position kp="7"/>"#, r#"<motor joint="j1"/>"#)).expect("a motor");
     parse(&with_default(r#"<motor ctrlrange="-1 1"/>"#, r#"<position joint="j1" kp="3"/>"#)).expect("loads");
     // `inheritrange` with a written control range is an error, as in MuJoCo.
@@ -535,7 +539,10 @@ fn default_actuator_patterns_mujoco_compiles_alike_load() {
         r#"<position class="head" joint="j1"/>"#,
     );
     let model = parse(&nested).expect("loads");
-    assert_eq!((model.actuators()[0].gain[0], model.actuators()[0].bias), (10.0, [0.0, -10.0, 0.0]));
+    assert_eq!(
+        (model.actuators()[0].gain, model.actuators()[0].bias),
+        (Term::Affine([10.0, 0.0, 0.0]), Term::Affine([0.0, -10.0, 0.0]))
+    );
     let written = with_default(r#"<position inheritrange="1"/>"#, r#"<position joint="j1" ctrlrange="-0.5 0.5"/>"#);
     assert_eq!(parse(&written).expect("loads").actuators()[0].ctrl_range, Some([-0.5, 0.5]));
     // A `<general>` under a class a `<position>` shaped would be a servo in MuJoCo: refused.

@@ -254,3 +254,45 @@ fn sensors_match_mujoco() {
     assert!(checked >= 1, "no model's sensors were checked");
     assert!(failures.is_empty(), "sensor disagreement above {TOL:e}: {failures:?}");
 }
+
+/// A length range MuJoCo's compiler finds by simulation (against the model's limits, from
+/// `qpos0`, 10 s of pushing) is phyz's to this fraction of the range: both solve each step's
+/// limits to convergence (one or two rows, which Newton's method solves exactly), so only
+/// rounding over the 1,000 steps separates them. One given or taken from limits is equal.
+const SIMULATED_LENGTH_RANGE_TOL: f64 = 1e-9;
+
+#[test]
+fn actuator_length_ranges_match_mujoco() {
+    let mut checked = 0;
+    for name in reference_models() {
+        let path = reference_dir().join(&name).join("actuators.csv");
+        if !path.exists() {
+            continue;
+        }
+        let model = load(&name);
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let rows = text
+            .lines()
+            .skip(1)
+            .map(|line| line.split(',').skip(1).map(|x| x.parse::<f64>().expect("a number")).collect::<Vec<_>>());
+        for (actuator, row) in model.actuators().iter().zip(rows) {
+            let expected = [row[0], row[1]];
+            let width = expected[1] - expected[0];
+            let error = (0..2).map(|k| (actuator.length_range[k] - expected[k]).abs()).fold(0.0, f64::max);
+            eprintln!(
+                "length range {name}/{}: {:?} against {expected:?} ({:.1e} of the range)",
+                actuator.name,
+                actuator.length_range,
+                error / width
+            );
+            assert!(
+                error <= SIMULATED_LENGTH_RANGE_TOL * width,
+                "{name}/{}: {:?} against {expected:?}",
+                actuator.name,
+                actuator.length_range
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "{checked} actuators checked");
+}

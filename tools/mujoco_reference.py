@@ -19,6 +19,8 @@ tests/reference/<name>/:
   traj.csv          time,qpos..,qvel..: 101 rows, the initial state first
   meta.csv          chaotic,amplification (sensitivity of the trajectory)
   keys.csv          only for models with keyframes: name,time,qpos..,qvel..,ctrl..
+  actuators.csv     only for models with muscles: name,length_lo,length_hi,acc0 per actuator
+                    (the length ranges MuJoCo's compiler found, and its actuator_acc0)
 
 All floats are written with repr() (shortest string that round-trips an f64).
 The script is deterministic: every random draw comes from numpy's PCG64 seeded
@@ -52,7 +54,7 @@ DEFAULT_GYM_DIR = "/work/shared/models/gymnasium"
 
 # The files generate() writes in a model's folder.
 OUTPUTS = ["sizes.csv", "model.csv", "model_path.txt", "onestep_in.csv", "onestep_ctrl.csv", "onestep_out.csv",
-           "sensors.csv", "traj_ctrl.csv", "traj.csv", "meta.csv", "keys.csv"]
+           "sensors.csv", "traj_ctrl.csv", "traj.csv", "meta.csv", "keys.csv", "actuators.csv"]
 
 # Public robot models committed under tests/models/robots/ (their licences are there),
 # by reference name.
@@ -300,9 +302,23 @@ def generate(name, path, out_root):
         write_csv(os.path.join(out, "keys.csv"),
                   ["name"] + header + [f"ctrl{i}" for i in range(m.nu)], key_rows)
 
+    if has_muscles(m):
+        write_csv(os.path.join(out, "actuators.csv"), ["name", "length_lo", "length_hi", "acc0"],
+                  actuator_rows(m))
+
     return dict(name=name, nq=m.nq, nv=m.nv, nu=m.nu, nbody=m.nbody, njnt=m.njnt,
                 timestep=m.opt.timestep, integrator=mujoco.mjtIntegrator(m.opt.integrator).name,
                 chaotic=chaotic, amp=amp)
+
+
+def has_muscles(m):
+    muscle = (mujoco.mjtGain.mjGAIN_MUSCLE, mujoco.mjtBias.mjBIAS_MUSCLE)
+    return any(m.actuator_gaintype[i] == muscle[0] or m.actuator_biastype[i] == muscle[1] for i in range(m.nu))
+
+
+def actuator_rows(m):
+    return [[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) or "", *m.actuator_lengthrange[i],
+             m.actuator_acc0[i]] for i in range(m.nu)]
 
 
 def read_csv(path, header=True):
@@ -380,6 +396,11 @@ def check(name, path, out_root):
 
     h, rows = read_csv(os.path.join(out, "meta.csv"))
     expect(h == ["chaotic", "amplification"] and len(rows) == 1 and rows[0][0] in ("true", "false"), "meta.csv")
+    if has_muscles(m):
+        h, rows = read_csv(os.path.join(out, "actuators.csv"))
+        expect([r[0] for r in rows] == [r[0] for r in actuator_rows(m)]
+               and np.array_equal(floats([r[1:] for r in rows]), floats([r[1:] for r in actuator_rows(m)])),
+               "actuators.csv values")
     return probs
 
 

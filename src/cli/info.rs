@@ -6,7 +6,7 @@ use std::path::Path;
 
 use phyz::Model;
 use phyz::mjcf::{self, Survey};
-use phyz::model::{Coupled, Dynamics, Integrator, SensorKind, TendonPath, Transmission};
+use phyz::model::{Coupled, Dynamics, Integrator, SensorKind, TendonPath, Term, Transmission};
 
 use super::CliError;
 
@@ -116,8 +116,16 @@ fn features(model: &Model<f64>) {
         Dynamics::Integrator => "integrator",
         Dynamics::Filter { exact: false, .. } => "filter",
         Dynamics::Filter { exact: true, .. } => "filterexact",
+        Dynamics::Muscle { .. } => "muscle activation",
     };
     line("actuators", counted(model.actuators().iter().map(dynamics)));
+    let law = |a: &phyz::model::Actuator<f64>| match (&a.gain, &a.bias) {
+        (Term::Muscle(_), Term::Muscle(_)) => "muscle",
+        (Term::Muscle(_), Term::Affine(_)) => "muscle gain",
+        (Term::Affine(_), Term::Muscle(_)) => "muscle bias",
+        (Term::Affine(_), Term::Affine(_)) => "affine",
+    };
+    line("force laws", counted(model.actuators().iter().map(law)));
     let transmission = |a: &phyz::model::Actuator<f64>| match a.transmission() {
         Transmission::Joint(_) => "joint",
         Transmission::Tendon(_) => "tendon",

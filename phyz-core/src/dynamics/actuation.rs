@@ -5,12 +5,13 @@ use nalgebra::DVector;
 
 use super::gravcomp::add_gravity_compensation;
 use super::kinematics::{Kinematics, LinkBuffers};
+use super::muscle;
 use super::tendon::DofRow;
 use super::transmission::{Moment, transmission};
 use crate::Scalar;
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_vector};
-use crate::model::{Actuator, Dynamics, Model, Point, State, Transmission, check_input};
+use crate::model::{Actuator, Dynamics, Model, Point, State, Term, Transmission, check_input};
 
 /// MuJoCo's floor on a filter's time constant (`mjMINVAL`).
 const MIN_TIME_CONSTANT: f64 = 1e-15;
@@ -39,8 +40,8 @@ fn clamped_control<S: Scalar>(model: &Model<S>, actuator: &Actuator<S>, u: S) ->
 }
 
 /// Each activation's rate `ȧ` under `ctrl` (MuJoCo's `act_dot`), written into `rate` (length
-/// `na`): the control for an integrator, `(c − a)/τ` for a filter; zero when actuation is
-/// disabled.
+/// `na`): the control for an integrator, `(c − a)/τ` for a filter, the muscle's activation
+/// dynamics for a muscle; zero when actuation is disabled.
 pub fn activation_rates<S: Scalar>(model: &Model<S>, act: &DVector<S>, ctrl: &[S], rate: &mut DVector<S>) {
     zero_vector(rate, model.na());
     if !model.enabled.actuation {
@@ -53,6 +54,9 @@ pub fn activation_rates<S: Scalar>(model: &Model<S>, act: &DVector<S>, ctrl: &[S
             Dynamics::None => S::zero(),
             Dynamics::Integrator => c,
             Dynamics::Filter { time_constant, .. } => (c - act[k]) / time_constant.max(S::from_f64(MIN_TIME_CONSTANT)),
+            Dynamics::Muscle { activation, deactivation, smoothing } => {
+                muscle::activation_rate(c, act[k], [activation, deactivation, smoothing])
+            }
         };
     }
 }
@@ -132,10 +136,30 @@ fn unscaled_force<'a, S: Scalar>(
     let (l, moment) = transmission(model, kin, actuator, qpos, row);
     let input = actuator.setpoint_turn.map_or(input, |k| nearest_turn(&actuator.gear[k..k + 3], input, l));
     let v = moment.dot(model, qvel);
-    let [g0, g1, g2] = actuator.gain;
-    let [b0, b1, b2] = actuator.bias;
-    let unclamped = (g0 + g1 * l + g2 * v) * input + b0 + b1 * l + b2 * v;
+    let gain = match &actuator.gain {
+        Term::Affine([g0, g1, g2]) => *g0 + *g1 * l + *g2 * v,
+        Term::Muscle(m) => muscle::active_gain(m, l, v, actuator.length_range),
+    };
+    let bias = match &actuator.bias {
+        Term::Affine([b0, b1, b2]) => *b0 + *b1 * l + *b2 * v,
+        Term::Muscle(m) => muscle::passive_force(m, l, actuator.length_range),
+    };
+    let unclamped = gain * input + bias;
     ActuatorForce { length: l, velocity: v, input, unclamped, force: unclamped, moment }
+}
+
+/// The derivative of an actuator's force in its velocity `l̇` at its length `l` and
+/// velocity `v`, for the input `input` (MuJoCo's `mjd_actuator_vel`, before clamping).
+pub(crate) fn force_velocity_slope<S: Scalar>(actuator: &Actuator<S>, (l, v): (S, S), input: S) -> S {
+    let gain = match &actuator.gain {
+        Term::Affine(g) => g[2],
+        Term::Muscle(m) => muscle::active_gain_velocity(m, l, v, actuator.length_range),
+    };
+    let bias = match &actuator.bias {
+        Term::Affine(b) => b[2],
+        Term::Muscle(_) => S::zero(),
+    };
+    bias + gain * input
 }
 
 /// The setpoint `u` of a servo whose setpoint wraps, moved by whole turns (period `2π |g|`, `g`

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 
-use super::actuation::actuator_force;
+use super::actuation::{actuator_force, force_velocity_slope};
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::rnea::rnea;
@@ -173,7 +173,7 @@ fn velocity_derivative<S: Scalar>(
             Dynamics::None => u,
             _ => terms.input,
         };
-        let slope = actuator.bias[2] + actuator.gain[2] * input;
+        let slope = force_velocity_slope(actuator, (terms.length, terms.velocity), input);
         let slope = match actuator.force_range {
             Some([lo, hi]) => {
                 let clamped = terms.unclamped.less_eq(lo) | terms.unclamped.greater_eq(hi);

@@ -12,6 +12,7 @@ pub mod implicit;
 pub mod integrator;
 pub mod kinematics;
 pub mod mass;
+mod muscle;
 pub mod passive;
 pub mod position;
 pub mod rnea;

@@ -11,14 +11,16 @@ use super::defaults::{Defaults, MAIN};
 use super::element::Element;
 use super::error::{Location, MjcfError, MjcfErrorKind};
 use super::frame::{AngleSettings, Placement, orientation, z_to};
+use super::length_range;
 use super::mass::{Part, combine, geom_mass};
+use super::muscle;
 use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
     EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
-    PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec,
+    PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec, Term,
 };
 
 /// An element inside a body (or the world), with the class its defaults come from and where
@@ -61,6 +63,8 @@ struct Settings {
     /// are left out once they have given their bodies mass, and meshes only they use need not
     /// be readable.
     discard_visual: bool,
+    /// `<lengthrange>`: which actuators' length ranges the compiler finds, and how.
+    length_range: length_range::Options,
 }
 
 /// Top-level elements that only matter for rendering or bookkeeping.
@@ -88,6 +92,8 @@ struct Compiler<'a> {
     deferred: Deferred,
     /// Tendons read so far.
     tendon_count: usize,
+    /// Actuators added so far.
+    actuator_count: usize,
     /// Joints' and tendons' ranges as MuJoCo keeps them, and whether the joint is a hinge or a
     /// slide (tendons: true), for actuators' `inheritrange`.
     target_ranges: HashMap<(&'static str, String), ([f64; 2], bool)>,
@@ -114,9 +120,17 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         strip_path: false,
         inertia_groups: [0, 5],
         discard_visual: false,
+        length_range: length_range::Options::default(),
     };
     for at in of("compiler") {
         read_compiler(&Element::new(at, None), &mut settings)?;
+        for child in parsed.children(at) {
+            let el = Element::new(child, None);
+            match el.tag() {
+                "lengthrange" => settings.length_range = length_range::Options::read(&el)?,
+                tag => return Err(el.unsupported(format!("<{tag}> in <compiler>"))),
+            }
+        }
     }
     let defaults = Defaults::read(parsed, &of("default").collect::<Vec<_>>())?;
     let mut c = Compiler {
@@ -132,6 +146,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         target_ranges: HashMap::new(),
         deferred: Deferred::default(),
         tendon_count: 0,
+        actuator_count: 0,
         referenced_geoms: parsed
             .docs
             .iter()
@@ -186,7 +201,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         kind: MjcfErrorKind::Model(e),
     };
     let mut model = c.builder.build().map_err(located_error)?;
-    constants::resolve(&mut model, &c.deferred).map_err(|e| {
+    constants::resolve(&mut model, &c.deferred, &c.settings.length_range).map_err(|e| {
         Element::new(root, None).invalid(format!("the model's constants at its reference configuration: {e}"))
     })?;
     for at in of("keyframe") {
@@ -929,14 +944,20 @@ impl<'a> Compiler<'a> {
                     format!("a <{}> whose class `{class}` shaped its default actuator as another kind", el.tag());
                 return Err(el.unsupported(what));
             }
-            let spec = self.actuator(&el)?;
+            let (spec, scales) = self.actuator(&el)?;
+            if scales.iter().any(Option::is_some) {
+                self.deferred.muscle_scales.push((self.actuator_count, scales));
+            }
+            self.actuator_count += 1;
             self.places.insert(("actuator", spec.name.clone()), el.location());
             self.builder.add_actuator(spec);
         }
         Ok(())
     }
 
-    fn actuator(&self, el: &Element<'_, '_>) -> Result<ActuatorSpec, MjcfError> {
+    /// An actuator element, and the scales of its muscle terms whose peak forces the constants
+    /// resolve (gain, bias).
+    fn actuator(&self, el: &Element<'_, '_>) -> Result<(ActuatorSpec, [Option<f64>; 2]), MjcfError> {
         el.check_attributes("actuator")?;
         let reference = el.string("refsite");
         let target = match (el.string("joint"), el.string("tendon"), el.string("site")) {
@@ -982,21 +1003,23 @@ impl<'a> Compiler<'a> {
                 ));
             }
         }
-        let three = |v: [f64; 10]| [v[0], v[1], v[2]];
+        let mut scales = [None; 2];
         (spec.gain, spec.bias) = match el.tag() {
-            "motor" => ([1.0, 0.0, 0.0], [0.0; 3]),
+            "motor" => (Term::Affine([1.0, 0.0, 0.0]), Term::Affine([0.0; 3])),
             "position" | "intvelocity" => {
                 let kp = el.number_or("kp", 1.0)?;
-                ([kp, 0.0, 0.0], [0.0, -kp, servo_damping(el)?])
+                (Term::Affine([kp, 0.0, 0.0]), Term::Affine([0.0, -kp, servo_damping(el)?]))
             }
             "velocity" => {
                 let kv = el.number_or("kv", 1.0)?;
-                ([kv, 0.0, 0.0], [0.0, 0.0, -kv])
+                (Term::Affine([kv, 0.0, 0.0]), Term::Affine([0.0, 0.0, -kv]))
             }
             "damper" => {
                 let kv = el.number_or("kv", 0.0)?;
                 match spec.ctrl_range {
-                    Some([lo, hi]) if kv >= 0.0 && lo >= 0.0 && hi >= 0.0 => ([0.0, 0.0, -kv], [0.0; 3]),
+                    Some([lo, hi]) if kv >= 0.0 && lo >= 0.0 && hi >= 0.0 => {
+                        (Term::Affine([0.0, 0.0, -kv]), Term::Affine([0.0; 3]))
+                    }
                     Some(_) => return Err(el.invalid("a damper needs kv >= 0 and a non-negative ctrlrange")),
                     None => return Err(el.invalid("a damper needs a ctrlrange")),
                 }
@@ -1006,27 +1029,17 @@ impl<'a> Compiler<'a> {
                     Some(d) if d >= 0.0 => std::f64::consts::FRAC_PI_4 * d * d,
                     _ => el.number_or("area", 1.0)?,
                 };
-                ([area, 0.0, 0.0], el.padded("bias", [0.0; 3])?)
+                (Term::Affine([area, 0.0, 0.0]), Term::Affine(el.padded("bias", [0.0; 3])?))
             }
-            "general" => {
-                let mut gain_default = [0.0; 10];
-                gain_default[0] = 1.0;
-                let gain = three(el.padded("gainprm", gain_default)?);
-                let bias = three(el.padded("biasprm", [0.0; 10])?);
-                let gain = match el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") {
-                    "fixed" => [gain[0], 0.0, 0.0],
-                    "affine" => gain,
-                    other => return Err(el.unsupported_attribute("gaintype", format!("gaintype=\"{other}\""))),
-                };
-                let bias = match el.keyword("biastype", &["none", "affine", "muscle", "user"])?.unwrap_or("none") {
-                    "none" => [0.0; 3],
-                    "affine" => bias,
-                    other => return Err(el.unsupported_attribute("biastype", format!("biastype=\"{other}\""))),
-                };
-                (gain, bias)
+            "muscle" => {
+                let (term, scale) = muscle::shortcut(el)?;
+                scales = [scale; 2];
+                (Term::Muscle(term), Term::Muscle(term))
             }
+            "general" => general_terms(el, &mut scales)?,
             other => return Err(el.unsupported(format!("<{other}> actuators"))),
         };
+        spec.length_range = el.array::<2>("lengthrange")?.unwrap_or([0.0; 2]);
         if let Some(factor) = el.number("inheritrange")?.filter(|f| *f > 0.0) {
             self.inherit_range(el, &mut spec, factor)?;
         }
@@ -1039,11 +1052,12 @@ impl<'a> Compiler<'a> {
             _ => false,
         };
         let servo = servo_shaped(el, &spec)?;
-        let numerically = spec.gain[0] == -spec.bias[1] && spec.gain[1..] == [0.0; 2];
+        let numerically =
+            matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1] && g[1..] == [0.0; 2]);
         if rotation && ((servo && spec.dynamics != Dynamics::None) || (!servo && numerically)) {
             return Err(el.unsupported("a servo on a rotation with dynamics or an affine gain (MuJoCo 4 wraps it)"));
         }
-        Ok(spec)
+        Ok((spec, scales))
     }
 
     /// MuJoCo's `inheritrange` on a position-like actuator (fixed gain `kp`, affine bias
@@ -1139,6 +1153,35 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// A `<general>` actuator's gain and bias (`gaintype` fixed, affine or muscle; `biastype`
+/// none, affine or muscle), noting in `scales` the scale of a muscle term whose peak force the
+/// constants resolve.
+fn general_terms(el: &Element<'_, '_>, scales: &mut [Option<f64>; 2]) -> Result<(Term<f64>, Term<f64>), MjcfError> {
+    let mut gain_default = [0.0; 10];
+    gain_default[0] = 1.0;
+    let (gain, bias) = (el.padded("gainprm", gain_default)?, el.padded("biasprm", [0.0; 10])?);
+    let three = |v: [f64; 10]| [v[0], v[1], v[2]];
+    let muscle = |p: &[f64], scale: &mut Option<f64>| -> Result<Term<f64>, MjcfError> {
+        let (term, automatic) = muscle::term(el, p)?;
+        *scale = automatic;
+        Ok(Term::Muscle(term))
+    };
+    let [gain_scale, bias_scale] = scales;
+    let gain = match el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") {
+        "fixed" => Term::Affine([gain[0], 0.0, 0.0]),
+        "affine" => Term::Affine(three(gain)),
+        "muscle" => muscle(&gain, gain_scale)?,
+        other => return Err(el.unsupported_attribute("gaintype", format!("gaintype=\"{other}\""))),
+    };
+    let bias = match el.keyword("biastype", &["none", "affine", "muscle", "user"])?.unwrap_or("none") {
+        "none" => Term::Affine([0.0; 3]),
+        "affine" => Term::Affine(three(bias)),
+        "muscle" => muscle(&bias, bias_scale)?,
+        other => return Err(el.unsupported_attribute("biastype", format!("biastype=\"{other}\""))),
+    };
+    Ok((gain, bias))
+}
+
 /// Whether an actuator is a servo in MuJoCo's sense: a fixed gain `kp`, an affine bias with
 /// `-kp` on the length (`position`, `intvelocity`, or a `general` written so).
 fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfError> {
@@ -1147,7 +1190,7 @@ fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfE
         "general" => {
             let fixed = el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
             let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
-            fixed && affine && spec.gain[0] == -spec.bias[1]
+            fixed && affine && matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1])
         }
         _ => false,
     })
@@ -1189,12 +1232,13 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
     match el.tag() {
         "general" => {
             let kinds = ["none", "integrator", "filter", "filterexact", "muscle", "user"];
-            let time_constant = el.padded("dynprm", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])?[0];
+            let prm = el.padded("dynprm", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
             match el.keyword("dyntype", &kinds)?.unwrap_or("none") {
                 "none" => Ok(Dynamics::None),
                 "integrator" => Ok(Dynamics::Integrator),
-                "filter" => filter(time_constant, false),
-                "filterexact" => filter(time_constant, true),
+                "filter" => filter(prm[0], false),
+                "filterexact" => filter(prm[0], true),
+                "muscle" => Ok(Dynamics::Muscle { activation: prm[0], deactivation: prm[1], smoothing: prm[2] }),
                 other => Err(el.unsupported_attribute("dyntype", format!("dyntype=\"{other}\""))),
             }
         }
@@ -1203,6 +1247,7 @@ fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
             tau => filter(tau, true),
         },
         "intvelocity" => Ok(Dynamics::Integrator),
+        "muscle" => muscle::shortcut_dynamics(el),
         "cylinder" => filter(el.number_or("timeconst", 1.0)?, false),
         _ => Ok(Dynamics::None),
     }

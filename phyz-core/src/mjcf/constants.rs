@@ -1,17 +1,19 @@
 //! What MuJoCo's compiler reads off the dynamics at the reference configuration (its
 //! `mj_setConst`): a position servo's damping from its damping ratio (`dampratio`, or a positive
 //! `biasprm[2]` on a position-like actuator), a joint's stiffness and damping from its
-//! time constant and damping ratio (`springdamper`), and a spatial tendon's rest length, its
-//! length where every joint is at its spring reference (`qpos_spring`).
+//! time constant and damping ratio (`springdamper`), a spatial tendon's rest length, its
+//! length where every joint is at its spring reference (`qpos_spring`), a muscle's peak force
+//! from its actuator's acceleration (`acc0`), and then the actuators' length ranges.
 
 use nalgebra::DVector;
 
+use super::length_range;
 use crate::dynamics::crba::mass_matrix;
 use crate::dynamics::kinematics::Kinematics;
 use crate::dynamics::mass::MassFactor;
 use crate::dynamics::tendon::DofRow;
 use crate::dynamics::transmission::transmission;
-use crate::model::{JointKind, Model};
+use crate::model::{JointKind, Model, Term};
 
 /// MuJoCo's smallest meaningful value (`mjMINVAL`).
 const MIN_VALUE: f64 = 1e-15;
@@ -22,6 +24,9 @@ pub(super) struct Deferred {
     pub(super) spring_dampers: Vec<SpringDamper>,
     /// Spatial tendons without `springlength`, by index.
     pub(super) rest_lengths: Vec<usize>,
+    /// Actuators with a muscle term whose peak force is `scale / acc0`: the index, and the
+    /// gain's and the bias's scale where they are such terms.
+    pub(super) muscle_scales: Vec<(usize, [Option<f64>; 2])>,
 }
 
 /// A joint's `springdamper`: time constant and damping ratio, both positive.
@@ -32,11 +37,33 @@ pub(super) struct SpringDamper {
 }
 
 /// Resolves the model's constants at its reference configuration `qpos0`: servo damping
-/// ratios into dampings, joint spring-dampers into stiffness and damping. Errors with the
-/// dynamics' message when the mass matrix there cannot be factorized.
-pub(super) fn resolve(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), String> {
+/// ratios into dampings, joint spring-dampers into stiffness and damping, muscles' peak
+/// forces; then the actuators' length ranges (`lengths`). Errors with the dynamics' message
+/// when the mass matrix there cannot be factorized, or MuJoCo's when a length range cannot be
+/// found.
+pub(super) fn resolve(
+    model: &mut Model<f64>,
+    deferred: &Deferred,
+    lengths: &length_range::Options,
+) -> Result<(), String> {
+    at_reference(model, deferred)?;
+    length_range::resolve(model, lengths)
+}
+
+/// A position-like actuator's `kp` and `biasprm[2]`: a fixed gain `kp` and an affine bias
+/// with `-kp` on the length.
+fn servo_gains(gain: &Term<f64>, bias: &Term<f64>) -> Option<(f64, f64)> {
+    match (gain, bias) {
+        (Term::Affine([kp, 0.0, 0.0]), Term::Affine([_, b1, b2])) if *kp == -*b1 => Some((*kp, *b2)),
+        _ => None,
+    }
+}
+
+/// The constants read off the dynamics at `qpos0`.
+fn at_reference(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), String> {
     let springs = &deferred.spring_dampers;
-    let servos = model.actuators().iter().any(|a| a.gain[0] == -a.bias[1] && a.bias[2] > 0.0);
+    let servos = model.actuators().iter().any(|a| servo_gains(&a.gain, &a.bias).is_some_and(|(_, r)| r > 0.0));
+    let muscles = &deferred.muscle_scales;
     let rest = model.default_state();
     let mut kin = Kinematics::default();
     kin.set_constants(model);
@@ -44,7 +71,7 @@ pub(super) fn resolve(model: &mut Model<f64>, deferred: &Deferred) -> Result<(),
     if !deferred.rest_lengths.is_empty() {
         rest_lengths(model, &mut kin, &deferred.rest_lengths);
     }
-    if !servos && springs.is_empty() {
+    if !servos && springs.is_empty() && muscles.is_empty() {
         return Ok(());
     }
     kin.update(model, &rest.qpos);
@@ -52,6 +79,9 @@ pub(super) fn resolve(model: &mut Model<f64>, deferred: &Deferred) -> Result<(),
     factor.factorize(model, &mass_matrix(model, &kin)).map_err(|e| e.to_string())?;
     if servos {
         damp_servos(model, &kin, &rest.qpos, &factor);
+    }
+    if !muscles.is_empty() {
+        scale_muscles(model, &kin, &rest.qpos, &factor, muscles);
     }
     if !springs.is_empty() {
         let inverse_diagonal = DVector::from_fn(model.nv(), |i, _| {
@@ -77,25 +107,53 @@ fn rest_lengths(model: &mut Model<f64>, kin: &mut Kinematics<f64>, tendons: &[us
 /// it as a damping ratio `ζ`: damping `2 ζ √(kp m)`, `m` the inertia its transmission reflects
 /// at the reference configuration, `1 / (gᵀ M⁻¹ g)` for its moment `g` (as MuJoCo 4.0).
 fn damp_servos(model: &mut Model<f64>, kin: &Kinematics<f64>, qpos0: &DVector<f64>, factor: &MassFactor<f64>) {
-    let mut row = DVector::zeros(0);
-    let dampings: Vec<Option<f64>> = model
-        .actuators()
-        .iter()
-        .map(|actuator| {
-            let (kp, ratio) = (actuator.gain[0], actuator.bias[2]);
-            if kp != -actuator.bias[1] || ratio <= 0.0 {
-                return None;
-            }
-            let (_, moment) = transmission(model, kin, actuator, qpos0, &mut row);
-            let mut g = DVector::zeros(model.nv());
-            moment.for_each(model, |dof, value| g[dof] += value);
+    let dampings: Vec<Option<f64>> = (0..model.nu())
+        .map(|index| {
+            let actuator = &model.actuators()[index];
+            let (kp, ratio) = servo_gains(&actuator.gain, &actuator.bias).filter(|&(_, r)| r > 0.0)?;
+            let (_, g) = moment(model, kin, index, qpos0);
             let mass = 1.0 / g.dot(&factor.solve(&g)).max(MIN_VALUE);
             Some(ratio * 2.0 * (kp * mass).sqrt())
         })
         .collect();
     for (actuator, damping) in model.actuators_mut().iter_mut().zip(dampings) {
-        if let Some(damping) = damping {
-            actuator.bias[2] = -damping;
+        if let (Some(damping), Term::Affine(bias)) = (damping, &mut actuator.bias) {
+            bias[2] = -damping;
+        }
+    }
+}
+
+/// Actuator `index`'s length and moment (dense) at `qpos` (`kin` there).
+pub(super) fn moment(
+    model: &Model<f64>,
+    kin: &Kinematics<f64>,
+    index: usize,
+    qpos: &DVector<f64>,
+) -> (f64, DVector<f64>) {
+    let mut row = DVector::zeros(0);
+    let (length, moment) = transmission(model, kin, &model.actuators()[index], qpos, &mut row);
+    let mut g = DVector::zeros(model.nv());
+    moment.for_each(model, |dof, value| g[dof] += value);
+    (length, g)
+}
+
+/// Each listed muscle term's peak force becomes `scale / acc0`, `acc0 = |M⁻¹ g|` the
+/// acceleration a unit force of its actuator gives at the reference configuration (MuJoCo's
+/// `actuator_acc0`).
+fn scale_muscles(
+    model: &mut Model<f64>,
+    kin: &Kinematics<f64>,
+    qpos0: &DVector<f64>,
+    factor: &MassFactor<f64>,
+    muscles: &[(usize, [Option<f64>; 2])],
+) {
+    for &(index, scales) in muscles {
+        let acc0 = factor.solve(&moment(model, kin, index, qpos0).1).norm();
+        let actuator = &mut model.actuators_mut()[index];
+        for (term, scale) in [&mut actuator.gain, &mut actuator.bias].into_iter().zip(scales) {
+            if let (Term::Muscle(m), Some(scale)) = (term, scale) {
+                m.force = scale / acc0.max(MIN_VALUE);
+            }
         }
     }
 }

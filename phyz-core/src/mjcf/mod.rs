@@ -14,7 +14,9 @@ mod defaults;
 mod element;
 mod error;
 mod frame;
+mod length_range;
 mod mass;
+mod muscle;
 mod source;
 
 use std::path::Path;

@@ -28,6 +28,11 @@ pub enum Dynamics<S> {
     /// `ȧ = (c − a)/τ`, a first-order filter of the control with time constant `τ`, integrated
     /// like the rest of the state (`filter`) or exactly over the step (`filterexact`).
     Filter { time_constant: S, exact: bool },
+    /// MuJoCo's muscle activation: a filter of the control (clipped to `[0, 1]`) whose time
+    /// constant depends on the activation and on whether it rises (`activation`, scaled by
+    /// `0.5 + 1.5a`) or falls (`deactivation`, divided by it); `smoothing` > 0 blends the two
+    /// over that width of `c − a` instead of switching.
+    Muscle { activation: S, deactivation: S, smoothing: S },
 }
 
 impl<S: Scalar> Dynamics<S> {
@@ -36,6 +41,7 @@ impl<S: Scalar> Dynamics<S> {
         match (self, other) {
             (Dynamics::None, Dynamics::None) | (Dynamics::Integrator, Dynamics::Integrator) => true,
             (Dynamics::Filter { exact: a, .. }, Dynamics::Filter { exact: b, .. }) => a == b,
+            (Dynamics::Muscle { .. }, Dynamics::Muscle { .. }) => true,
             _ => false,
         }
     }
@@ -45,23 +51,97 @@ impl<S: Scalar> Dynamics<S> {
             Dynamics::None => Dynamics::None,
             Dynamics::Integrator => Dynamics::Integrator,
             Dynamics::Filter { time_constant, exact } => Dynamics::Filter { time_constant: f(time_constant), exact },
+            Dynamics::Muscle { activation, deactivation, smoothing } => {
+                Dynamics::Muscle { activation: f(activation), deactivation: f(deactivation), smoothing: f(smoothing) }
+            }
         }
     }
 }
 
-/// An actuator, MuJoCo's affine model. With `c` the (clamped) control, `l = gear·L` and
+/// One of the two terms of an actuator's force law, `gain · input + bias`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Term<S> {
+    /// `p[0] + p[1]·l + p[2]·l̇`, for the actuator's length `l` and velocity `l̇`.
+    Affine([S; 3]),
+    /// MuJoCo's muscle: as a gain, the active force-length-velocity curve; as a bias, the
+    /// passive force-length curve; both negative (a muscle pulls).
+    Muscle(Muscle<S>),
+}
+
+impl<S: Scalar> Term<S> {
+    /// The affine coefficients, if the term is affine.
+    pub fn affine(&self) -> Option<[S; 3]> {
+        match *self {
+            Term::Affine(p) => Some(p),
+            Term::Muscle(_) => None,
+        }
+    }
+
+    fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Term<T> {
+        match self {
+            Term::Affine(p) => Term::Affine(p.map(f)),
+            Term::Muscle(m) => Term::Muscle(m.map(f)),
+        }
+    }
+}
+
+/// MuJoCo's muscle parameters (its `gainprm`/`biasprm` for the muscle types). Lengths are
+/// normalized by the optimal length `L0`, the one that maps the actuator's length range onto
+/// `range`; velocities by `L0 · vmax`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Muscle<S> {
+    /// The normalized lengths the actuator's length range maps onto.
+    pub range: [S; 2],
+    /// The peak active force (MuJoCo's `force`, or `scale / acc0` which the compiler resolves).
+    pub force: S,
+    /// The normalized lengths where the active force vanishes, below and above the optimum 1.
+    pub lmin: S,
+    pub lmax: S,
+    /// The shortening velocity (in optimal lengths per second) at which the force vanishes.
+    pub vmax: S,
+    /// The passive force at `lmax`, in peak forces.
+    pub fpmax: S,
+    /// The active force's saturation when lengthening, in peak forces.
+    pub fvmax: S,
+}
+
+impl<S: Scalar> Muscle<S> {
+    /// The numbers, in a fixed order.
+    pub fn numbers(&self) -> [S; 8] {
+        let [lo, hi] = self.range;
+        [lo, hi, self.force, self.lmin, self.lmax, self.vmax, self.fpmax, self.fvmax]
+    }
+
+    fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Muscle<T> {
+        Muscle {
+            range: self.range.map(&mut *f),
+            force: f(self.force),
+            lmin: f(self.lmin),
+            lmax: f(self.lmax),
+            vmax: f(self.vmax),
+            fpmax: f(self.fpmax),
+            fvmax: f(self.fvmax),
+        }
+    }
+}
+
+/// An actuator, MuJoCo's model. With `c` the (clamped) control, `l = gear·L` and
 /// `l̇ = gear·L̇` (`L` the joint coordinate or tendon length, `gear` the first of the six gear
-/// numbers; a site transmission uses all six), the actuator force is
-/// `(gain[0] + gain[1]·l + gain[2]·l̇)·c + bias[0] + bias[1]·l + bias[2]·l̇`, clamped to
-/// `force_range`, and reaches the joints as `gear · force · ∂L/∂q`. A motor is `gain = [1, 0, 0]`,
-/// `bias = 0`; a position servo `gain = [kp, 0, 0]`, `bias = [0, -kp, -kv]`.
+/// numbers; a site transmission uses all six), the actuator force is `gain·c + bias`, each
+/// term affine (`gain = g[0] + g[1]·l + g[2]·l̇`) or a muscle's curve, clamped to
+/// `force_range`, and reaches the joints as `gear · force · ∂L/∂q`. A motor is
+/// `gain = Affine([1, 0, 0])`, `bias = Affine([0; 3])`; a position servo
+/// `gain = Affine([kp, 0, 0])`, `bias = Affine([0, -kp, -kv])`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Actuator<S> {
     pub name: String,
     pub(crate) transmission: Transmission,
     pub gear: [S; 6],
-    pub gain: [S; 3],
-    pub bias: [S; 3],
+    pub gain: Term<S>,
+    pub bias: Term<S>,
+    /// The range of the actuator's length `l` (MuJoCo's `lengthrange`): a muscle's lengths
+    /// are normalized by it.
+    pub length_range: [S; 2],
     /// Controls outside this range are clamped to it.
     pub ctrl_range: Option<[S; 2]>,
     /// Forces outside this range are clamped to it.
@@ -100,6 +180,7 @@ impl<S: Scalar> Actuator<S> {
             gear: self.gear.map(&mut *f),
             gain: self.gain.map(&mut *f),
             bias: self.bias.map(&mut *f),
+            length_range: self.length_range.map(&mut *f),
             ctrl_range: self.ctrl_range.map(|r| r.map(&mut *f)),
             force_range: self.force_range.map(|r| r.map(&mut *f)),
             dynamics: self.dynamics.map(f),

@@ -5,8 +5,8 @@ use nalgebra::{Matrix3, Vector3};
 use super::tree::Tree;
 use super::{
     Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Dynamics, Enabled, Equality,
-    EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, PathPoint, Shape, Site,
-    Tendon, TendonPath, Transmission,
+    EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Muscle, PathPoint, Shape,
+    Site, Tendon, TendonPath, Term, Transmission,
 };
 use crate::math::{Pose, Quat, norm, principal_axes};
 
@@ -144,8 +144,10 @@ pub struct ActuatorSpec {
     pub target: Target,
     /// MuJoCo's six gear numbers: a joint or tendon uses the first.
     pub gear: [f64; 6],
-    pub gain: [f64; 3],
-    pub bias: [f64; 3],
+    pub gain: Term<f64>,
+    pub bias: Term<f64>,
+    /// The range of the actuator's length, which a muscle reads.
+    pub length_range: [f64; 2],
     pub ctrl_range: Option<[f64; 2]>,
     pub force_range: Option<[f64; 2]>,
     pub dynamics: Dynamics<f64>,
@@ -160,8 +162,9 @@ impl ActuatorSpec {
             name: name.into(),
             target: Target::Joint(joint.into()),
             gear: [1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-            gain: [1.0, 0.0, 0.0],
-            bias: [0.0; 3],
+            gain: Term::Affine([1.0, 0.0, 0.0]),
+            bias: Term::Affine([0.0; 3]),
+            length_range: [0.0; 2],
             ctrl_range: None,
             force_range: None,
             dynamics: Dynamics::None,
@@ -966,17 +969,29 @@ fn compile_actuator(
             tendons.iter().position(|t| &t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))?,
         ),
     };
-    let time_constant = match spec.dynamics {
-        Dynamics::Filter { time_constant, .. } => time_constant,
-        Dynamics::None | Dynamics::Integrator => 0.0,
+    let dynamics = match spec.dynamics {
+        Dynamics::Filter { time_constant, .. } => vec![time_constant],
+        Dynamics::Muscle { activation, deactivation, smoothing } => vec![activation, deactivation, smoothing],
+        Dynamics::None | Dynamics::Integrator => Vec::new(),
     };
-    let values = [time_constant].into_iter().chain(spec.gear).chain(spec.gain).chain(spec.bias);
+    let terms = [spec.gain, spec.bias];
+    let numbers = terms.iter().flat_map(|t| match t {
+        Term::Affine(p) => p.to_vec(),
+        Term::Muscle(m) => m.numbers().to_vec(),
+    });
+    let values = dynamics.into_iter().chain(spec.gear).chain(numbers).chain(spec.length_range);
     let ranges = [spec.ctrl_range, spec.force_range, spec.act_range].into_iter().flatten();
     if !values.chain(ranges.clone().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
-    if ranges.into_iter().any(|[lo, hi]| lo > hi) {
+    if ranges.into_iter().chain([spec.length_range]).any(|[lo, hi]| lo > hi) {
         return Err(invalid("ranges must have lo <= hi".into()));
+    }
+    if let Some(problem) = terms.iter().find_map(|t| match t {
+        Term::Muscle(m) => muscle_problem(m),
+        Term::Affine(_) => None,
+    }) {
+        return Err(invalid(problem.into()));
     }
     // The gear whose length is a servo's turn: a rotational site transmission's torque, a ball
     // joint's gear (MuJoCo's `wrapPeriod`).
@@ -985,7 +1000,8 @@ fn compile_actuator(
         Transmission::Joint(j) if joints[j].kind == JointKind::Ball => Some(0),
         _ => None,
     };
-    let servo = spec.gain[0] == -spec.bias[1] && spec.gain[1..] == [0.0; 2];
+    let servo =
+        matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1] && g[1..] == [0.0; 2]);
     // (An integrating servo's activation wraps too, in MuJoCo: the MJCF loader refuses those.)
     let turning = |k: usize| spec.gear[k..k + 3].iter().any(|g| *g != 0.0);
     Ok(Actuator {
@@ -995,6 +1011,7 @@ fn compile_actuator(
         gear: spec.gear,
         gain: spec.gain,
         bias: spec.bias,
+        length_range: spec.length_range,
         ctrl_range: spec.ctrl_range,
         force_range: spec.force_range,
         dynamics: spec.dynamics,
@@ -1002,6 +1019,21 @@ fn compile_actuator(
         act_early: spec.act_early,
         act_adr: None,
     })
+}
+
+/// What is wrong with a muscle's parameters, as MuJoCo's compiler checks them.
+fn muscle_problem(m: &Muscle<f64>) -> Option<&'static str> {
+    if m.range[0] >= m.range[1] {
+        Some("a muscle needs range[0] < range[1]")
+    } else if m.lmin >= 1.0 || m.lmax <= 1.0 {
+        Some("a muscle needs lmin < 1 < lmax")
+    } else if m.force < 0.0 {
+        Some("a muscle's peak force cannot be negative")
+    } else if m.vmax <= 0.0 || m.fpmax <= 0.0 || m.fvmax <= 0.0 {
+        Some("a muscle needs positive vmax, fpmax and fvmax")
+    } else {
+        None
+    }
 }
 
 pub(super) fn check_keyframe<S: crate::Scalar>(key: &Keyframe, model: &Model<S>) -> Result<(), ModelError> {
