@@ -112,14 +112,14 @@ fn info_and_errors() {
     assert!(apart.status.success(), "{}", String::from_utf8_lossy(&apart.stderr));
     // `info` lists every unsupported part, then fails.
     let path = std::env::temp_dir().join(format!("phyz-cli-info-{}.xml", std::process::id()));
-    let xml = "<mujoco><worldbody><body name='b'><joint name='j' springyield='1'/><geom size='.1' fluidshape='ellipsoid'/>\
-               </body></worldbody><actuator><adhesion body='b' ctrlrange='0 1'/></actuator></mujoco>";
+    let xml = "<mujoco><worldbody><body><joint name='j' springyield='1'/><geom size='.1' fluidshape='ellipsoid'/>\
+               </body></worldbody><actuator><general joint='j' dyntype='user'/></actuator></mujoco>";
     std::fs::write(&path, xml).expect("temp file");
     let listed = phyz().arg("info").arg(&path).output().expect("runs");
     std::fs::remove_file(&path).ok();
     assert!(!listed.status.success());
     let text = String::from_utf8_lossy(&listed.stdout);
-    for part in ["fluidshape", "springyield", "<adhesion>: not supported", "nq 1  nv 1"] {
+    for part in ["fluidshape", "springyield", "dyntype=\"user\"", "nq 1  nv 1"] {
         assert!(text.contains(part), "{part} missing from {text}");
     }
     let missing = phyz().args(["info", "nope.xml"]).output().expect("runs");
