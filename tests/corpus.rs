@@ -80,6 +80,12 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // (3.2e-4); stacked meshes and a box, 10 contacts against 7 (3.1e-3).
     ("mjt_cylinder_box", Check::Constrained, "convex contact points (3 against 4)"),
     ("mjx_convex", Check::Constrained, "convex contact points (10 against 7)"),
+    // A muscle's length range that MuJoCo's compiler finds by simulation pulls a free box onto
+    // its tendon's anchor, where the tendon's direction flips as the box passes through: the
+    // shortest length held is chaotic (a 1e-10 change of the push moves MuJoCo's own result
+    // from 1.38e-3 to 0.98e-3; phyz's is 1.81e-3), and the muscle's forces follow it.
+    ("mjt_activation", Check::Smooth, "simulated length range in a chaotic regime"),
+    ("mjt_activation", Check::Constrained, "simulated length range in a chaotic regime"),
 ];
 
 /// Models whose 1,000-step run is left out because their step costs too much in the dev profile
