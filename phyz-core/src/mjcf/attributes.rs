@@ -88,7 +88,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("boundinertia", Refused(Zero)),
             ("balanceinertia", Refused(Words(&["false"]))),
             ("fusestatic", Refused(Words(&["false"]))),
-            ("alignfree", Refused(Words(&["false"]))),
+            ("alignfree", Compiled),
             ("saveinertial", Refused(Absent)),
         ],
     ),
@@ -264,7 +264,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("springdamper", Compiled),
         ],
     ),
-    ("freejoint", &[("name", Compiled), ("group", NoEffect), ("align", Refused(Words(&["false", "auto"])))]),
+    ("freejoint", &[("name", Compiled), ("group", NoEffect), ("align", Compiled)]),
     (
         "geom",
         &[

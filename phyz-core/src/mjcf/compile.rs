@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
+use super::align;
 use super::constants::{self, Deferred, SpringDamper};
 use super::defaults::{Defaults, MAIN};
 use super::element::Element;
@@ -36,8 +37,13 @@ struct Placed<'a> {
 #[derive(Default)]
 struct BodyParts<'a> {
     inertial: Option<Part>,
+    /// The axes MuJoCo gives an `<inertial>`: its own with principal moments, its Jacobi
+    /// iteration's with a full inertia.
+    inertial_axes: Option<Quat<f64>>,
     geoms: Vec<Part>,
     bodies: Vec<Placed<'a>>,
+    /// A `<freejoint align>`: `None` for `auto` (the compiler's `alignfree` decides).
+    align: Option<bool>,
 }
 
 /// `<compiler inertiafromgeom>`.
@@ -63,6 +69,9 @@ struct Settings {
     /// are left out once they have given their bodies mass, and meshes only they use need not
     /// be readable.
     discard_visual: bool,
+    /// `alignfree`: free bodies without children take their inertial frames as their frames
+    /// (unless their `<freejoint align>` says otherwise).
+    align_free: bool,
     /// `<lengthrange>`: which actuators' length ranges the compiler finds, and how.
     length_range: length_range::Options,
 }
@@ -120,6 +129,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         strip_path: false,
         inertia_groups: [0, 5],
         discard_visual: false,
+        align_free: false,
         length_range: length_range::Options::default(),
     };
     for at in of("compiler") {
@@ -288,6 +298,7 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
     }
     s.strip_path = el.boolean("strippath")?.unwrap_or(s.strip_path);
     s.discard_visual = el.boolean("discardvisual")?.unwrap_or(s.discard_visual);
+    s.align_free = el.boolean("alignfree")?.unwrap_or(s.align_free);
     if let Some(numbers) = el.array::<2>("inertiagrouprange")? {
         let [lo, hi] = numbers.map(|x| x as i64);
         if numbers != [lo as f64, hi as f64] {
@@ -470,6 +481,14 @@ impl<'a> Compiler<'a> {
             parts.inertial.map_or((0.0, Vector3::zeros(), Matrix3::zeros()), |part| combine(&[part]))
         };
         (spec.mass, spec.com, spec.inertia) = (mass, com, inertia);
+        let free = matches!(spec.joints.as_slice(), [joint] if joint.kind == JointKind::Free);
+        if free && parts.bodies.is_empty() && parts.align.unwrap_or(self.settings.align_free) {
+            let axes = match from_geoms {
+                true => align::inertial_frame(&parts.geoms),
+                false => parts.inertial_axes.unwrap_or_else(Quat::identity),
+            };
+            align::align(&mut spec, axes);
+        }
 
         let index = self.bodies.len() + 1;
         if !spec.name.is_empty() && self.body_index.insert(spec.name.clone(), index).is_some() {
@@ -495,7 +514,14 @@ impl<'a> Compiler<'a> {
         let Placed { at, ref childclass, placement } = placed;
         let el = self.defaults.element(at, childclass)?;
         match el.tag() {
-            "inertial" => parts.inertial = Some(self.inertial(&el)?.placed(&placement)),
+            "inertial" => {
+                let part = self.inertial(&el)?.placed(&placement);
+                parts.inertial_axes = Some(match el.array::<6>("fullinertia")? {
+                    Some(full) => placement.place(Vector3::zeros(), align::full_inertia_frame(full)).1,
+                    None => part.quat,
+                });
+                parts.inertial = Some(part);
+            }
             "joint" => {
                 let (mut joint, range) = self.joint(&el)?;
                 if let Some([time_constant, damping_ratio]) = spring_damper(&el)? {
@@ -512,6 +538,11 @@ impl<'a> Compiler<'a> {
             }
             "freejoint" => {
                 el.check_attributes("freejoint")?;
+                parts.align = match el.keyword("align", &["false", "true", "auto"])? {
+                    Some("true") => Some(true),
+                    Some("false") => Some(false),
+                    _ => None,
+                };
                 let joint = JointSpec::free(el.string("name").unwrap_or_default());
                 self.places.insert(("joint", joint.name.clone()), el.location());
                 self.target_ranges.insert(("joint", joint.name.clone()), ([0.0; 2], false));
