@@ -91,29 +91,6 @@ fn limits_on_a_free_joint_are_unsupported_and_the_simulator_keeps_its_state() {
     assert_eq!((&sim.state, &sim.info), (&state, &info));
 }
 
-#[test]
-fn a_pair_detection_cannot_handle_is_unsupported_once_it_could_touch() {
-    let scene = |height: f64| {
-        let xml = format!(
-            "<mujoco><worldbody><body><freejoint/><geom name='ball' type='sphere' size='.05'/></body>\
-             <body pos='0 0 {height}'><freejoint/><geom name='egg' type='ellipsoid' size='.05 .06 .1'/></body>\
-             </worldbody></mujoco>"
-        );
-        Simulator::new(mjcf::parse(&xml, "pair.xml").expect("valid"))
-    };
-    let mut touching = scene(0.12);
-    let (state, info) = (touching.state.clone(), touching.info.clone());
-    match touching.step(&[]) {
-        Err(StepError::Unsupported { what }) => {
-            assert!(what.contains("sphere") && what.contains("ellipsoid") && what.contains("egg"), "{what}")
-        }
-        other => panic!("expected Unsupported, got {other:?}"),
-    }
-    assert_eq!((&touching.state, &touching.info), (&state, &info));
-    // Out of each other's reach the same pair is no obstacle.
-    assert!(scene(1.0).step(&[]).is_ok());
-}
-
 // ---------------------------------------------------------------------------------------------
 // The model builder.
 

@@ -13,6 +13,8 @@ use crate::dynamics::Kinematics;
 use crate::math::{Pose, norm};
 use crate::model::Model;
 
+use super::support::{Piece, refined, witnesses};
+
 /// The contact geometry an anchor evaluates to, world frame.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactFrame<S> {
@@ -58,11 +60,20 @@ pub enum Anchor<T = f64> {
     /// a plane through its point and the other body's point is what slides over it. The depth
     /// is the gap between the points along the normal.
     Points { a: usize, point_a: Vector3<T>, b: usize, point_b: Vector3<T>, normal: Vector3<T>, normal_on_b: bool },
+    /// A smooth pair (an ellipsoid against a sphere, a capsule, a box's corner or edge, a
+    /// cylinder's rim or side, another ellipsoid): the two support pieces that touch, frozen on
+    /// their bodies, and the normal (in `a`'s frame) that detection found. Evaluation takes one
+    /// Newton step from that normal at the live poses ([`super::support`]), so the normal,
+    /// the witness points and the depth follow the true penetration to first order. Frozen
+    /// material points would give the depth's derivative exactly too (the envelope theorem), but
+    /// not the normal's nor the point's: an ellipsoid rolling on a ball turns the normal by its
+    /// curvature, which a normal frozen on either body misses.
+    Supports { a: usize, piece_a: Piece<T>, b: usize, piece_b: Piece<T>, normal: Vector3<T> },
 }
 
-/// The most numbers an anchor holds (a plane and a support point: normal, origin, the geom's
-/// rotation and position, three surface numbers; two sliding spheres hold 14).
-const MAX_NUMBERS: usize = 21;
+/// The most numbers an anchor holds (two ellipsoids: a centre and a shape matrix each, and the
+/// normal; a plane and a support point hold 21).
+const MAX_NUMBERS: usize = 27;
 
 /// A curved surface whose point deepest along a direction has a closed form.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -98,7 +109,8 @@ impl<T> Anchor<T> {
             Anchor::Plane { a, b, .. }
             | Anchor::PlaneSupport { a, b, .. }
             | Anchor::Spheres { a, b, .. }
-            | Anchor::Points { a, b, .. } => [a, b],
+            | Anchor::Points { a, b, .. }
+            | Anchor::Supports { a, b, .. } => [a, b],
         }
     }
 }
@@ -116,11 +128,18 @@ impl Anchor {
             Anchor::Spheres { slide_a, slide_b, .. } => [slide_a.is_some(), slide_b.is_some()],
             _ => [false; 2],
         };
+        let pieces = |a: &Anchor| match a {
+            Anchor::Supports { piece_a, piece_b, .. } => {
+                Some([std::mem::discriminant(piece_a), std::mem::discriminant(piece_b)])
+            }
+            _ => None,
+        };
         std::mem::discriminant(self) == std::mem::discriminant(other)
             && self.bodies() == other.bodies()
             && surface(self) == surface(other)
             && normal_on_b(self) == normal_on_b(other)
             && slides(self) == slides(other)
+            && pieces(self) == pieces(other)
     }
 
     /// The real numbers of the anchor, in the order [`Anchor::rebuild`] reads them: the first
@@ -157,6 +176,27 @@ impl Anchor {
             }
             Anchor::Points { point_a, point_b, normal, .. } => {
                 [point_a, point_b, normal].iter().for_each(|v| put(v.as_slice()));
+            }
+            Anchor::Supports { piece_a, piece_b, normal, .. } => {
+                for piece in [piece_a, piece_b] {
+                    match piece {
+                        Piece::Ellipsoid { centre, shape } => {
+                            put(centre.as_slice());
+                            put(shape.as_slice());
+                        }
+                        Piece::Ball { centre, radius } => {
+                            put(centre.as_slice());
+                            put(&[*radius]);
+                        }
+                        Piece::Line { point: p, direction: d, radius: r }
+                        | Piece::Rim { centre: p, axis: d, radius: r } => {
+                            put(p.as_slice());
+                            put(d.as_slice());
+                            put(&[*r]);
+                        }
+                    }
+                }
+                put(normal.as_slice());
             }
         }
         (out, len)
@@ -200,6 +240,11 @@ impl Anchor {
             Anchor::Points { a, b, normal_on_b, .. } => {
                 Anchor::Points { a, point_a: v(0), b, point_b: v(3), normal: v(6), normal_on_b }
             }
+            Anchor::Supports { a, piece_a, b, piece_b, .. } => {
+                let (piece_a, next) = rebuild_piece(&piece_a, x, 0);
+                let (piece_b, next) = rebuild_piece(&piece_b, x, next);
+                Anchor::Supports { a, piece_a, b, piece_b, normal: v(next) }
+            }
         }
     }
 
@@ -221,6 +266,20 @@ impl Anchor {
             if i < len { S::from_lanes(&numbers.iter().map(|n| n.0[i]).collect::<Vec<_>>()) } else { S::zero() }
         });
         Some(first.rebuild(&lifted[..len]))
+    }
+}
+
+/// A piece of `piece`'s kind holding the numbers of `x` from `at` on (as [`Anchor::numbers`]
+/// puts them), and where the next piece's numbers start.
+fn rebuild_piece<S: Scalar>(piece: &Piece, x: &[S], at: usize) -> (Piece<S>, usize) {
+    let v = |i: usize| Vector3::new(x[at + i], x[at + i + 1], x[at + i + 2]);
+    match piece {
+        Piece::Ellipsoid { .. } => {
+            (Piece::Ellipsoid { centre: v(0), shape: Matrix3::from_column_slice(&x[at + 3..at + 12]) }, at + 12)
+        }
+        Piece::Ball { .. } => (Piece::Ball { centre: v(0), radius: x[at + 3] }, at + 4),
+        Piece::Line { .. } => (Piece::Line { point: v(0), direction: v(3), radius: x[at + 6] }, at + 7),
+        Piece::Rim { .. } => (Piece::Rim { centre: v(0), axis: v(3), radius: x[at + 6] }, at + 7),
     }
 }
 
@@ -272,6 +331,13 @@ impl<S: Scalar> Anchor<S> {
                 let half = n * (depth * half);
                 let point = if normal_on_b { xa - half } else { xb + half };
                 (point, n, depth)
+            }
+            Anchor::Supports { a, piece_a, b, piece_b, normal } => {
+                let (pa, pb) = (world(model, kin, a), world(model, kin, b));
+                let (piece_a, piece_b) = (piece_a.placed(&pa), piece_b.placed(&pb));
+                let n = refined(&piece_a, &piece_b, &(pa.rot * normal));
+                let (xa, xb) = witnesses(&piece_a, &piece_b, &n);
+                ((xa + xb) * half, n, n.dot(&(xa - xb)))
             }
         };
         // Orthogonalized against the normal; a reference along the normal (an upright capsule's

@@ -343,7 +343,7 @@ fn box_last(found: Found, capsule: &Placed) -> Found {
             }
         }
         // `box_sphere` builds only the two anchors above.
-        other @ (Anchor::PlaneSupport { .. } | Anchor::Points { .. }) => other,
+        other @ (Anchor::PlaneSupport { .. } | Anchor::Points { .. } | Anchor::Supports { .. }) => other,
     };
     Found { anchor, normal: -found.normal, ..found }
 }

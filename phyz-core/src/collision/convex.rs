@@ -20,13 +20,13 @@ use crate::model::Shape;
 
 /// A parry shape: a primitive built for the query, or a mesh's hull borrowed from the model
 /// (not copied on every detection).
-enum Solid<'a> {
+pub(super) enum Solid<'a> {
     Built(Box<dyn ParryShape>),
     Hull(&'a ConvexPolyhedron),
 }
 
 impl Solid<'_> {
-    fn shape(&self) -> &dyn ParryShape {
+    pub(super) fn shape(&self) -> &dyn ParryShape {
         match self {
             Solid::Built(shape) => shape.as_ref(),
             Solid::Hull(hull) => *hull,
@@ -36,7 +36,7 @@ impl Solid<'_> {
 
 /// A geom as a parry shape, with the pose of parry's frame in the geom's frame (parry's
 /// cylinder axis is y, MuJoCo's z).
-fn solid(shape: &Shape<f64>) -> Option<(Solid<'_>, Pose<f64>)> {
+pub(super) fn solid(shape: &Shape<f64>) -> Option<(Solid<'_>, Pose<f64>)> {
     let identity = Pose::new(Matrix3::identity(), Vector3::zeros());
     let built = |s: Box<dyn ParryShape>| Solid::Built(s);
     Some(match *shape {

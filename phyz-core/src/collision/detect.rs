@@ -1,15 +1,15 @@
 //! Narrow phase: closed forms for plane against sphere, capsule, box, cylinder and ellipsoid,
-//! sphere and capsule against each other, and box against sphere; the other convex pairs go to
+//! sphere and capsule against each other, and box against sphere; an ellipsoid against any other
+//! convex geom at its exact penetration ([`super::ellipsoid`]); the other convex pairs go to
 //! parry3d-f64 ([`super::convex`]). A bounding-sphere test skips pairs too far apart to touch,
-//! so a pair without a detector (ellipsoid against anything but a plane) is an error only once
-//! it could touch.
+//! so a pair without a detector is an error only once it could touch.
 
 use nalgebra::Vector3;
 
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
-use super::{box_box, capsule_box, convex};
+use super::{box_box, capsule_box, convex, ellipsoid};
 use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
@@ -318,6 +318,7 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Plane, Plane) => {}
         (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, margin, out)?, g2),
         (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, margin, out)?, g1),
+        (Ellipsoid { .. }, _) | (_, Ellipsoid { .. }) => ellipsoid::contacts(g1, g2, margin, out)?,
         (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
         (Box { .. }, Box { .. }) => box_box::contacts(g1, g2, margin, out)?,
@@ -510,9 +511,9 @@ impl PlaneFrame {
 }
 
 /// A geom over the middle of a box's face, where the face acts as a plane: the contacts are the
-/// plane's (a cylinder's rim points, an ellipsoid's support point, a box's corners), stable
-/// under small motions — unlike a general manifold, whose points on a curved rim jump with the
-/// orientation. `None` when the geom's bounding sphere reaches past the face's edges.
+/// plane's (a cylinder's rim points, a hull's vertices), stable under small motions — unlike a
+/// general manifold, whose points on a curved rim jump with the orientation. `None` when the
+/// geom's bounding sphere reaches past the face's edges.
 fn box_face(
     cube: &Placed,
     half_extents: &Vector3<f64>,

@@ -7,14 +7,17 @@ mod buffer;
 mod capsule_box;
 mod convex;
 mod detect;
+mod ellipsoid;
 mod filter;
 mod ray;
+mod support;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
 pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
 pub use detect::{Contact, Detector, contact_pair_material, detect, detect_lane, geom_material, pair_material};
 pub use filter::can_collide;
 pub use ray::ray_hits_zone;
+pub use support::Piece;
 
 /// MuJoCo's smallest value (`mjMINVAL`): below it a denominator is zero, and by it a candidate
 /// must beat the best so far, in the detectors that reproduce MuJoCo's decisions.
