@@ -49,7 +49,7 @@ pub(super) fn solid(shape: &Shape<f64>) -> Option<(Solid<'_>, Pose<f64>)> {
             (built(Box::new(Cylinder::new(half_length, radius))), Pose::new(y_to_z, Vector3::zeros()))
         }
         Shape::Mesh { ref hull } => (Solid::Hull(&hull.polyhedron), identity),
-        Shape::Plane | Shape::Ellipsoid { .. } => return None,
+        Shape::Plane | Shape::Ellipsoid { .. } | Shape::HeightField { .. } => return None,
     })
 }
 

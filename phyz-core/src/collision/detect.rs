@@ -9,7 +9,7 @@ use nalgebra::Vector3;
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
-use super::{box_box, capsule_box, convex, ellipsoid};
+use super::{box_box, capsule_box, convex, ellipsoid, hfield};
 use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
@@ -315,7 +315,10 @@ pub(super) struct Found {
 fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
     use Shape::*;
     match (&g1.geom.shape, &g2.geom.shape) {
-        (Plane, Plane) => {}
+        // As MuJoCo: a height field meets neither a plane nor another height field.
+        (Plane | HeightField { .. }, Plane | HeightField { .. }) => {}
+        (HeightField { field }, _) => hfield::contacts(g1, field, g2, margin, out)?,
+        (_, HeightField { field }) => hfield::contacts(g2, field, g1, margin, out)?,
         (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, margin, out)?, g2),
         (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, margin, out)?, g1),
         (Ellipsoid { .. }, _) | (_, Ellipsoid { .. }) => ellipsoid::contacts(g1, g2, margin, out)?,

@@ -9,6 +9,7 @@ mod convex;
 mod detect;
 mod ellipsoid;
 mod filter;
+mod hfield;
 mod ray;
 mod support;
 

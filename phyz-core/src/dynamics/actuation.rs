@@ -114,7 +114,7 @@ pub(crate) fn actuator_force<'a, S: Scalar>(
     let actuator = &model.actuators()[index];
     let scale = tendon_scale(model, (kin, &mut *row), index, point, (ctrl, rate));
     let mut terms = unscaled_force(model, (kin, row), actuator, point, (ctrl[index], rate));
-    terms.unclamped = terms.unclamped * scale;
+    terms.unclamped *= scale;
     terms.force = actuator.force_range.map_or(terms.unclamped, |[lo, hi]| terms.unclamped.clamp(lo, hi));
     terms
 }

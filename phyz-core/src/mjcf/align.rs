@@ -144,6 +144,8 @@ fn principal_frame(inertia: &Matrix3<f64>) -> Quat<f64> {
         quat = normalized(normalized(quat * turn));
     }
     // Bubble sort of the moments (pairs 0-1, 1-2, 0-1); equal ones stay.
+    // MuJoCo's literal for cos(π/4), one digit short of `FRAC_1_SQRT_2`: the frame must be its.
+    #[allow(clippy::approx_constant)]
     let quarter = 0.707106781186548;
     for j in 0..3 {
         let lead = j % 2;

@@ -296,7 +296,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("material", NoEffect),
             ("rgba", NoEffect),
             ("castshadow", NoEffect),
-            ("hfield", NoEffect),
+            ("hfield", Compiled),
             ("fitscale", NoEffect),
             ("fluidcoef", NoEffect),
             ("user", NoEffect),
@@ -322,6 +322,18 @@ const TABLE: &[(&str, &[Row])] = &[
             ("material", NoEffect),
             ("rgba", NoEffect),
             ("user", NoEffect),
+        ],
+    ),
+    (
+        "hfield",
+        &[
+            ("name", Compiled),
+            ("size", Compiled),
+            ("nrow", Compiled),
+            ("ncol", Compiled),
+            ("elevation", Compiled),
+            ("file", Compiled),
+            ("content_type", Refused(Absent)),
         ],
     ),
     (

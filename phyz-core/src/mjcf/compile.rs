@@ -20,8 +20,8 @@ use crate::math::Quat;
 use crate::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
-    EqualitySpec, Frame, Geom, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder, ModelError, PathSpec,
-    PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec, Term,
+    EqualitySpec, Frame, Geom, HeightField, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder,
+    ModelError, PathSpec, PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec, Term,
 };
 
 /// An element inside a body (or the world), with the class its defaults come from and where
@@ -97,6 +97,8 @@ struct Compiler<'a> {
     /// Mesh assets by name; one that cannot be read is an error where a geom needs it (at
     /// once, unless `discardvisual` may leave it unused).
     meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
+    /// `<hfield>` assets by name.
+    hfields: HashMap<String, Arc<HeightField>>,
     /// What the compiler's constants at the reference configuration resolve.
     deferred: Deferred,
     /// Tendons read so far.
@@ -153,6 +155,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         places: HashMap::new(),
         nkey: 0,
         meshes: HashMap::new(),
+        hfields: HashMap::new(),
         target_ranges: HashMap::new(),
         deferred: Deferred::default(),
         tendon_count: 0,
@@ -691,7 +694,12 @@ impl<'a> Compiler<'a> {
                     }
                     self.meshes.insert(name, hull);
                 }
-                "hfield" => return Err(el.unsupported("height fields")),
+                "hfield" => {
+                    el.check_attributes("hfield")?;
+                    let name = el.string("name").unwrap_or_default();
+                    let field = self.hfield(&el)?;
+                    self.hfields.insert(name, Arc::new(field));
+                }
                 tag if RENDERING_ASSETS.contains(&tag) => {}
                 tag => return Err(el.unsupported(format!("asset <{tag}>"))),
             }
@@ -737,20 +745,71 @@ impl<'a> Compiler<'a> {
         let name = el.string("name").unwrap_or_else(|| {
             Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         });
-        // As MuJoCo: relative to the main model's directory, whichever file declares the mesh.
-        let base = self.parsed.base();
-        let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
-        // As MuJoCo's `strippath`: the name after the last slash of either kind.
-        let file = match self.settings.strip_path {
-            true => file.rsplit(['/', '\\']).next().unwrap_or_default().to_string(),
-            false => file,
-        };
         // A file that cannot be read is an error now; a mesh without volume only where a geom
         // needs it (`discardvisual` may leave it unused, as MuJoCo).
-        match ConvexHull::load(&dir.join(&file), &options) {
+        match ConvexHull::load(&self.asset_path(&file), &options) {
             Err(e @ (MeshError::Read { .. } | MeshError::Format { .. })) => Err(el.invalid(e.to_string())),
             hull => Ok((name, hull.map_err(|e| el.invalid(e.to_string())))),
         }
+    }
+
+    /// Where a mesh or height field file is, as MuJoCo finds it: in `meshdir` relative to the
+    /// main model's directory (whichever file declares the asset), named by the part after the
+    /// last slash of either kind under `strippath`.
+    fn asset_path(&self, file: &str) -> std::path::PathBuf {
+        let base = self.parsed.base();
+        let dir = self.settings.mesh_dir.as_deref().map_or(base.to_path_buf(), |d| base.join(d));
+        match self.settings.strip_path {
+            true => dir.join(file.rsplit(['/', '\\']).next().unwrap_or_default()),
+            false => dir.join(file),
+        }
+    }
+
+    /// An `<hfield>` asset: its elevations written inline (`elevation`, rows from +y to -y, or
+    /// none: all zero), or
+    /// read from MuJoCo's binary format (two 32-bit integers, rows and columns, then the
+    /// elevations as 32-bit floats, little-endian). PNG images are refused by name.
+    fn hfield(&self, el: &Element<'_, '_>) -> Result<HeightField, MjcfError> {
+        let size = el.array::<4>("size")?.ok_or_else(|| el.invalid("a height field needs `size`"))?;
+        let dimension = |name: &str| -> Result<usize, MjcfError> {
+            let n = el.integer(name)?.unwrap_or(0);
+            usize::try_from(n).map_err(|_| el.invalid(format!("`{name}` cannot be negative")))
+        };
+        let (nrow, ncol) = (dimension("nrow")?, dimension("ncol")?);
+        let (nrow, ncol, raw) = match el.string("file") {
+            Some(_) if nrow > 0 || ncol > 0 || el.has("elevation") => {
+                return Err(el.invalid("hfield specified from file and manually"));
+            }
+            Some(file) => self.hfield_file(el, &file)?,
+            // As MuJoCo: written top row first, the top row standing at +y.
+            None => {
+                let elevation = el.numbers("elevation")?.unwrap_or_else(|| vec![0.0; nrow * ncol]);
+                let rows = elevation.chunks(ncol.max(1)).rev();
+                (nrow, ncol, rows.flatten().map(|&e| e as f32).collect())
+            }
+        };
+        HeightField::new(nrow, ncol, size, &raw).map_err(|e| el.invalid(e.to_string()))
+    }
+
+    /// A height field file in MuJoCo's binary format: rows, columns and elevations.
+    fn hfield_file(&self, el: &Element<'_, '_>, file: &str) -> Result<(usize, usize, Vec<f32>), MjcfError> {
+        if file.to_ascii_lowercase().ends_with(".png") {
+            return Err(el.unsupported_attribute("file", "height fields from PNG images"));
+        }
+        let path = self.asset_path(file);
+        let bytes = std::fs::read(&path).map_err(|e| el.invalid(format!("{}: {e}", path.display())))?;
+        let word = |k: usize| bytes.get(4 * k..4 * k + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+        let (Some(rows), Some(cols)) = (word(0).map(i32::from_le_bytes), word(1).map(i32::from_le_bytes)) else {
+            return Err(el.invalid(format!("{}: hfield missing header", path.display())));
+        };
+        let (Ok(nrow), Ok(ncol)) = (usize::try_from(rows), usize::try_from(cols)) else {
+            return Err(el.invalid(format!("{}: non-positive hfield dimensions", path.display())));
+        };
+        if bytes.len() != 8 + 4 * nrow * ncol {
+            return Err(el.invalid(format!("{}: unexpected file size", path.display())));
+        }
+        let raw = (0..nrow * ncol).filter_map(|k| word(k + 2).map(f32::from_le_bytes)).collect();
+        Ok((nrow, ncol, raw))
     }
 
     /// A geom (placed in its holder's frame by `placement`) and, for shapes with volume, its
@@ -787,6 +846,11 @@ impl<'a> Compiler<'a> {
                 let across = if segment.is_some() { dim(0)? } else { dim(1)? };
                 let sizes = Vector3::new(dim(0)?, across, half_length(2)?);
                 if kind == Some("box") { Shape::Box { half_extents: sizes } } else { Shape::Ellipsoid { radii: sizes } }
+            }
+            "hfield" => {
+                let name = el.string("hfield").ok_or_else(|| el.invalid("a height field geom needs `hfield`"))?;
+                let field = self.hfields.get(&name).ok_or_else(|| el.invalid(format!("no hfield asset `{name}`")))?;
+                Shape::HeightField { field: field.clone() }
             }
             "mesh" => {
                 let name = el.string("mesh").ok_or_else(|| el.invalid("a mesh geom needs `mesh`"))?;

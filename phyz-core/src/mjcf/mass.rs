@@ -31,15 +31,24 @@ fn unit_inertia(shape: &Shape<f64>) -> Option<(f64, Vector3<f64>)> {
             let across = (3.0 * r * r + h * h) / 12.0;
             Some((PI * r * r * h, Vector3::new(across, across, r * r / 2.0)))
         }
-        Shape::Box { half_extents: e } => {
-            let (a, b, c) = (e.x * e.x, e.y * e.y, e.z * e.z);
-            Some((8.0 * e.x * e.y * e.z, Vector3::new(b + c, a + c, a + b) / 3.0))
+        Shape::Box { half_extents: e } => Some(box_inertia(&e)),
+        // As MuJoCo: a box as wide as the field, as tall as a quarter of its top and half its
+        // base.
+        Shape::HeightField { ref field } => {
+            let [x, y, top, base] = field.size;
+            Some(box_inertia(&Vector3::new(x, y, 0.25 * top + 0.5 * base)))
         }
         Shape::Ellipsoid { radii: r } => {
             let (a, b, c) = (r.x * r.x, r.y * r.y, r.z * r.z);
             Some((4.0 / 3.0 * PI * r.x * r.y * r.z, Vector3::new(b + c, a + c, a + b) / 5.0))
         }
     }
+}
+
+/// A box's volume and principal moments per unit mass, from its half-extents `e`.
+fn box_inertia(e: &Vector3<f64>) -> (f64, Vector3<f64>) {
+    let (a, b, c) = (e.x * e.x, e.y * e.y, e.z * e.z);
+    (8.0 * e.x * e.y * e.z, Vector3::new(b + c, a + c, a + b) / 3.0)
 }
 
 /// Mass and principal inertia of a geom from its `mass` (if given) or `density`.

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use nalgebra::Vector3;
 
+use super::hfield::HeightField;
 use super::mesh::ConvexHull;
 
 use crate::Scalar;
@@ -35,6 +36,10 @@ pub enum Shape<S> {
     Mesh {
         hull: Arc<ConvexHull>,
     },
+    /// A height field (fixed geometry: not a model parameter).
+    HeightField {
+        field: Arc<HeightField>,
+    },
 }
 
 impl<S> Shape<S> {
@@ -48,6 +53,7 @@ impl<S> Shape<S> {
             Shape::Cylinder { .. } => "cylinder",
             Shape::Ellipsoid { .. } => "ellipsoid",
             Shape::Mesh { .. } => "mesh",
+            Shape::HeightField { .. } => "height field",
         }
     }
 }
@@ -58,6 +64,7 @@ impl Shape<f64> {
     pub fn bounding_radius(&self) -> Option<f64> {
         match *self {
             Shape::Mesh { ref hull } => Some(hull.bounding_radius()),
+            Shape::HeightField { ref field } => Some(field.bounding_radius()),
             Shape::Plane => None,
             Shape::Sphere { radius } => Some(radius),
             Shape::Capsule { radius, half_length } => Some(radius + half_length),
@@ -135,6 +142,7 @@ impl<S: Scalar> Geom<S> {
             }
             Shape::Ellipsoid { radii } => Shape::Ellipsoid { radii: radii.map(&mut *f) },
             Shape::Mesh { hull } => Shape::Mesh { hull: hull.clone() },
+            Shape::HeightField { field } => Shape::HeightField { field: field.clone() },
         };
         Geom {
             name: String::new(),

@@ -11,6 +11,7 @@ mod builder;
 mod equality;
 mod error;
 mod geom;
+mod hfield;
 mod joint;
 pub mod material;
 pub mod mesh;
@@ -30,6 +31,7 @@ pub use builder::{
 pub use equality::{Coupled, CoupledNames, Equality, EqualitySpec};
 pub use error::ModelError;
 pub use geom::{Geom, Shape};
+pub use hfield::{HeightField, HeightFieldError};
 pub use joint::{Joint, JointKind};
 pub use options::{Cone, ContactOptions, Enabled, Medium};
 pub use pair::{ContactPair, ContactPairSpec};

@@ -1,0 +1,185 @@
+//! Height fields: loading as MuJoCo reads them, and contacts with boxes at the exact
+//! penetration of each of the field's prisms.
+//!
+//! Spheres and capsules on a height field are checked against MuJoCo's trajectories in
+//! `constraint_agreement.rs`. A box is not: MuJoCo 4's EPA stops on a box against a prism as soon
+//! as the box's support vertex repeats (it does not track the prism's vertices), short of the
+//! penetration, so its contacts are shallower than the boxes' and prisms' overlap. phyz's are
+//! that overlap, which this test computes independently by the separating axis theorem.
+
+use std::sync::Arc;
+
+use nalgebra::Vector3;
+use phyz::collision::{Anchor, detect};
+use phyz::contact::SolverConfig;
+use phyz::dynamics::forward_kinematics;
+use phyz::mjcf::{self, MjcfErrorKind};
+use phyz::model::{HeightField, Shape};
+use phyz::sim::{ContactState, step_with};
+
+fn scene(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/reference/contact/{name}.xml"))
+}
+
+/// The field of a model's first height field geom.
+fn field_of(model: &phyz::Model<f64>) -> Arc<HeightField> {
+    let shapes = model.bodies().iter().flat_map(|b| &b.geoms).map(|g| &g.shape);
+    shapes
+        .filter_map(|s| match s {
+            Shape::HeightField { field } => Some(field.clone()),
+            _ => None,
+        })
+        .next()
+        .expect("a height field geom")
+}
+
+#[test]
+fn inline_elevations_are_read_top_row_first_and_normalized() {
+    let model = mjcf::load(scene("hfield_sphere")).expect("loads");
+    let field = field_of(&model);
+    assert_eq!((field.nrow, field.ncol, field.size), (6, 7, [0.6, 0.5, 0.15, 0.05]));
+    // The XML's first row (0.1 0.3 0.5 ...) is the top row, at +y; its last (0.0 0.1 0.2 ...)
+    // the bottom, at -y. The data span 0 to 1 already.
+    assert_eq!(field.elevation(5, 1), f64::from(0.3f32));
+    assert_eq!(field.elevation(0, 4), f64::from(0.4f32));
+    assert_eq!(field.grid_point(5, 6), (0.6, 0.5));
+    assert_eq!(field.height(3, 2), 0.15);
+}
+
+#[test]
+fn binary_files_load_and_normalize_and_bad_input_is_named() {
+    let dir = std::env::temp_dir().join(format!("phyz-hfield-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (nrow, ncol) = (3i32, 4i32);
+    let raw: Vec<f32> = (0..12).map(|k| 2.0 + 0.5 * k as f32).collect();
+    let mut bytes = Vec::new();
+    bytes.extend(nrow.to_le_bytes());
+    bytes.extend(ncol.to_le_bytes());
+    raw.iter().for_each(|x| bytes.extend(x.to_le_bytes()));
+    std::fs::write(dir.join("field.bin"), &bytes).expect("written");
+    let xml = |asset: &str| {
+        format!(
+            "<mujoco><asset>{asset}</asset><worldbody><geom type='hfield' hfield='h'/>\
+             <body pos='0 0 1'><freejoint/><geom size='.1'/></body></worldbody></mujoco>"
+        )
+    };
+    let path = dir.join("model.xml");
+    std::fs::write(&path, xml("<hfield name='h' file='field.bin' size='1 1 .5 .1'/>")).expect("written");
+    let model = mjcf::load(&path).expect("loads");
+    let field = field_of(&model);
+    // Rows as stored (row 0 at -y), shifted to 0 and scaled to 1 in single precision.
+    assert_eq!((field.nrow, field.ncol), (3, 4));
+    assert_eq!(field.elevation(0, 0), 0.0);
+    assert_eq!(field.elevation(2, 3), 1.0);
+    assert_eq!(field.elevation(1, 1), f64::from((raw[5] - raw[0]) / (raw[11] - raw[0])));
+
+    let error = |asset: &str| {
+        std::fs::write(&path, xml(asset)).expect("written");
+        mjcf::load(&path).expect_err("refused")
+    };
+    let short = error("<hfield name='h' nrow='2' ncol='2' size='1 1 .5 .1' elevation='1 2 3'/>");
+    assert!(matches!(short.kind, MjcfErrorKind::Invalid(_)) && short.location.element == "hfield", "{short}");
+    let both = error("<hfield name='h' file='field.bin' nrow='3' ncol='4' size='1 1 .5 .1'/>");
+    assert!(matches!(both.kind, MjcfErrorKind::Invalid(ref m) if m.contains("file and manually")), "{both}");
+    let png = error("<hfield name='h' file='terrain.png' size='1 1 .5 .1'/>");
+    assert!(matches!(png.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("PNG")), "{png}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The corners of prism `feature` (MuJoCo's order: in the cell between rows `r`, `r + 1` and
+/// columns `c − 1`, `c`, triangle 0 on corner `(r + 1, c − 1)`, triangle 1 on `(r, c)`), field
+/// frame.
+fn prism(field: &HeightField, feature: usize) -> Vec<Vector3<f64>> {
+    let (cell, i) = (feature / 2, feature % 2);
+    let (r, c) = (cell / field.ncol, cell % field.ncol);
+    let corners = if i == 0 { [(r + 1, c - 1), (r, c - 1), (r + 1, c)] } else { [(r, c - 1), (r + 1, c), (r, c)] };
+    let mut points = Vec::new();
+    for (row, col) in corners {
+        let (x, y) = field.grid_point(row, col);
+        points.push(Vector3::new(x, y, -field.size[3]));
+        points.push(Vector3::new(x, y, field.height(row, col)));
+    }
+    points
+}
+
+/// The least overlap of two convex polytopes over the separating axis theorem's candidate
+/// directions (face normals of each, cross products of their edges), and its direction: their
+/// penetration depth, exactly.
+fn penetration(
+    a: &[Vector3<f64>],
+    a_edges: &[Vector3<f64>],
+    b: &[Vector3<f64>],
+    b_edges: &[Vector3<f64>],
+) -> (f64, Vector3<f64>) {
+    let mut axes: Vec<Vector3<f64>> = a_edges.iter().chain(b_edges).copied().collect();
+    for x in a_edges {
+        for y in a_edges.iter().chain(b_edges) {
+            axes.push(x.cross(y));
+        }
+    }
+    for x in b_edges {
+        for y in b_edges {
+            axes.push(x.cross(y));
+        }
+    }
+    let overlap = |n: &Vector3<f64>| {
+        let reach_a = a.iter().map(|p| p.dot(n)).fold(f64::NEG_INFINITY, f64::max);
+        let reach_b = b.iter().map(|p| p.dot(n)).fold(f64::INFINITY, f64::min);
+        reach_a - reach_b
+    };
+    axes.iter()
+        .filter(|n| n.norm() > 1e-9)
+        .flat_map(|n| [n.normalize(), -n.normalize()])
+        .map(|n| (overlap(&n), n))
+        .fold((f64::INFINITY, Vector3::zeros()), |best, x| if x.0 < best.0 { x } else { best })
+}
+
+/// A box falling tilted onto the field and sliding over it: at every step with contacts, each
+/// contact's depth is its prism's and the box's penetration, and its normal the direction of
+/// least overlap, to 1e-12 and 1e-9 (both exact up to rounding).
+#[test]
+fn box_contacts_are_the_exact_penetration_of_each_prism() {
+    let model = mjcf::load(scene("hfield_box")).expect("loads");
+    let field = field_of(&model);
+    let half = match model.bodies()[1].geoms[0].shape {
+        Shape::Box { half_extents } => half_extents,
+        _ => unreachable!("the mover is a box"),
+    };
+    let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+    let mut state = model.default_state();
+    state.qvel[0] = 0.4;
+    state.qvel[1] = 0.2;
+    state.qvel[5] = 1.0;
+    let mut checked = 0;
+    for _ in 0..300 {
+        state = step_with(&model, &state, &[], &mut contact).expect("steps").0;
+        let kin = forward_kinematics(&model, &state.qpos);
+        let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(&model, b)).collect();
+        let field_pose = poses[0].compose(&phyz::math::Pose::from_quat(
+            &model.bodies()[0].geoms[1].quat.normalize(),
+            model.bodies()[0].geoms[1].pos,
+        ));
+        let box_pose = poses[1];
+        let to_field = field_pose.inverse().compose(&box_pose);
+        let corners: Vec<Vector3<f64>> = (0..8)
+            .map(|k| {
+                let s = |bit: usize| if k & bit == 0 { -1.0 } else { 1.0 };
+                to_field.transform_point(&Vector3::new(s(1) * half.x, s(2) * half.y, s(4) * half.z))
+            })
+            .collect();
+        let box_edges: Vec<Vector3<f64>> = (0..3).map(|k| to_field.rot.column(k).into_owned()).collect();
+        for c in detect(&model, &poses).expect("supported").iter().filter(|c| c.geoms == [1, 2]) {
+            let p = prism(&field, c.feature);
+            let prism_edges =
+                vec![p[2] - p[0], p[4] - p[2], p[0] - p[4], p[3] - p[1], p[5] - p[3], p[1] - p[5], Vector3::z()];
+            let (depth, normal) = penetration(&p, &prism_edges, &corners, &box_edges);
+            assert!((c.depth - depth).abs() <= 1e-12, "feature {}: depth {} against {depth}", c.feature, c.depth);
+            let Anchor::Points { normal: world_normal, .. } = c.anchor else { panic!("a box's contact is two points") };
+            // The field is on the world body: its body frame is the world's.
+            let found = field_pose.rot.transpose() * world_normal;
+            assert!((found - normal).norm() <= 1e-9, "feature {}: normal {found:?} against {normal:?}", c.feature);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} contacts checked");
+}
