@@ -1,5 +1,5 @@
-//! Height fields: loading as MuJoCo reads them, and contacts with boxes at the exact
-//! penetration of each of the field's prisms.
+//! Height fields: loading as MuJoCo reads them, contacts with boxes at the exact penetration
+//! of each of the field's prisms, and exact derivatives through height-field contacts.
 //!
 //! Spheres and capsules on a height field are checked against MuJoCo's trajectories in
 //! `constraint_agreement.rs`. A box is not: MuJoCo 4's EPA stops on a box against a prism as soon
@@ -7,11 +7,16 @@
 //! penetration, so its contacts are shallower than the boxes' and prisms' overlap. phyz's are
 //! that overlap, which this test computes independently by the separating axis theorem.
 
+mod common;
+
 use std::sync::Arc;
+
+use common::finite_difference_jacobians;
 
 use nalgebra::Vector3;
 use phyz::collision::{Anchor, detect};
 use phyz::contact::SolverConfig;
+use phyz::dual::step_jacobians;
 use phyz::dynamics::forward_kinematics;
 use phyz::mjcf::{self, MjcfErrorKind};
 use phyz::model::{HeightField, Shape};
@@ -182,4 +187,36 @@ fn box_contacts_are_the_exact_penetration_of_each_prism() {
         }
     }
     assert!(checked >= 20, "{checked} contacts checked");
+}
+
+/// Relative tolerance of a step Jacobian through contact against central differences, as the
+/// contact derivative tests state it.
+const JACOBIAN_TOL: f64 = 1e-6;
+
+/// A sphere, a capsule and a box rolling or sliding over the field, 20 steps after they first
+/// touch it: the step's exact Jacobian agrees with central differences (the best of three step
+/// sizes, which trade truncation against the step's roundoff).
+#[test]
+fn step_jacobians_through_height_field_contacts_match_central_differences() {
+    for (name, launch) in
+        [("hfield_sphere", [0.6, 0.1, 0.0]), ("hfield_capsule", [0.1, 0.3, 1.0]), ("hfield_box", [0.4, 0.2, 1.0])]
+    {
+        let model = mjcf::load(scene(name)).expect("loads");
+        let mut contact = ContactState::new(SolverConfig::default());
+        let mut state = model.default_state();
+        (state.qvel[0], state.qvel[1], state.qvel[5]) = (launch[0], launch[1], launch[2]);
+        let mut touching = 0;
+        while touching < 20 {
+            let (next, info) = step_with(&model, &state, &[], &mut contact).expect("steps");
+            state = next;
+            touching += usize::from(touching > 0 || info.contacts > 0);
+        }
+        let exact = step_jacobians(&model, &state, &[]).expect("jacobians").a;
+        let err = [1e-5, 1e-6, 1e-7]
+            .into_iter()
+            .map(|h| (&exact - finite_difference_jacobians(&model, &state, &[], h).0).amax() / exact.amax())
+            .fold(f64::INFINITY, f64::min);
+        eprintln!("{name}: step Jacobian vs central differences {err:.2e}");
+        assert!(err <= JACOBIAN_TOL, "{name}: {err:e}");
+    }
 }

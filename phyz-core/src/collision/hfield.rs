@@ -23,6 +23,9 @@ use crate::model::{HeightField, Shape};
 /// MuJoCo's most contacts of one pair (`mjMAXCONPAIR`).
 const MAX_CONTACTS: usize = 50;
 
+/// How near a feature (as a fraction of the prism's size) a nearest point lies on it.
+const EDGE: f64 = 1e-9;
+
 /// MuJoCo's default convex tolerance: a sphere's or capsule's core nearer a prism than this is
 /// taken as inside it.
 const TOLERANCE: f64 = 1e-6;
@@ -66,14 +69,52 @@ struct Other<'a> {
 }
 
 /// One prism's contact: the points on the prism (field frame) and on the other geom (its
-/// parry frame), the normal from the field to the geom (field frame), the depth, and the
-/// radius if the second point is a core point.
+/// parry frame), the normal from the field to the geom (field frame), the depth, and, when the
+/// second point is a core point, the core's radius, the prism's feature there and whether the
+/// point slides along the capsule's axis.
 struct Touch {
     on_field: Vector3<f64>,
     on_other: Vector3<f64>,
     normal: Vector3<f64>,
     depth: f64,
-    radius: Option<f64>,
+    core: Option<Core>,
+}
+
+/// A contact of a sphere's or capsule's core with a prism.
+struct Core {
+    radius: f64,
+    feature: Feature,
+    /// The core point is inside the capsule's segment (not at an end): it slides along it.
+    sliding: bool,
+}
+
+/// Where on a prism its nearest point to a core lies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Feature {
+    Face,
+    /// An edge, by its direction (field frame).
+    Edge(Vector3<f64>),
+    Corner,
+}
+
+impl Prism {
+    /// The feature of the prism that `p` (on its surface) lies on, within `eps`.
+    fn feature_at(&self, p: &Vector3<f64>, eps: f64) -> Feature {
+        let v: Vec<Vector3<f64>> = self.0.iter().map(|&x| from_parry(x)).collect();
+        if v.iter().any(|c| (c - p).norm() <= eps) {
+            return Feature::Corner;
+        }
+        // Bottom, top and vertical edges.
+        let edges = [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3), (0, 3), (1, 4), (2, 5)];
+        for (i, j) in edges {
+            let (a, d) = (v[i], v[j] - v[i]);
+            let t = ((p - a).dot(&d) / d.norm_squared()).clamp(0.0, 1.0);
+            if (a + d * t - p).norm() <= eps {
+                return Feature::Edge(d.normalize());
+            }
+        }
+        Feature::Face
+    }
 }
 
 /// The contacts of height field `field` (geom `field_geom`) with the convex geom `other`
@@ -149,8 +190,23 @@ fn found(field_geom: &Placed, other: &Placed, to_body: &Pose<f64>, feature: usiz
     let normal_body = field_geom.local.rot * touch.normal;
     let on_field = field_geom.local.transform_point(&touch.on_field);
     let on_other = to_body.transform_point(&touch.on_other);
-    let anchor = match touch.radius {
-        Some(radius) => Anchor::Plane { a, normal: normal_body, origin: on_field, b, center: on_other, radius },
+    let anchor = match touch.core {
+        Some(Core { radius, feature: Feature::Face, sliding: false }) => {
+            Anchor::Plane { a, normal: normal_body, origin: on_field, b, center: on_other, radius }
+        }
+        Some(Core { radius, feature, sliding }) => Anchor::Spheres {
+            a,
+            center_a: on_field,
+            slide_a: match feature {
+                Feature::Edge(direction) => Some(field_geom.local.rot * direction),
+                Feature::Face | Feature::Corner => None,
+            },
+            radius_a: 0.0,
+            b,
+            center_b: on_other,
+            slide_b: sliding.then(|| to_body.rot * Vector3::z()),
+            radius_b: radius,
+        },
         None => Anchor::Points { a, point_a: on_field, b, point_b: on_other, normal: normal_body, normal_on_b: false },
     };
     Found { feature, anchor, depth: touch.depth, normal: field_geom.world.rot * touch.normal, tangent: None }
@@ -164,13 +220,16 @@ fn penetration(prism: &Prism, other: &Other<'_>) -> Option<Touch> {
     if let Some((segment, radius)) = &other.core {
         let near = contact_support_map_support_map(&pose, prism, segment, radius + other.margin)?;
         if near.dist > TOLERANCE {
-            return Some(Touch {
-                on_field: from_parry(near.point1),
-                on_other: from_parry(near.point2),
-                normal: from_parry(near.normal1),
-                depth: radius - near.dist,
-                radius: Some(*radius),
-            });
+            let (on_field, on_other) = (from_parry(near.point1), from_parry(near.point2));
+            let eps = EDGE * (from_parry(prism.0[0]) - from_parry(prism.0[5])).norm();
+            let half = from_parry(segment.b).z;
+            let core = Core {
+                radius: *radius,
+                feature: prism.feature_at(&on_field, eps),
+                sliding: on_other.z.abs() < half - eps,
+            };
+            let normal = from_parry(near.normal1);
+            return Some(Touch { on_field, on_other, normal, depth: radius - near.dist, core: Some(core) });
         }
     }
     let near = contact_support_map_support_map(&pose, prism, other.shape, other.margin)?;
@@ -179,7 +238,7 @@ fn penetration(prism: &Prism, other: &Other<'_>) -> Option<Touch> {
         on_other: from_parry(near.point2),
         normal: from_parry(near.normal1),
         depth: -near.dist,
-        radius: None,
+        core: None,
     })
 }
 
