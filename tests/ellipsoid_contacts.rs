@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use common::{finite_difference_jacobians, read_rows, relative_error, state_from_row};
-use nalgebra::Vector3;
+use nalgebra::{DVector, Vector3};
 use phyz::collision::detect;
 use phyz::contact::SolverConfig;
-use phyz::dual::step_jacobians;
+use phyz::dual::{Cost, CostFunctions, RolloutDirection, rollout_directional, rollout_gradient, step_jacobians};
 use phyz::dynamics::forward_kinematics;
 use phyz::mjcf;
 use phyz::sim::{ContactState, step_with};
@@ -40,6 +40,10 @@ const DEFAULT: Tolerance = Tolerance { depth: 2e-6, mesh_depth: 2e-6, normal: 1e
 const STEP_TIGHT: f64 = TIGHT.normal;
 /// The step's Jacobian against central differences: as `tests/contact_derivatives.rs`.
 const JACOBIAN_TOL: f64 = 1e-6;
+/// A rollout's gradient by the backward sweep (reverse mode through the anchors) against forward
+/// tangents: two code paths for one derivative, as `tests/rollout_gradient.rs` (there relative to
+/// the derivative; here to the sum of its terms' sizes, as some directions cancel to 1e-3 of it).
+const SWEEP_TOL: f64 = 1e-10;
 
 #[derive(Clone, Copy, Debug)]
 struct Tolerance {
@@ -85,9 +89,17 @@ fn references(file: &str) -> Vec<Reference> {
         .collect()
 }
 
-/// phyz's contacts at a state: by the names of their geoms (in MuJoCo's order `order`'s when
-/// given), depth, point and normal from the first geom to the second.
-fn contacts(model: &Model<f64>, state: &State<f64>) -> Vec<([String; 2], f64, Vector3<f64>, Vector3<f64>)> {
+/// A contact phyz finds: the names of its geoms, depth, point, and normal from the first geom to
+/// the second.
+struct Found {
+    geoms: [String; 2],
+    depth: f64,
+    point: Vector3<f64>,
+    normal: Vector3<f64>,
+}
+
+/// phyz's contacts at a state.
+fn contacts(model: &Model<f64>, state: &State<f64>) -> Vec<Found> {
     let kin = forward_kinematics(model, &state.qpos);
     let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(model, b)).collect();
     let name = |g: usize| {
@@ -102,7 +114,7 @@ fn contacts(model: &Model<f64>, state: &State<f64>) -> Vec<([String; 2], f64, Ve
             let frame = c.anchor.evaluate(model, &kin, &c.tangent_ref);
             // The anchor's normal runs from its first body to its second.
             let sign = if c.anchor.bodies()[0] == body(c.geoms[0]) { 1.0 } else { -1.0 };
-            ([name(c.geoms[0]), name(c.geoms[1])], frame.depth, frame.point, frame.normal * sign)
+            Found { geoms: c.geoms.map(name), depth: frame.depth, point: frame.point, normal: frame.normal * sign }
         })
         .collect()
 }
@@ -123,16 +135,17 @@ fn worst_differences(file: &str, tol: &Tolerance) -> [(f64, String); 3] {
         let want = by_key.get(&key.name).map_or(&[][..], Vec::as_slice);
         assert_eq!(found.len(), want.len(), "{}: phyz {} contacts, MuJoCo {}", key.name, found.len(), want.len());
         for r in want {
+            // MuJoCo orders a pair by geom type, phyz by geom index: the normal turns with the order.
+            let reversed = [r.geoms[1].clone(), r.geoms[0].clone()];
             let (flip, c) = found
                 .iter()
                 .find_map(|c| {
-                    (c.0 == r.geoms)
-                        .then_some((1.0, c))
-                        .or_else(|| (c.0 == [r.geoms[1].clone(), r.geoms[0].clone()]).then_some((-1.0, c)))
+                    (c.geoms == r.geoms).then_some((1.0, c)).or_else(|| (c.geoms == reversed).then_some((-1.0, c)))
                 })
                 .unwrap_or_else(|| panic!("{}: no contact between {:?}", key.name, r.geoms));
             let depth_tol = if r.geoms.contains(&"gem".to_string()) { tol.mesh_depth } else { tol.depth };
-            let differences = [(c.1 + r.dist).abs() / depth_tol, (c.2 - r.pos).norm(), (c.3 * flip - r.normal).norm()];
+            let differences =
+                [(c.depth + r.dist).abs() / depth_tol, (c.point - r.pos).norm(), (c.normal * flip - r.normal).norm()];
             eprintln!(
                 "{file} {:<20} depth {:.1e}  point {:.1e}  normal {:.1e}",
                 key.name,
@@ -225,4 +238,63 @@ fn step_jacobians_through_ellipsoid_contacts_match_differences() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// A few steps from each keyframe, `J = Σ ½|v_t|²`: the gradient of the backward sweep (the
+/// step's vector-Jacobian products on the tape, through `Anchor::Supports` and the plane against
+/// the egg) along two directions in the initial state, against forward tangents.
+#[test]
+fn the_backward_sweep_through_ellipsoid_contacts_equals_forward_tangents() {
+    let model = model();
+    let nv = model.nv();
+    let objective = CostFunctions {
+        running: move |_t: usize, s: &State<f64>, _u: &[f64]| Cost {
+            value: 0.5 * s.qvel.norm_squared(),
+            dq: DVector::zeros(nv),
+            dv: s.qvel.clone(),
+            du: DVector::zeros(0),
+        },
+        terminal: move |s: &State<f64>| Cost {
+            value: 0.5 * s.qvel.norm_squared(),
+            dq: DVector::zeros(nv),
+            dv: s.qvel.clone(),
+            du: DVector::zeros(0),
+        },
+    };
+    let direction = |k: usize| RolloutDirection {
+        dq0: DVector::from_fn(nv, |i, _| ((i * 7 + k * 3) as f64 * 0.37).sin()),
+        dv0: DVector::from_fn(nv, |i, _| ((i * 5 + k * 11) as f64 * 0.23).cos()),
+        dact0: DVector::zeros(0),
+        du: vec![DVector::zeros(0); 5],
+        dparams: DVector::zeros(0),
+    };
+    let directions = [direction(0), direction(1)];
+    let config = SolverConfig::simulation();
+    let mut worst = (0.0, String::new());
+    for (k, key) in model.keyframes().iter().enumerate() {
+        let (start, _) = model.keyframe_state(k).expect("keyframe");
+        let controls = vec![Vec::new(); 5];
+        let gradient = rollout_gradient(&model, &start, &controls, &[], &objective, &mut ContactState::new(config))
+            .expect("gradient");
+        let forward = rollout_directional::<2>(
+            &model,
+            &start,
+            &controls,
+            &[],
+            &directions,
+            &objective,
+            &mut ContactState::new(config),
+        )
+        .expect("forward tangents");
+        for (d, tangent) in directions.iter().zip(&forward.derivatives) {
+            // Relative to the dot product's terms, which its rounding scales with.
+            let terms = d.dq0.abs().dot(&gradient.dq0.abs()) + d.dv0.abs().dot(&gradient.dv0.abs());
+            let error = (d.dot(&gradient) - tangent).abs() / terms.max(1e-12);
+            if error > worst.0 {
+                worst = (error, key.name.clone());
+            }
+        }
+    }
+    eprintln!("backward sweep against forward tangents: {:.1e} ({})", worst.0, worst.1);
+    assert!(worst.0 <= SWEEP_TOL, "{worst:?}");
 }

@@ -370,7 +370,8 @@ fn minimize(a: &Piece, b: &Piece, start: &Vector3<f64>) -> Option<Vector3<f64>> 
         let tolerance = 1e-15 * (value.abs() + sa.norm() + sb.norm());
         n = loop {
             let trial = (at + step).normalize();
-            if penetration(a, b, &trial) <= value + tolerance || step.norm() < CONVERGED {
+            // Written to stop on a value that is not a number too (the next step then gives up).
+            if !(penetration(a, b, &trial) > value + tolerance && step.norm() >= CONVERGED) {
                 break trial;
             }
             step /= 2.0;
