@@ -86,6 +86,12 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // from 1.38e-3 to 0.98e-3; phyz's is 1.81e-3), and the muscle's forces follow it.
     ("mjt_activation", Check::Smooth, "simulated length range in a chaotic regime"),
     ("mjt_activation", Check::Constrained, "simulated length range in a chaotic regime"),
+    // An ellipsoid's contacts are phyz's exact penetration; MuJoCo's convex narrow phase stops
+    // within its ccd_tolerance (1e-6) of it (the egg: 4.7e-10 against MuJoCo stepped at
+    // ccd_tolerance 1e-14; with the touch sensors' hand, 1.1e-6, MuJoCo's GJK normal for a capsule
+    // on the egg being off by 1e-5 whatever its tolerance).
+    ("gr_hand_manipulate_egg", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
+    ("gr_hand_manipulate_egg_touch", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
 ];
 
 /// Models whose 1,000-step run is left out because their step costs too much in the dev profile

@@ -139,7 +139,7 @@ fn apart_across(e: &Placed, partner: &Placed, margin: f64) -> bool {
 }
 
 /// An ellipsoid of these semi-axes, as parry's GJK and EPA ask for it.
-struct ParryEllipsoid(Vector3<f64>);
+pub(super) struct ParryEllipsoid(pub(super) Vector3<f64>);
 
 impl SupportMap for ParryEllipsoid {
     fn local_support_point(&self, dir: Vector) -> Vector {

@@ -17,6 +17,7 @@ use parry3d_f64::shape::{Segment, SupportMap};
 use super::anchor::Anchor;
 use super::convex::solid;
 use super::detect::{Found, Placed};
+use super::ellipsoid::ParryEllipsoid;
 use crate::math::Pose;
 use crate::model::{HeightField, Shape};
 
@@ -118,7 +119,7 @@ impl Prism {
 }
 
 /// The contacts of height field `field` (geom `field_geom`) with the convex geom `other`
-/// within `margin`, appended to `out`; `None` for a geom without a support map (an ellipsoid).
+/// within `margin`, appended to `out`.
 pub(super) fn contacts(
     field_geom: &Placed,
     field: &HeightField,
@@ -139,8 +140,19 @@ pub(super) fn contacts(
     {
         return Some(());
     }
-    let (built, offset) = solid(&other.geom.shape)?;
-    let shape = built.shape().as_support_map()?;
+    // The geom's support map, and the pose of its frame in the geom's.
+    let (built, ellipsoid);
+    let (shape, offset): (&dyn SupportMap, Pose<f64>) = match other.geom.shape {
+        Shape::Ellipsoid { radii } => {
+            ellipsoid = ParryEllipsoid(radii);
+            (&ellipsoid, Pose::from_quat(&crate::math::Quat::identity(), Vector3::zeros()))
+        }
+        _ => {
+            let offset;
+            (built, offset) = solid(&other.geom.shape)?;
+            (built.shape().as_support_map()?, offset)
+        }
+    };
     let pose = relative.compose(&offset);
     // The geom's extent along each of the field's axes.
     let extent = |axis: Vector3<f64>| {

@@ -794,7 +794,7 @@ impl<'a> Compiler<'a> {
     /// A height field file in MuJoCo's binary format: rows, columns and elevations.
     fn hfield_file(&self, el: &Element<'_, '_>, file: &str) -> Result<(usize, usize, Vec<f32>), MjcfError> {
         if file.to_ascii_lowercase().ends_with(".png") {
-            return Err(el.unsupported_attribute("file", "height fields from PNG images"));
+            return Err(el.unsupported("height fields from PNG images"));
         }
         let path = self.asset_path(file);
         let bytes = std::fs::read(&path).map_err(|e| el.invalid(format!("{}: {e}", path.display())))?;
