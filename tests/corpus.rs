@@ -92,6 +92,10 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // on the egg being off by 1e-5 whatever its tolerance).
     ("gr_hand_manipulate_egg", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
     ("gr_hand_manipulate_egg_touch", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
+    // Unlimited motors (gears up to 10 on a free joint) at a 20 ms step: random controls drive
+    // the model unstable, in MuJoCo too (its bad-acceleration warning at step 144 under the same
+    // kind of controls); phyz's step stops with a typed non-finite error.
+    ("mjx_pendula", Check::Rollout, "diverges under random controls, as in MuJoCo"),
 ];
 
 /// Models whose 1,000-step run is left out because their step costs too much in the dev profile

@@ -128,6 +128,7 @@ fn features(model: &Model<f64>) {
     line("force laws", counted(model.actuators().iter().map(law)));
     let transmission = |a: &phyz::model::Actuator<f64>| match a.transmission() {
         Transmission::Joint(_) => "joint",
+        Transmission::JointInParent(_) => "joint in parent",
         Transmission::Tendon(_) => "tendon",
         Transmission::Site { reference: None, .. } => "site",
         Transmission::Site { reference: Some(_), .. } => "site from refsite",
@@ -201,6 +202,9 @@ fn parts(model: &Model<f64>) {
             let site = |(body, site): (usize, usize)| model.bodies()[body].sites[site].name.clone();
             let (target, gear) = match actuator.transmission() {
                 Transmission::Joint(j) => (format!("joint {}", model.joints()[j].name), actuator.gear[0].to_string()),
+                Transmission::JointInParent(j) => {
+                    (format!("joint {} (gear in parent)", model.joints()[j].name), format!("{:?}", actuator.gear))
+                }
                 Transmission::Tendon(t) => {
                     (format!("tendon {}", model.tendons()[t].name), actuator.gear[0].to_string())
                 }

@@ -457,7 +457,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("cranklength", NoEffect),
             ("nsample", NoEffect),
             ("interp", NoEffect),
-            ("jointinparent", Refused(Absent)),
+            ("jointinparent", Compiled),
             ("body", Refused(Absent)),
             ("cranksite", Refused(Absent)),
             ("slidersite", Refused(Absent)),

@@ -1055,18 +1055,19 @@ impl<'a> Compiler<'a> {
     fn actuator(&self, el: &Element<'_, '_>) -> Result<(ActuatorSpec, [Option<f64>; 2]), MjcfError> {
         el.check_attributes("actuator")?;
         let reference = el.string("refsite");
-        let target = match (el.string("joint"), el.string("tendon"), el.string("site")) {
-            (Some(j), None, None) => Target::Joint(j),
-            (None, Some(t), None) => Target::Tendon(t),
-            (None, None, Some(site)) => Target::Site { site, reference: reference.clone() },
-            (None, None, None) => return Err(el.invalid("an actuator needs a `joint`, `tendon` or `site`")),
-            _ => return Err(el.invalid("an actuator drives one `joint`, `tendon` or `site`")),
+        let target = match (el.string("joint"), el.string("jointinparent"), el.string("tendon"), el.string("site")) {
+            (Some(j), None, None, None) => Target::Joint(j),
+            (None, Some(j), None, None) => Target::JointInParent(j),
+            (None, None, Some(t), None) => Target::Tendon(t),
+            (None, None, None, Some(site)) => Target::Site { site, reference: reference.clone() },
+            (None, None, None, None) => return Err(el.invalid("an actuator needs a `joint`, `tendon` or `site`")),
+            _ => return Err(el.invalid("an actuator drives one `joint`, `jointinparent`, `tendon` or `site`")),
         };
         if reference.is_some() && !matches!(target, Target::Site { .. }) {
             return Err(el.invalid("`refsite` goes with a `site` transmission"));
         }
         let name = match &target {
-            Target::Joint(name) => Some(("joint", name)),
+            Target::Joint(name) | Target::JointInParent(name) => Some(("joint", name)),
             Target::Tendon(name) => Some(("tendon", name)),
             // Sites are found by the model builder, which names a missing one.
             Target::Site { .. } => None,
@@ -1163,7 +1164,7 @@ impl<'a> Compiler<'a> {
             return Ok(());
         }
         let (name, kind) = match &spec.target {
-            Target::Joint(name) => (name, "joint"),
+            Target::Joint(name) | Target::JointInParent(name) => (name, "joint"),
             Target::Tendon(name) => (name, "tendon"),
             Target::Site { .. } => return Err(el.invalid("inheritrange needs a joint or tendon transmission")),
         };

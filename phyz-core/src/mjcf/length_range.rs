@@ -126,7 +126,7 @@ pub(super) fn resolve(model: &mut Model<f64>, options: &Options) -> Result<(), S
 /// The range of the limited joint or tendon actuator `index` drives directly.
 fn limit(model: &Model<f64>, index: usize) -> Option<[f64; 2]> {
     match model.actuators()[index].transmission() {
-        Transmission::Joint(j) => model.joints()[j].range,
+        Transmission::Joint(j) | Transmission::JointInParent(j) => model.joints()[j].range,
         Transmission::Tendon(t) => model.tendons()[t].range,
         Transmission::Site { .. } => None,
     }

@@ -5,8 +5,12 @@ use crate::Scalar;
 /// What an actuator pulls on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transmission {
-    /// A hinge or slide joint, by index.
+    /// A joint, by index: a hinge or slide along its axis, a ball joint or free joint with the
+    /// gear's torque in the joint's (child) frame and a free joint's force in the world's.
     Joint(usize),
+    /// A ball or free joint whose gear's torque is in the parent's frame (MuJoCo's
+    /// `jointinparent`; on a hinge or slide it is [`Transmission::Joint`]).
+    JointInParent(usize),
     /// A fixed tendon, by index.
     Tendon(usize),
     /// A site (the `site`-th of body `body`): without a reference, a wrench at the site along

@@ -129,6 +129,9 @@ impl BodySpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     Joint(String),
+    /// A ball or free joint by name, its gear's torque in the parent's frame (MuJoCo's
+    /// `jointinparent`; on a hinge or slide, the same as `Joint`).
+    JointInParent(String),
     Tendon(String),
     /// A site by name, with a reference site (MuJoCo's `refsite`).
     Site {
@@ -958,6 +961,16 @@ fn compile_actuator(
         Target::Joint(name) => Transmission::Joint(
             joints.iter().position(|j| &j.name == name).ok_or_else(|| invalid(format!("no joint named `{name}`")))?,
         ),
+        Target::JointInParent(name) => {
+            let j = joints
+                .iter()
+                .position(|j| &j.name == name)
+                .ok_or_else(|| invalid(format!("no joint named `{name}`")))?;
+            match joints[j].kind {
+                JointKind::Hinge | JointKind::Slide => Transmission::Joint(j),
+                JointKind::Ball | JointKind::Free => Transmission::JointInParent(j),
+            }
+        }
         Target::Site { site, reference } => {
             let find = |name: &String| {
                 super::body::find_site(bodies, name).ok_or_else(|| invalid(format!("no single site named `{name}`")))
@@ -997,7 +1010,7 @@ fn compile_actuator(
     // joint's gear (MuJoCo's `wrapPeriod`).
     let turn = match transmission {
         Transmission::Site { reference: Some(_), .. } if spec.gear[..3] == [0.0; 3] => Some(3),
-        Transmission::Joint(j) if joints[j].kind == JointKind::Ball => Some(0),
+        Transmission::Joint(j) | Transmission::JointInParent(j) if joints[j].kind == JointKind::Ball => Some(0),
         _ => None,
     };
     let servo =
