@@ -86,6 +86,14 @@ fn binary_files_load_and_normalize_and_bad_input_is_named() {
     assert!(matches!(short.kind, MjcfErrorKind::Invalid(_)) && short.location.element == "hfield", "{short}");
     let both = error("<hfield name='h' file='field.bin' nrow='3' ncol='4' size='1 1 .5 .1'/>");
     assert!(matches!(both.kind, MjcfErrorKind::Invalid(ref m) if m.contains("file and manually")), "{both}");
+    // Named after its file by default, as in MuJoCo; a name used twice is an error.
+    std::fs::copy(dir.join("field.bin"), dir.join("h.bin")).expect("copied");
+    std::fs::write(&path, xml("<hfield file='h.bin' size='1 1 .5 .1'/>")).expect("written");
+    assert_eq!(field_of(&mjcf::load(&path).expect("loads")).ncol, 4);
+    let twice = error(
+        "<hfield name='h' file='field.bin' size='1 1 .5 .1'/><hfield name='h' nrow='2' ncol='2' size='1 1 .5 .1'/>",
+    );
+    assert!(matches!(twice.kind, MjcfErrorKind::Invalid(ref m) if m.contains("repeated")), "{twice}");
     let png = error("<hfield name='h' file='terrain.png' size='1 1 .5 .1'/>");
     assert!(matches!(png.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("PNG")), "{png}");
     std::fs::remove_dir_all(&dir).ok();
@@ -105,6 +113,12 @@ fn prism(field: &HeightField, feature: usize) -> Vec<Vector3<f64>> {
         points.push(Vector3::new(x, y, field.height(row, col)));
     }
     points
+}
+
+/// A prism's edge directions (its corners as [`prism`] lists them): the bottom's, the top's and
+/// the vertical.
+fn edges_of(p: &[Vector3<f64>]) -> Vec<Vector3<f64>> {
+    vec![p[2] - p[0], p[4] - p[2], p[0] - p[4], p[3] - p[1], p[5] - p[3], p[1] - p[5], Vector3::z()]
 }
 
 /// The least overlap of two convex polytopes over the separating axis theorem's candidate
@@ -173,11 +187,22 @@ fn box_contacts_are_the_exact_penetration_of_each_prism() {
             })
             .collect();
         let box_edges: Vec<Vector3<f64>> = (0..3).map(|k| to_field.rot.column(k).into_owned()).collect();
-        for c in detect(&model, &poses).expect("supported").iter().filter(|c| c.geoms == [1, 2]) {
+        let contacts = detect(&model, &poses).expect("supported");
+        // Every prism the box overlaps gives a contact.
+        for r in 0..field.nrow - 1 {
+            for feature in (1..field.ncol).flat_map(|c| [(r * field.ncol + c) * 2, (r * field.ncol + c) * 2 + 1]) {
+                let p = prism(&field, feature);
+                if penetration(&p, &edges_of(&p), &corners, &box_edges).0 > 1e-12 {
+                    assert!(
+                        contacts.iter().any(|c| c.feature == feature),
+                        "prism {feature} overlaps but gives no contact"
+                    );
+                }
+            }
+        }
+        for c in contacts.iter().filter(|c| c.geoms == [1, 2]) {
             let p = prism(&field, c.feature);
-            let prism_edges =
-                vec![p[2] - p[0], p[4] - p[2], p[0] - p[4], p[3] - p[1], p[5] - p[3], p[1] - p[5], Vector3::z()];
-            let (depth, normal) = penetration(&p, &prism_edges, &corners, &box_edges);
+            let (depth, normal) = penetration(&p, &edges_of(&p), &corners, &box_edges);
             assert!((c.depth - depth).abs() <= 1e-12, "feature {}: depth {} against {depth}", c.feature, c.depth);
             let Anchor::Points { normal: world_normal, .. } = c.anchor else { panic!("a box's contact is two points") };
             // The field is on the world body: its body frame is the world's.
@@ -206,11 +231,15 @@ fn step_jacobians_through_height_field_contacts_match_central_differences() {
         let mut state = model.default_state();
         (state.qvel[0], state.qvel[1], state.qvel[5]) = (launch[0], launch[1], launch[2]);
         let mut touching = 0;
-        while touching < 20 {
+        for _ in 0..1000 {
             let (next, info) = step_with(&model, &state, &[], &mut contact).expect("steps");
             state = next;
             touching += usize::from(touching > 0 || info.contacts > 0);
+            if touching == 20 {
+                break;
+            }
         }
+        assert_eq!(touching, 20, "{name}: the geom reaches the field");
         let exact = step_jacobians(&model, &state, &[]).expect("jacobians").a;
         let err = [1e-5, 1e-6, 1e-7]
             .into_iter()

@@ -559,3 +559,32 @@ fn default_actuator_patterns_mujoco_compiles_alike_load() {
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(loaded.expect("loads").joints()[0].damping, 0.2);
 }
+
+/// MuJoCo's length-range simulation runs under its own flags, whatever the model's: a model
+/// with actuation, limits and gravity disabled finds the same muscle length range as without
+/// them (both from the slide's limits, pushed against them).
+#[test]
+fn length_ranges_ignore_the_models_own_flags() {
+    let xml = |flags: &str| {
+        format!(
+            "<mujoco><option>{flags}</option><worldbody><body><joint name='s' type='slide' range='-1 1'/>\
+             <geom size='.1'/></body></worldbody><actuator><muscle joint='s'/>\
+             <motor joint='s' forcerange='1 2'/></actuator></mujoco>"
+        )
+    };
+    let range = |flags: &str| mjcf::parse(&xml(flags), "flags.xml").expect("loads").actuators()[0].length_range;
+    let plain = range("");
+    assert!(plain[1] - plain[0] > 1.9, "{plain:?}");
+    assert_eq!(range("<flag actuation='disable' limit='disable' gravity='disable'/>"), plain);
+}
+
+/// `inheritrange` needs a joint or tendon transmission: on `jointinparent` it is an error, as
+/// in MuJoCo.
+#[test]
+fn inheritrange_refuses_jointinparent() {
+    let xml = "<mujoco><worldbody><body><joint name='j' type='hinge' range='-30 30'/><geom size='.1'/>\
+               </body></worldbody><actuator><position jointinparent='j' kp='1' inheritrange='1'/></actuator></mujoco>";
+    let e = mjcf::parse(xml, "inherit.xml").expect_err("refused");
+    assert!(matches!(e.kind, MjcfErrorKind::Invalid(ref m) if m.contains("inheritrange")), "{e}");
+    assert_eq!(e.location.element, "position");
+}

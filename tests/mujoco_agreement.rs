@@ -271,10 +271,12 @@ fn actuator_length_ranges_match_mujoco() {
         }
         let model = load(&name);
         let text = std::fs::read_to_string(&path).expect("readable");
-        let rows = text
+        let rows: Vec<Vec<f64>> = text
             .lines()
             .skip(1)
-            .map(|line| line.split(',').skip(1).map(|x| x.parse::<f64>().expect("a number")).collect::<Vec<_>>());
+            .map(|line| line.split(',').skip(1).map(|x| x.parse::<f64>().expect("a number")).collect())
+            .collect();
+        assert_eq!(rows.len(), model.nu(), "{name}: one row per actuator");
         for (actuator, row) in model.actuators().iter().zip(rows) {
             let expected = [row[0], row[1]];
             let width = expected[1] - expected[0];

@@ -101,7 +101,7 @@ enum Feature {
 impl Prism {
     /// The feature of the prism that `p` (on its surface) lies on, within `eps`.
     fn feature_at(&self, p: &Vector3<f64>, eps: f64) -> Feature {
-        let v: Vec<Vector3<f64>> = self.0.iter().map(|&x| from_parry(x)).collect();
+        let v = self.0.map(from_parry);
         if v.iter().any(|c| (c - p).norm() <= eps) {
             return Feature::Corner;
         }

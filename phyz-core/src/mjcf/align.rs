@@ -112,6 +112,9 @@ fn offset_inertia(mass: f64, v: &Vector3<f64>) -> [f64; 6] {
 fn principal_frame(inertia: &Matrix3<f64>) -> Quat<f64> {
     let scale = inertia.amax();
     let mut quat = Quat::identity();
+    if scale == 0.0 {
+        return quat;
+    }
     let mut moments = Vector3::zeros();
     for _ in 0..500 {
         let axes = rotation(&quat);

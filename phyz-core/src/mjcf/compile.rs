@@ -22,6 +22,7 @@ use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
     EqualitySpec, Frame, Geom, HeightField, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder,
     ModelError, PathSpec, PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec, Term,
+    is_fixed_servo,
 };
 
 /// An element inside a body (or the world), with the class its defaults come from and where
@@ -214,8 +215,12 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         kind: MjcfErrorKind::Model(e),
     };
     let mut model = c.builder.build().map_err(located_error)?;
-    constants::resolve(&mut model, &c.deferred, &c.settings.length_range).map_err(|e| {
-        Element::new(root, None).invalid(format!("the model's constants at its reference configuration: {e}"))
+    constants::resolve(&mut model, &c.deferred, &c.settings.length_range).map_err(|(actuator, e)| {
+        let place = actuator.and_then(|a| c.places.get(&("actuator", model.actuators()[a].name.clone())));
+        MjcfError {
+            location: place.cloned().unwrap_or_else(|| Element::new(root, None).location()),
+            kind: MjcfErrorKind::Invalid(e),
+        }
     })?;
     for at in of("keyframe") {
         for key in parsed.children(at) {
@@ -613,8 +618,9 @@ impl<'a> Compiler<'a> {
             (None, Some([xx, yy, zz, xy, xz, yz])) => {
                 let full = Matrix3::new(xx, xy, xz, xy, yy, yz, xz, yz, zz);
                 let (axes, moments) = crate::math::principal_axes(&full);
-                if full.symmetric_eigenvalues().min() < 0.0 {
-                    return Err(el.invalid("fullinertia is not positive semi-definite"));
+                // As MuJoCo: every principal moment at least mjEPS.
+                if full.symmetric_eigenvalues().min() < 1e-14 {
+                    return Err(el.invalid("inertia must have positive eigenvalues"));
                 }
                 Ok(Part { mass, inertia: moments, pos, quat: quat * axes })
             }
@@ -696,9 +702,13 @@ impl<'a> Compiler<'a> {
                 }
                 "hfield" => {
                     el.check_attributes("hfield")?;
-                    let name = el.string("name").unwrap_or_default();
+                    // As MuJoCo: a height field from a file is named after it by default.
+                    let name =
+                        el.string("name").or_else(|| el.string("file").map(|f| file_stem(&f))).unwrap_or_default();
                     let field = self.hfield(&el)?;
-                    self.hfields.insert(name, Arc::new(field));
+                    if self.hfields.insert(name.clone(), Arc::new(field)).is_some() {
+                        return Err(el.invalid(format!("repeated name `{name}` in hfield")));
+                    }
                 }
                 tag if RENDERING_ASSETS.contains(&tag) => {}
                 tag => return Err(el.unsupported(format!("asset <{tag}>"))),
@@ -742,9 +752,7 @@ impl<'a> Compiler<'a> {
             return Ok((name, hull));
         }
         let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file` or `vertex`"))?;
-        let name = el.string("name").unwrap_or_else(|| {
-            Path::new(&file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        });
+        let name = el.string("name").unwrap_or_else(|| file_stem(&file));
         // A file that cannot be read is an error now; a mesh without volume only where a geom
         // needs it (`discardvisual` may leave it unused, as MuJoCo).
         match ConvexHull::load(&self.asset_path(&file), &options) {
@@ -776,6 +784,7 @@ impl<'a> Compiler<'a> {
             usize::try_from(n).map_err(|_| el.invalid(format!("`{name}` cannot be negative")))
         };
         let (nrow, ncol) = (dimension("nrow")?, dimension("ncol")?);
+        let count = nrow.checked_mul(ncol).ok_or_else(|| el.invalid("nrow × ncol is too large"))?;
         let (nrow, ncol, raw) = match el.string("file") {
             Some(_) if nrow > 0 || ncol > 0 || el.has("elevation") => {
                 return Err(el.invalid("hfield specified from file and manually"));
@@ -783,7 +792,7 @@ impl<'a> Compiler<'a> {
             Some(file) => self.hfield_file(el, &file)?,
             // As MuJoCo: written top row first, the top row standing at +y.
             None => {
-                let elevation = el.numbers("elevation")?.unwrap_or_else(|| vec![0.0; nrow * ncol]);
+                let elevation = el.numbers("elevation")?.unwrap_or_else(|| vec![0.0; count]);
                 let rows = elevation.chunks(ncol.max(1)).rev();
                 (nrow, ncol, rows.flatten().map(|&e| e as f32).collect())
             }
@@ -805,10 +814,11 @@ impl<'a> Compiler<'a> {
         let (Ok(nrow), Ok(ncol)) = (usize::try_from(rows), usize::try_from(cols)) else {
             return Err(el.invalid(format!("{}: non-positive hfield dimensions", path.display())));
         };
-        if bytes.len() != 8 + 4 * nrow * ncol {
+        let count = nrow.checked_mul(ncol).filter(|n| bytes.len().checked_sub(8) == Some(4 * n));
+        let Some(count) = count else {
             return Err(el.invalid(format!("{}: unexpected file size", path.display())));
-        }
-        let raw = (0..nrow * ncol).filter_map(|k| word(k + 2).map(f32::from_le_bytes)).collect();
+        };
+        let raw = (0..count).filter_map(|k| word(k + 2).map(f32::from_le_bytes)).collect();
         Ok((nrow, ncol, raw))
     }
 
@@ -1144,12 +1154,13 @@ impl<'a> Compiler<'a> {
         // an affine gain shaped like a servo (which MuJoCo does not wrap), is refused.
         let rotation = match &spec.target {
             Target::Site { reference: Some(_), .. } => spec.gear[..3] == [0.0; 3],
-            Target::Joint(name) => self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, s)| !s),
+            Target::Joint(name) | Target::JointInParent(name) => {
+                self.target_ranges.get(&("joint", name.clone())).is_some_and(|&(_, s)| !s)
+            }
             _ => false,
         };
         let servo = servo_shaped(el, &spec)?;
-        let numerically =
-            matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1] && g[1..] == [0.0; 2]);
+        let numerically = is_fixed_servo(&spec.gain, &spec.bias);
         if rotation && ((servo && spec.dynamics != Dynamics::None) || (!servo && numerically)) {
             return Err(el.unsupported("a servo on a rotation with dynamics or an affine gain (MuJoCo 4 wraps it)"));
         }
@@ -1164,7 +1175,10 @@ impl<'a> Compiler<'a> {
             return Ok(());
         }
         let (name, kind) = match &spec.target {
-            Target::Joint(name) | Target::JointInParent(name) => (name, "joint"),
+            Target::Joint(name) => (name, "joint"),
+            Target::JointInParent(_) => {
+                return Err(el.invalid("inheritrange can only be used with joint and tendon transmission"));
+            }
             Target::Tendon(name) => (name, "tendon"),
             Target::Site { .. } => return Err(el.invalid("inheritrange needs a joint or tendon transmission")),
         };
@@ -1278,6 +1292,11 @@ fn general_terms(el: &Element<'_, '_>, scales: &mut [Option<f64>; 2]) -> Result<
     Ok((gain, bias))
 }
 
+/// An asset's default name: its file's name without the directory and extension.
+fn file_stem(file: &str) -> String {
+    Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// Whether an actuator is a servo in MuJoCo's sense: a fixed gain `kp`, an affine bias with
 /// `-kp` on the length (`position`, `intvelocity`, or a `general` written so).
 fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfError> {
@@ -1286,7 +1305,7 @@ fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfE
         "general" => {
             let fixed = el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
             let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
-            fixed && affine && matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1])
+            fixed && affine && matches!(spec.bias, Term::Affine(b) if spec.gain.first_number() == -b[1])
         }
         _ => false,
     })

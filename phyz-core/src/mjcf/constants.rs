@@ -39,22 +39,24 @@ pub(super) struct SpringDamper {
 /// Resolves the model's constants at its reference configuration `qpos0`: servo damping
 /// ratios into dampings, joint spring-dampers into stiffness and damping, muscles' peak
 /// forces; then the actuators' length ranges (`lengths`). Errors with the dynamics' message
-/// when the mass matrix there cannot be factorized, or MuJoCo's when a length range cannot be
-/// found.
+/// when the mass matrix there cannot be factorized, or with the actuator and MuJoCo's message
+/// when its length range cannot be found.
 pub(super) fn resolve(
     model: &mut Model<f64>,
     deferred: &Deferred,
     lengths: &length_range::Options,
-) -> Result<(), String> {
-    at_reference(model, deferred)?;
-    length_range::resolve(model, lengths)
+) -> Result<(), (Option<usize>, String)> {
+    at_reference(model, deferred)
+        .map_err(|e| (None, format!("the model's constants at its reference configuration: {e}")))?;
+    length_range::resolve(model, lengths).map_err(|(actuator, e)| (Some(actuator), e))
 }
 
-/// A position-like actuator's `kp` and `biasprm[2]`: a fixed gain `kp` and an affine bias
-/// with `-kp` on the length.
+/// A position-like actuator's `kp` and `biasprm[2]`, as MuJoCo's constants read one: an affine
+/// bias whose length term is minus the gain's first number (`gainprm[0]`, whatever the gain's
+/// type).
 fn servo_gains(gain: &Term<f64>, bias: &Term<f64>) -> Option<(f64, f64)> {
-    match (gain, bias) {
-        (Term::Affine([kp, 0.0, 0.0]), Term::Affine([_, b1, b2])) if *kp == -*b1 => Some((*kp, *b2)),
+    match bias {
+        Term::Affine([_, b1, b2]) if gain.first_number() == -*b1 => Some((gain.first_number(), *b2)),
         _ => None,
     }
 }

@@ -13,7 +13,7 @@ use crate::contact::SolverConfig;
 use crate::dynamics::crba::mass_matrix;
 use crate::dynamics::kinematics::Kinematics;
 use crate::dynamics::mass::MassFactor;
-use crate::model::{Integrator, Model, Term, Transmission};
+use crate::model::{Enabled, Integrator, Model, Term, Transmission};
 use crate::sim::{ContactState, Simulator};
 
 /// MuJoCo's smallest meaningful value (`mjMINVAL`).
@@ -108,15 +108,15 @@ impl Options {
 }
 
 /// Sets the length range of every actuator `options` asks for, as MuJoCo's compiler does; an
-/// error (MuJoCo's words) when a simulation does not settle.
-pub(super) fn resolve(model: &mut Model<f64>, options: &Options) -> Result<(), String> {
+/// error (the actuator, and MuJoCo's words) when a simulation does not settle.
+pub(super) fn resolve(model: &mut Model<f64>, options: &Options) -> Result<(), (usize, String)> {
     for index in 0..model.nu() {
         if !options.wanted(model, index) {
             continue;
         }
         let range = match options.use_limit.then(|| limit(model, index)).flatten() {
             Some(range) => range,
-            None => simulate(model, index, options)?,
+            None => simulate(model, index, options).map_err(|e| (index, e))?,
         };
         model.actuators_mut()[index].length_range = range;
     }
@@ -132,14 +132,20 @@ fn limit(model: &Model<f64>, index: usize) -> Option<[f64; 2]> {
     }
 }
 
-/// The model the simulation runs: MuJoCo's settings, and actuator `index` turned into a
-/// constant push (its bias, set at each step) with every other actuator silent and no force
-/// range on its way.
-fn pushing_model(model: &Model<f64>, index: usize, options: &Options) -> Model<f64> {
+/// The model the simulation runs: MuJoCo's settings, and every actuator silent and without a
+/// force range, the one pushed given its push as its bias at each step.
+fn pushing_model(model: &Model<f64>, options: &Options) -> Model<f64> {
     let mut pushing = model.clone();
-    let enabled = &mut pushing.enabled;
-    (enabled.frictionloss, enabled.contact, enabled.spring, enabled.damper, enabled.gravity) =
-        (false, false, false, false, false);
+    // MuJoCo sets these flags, whatever the model's: every other one is on (actuation too,
+    // since phyz pushes through the actuator where MuJoCo applies the force directly).
+    pushing.enabled = Enabled {
+        frictionloss: false,
+        contact: false,
+        spring: false,
+        damper: false,
+        gravity: false,
+        ..Enabled::default()
+    };
     if options.timestep > 0.0 {
         pushing.timestep = options.timestep;
     }
@@ -147,11 +153,9 @@ fn pushing_model(model: &Model<f64>, index: usize, options: &Options) -> Model<f
     if pushing.integrator == Integrator::Rk4 {
         pushing.integrator = Integrator::Euler;
     }
-    for (k, actuator) in pushing.actuators_mut().iter_mut().enumerate() {
+    for actuator in pushing.actuators_mut() {
         (actuator.gain, actuator.bias) = (Term::Affine([0.0; 3]), Term::Affine([0.0; 3]));
-        if k == index {
-            actuator.force_range = None;
-        }
+        actuator.force_range = None;
     }
     for joint in pushing.joints_mut() {
         joint.actuator_force_range = None;
@@ -185,7 +189,7 @@ fn push(sim: &Simulator<f64>, index: usize, sign: f64, options: &Options) -> Res
 /// Actuator `index`'s length range by simulation (MuJoCo's `evalAct` loop), or MuJoCo's error
 /// when the range is empty or a side did not settle within the tolerance.
 fn simulate(model: &Model<f64>, index: usize, options: &Options) -> Result<[f64; 2], String> {
-    let mut sim = Simulator::new(pushing_model(model, index, options));
+    let mut sim = Simulator::new(pushing_model(model, options));
     let bleed = (-sim.model.timestep / options.time_constant.max(0.01)).exp();
     let ctrl = vec![0.0; model.nu()];
     let mut spans = [[0.0; 2]; 2];

@@ -73,20 +73,30 @@ pub enum Term<S> {
 }
 
 impl<S: Scalar> Term<S> {
-    /// The affine coefficients, if the term is affine.
-    pub fn affine(&self) -> Option<[S; 3]> {
-        match *self {
-            Term::Affine(p) => Some(p),
-            Term::Muscle(_) => None,
-        }
-    }
-
     fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Term<T> {
         match self {
             Term::Affine(p) => Term::Affine(p.map(f)),
             Term::Muscle(m) => Term::Muscle(m.map(f)),
         }
     }
+}
+
+impl Term<f64> {
+    /// The term's first number as MuJoCo stores it (`gainprm[0]`): an affine term's constant,
+    /// a muscle's `range[0]`.
+    pub fn first_number(&self) -> f64 {
+        match self {
+            Term::Affine(p) => p[0],
+            Term::Muscle(m) => m.range[0],
+        }
+    }
+}
+
+/// Whether a gain and a bias make a position servo as MuJoCo's setpoint wrapping reads one: a
+/// fixed gain `kp` (an affine gain without length or velocity terms) and an affine bias with
+/// `−kp` on the length.
+pub fn is_fixed_servo(gain: &Term<f64>, bias: &Term<f64>) -> bool {
+    matches!((gain, bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1] && g[1..] == [0.0; 2])
 }
 
 /// MuJoCo's muscle parameters (its `gainprm`/`biasprm` for the muscle types). Lengths are
@@ -103,7 +113,8 @@ pub struct Muscle<S> {
     pub lmax: S,
     /// The shortening velocity (in optimal lengths per second) at which the force vanishes.
     pub vmax: S,
-    /// The passive force at `lmax`, in peak forces.
+    /// The passive force halfway from the optimal length to `lmax` is half of it, in peak
+    /// forces (and it grows linearly beyond).
     pub fpmax: S,
     /// The active force's saturation when lengthening, in peak forces.
     pub fvmax: S,

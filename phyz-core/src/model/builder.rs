@@ -6,7 +6,7 @@ use super::tree::Tree;
 use super::{
     Actuator, Body, ContactOptions, ContactPair, ContactPairSpec, Coupled, CoupledNames, Dynamics, Enabled, Equality,
     EqualitySpec, Geom, Integrator, Joint, JointKind, Keyframe, Medium, Model, ModelError, Muscle, PathPoint, Shape,
-    Site, Tendon, TendonPath, Term, Transmission,
+    Site, Tendon, TendonPath, Term, Transmission, is_fixed_servo,
 };
 use crate::math::{Pose, Quat, norm, principal_axes};
 
@@ -997,7 +997,8 @@ fn compile_actuator(
     if !values.chain(ranges.clone().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
-    if ranges.into_iter().chain([spec.length_range]).any(|[lo, hi]| lo > hi) {
+    // (A length range may be empty or reversed, as MuJoCo allows: a muscle's is then found.)
+    if ranges.into_iter().any(|[lo, hi]| lo > hi) {
         return Err(invalid("ranges must have lo <= hi".into()));
     }
     if let Some(problem) = terms.iter().find_map(|t| match t {
@@ -1013,8 +1014,7 @@ fn compile_actuator(
         Transmission::Joint(j) | Transmission::JointInParent(j) if joints[j].kind == JointKind::Ball => Some(0),
         _ => None,
     };
-    let servo =
-        matches!((spec.gain, spec.bias), (Term::Affine(g), Term::Affine(b)) if g[0] == -b[1] && g[1..] == [0.0; 2]);
+    let servo = is_fixed_servo(&spec.gain, &spec.bias);
     // (An integrating servo's activation wraps too, in MuJoCo: the MJCF loader refuses those.)
     let turning = |k: usize| spec.gear[k..k + 3].iter().any(|g| *g != 0.0);
     Ok(Actuator {

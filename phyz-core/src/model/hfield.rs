@@ -35,7 +35,7 @@ impl HeightField {
         if nrow < 2 || ncol < 2 {
             return Err(HeightFieldError::TooSmall { nrow, ncol });
         }
-        if raw.len() != nrow * ncol {
+        if Some(raw.len()) != nrow.checked_mul(ncol) {
             return Err(HeightFieldError::WrongCount { given: raw.len(), nrow, ncol });
         }
         if size.iter().any(|s| !(*s > 0.0 && s.is_finite())) {

@@ -22,7 +22,7 @@ mod state;
 mod tendon;
 pub mod tree;
 
-pub use actuator::{Actuator, Dynamics, Muscle, Term, Transmission};
+pub use actuator::{Actuator, Dynamics, Muscle, Term, Transmission, is_fixed_servo};
 pub use body::{Body, Site, SiteZone};
 pub use builder::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, PathSpec, PointSpec, Target,
