@@ -34,18 +34,21 @@ pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: 
         let com = kin.body_pose(model, b).transform_point(&body.com);
         e - model.gravity_acceleration().dot(&com) * body.mass
     });
-    let half = S::from_f64(0.5);
     let tendons = model.tendons().iter().zip(&kin.tendons.length).fold(gravity, |e, (tendon, &length)| {
-        let stretch = tendon.stretch(length);
-        e + tendon.stiffness * stretch * stretch * half
+        e + spring_energy(tendon.stiffness, &tendon.stiffness_poly, tendon.stretch(length))
     });
     model.joints().iter().fold(tendons, |e, joint| match joint.kind() {
         JointKind::Hinge | JointKind::Slide => {
-            let stretch = qpos[joint.qpos_adr()] - joint.spring_ref;
-            e + joint.stiffness * stretch * stretch * S::from_f64(0.5)
+            e + spring_energy(joint.stiffness, &joint.stiffness_poly, qpos[joint.qpos_adr()] - joint.spring_ref)
         }
         JointKind::Ball | JointKind::Free => e,
     })
+}
+
+/// A spring's energy at stretch `x`, the integral of its force: `k x²/2 + p₀ x³/3 + p₁ x⁴/4`.
+fn spring_energy<S: Scalar>(k: S, [p0, p1]: &[S; 2], x: S) -> S {
+    let c = S::from_f64;
+    x * x * (k * c(0.5) + x * (*p0 * c(1.0 / 3.0) + x * *p1 * c(0.25)))
 }
 
 /// Total spatial momentum of all bodies, in world coordinates about the world origin.

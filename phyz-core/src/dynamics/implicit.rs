@@ -19,6 +19,7 @@ use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 use super::actuation::{actuator_force, force_velocity_slope};
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
+use super::passive::damper_slope;
 use super::rnea::rnea;
 use super::tendon::DofRow;
 use crate::Scalar;
@@ -154,14 +155,17 @@ fn velocity_derivative<S: Scalar>(
     let nv = model.nv();
     zero_matrix(d, nv, nv);
     if model.enabled.damper {
+        let v = inputs.point.qvel;
         for joint in model.joints() {
             let adr = joint.dof_adr();
             for k in adr..adr + joint.kind().nv() {
-                d[(k, k)] -= joint.damping;
+                d[(k, k)] -= damper_slope(joint.damping, &joint.damping_poly, v[k]);
             }
         }
         for (t, tendon) in model.tendons().iter().enumerate() {
-            add_outer(model, &kin.tendons.jacobian(model, t), -tendon.damping, d);
+            let jacobian = kin.tendons.jacobian(model, t);
+            let slope = damper_slope(tendon.damping, &tendon.damping_poly, jacobian.dot(model, v));
+            add_outer(model, &jacobian, -slope, d);
         }
     }
     if !model.enabled.actuation {

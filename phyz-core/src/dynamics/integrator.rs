@@ -7,6 +7,7 @@
 use nalgebra::DVector;
 
 use super::actuation::integrate_activations;
+use super::passive::damper_slope;
 use super::position::integrate_position_into;
 use crate::Scalar;
 use crate::error::StepError;
@@ -90,7 +91,7 @@ pub fn euler<S: Scalar>(
         for joint in model.joints() {
             let adr = joint.dof_adr();
             for d in adr..adr + joint.kind().nv() {
-                stages.diagonal[d] = dt * joint.damping;
+                stages.diagonal[d] = dt * damper_slope(joint.damping, &joint.damping_poly, state.qvel[d]);
             }
         }
     }

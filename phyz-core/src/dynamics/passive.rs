@@ -14,7 +14,9 @@ use crate::model::{JointKind, Model};
 /// joints, the same for tendon lengths, fluid forces, and gravity compensation on the joints
 /// that do not take it through their actuators. Ball and free joints spring towards
 /// the reference pose (MuJoCo's `qpos_spring`), their rotational part by the rotation vector of
-/// the orientation error. Tendon springs act outside the dead band `spring_length`.
+/// the orientation error. Tendon springs act outside the dead band `spring_length`. With MuJoCo
+/// 4's polynomial coefficients, a spring's force is `k₁x + k₂x² + k₃x³` in its stretch `x` (a
+/// vector's along it, by its length), a damper's `b₁v + b₂v|v| + b₃v³` in each velocity.
 pub fn passive_forces<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
@@ -40,22 +42,22 @@ pub fn add_passive_forces<S: Scalar>(
     let (spring, damper) = (model.enabled.spring, model.enabled.damper);
     for joint in model.joints() {
         let (q, d) = (joint.qpos_adr(), joint.dof_adr());
-        let k = joint.stiffness;
+        let (k, poly) = (joint.stiffness, &joint.stiffness_poly);
         if spring {
             match joint.kind() {
-                JointKind::Hinge | JointKind::Slide => f[d] -= k * (qpos[q] - joint.spring_ref),
-                JointKind::Ball => sub3(f, d, &(rotation_error(qpos, q, &Quat::identity()) * k)),
+                JointKind::Hinge | JointKind::Slide => f[d] -= spring_force(k, poly, qpos[q] - joint.spring_ref),
+                JointKind::Ball => sub3(f, d, &spring_along(k, poly, rotation_error(qpos, q, &Quat::identity()))),
                 JointKind::Free => {
                     let body = &model.bodies()[joint.body()];
                     let dp = Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2]) - body.pos;
-                    sub3(f, d, &(dp * k));
-                    sub3(f, d + 3, &(rotation_error(qpos, q + 3, &body.quat.normalize()) * k));
+                    sub3(f, d, &spring_along(k, poly, dp));
+                    sub3(f, d + 3, &spring_along(k, poly, rotation_error(qpos, q + 3, &body.quat.normalize())));
                 }
             }
         }
         if damper {
             for i in d..d + joint.kind().nv() {
-                f[i] -= joint.damping * qvel[i];
+                f[i] -= damper_force(joint.damping, &joint.damping_poly, qvel[i]);
             }
         }
     }
@@ -63,13 +65,39 @@ pub fn add_passive_forces<S: Scalar>(
         let mut tension = S::zero();
         let jacobian = kin.tendons.jacobian(model, t);
         if spring {
-            tension -= tendon.stiffness * tendon.stretch(kin.tendons.length[t]);
+            tension -= spring_force(tendon.stiffness, &tendon.stiffness_poly, tendon.stretch(kin.tendons.length[t]));
         }
         if damper {
-            tension -= tendon.damping * jacobian.dot(model, qvel);
+            tension -= damper_force(tendon.damping, &tendon.damping_poly, jacobian.dot(model, qvel));
         }
         jacobian.apply(model, tension, f.as_mut_slice());
     }
+}
+
+/// A spring's force at stretch `x`: `k x + p₀ x² + p₁ x³` (MuJoCo 4's polynomial stiffness).
+pub(crate) fn spring_force<S: Scalar>(k: S, [p0, p1]: &[S; 2], x: S) -> S {
+    x * (k + x * (*p0 + x * *p1))
+}
+
+/// A spring's force along a vector stretch `v` (a ball's or free joint's): the polynomial in
+/// its length, along it.
+fn spring_along<S: Scalar>(k: S, [p0, p1]: &[S; 2], v: Vector3<S>) -> Vector3<S> {
+    // The length, its derivative taken as zero at zero stretch (where `v |v|` has none).
+    let squared = v.x * v.x + v.y * v.y + v.z * v.z;
+    let stretched = squared.greater(S::zero());
+    let length = S::select(stretched, S::select(stretched, squared, S::one()).sqrt(), S::zero());
+    v * (k + length * (*p0 + length * *p1))
+}
+
+/// A damper's force at velocity `v`: `b v + p₀ v|v| + p₁ v³` (MuJoCo 4's polynomial damping).
+pub(crate) fn damper_force<S: Scalar>(b: S, [p0, p1]: &[S; 2], v: S) -> S {
+    v * (b + *p0 * v.abs() + *p1 * v * v)
+}
+
+/// The damper force's derivative in the velocity, which the implicit integrators (and Euler's
+/// implicit damping) take: `b + 2 p₀ |v| + 3 p₁ v²`.
+pub(crate) fn damper_slope<S: Scalar>(b: S, [p0, p1]: &[S; 2], v: S) -> S {
+    b + S::from_f64(2.0) * *p0 * v.abs() + S::from_f64(3.0) * *p1 * v * v
 }
 
 /// The rotation vector from `reference` to the quaternion at `qpos[adr..]`, in the local frame.

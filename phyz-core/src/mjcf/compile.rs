@@ -647,15 +647,19 @@ impl<'a> Compiler<'a> {
         let range = if free { None } else { el.limits("limited", "range", autolimits, !ball)? };
         let actuator_force_range =
             if free || ball { None } else { el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)? };
+        let ((stiffness, stiffness_poly), (damping, damping_poly)) =
+            (el.polynomial("stiffness")?, el.polynomial("damping")?);
         let mut spec = JointSpec {
             name,
             kind,
             pos: Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
             axis: Vector3::from(el.array::<3>("axis")?.unwrap_or([0.0, 0.0, 1.0])),
             reference: angular(el.number_or("ref", 0.0)?),
-            stiffness: el.leading("stiffness", 0.0)?,
+            stiffness,
             spring_ref: angular(el.number_or("springref", 0.0)?),
-            damping: el.leading("damping", 0.0)?,
+            damping,
+            stiffness_poly,
+            damping_poly,
             armature: el.number_or("armature", 0.0)?,
             range: None,
             limit_margin: el.number_or("margin", 0.0)?,
@@ -975,8 +979,8 @@ impl<'a> Compiler<'a> {
             self.places.insert(("tendon", spec.name.clone()), el.location());
             self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
             spec.actuator_force_range = actuator_force_range;
-            spec.stiffness = el.leading("stiffness", 0.0)?;
-            spec.damping = el.leading("damping", 0.0)?;
+            (spec.stiffness, spec.stiffness_poly) = el.polynomial("stiffness")?;
+            (spec.damping, spec.damping_poly) = el.polynomial("damping")?;
             spec.spring_length = spring_length;
             spec.range = range;
             spec.limit_margin = el.number_or("margin", 0.0)?;

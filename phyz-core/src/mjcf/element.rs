@@ -156,14 +156,15 @@ impl<'a, 'd> Element<'a, 'd> {
 
     /// The first number of `name`, where MuJoCo 4 reads more as a polynomial's higher
     /// coefficients (a joint's or tendon's `stiffness`, `damping`): those must be zero.
-    pub(super) fn leading(&self, name: &str, default: f64) -> Result<f64, MjcfError> {
-        match self.numbers(name)? {
-            None => Ok(default),
-            Some(v) if v.is_empty() => Err(self.invalid(format!("attribute `{name}` needs a number"))),
-            Some(v) if v[1..].iter().any(|x| *x != 0.0) => {
-                Err(self.unsupported_attribute(name, format!("polynomial `{name}` (coefficients past the first)")))
-            }
-            Some(v) => Ok(v[0]),
+    /// MuJoCo 4's polynomial coefficients (`stiffness`, `damping`): one to three numbers, the
+    /// linear term and the higher ones (zero when not written).
+    pub(super) fn polynomial(&self, name: &str) -> Result<(f64, [f64; 2]), MjcfError> {
+        match self.numbers(name)?.as_deref() {
+            None => Ok((0.0, [0.0; 2])),
+            Some([linear]) => Ok((*linear, [0.0; 2])),
+            Some([linear, square]) => Ok((*linear, [*square, 0.0])),
+            Some([linear, square, cube]) => Ok((*linear, [*square, *cube])),
+            Some(_) => Err(self.invalid(format!("attribute `{name}` takes one to three numbers"))),
         }
     }
 

@@ -24,6 +24,10 @@ pub struct JointSpec {
     pub stiffness: f64,
     pub spring_ref: f64,
     pub damping: f64,
+    /// The spring's and the damper's quadratic and cubic terms (MuJoCo 4's polynomial
+    /// `stiffness` and `damping`).
+    pub stiffness_poly: [f64; 2],
+    pub damping_poly: [f64; 2],
     pub armature: f64,
     pub range: Option<[f64; 2]>,
     pub limit_margin: f64,
@@ -56,6 +60,8 @@ impl JointSpec {
             stiffness: 0.0,
             spring_ref: 0.0,
             damping: 0.0,
+            stiffness_poly: [0.0; 2],
+            damping_poly: [0.0; 2],
             armature: 0.0,
             range: None,
             limit_margin: 0.0,
@@ -184,6 +190,9 @@ pub struct TendonSpec {
     pub path: PathSpec,
     pub stiffness: f64,
     pub damping: f64,
+    /// The spring's and the damper's quadratic and cubic terms.
+    pub stiffness_poly: [f64; 2],
+    pub damping_poly: [f64; 2],
     /// Spring dead band `[lo, hi]`; `None` rests at the length where every joint is at its
     /// `spring_ref` (MuJoCo's `qpos_spring`; a spatial tendon's must be the reference pose
     /// there, see `ModelBuilder::build`).
@@ -233,6 +242,8 @@ impl TendonSpec {
             path,
             stiffness: 0.0,
             damping: 0.0,
+            stiffness_poly: [0.0; 2],
+            damping_poly: [0.0; 2],
             spring_length: None,
             range: None,
             limit_margin: 0.0,
@@ -726,8 +737,11 @@ fn compile_joint(
     dof_adr: usize,
 ) -> Result<Joint<f64>, ModelError> {
     let invalid = |reason: &str| ModelError::InvalidJoint { joint: js.name.clone(), reason: reason.to_string() };
-    let scalars = [js.reference, js.stiffness, js.spring_ref, js.damping, js.armature];
-    if !scalars.iter().chain(js.pos.iter()).chain(js.axis.iter()).all(|x| x.is_finite()) {
+    let scalars = [js.reference, js.stiffness, js.spring_ref, js.damping, js.armature]
+        .into_iter()
+        .chain(js.stiffness_poly)
+        .chain(js.damping_poly);
+    if !scalars.chain(js.pos.iter().copied()).chain(js.axis.iter().copied()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter"));
     }
     if js.stiffness < 0.0 || js.damping < 0.0 || js.armature < 0.0 {
@@ -765,6 +779,8 @@ fn compile_joint(
         axis,
         reference: js.reference,
         stiffness: js.stiffness,
+        stiffness_poly: js.stiffness_poly,
+        damping_poly: js.damping_poly,
         spring_ref: js.spring_ref,
         damping: js.damping,
         armature: js.armature,
@@ -802,7 +818,11 @@ fn compile_tendon(spec: &TendonSpec, model: &Model<f64>) -> Result<Tendon<f64>, 
             .filter_map(|p| if let PathPoint::Pulley { divisor } = p { Some(*divisor) } else { None })
             .collect(),
     };
-    let scalars = [spec.stiffness, spec.damping, spec.limit_margin].into_iter().chain(coefs);
+    let scalars = [spec.stiffness, spec.damping, spec.limit_margin]
+        .into_iter()
+        .chain(spec.stiffness_poly)
+        .chain(spec.damping_poly)
+        .chain(coefs);
     if !scalars.chain(spec.spring_length.into_iter().flatten()).all(f64::is_finite) {
         return Err(invalid("non-finite parameter".into()));
     }
@@ -825,6 +845,8 @@ fn compile_tendon(spec: &TendonSpec, model: &Model<f64>) -> Result<Tendon<f64>, 
         path,
         stiffness: spec.stiffness,
         damping: spec.damping,
+        stiffness_poly: spec.stiffness_poly,
+        damping_poly: spec.damping_poly,
         spring_length: [0.0; 2],
         range: spec.range,
         limit_margin: spec.limit_margin,

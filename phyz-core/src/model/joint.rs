@@ -70,6 +70,10 @@ pub struct Joint<S> {
     pub spring_ref: S,
     /// Viscous damping per degree of freedom.
     pub damping: S,
+    /// MuJoCo 4's quadratic and cubic terms of the spring (`stiffness`'s second and third
+    /// numbers) and of the damper (`damping`'s): see `dynamics::passive`.
+    pub stiffness_poly: [S; 2],
+    pub damping_poly: [S; 2],
     /// Rotor inertia added to the mass matrix diagonal per degree of freedom.
     pub armature: S,
     /// Position limits `[lo, hi]` (for a ball joint `[0, max angle]`), enforced by the
@@ -128,6 +132,8 @@ impl<S: Scalar> Joint<S> {
             stiffness: f(self.stiffness),
             spring_ref: f(self.spring_ref),
             damping: f(self.damping),
+            stiffness_poly: self.stiffness_poly.map(&mut *f),
+            damping_poly: self.damping_poly.map(&mut *f),
             armature: f(self.armature),
             range: self.range.map(|[lo, hi]| [f(lo), f(hi)]),
             limit_margin: f(self.limit_margin),

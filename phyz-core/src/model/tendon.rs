@@ -17,6 +17,9 @@ pub struct Tendon<S> {
     pub(crate) path: TendonPath<S>,
     pub stiffness: S,
     pub damping: S,
+    /// MuJoCo 4's quadratic and cubic terms of the spring and of the damper.
+    pub stiffness_poly: [S; 2],
+    pub damping_poly: [S; 2],
     pub spring_length: [S; 2],
     /// Length limits, enforced by the constraint solver.
     pub range: Option<[S; 2]>,
@@ -246,6 +249,8 @@ impl<S: Scalar> Tendon<S> {
             },
             stiffness: f(self.stiffness),
             damping: f(self.damping),
+            stiffness_poly: self.stiffness_poly.map(&mut *f),
+            damping_poly: self.damping_poly.map(&mut *f),
             spring_length: self.spring_length.map(&mut *f),
             range: self.range.map(|r| r.map(&mut *f)),
             limit_margin: f(self.limit_margin),
