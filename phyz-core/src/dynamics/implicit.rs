@@ -17,6 +17,7 @@ use std::ops::Range;
 use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 
 use super::actuation::{actuator_force, force_velocity_slope};
+use super::fluid::add_fluid_velocity_derivative;
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::passive::damper_slope;
@@ -73,12 +74,9 @@ impl<S: Scalar> ImplicitWork<S> {
         coriolis: bool,
         qacc: &mut DVector<S>,
     ) -> Result<(), StepError> {
-        let medium = [model.medium.density, model.medium.viscosity];
-        if medium.iter().any(|x| (0..x.lanes()).any(|l| x.lane(l) > 0.0)) {
-            return Err(StepError::Unsupported { what: "implicit integration with fluid forces".into() });
-        }
         let (h, nv) = (model.timestep, model.nv());
         velocity_derivative(model, (kin, row), inputs, &mut self.matrix);
+        add_fluid_velocity_derivative(model, kin, inputs.point.qvel, links, &mut self.matrix);
         for (entry, &m) in self.matrix.iter_mut().zip(mass.iter()) {
             *entry = m - h * *entry;
         }
