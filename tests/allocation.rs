@@ -84,7 +84,9 @@ fn models(smooth_only: bool) -> Vec<phyz::Model<f64>> {
         }
     }
     if smooth_only {
-        for name in ["activations", "activations_rk4", "site_transmissions", "gravcomp", "tendon_force_range"] {
+        // (The fluid models: drag whose derivative the implicit integrators take.)
+        let smooth = ["activations", "activations_rk4", "site_transmissions", "gravcomp", "tendon_force_range"];
+        for name in smooth.into_iter().chain(["fluid_implicit", "fluid_implicitfast"]) {
             models.push(mjcf::load(root.join(format!("tests/models/{name}.xml"))).expect("loads"));
         }
     }

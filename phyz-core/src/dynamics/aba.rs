@@ -12,8 +12,8 @@ use crate::model::tree::LinkJoint;
 
 /// The joint accelerations produced by the generalized forces `tau` at velocity `qvel` under
 /// gravity: `M(q)⁻¹ (tau − C(q, qvel))`, with `M` including armature plus `extra_diagonal` (per
-/// degree of freedom; the Euler integrator passes `dt · damping` there to integrate damping
-/// implicitly).
+/// degree of freedom; the Euler integrator passes `dt` times the dampers' slopes there to
+/// integrate damping implicitly).
 ///
 /// A link whose articulated inertia along its own axes is not positive definite (a joint that
 /// moves no mass) is a [`StepError::SingularMass`].

@@ -12,7 +12,7 @@ use nalgebra::{DMatrix, DVector, Vector3};
 use super::kinematics::{Kinematics, LinkBuffers, link_velocities_into};
 use super::rnea::add_link_forces;
 use crate::Scalar;
-use crate::math::{Force, Motion};
+use crate::math::{Force, Motion, zero_matrix, zero_vector};
 use crate::model::{Body, Model};
 
 /// A body's equivalent box: its sizes, and its angular velocity and the velocity of its centre
@@ -57,9 +57,9 @@ fn has_fluid<S: Scalar>(model: &Model<S>) -> bool {
     model.enabled.fluid && (positive(medium.density) || positive(medium.viscosity))
 }
 
-/// The links that end a body with mass, and the body.
+/// The links that end a body with mass (at least MuJoCo's `mjMINVAL`), and the body.
 fn massive_links<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = (usize, &Body<S>)> {
-    let positive = |x: S| (0..x.lanes()).any(|l| x.lane(l) > 0.0);
+    let positive = |x: S| (0..x.lanes()).any(|l| x.lane(l) >= 1e-15);
     model
         .tree()
         .links
@@ -107,15 +107,32 @@ pub fn add_fluid_forces<S: Scalar>(
     add_link_forces(model, kin, forces, tau);
 }
 
+/// Storage for [`add_fluid_velocity_derivative`], refilled at each evaluation.
+#[derive(Clone, Debug)]
+pub(crate) struct FluidDerivative<S: Scalar> {
+    /// Each body's link and the drags' derivatives in its six box velocities.
+    slopes: Vec<(usize, [S; 6])>,
+    /// The bodies' box-velocity Jacobians, six rows each.
+    jacobian: DMatrix<S>,
+    unit: DVector<S>,
+}
+
+impl<S: Scalar> Default for FluidDerivative<S> {
+    fn default() -> Self {
+        FluidDerivative { slopes: Vec::new(), jacobian: DMatrix::zeros(0, 0), unit: DVector::zeros(0) }
+    }
+}
+
 /// Adds to `d` the fluid forces' derivative in the joint velocities at `qvel`, `Jᵀ B J` for each
 /// body: `B` the drags' derivatives in the box-frame angular and linear velocities (diagonal),
 /// `J` those velocities' Jacobian (MuJoCo's `mjd_inertiaBoxFluid`, which the implicit
-/// integrators take). Its columns are the box velocities of unit joint velocities.
+/// integrators take). Its columns are the box velocities of unit joint velocities; the wind,
+/// a constant offset, is in the slopes only.
 pub(crate) fn add_fluid_velocity_derivative<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     qvel: &DVector<S>,
-    buffers: &mut LinkBuffers<S>,
+    (buffers, work): (&mut LinkBuffers<S>, &mut FluidDerivative<S>),
     d: &mut DMatrix<S>,
 ) {
     if !has_fluid(model) {
@@ -124,38 +141,36 @@ pub(crate) fn add_fluid_velocity_derivative<S: Scalar>(
     let (medium, nv, c) = (&model.medium, model.nv(), S::from_f64);
     let pi = c(std::f64::consts::PI);
     link_velocities_into(model, kin, qvel, &mut buffers.velocity);
-    let slopes: Vec<(usize, [S; 6])> = massive_links(model)
-        .map(|(i, body)| {
-            let shape = InertiaBox::of(body, kin, i, &buffers.velocity[i], Some(&medium.wind));
-            let diameter = shape.diameter();
-            let mut b = [S::zero(); 6];
-            for k in 0..3 {
-                let (linear, angular) = shape.quadratic(medium.density, k);
-                b[k] = -pi * diameter.powi(3) * medium.viscosity - c(2.0) * angular * shape.omega[k].abs();
-                b[3 + k] = -c(3.0) * pi * diameter * medium.viscosity - c(2.0) * linear * shape.v[k].abs();
-            }
-            (i, b)
-        })
-        .collect();
-    // Each body's 6 × nv Jacobian of its box velocities.
-    let mut jacobians: Vec<DMatrix<S>> = slopes.iter().map(|_| DMatrix::zeros(6, nv)).collect();
-    let mut unit = DVector::zeros(nv);
+    work.slopes.clear();
+    for (i, body) in massive_links(model) {
+        let shape = InertiaBox::of(body, kin, i, &buffers.velocity[i], Some(&medium.wind));
+        let diameter = shape.diameter();
+        let mut b = [S::zero(); 6];
+        for k in 0..3 {
+            let (linear, angular) = shape.quadratic(medium.density, k);
+            b[k] = -pi * diameter.powi(3) * medium.viscosity - c(2.0) * angular * shape.omega[k].abs();
+            b[3 + k] = -c(3.0) * pi * diameter * medium.viscosity - c(2.0) * linear * shape.v[k].abs();
+        }
+        work.slopes.push((i, b));
+    }
+    zero_matrix(&mut work.jacobian, 6 * work.slopes.len(), nv);
+    zero_vector(&mut work.unit, nv);
     for k in 0..nv {
-        unit[k] = S::one();
-        link_velocities_into(model, kin, &unit, &mut buffers.velocity);
-        unit[k] = S::zero();
-        for ((i, _), jacobian) in slopes.iter().zip(&mut jacobians) {
-            let body = &model.bodies()[model.tree().links[*i].body];
-            let shape = InertiaBox::of(body, kin, *i, &buffers.velocity[*i], None);
+        work.unit[k] = S::one();
+        link_velocities_into(model, kin, &work.unit, &mut buffers.velocity);
+        work.unit[k] = S::zero();
+        for (n, &(i, _)) in work.slopes.iter().enumerate() {
+            let body = &model.bodies()[model.tree().links[i].body];
+            let shape = InertiaBox::of(body, kin, i, &buffers.velocity[i], None);
             for r in 0..3 {
-                jacobian[(r, k)] = shape.omega[r];
-                jacobian[(3 + r, k)] = shape.v[r];
+                work.jacobian[(6 * n + r, k)] = shape.omega[r];
+                work.jacobian[(6 * n + 3 + r, k)] = shape.v[r];
             }
         }
     }
-    for ((_, b), jacobian) in slopes.iter().zip(&jacobians) {
+    for (n, (_, b)) in work.slopes.iter().enumerate() {
         for (r, &slope) in b.iter().enumerate() {
-            let row = jacobian.row(r);
+            let row = work.jacobian.row(6 * n + r);
             for i in 0..nv {
                 for k in 0..nv {
                     d[(i, k)] += row[i] * slope * row[k];

@@ -1,8 +1,8 @@
 //! What MuJoCo's `implicit` and `implicitfast` integrators integrate: the acceleration taken
 //! through `M − h·D` instead of `M`, where `D = ∂f/∂v` is the derivative of the smooth forces with
 //! respect to the velocities (MuJoCo's `qDeriv`, `mjd_smooth_vel`). Velocity-dependent forces —
-//! damping, actuators with velocity gains, and for `implicit` the Coriolis and centrifugal terms
-//! — are then integrated backward in time, which keeps stiff damping and servos stable at large
+//! damping, actuators with velocity gains, the fluid's drag, and for `implicit` the Coriolis and
+//! centrifugal terms — are then integrated backward in time, which keeps stiff damping and servos stable at large
 //! steps.
 //!
 //! The constraint solve still runs with `M`, as MuJoCo's: its acceleration `a` satisfies
@@ -17,7 +17,7 @@ use std::ops::Range;
 use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 
 use super::actuation::{actuator_force, force_velocity_slope};
-use super::fluid::add_fluid_velocity_derivative;
+use super::fluid::{FluidDerivative, add_fluid_velocity_derivative};
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::passive::damper_slope;
@@ -46,6 +46,7 @@ pub struct ImplicitWork<S: Scalar> {
     probe: DVector<S>,
     plus: DVector<S>,
     minus: DVector<S>,
+    fluid: FluidDerivative<S>,
 }
 
 impl<S: Scalar> Default for ImplicitWork<S> {
@@ -58,6 +59,7 @@ impl<S: Scalar> Default for ImplicitWork<S> {
             probe: empty(),
             plus: empty(),
             minus: empty(),
+            fluid: FluidDerivative::default(),
         }
     }
 }
@@ -76,7 +78,7 @@ impl<S: Scalar> ImplicitWork<S> {
     ) -> Result<(), StepError> {
         let (h, nv) = (model.timestep, model.nv());
         velocity_derivative(model, (kin, row), inputs, &mut self.matrix);
-        add_fluid_velocity_derivative(model, kin, inputs.point.qvel, links, &mut self.matrix);
+        add_fluid_velocity_derivative(model, kin, inputs.point.qvel, (links, &mut self.fluid), &mut self.matrix);
         for (entry, &m) in self.matrix.iter_mut().zip(mass.iter()) {
             *entry = m - h * *entry;
         }
@@ -141,7 +143,8 @@ fn standalone_free_body<S: Scalar>(model: &Model<S>, body: usize) -> bool {
 }
 
 /// `D = ∂(f_passive + f_actuator)/∂v` into `d` (MuJoCo's `mjd_passive_vel` and
-/// `mjd_actuator_vel`): joint and tendon damping, and each actuator's velocity gain and bias
+/// `mjd_actuator_vel`), but for the fluid's drag, which `correct` adds: joint and tendon
+/// dampers' slopes, and each actuator's velocity gain and bias
 /// along its transmission, except where its force is clamped to its range. As MuJoCo's, the
 /// velocity gain multiplies the raw control (not clamped) of an actuator without dynamics.
 fn velocity_derivative<S: Scalar>(

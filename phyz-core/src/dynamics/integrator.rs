@@ -72,7 +72,8 @@ impl<S: Scalar> Default for Stages<S> {
 }
 
 /// Semi-implicit Euler: `v' = v + dt·a`, `q' = q ⊕ v'·dt`, where joint damping is integrated
-/// implicitly: `a` solves `(M + dt·B) a = f(q, v)` with `B` the damping, which keeps stiff
+/// implicitly: `a` solves `(M + dt·B) a = f(q, v)` with `B` the joint dampers' slopes at `v`
+/// (their damping, unless polynomial), which keeps stiff
 /// damping stable at any step (MuJoCo's Euler). Activations advance at their rates (exactly
 /// for `filterexact`). Writes the next state into `next`.
 pub fn euler<S: Scalar>(

@@ -82,7 +82,8 @@ pub(crate) fn spring_force<S: Scalar>(k: S, [p0, p1]: &[S; 2], x: S) -> S {
 /// A spring's force along a vector stretch `v` (a ball's or free joint's): the polynomial in
 /// its length, along it.
 fn spring_along<S: Scalar>(k: S, [p0, p1]: &[S; 2], v: Vector3<S>) -> Vector3<S> {
-    // The length, its derivative taken as zero at zero stretch (where `v |v|` has none).
+    // The length, its derivative taken as zero at zero stretch (where `|v|` has none and
+    // `v |v|`'s is zero).
     let squared = v.x * v.x + v.y * v.y + v.z * v.z;
     let stretched = squared.greater(S::zero());
     let length = S::select(stretched, S::select(stretched, squared, S::one()).sqrt(), S::zero());

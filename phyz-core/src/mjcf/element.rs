@@ -154,8 +154,6 @@ impl<'a, 'd> Element<'a, 'd> {
         Ok(self.array::<1>(name)?.map(|[x]| x))
     }
 
-    /// The first number of `name`, where MuJoCo 4 reads more as a polynomial's higher
-    /// coefficients (a joint's or tendon's `stiffness`, `damping`): those must be zero.
     /// MuJoCo 4's polynomial coefficients (`stiffness`, `damping`): one to three numbers, the
     /// linear term and the higher ones (zero when not written).
     pub(super) fn polynomial(&self, name: &str) -> Result<(f64, [f64; 2]), MjcfError> {
