@@ -91,14 +91,21 @@ fn features(model: &Model<f64>) {
     line("joints", counted(model.joints().iter().map(|j| j.kind().name())));
     let limited = model.joints().iter().filter(|j| j.range.is_some()).count();
     let friction = model.joints().iter().filter(|j| j.frictionloss > 0.0).count();
+    let nonzero = |p: &[f64; 2]| p.iter().any(|x| *x != 0.0);
+    let polynomial = model.joints().iter().filter(|j| nonzero(&j.stiffness_poly) || nonzero(&j.damping_poly)).count()
+        + model.tendons().iter().filter(|t| nonzero(&t.stiffness_poly) || nonzero(&t.damping_poly)).count();
     line(
         "joint terms",
-        [(limited, "limited"), (friction, "with friction loss")]
-            .iter()
-            .filter(|(n, _)| *n > 0)
-            .map(|(n, w)| format!("{w} ×{n}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        [
+            (limited, "limited"),
+            (friction, "with friction loss"),
+            (polynomial, "polynomial spring or damper (joints, tendons)"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{w} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", "),
     );
     let geoms = model.bodies().iter().flat_map(|b| &b.geoms);
     line("geoms", counted(geoms.map(|g| g.shape.name())));
