@@ -52,7 +52,7 @@ fn inline_elevations_are_read_top_row_first_and_normalized() {
 }
 
 #[test]
-fn binary_files_load_and_normalize_and_bad_input_is_named() {
+fn files_load_and_normalize_and_bad_input_is_named() {
     let dir = std::env::temp_dir().join(format!("phyz-hfield-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let (nrow, ncol) = (3i32, 4i32);
@@ -94,9 +94,65 @@ fn binary_files_load_and_normalize_and_bad_input_is_named() {
         "<hfield name='h' file='field.bin' size='1 1 .5 .1'/><hfield name='h' nrow='2' ncol='2' size='1 1 .5 .1'/>",
     );
     assert!(matches!(twice.kind, MjcfErrorKind::Invalid(ref m) if m.contains("repeated")), "{twice}");
-    let png = error("<hfield name='h' file='terrain.png' size='1 1 .5 .1'/>");
-    assert!(matches!(png.kind, MjcfErrorKind::Unsupported(ref m) if m.contains("PNG")), "{png}");
+    // A PNG image: each pixel's first channel (grey, or red: green and blue are ignored, as
+    // MuJoCo's decoder to grey does), the image's top row at +y. MuJoCo 4.0.1 reads these two
+    // images as [[0.6, 0.8, 1], [0, 0.2, 0.4]] (row 0 at -y).
+    let levels = [[0u8, 50, 100], [150, 200, 250]];
+    let grey: Vec<Vec<u8>> = levels.iter().map(|row| row.to_vec()).collect();
+    let rgb: Vec<Vec<u8>> = levels.iter().map(|row| row.iter().flat_map(|&v| [v, v / 2, 255 - v]).collect()).collect();
+    for (name, rows, color) in [("grey.png", grey, 0u8), ("rgb.png", rgb, 2u8)] {
+        std::fs::write(dir.join(name), png_file(3, &rows, color)).expect("written");
+        std::fs::write(&path, xml(&format!("<hfield name='h' file='{name}' size='1 1 .5 .1'/>"))).expect("written");
+        let field = field_of(&mjcf::load(&path).expect("loads"));
+        let read: Vec<f64> =
+            (0..2).flat_map(|r| (0..3).map(move |c| (r, c))).map(|(r, c)| field.elevation(r, c)).collect();
+        let expected = [0.6f32, 0.8, 1.0, 0.0, 0.2, 0.4].map(f64::from);
+        let err = read.iter().zip(expected).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-7, "{name}: {read:?}");
+    }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A PNG file of 8-bit rows (`color` 0: grey, 2: RGB), its data in stored (uncompressed)
+/// deflate blocks, so that the test needs no encoder.
+fn png_file(width: u32, rows: &[Vec<u8>], color: u8) -> Vec<u8> {
+    fn crc(bytes: &[u8]) -> u32 {
+        let mut c = !0u32;
+        for &b in bytes {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 == 1 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            }
+        }
+        !c
+    }
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut out = (data.len() as u32).to_be_bytes().to_vec();
+        let body: Vec<u8> = kind.iter().chain(data).copied().collect();
+        out.extend(&body);
+        out.extend(crc(&body).to_be_bytes());
+        out
+    };
+    let raw: Vec<u8> = rows.iter().flat_map(|row| std::iter::once(0u8).chain(row.iter().copied())).collect();
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in &raw {
+        a = (a + u32::from(x)) % 65521;
+        b = (b + a) % 65521;
+    }
+    let len = raw.len() as u16;
+    let mut zlib = vec![0x78, 0x01, 1];
+    zlib.extend(len.to_le_bytes());
+    zlib.extend((!len).to_le_bytes());
+    zlib.extend(&raw);
+    zlib.extend(((b << 16) | a).to_be_bytes());
+    let mut header = width.to_be_bytes().to_vec();
+    header.extend((rows.len() as u32).to_be_bytes());
+    header.extend([8, color, 0, 0, 0]);
+    let mut png = vec![0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
+    png.extend(chunk(b"IHDR", &header));
+    png.extend(chunk(b"IDAT", &zlib));
+    png.extend(chunk(b"IEND", &[]));
+    png
 }
 
 /// The corners of prism `feature` (MuJoCo's order: in the cell between rows `r`, `r + 1` and

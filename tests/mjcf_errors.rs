@@ -320,7 +320,7 @@ fn a_survey_lists_every_unsupported_part_and_loads_the_rest() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let xml = r#"<mujoco>
   <default><default class="fluid"><geom fluidshape="ellipsoid"/></default></default>
-  <asset><hfield name="ground" file="ground.png" size="1 1 0.1 0.1"/></asset>
+  <asset><hfield name="ground" nrow="2" ncol="2" size="1 1 0.1 0.1" content_type="image/png"/></asset>
   <worldbody>
     <body name="a" pos="0 0 1">
       <joint name="ja" type="hinge" axis="0 1 0" springyield="1"/>

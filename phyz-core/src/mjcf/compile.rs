@@ -17,6 +17,7 @@ use super::mass::{Part, combine, geom_mass};
 use super::muscle;
 use super::source::{Located, Parsed};
 use crate::math::Quat;
+use crate::model::hfield;
 use crate::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use crate::model::{
     ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
@@ -804,26 +805,16 @@ impl<'a> Compiler<'a> {
         HeightField::new(nrow, ncol, size, &raw).map_err(|e| el.invalid(e.to_string()))
     }
 
-    /// A height field file in MuJoCo's binary format: rows, columns and elevations.
+    /// A height field file: a PNG image (by its name), else MuJoCo's binary format; its rows,
+    /// columns and raw elevations.
     fn hfield_file(&self, el: &Element<'_, '_>, file: &str) -> Result<(usize, usize, Vec<f32>), MjcfError> {
-        if file.to_ascii_lowercase().ends_with(".png") {
-            return Err(el.unsupported("height fields from PNG images"));
-        }
         let path = self.asset_path(file);
         let bytes = std::fs::read(&path).map_err(|e| el.invalid(format!("{}: {e}", path.display())))?;
-        let word = |k: usize| bytes.get(4 * k..4 * k + 4).map(|b| [b[0], b[1], b[2], b[3]]);
-        let (Some(rows), Some(cols)) = (word(0).map(i32::from_le_bytes), word(1).map(i32::from_le_bytes)) else {
-            return Err(el.invalid(format!("{}: hfield missing header", path.display())));
+        let read = match file.to_ascii_lowercase().ends_with(".png") {
+            true => hfield::png_elevations(&bytes),
+            false => hfield::binary_elevations(&bytes),
         };
-        let (Ok(nrow), Ok(ncol)) = (usize::try_from(rows), usize::try_from(cols)) else {
-            return Err(el.invalid(format!("{}: non-positive hfield dimensions", path.display())));
-        };
-        let count = nrow.checked_mul(ncol).filter(|n| bytes.len().checked_sub(8) == Some(4 * n));
-        let Some(count) = count else {
-            return Err(el.invalid(format!("{}: unexpected file size", path.display())));
-        };
-        let raw = (0..count).filter_map(|k| word(k + 2).map(f32::from_le_bytes)).collect();
-        Ok((nrow, ncol, raw))
+        read.map_err(|e| el.invalid(format!("{}: {e}", path.display())))
     }
 
     /// A geom (placed in its holder's frame by `placement`) and, for shapes with volume, its

@@ -81,3 +81,32 @@ impl HeightField {
         (x * x + y * y + top.max(base).powi(2)).sqrt()
     }
 }
+
+/// MuJoCo's binary height field format: two 32-bit integers (rows, columns), then the
+/// elevations as 32-bit floats, row by row from -y, little-endian.
+pub fn binary_elevations(bytes: &[u8]) -> Result<(usize, usize, Vec<f32>), String> {
+    let word = |k: usize| bytes.get(4 * k..4 * k + 4).map(|b| [b[0], b[1], b[2], b[3]]);
+    let (Some(rows), Some(cols)) = (word(0).map(i32::from_le_bytes), word(1).map(i32::from_le_bytes)) else {
+        return Err("hfield missing header".into());
+    };
+    let (Ok(nrow), Ok(ncol)) = (usize::try_from(rows), usize::try_from(cols)) else {
+        return Err("non-positive hfield dimensions".into());
+    };
+    let count = nrow.checked_mul(ncol).filter(|n| bytes.len().checked_sub(8) == Some(4 * n));
+    let Some(count) = count else { return Err("unexpected file size".into()) };
+    Ok((nrow, ncol, (0..count).filter_map(|k| word(k + 2).map(f32::from_le_bytes)).collect()))
+}
+
+/// A PNG image's elevations as MuJoCo reads them: each pixel's first channel (its grey level,
+/// or its red) at 8 bits, the image's bottom row the field's first (at -y).
+pub fn png_elevations(bytes: &[u8]) -> Result<(usize, usize, Vec<f32>), String> {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+    let mut buffer = vec![0; reader.output_buffer_size().ok_or("the image is too large")?];
+    let info = reader.next_frame(&mut buffer).map_err(|e| e.to_string())?;
+    let (width, height, samples) = (info.width as usize, info.height as usize, info.color_type.samples());
+    let pixel = |row: usize, column: usize| f32::from(buffer[row * info.line_size + column * samples]);
+    let elevations = (0..height).rev().flat_map(|row| (0..width).map(move |column| (row, column)));
+    Ok((height, width, elevations.map(|(row, column)| pixel(row, column)).collect()))
+}

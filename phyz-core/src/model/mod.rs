@@ -11,7 +11,7 @@ mod builder;
 mod equality;
 mod error;
 mod geom;
-mod hfield;
+pub mod hfield;
 mod joint;
 pub mod material;
 pub mod mesh;
