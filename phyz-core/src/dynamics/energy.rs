@@ -3,6 +3,7 @@
 use nalgebra::DVector;
 
 use super::kinematics::{Kinematics, link_velocities};
+use super::passive::{joint_stretch, stretch_length};
 use crate::Scalar;
 use crate::math::Force;
 use crate::model::{JointKind, Model, State};
@@ -27,21 +28,33 @@ pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &D
     (bodies + rotors) * S::from_f64(0.5)
 }
 
-/// Potential energy of gravity (zero at the world origin), of hinge and slide springs and of
-/// tendon springs (outside their dead bands), at the configuration `kin` holds.
+/// Potential energy of gravity (zero at the world origin) and, with springs on, of joint
+/// springs (a ball's and free joint's by the length of their stretch, as MuJoCo's) and tendon
+/// springs (outside their dead bands), at the configuration `kin` holds.
 pub fn potential_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qpos: &DVector<S>) -> S {
     let gravity = model.bodies().iter().enumerate().skip(1).fold(S::zero(), |e, (b, body)| {
         let com = kin.body_pose(model, b).transform_point(&body.com);
         e - model.gravity_acceleration().dot(&com) * body.mass
     });
+    if !model.enabled.spring {
+        return gravity;
+    }
     let tendons = model.tendons().iter().zip(&kin.tendons.length).fold(gravity, |e, (tendon, &length)| {
         e + spring_energy(tendon.stiffness, &tendon.stiffness_poly, tendon.stretch(length))
     });
-    model.joints().iter().fold(tendons, |e, joint| match joint.kind() {
-        JointKind::Hinge | JointKind::Slide => {
-            e + spring_energy(joint.stiffness, &joint.stiffness_poly, qpos[joint.qpos_adr()] - joint.spring_ref)
+    model.joints().iter().fold(tendons, |e, joint| {
+        let (k, poly) = (joint.stiffness, &joint.stiffness_poly);
+        match joint.kind() {
+            JointKind::Hinge | JointKind::Slide => {
+                e + spring_energy(k, poly, qpos[joint.qpos_adr()] - joint.spring_ref)
+            }
+            // As MuJoCo: by the stretch's length, rotation and translation apart.
+            JointKind::Ball | JointKind::Free => {
+                let (turn, shift) = joint_stretch(model, joint, qpos);
+                let shifted = shift.map_or(S::zero(), |v| spring_energy(k, poly, stretch_length(&v)));
+                e + shifted + spring_energy(k, poly, stretch_length(&turn))
+            }
         }
-        JointKind::Ball | JointKind::Free => e,
     })
 }
 

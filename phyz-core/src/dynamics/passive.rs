@@ -46,12 +46,15 @@ pub fn add_passive_forces<S: Scalar>(
         if spring {
             match joint.kind() {
                 JointKind::Hinge | JointKind::Slide => f[d] -= spring_force(k, poly, qpos[q] - joint.spring_ref),
-                JointKind::Ball => sub3(f, d, &spring_along(k, poly, rotation_error(qpos, q, &Quat::identity()))),
-                JointKind::Free => {
-                    let body = &model.bodies()[joint.body()];
-                    let dp = Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2]) - body.pos;
-                    sub3(f, d, &spring_along(k, poly, dp));
-                    sub3(f, d + 3, &spring_along(k, poly, rotation_error(qpos, q + 3, &body.quat.normalize())));
+                JointKind::Ball | JointKind::Free => {
+                    let (turn, shift) = joint_stretch(model, joint, qpos);
+                    let turn_at = if let Some(shift) = shift {
+                        sub3(f, d, &spring_along(k, poly, shift));
+                        d + 3
+                    } else {
+                        d
+                    };
+                    sub3(f, turn_at, &spring_along(k, poly, turn));
                 }
             }
         }
@@ -82,12 +85,34 @@ pub(crate) fn spring_force<S: Scalar>(k: S, [p0, p1]: &[S; 2], x: S) -> S {
 /// A spring's force along a vector stretch `v` (a ball's or free joint's): the polynomial in
 /// its length, along it.
 fn spring_along<S: Scalar>(k: S, [p0, p1]: &[S; 2], v: Vector3<S>) -> Vector3<S> {
-    // The length, its derivative taken as zero at zero stretch (where `|v|` has none and
-    // `v |v|`'s is zero).
+    let length = stretch_length(&v);
+    v * (k + length * (*p0 + length * *p1))
+}
+
+/// The length of a vector stretch, its derivative taken as zero at zero stretch (where `|v|`
+/// has none, and what it scales, `v |v|` or `|v|²`, has a zero one).
+pub(crate) fn stretch_length<S: Scalar>(v: &Vector3<S>) -> S {
     let squared = v.x * v.x + v.y * v.y + v.z * v.z;
     let stretched = squared.greater(S::zero());
-    let length = S::select(stretched, S::select(stretched, squared, S::one()).sqrt(), S::zero());
-    v * (k + length * (*p0 + length * *p1))
+    S::select(stretched, S::select(stretched, squared, S::one()).sqrt(), S::zero())
+}
+
+/// A ball's or free joint's rotational stretch (rotation vector from the reference pose) and a
+/// free joint's translational one (`None` for a ball), as the springs read them.
+pub(crate) fn joint_stretch<S: Scalar>(
+    model: &Model<S>,
+    joint: &crate::model::Joint<S>,
+    qpos: &DVector<S>,
+) -> (Vector3<S>, Option<Vector3<S>>) {
+    let q = joint.qpos_adr();
+    match joint.kind() {
+        JointKind::Free => {
+            let body = &model.bodies()[joint.body()];
+            let dp = Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2]) - body.pos;
+            (rotation_error(qpos, q + 3, &body.quat.normalize()), Some(dp))
+        }
+        _ => (rotation_error(qpos, q, &Quat::identity()), None),
+    }
 }
 
 /// A damper's force at velocity `v`: `b v + p₀ v|v| + p₁ v³` (MuJoCo 4's polynomial damping).
