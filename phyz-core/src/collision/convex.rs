@@ -6,7 +6,7 @@
 //! Those are exactly an anchor's data once moved into body frames; the features give the
 //! contact's identity for warm starts.
 
-use nalgebra::{Matrix3, UnitQuaternion, Vector3};
+use nalgebra::{Matrix3, Vector3};
 use parry3d_f64::math::{Pose as ParryPose, Rot3, Vector};
 use parry3d_f64::query::{ContactManifold, DefaultQueryDispatcher, PersistentQueryDispatcher};
 use parry3d_f64::shape::{
@@ -15,7 +15,7 @@ use parry3d_f64::shape::{
 
 use super::anchor::Anchor;
 use super::detect::{Found, MAX_POINTS_PER_PAIR, Placed};
-use crate::math::Pose;
+use crate::math::{Pose, Quat};
 use crate::model::Shape;
 
 /// A parry shape: a primitive built for the query, or a mesh's hull borrowed from the model
@@ -61,12 +61,18 @@ fn radius_of(shape: &Shape<f64>) -> Option<f64> {
     }
 }
 
-fn to_parry(pose: &Pose<f64>) -> ParryPose {
-    let q = UnitQuaternion::from_matrix(&pose.rot);
-    ParryPose::from_parts(Vector::new(pose.pos.x, pose.pos.y, pose.pos.z), Rot3::from_xyzw(q.i, q.j, q.k, q.w))
+/// A pose as parry's (its rotation's quaternion in closed form).
+pub(super) fn to_parry(pose: &Pose<f64>) -> ParryPose {
+    let q = Quat::from_rotation_matrix(&pose.rot);
+    ParryPose::from_parts(vector_to_parry(&pose.pos), Rot3::from_xyzw(q.x, q.y, q.z, q.w))
 }
 
-fn from_parry(v: Vector) -> Vector3<f64> {
+/// A vector as parry's, and back.
+pub(super) fn vector_to_parry(v: &Vector3<f64>) -> Vector {
+    Vector::new(v.x, v.y, v.z)
+}
+
+pub(super) fn from_parry(v: Vector) -> Vector3<f64> {
     Vector3::new(v.x, v.y, v.z)
 }
 

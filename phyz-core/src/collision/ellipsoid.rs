@@ -22,16 +22,16 @@
 //! ([`Anchor::PlaneSupport`]); the others are [`Anchor::Supports`].
 
 use nalgebra::{Matrix3, Vector3};
-use parry3d_f64::math::{Pose as ParryPose, Rot3, Vector};
+use parry3d_f64::math::Vector;
 use parry3d_f64::query::epa::EPA;
 use parry3d_f64::query::gjk::{self, CsoPoint, GJKResult, VoronoiSimplex};
 use parry3d_f64::shape::{ConvexPolyhedron, SupportMap};
 
 use super::anchor::{Anchor, Surface};
-use super::convex::solid;
+use super::convex::{from_parry, solid, to_parry};
 use super::detect::{Found, Placed};
 use super::support::{Piece, newton_step, penetration, witnesses};
-use crate::math::{Pose, Quat};
+use crate::math::Pose;
 use crate::model::Shape;
 
 /// Newton iterations before a piece is given up (quadratic convergence takes 3 to 6 from
@@ -108,11 +108,7 @@ fn estimate(e: &Placed, radii: &Vector3<f64>, partner: &Placed, margin: f64) -> 
         _ => return None,
     };
     let relative = e.world.inverse().compose(&partner.world.compose(&offset));
-    let q = Quat::from_rotation_matrix(&relative.rot);
-    let pos12 = ParryPose::from_parts(
-        Vector::new(relative.pos.x, relative.pos.y, relative.pos.z),
-        Rot3::from_xyzw(q.x, q.y, q.z, q.w),
-    );
+    let pos12 = to_parry(&relative);
     let ellipsoid = ParryEllipsoid(*radii);
     let across = relative.pos.try_normalize(0.0).unwrap_or_else(Vector3::z);
     let mut simplex = VoronoiSimplex::new();
@@ -255,10 +251,6 @@ fn box_feature(half: &Vector3<f64>, k: usize) -> Option<Feature<'static>> {
         }
         _ => return None,
     })
-}
-
-fn from_parry(v: Vector) -> Vector3<f64> {
-    Vector3::new(v.x, v.y, v.z)
 }
 
 /// Piece `k` of a hull: its corners, then its edges, then its faces.

@@ -10,12 +10,12 @@
 //! MuJoCo 4.0 reports it).
 
 use nalgebra::Vector3;
-use parry3d_f64::math::{Pose as ParryPose, Rot3, Vector};
+use parry3d_f64::math::Vector;
 use parry3d_f64::query::details::contact_support_map_support_map;
 use parry3d_f64::shape::{Segment, SupportMap};
 
 use super::anchor::Anchor;
-use super::convex::solid;
+use super::convex::{from_parry, solid, to_parry, vector_to_parry};
 use super::detect::{Found, Placed};
 use super::ellipsoid::ParryEllipsoid;
 use crate::math::Pose;
@@ -45,19 +45,6 @@ impl SupportMap for Prism {
         }
         best
     }
-}
-
-fn to_parry(v: &Vector3<f64>) -> Vector {
-    Vector::new(v.x, v.y, v.z)
-}
-
-fn from_parry(v: Vector) -> Vector3<f64> {
-    Vector3::new(v.x, v.y, v.z)
-}
-
-fn parry_pose(pose: &Pose<f64>) -> ParryPose {
-    let q = nalgebra::UnitQuaternion::from_matrix(&pose.rot);
-    ParryPose::from_parts(to_parry(&pose.pos), Rot3::from_xyzw(q.i, q.j, q.k, q.w))
 }
 
 /// How the other geom meets a prism: its parry shape and that shape's pose in the field's frame,
@@ -156,7 +143,7 @@ pub(super) fn contacts(
     let pose = relative.compose(&offset);
     // The geom's extent along each of the field's axes.
     let extent = |axis: Vector3<f64>| {
-        let point = from_parry(shape.local_support_point(to_parry(&(pose.rot.transpose() * axis))));
+        let point = from_parry(shape.local_support_point(vector_to_parry(&(pose.rot.transpose() * axis))));
         pose.transform_point(&point).dot(&axis)
     };
     let (lo, hi) = (-Vector3::new(extent(-Vector3::x()), extent(-Vector3::y()), extent(-Vector3::z())), {
@@ -228,7 +215,7 @@ fn found(field_geom: &Placed, other: &Placed, to_body: &Pose<f64>, feature: usiz
 /// core's distance when the core is outside the prism, else by GJK (and EPA, when they
 /// overlap) on the two whole shapes.
 fn penetration(prism: &Prism, other: &Other<'_>) -> Option<Touch> {
-    let pose = parry_pose(&other.pose);
+    let pose = to_parry(&other.pose);
     if let Some((segment, radius)) = &other.core {
         let near = contact_support_map_support_map(&pose, prism, segment, radius + other.margin)?;
         if near.dist > TOLERANCE {

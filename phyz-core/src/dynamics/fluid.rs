@@ -51,15 +51,18 @@ impl<S: Scalar> InertiaBox<S> {
     }
 }
 
+/// Whether some batch lane of `x` passes `test`.
+fn any_lane<S: Scalar>(x: S, test: impl Fn(f64) -> bool) -> bool {
+    (0..x.lanes()).any(|l| test(x.lane(l)))
+}
+
 fn has_fluid<S: Scalar>(model: &Model<S>) -> bool {
-    let medium = &model.medium;
-    let positive = |x: S| (0..x.lanes()).any(|l| x.lane(l) > 0.0);
-    model.enabled.fluid && (positive(medium.density) || positive(medium.viscosity))
+    let (medium, positive) = (&model.medium, |x: f64| x > 0.0);
+    model.enabled.fluid && (any_lane(medium.density, positive) || any_lane(medium.viscosity, positive))
 }
 
 /// The links that end a body with mass (at least MuJoCo's `mjMINVAL`), and the body.
 fn massive_links<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = (usize, &Body<S>)> {
-    let positive = |x: S| (0..x.lanes()).any(|l| x.lane(l) >= 1e-15);
     model
         .tree()
         .links
@@ -67,7 +70,7 @@ fn massive_links<S: Scalar>(model: &Model<S>) -> impl Iterator<Item = (usize, &B
         .enumerate()
         .filter(|(_, l)| l.last_of_body)
         .map(|(i, l)| (i, &model.bodies()[l.body]))
-        .filter(move |(_, b)| positive(b.mass))
+        .filter(|(_, b)| any_lane(b.mass, |m| m >= 1e-15))
 }
 
 /// Adds to `tau` the generalized fluid forces at the kinematic state `kin`, `qvel` (none in
