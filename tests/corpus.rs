@@ -92,6 +92,11 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // on the egg being off by 1e-5 whatever its tolerance).
     ("gr_hand_manipulate_egg", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
     ("gr_hand_manipulate_egg_touch", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
+    // The pen (a cylinder) on the table (a box): phyz's depth is the exact one of the cylinder's
+    // rim against the box's face, MuJoCo's convex narrow phase stops 3.5e-7 short of it (at
+    // ccd_tolerance 1e-14 it finds phyz's depth to 1e-15, and the step, no-slip pass included,
+    // agrees to 1.8e-11).
+    ("gr_adroit_pen", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
     // Unlimited motors (gears up to 10 on a free joint) at a 20 ms step: random controls drive
     // the model unstable, in MuJoCo too (its bad-acceleration warning at step 144 under the same
     // kind of controls); phyz's step stops with a typed non-finite error.

@@ -378,7 +378,7 @@ fn attributes_are_compiled_set_aside_or_refused_by_name() {
     // Known to MuJoCo, not accepted by phyz: refused by name.
     unsupported(&on_joint(r#"springyield="1""#), "springyield", "joint");
     // Accepted but refused off its default: on the element or through a class.
-    unsupported(&in_option(r#"noslip_iterations="3">"#), "noslip_iterations", "option");
+    unsupported(&in_option(r#"actuatorgroupdisable="3">"#), "actuatorgroupdisable", "option");
     unsupported(&in_option(r#"><flag multiccd="disable"/>"#), "multiccd", "flag");
     unsupported(&in_option(r#"><flag sleep="enable"/>"#), "sleep", "flag");
     unsupported(

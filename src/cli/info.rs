@@ -64,6 +64,13 @@ fn summary(model: &Model<f64>) {
     if model.medium.density > 0.0 || model.medium.viscosity > 0.0 {
         println!("medium: density {}  viscosity {}", model.medium.density, model.medium.viscosity);
     }
+    let contact = &model.contact;
+    println!("contact (under mujoco_compat): cone {:?}  impratio {}", contact.cone, contact.impratio);
+    let noslip = &contact.noslip;
+    if noslip.iterations > 0 {
+        let stop = if noslip.islands { "each island" } else { "all islands together" };
+        println!("  no-slip pass: up to {} sweeps, tolerance {:e}, {stop}", noslip.iterations, noslip.tolerance);
+    }
 }
 
 /// Counts by kind, as `name ×n` items.

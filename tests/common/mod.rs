@@ -2,10 +2,12 @@
 #![allow(dead_code)]
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
+use phyz::contact::SolverConfig;
 use phyz::dynamics::{difference_position, integrate_position};
 use phyz::math::Quat;
 use phyz::model::{ActuatorSpec, BodySpec, Integrator, JointKind, JointSpec, ModelBuilder};
-use phyz::{Model, State, step};
+use phyz::sim::{ContactState, step_with};
+use phyz::{Model, State};
 
 /// SplitMix64: a tiny deterministic generator, so every case is reproducible from its seed.
 pub struct Rng(u64);
@@ -324,13 +326,26 @@ pub fn finite_difference_jacobians(
     ctrl: &[f64],
     eps: f64,
 ) -> (DMatrix<f64>, DMatrix<f64>) {
+    finite_difference_jacobians_with(model, state, ctrl, eps, SolverConfig::default())
+}
+
+/// [`finite_difference_jacobians`] of the step under the solver preset `config`, each step from
+/// a cold start.
+pub fn finite_difference_jacobians_with(
+    model: &Model<f64>,
+    state: &State<f64>,
+    ctrl: &[f64],
+    eps: f64,
+    config: SolverConfig,
+) -> (DMatrix<f64>, DMatrix<f64>) {
     let (nv, nu) = (model.nv(), model.nu());
     let mut jac = DMatrix::zeros(2 * nv, 2 * nv + nu);
-    let reference = step(model, state, ctrl).expect("step");
+    let step = |s: &State<f64>, u: &[f64]| step_with(model, s, u, &mut ContactState::new(config)).map(|(next, _)| next);
+    let reference = step(state, ctrl).expect("step");
     for column in 0..2 * nv + nu {
         let perturbed = |sign: f64| {
             let (s, u) = perturbed_input(model, state, ctrl, column, sign * eps);
-            step(model, &s, &u).expect("step")
+            step(&s, &u).expect("step")
         };
         let (plus, minus) = (perturbed(1.0), perturbed(-1.0));
         let dq = (difference_position(model, &plus.qpos, &reference.qpos)

@@ -340,16 +340,17 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
     Some(())
 }
 
-/// The sphere centres (body frame) standing for a sphere, the two ends of a capsule, a box's
-/// corners or a mesh's hull vertices, each passed to `each`, and their radius (`None`: another
+/// The sphere centres (body frame) standing for a sphere, the two ends of a capsule (its axis's
+/// end first), a box's corners (bit 1 of the index the x sign, bit 2 y, bit 4 z) or a mesh's hull
+/// vertices, each passed to `each` in that order (MuJoCo's), and their radius (`None`: another
 /// shape, nothing passed).
 fn points_of(g: &Placed, mut each: impl FnMut(Vector3<f64>, f64)) -> Option<()> {
     let along = |h: f64| g.local.transform_point(&Vector3::new(0.0, 0.0, h));
     match g.geom.shape {
         Shape::Sphere { radius } => each(g.local.pos, radius),
         Shape::Capsule { radius, half_length } => {
-            each(along(-half_length), radius);
             each(along(half_length), radius);
+            each(along(-half_length), radius);
         }
         Shape::Box { half_extents: e } => {
             for k in 0..8 {
@@ -399,8 +400,9 @@ fn cylinder_rim(
 }
 
 /// A plane against the sphere points of another geom (a box's corners, a cylinder's rim points,
-/// an ellipsoid's support point), appended to `out`; a pair keeps its deepest four, a mesh its
-/// hull's points as [`plane_mesh_points`] picks them. Returns `out` (`None` for a geom without
+/// an ellipsoid's support point), appended to `out` in MuJoCo's order (the order a Gauss-Seidel
+/// pass sweeps them in): a box's first four corners on the plane's side of its centre within the
+/// margin, a mesh its hull's points as [`plane_mesh_points`] picks them. Returns `out` (`None` for a geom without
 /// such points).
 fn plane_against<'a>(
     plane: &PlaneFrame,
@@ -445,15 +447,27 @@ fn plane_against<'a>(
         }
         _ => {
             let (to_geom, mut k) = (other.local.inverse(), 0);
+            // As MuJoCo's `mjc_PlaneBox`: a box's corners on the plane's side of its centre.
+            let corners = matches!(other.geom.shape, Shape::Box { .. });
+            let down = |point: &Vector3<f64>| (other.world.rot * point).dot(&normal) <= 0.0;
             points_of(other, |c, radius| {
-                push(k, (to_geom.transform_point(&c), None), radius);
+                let point = to_geom.transform_point(&c);
+                if !corners || down(&point) {
+                    push(k, (point, None), radius);
+                }
                 k += 1;
             })?;
         }
     }
-    let found = &mut out[start..];
-    found.sort_by(|x, y| y.depth.total_cmp(&x.depth));
-    out.truncate(start + MAX_POINTS_PER_PAIR.min(out.len() - start));
+    // MuJoCo's order, the points within the margin; a box keeps its first four.
+    let mut kept = start;
+    for i in start..out.len() {
+        if out[i].depth > -margin && kept < start + MAX_POINTS_PER_PAIR {
+            out.swap(kept, i);
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
     Some(&mut out[start..])
 }
 

@@ -204,6 +204,17 @@ impl ImplicitRule for Identity {
     }
 }
 
+/// One vector from each batch lane's own (`lane(l)`, the lanes told apart by masks).
+pub(crate) fn merged<S: Scalar>(lanes: usize, lane: impl Fn(usize) -> DVector<S>) -> DVector<S> {
+    let mut out = lane(0);
+    for l in 1..lanes {
+        let own = lane(l);
+        let mask = S::Mask::from_lanes(&(0..lanes).map(|k| k == l).collect::<Vec<_>>());
+        out.zip_apply(&own, |o, n| *o = S::select(mask, n, *o));
+    }
+    out
+}
+
 /// A lane's zones on every constraint of `problem` (absent ones satisfied).
 pub(crate) fn zones_on_all<S: Scalar>(problem: &ContactProblem<S>, lane: usize, solution: &Solution) -> Vec<Zone> {
     let mut own = solution.zones.iter();

@@ -1,5 +1,6 @@
 //! The derivative of the Gauss-Seidel pass (the `gpu_equivalent` preset), by the implicit
-//! function theorem at the sweeps' fixed point.
+//! function theorem at the sweeps' fixed point; and the machinery it shares with MuJoCo's
+//! no-slip pass (`super::noslip`): conditions `G(f, data) = 0`, `M⁻¹ Jᵀ`, and the velocity.
 //!
 //! Where a sweep no longer moves the impulses, each constraint meets its own conditions, read
 //! off its zone: a separating constraint carries no impulse; a pressed row's velocity is on
@@ -23,7 +24,7 @@ use super::config::SolverConfig;
 use super::cost::Zone;
 use super::differentiable::{Identity, zones_on_all};
 use super::pgs::{Block, coupled, zone};
-use super::problem::{Constraint, ContactProblem};
+use super::problem::{Constraint, ContactProblem, JointSpace};
 use super::sensitivity::SensitivityError;
 use super::solver::Solution;
 use crate::Scalar;
@@ -37,9 +38,29 @@ pub(crate) fn differentiate<S: Scalar>(
     solutions: &[Solution],
     velocity: &mut DVector<S>,
 ) -> Result<(), SensitivityError> {
-    let joint = &problem.joint;
-    let (nv, m, lanes) = (problem.dofs(), problem.rows(), solutions.len());
-    // Y = M⁻¹ Jᵀ, each lane's value from its own factor.
+    let lanes = solutions.len();
+    let y = response(&problem.joint, lanes)?;
+    // The impulses, from the conditions of each lane's zones.
+    let coupled = coupled(&problem.constraints, config.coupling);
+    let data = Data::new(problem, y, problem.regularizer.clone(), DVector::zeros(0));
+    let mut f = DVector::from_fn(problem.rows(), |i, _| from_lanes::<S>(lanes, |l| solutions[l].impulses[i]));
+    for (lane, solution) in solutions.iter().enumerate() {
+        let conditions = Sweeps {
+            constraints: &problem.constraints,
+            offsets: problem.offsets(),
+            coupled: &coupled,
+            zones: zones_on_all(problem, lane, solution),
+        };
+        implicit_impulses(&conditions, &data, &solution.impulses, &mut f, lane)?;
+    }
+    velocity_from_impulses(&problem.joint, &data.y, &f, lanes, velocity);
+    Ok(())
+}
+
+/// `Y = M⁻¹ Jᵀ` in `S`, each lane's value from its own factor, with its derivative by the rule
+/// of `M Y − Jᵀ = 0`.
+pub(crate) fn response<S: Scalar>(joint: &JointSpace<S>, lanes: usize) -> Result<DMatrix<S>, SensitivityError> {
+    let (nv, m) = (joint.free.len(), joint.jacobian.nrows());
     let factors: Vec<Cholesky<f64, Dyn>> = (0..lanes)
         .map(|lane| joint.mass.map(|x| x.lane(lane)).cholesky().ok_or(SensitivityError::SingularKkt))
         .collect::<Result<_, _>>()?;
@@ -51,48 +72,71 @@ pub(crate) fn differentiate<S: Scalar>(
     for (lane, factor) in factors.into_iter().enumerate() {
         S::implicit(y.as_mut_slice(), residual.as_slice(), lane, Box::new(MassSolve(factor)));
     }
-    // The impulses, from the conditions of each lane's zones.
-    let coupled = coupled(&problem.constraints, config.coupling);
-    let data = Data {
-        jacobian: joint.jacobian.clone(),
-        y,
-        regularizer: problem.regularizer.clone(),
-        free: joint.free_velocity() - &problem.target,
-        mu: problem.mu.clone(),
-    };
-    let conditions = Conditions { constraints: &problem.constraints, offsets: problem.offsets(), coupled: &coupled };
-    let mut f = DVector::from_fn(m, |i, _| from_lanes::<S>(lanes, |l| solutions[l].impulses[i]));
-    for (lane, solution) in solutions.iter().enumerate() {
-        let zones = zones_on_all(problem, lane, solution);
-        let rule = FixedPointRule::new(&conditions, &data.lane(lane), &solution.impulses, &zones)?;
-        let residual = conditions.residual(&data, &f, &zones, lane);
-        S::implicit(f.as_mut_slice(), residual.as_slice(), lane, Box::new(rule));
-    }
-    // The velocity x = x₀ + Y f.
-    let residual = &*velocity - &joint.free - &data.y * &f;
-    for lane in 0..lanes {
-        S::implicit(velocity.as_mut_slice(), residual.as_slice(), lane, Box::new(Identity));
-    }
+    Ok(y)
+}
+
+/// Gives the impulses `f` (lane `lane`'s value `value`) the derivative of `conditions`' root.
+pub(crate) fn implicit_impulses<S: Scalar>(
+    conditions: &impl Conditions,
+    data: &Data<S>,
+    value: &DVector<f64>,
+    f: &mut DVector<S>,
+    lane: usize,
+) -> Result<(), SensitivityError> {
+    let rule = FixedPointRule::new(conditions, &data.lane(lane), value)?;
+    let residual = conditions.residual(data, f, lane);
+    S::implicit(f.as_mut_slice(), residual.as_slice(), lane, Box::new(rule));
     Ok(())
 }
 
+/// The velocity `x = x₀ + Y f`, each lane keeping its value in `velocity` (the solver's), with
+/// the derivative of that sum.
+pub(crate) fn velocity_from_impulses<S: Scalar>(
+    joint: &JointSpace<S>,
+    y: &DMatrix<S>,
+    f: &DVector<S>,
+    lanes: usize,
+    velocity: &mut DVector<S>,
+) {
+    let residual = &*velocity - &joint.free - y * f;
+    for lane in 0..lanes {
+        S::implicit(velocity.as_mut_slice(), residual.as_slice(), lane, Box::new(Identity));
+    }
+}
+
 /// The number whose lane `l` is `value(l)`.
-fn from_lanes<S: Scalar>(lanes: usize, value: impl Fn(usize) -> f64) -> S {
+pub(crate) fn from_lanes<S: Scalar>(lanes: usize, value: impl Fn(usize) -> f64) -> S {
     S::from_lanes(&(0..lanes).map(value).collect::<Vec<_>>())
 }
 
 /// What the fixed-point conditions read, in any scalar.
-struct Data<T: Scalar> {
-    jacobian: DMatrix<T>,
+pub(crate) struct Data<T: Scalar> {
+    pub jacobian: DMatrix<T>,
     /// `M⁻¹ Jᵀ`.
-    y: DMatrix<T>,
-    regularizer: DVector<T>,
+    pub y: DMatrix<T>,
+    pub regularizer: DVector<T>,
     /// `J x₀ − target`: each row's velocity with no impulse, less its target.
-    free: DVector<T>,
-    mu: Vec<T>,
+    pub free: DVector<T>,
+    pub mu: Vec<T>,
+    pub twist: Vec<[T; 2]>,
+    /// Impulses the conditions hold some rows at (none for the sweeps).
+    pub held: DVector<T>,
 }
 
 impl<T: Scalar> Data<T> {
+    /// `problem`'s data with `Y = M⁻¹ Jᵀ`, the regularizer `regularizer` and the held impulses.
+    pub fn new(problem: &ContactProblem<T>, y: DMatrix<T>, regularizer: DVector<T>, held: DVector<T>) -> Self {
+        Data {
+            jacobian: problem.joint.jacobian.clone(),
+            y,
+            regularizer,
+            free: problem.joint.free_velocity() - &problem.target,
+            mu: problem.mu.clone(),
+            twist: problem.twist.clone(),
+            held,
+        }
+    }
+
     /// Lane `lane`'s values, as constant dual numbers (whose derivatives give `∂G/∂f`).
     fn lane(&self, lane: usize) -> Data<Dual64> {
         let real = |x: &T| Dual64::from(x.lane(lane));
@@ -102,37 +146,65 @@ impl<T: Scalar> Data<T> {
             regularizer: self.regularizer.map(|x| real(&x)),
             free: self.free.map(|x| real(&x)),
             mu: self.mu.iter().map(real).collect(),
+            twist: self.twist.iter().map(|t| t.map(|x| real(&x))).collect(),
+            held: self.held.map(|x| real(&x)),
         }
+    }
+
+    /// The velocity of rows `rows` (less their target) that the impulses `f` of the constraints
+    /// starting at `sources` (first row, dimension) make, with `R f` on the rows themselves.
+    pub fn velocity(
+        &self,
+        f: &DVector<T>,
+        sources: impl Iterator<Item = (usize, usize)>,
+        rows: std::ops::Range<usize>,
+    ) -> DVector<T> {
+        let mut moved = DVector::<T>::zeros(self.y.nrows());
+        for (kt, kd) in sources {
+            moved += self.y.columns(kt, kd) * f.rows(kt, kd);
+        }
+        DVector::from_fn(rows.len(), |i, _| {
+            let row = rows.start + i;
+            self.jacobian.row(row).transpose().dot(&moved) + self.regularizer[row] * f[row] + self.free[row]
+        })
     }
 }
 
-/// The problem's constraints, where their rows start, and which others each one's sweep sees.
-struct Conditions<'a> {
+/// A fixed point's conditions `G(f, data) = 0` for one batch lane.
+pub(crate) trait Conditions {
+    /// Whether `∂G/∂f` may be singular along impulses that move no degree of freedom
+    /// (`Jᵀ δf = 0`: statically indeterminate friction, which the no-slip pass leaves without
+    /// its regularizer). The impulses then take the least-norm derivative, and the velocity,
+    /// which those directions do not reach, the exact one.
+    const LEAST_NORM: bool = false;
+
+    fn residual<T: Scalar>(&self, data: &Data<T>, f: &DVector<T>, lane: usize) -> DVector<T>;
+}
+
+/// The sweeps' conditions: the problem's constraints, where their rows start, which others each
+/// one's sweep sees, and each one's zone in the lane.
+struct Sweeps<'a> {
     constraints: &'a [Constraint],
     offsets: Vec<usize>,
     coupled: &'a [Vec<usize>],
+    zones: Vec<Zone>,
 }
 
-impl Conditions<'_> {
-    /// `G(f)`: each constraint's conditions in its zone of `zones` (batch lane `lane`'s).
-    fn residual<T: Scalar>(&self, data: &Data<T>, f: &DVector<T>, zones: &[Zone], lane: usize) -> DVector<T> {
+impl Conditions for Sweeps<'_> {
+    /// `G(f)`: each constraint's conditions in its zone.
+    fn residual<T: Scalar>(&self, data: &Data<T>, f: &DVector<T>, lane: usize) -> DVector<T> {
         let mut g = DVector::zeros(f.len());
         for (c, constraint) in self.constraints.iter().enumerate() {
             let (at, dim) = (self.offsets[c], constraint.kind.dim());
             // The velocity of the constraint's rows, less their target: what its sweep drives.
-            let mut moved = DVector::<T>::zeros(data.y.nrows());
-            for k in std::iter::once(c).chain(self.coupled[c].iter().copied()) {
-                let (kt, kd) = (self.offsets[k], self.constraints[k].kind.dim());
-                moved += data.y.columns(kt, kd) * f.rows(kt, kd);
-            }
-            let w = DVector::from_fn(dim, |i, _| {
-                let row = at + i;
-                data.jacobian.row(row).transpose().dot(&moved) + data.regularizer[row] * f[row] + data.free[row]
-            });
+            let sources = std::iter::once(c)
+                .chain(self.coupled[c].iter().copied())
+                .map(|k| (self.offsets[k], self.constraints[k].kind.dim()));
+            let w = data.velocity(f, sources, at..at + dim);
             let side = Side { positive: f[at].lane(lane) > 0.0, frictionless: data.mu[c].lane(lane) == 0.0 };
             let rows = at..at + dim;
             constraint_conditions(
-                zones[c],
+                self.zones[c],
                 &f.as_slice()[rows.clone()],
                 w.as_slice(),
                 data.mu[c],
@@ -250,45 +322,63 @@ impl ImplicitRule for MassSolve {
 }
 
 /// The fixed point's rule, `df = −K⁻¹ dG` with `K = ∂G/∂f` at the iterate, and its transpose.
-struct FixedPointRule {
-    k: LU<f64, Dyn, Dyn>,
-    kt: LU<f64, Dyn, Dyn>,
+enum FixedPointRule {
+    /// `K`'s LU factors, and `Kᵀ`'s.
+    Regular { k: LU<f64, Dyn, Dyn>, kt: LU<f64, Dyn, Dyn> },
+    /// `K`'s pseudo-inverse, where `K` is singular along impulses the velocity does not see.
+    LeastNorm(DMatrix<f64>),
 }
 
 impl FixedPointRule {
     /// `K` at impulses `f` of one lane (`data` its values), column by column: the derivative of
     /// `G` along each impulse.
-    fn new(
-        conditions: &Conditions,
-        data: &Data<Dual64>,
-        f: &DVector<f64>,
-        zones: &[Zone],
-    ) -> Result<Self, SensitivityError> {
+    fn new<C: Conditions>(conditions: &C, data: &Data<Dual64>, f: &DVector<f64>) -> Result<Self, SensitivityError> {
         let m = f.len();
         let mut k = DMatrix::zeros(m, m);
         for j in 0..m {
             let seeded = DVector::from_fn(m, |i, _| Dual64::new(f[i], if i == j { 1.0 } else { 0.0 }));
-            let g = conditions.residual(data, &seeded, zones, 0);
+            let g = conditions.residual(data, &seeded, 0);
             k.column_mut(j).copy_from(&g.map(|x| x.eps));
         }
         if !k.iter().all(|x| x.is_finite()) {
             return Err(SensitivityError::SingularKkt);
         }
+        if C::LEAST_NORM {
+            // Numerical rank as LAPACK-based tools take it: singular values below
+            // `m ε σ_max` are zero.
+            let svd = k.svd(true, true);
+            let cut = svd.singular_values.max() * m as f64 * f64::EPSILON;
+            let pseudo = svd.pseudo_inverse(cut).map_err(|_| SensitivityError::SingularKkt)?;
+            return Ok(FixedPointRule::LeastNorm(pseudo));
+        }
         let (lu, lut) = (k.clone().lu(), k.transpose().lu());
         if !(regular(&lu) && regular(&lut)) {
             return Err(SensitivityError::SingularKkt);
         }
-        Ok(FixedPointRule { k: lu, kt: lut })
+        Ok(FixedPointRule::Regular { k: lu, kt: lut })
     }
 }
 
 impl ImplicitRule for FixedPointRule {
     fn tangent(&self, dr: &mut [f64]) {
-        solve_negated(&self.k, dr);
+        match self {
+            FixedPointRule::Regular { k, .. } => solve_negated(k, dr),
+            FixedPointRule::LeastNorm(pseudo) => multiply_negated(pseudo, false, dr),
+        }
     }
     fn adjoint(&self, bar: &mut [f64]) {
-        solve_negated(&self.kt, bar);
+        match self {
+            FixedPointRule::Regular { kt, .. } => solve_negated(kt, bar),
+            FixedPointRule::LeastNorm(pseudo) => multiply_negated(pseudo, true, bar),
+        }
     }
+}
+
+/// `x ← −P x` (or `−Pᵀ x`).
+fn multiply_negated(p: &DMatrix<f64>, transposed: bool, x: &mut [f64]) {
+    let v = DVector::from_column_slice(x);
+    let y = if transposed { p.tr_mul(&v) } else { p * v };
+    x.iter_mut().zip(y.iter()).for_each(|(x, y)| *x = -y);
 }
 
 /// Largest ratio between the pivots of `∂G/∂f` taken as non-singular (as Newton's Hessian's).

@@ -195,6 +195,8 @@ pub enum SweepError {
     Mass,
     #[error("the Gauss-Seidel pass solves contacts of condim 1 and 3: a {kind:?} contact needs a Newton preset")]
     Unsupported { kind: ConstraintKind },
+    #[error("MuJoCo's no-slip pass (`noslip_iterations`) follows a Newton solve, not the Gauss-Seidel pass")]
+    NoSlip,
 }
 
 /// Runs the sweeps from `warm` (previous impulses; missing entries start at zero) until one
@@ -241,5 +243,6 @@ pub fn solve(
         iterations,
         residual,
         converged: residual < config.tolerance,
+        noslip: None,
     })
 }

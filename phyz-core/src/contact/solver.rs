@@ -6,6 +6,7 @@ use nalgebra::DVector;
 use super::config::{Method, SolverConfig};
 use super::cost::Zone;
 use super::newton::{self, IndefiniteHessian, NewtonWorkspace};
+use super::noslip::NoSlipSolution;
 use super::pgs::{self, SweepError};
 use super::problem::ContactProblem;
 
@@ -25,6 +26,21 @@ pub struct Solution {
     pub residual: f64,
     /// The method's own convergence test passed: a solution, valid to differentiate.
     pub converged: bool,
+    /// What MuJoCo's no-slip pass made of it, where the model asks for one
+    /// ([`super::noslip`]); the fields above stay the soft solve's, which the pass starts from.
+    pub noslip: Option<NoSlipSolution>,
+}
+
+impl Solution {
+    /// The post-step velocity: the no-slip pass's where one ran.
+    pub fn final_velocity(&self) -> &DVector<f64> {
+        self.noslip.as_ref().map_or(&self.velocity, |p| &p.velocity)
+    }
+
+    /// The impulses: the no-slip pass's where one ran.
+    pub fn final_impulses(&self) -> &DVector<f64> {
+        self.noslip.as_ref().map_or(&self.impulses, |p| &p.impulses)
+    }
 }
 
 impl Default for Solution {
@@ -37,6 +53,7 @@ impl Default for Solution {
             iterations: 0,
             residual: 0.0,
             converged: false,
+            noslip: None,
         }
     }
 }
@@ -73,7 +90,10 @@ pub fn solve_in(
     solution: &mut Solution,
 ) -> Result<(), SolveError> {
     match config.method {
-        Method::Newton => newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?,
+        Method::Newton => {
+            solution.noslip = None;
+            newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?
+        }
         Method::GaussSeidel => *solution = pgs::solve(problem, config, warm.impulses.as_ref())?,
     }
     Ok(())

@@ -338,6 +338,12 @@ impl<'a> Compiler<'a> {
             _ => b.contact.cone = Cone::Pyramidal,
         }
         b.contact.impratio = el.number_or("impratio", b.contact.impratio)?;
+        let noslip = &mut b.contact.noslip;
+        if let Some(n) = el.integer("noslip_iterations")? {
+            noslip.iterations = usize::try_from(n)
+                .map_err(|_| el.invalid(format!("attribute `noslip_iterations`: {n} is negative")))?;
+        }
+        noslip.tolerance = el.number_or("noslip_tolerance", noslip.tolerance)?;
         b.medium.density = el.number_or("density", 0.0)?;
         b.medium.viscosity = el.number_or("viscosity", 0.0)?;
         if let Some(w) = el.array::<3>("wind")? {
@@ -368,6 +374,9 @@ impl<'a> Compiler<'a> {
                 if let Some(on) = read(name)? {
                     *switch = on;
                 }
+            }
+            if let Some(on) = read("island")? {
+                self.builder.contact.noslip.islands = on;
             }
             // As MuJoCo 4: fluid forces are off only when springs and dampers both are.
             e.fluid = e.spring || e.damper;

@@ -43,11 +43,33 @@ pub struct ContactOptions {
     /// The ratio of the friction rows' impedance to the normal row's: MuJoCo's friction
     /// regularizer is the normal one divided by it.
     pub impratio: f64,
+    /// MuJoCo's no-slip pass after the solve, which `mujoco_compat` runs.
+    pub noslip: NoSlip,
 }
 
 impl Default for ContactOptions {
     fn default() -> Self {
-        ContactOptions { cone: Cone::Pyramidal, impratio: 1.0 }
+        ContactOptions { cone: Cone::Pyramidal, impratio: 1.0, noslip: NoSlip::default() }
+    }
+}
+
+/// MuJoCo's no-slip pass (MJCF `<option noslip_iterations noslip_tolerance>` and the
+/// `island` flag): Gauss-Seidel sweeps over the friction impulses alone, without the soft
+/// model's regularizer (`contact::noslip`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NoSlip {
+    /// The sweeps' budget; none (MuJoCo's default) runs no pass.
+    pub iterations: usize,
+    /// A constraint island stops once a sweep improves its cost by less (scaled as MuJoCo's).
+    pub tolerance: f64,
+    /// Whether each constraint island stops on its own (MuJoCo's default), or all stop together
+    /// (`<flag island="disable"/>`).
+    pub islands: bool,
+}
+
+impl Default for NoSlip {
+    fn default() -> Self {
+        NoSlip { iterations: 0, tolerance: 1e-6, islands: true }
     }
 }
 

@@ -9,8 +9,9 @@ use nalgebra::{DMatrix, DVector};
 use super::batch_solver::BatchSolver;
 use super::gather::{Gather, Key, StageInput, constrained, gather};
 use super::weights::InverseWeights;
-use crate::contact::differentiable::zones_on_all;
+use crate::contact::differentiable::{merged, zones_on_all};
 use crate::contact::newton::impulses;
+use crate::contact::noslip;
 use crate::contact::{
     ContactError, ContactProblem, ContactRow, JointSpace, Method, NewtonWorkspace, Solution, SolverConfig, Source,
     Units, Warm, solve_scalar_in,
@@ -20,7 +21,7 @@ use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
 use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
 use crate::model::{Model, Point, State};
-use crate::scalar::{Inputs, Mask, Scalar};
+use crate::scalar::{Inputs, Scalar};
 
 /// What the constraint stages of a step did (over all batch lanes).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,7 +36,9 @@ pub struct StepInfo {
     pub converged: bool,
     /// Every solve of the step has a derivative: a Newton solve that converged, or a Gauss-Seidel
     /// pass, differentiated at its sweeps' fixed point whether or not it reached it
-    /// (`contact::fixed_point`; its distance from it is `residual`).
+    /// (`contact::fixed_point`; its distance from it is `residual`); and MuJoCo's no-slip pass,
+    /// where the model asks for it, stopped on its tolerance in every island, not its budget
+    /// (its derivative is its fixed point's, `contact::noslip`).
     pub differentiable: bool,
     /// Impulses of the last solve, row by row, one lane after another (zero on the rows of a
     /// constraint absent from a lane).
@@ -326,13 +329,13 @@ impl ContactState {
             let cache = &mut self.warm[lane];
             let acceleration = cache.acceleration.get_or_insert_with(|| DVector::zeros(v.len()));
             zero_vector(acceleration, v.len());
-            acceleration.zip_zip_apply(&solution.velocity, v, |a, x, v| *a = (x - v.lane(lane)) / dt.lane(lane));
+            acceleration.zip_zip_apply(solution.final_velocity(), v, |a, x, v| *a = (x - v.lane(lane)) / dt.lane(lane));
             let mut at = 0;
             for g in &gather.list {
                 let dim = g.kind.dim();
                 if let Some(key) = gather.keys(g)[lane] {
                     let mut w = [0.0; 6];
-                    w[..dim].copy_from_slice(&solution.impulses.as_slice()[at..at + dim]);
+                    w[..dim].copy_from_slice(&solution.final_impulses().as_slice()[at..at + dim]);
                     cache.impulses.insert(key, (w, self.step));
                 }
                 at += dim;
@@ -403,6 +406,20 @@ fn assemble<S: Scalar>(
     Ok(())
 }
 
+/// Each degree of freedom's kinematic tree, named by its root degree of freedom (MuJoCo's
+/// `dof_treeid`, which bounds the constraint islands).
+fn dof_trees<S: Scalar>(model: &Model<S>) -> Vec<usize> {
+    let parents = &model.tree().dof_parent;
+    (0..parents.len())
+        .map(|mut dof| {
+            while let Some(parent) = parents[dof] {
+                dof = parent;
+            }
+            dof
+        })
+        .collect()
+}
+
 /// The gathered constraints' Jacobian, one row per constraint row, written into `jacobian`.
 fn jacobian_into<S: Scalar>(gather: &Gather<S>, nv: usize, jacobian: &mut DMatrix<S>) {
     zero_matrix(jacobian, gather.row_count(), nv);
@@ -446,6 +463,9 @@ pub(crate) struct Evaluation<S: Scalar> {
     solutions: Vec<Solution>,
     /// The joint-space impulse of a split solve.
     impulse: DVector<S>,
+    /// The impulses MuJoCo's no-slip pass left, and whether it ran in the last solve.
+    noslip_impulses: DVector<S>,
+    noslip_ran: bool,
     /// The solve a batch scalar supplies for all its lanes, if it does.
     pub(super) solver: Option<Arc<dyn BatchSolver<S>>>,
 }
@@ -478,16 +498,14 @@ impl<S: Scalar> Evaluation<S> {
         if self.gather.list.is_empty() || self.solutions.is_empty() {
             return DVector::zeros(0);
         }
+        if self.noslip_ran {
+            return self.noslip_impulses.clone();
+        }
         // The solve leaves the velocity change; the impulses read the velocity.
         let x = &self.velocity + &self.problem.joint.free;
-        let lane = |l: usize| impulses(&self.problem, &x, &zones_on_all(&self.problem, l, &self.solutions[l]), l);
-        let mut out = lane(0);
-        for l in 1..self.solutions.len() {
-            let own = lane(l);
-            let mask = S::Mask::from_lanes(&(0..self.solutions.len()).map(|k| k == l).collect::<Vec<_>>());
-            out.zip_apply(&own, |o, n| *o = S::select(mask, n, *o));
-        }
-        out
+        merged(self.solutions.len(), |l| {
+            impulses(&self.problem, &x, &zones_on_all(&self.problem, l, &self.solutions[l]), l)
+        })
     }
 }
 
@@ -507,6 +525,8 @@ impl<S: Scalar> Default for Evaluation<S> {
             velocity: DVector::zeros(0),
             solutions: Vec::new(),
             impulse: DVector::zeros(0),
+            noslip_impulses: DVector::zeros(0),
+            noslip_ran: false,
             solver: None,
         }
     }
@@ -581,8 +601,21 @@ fn constrained_acceleration<S: Scalar>(
     let config = state.config;
     assemble(evaluation, model, v, split, &config)?;
     let dt = model.timestep;
-    let Evaluation { smooth, bare, gather, problem, warm, newton, velocity, solutions, impulse, solver, .. } =
-        evaluation;
+    let Evaluation {
+        smooth,
+        bare,
+        gather,
+        problem,
+        warm,
+        newton,
+        velocity,
+        solutions,
+        impulse,
+        solver,
+        noslip_impulses,
+        noslip_ran,
+        ..
+    } = evaluation;
     let inertia = weights.mean_inertia.lane(0);
     problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm_starts(gather, v, dt, lanes, warm);
@@ -604,6 +637,16 @@ fn constrained_acceleration<S: Scalar>(
         }
         _ => solve_scalar_in(problem, &config, source, newton, velocity, solutions)?,
     }
+    let noslip = model.contact.noslip;
+    let slipless = noslip.iterations > 0 && config.mujoco_compat;
+    if slipless {
+        let trees = dof_trees(model);
+        noslip::pass(problem, &noslip, &trees, config.method, solutions, velocity, noslip_impulses)?;
+    } else {
+        // A replayed log may carry a pass this solve does not run.
+        solutions.iter_mut().for_each(|s| s.noslip = None);
+    }
+    *noslip_ran = slipless;
     if let Logging::Keep(log) = &mut state.logging {
         log.0.push(solutions.clone());
     }
@@ -641,7 +684,10 @@ impl StepInfo {
             // A pass of warm-up sweeps alone never solved its friction: no fixed point is near.
             self.differentiable &=
                 solution.converged || (method == Method::GaussSeidel && solution.residual.is_finite());
-            self.impulses.extend(solution.impulses.iter());
+            // The no-slip pass's derivative is its fixed point's: near only where it stopped on
+            // its tolerance.
+            self.differentiable &= solution.noslip.as_ref().is_none_or(|pass| pass.converged);
+            self.impulses.extend(solution.final_impulses().iter());
         }
         // A pyramid's contact counts once, by its first edge; friction losses are neither.
         let count = |contact: bool| -> usize {
