@@ -406,6 +406,10 @@ impl ModelBuilder {
                 });
             }
             let (inertia_axes, inertia) = principal_axes(&spec.inertia);
+            // MuJoCo's compiler gives a body without mass its placement in its parent as its
+            // inertial frame (read in its own frame): the point its weight and its `body`
+            // sensors are taken at.
+            let (com, inertia_axes) = if spec.mass == 0.0 { (spec.pos, quat) } else { (spec.com, inertia_axes) };
             bodies.push(Body {
                 name: spec.name,
                 parent,
@@ -414,7 +418,7 @@ impl ModelBuilder {
                 pos: spec.pos,
                 quat,
                 mass: spec.mass,
-                com: spec.com,
+                com,
                 inertia_axes,
                 inertia,
                 gravcomp: spec.gravcomp,

@@ -162,31 +162,26 @@ impl InverseWeights<f64> {
     }
 }
 
-/// MuJoCo's "simple" bodies — moved only by slides, off a static parent, carrying nothing that
-/// moves — use their mass alone (no armature), for the body and for its degrees of freedom.
+/// MuJoCo's "simple" bodies that only slide (its `body_simple == 2`) use their mass alone (no
+/// armature), for the body and for its degrees of freedom: a leaf body whose inertial frame is
+/// its own, hanging from the world or from a static child of it, moved only by slides at its
+/// origin along one of its axes.
 fn simple<S: Scalar>(model: &Model<S>, b: usize) -> bool {
-    let body = &model.bodies()[b];
-    let carries_joints = model.bodies().iter().enumerate().any(|(c, child)| {
-        let mut p = c;
-        while p != 0 && p != b {
-            p = model.bodies()[p].parent();
-        }
-        c != b && p == b && !child.joints().is_empty()
-    });
-    if carries_joints {
-        return false;
-    }
-    let slides_only = !body.joints().is_empty() && body.joints().all(|j| model.joints()[j].kind() == JointKind::Slide);
-    let static_parent = (0..).try_fold(body.parent(), |p, _| {
-        if p == 0 {
-            Err(true)
-        } else if model.bodies()[p].joints().is_empty() {
-            Ok(model.bodies()[p].parent())
-        } else {
-            Err(false)
-        }
-    });
-    slides_only && static_parent == Err(true) && body.mass.lane(0) > 0.0
+    let bodies = model.bodies();
+    let body = &bodies[b];
+    let identity = body.inertia_axes.w.lane(0) == 1.0
+        && [body.inertia_axes.x, body.inertia_axes.y, body.inertia_axes.z].iter().all(|x| x.lane(0) == 0.0);
+    let own_frame = body.com.iter().all(|x| x.lane(0) == 0.0) && identity;
+    let parent = body.parent();
+    let placed = parent == 0 || (bodies[parent].parent() == 0 && bodies[parent].joints().is_empty());
+    let leaf = !bodies.iter().skip(1).any(|child| child.parent() == b);
+    let along_an_axis = |j: usize| {
+        let joint = &model.joints()[j];
+        let components = joint.axis.iter().filter(|a| a.lane(0).abs() > 1e-14).count();
+        joint.kind() == JointKind::Slide && components == 1 && joint.pos.iter().all(|x| x.lane(0) == 0.0)
+    };
+    let slides = !body.joints().is_empty() && body.joints().all(along_an_axis);
+    own_frame && placed && leaf && slides && body.mass.lane(0) > 0.0
 }
 
 /// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
