@@ -432,9 +432,11 @@ fn the_filterparent_flag_is_read() {
 
 /// A flat mesh (no volume: no hull, no mass) loads only where MuJoCo compiles it: on a visual
 /// geom that `discardvisual` leaves out of a body with its own inertial. Without
-/// `discardvisual`, it is an error at the mesh, as in MuJoCo.
+/// `discardvisual`, it is an error at the mesh, as in MuJoCo (which cannot weigh it); weighed as
+/// a shell (by its area) it loads, its visual geom left out, and a geom that collides with it is
+/// an error, as in MuJoCo 4.0.1.
 #[test]
-fn a_flat_visual_mesh_loads_only_when_discarded() {
+fn a_flat_visual_mesh_loads_only_when_discarded_or_a_shell() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/models/compiler_options.xml");
     let text = std::fs::read_to_string(path).expect("readable");
     let model = mjcf::parse(&text, path).expect("loads with discardvisual");
@@ -444,6 +446,14 @@ fn a_flat_visual_mesh_loads_only_when_discarded() {
     let e = mjcf::parse(&kept, path).expect_err("a flat mesh that is kept");
     assert_eq!(e.location.element, "mesh", "{e}");
     assert!(e.to_string().contains("decal"), "{e}");
+    let shell = kept.replace(r#"file="decal.stl"/>"#, r#"file="decal.stl" inertia="shell"/>"#);
+    assert_ne!(shell, kept, "the decal's mesh element");
+    let model = mjcf::parse(&shell, path).expect("a flat shell on a visual geom loads");
+    assert!(model.bodies()[model.body_id("plate").expect("plate")].geoms.is_empty());
+    let colliding = shell.replace(r#"mesh="decal" contype="0" conaffinity="0""#, r#"mesh="decal""#);
+    assert_ne!(colliding, shell, "the decal's geom");
+    let e = mjcf::parse(&colliding, path).expect_err("a flat mesh that collides");
+    assert_eq!(e.location.element, "mesh", "{e}");
 }
 
 /// MuJoCo's `limited="auto"` rule: a range acts when it has lo < hi (`0 0` is no range, and

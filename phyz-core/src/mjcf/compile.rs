@@ -426,7 +426,7 @@ impl<'a> Compiler<'a> {
             let el = self.defaults.element(child, &childclass)?;
             match el.tag() {
                 "body" => self.body(child, 0, &childclass, &placement)?,
-                "geom" if self.discarded(&el)? => el.check_attributes("geom")?,
+                "geom" if self.left_out(&el, false)? => el.check_attributes("geom")?,
                 "geom" => {
                     let (geom, _) = self.geom(&el, &placement)?;
                     name_place(&mut self.places, "geom", &geom.name, &el);
@@ -570,7 +570,7 @@ impl<'a> Compiler<'a> {
                 // As MuJoCo: only geoms in `inertiagrouprange` give their body mass.
                 let [lo, hi] = self.settings.inertia_groups;
                 let weighs = from_geoms && (lo..=hi).contains(&el.integer("group")?.unwrap_or(0));
-                let discarded = self.discarded(&el)?;
+                let discarded = self.left_out(&el, weighs)?;
                 if discarded && !weighs {
                     return el.check_attributes("geom");
                 }
@@ -698,8 +698,9 @@ impl<'a> Compiler<'a> {
         Ok((spec, kept))
     }
 
-    /// A geom and, for shapes with volume, its mass properties as a part of its body.
-    /// `<asset>`: meshes are read (their convex hulls), rendering assets skipped.
+    /// `<asset>`: meshes are read (their convex hulls; one without volume is an error where a
+    /// geom needs it, as in MuJoCo, which compiles it for a geom that only draws), rendering
+    /// assets skipped.
     fn assets(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
@@ -707,11 +708,6 @@ impl<'a> Compiler<'a> {
                 "mesh" => {
                     el.check_attributes("mesh")?;
                     let (name, hull) = self.mesh(&el)?;
-                    if let Err(e) = &hull
-                        && !self.settings.discard_visual
-                    {
-                        return Err(e.clone());
-                    }
                     self.meshes.insert(name, hull);
                 }
                 "hfield" => {
@@ -767,10 +763,12 @@ impl<'a> Compiler<'a> {
         }
         let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file` or `vertex`"))?;
         let name = el.string("name").unwrap_or_else(|| file_stem(&file));
-        // A file that cannot be read is an error now; a mesh without volume only where a geom
-        // needs it (`discardvisual` may leave it unused, as MuJoCo).
+        // A file that cannot be read is an error now, and so is a mesh that cannot be weighed,
+        // as in MuJoCo (unless `discardvisual` may leave it unused: MuJoCo then drops it before
+        // weighing it); a mesh without a hull only where a geom needs it.
         match ConvexHull::load(&self.asset_path(&file), &options) {
             Err(e @ (MeshError::Read { .. } | MeshError::Format { .. })) => Err(el.invalid(e.to_string())),
+            Err(e @ MeshError::Inertia { .. }) if !self.settings.discard_visual => Err(el.invalid(e.to_string())),
             hull => Ok((name, hull.map_err(|e| el.invalid(e.to_string())))),
         }
     }
@@ -920,12 +918,20 @@ impl<'a> Compiler<'a> {
         Ok((geom, part))
     }
 
-    /// True when `discardvisual` leaves the geom out: it can touch nothing (`contype` and
-    /// `conaffinity` zero) and no other element names it.
-    fn discarded(&self, el: &Element<'_, '_>) -> Result<bool, MjcfError> {
+    /// True when the geom is left out of the model: one that can touch nothing (`contype` and
+    /// `conaffinity` zero) and that no other element names, under `discardvisual`, or else where
+    /// its mesh has no volume and it does not weigh (`weighs`) — it can then neither touch, weigh,
+    /// nor be read (MuJoCo compiles it, to draw it).
+    fn left_out(&self, el: &Element<'_, '_>, weighs: bool) -> Result<bool, MjcfError> {
         let visual = el.integer("contype")?.unwrap_or(1) == 0 && el.integer("conaffinity")?.unwrap_or(1) == 0;
         let named = el.string("name").is_some_and(|name| self.referenced_geoms.contains(&name));
-        Ok(self.settings.discard_visual && visual && !named)
+        Ok(visual && !named && (self.settings.discard_visual || (!weighs && self.flat_mesh(el))))
+    }
+
+    /// True when the geom is a mesh whose asset has no hull (no volume).
+    fn flat_mesh(&self, el: &Element<'_, '_>) -> bool {
+        let mesh = el.string("mesh").and_then(|name| self.meshes.get(&name));
+        el.string("type").as_deref() == Some("mesh") && mesh.is_some_and(|hull| hull.is_err())
     }
 
     fn site(&self, el: &Element<'_, '_>, placement: &Placement) -> Result<Site<f64>, MjcfError> {

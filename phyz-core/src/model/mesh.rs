@@ -23,7 +23,8 @@ pub enum MeshError {
     Read { path: String, message: String },
     #[error("mesh file `{path}` has an unknown extension (STL, OBJ and MuJoCo's MSH are read)")]
     Format { path: String },
-    #[error("mesh `{path}` has no volume (its points lie on one plane): it can neither touch nor weigh")]
+    /// No convex hull with volume: a geom can neither touch nor weigh by it.
+    #[error("mesh `{path}` has no convex hull with volume (its points lie on one plane): a geom can neither touch nor weigh by it")]
     Flat { path: String },
     #[error("mesh `{path}`: {reason}")]
     Inertia { path: String, reason: &'static str },
@@ -133,17 +134,20 @@ impl ConvexHull {
         if options.scale.iter().product::<f64>() < 0.0 {
             mesh.faces.iter_mut().for_each(|f| f.swap(1, 2));
         }
-        let hull = hull_triangles(&mesh.points).ok_or_else(|| MeshError::Flat { path: shown.clone() })?;
+        let hull = hull_triangles(&mesh.points);
+        let flat = || MeshError::Flat { path: shown.clone() };
         // A mesh without faces is its hull, as MuJoCo makes it.
         if mesh.faces.is_empty() {
+            let hull = hull.as_ref().ok_or_else(flat)?;
             mesh = Triangles { points: hull.points.clone(), faces: hull.faces.clone() };
         }
-        let faces = if options.inertia == MeshInertia::Convex { &hull } else { &mesh };
+        // The mass properties first, from the faces (the hull's for `convex`): a mesh MuJoCo
+        // cannot weigh is an error of its own; one without a hull only where a geom needs it.
+        let faces = if options.inertia == MeshInertia::Convex { hull.as_ref().ok_or_else(flat)? } else { &mesh };
         let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
-        Self::in_principal_frame(&hull.points, volume, com, &inertia)
-            .map(Arc::new)
-            .ok_or(MeshError::Flat { path: shown })
+        let hull = hull.ok_or_else(flat)?;
+        Self::in_principal_frame(&hull.points, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
     }
 
     /// The hull of `points` at uniform density, moved into its principal frame; `None` if it
