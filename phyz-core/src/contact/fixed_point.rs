@@ -348,6 +348,9 @@ impl FixedPointRule {
             // `m ε σ_max` are zero.
             let svd = k.svd(true, true);
             let cut = svd.singular_values.max() * m as f64 * f64::EPSILON;
+            if !unseen_null_space(&svd, cut, &data.y.map(|x| x.re)) {
+                return Err(SensitivityError::SingularKkt);
+            }
             let pseudo = svd.pseudo_inverse(cut).map_err(|_| SensitivityError::SingularKkt)?;
             return Ok(FixedPointRule::LeastNorm(pseudo));
         }
@@ -373,6 +376,23 @@ impl ImplicitRule for FixedPointRule {
         }
     }
 }
+
+/// Whether every direction `K` drops (a singular value at most `cut`) moves no degree of
+/// freedom, `Y v = M⁻¹ Jᵀ v ≈ 0` relative to `Y`: the least-norm derivative is then exact for the
+/// velocity; a dropped direction that moves one is a singular system.
+fn unseen_null_space(svd: &nalgebra::SVD<f64, Dyn, Dyn>, cut: f64, y: &DMatrix<f64>) -> bool {
+    let Some(v_t) = &svd.v_t else { return false };
+    let scale = y.amax().max(f64::MIN_POSITIVE);
+    svd.singular_values
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s <= cut)
+        .all(|(i, _)| (y * v_t.row(i).transpose()).amax() <= NULL_SPACE_TOLERANCE * scale)
+}
+
+/// How far, relative to `M⁻¹ Jᵀ`'s largest entry, a dropped direction may move the velocity:
+/// rounding's order over the conditions' sums.
+const NULL_SPACE_TOLERANCE: f64 = 1e-8;
 
 /// `x ← −P x` (or `−Pᵀ x`).
 fn multiply_negated(p: &DMatrix<f64>, transposed: bool, x: &mut [f64]) {
