@@ -100,3 +100,33 @@ fn step_jacobians_through_the_pass_match_central_differences() {
         assert!(err <= JACOBIAN_TOL, "{cone}: {err:e}");
     }
 }
+
+/// A step through the pass, its solutions logged and given back: the replayed step is the step,
+/// bit for bit, and runs neither a solve nor the pass's sweeps again (the log carries them).
+#[test]
+fn a_replayed_step_through_the_pass_is_the_step() {
+    let config = SolverConfig::mujoco_compat();
+    let model = mjcf::parse(&scene("noslip_pyramidal"), "noslip_pyramidal.xml").expect("loads");
+    let mut contact = ContactState::new(config);
+    let mut state = model.default_state();
+    let launch = [1.2, 0.2, 0.0, 0.0, 0.0, 1.5, 0.8, -0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0, 3.0, 0.8];
+    state.qvel.copy_from_slice(&launch);
+    for _ in 0..120 {
+        state = step_with(&model, &state, &[], &mut contact).expect("steps").0;
+    }
+    let before = contact.clone();
+    contact.keep_solutions();
+    let (next, info) = step_with(&model, &state, &[], &mut contact).expect("steps");
+    assert!(info.contacts > 0, "in contact");
+    let log = contact.take_solutions();
+    let mut replay = before;
+    let solves = replay.solves();
+    replay.replay(log);
+    let (again, again_info) = step_with(&model, &state, &[], &mut replay).expect("replays");
+    assert_eq!(replay.solves(), solves, "the replay ran no solve");
+    assert!(replay.replay_used_up());
+    let bits = |v: &nalgebra::DVector<f64>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&again.qpos), bits(&next.qpos));
+    assert_eq!(bits(&again.qvel), bits(&next.qvel));
+    assert_eq!(again_info, info);
+}

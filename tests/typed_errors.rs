@@ -19,7 +19,7 @@ use phyz::dual::{
     rollout_gradient, rollout_value, step_jacobians, step_jacobians_lanes,
 };
 use phyz::mjcf;
-use phyz::model::mesh::{ConvexHull, MeshError, MeshOptions};
+use phyz::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use phyz::model::{ActuatorSpec, BodySpec, JointSpec, Keyframe, ModelBuilder, Target, TendonSpec};
 use phyz::sim::ContactState;
 use phyz::{Model, ModelError, Simulator, State, StepError};
@@ -257,14 +257,19 @@ fn the_sweeps_refuse_a_mass_matrix_that_is_not_positive_definite() {
     assert!(matches!(through, Err(SolveError::Sweep(SweepError::Mass))), "{through:?}");
 }
 
+/// A flat mesh cannot be weighed as a solid (MuJoCo's "volume is too small", the default
+/// inertia) and, as a shell (weighed by its area), has no hull: each a typed error naming the
+/// file.
 #[test]
 fn a_flat_mesh_is_a_flat_error_naming_the_file() {
     let path = std::env::temp_dir().join(format!("phyz-typed-errors-flat-{}.obj", std::process::id()));
     std::fs::write(&path, "v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3\nf 2 4 3\n").expect("temp file");
-    let flat = ConvexHull::load(&path, &MeshOptions::default());
+    let solid = ConvexHull::load(&path, &MeshOptions::default());
+    let shell = ConvexHull::load(&path, &MeshOptions { inertia: MeshInertia::Shell, ..MeshOptions::default() });
     std::fs::remove_file(&path).ok();
     let shown = path.display().to_string();
-    assert!(matches!(flat, Err(MeshError::Flat { ref path }) if *path == shown), "{:?}", flat.err());
+    assert!(matches!(solid, Err(MeshError::Inertia { ref path, .. }) if *path == shown), "{:?}", solid.err());
+    assert!(matches!(shell, Err(MeshError::Flat { ref path }) if *path == shown), "{:?}", shell.err());
     // One of the points lifted off their plane makes a solid.
     let lifted = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0]].map(Vector3::from);
     assert!(ConvexHull::from_points(&lifted).is_some());

@@ -159,7 +159,12 @@ fn take_given(
     given: &Solution,
     solution: &mut Solution,
 ) -> Result<(), ContactError> {
-    if given.velocity.len() != real.dofs() || given.impulses.len() != m || given.zones.len() != real.constraints.len() {
+    let pass_fits = given.noslip.as_ref().is_none_or(|p| p.velocity.len() == real.dofs() && p.impulses.len() == m);
+    if given.velocity.len() != real.dofs()
+        || given.impulses.len() != m
+        || given.zones.len() != real.constraints.len()
+        || !pass_fits
+    {
         return Err(ContactError::Replay("a problem of another size"));
     }
     solution.clone_from(given);

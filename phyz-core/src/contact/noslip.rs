@@ -30,18 +30,22 @@ use super::row::{ConstraintKind, MIN_FRICTION};
 use super::solver::{Solution, SolveError};
 use crate::Scalar;
 use crate::model::NoSlip;
+use crate::scalar::Mask;
 
 /// MuJoCo's `mjMINVAL`: the smallest pivot and normal force its sweeps treat as non-zero.
 const MIN_VALUE: f64 = 1e-15;
 
 /// What the pass left for one batch lane: the post-step velocity, the impulses on all of the
-/// problem's rows (zero on constraints absent from the lane), and whether every island stopped
-/// on its tolerance rather than its budget.
+/// problem's rows (zero on constraints absent from the lane), whether every island stopped on
+/// its tolerance rather than its budget, and per constraint of the problem whether an elliptic
+/// cone's friction ended on its ellipse (as MuJoCo's QCQP found it: the branch the derivative
+/// takes).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NoSlipSolution {
     pub velocity: DVector<f64>,
     pub impulses: DVector<f64>,
     pub converged: bool,
+    pub on_ellipse: Vec<bool>,
 }
 
 /// Runs the pass on every lane's solution that has none yet (a replayed solve brings its own),
@@ -76,7 +80,8 @@ pub fn pass<S: Scalar>(
         let y = response(&problem.joint, lanes)?;
         let data = Data::new(problem, y, DVector::zeros(m), held);
         for (lane, solution) in solutions.iter().enumerate() {
-            let conditions = Holds::new(problem, lane, solution.final_impulses());
+            let Some(pass) = &solution.noslip else { continue };
+            let conditions = Holds::new(problem, lane, pass);
             implicit_impulses(&conditions, &data, solution.final_impulses(), &mut f, lane)?;
         }
         *velocity = final_velocity(solutions, problem.dofs());
@@ -109,9 +114,11 @@ fn run_lane<S: Scalar>(
     let factor = real.joint.mass.clone().cholesky().ok_or(SolveError::Sweep(SweepError::Mass))?;
     let response = factor.solve(&real.joint.jacobian.transpose());
     let sweeps = Sweeps::new(&real, &response);
+    // Until a sweep moves it, a cone's friction is where the soft solve left it.
+    let mut on_ellipse: Vec<bool> = (0..real.constraints.len()).map(|c| sweeps.on_ellipse(c, &f)).collect();
     let mut converged = true;
     for island in islands(&real, trees, settings.islands) {
-        converged &= sweeps.run(&island, settings, &mut f);
+        converged &= sweeps.run(&island, settings, &mut f, &mut on_ellipse);
     }
     f *= h;
     let velocity = &real.joint.free + &response * &f;
@@ -119,7 +126,10 @@ fn run_lane<S: Scalar>(
     for (i, x) in f.iter().enumerate() {
         impulses[own(i)] = *x;
     }
-    Ok(NoSlipSolution { velocity, impulses, converged })
+    // On all of the problem's constraints: those of the lane in order, the absent ones off.
+    let mut kept = on_ellipse.into_iter();
+    let on_ellipse = problem.present.iter().map(|p| p.lane(lane) && kept.next().unwrap_or(false)).collect();
+    Ok(NoSlipSolution { velocity, impulses, converged, on_ellipse })
 }
 
 /// One constraint island: its constraints in order, and the scale of its cost's improvement.
@@ -208,8 +218,9 @@ impl<'a> Sweeps<'a> {
     }
 
     /// Sweeps one island's constraints until its cost stops improving; `f` holds the forces
-    /// (updated in place). Returns whether the island stopped on its tolerance.
-    fn run(&self, island: &Island, settings: &NoSlip, f: &mut DVector<f64>) -> bool {
+    /// (updated in place), `on_ellipse` each cone's branch (updated where a move is kept).
+    /// Returns whether the island stopped on its tolerance.
+    fn run(&self, island: &Island, settings: &NoSlip, f: &mut DVector<f64>, on_ellipse: &mut [bool]) -> bool {
         let p = self.problem;
         let (island, scale) = (island.constraints.as_slice(), island.scale);
         let mut sweeps = 0;
@@ -228,7 +239,7 @@ impl<'a> Sweeps<'a> {
             for &c in island {
                 improvement += match p.constraints[c].kind {
                     ConstraintKind::PyramidEdge if self.pair_first[c] => self.pyramid_pair(self.offsets[c], f),
-                    kind if kind.is_cone() => self.ellipse(c, f),
+                    kind if kind.is_cone() => self.ellipse(c, f, &mut on_ellipse[c]),
                     _ => 0.0,
                 };
             }
@@ -280,12 +291,13 @@ impl<'a> Sweeps<'a> {
         let split = if k1 < MIN_VALUE { 0.0 } else { (-k0 / k1).max(-mid).min(mid) };
         f[at] = mid + split;
         f[at + 1] = mid - split;
-        keep_if_better(&a, &res, &old, &mut f.rows_mut(at, 2))
+        keep_if_better(&a, &res, &old, &mut f.rows_mut(at, 2)).unwrap_or(0.0)
     }
 
     /// An elliptic cone's friction under its normal force: its block's minimizer over the
-    /// friction ellipse; returns the cost's decrease.
-    fn ellipse(&self, c: usize, f: &mut DVector<f64>) -> f64 {
+    /// friction ellipse, recording in `on_ellipse` whether it lies on it when the move is kept;
+    /// returns the cost's decrease.
+    fn ellipse(&self, c: usize, f: &mut DVector<f64>, on_ellipse: &mut bool) -> f64 {
         let p = self.problem;
         let (at, dim) = (self.offsets[c], p.constraints[c].kind.dim());
         let n = dim - 1;
@@ -294,13 +306,30 @@ impl<'a> Sweeps<'a> {
         let a = self.block(at + 1, n);
         let bc = &res - &a * &old;
         let normal = f[at];
-        let new = if normal < MIN_VALUE {
-            DVector::zeros(n)
+        let (new, active) = if normal < MIN_VALUE {
+            (DVector::zeros(n), false)
         } else {
             ellipse_minimizer(&a, &bc, &coefficients(p.mu[c], p.twist[c])[..n], normal)
         };
         f.rows_mut(at + 1, n).copy_from(&new);
-        keep_if_better(&a, &res, &old, &mut f.rows_mut(at + 1, n))
+        let kept = keep_if_better(&a, &res, &old, &mut f.rows_mut(at + 1, n));
+        if kept.is_some() {
+            *on_ellipse = active;
+        }
+        kept.unwrap_or(0.0)
+    }
+
+    /// Whether cone `c`'s friction in `f` (forces) lies on its ellipse, to the rounding of the
+    /// soft solve's projection (its starting point, before any move of the pass).
+    fn on_ellipse(&self, c: usize, f: &DVector<f64>) -> bool {
+        let p = self.problem;
+        let kind = p.constraints[c].kind;
+        if !kind.is_cone() || f[self.offsets[c]] < MIN_VALUE {
+            return false;
+        }
+        let (at, mu) = (self.offsets[c], coefficients(p.mu[c], p.twist[c]));
+        let radius: f64 = (0..kind.dim() - 1).map(|i| (f[at + 1 + i] / mu[i]).powi(2)).sum();
+        radius >= f[at] * f[at] * (1.0 - 1e-9)
     }
 }
 
@@ -319,28 +348,28 @@ fn pair_first(constraints: &[Constraint]) -> Vec<bool> {
 
 /// MuJoCo's `costChange`: the cost's decrease from `old` to the block's new impulses `new`
 /// (`a` the block, `res` its residual at `old`); a move that raises the cost by more than 1e-10
-/// is undone.
+/// is undone (`None`).
 fn keep_if_better(
     a: &DMatrix<f64>,
     res: &DVector<f64>,
     old: &DVector<f64>,
     new: &mut nalgebra::DVectorViewMut<'_, f64>,
-) -> f64 {
+) -> Option<f64> {
     let delta = &*new - old;
     let change = 0.5 * delta.dot(&(a * &delta)) + delta.dot(res);
     if change > 1e-10 {
         new.copy_from(old);
-        0.0
+        None
     } else {
-        -change
+        Some(-change)
     }
 }
 
 /// `min ½ xᵀ A x + xᵀ b` over `Σ (x_i/d_i)² ≤ r²`, as MuJoCo's `mju_QCQP`: in scaled
 /// coordinates the ball's multiplier `λ` by Newton on `|x(λ)|² = r²`, twenty steps at most, and a
-/// solution on the boundary put back on it exactly. A block not positive definite (to 1e-10)
-/// gives zero.
-fn ellipse_minimizer(a: &DMatrix<f64>, b: &DVector<f64>, d: &[f64], r: f64) -> DVector<f64> {
+/// solution on the boundary put back on it exactly (and reported: `true`). A block not positive
+/// definite (to 1e-10) gives zero.
+fn ellipse_minimizer(a: &DMatrix<f64>, b: &DVector<f64>, d: &[f64], r: f64) -> (DVector<f64>, bool) {
     let n = b.len();
     let scale = DVector::from_column_slice(d);
     let b = b.component_mul(&scale);
@@ -348,7 +377,7 @@ fn ellipse_minimizer(a: &DMatrix<f64>, b: &DVector<f64>, d: &[f64], r: f64) -> D
     let (mut lambda, mut x) = (0.0, DVector::zeros(n));
     for _ in 0..20 {
         let shifted = &a + DMatrix::identity(n, n) * lambda;
-        let Some(inverse) = definite_inverse(&shifted) else { return DVector::zeros(n) };
+        let Some(inverse) = definite_inverse(&shifted) else { return (DVector::zeros(n), false) };
         x = -(&inverse * &b);
         let excess = x.norm_squared() - r * r;
         if excess < 1e-10 {
@@ -361,10 +390,11 @@ fn ellipse_minimizer(a: &DMatrix<f64>, b: &DVector<f64>, d: &[f64], r: f64) -> D
         }
         lambda += delta;
     }
-    if lambda != 0.0 {
+    let active = lambda != 0.0;
+    if active {
         x *= r / x.norm().max(MIN_VALUE.sqrt());
     }
-    x.component_mul(&scale)
+    (x.component_mul(&scale), active)
 }
 
 /// The inverse of a small symmetric block, `None` unless positive definite as MuJoCo's QCQP
@@ -425,8 +455,9 @@ struct Holds {
 }
 
 impl Holds {
-    /// The holds of lane `lane`, whose impulses at the pass's end are `f`.
-    fn new<S: Scalar>(problem: &ContactProblem<S>, lane: usize, f: &DVector<f64>) -> Holds {
+    /// The holds of lane `lane`, whose pass left `pass`.
+    fn new<S: Scalar>(problem: &ContactProblem<S>, lane: usize, pass: &NoSlipSolution) -> Holds {
+        let f = &pass.impulses;
         let offsets = problem.offsets();
         let h = problem.units.timestep;
         let first = pair_first(&problem.constraints);
@@ -447,7 +478,7 @@ impl Holds {
                     ConstraintKind::PyramidEdge => Hold::Pair((0..2).find(|&k| f[at + k] == 0.0)),
                     kind if kind.is_cone() => {
                         let mu = coefficients(mu, problem.twist[c].map(|x| x.lane(lane)));
-                        Hold::Cone(cone_hold(f, at, kind.dim(), &mu, h))
+                        Hold::Cone(cone_hold(f, at, kind.dim(), &mu, h, pass.on_ellipse[c]))
                     }
                     _ => Hold::Kept,
                 }
@@ -508,17 +539,16 @@ fn coefficients<T: Scalar>(mu: T, [torsion, rolling]: [T; 2]) -> [T; 5] {
     [mu, mu, torsion, rolling, rolling].map(|x| x.max(T::from_f64(MIN_FRICTION)))
 }
 
-/// Where a cone's friction ended, from its impulses at rows `at..at + dim` (`h` the step).
-fn cone_hold(f: &DVector<f64>, at: usize, dim: usize, mu: &[f64; 5], h: f64) -> ConeHold {
-    let normal = f[at];
-    if normal < MIN_VALUE * h {
+/// Where a cone's friction ended, from its impulses at rows `at..at + dim` (`h` the step) and
+/// whether the pass left it on the ellipse.
+fn cone_hold(f: &DVector<f64>, at: usize, dim: usize, mu: &[f64; 5], h: f64, on_ellipse: bool) -> ConeHold {
+    if f[at] < MIN_VALUE * h {
         return ConeHold::Zero;
     }
-    let scaled = |i: usize| f[at + 1 + i] / mu[i];
-    let radius: f64 = (0..dim - 1).map(|i| scaled(i) * scaled(i)).sum();
-    if radius < normal * normal * (1.0 - 1e-9) {
+    if !on_ellipse {
         return ConeHold::Inside;
     }
+    let scaled = |i: usize| f[at + 1 + i] / mu[i];
     let largest = (0..dim - 1).max_by(|&i, &j| (scaled(i) / mu[i]).abs().total_cmp(&(scaled(j) / mu[j]).abs()));
     ConeHold::Boundary(largest.unwrap_or(0))
 }

@@ -24,7 +24,9 @@ pub enum MeshError {
     #[error("mesh file `{path}` has an unknown extension (STL, OBJ and MuJoCo's MSH are read)")]
     Format { path: String },
     /// No convex hull with volume: a geom can neither touch nor weigh by it.
-    #[error("mesh `{path}` has no convex hull with volume (its points lie on one plane): a geom can neither touch nor weigh by it")]
+    #[error(
+        "mesh `{path}` has no convex hull with volume (its points lie on one plane): a geom can neither touch nor weigh by it"
+    )]
     Flat { path: String },
     #[error("mesh `{path}`: {reason}")]
     Inertia { path: String, reason: &'static str },
