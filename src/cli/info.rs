@@ -146,6 +146,7 @@ fn features(model: &Model<f64>) {
         Transmission::Tendon(_) => "tendon",
         Transmission::Site { reference: None, .. } => "site",
         Transmission::Site { reference: Some(_), .. } => "site from refsite",
+        Transmission::SliderCrank { .. } => "slider-crank",
     };
     line("transmissions", counted(model.actuators().iter().map(transmission)));
     let equality = |c: &Coupled| match c {
@@ -226,6 +227,15 @@ fn parts(model: &Model<f64>) {
                     let from = reference.map(|r| format!(" from site {}", site(r))).unwrap_or_default();
                     (format!("site {}{from}", site((body, s))), format!("{:?}", actuator.gear))
                 }
+                Transmission::SliderCrank { crank, slider } => (
+                    format!(
+                        "crank site {} on slider site {}, rod {}",
+                        site(crank),
+                        site(slider),
+                        actuator.crank_length
+                    ),
+                    actuator.gear[0].to_string(),
+                ),
             };
             let act = actuator.act_adr().map(|k| format!("  act {k}")).unwrap_or_default();
             println!("  {:<24} {target}  gear {gear}{act}", display(&actuator.name));

@@ -75,7 +75,47 @@ pub(crate) fn transmission<'a, S: Scalar>(
             let length = site_transmission(model, kin, &actuator.gear, (body, site), reference, row);
             (length, Moment::Row(row))
         }
+        Transmission::SliderCrank { crank, slider } => {
+            let length = slider_crank(model, kin, (crank, slider), actuator.crank_length, row);
+            *row *= gear;
+            (gear * length, Moment::Row(row))
+        }
     }
+}
+
+/// A slider-crank's length and moment row (without the gear), as MuJoCo's: the slider's
+/// position along its site's z axis `a` where a rod of length `r` from the crank site reaches
+/// it, `l = a·v − √((a·v)² + r² − v·v)` with `v` the crank site less the slider site; where the
+/// rod cannot reach the axis (the root's argument not positive), MuJoCo's `l = a·v` and its
+/// slopes. The moment is `∂l/∂v` through the sites' relative Jacobian and `∂l/∂a` through the
+/// axis turning with the slider's body.
+fn slider_crank<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    (crank, slider): ((usize, usize), (usize, usize)),
+    rod: S,
+    row: &mut DVector<S>,
+) -> S {
+    zero_vector(row, model.nv());
+    let (crank_pose, _) = site_frame(model, kin, crank);
+    let (slider_pose, _) = site_frame(model, kin, slider);
+    let axis: Vector3<S> = slider_pose.rot.column(2).into_owned();
+    let v = crank_pose.pos - slider_pose.pos;
+    let av = v.dot(&axis);
+    let det = av * av + rod * rod - v.dot(&v);
+    let reaches = det.greater(S::zero());
+    let root = S::select(reaches, det, S::one()).sqrt();
+    let length = S::select(reaches, av - root, av);
+    // ∂l/∂v and ∂l/∂a; where the rod does not reach, MuJoCo's `v` and `a`.
+    let along = S::one() - av / root;
+    let reached = axis * along + v / root;
+    let by_v = Vector3::from_fn(|i, _| S::select(reaches, reached[i], axis[i]));
+    let by_a = Vector3::from_fn(|i, _| S::select(reaches, v[i] * along, v[i]));
+    let points = [&slider_pose.pos, &crank_pose.pos];
+    add_relative_rows(model, kin, [slider.0, crank.0], Some(points), &[by_v], row.as_mut_slice());
+    // The axis turns with the slider's body: `∂a = ω × a`, so `∂l/∂a · (ω × a) = ω · (a × ∂l/∂a)`.
+    add_relative_rows(model, kin, [0, slider.0], None, &[axis.cross(&by_a)], row.as_mut_slice());
+    length
 }
 
 /// A site's world pose, and its world orientation as a quaternion (the body's times the

@@ -1075,14 +1075,30 @@ impl<'a> Compiler<'a> {
     fn actuator(&self, el: &Element<'_, '_>) -> Result<(ActuatorSpec, [Option<f64>; 2]), MjcfError> {
         el.check_attributes("actuator")?;
         let reference = el.string("refsite");
-        let target = match (el.string("joint"), el.string("jointinparent"), el.string("tendon"), el.string("site")) {
-            (Some(j), None, None, None) => Target::Joint(j),
-            (None, Some(j), None, None) => Target::JointInParent(j),
-            (None, None, Some(t), None) => Target::Tendon(t),
-            (None, None, None, Some(site)) => Target::Site { site, reference: reference.clone() },
-            (None, None, None, None) => return Err(el.invalid("an actuator needs a `joint`, `tendon` or `site`")),
-            _ => return Err(el.invalid("an actuator drives one `joint`, `jointinparent`, `tendon` or `site`")),
-        };
+        let crank = el.string("cranksite");
+        let target =
+            match (el.string("joint"), el.string("jointinparent"), el.string("tendon"), el.string("site"), crank) {
+                (Some(j), None, None, None, None) => Target::Joint(j),
+                (None, Some(j), None, None, None) => Target::JointInParent(j),
+                (None, None, Some(t), None, None) => Target::Tendon(t),
+                (None, None, None, Some(site), None) => Target::Site { site, reference: reference.clone() },
+                (None, None, None, None, Some(crank)) => {
+                    let slider =
+                        el.string("slidersite").ok_or_else(|| el.invalid("a slider-crank needs a `slidersite`"))?;
+                    Target::SliderCrank { crank, slider, length: el.number_or("cranklength", 0.0)? }
+                }
+                (None, None, None, None, None) => {
+                    return Err(el.invalid("an actuator needs a `joint`, `tendon`, `site` or `cranksite`"));
+                }
+                _ => {
+                    return Err(
+                        el.invalid("an actuator drives one `joint`, `jointinparent`, `tendon`, `site` or `cranksite`")
+                    );
+                }
+            };
+        if el.has("slidersite") && !matches!(target, Target::SliderCrank { .. }) {
+            return Err(el.invalid("`slidersite` goes with a `cranksite`"));
+        }
         if reference.is_some() && !matches!(target, Target::Site { .. }) {
             return Err(el.invalid("`refsite` goes with a `site` transmission"));
         }
@@ -1090,7 +1106,7 @@ impl<'a> Compiler<'a> {
             Target::Joint(name) | Target::JointInParent(name) => Some(("joint", name)),
             Target::Tendon(name) => Some(("tendon", name)),
             // Sites are found by the model builder, which names a missing one.
-            Target::Site { .. } => None,
+            Target::Site { .. } | Target::SliderCrank { .. } => None,
         };
         if let Some((kind, name)) = name.filter(|(kind, name)| !self.places.contains_key(&(*kind, (*name).clone()))) {
             return Err(el.invalid(format!("no {kind} named `{name}`")));
@@ -1190,7 +1206,9 @@ impl<'a> Compiler<'a> {
                 return Err(el.invalid("inheritrange can only be used with joint and tendon transmission"));
             }
             Target::Tendon(name) => (name, "tendon"),
-            Target::Site { .. } => return Err(el.invalid("inheritrange needs a joint or tendon transmission")),
+            Target::Site { .. } | Target::SliderCrank { .. } => {
+                return Err(el.invalid("inheritrange needs a joint or tendon transmission"));
+            }
         };
         let &([lo, hi], scalar) = self
             .target_ranges

@@ -128,7 +128,7 @@ fn limit(model: &Model<f64>, index: usize) -> Option<[f64; 2]> {
     match model.actuators()[index].transmission() {
         Transmission::Joint(j) | Transmission::JointInParent(j) => model.joints()[j].range,
         Transmission::Tendon(t) => model.tendons()[t].range,
-        Transmission::Site { .. } => None,
+        Transmission::Site { .. } | Transmission::SliderCrank { .. } => None,
     }
 }
 

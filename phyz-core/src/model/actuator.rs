@@ -18,6 +18,10 @@ pub enum Transmission {
     /// `refsite`), the site's translation and rotation relative to the reference site's frame,
     /// along the gear.
     Site { body: usize, site: usize, reference: Option<(usize, usize)> },
+    /// MuJoCo's slider-crank: a rod of [`Actuator::crank_length`] from the crank site (body,
+    /// site) to a slider that moves along the slider site's z axis; the length is the slider's
+    /// position along that axis.
+    SliderCrank { crank: (usize, usize), slider: (usize, usize) },
 }
 
 /// How an actuator's activation evolves (MuJoCo's `dyntype`). An actuator with dynamics has one
@@ -157,6 +161,8 @@ pub struct Actuator<S> {
     /// The range of the actuator's length `l` (MuJoCo's `lengthrange`): a muscle's lengths
     /// are normalized by it.
     pub length_range: [S; 2],
+    /// A slider-crank's rod length (MuJoCo's `cranklength`; zero for other transmissions).
+    pub crank_length: S,
     /// Controls outside this range are clamped to it.
     pub ctrl_range: Option<[S; 2]>,
     /// Forces outside this range are clamped to it.
@@ -196,6 +202,7 @@ impl<S: Scalar> Actuator<S> {
             gain: self.gain.map(&mut *f),
             bias: self.bias.map(&mut *f),
             length_range: self.length_range.map(&mut *f),
+            crank_length: f(self.crank_length),
             ctrl_range: self.ctrl_range.map(|r| r.map(&mut *f)),
             force_range: self.force_range.map(|r| r.map(&mut *f)),
             dynamics: self.dynamics.map(f),

@@ -132,7 +132,7 @@ impl BodySpec {
 }
 
 /// What an actuator to add drives, by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Target {
     Joint(String),
     /// A ball or free joint by name, its gear's torque in the parent's frame (MuJoCo's
@@ -143,6 +143,12 @@ pub enum Target {
     Site {
         site: String,
         reference: Option<String>,
+    },
+    /// MuJoCo's slider-crank: the crank site, the slider site and the rod's length.
+    SliderCrank {
+        crank: String,
+        slider: String,
+        length: f64,
     },
 }
 
@@ -1007,6 +1013,19 @@ fn compile_actuator(
         Target::Tendon(name) => Transmission::Tendon(
             tendons.iter().position(|t| &t.name == name).ok_or_else(|| invalid(format!("no tendon named `{name}`")))?,
         ),
+        Target::SliderCrank { crank, slider, length } => {
+            let find = |name: &String| {
+                super::body::find_site(bodies, name).ok_or_else(|| invalid(format!("no single site named `{name}`")))
+            };
+            if length.is_nan() || *length <= 0.0 || length.is_infinite() {
+                return Err(invalid("a slider-crank's rod length must be positive".into()));
+            }
+            Transmission::SliderCrank { crank: find(crank)?, slider: find(slider)? }
+        }
+    };
+    let crank_length = match &spec.target {
+        Target::SliderCrank { length, .. } => *length,
+        _ => 0.0,
     };
     let dynamics = match spec.dynamics {
         Dynamics::Filter { time_constant, .. } => vec![time_constant],
@@ -1051,6 +1070,7 @@ fn compile_actuator(
         gain: spec.gain,
         bias: spec.bias,
         length_range: spec.length_range,
+        crank_length,
         ctrl_range: spec.ctrl_range,
         force_range: spec.force_range,
         dynamics: spec.dynamics,
