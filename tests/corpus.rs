@@ -305,10 +305,8 @@ fn inertia_discrepancy(model: &Model<f64>, path: &Path) -> Result<f64, String> {
         let v: Vec<f64> = fields[1..].iter().map(|f| f.parse().expect("number")).collect();
         let rel = |err: f64, scale: f64| if err == 0.0 { 0.0 } else { err / scale.max(1e-300) };
         worst = worst.max(rel((body.mass - v[0]).abs(), v[0].abs()));
-        if v[0] > 0.0 {
-            let com_err = (body.com - Vector3::new(v[1], v[2], v[3])).amax();
-            worst = worst.max(com_err / (1.0 + body.com.amax()));
-        }
+        let com_err = (body.com - Vector3::new(v[1], v[2], v[3])).amax();
+        worst = worst.max(com_err / (1.0 + body.com.amax()));
         let tensor = |q: &Quat<f64>, d: &Vector3<f64>| {
             let r = q.to_rotation_matrix();
             r * Matrix3::from_diagonal(d) * r.transpose()

@@ -83,10 +83,9 @@ fn inertia_discrepancy(name: &str, model: &Model<f64>, tol: f64) -> f64 {
         assert_eq!(fields[0], body.name, "{name}: body order");
         let scale = v[0].max(1e-300);
         assert!((body.mass - v[0]).abs() <= tol * scale, "{name}/{}: mass {} vs {}", body.name, body.mass, v[0]);
-        // A massless body's centre of mass means nothing (MuJoCo reports some at its
-        // parent's frame, some at zero).
+        // (A massless body's inertial frame is its own placement, as MuJoCo's compiler sets it.)
         let com_err = (body.com - nalgebra::Vector3::new(v[1], v[2], v[3])).amax();
-        let com_ok = v[0] == 0.0 || com_err <= tol * (1.0 + body.com.amax());
+        let com_ok = com_err <= tol * (1.0 + body.com.amax());
         assert!(com_ok, "{name}/{}: com off by {com_err:e}", body.name);
         let tensor = |q: &Quat<f64>, d: &nalgebra::Vector3<f64>| {
             let r = q.to_rotation_matrix();

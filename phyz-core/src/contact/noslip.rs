@@ -80,7 +80,7 @@ pub fn pass<S: Scalar>(
         let y = response(&problem.joint, lanes)?;
         let data = Data::new(problem, y, DVector::zeros(m), held);
         for (lane, solution) in solutions.iter().enumerate() {
-            let Some(pass) = &solution.noslip else { continue };
+            let pass = solution.noslip.as_ref().ok_or(ContactError::Replay("a lane without its no-slip pass"))?;
             let conditions = Holds::new(problem, lane, pass);
             implicit_impulses(&conditions, &data, solution.final_impulses(), &mut f, lane)?;
         }
@@ -478,7 +478,8 @@ impl Holds {
                     ConstraintKind::PyramidEdge => Hold::Pair((0..2).find(|&k| f[at + k] == 0.0)),
                     kind if kind.is_cone() => {
                         let mu = coefficients(mu, problem.twist[c].map(|x| x.lane(lane)));
-                        Hold::Cone(cone_hold(f, at, kind.dim(), &mu, h, pass.on_ellipse[c]))
+                        let on_ellipse = pass.on_ellipse.get(c).copied().unwrap_or(false);
+                        Hold::Cone(cone_hold(f, at, kind.dim(), &mu, h, on_ellipse))
                     }
                     _ => Hold::Kept,
                 }

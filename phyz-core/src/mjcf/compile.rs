@@ -493,12 +493,26 @@ impl<'a> Compiler<'a> {
         for placed in contents {
             self.body_content(placed, from_geoms, &mut spec, &mut parts)?;
         }
-        let (mass, com, inertia) = if from_geoms {
-            combine(&parts.geoms)
-        } else {
-            parts.inertial.map_or((0.0, Vector3::zeros(), Matrix3::zeros()), |part| combine(&[part]))
+        // Nothing gives the body inertia: MuJoCo's compiler then takes its own placement, as
+        // written (before any frame), as its inertial frame, where its weight and its `body`
+        // sensors are read.
+        // An `<inertial>` without mass keeps its frame and inertia, as in MuJoCo.
+        let undefined = parts.inertial.is_none() && (!from_geoms || parts.geoms.is_empty());
+        let (mass, com, inertia) = match (from_geoms, &parts.inertial) {
+            (true, _) => combine(&parts.geoms),
+            (false, Some(part)) if part.mass == 0.0 => {
+                let r = part.quat.to_rotation_matrix();
+                (0.0, part.pos, r * Matrix3::from_diagonal(&part.inertia) * r.transpose())
+            }
+            (false, Some(part)) => combine(std::slice::from_ref(part)),
+            (false, None) => (0.0, Vector3::zeros(), Matrix3::zeros()),
         };
-        (spec.mass, spec.com, spec.inertia) = (mass, com, inertia);
+        let massless_frame = match &parts.inertial {
+            Some(part) if !from_geoms && part.mass == 0.0 && part.inertia == Vector3::zeros() => Some(part.quat),
+            _ => None,
+        };
+        (spec.mass, spec.com, spec.inertia) = (mass, if undefined { pos } else { com }, inertia);
+        spec.inertia_axes = if undefined { Some(quat) } else { massless_frame };
         let free = matches!(spec.joints.as_slice(), [joint] if joint.kind == JointKind::Free);
         if free && parts.bodies.is_empty() && parts.align.unwrap_or(self.settings.align_free) {
             let axes = match from_geoms {

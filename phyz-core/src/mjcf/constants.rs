@@ -90,7 +90,8 @@ fn at_reference(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), Strin
             let unit = DVector::from_fn(model.nv(), |k, _| if k == i { 1.0 } else { 0.0 });
             factor.solve(&unit)[i]
         });
-        spring_dampers(model, springs, &inverse_diagonal);
+        let simple = crate::sim::simple_bodies(model);
+        spring_dampers(model, springs, &inverse_diagonal, &simple);
     }
     Ok(())
 }
@@ -163,11 +164,16 @@ fn scale_muscles(
 /// Each spring-damper's joint gets stiffness `I / (τ ζ)²` and damping `2 I / τ`, `I` the
 /// joint's inertia at the reference configuration (its degrees of freedom's count over the
 /// sum of their diagonal entries of `M⁻¹`; a free joint's translational and rotational entries
-/// each averaged first, as MuJoCo's `dof_invweight0`).
-fn spring_dampers(model: &mut Model<f64>, springs: &[SpringDamper], inverse_diagonal: &DVector<f64>) {
+/// each averaged first, as MuJoCo's `dof_invweight0`; a `simple` body's mass, as there).
+fn spring_dampers(model: &mut Model<f64>, springs: &[SpringDamper], inverse_diagonal: &DVector<f64>, simple: &[bool]) {
     for spring in springs {
         let joint = &model.joints()[spring.joint];
         let (adr, kind) = (joint.dof_adr(), joint.kind());
+        let body = joint.body();
+        let inverse_diagonal = &DVector::from_fn(inverse_diagonal.len(), |k, _| {
+            let own = k >= adr && k < adr + kind.nv();
+            if own && simple[body] { 1.0 / model.bodies()[body].mass } else { inverse_diagonal[k] }
+        });
         let weights = |from: usize, n: usize| (from..from + n).map(|k| inverse_diagonal[k]).sum::<f64>() / n as f64;
         let per_dof: Vec<f64> = match kind {
             JointKind::Free => {

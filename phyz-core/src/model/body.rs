@@ -57,7 +57,8 @@ pub struct Body<S> {
     /// Orientation of the body frame in the parent body's frame, a unit quaternion.
     pub quat: Quat<S>,
     pub mass: S,
-    /// Centre of mass in the body frame (MuJoCo's `ipos`).
+    /// Centre of mass in the body frame (MuJoCo's `ipos`; for a body nothing gives inertia,
+    /// MuJoCo's compiler puts it at the body's own placement, as written).
     pub com: Vector3<S>,
     /// Orientation of the principal axes of inertia in the body frame (MuJoCo's `iquat`).
     pub inertia_axes: Quat<S>,

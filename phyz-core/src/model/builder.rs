@@ -100,6 +100,9 @@ pub struct BodySpec {
     pub com: Vector3<f64>,
     /// Rotational inertia about the centre of mass, in body-frame axes.
     pub inertia: Matrix3<f64>,
+    /// The inertial frame's axes where they are not the inertia's principal axes (MuJoCo's
+    /// compiler gives a body without any inertia its own placement: see `mjcf`); `None`: those.
+    pub inertia_axes: Option<Quat<f64>>,
     /// Joints connecting the body to its parent, applied in order; empty welds the body.
     pub joints: Vec<JointSpec>,
     pub geoms: Vec<Geom<f64>>,
@@ -122,6 +125,7 @@ impl BodySpec {
             mass: 0.0,
             com: Vector3::zeros(),
             inertia: Matrix3::zeros(),
+            inertia_axes: None,
             joints: Vec::new(),
             geoms: Vec::new(),
             sites: Vec::new(),
@@ -411,11 +415,8 @@ impl ModelBuilder {
                     reason: format!("body `{}` has a non-finite position", spec.name),
                 });
             }
-            let (inertia_axes, inertia) = principal_axes(&spec.inertia);
-            // MuJoCo's compiler gives a body without mass its placement in its parent as its
-            // inertial frame (read in its own frame): the point its weight and its `body`
-            // sensors are taken at.
-            let (com, inertia_axes) = if spec.mass == 0.0 { (spec.pos, quat) } else { (spec.com, inertia_axes) };
+            let (axes, inertia) = principal_axes(&spec.inertia);
+            let inertia_axes = spec.inertia_axes.map_or(axes, |q| q.normalize());
             bodies.push(Body {
                 name: spec.name,
                 parent,
@@ -424,7 +425,7 @@ impl ModelBuilder {
                 pos: spec.pos,
                 quat,
                 mass: spec.mass,
-                com,
+                com: spec.com,
                 inertia_axes,
                 inertia,
                 gravcomp: spec.gravcomp,

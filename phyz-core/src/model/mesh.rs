@@ -145,7 +145,10 @@ impl ConvexHull {
         }
         // The mass properties first, from the faces (the hull's for `convex`): a mesh MuJoCo
         // cannot weigh is an error of its own; one without a hull only where a geom needs it.
-        let faces = if options.inertia == MeshInertia::Convex { hull.as_ref().ok_or_else(flat)? } else { &mesh };
+        // (Weighed by its hull, a flat mesh cannot be weighed: MuJoCo's "coplanar vertices".)
+        let no_hull =
+            || MeshError::Inertia { path: shown.clone(), reason: "its vertices are coplanar: no hull to weigh" };
+        let faces = if options.inertia == MeshInertia::Convex { hull.as_ref().ok_or_else(no_hull)? } else { &mesh };
         let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
         let hull = hull.ok_or_else(flat)?;

@@ -14,6 +14,7 @@ mod loads;
 mod sensors;
 mod ties;
 mod weights;
+pub(crate) use weights::simple_bodies;
 mod workspace;
 mod wrench;
 

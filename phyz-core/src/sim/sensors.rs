@@ -289,10 +289,12 @@ impl<S: Scalar> Reading<'_, S> {
             moment += x * part.mass;
             momentum += v * part.mass;
         }
-        let (own_x, own_v) = com(body);
+        let (own_x, _) = com(body);
         let heavy = mass.greater(S::from_f64(1e-15));
         let mass = S::select(heavy, mass, S::one());
         let pick = |own: Vector3<S>, sum: Vector3<S>| own.zip_map(&(sum / mass), |o, c| S::select(heavy, c, o));
-        (pick(own_x, moment), pick(own_v, momentum))
+        // A massless subtree sits at its body's centre and, as MuJoCo's momentum over its
+        // (floored) mass, does not move.
+        (pick(own_x, moment), pick(Vector3::zeros(), momentum))
     }
 }

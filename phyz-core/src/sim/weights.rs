@@ -50,6 +50,7 @@ impl<S: Scalar> InverseWeights<S> {
         let mean_inertia =
             mass.diagonal().iter().fold(S::zero(), |a, &b| a + b) / S::from_f64(model.nv().max(1) as f64);
         let factor = MassFactor::new(model, &mass)?;
+        let simple = simple_bodies(model);
         let weight = |jac: &DMatrix<S>| {
             let rows = jac.nrows();
             let sum = (0..rows)
@@ -62,7 +63,7 @@ impl<S: Scalar> InverseWeights<S> {
                 if b == 0 {
                     return (S::zero(), S::zero());
                 }
-                if simple(model, b) {
+                if simple[b] {
                     return (S::one() / model.bodies()[b].mass, S::zero());
                 }
                 let pose = kin.body_pose(model, b);
@@ -90,7 +91,7 @@ impl<S: Scalar> InverseWeights<S> {
             };
             for &(start, count) in groups {
                 let dofs = first + start..first + start + count;
-                let weight = if simple(model, joint.body()) {
+                let weight = if simple[joint.body()] {
                     S::one() / model.bodies()[joint.body()].mass
                 } else {
                     dofs.clone().map(diagonal).fold(S::zero(), |a, b| a + b) / S::from_f64(dofs.len() as f64)
@@ -162,26 +163,36 @@ impl InverseWeights<f64> {
     }
 }
 
-/// MuJoCo's "simple" bodies that only slide (its `body_simple == 2`) use their mass alone (no
-/// armature), for the body and for its degrees of freedom: a leaf body whose inertial frame is
-/// its own, hanging from the world or from a static child of it, moved only by slides at its
-/// origin along one of its axes.
-fn simple<S: Scalar>(model: &Model<S>, b: usize) -> bool {
+/// Per body, whether it is one of MuJoCo's "simple" bodies that only slide (its
+/// `body_simple == 2`), which use their mass alone (no armature), for the body and for its
+/// degrees of freedom: a leaf whose inertial frame is its own (to MuJoCo's 1e-6), hanging from
+/// the world or from a static child of it, moved only by slides at its origin along one of its
+/// axes. (MuJoCo reads its own inertial axes, which for a diagonal inertia off the body's axes
+/// — a turned cylinder — are not phyz's principal ones: such a body is simple here only.)
+pub(crate) fn simple_bodies<S: Scalar>(model: &Model<S>) -> Vec<bool> {
+    const FRAME_EPS: f64 = 1e-6;
     let bodies = model.bodies();
-    let body = &bodies[b];
-    let identity = body.inertia_axes.w.lane(0) == 1.0
-        && [body.inertia_axes.x, body.inertia_axes.y, body.inertia_axes.z].iter().all(|x| x.lane(0) == 0.0);
-    let own_frame = body.com.iter().all(|x| x.lane(0) == 0.0) && identity;
-    let parent = body.parent();
-    let placed = parent == 0 || (bodies[parent].parent() == 0 && bodies[parent].joints().is_empty());
-    let leaf = !bodies.iter().skip(1).any(|child| child.parent() == b);
-    let along_an_axis = |j: usize| {
-        let joint = &model.joints()[j];
-        let components = joint.axis.iter().filter(|a| a.lane(0).abs() > 1e-14).count();
-        joint.kind() == JointKind::Slide && components == 1 && joint.pos.iter().all(|x| x.lane(0) == 0.0)
-    };
-    let slides = !body.joints().is_empty() && body.joints().all(along_an_axis);
-    own_frame && placed && leaf && slides && body.mass.lane(0) > 0.0
+    let mut parent_of_another = vec![false; bodies.len()];
+    bodies.iter().skip(1).for_each(|b| parent_of_another[b.parent()] = true);
+    let small = |x: &S| x.lane(0).abs() <= FRAME_EPS;
+    (0..bodies.len())
+        .map(|b| {
+            let body = &bodies[b];
+            let axes = &body.inertia_axes;
+            let identity =
+                (axes.w.lane(0).abs() - 1.0).abs() <= FRAME_EPS && [axes.x, axes.y, axes.z].iter().all(small);
+            let own_frame = body.com.iter().all(small) && identity;
+            let parent = body.parent();
+            let placed = b > 0 && (parent == 0 || (bodies[parent].parent() == 0 && bodies[parent].joints().is_empty()));
+            let along_an_axis = |j: usize| {
+                let joint = &model.joints()[j];
+                let components = joint.axis.iter().filter(|a| a.lane(0).abs() > 1e-14).count();
+                joint.kind() == JointKind::Slide && components == 1 && joint.pos.iter().all(small)
+            };
+            let slides = !body.joints().is_empty() && body.joints().all(along_an_axis);
+            own_frame && placed && !parent_of_another[b] && slides && body.mass.lane(0) > 0.0
+        })
+        .collect()
 }
 
 /// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
