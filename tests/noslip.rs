@@ -18,6 +18,9 @@ use phyz::sim::{ContactState, step_with};
 /// derivative tests state it.
 const JACOBIAN_TOL: f64 = 1e-6;
 
+/// The `noslip_*` scenes' launch (`tools/mujoco_constraint_reference.py`'s `NOSLIP_LAUNCH`).
+const SCENE_LAUNCH: [f64; 20] = [1.2, 0.2, 0.0, 0.0, 0.0, 1.5, 0.8, -0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0, 3.0, 0.8];
+
 fn scene(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/reference/contact/{name}.xml"));
     std::fs::read_to_string(path).expect("scene")
@@ -109,8 +112,7 @@ fn a_replayed_step_through_the_pass_is_the_step() {
     let model = mjcf::parse(&scene("noslip_pyramidal"), "noslip_pyramidal.xml").expect("loads");
     let mut contact = ContactState::new(config);
     let mut state = model.default_state();
-    let launch = [1.2, 0.2, 0.0, 0.0, 0.0, 1.5, 0.8, -0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0, 3.0, 0.8];
-    state.qvel.copy_from_slice(&launch);
+    state.qvel.copy_from_slice(&SCENE_LAUNCH);
     for _ in 0..120 {
         state = step_with(&model, &state, &[], &mut contact).expect("steps").0;
     }

@@ -170,18 +170,15 @@ fn spring_dampers(model: &mut Model<f64>, springs: &[SpringDamper], inverse_diag
         let joint = &model.joints()[spring.joint];
         let (adr, kind) = (joint.dof_adr(), joint.kind());
         let body = joint.body();
-        let inverse_diagonal = &DVector::from_fn(inverse_diagonal.len(), |k, _| {
-            let own = k >= adr && k < adr + kind.nv();
-            if own && simple[body] { 1.0 / model.bodies()[body].mass } else { inverse_diagonal[k] }
-        });
-        let weights = |from: usize, n: usize| (from..from + n).map(|k| inverse_diagonal[k]).sum::<f64>() / n as f64;
+        let weight = |k: usize| if simple[body] { 1.0 / model.bodies()[body].mass } else { inverse_diagonal[k] };
+        let weights = |from: usize, n: usize| (from..from + n).map(weight).sum::<f64>() / n as f64;
         let per_dof: Vec<f64> = match kind {
             JointKind::Free => {
                 let (translation, rotation) = (weights(adr, 3), weights(adr + 3, 3));
                 vec![translation, translation, translation, rotation, rotation, rotation]
             }
             JointKind::Ball => vec![weights(adr, 3); 3],
-            JointKind::Hinge | JointKind::Slide => vec![inverse_diagonal[adr]],
+            JointKind::Hinge | JointKind::Slide => vec![weight(adr)],
         };
         let inertia = per_dof.len() as f64 / per_dof.iter().sum::<f64>().max(MIN_VALUE);
         let (tau, zeta) = (spring.time_constant, spring.damping_ratio);

@@ -990,6 +990,7 @@ fn compile_actuator(
     tendons: &[Tendon<f64>],
 ) -> Result<Actuator<f64>, ModelError> {
     let invalid = |reason: String| ModelError::InvalidActuator { actuator: spec.name.clone(), reason };
+    let mut crank_length = 0.0;
     let transmission = match &spec.target {
         Target::Joint(name) => Transmission::Joint(
             joints.iter().position(|j| &j.name == name).ok_or_else(|| invalid(format!("no joint named `{name}`")))?,
@@ -1021,12 +1022,9 @@ fn compile_actuator(
             if length.is_nan() || *length <= 0.0 || length.is_infinite() {
                 return Err(invalid("a slider-crank's rod length must be positive".into()));
             }
+            crank_length = *length;
             Transmission::SliderCrank { crank: find(crank)?, slider: find(slider)? }
         }
-    };
-    let crank_length = match &spec.target {
-        Target::SliderCrank { length, .. } => *length,
-        _ => 0.0,
     };
     let dynamics = match spec.dynamics {
         Dynamics::Filter { time_constant, .. } => vec![time_constant],

@@ -52,6 +52,9 @@ pub struct Tree {
     /// For each degree of freedom, the closest ancestor degree of freedom (the sparsity of the
     /// mass matrix, as MuJoCo's `dof_parentid`).
     pub dof_parent: Vec<Option<usize>>,
+    /// For each degree of freedom, the first one of its kinematic tree (MuJoCo's
+    /// `dof_treeid`, named by the tree's root degree of freedom): constraint islands join trees.
+    pub dof_root: Vec<usize>,
     /// The link each degree of freedom belongs to.
     pub dof_link: Vec<usize>,
 }
@@ -125,6 +128,14 @@ impl Tree {
             }
             body_link[b] = parent;
         }
-        Tree { links, body_link, dof_parent, dof_link }
+        let dof_root = (0..dof_parent.len())
+            .map(|mut dof| {
+                while let Some(parent) = dof_parent[dof] {
+                    dof = parent;
+                }
+                dof
+            })
+            .collect();
+        Tree { links, body_link, dof_parent, dof_root, dof_link }
     }
 }

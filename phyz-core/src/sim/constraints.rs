@@ -406,20 +406,6 @@ fn assemble<S: Scalar>(
     Ok(())
 }
 
-/// Each degree of freedom's kinematic tree, named by its root degree of freedom (MuJoCo's
-/// `dof_treeid`, which bounds the constraint islands).
-fn dof_trees<S: Scalar>(model: &Model<S>) -> Vec<usize> {
-    let parents = &model.tree().dof_parent;
-    (0..parents.len())
-        .map(|mut dof| {
-            while let Some(parent) = parents[dof] {
-                dof = parent;
-            }
-            dof
-        })
-        .collect()
-}
-
 /// The gathered constraints' Jacobian, one row per constraint row, written into `jacobian`.
 fn jacobian_into<S: Scalar>(gather: &Gather<S>, nv: usize, jacobian: &mut DMatrix<S>) {
     zero_matrix(jacobian, gather.row_count(), nv);
@@ -640,8 +626,8 @@ fn constrained_acceleration<S: Scalar>(
     let noslip = model.contact.noslip;
     let slipless = noslip.iterations > 0 && config.mujoco_compat;
     if slipless {
-        let trees = dof_trees(model);
-        noslip::pass(problem, &noslip, &trees, config.method, solutions, velocity, noslip_impulses)?;
+        let trees = &model.tree().dof_root;
+        noslip::pass(problem, &noslip, trees, config.method, solutions, velocity, noslip_impulses)?;
     } else {
         // A replayed log may carry a pass this solve does not run.
         solutions.iter_mut().for_each(|s| s.noslip = None);
