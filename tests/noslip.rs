@@ -19,7 +19,8 @@ use phyz::sim::{ContactState, step_with};
 const JACOBIAN_TOL: f64 = 1e-6;
 
 /// The `noslip_*` scenes' launch (`tools/mujoco_constraint_reference.py`'s `NOSLIP_LAUNCH`).
-const SCENE_LAUNCH: [f64; 20] = [1.2, 0.2, 0.0, 0.0, 0.0, 1.5, 0.8, -0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0, 3.0, 0.8];
+const SCENE_LAUNCH: [f64; 20] =
+    [1.2, 0.2, 0.0, 0.0, 0.0, 1.5, 0.8, -0.6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0, 3.0, 0.8];
 
 fn scene(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/reference/contact/{name}.xml"));

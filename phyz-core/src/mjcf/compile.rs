@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
+use super::actuator_record::Record;
 use super::align;
 use super::constants::{self, Deferred, SpringDamper};
 use super::defaults::{Defaults, MAIN};
@@ -14,7 +15,6 @@ use super::error::{Location, MjcfError, MjcfErrorKind};
 use super::frame::{AngleSettings, Placement, orientation, z_to};
 use super::length_range;
 use super::mass::{Part, combine, geom_mass};
-use super::muscle;
 use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::hfield;
@@ -846,7 +846,7 @@ impl<'a> Compiler<'a> {
             "type",
             &["plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf"],
         )?;
-        let size = el.numbers("size")?.unwrap_or_default();
+        let size = el.prefix_numbers("size")?.unwrap_or_default();
         let fromto = el.array::<6>("fromto")?;
         let segment = fromto.map(|[a, b, c, d, e, f]| (Vector3::new(a, b, c), Vector3::new(d, e, f)));
         let dim = |k: usize| -> Result<f64, MjcfError> {
@@ -1067,13 +1067,13 @@ impl<'a> Compiler<'a> {
     fn actuators(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         for child in self.parsed.children(at) {
             let el = self.defaults.element(child, MAIN)?;
-            let class = child.node.attribute("class").unwrap_or(MAIN);
-            if self.defaults.mixed_actuator_shape(class, el.tag()) {
-                let what =
-                    format!("a <{}> whose class `{class}` shaped its default actuator as another kind", el.tag());
-                return Err(el.unsupported(what));
+            let mut records = self.defaults.actuators(child.node.attribute("class").unwrap_or(MAIN));
+            let (record, ancestors) = records.split_first_mut().expect("a class has its own record");
+            record.apply(&el, ancestors)?;
+            if el.tag() == "adhesion" {
+                return Err(el.unsupported("<adhesion> actuators"));
             }
-            let (spec, scales) = self.actuator(&el)?;
+            let (spec, scales) = self.actuator(&el, record)?;
             if scales.iter().any(Option::is_some) {
                 self.deferred.muscle_scales.push((self.actuator_count, scales));
             }
@@ -1084,9 +1084,9 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    /// An actuator element, and the scales of its muscle terms whose peak forces the constants
-    /// resolve (gain, bias).
-    fn actuator(&self, el: &Element<'_, '_>) -> Result<(ActuatorSpec, [Option<f64>; 2]), MjcfError> {
+    /// An actuator element shaped as `record` (its class's record, rewritten by it), and the
+    /// scales of its muscle terms whose peak forces the constants resolve (gain, bias).
+    fn actuator(&self, el: &Element<'_, '_>, record: &Record) -> Result<(ActuatorSpec, [Option<f64>; 2]), MjcfError> {
         el.check_attributes("actuator")?;
         let reference = el.string("refsite");
         let crank = el.string("cranksite");
@@ -1129,15 +1129,17 @@ impl<'a> Compiler<'a> {
         spec.target = target;
         spec.gear = el.padded("gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
         let autolimits = self.settings.autolimits;
-        spec.ctrl_range = match el.tag() {
-            // MuJoCo's damper is always control-limited.
-            "damper" => el.array::<2>("ctrlrange")?,
-            _ => el.limits("ctrllimited", "ctrlrange", autolimits, true)?,
+        let written = |range: [f64; 2]| (range != [0.0; 2]).then_some(range);
+        spec.ctrl_range = if record.ctrl_limited {
+            // A damper's control is limited whatever `ctrllimited` said before it.
+            Some(record.ctrl_range)
+        } else {
+            el.limits_of("ctrllimited", "ctrlrange", written(record.ctrl_range), autolimits)?
         };
         spec.force_range = el.limits("forcelimited", "forcerange", autolimits, true)?;
-        spec.act_range = el.limits("actlimited", "actrange", autolimits, true)?;
+        spec.act_range = el.limits_of("actlimited", "actrange", written(record.act_range), autolimits)?;
         spec.act_early = el.boolean("actearly")?.unwrap_or(false);
-        spec.dynamics = actuator_dynamics(el)?;
+        spec.dynamics = record.dynamics(el)?;
         let stateful = spec.dynamics != Dynamics::None;
         match el.integer("actdim")? {
             None | Some(-1) => {}
@@ -1150,44 +1152,27 @@ impl<'a> Compiler<'a> {
             }
         }
         let mut scales = [None; 2];
-        (spec.gain, spec.bias) = match el.tag() {
-            "motor" => (Term::Affine([1.0, 0.0, 0.0]), Term::Affine([0.0; 3])),
-            "position" | "intvelocity" => {
-                let kp = el.number_or("kp", 1.0)?;
-                (Term::Affine([kp, 0.0, 0.0]), Term::Affine([0.0, -kp, servo_damping(el)?]))
-            }
-            "velocity" => {
-                let kv = el.number_or("kv", 1.0)?;
-                (Term::Affine([kv, 0.0, 0.0]), Term::Affine([0.0, 0.0, -kv]))
-            }
-            "damper" => {
-                let kv = el.number_or("kv", 0.0)?;
-                match spec.ctrl_range {
-                    Some([lo, hi]) if kv >= 0.0 && lo >= 0.0 && hi >= 0.0 => {
-                        (Term::Affine([0.0, 0.0, -kv]), Term::Affine([0.0; 3]))
-                    }
-                    Some(_) => return Err(el.invalid("a damper needs kv >= 0 and a non-negative ctrlrange")),
-                    None => return Err(el.invalid("a damper needs a ctrlrange")),
-                }
-            }
-            "cylinder" => {
-                let area = match el.number("diameter")? {
-                    Some(d) if d >= 0.0 => std::f64::consts::FRAC_PI_4 * d * d,
-                    _ => el.number_or("area", 1.0)?,
-                };
-                (Term::Affine([area, 0.0, 0.0]), Term::Affine(el.padded("bias", [0.0; 3])?))
-            }
-            "muscle" => {
-                let (term, scale) = muscle::shortcut(el)?;
-                scales = [scale; 2];
-                (Term::Muscle(term), Term::Muscle(term))
-            }
-            "general" => general_terms(el, &mut scales)?,
-            other => return Err(el.unsupported(format!("<{other}> actuators"))),
-        };
+        (spec.gain, spec.bias) = record.terms(el, &mut scales)?;
         spec.length_range = el.array::<2>("lengthrange")?.unwrap_or([0.0; 2]);
-        if let Some(factor) = el.number("inheritrange")?.filter(|f| *f > 0.0) {
-            self.inherit_range(el, &mut spec, factor)?;
+        if record.inherit_range > 0.0 && record.servo_shaped() {
+            self.inherit_range(el, &mut spec, record)?;
+        }
+        if let (Term::Affine([_, minus_kp, ratio]), kp) = (spec.bias, spec.gain.first_number())
+            && kp == -minus_kp
+            && ratio > 0.0
+            && kp < 0.0
+        {
+            return Err(
+                el.invalid("a damping ratio on a servo with a negative gain (MuJoCo's damping is not a number)")
+            );
+        }
+        for (name, range) in [("ctrlrange", spec.ctrl_range), ("actrange", spec.act_range)] {
+            if let Some([lo, hi]) = range.filter(|[lo, hi]| lo >= hi) {
+                return Err(el.invalid(format!("`{name}` {lo} {hi} needs lo < hi")));
+            }
+        }
+        if spec.act_range.is_some() && spec.dynamics == Dynamics::None {
+            return Err(el.invalid("an activation range without activation dynamics"));
         }
         // MuJoCo 4 wraps the setpoint of a servo on a rotation: phyz follows it for a servo
         // without dynamics; one with dynamics (whose activation wraps too), or a `general` with
@@ -1199,7 +1184,7 @@ impl<'a> Compiler<'a> {
             }
             _ => false,
         };
-        let servo = servo_shaped(el, &spec)?;
+        let servo = record.servo_shaped();
         let numerically = is_fixed_servo(&spec.gain, &spec.bias);
         if rotation && ((servo && spec.dynamics != Dynamics::None) || (!servo && numerically)) {
             return Err(el.unsupported("a servo on a rotation with dynamics or an affine gain (MuJoCo 4 wraps it)"));
@@ -1207,13 +1192,10 @@ impl<'a> Compiler<'a> {
         Ok((spec, scales))
     }
 
-    /// MuJoCo's `inheritrange` on a position-like actuator (fixed gain `kp`, affine bias
-    /// `-kp`): its control range (an integrator's activation range) is its target's range about
-    /// the middle, scaled by `factor`, then read by the `limited` rule as if written.
-    fn inherit_range(&self, el: &Element<'_, '_>, spec: &mut ActuatorSpec, factor: f64) -> Result<(), MjcfError> {
-        if !servo_shaped(el, spec)? {
-            return Ok(());
-        }
+    /// MuJoCo's `inheritrange` on a servo (fixed gain `kp`, affine bias `-kp`): its control
+    /// range (an integrator's activation range) is its target's range about the middle, scaled
+    /// by `record.inherit_range`, then read by the `limited` rule as if written.
+    fn inherit_range(&self, el: &Element<'_, '_>, spec: &mut ActuatorSpec, record: &Record) -> Result<(), MjcfError> {
         let (name, kind) = match &spec.target {
             Target::Joint(name) => (name, "joint"),
             Target::JointInParent(_) => {
@@ -1234,22 +1216,15 @@ impl<'a> Compiler<'a> {
         if lo == hi {
             return Err(el.invalid(format!("inheritrange used but `{name}` has no range")));
         }
-        // As MuJoCo 4.0.1: on a position or intvelocity element, a range written beside
-        // `inheritrange` is an error, and one written over a class's `inheritrange` wins.
-        let written = if spec.dynamics == Dynamics::Integrator { "actrange" } else { "ctrlrange" };
-        let own = |name: &str| el.at.node.attribute(name).is_some();
-        if el.tag() != "general" && own(written) {
-            if own("inheritrange") {
-                return Err(el.invalid(format!("{written} and inheritrange cannot both be given")));
-            }
-            return Ok(());
-        }
-        let (mean, radius) = (0.5 * (hi + lo), 0.5 * (hi - lo) * factor);
+        let (mean, radius) = (0.5 * (hi + lo), 0.5 * (hi - lo) * record.inherit_range);
         let range = Some([mean - radius, mean + radius]);
         let autolimits = self.settings.autolimits;
         match spec.dynamics {
             Dynamics::None | Dynamics::Filter { exact: true, .. } => {
-                spec.ctrl_range = el.limits_of("ctrllimited", "ctrlrange", range, autolimits)?;
+                spec.ctrl_range = match record.ctrl_limited {
+                    true => range,
+                    false => el.limits_of("ctrllimited", "ctrlrange", range, autolimits)?,
+                };
             }
             Dynamics::Integrator => spec.act_range = el.limits_of("actlimited", "actrange", range, autolimits)?,
             _ => return Err(el.invalid("inheritrange only available for position and intvelocity actuators")),
@@ -1305,109 +1280,9 @@ impl<'a> Compiler<'a> {
     }
 }
 
-/// A `<general>` actuator's gain and bias (`gaintype` fixed, affine or muscle; `biastype`
-/// none, affine or muscle), noting in `scales` the scale of a muscle term whose peak force the
-/// constants resolve.
-fn general_terms(el: &Element<'_, '_>, scales: &mut [Option<f64>; 2]) -> Result<(Term<f64>, Term<f64>), MjcfError> {
-    let mut gain_default = [0.0; 10];
-    gain_default[0] = 1.0;
-    let (gain, bias) = (el.padded("gainprm", gain_default)?, el.padded("biasprm", [0.0; 10])?);
-    let three = |v: [f64; 10]| [v[0], v[1], v[2]];
-    let muscle = |p: &[f64], scale: &mut Option<f64>| -> Result<Term<f64>, MjcfError> {
-        let (term, automatic) = muscle::term(el, p)?;
-        *scale = automatic;
-        Ok(Term::Muscle(term))
-    };
-    let [gain_scale, bias_scale] = scales;
-    let gain = match el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") {
-        "fixed" => Term::Affine([gain[0], 0.0, 0.0]),
-        "affine" => Term::Affine(three(gain)),
-        "muscle" => muscle(&gain, gain_scale)?,
-        other => return Err(el.unsupported_attribute("gaintype", format!("gaintype=\"{other}\""))),
-    };
-    let bias = match el.keyword("biastype", &["none", "affine", "muscle", "user"])?.unwrap_or("none") {
-        "none" => Term::Affine([0.0; 3]),
-        "affine" => Term::Affine(three(bias)),
-        "muscle" => muscle(&bias, bias_scale)?,
-        other => return Err(el.unsupported_attribute("biastype", format!("biastype=\"{other}\""))),
-    };
-    Ok((gain, bias))
-}
-
 /// An asset's default name: its file's name without the directory and extension.
 fn file_stem(file: &str) -> String {
     Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// Whether an actuator is a servo in MuJoCo's sense: a fixed gain `kp`, an affine bias with
-/// `-kp` on the length (`position`, `intvelocity`, or a `general` written so).
-fn servo_shaped(el: &Element<'_, '_>, spec: &ActuatorSpec) -> Result<bool, MjcfError> {
-    Ok(match el.tag() {
-        "position" | "intvelocity" => true,
-        "general" => {
-            let fixed = el.keyword("gaintype", &["fixed", "affine", "muscle", "user"])?.unwrap_or("fixed") == "fixed";
-            let affine = el.keyword("biastype", &["none", "affine", "muscle", "user"])? == Some("affine");
-            fixed && affine && matches!(spec.bias, Term::Affine(b) if spec.gain.first_number() == -b[1])
-        }
-        _ => false,
-    })
-}
-
-/// A servo's velocity term (`biasprm[2]`) as MuJoCo's shortcuts set it: `-kv`, or a damping
-/// ratio, kept positive until the compiler's constants turn it into a damping
-/// (`constants::resolve`). The element's own attribute wins over its classes'.
-fn servo_damping(el: &Element<'_, '_>) -> Result<f64, MjcfError> {
-    let own = |name: &str| el.at.node.attribute(name).is_some();
-    let (kv, ratio) = match (own("kv"), own("dampratio")) {
-        (true, true) => return Err(el.invalid("kv and dampratio cannot both be given")),
-        (true, false) => (true, false),
-        (false, true) => (false, true),
-        (false, false) => (el.has("kv"), el.has("dampratio")),
-    };
-    let value = |name: &str| -> Result<f64, MjcfError> {
-        let x = el.number_or(name, 0.0)?;
-        if x < 0.0 { Err(el.invalid(format!("{name} cannot be negative"))) } else { Ok(x) }
-    };
-    match (kv, ratio) {
-        (true, true) => Err(el.unsupported_attribute("dampratio", "kv and dampratio from default classes together")),
-        (true, false) => Ok(-value("kv")?),
-        (false, true) => value("dampratio"),
-        (false, false) => Ok(0.0),
-    }
-}
-
-/// An actuator's activation dynamics as MuJoCo's shortcuts set them: `dyntype` and `dynprm` for
-/// `<general>`, `timeconst` for `<position>` (a filter when positive) and `<cylinder>`, an
-/// integrator for `<intvelocity>`.
-fn actuator_dynamics(el: &Element<'_, '_>) -> Result<Dynamics<f64>, MjcfError> {
-    let filter = |time_constant: f64, exact: bool| {
-        if time_constant < 0.0 {
-            return Err(el.invalid("a time constant cannot be negative"));
-        }
-        Ok(Dynamics::Filter { time_constant, exact })
-    };
-    match el.tag() {
-        "general" => {
-            let kinds = ["none", "integrator", "filter", "filterexact", "muscle", "user"];
-            let prm = el.padded("dynprm", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])?;
-            match el.keyword("dyntype", &kinds)?.unwrap_or("none") {
-                "none" => Ok(Dynamics::None),
-                "integrator" => Ok(Dynamics::Integrator),
-                "filter" => filter(prm[0], false),
-                "filterexact" => filter(prm[0], true),
-                "muscle" => Ok(Dynamics::Muscle { activation: prm[0], deactivation: prm[1], smoothing: prm[2] }),
-                other => Err(el.unsupported_attribute("dyntype", format!("dyntype=\"{other}\""))),
-            }
-        }
-        "position" => match el.number_or("timeconst", 0.0)? {
-            0.0 => Ok(Dynamics::None),
-            tau => filter(tau, true),
-        },
-        "intvelocity" => Ok(Dynamics::Integrator),
-        "muscle" => muscle::shortcut_dynamics(el),
-        "cylinder" => filter(el.number_or("timeconst", 1.0)?, false),
-        _ => Ok(Dynamics::None),
-    }
 }
 
 /// A joint's `springdamper` (time constant, damping ratio), when given: both must be positive.
@@ -1617,7 +1492,7 @@ fn equality_names(el: &Element<'_, '_>) -> Result<CoupledNames, MjcfError> {
 /// A site's zone from its `type` and `size` (MuJoCo's default size 0.005 where a number is not
 /// given), a `fromto` setting the length as a geom's does.
 fn site_zone(el: &Element<'_, '_>) -> Result<SiteZone, MjcfError> {
-    let given = el.numbers("size")?.unwrap_or_default();
+    let given = el.prefix_numbers("size")?.unwrap_or_default();
     if given.len() > 3 || !given.iter().all(|x| x.is_finite() && *x >= 0.0) {
         return Err(el.invalid("a site's size is at most three non-negative numbers"));
     }

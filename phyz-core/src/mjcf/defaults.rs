@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::element::{Element, Inherited};
+use super::actuator_record::Record;
+use super::element::{Element, Inherited, PREFIX_WRITTEN, write_prefix};
 use super::error::MjcfError;
 use super::source::{Located, Parsed};
 
@@ -36,43 +37,12 @@ fn attribute_rows(tag: &str) -> &str {
     }
 }
 
-/// The attributes that set an actuator's gain, bias and dynamics: MuJoCo keeps one default
-/// actuator per class, and each actuator element in a default (of whatever kind) rewrites them.
-const ACTUATOR_SHAPE: &[&str] = &[
-    "kp",
-    "kv",
-    "dampratio",
-    "timeconst",
-    "inheritrange",
-    "gainprm",
-    "biasprm",
-    "dynprm",
-    "gaintype",
-    "biastype",
-    "dyntype",
-    "area",
-    "diameter",
-    "bias",
-];
-
-/// Every class's inherited attributes, per group, and the actuator elements its defaults
-/// wrote, in order (parent classes' first): their tags, and whether each set a gain, bias or
-/// dynamics.
+/// Every class's inherited attributes, per group, and its default actuator records: its own,
+/// then its parents', nearest first.
 #[derive(Default)]
 pub(super) struct Defaults {
     classes: HashMap<String, HashMap<&'static str, Inherited>>,
-    actuator_writes: HashMap<String, Vec<Write>>,
-}
-
-/// An actuator element in a default: its tag, whether it shaped the class's default actuator
-/// (any shortcut but a motor does, whatever it writes; a `general` or motor by writing a shape
-/// attribute), and whether it wrote more of the shape than the gain and bias types (which
-/// every shortcut element rewrites).
-#[derive(Clone)]
-struct Write {
-    tag: String,
-    shapes: bool,
-    beyond_types: bool,
+    actuators: HashMap<String, Vec<Record>>,
 }
 
 impl Defaults {
@@ -85,8 +55,11 @@ impl Defaults {
             el.check_attributes("default")?;
             let name = el.string("class").unwrap_or_else(|| MAIN.to_string());
             let inherited = defaults.classes.get(MAIN).cloned().unwrap_or_default();
-            let writes = defaults.actuator_writes.get(MAIN).cloned().unwrap_or_default();
-            defaults.read_class(parsed, top, name, (inherited, writes))?;
+            let mut records = defaults.actuators(MAIN);
+            if name != MAIN {
+                records.insert(0, records[0].clone());
+            }
+            defaults.read_class(parsed, top, name, (inherited, records))?;
         }
         Ok(defaults)
     }
@@ -96,33 +69,30 @@ impl Defaults {
         parsed: &'a Parsed<'a>,
         at: Located<'a>,
         name: String,
-        (mut class, mut writes): (HashMap<&'static str, Inherited>, Vec<Write>),
+        (mut class, mut records): (HashMap<&'static str, Inherited>, Vec<Record>),
     ) -> Result<(), MjcfError> {
         let children = parsed.children(at);
         for &child in children.iter().filter(|c| !c.node.has_tag_name("default")) {
             let tag = child.node.tag_name().name();
             Element::new(child, None).check_attribute_names(&[attribute_rows(tag)])?;
             if group(tag) == Some("actuator") {
-                let written = |types: bool| {
-                    let mut names = child.node.attributes().map(|a| a.name());
-                    names.any(|n| ACTUATOR_SHAPE.contains(&n) && (types || !matches!(n, "gaintype" | "biastype")))
-                };
-                let shortcut = !matches!(tag, "general" | "motor");
-                writes.push(Write {
-                    tag: tag.to_string(),
-                    shapes: shortcut || written(true),
-                    beyond_types: written(false),
-                });
+                let (own, ancestors) = records.split_first_mut().expect("a class has its own record");
+                own.apply(&Element::new(child, class.get("actuator")), ancestors)?;
             }
             if let Some(group) = group(tag) {
                 let entry = class.entry(group).or_default();
                 for attribute in child.node.attributes() {
-                    entry.insert(attribute.name().to_string(), attribute.value().to_string());
+                    let (name, value) = (attribute.name(), attribute.value());
+                    let value = match entry.get(name) {
+                        Some(under) if PREFIX_WRITTEN.contains(&name) => write_prefix(under, value),
+                        _ => value.to_string(),
+                    };
+                    entry.insert(name.to_string(), value);
                 }
             }
         }
         self.classes.insert(name.clone(), class.clone());
-        self.actuator_writes.insert(name.clone(), writes.clone());
+        self.actuators.insert(name.clone(), records.clone());
         for &child in children.iter().filter(|c| c.node.has_tag_name("default")) {
             let el = Element::new(child, None);
             el.check_attributes("default")?;
@@ -130,7 +100,9 @@ impl Defaults {
             if self.classes.contains_key(&child_name) {
                 return Err(el.invalid(format!("default class `{child_name}` is defined twice")));
             }
-            self.read_class(parsed, child, child_name, (class.clone(), writes.clone()))?;
+            let mut chain = vec![records[0].clone()];
+            chain.extend(records.iter().cloned());
+            self.read_class(parsed, child, child_name, (class.clone(), chain))?;
         }
         Ok(())
     }
@@ -145,18 +117,11 @@ impl Defaults {
         Ok(group(at.node.tag_name().name()).and_then(|g| groups.get(g)))
     }
 
-    /// Whether an actuator element with tag `tag` in class `class` would start from a default
-    /// actuator another kind of element shaped (its gain, bias or dynamics written, or rewritten
-    /// after they were): MuJoCo's shortcuts then read that actuator's numbers, which phyz does
-    /// not model. A motor always is one (MuJoCo's `mjs_setToMotor` sets all it reads).
-    pub(super) fn mixed_actuator_shape(&self, class: &str, tag: &str) -> bool {
-        let writes = self.actuator_writes.get(class).map_or(&[][..], |w| &w[..]);
-        // A shortcut element rewrites the gain and bias types a `general` default set.
-        let shaped = |w: &Write| if w.tag == "general" && tag != "general" { w.beyond_types } else { w.shapes };
-        let shaped_elsewhere = writes.iter().any(|w| w.tag != tag && shaped(w));
-        let first_shape = writes.iter().position(shaped);
-        let rewritten = first_shape.is_some_and(|k| writes[k..].iter().any(|w| w.tag != tag));
-        tag != "motor" && (shaped_elsewhere || rewritten)
+    /// The default actuator records of class `class`: its own, then its parents', nearest
+    /// first (MuJoCo's plain record for a class that does not exist: [`Self::lookup`] names
+    /// that error).
+    pub(super) fn actuators(&self, class: &str) -> Vec<Record> {
+        self.actuators.get(class).cloned().unwrap_or_else(|| vec![Record::default()])
     }
 
     /// An element read with the defaults of `group` rather than its tag's: the children of

@@ -18,6 +18,29 @@ pub(super) fn location(file: &Path, node: &Node<'_, '_>) -> Location {
 /// Attribute values inherited from a default class, by attribute name.
 pub(super) type Inherited = HashMap<String, String>;
 
+/// The attributes MuJoCo reads as "up to N numbers": a value with fewer numbers rewrites only
+/// the first ones of what its default class gave (`friction="2"` under a class's
+/// `friction="1 0.3 0.02"` reads `2 0.3 0.02`), in a class as on an element.
+pub(super) const PREFIX_WRITTEN: &[&str] = &[
+    "size",
+    "friction",
+    "solref",
+    "solimp",
+    "solreflimit",
+    "solimplimit",
+    "solreffriction",
+    "solimpfriction",
+    "polycoef",
+    "gear",
+];
+
+/// `written` over the first words of `under`, for an attribute of [`PREFIX_WRITTEN`].
+pub(super) fn write_prefix(under: &str, written: &str) -> String {
+    let mut words: Vec<&str> = written.split_whitespace().collect();
+    words.extend(under.split_whitespace().skip(words.len()));
+    words.join(" ")
+}
+
 /// An element and the defaults that apply to it.
 pub(super) struct Element<'a, 'd> {
     pub(super) at: Located<'a>,
@@ -113,7 +136,21 @@ impl<'a, 'd> Element<'a, 'd> {
 
     /// All numbers of attribute `name`.
     pub(super) fn numbers(&self, name: &str) -> Result<Option<Vec<f64>>, MjcfError> {
-        let Some(text) = self.raw(name) else { return Ok(None) };
+        self.raw(name).map(|text| self.parse_numbers(name, text)).transpose()
+    }
+
+    /// The numbers of an attribute of [`PREFIX_WRITTEN`]: the element's own written over the
+    /// first of its class's.
+    pub(super) fn prefix_numbers(&self, name: &str) -> Result<Option<Vec<f64>>, MjcfError> {
+        debug_assert!(PREFIX_WRITTEN.contains(&name), "`{name}` is read whole");
+        let class = self.defaults.and_then(|d| d.get(name));
+        match (self.at.node.attribute(name), class) {
+            (Some(own), Some(class)) => self.parse_numbers(name, &write_prefix(class, own)).map(Some),
+            _ => self.numbers(name),
+        }
+    }
+
+    fn parse_numbers(&self, name: &str, text: &str) -> Result<Vec<f64>, MjcfError> {
         text.split_whitespace()
             .map(|w| {
                 w.parse::<f64>()
@@ -121,8 +158,7 @@ impl<'a, 'd> Element<'a, 'd> {
                     .filter(|x| x.is_finite())
                     .ok_or_else(|| self.invalid(format!("attribute `{name}`: `{w}` is not a finite number")))
             })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
+            .collect()
     }
 
     /// Exactly `N` numbers.
@@ -135,9 +171,10 @@ impl<'a, 'd> Element<'a, 'd> {
         }
     }
 
-    /// Between 1 and `N` numbers, the rest filled from `fill`.
+    /// Between 1 and `N` numbers of an attribute of [`PREFIX_WRITTEN`], the rest filled from
+    /// `fill`.
     pub(super) fn padded<const N: usize>(&self, name: &str, fill: [f64; N]) -> Result<[f64; N], MjcfError> {
-        match self.numbers(name)? {
+        match self.prefix_numbers(name)? {
             None => Ok(fill),
             Some(v) if v.is_empty() || v.len() > N => {
                 Err(self.invalid(format!("attribute `{name}` needs 1 to {N} numbers, got {}", v.len())))

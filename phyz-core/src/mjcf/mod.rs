@@ -7,6 +7,7 @@
 //! one. Anything that changes the physics and phyz does not implement is an error naming file,
 //! line and element; rendering-only elements are skipped.
 
+mod actuator_record;
 mod align;
 mod attributes;
 mod compile;
