@@ -609,3 +609,19 @@ fn inheritrange_refuses_jointinparent() {
     assert!(matches!(e.kind, MjcfErrorKind::Invalid(ref m) if m.contains("inheritrange")), "{e}");
     assert_eq!(e.location.element, "position");
 }
+
+/// An attribute MuJoCo reads as "up to N numbers" rewrites only the first numbers its default
+/// class gave (MuJoCo 4.0.1 compiles this model to friction `2 0.3 0.02`, solref `0.1 2`,
+/// gear `5 2 3 0 0 0`).
+#[test]
+fn short_number_lists_rewrite_the_start_of_their_class_values() {
+    let xml = r#"<mujoco><default><default class="b">
+        <geom friction="1 0.3 0.02" solref="0.05 2"/><motor gear="1 2 3"/></default></default>
+      <worldbody><body><joint name="j"/>
+        <geom class="b" size=".1" friction="2" solref="0.1"/></body></worldbody>
+      <actuator><motor class="b" joint="j" gear="5"/></actuator></mujoco>"#;
+    let model = parse(xml).expect("loads");
+    let geom = model.geom(0).expect("one geom");
+    assert_eq!((geom.friction, geom.solref), ([2.0, 0.3, 0.02], [0.1, 2.0]));
+    assert_eq!(model.actuators()[0].gear, [5.0, 2.0, 3.0, 0.0, 0.0, 0.0]);
+}
