@@ -45,6 +45,11 @@ def main():
     frame = {"name", "childclass", "pos", "quat", "axisangle", "xyaxes", "zaxis", "euler"}
     for parent in ["body", "worldbody", "frame"]:
         merged[parent + "/frame"] = frame
+    # Nor <replicate> (anywhere a frame may be, and in a replicate), whose attributes MuJoCo's
+    # reader takes outside the schema: these are the ones it reads.
+    replicate = {"childclass", "count", "euler", "offset", "sep"}
+    for parent in ["body", "worldbody", "frame", "replicate"]:
+        merged[parent + "/replicate"] = replicate
     print(f"# MuJoCo {mujoco.__version__} MJCF schema, from tools/mujoco_schema.py")
     for key in sorted(merged):
         print(" ".join([key, *sorted(merged[key])]))

@@ -205,6 +205,10 @@ const TABLE: &[(&str, &[Row])] = &[
         &[FRAME[0], FRAME[1], FRAME[2], FRAME[3], FRAME[4], FRAME[5], ("childclass", Compiled), ("name", NoEffect)],
     ),
     (
+        "replicate",
+        &[("count", Compiled), ("offset", Compiled), ("euler", Compiled), ("sep", Compiled), ("childclass", Compiled)],
+    ),
+    (
         "body",
         &[
             FRAME[0],

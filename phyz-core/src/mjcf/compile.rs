@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use nalgebra::{DVector, Matrix3, Vector3};
@@ -15,6 +16,7 @@ use super::error::{Location, MjcfError, MjcfErrorKind};
 use super::frame::{AngleSettings, Placement, orientation, z_to};
 use super::length_range;
 use super::mass::{Part, combine, geom_mass};
+use super::replicate::{self, Rename, Replicate};
 use super::source::{Located, Parsed};
 use crate::math::Quat;
 use crate::model::hfield;
@@ -32,6 +34,8 @@ struct Placed<'a> {
     at: Located<'a>,
     childclass: String,
     placement: Placement,
+    /// The renaming of the replicate copy it is in, if any.
+    rename: Option<Rc<Rename>>,
 }
 
 /// What a body's elements give it besides joints, geoms and sites: its `<inertial>`, its geoms'
@@ -113,6 +117,8 @@ struct Compiler<'a> {
     /// The names other elements give geoms by (pairs, tendon wraps, sensors): such geoms are
     /// never discarded as visual.
     referenced_geoms: HashSet<String>,
+    /// The `<replicate>` elements read, in document order.
+    replicates: Vec<Replicate>,
 }
 
 pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfError> {
@@ -170,6 +176,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
             .filter(|a| matches!(a.name(), "geom" | "geom1" | "geom2" | "objname" | "refname"))
             .map(|a| a.value().to_string())
             .collect(),
+        replicates: Vec::new(),
     };
     for at in of("asset") {
         c.assets(at)?;
@@ -197,11 +204,12 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         }
     }
     c.finish_bodies()?;
-    for at in of("tendon") {
-        c.tendons(at)?;
+    let section = |tag: &'static str| of(tag).flat_map(|at| parsed.children(at)).collect::<Vec<_>>();
+    for (child, rename) in replicate::section(&section("tendon"), "tendon", &mut c.replicates)? {
+        c.tendon(child, rename)?;
     }
-    for at in of("actuator") {
-        c.actuators(at)?;
+    for (child, rename) in replicate::section(&section("actuator"), "actuator", &mut c.replicates)? {
+        c.actuator_element(child, rename)?;
     }
     for at in of("equality") {
         c.equalities(at)?;
@@ -232,22 +240,18 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
             })?;
         }
     }
-    for at in of("sensor") {
-        for child in parsed.children(at) {
-            let el = Element::new(child, None);
-            let sensor = match read_sensor(&el, &model) {
-                Ok(sensor) => sensor,
-                // A sensor changes no dynamics: the model loads, and its outputs are refused.
-                Err(e) if matches!(e.kind, MjcfErrorKind::Unsupported(_)) => {
-                    model.add_unsupported_sensor(el.string("name").unwrap_or_default(), e.to_string());
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            model
-                .add_sensor(sensor)
-                .map_err(|e| MjcfError { location: el.location(), kind: MjcfErrorKind::Model(e) })?;
-        }
+    for (child, rename) in replicate::section(&section("sensor"), "sensor", &mut c.replicates)? {
+        let el = Element::new(child, None).renamed(rename);
+        let sensor = match read_sensor(&el, &model) {
+            Ok(sensor) => sensor,
+            // A sensor changes no dynamics: the model loads, and its outputs are refused.
+            Err(e) if matches!(e.kind, MjcfErrorKind::Unsupported(_)) => {
+                model.add_unsupported_sensor(el.string("name").unwrap_or_default(), e.to_string());
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        model.add_sensor(sensor).map_err(|e| MjcfError { location: el.location(), kind: MjcfErrorKind::Model(e) })?;
     }
     while model.keyframes().len() < c.nkey {
         model.add_keyframe(rest_key(&model)).map_err(located_error)?;
@@ -422,19 +426,20 @@ impl<'a> Compiler<'a> {
 
     fn worldbody(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
         Element::new(at, None).check_no_attributes()?;
-        for Placed { at: child, childclass, placement } in self.contents(at, MAIN, Placement::identity())? {
-            let el = self.defaults.element(child, &childclass)?;
+        for placed in self.contents(at, MAIN, Placement::identity(), None)? {
+            let Placed { at: child, ref childclass, placement, .. } = placed;
+            let el = self.defaults.element(child, childclass)?.renamed(placed.rename.clone());
             match el.tag() {
-                "body" => self.body(child, 0, &childclass, &placement)?,
+                "body" => self.body(&placed, 0)?,
                 "geom" if self.left_out(&el, false)? => el.check_attributes("geom")?,
                 "geom" => {
                     let (geom, _) = self.geom(&el, &placement)?;
-                    name_place(&mut self.places, "geom", &geom.name, &el);
+                    name_place(&mut self.places, &mut self.replicates, "geom", &geom.name, &el);
                     self.builder.add_world_geom(geom);
                 }
                 "site" => {
                     let site = self.site(&el, &placement)?;
-                    name_place(&mut self.places, "site", &site.name, &el);
+                    name_place(&mut self.places, &mut self.replicates, "site", &site.name, &el);
                     self.builder.add_world_site(site);
                 }
                 "camera" | "light" => {}
@@ -444,37 +449,65 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    /// The children of `at` (a body or the world), with the contents of every `<frame>` among
-    /// them, recursively, in its place: each with the class its defaults come from and where
-    /// the frames around it put it.
-    fn contents(&self, at: Located<'a>, childclass: &str, placement: Placement) -> Result<Vec<Placed<'a>>, MjcfError> {
+    /// The children of `at` (a body or the world), with the contents of every `<frame>` and
+    /// every `<replicate>`'s copies among them, recursively, in their place: each with the
+    /// class its defaults come from, where the frames around it put it, and how the replicate
+    /// copy it is in renames it.
+    fn contents(
+        &mut self,
+        at: Located<'a>,
+        childclass: &str,
+        placement: Placement,
+        rename: Option<Rc<Rename>>,
+    ) -> Result<Vec<Placed<'a>>, MjcfError> {
         let mut out = Vec::new();
         for child in self.parsed.children(at) {
-            if !child.node.has_tag_name("frame") {
-                out.push(Placed { at: child, childclass: childclass.to_string(), placement });
+            let tag = child.node.tag_name().name();
+            if !matches!(tag, "frame" | "replicate") {
+                out.push(Placed { at: child, childclass: childclass.to_string(), placement, rename: rename.clone() });
                 continue;
             }
             let el = Element::new(child, None);
-            el.check_attributes("frame")?;
+            el.check_attributes(tag)?;
             let class = el.string("childclass").unwrap_or_else(|| childclass.to_string());
             self.defaults.lookup(child, &class)?;
+            if tag == "replicate" {
+                out.extend(self.replicate(&el, &class, placement, &rename)?);
+                continue;
+            }
             let pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
             let quat = orientation(&el, &self.settings.angles)?.unwrap_or_else(Quat::identity);
-            out.extend(self.contents(child, &class, placement.then(pos, quat))?);
+            out.extend(self.contents(child, &class, placement.then(pos, quat), rename.clone())?);
         }
         Ok(out)
     }
 
-    fn body(
+    /// A `<replicate>`'s copies of its contents, inside the copy `outer` of an enclosing one.
+    fn replicate(
         &mut self,
-        at: Located<'a>,
-        parent: usize,
-        childclass: &str,
-        placement: &Placement,
-    ) -> Result<(), MjcfError> {
-        let el = Element::new(at, None);
+        el: &Element<'a, '_>,
+        class: &str,
+        placement: Placement,
+        outer: &Option<Rc<Rename>>,
+    ) -> Result<Vec<Placed<'a>>, MjcfError> {
+        let index = self.replicates.len();
+        self.replicates.push(Replicate::default());
+        let mut out = Vec::new();
+        for (pos, quat, suffix) in replicate::copies(el, &self.settings.angles)? {
+            let suffix = suffix + outer.as_ref().map_or("", |o| o.suffix.as_str());
+            let rename = Rc::new(Rename { suffix, replicate: index, references: None });
+            self.replicates[index].copies.push(rename.clone());
+            out.extend(self.contents(el.at, class, placement.then(pos, quat), Some(rename))?);
+        }
+        Ok(out)
+    }
+
+    /// A `<body>` (a child of body `parent`, 0 for the world) and the bodies inside it.
+    fn body(&mut self, placed: &Placed<'a>, parent: usize) -> Result<(), MjcfError> {
+        let (at, placement) = (placed.at, &placed.placement);
+        let el = Element::new(at, None).renamed(placed.rename.clone());
         el.check_attributes("body")?;
-        let childclass = el.string("childclass").unwrap_or_else(|| childclass.to_string());
+        let childclass = el.string("childclass").unwrap_or_else(|| placed.childclass.clone());
         self.defaults.lookup(at, &childclass)?;
         let mut spec = BodySpec::new(el.string("name").unwrap_or_default());
         let pos = Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3]));
@@ -483,7 +516,7 @@ impl<'a> Compiler<'a> {
         spec.mocap = el.boolean("mocap")?.unwrap_or(false);
         spec.gravcomp = el.number_or("gravcomp", 0.0)?;
 
-        let contents = self.contents(at, &childclass, Placement::identity())?;
+        let contents = self.contents(at, &childclass, Placement::identity(), placed.rename.clone())?;
         let from_geoms = match self.settings.inertia_from_geom {
             InertiaFromGeom::Always => true,
             InertiaFromGeom::Never => false,
@@ -526,10 +559,10 @@ impl<'a> Compiler<'a> {
         if !spec.name.is_empty() && self.body_index.insert(spec.name.clone(), index).is_some() {
             return Err(el.invalid(format!("body name `{}` is used twice", spec.name)));
         }
-        self.places.insert(("body", spec.name.clone()), el.location());
+        name_place(&mut self.places, &mut self.replicates, "body", &spec.name.clone(), &el);
         self.bodies.push((parent, spec));
-        for Placed { at: child, childclass, placement } in parts.bodies {
-            self.body(child, index, &childclass, &placement)?;
+        for child in &parts.bodies {
+            self.body(child, index)?;
         }
         Ok(())
     }
@@ -543,8 +576,8 @@ impl<'a> Compiler<'a> {
         spec: &mut BodySpec,
         parts: &mut BodyParts<'a>,
     ) -> Result<(), MjcfError> {
-        let Placed { at, ref childclass, placement } = placed;
-        let el = self.defaults.element(at, childclass)?;
+        let Placed { at, ref childclass, placement, .. } = placed;
+        let el = self.defaults.element(at, childclass)?.renamed(placed.rename.clone());
         match el.tag() {
             "inertial" => {
                 let part = self.inertial(&el)?.placed(&placement);
@@ -565,7 +598,7 @@ impl<'a> Compiler<'a> {
                 self.target_ranges.insert(("joint", joint.name.clone()), (range, scalar));
                 joint.pos = placement.place(joint.pos, Quat::identity()).0;
                 joint.axis = placement.turn(&joint.axis);
-                self.places.insert(("joint", joint.name.clone()), el.location());
+                name_place(&mut self.places, &mut self.replicates, "joint", &joint.name, &el);
                 spec.joints.push(joint);
             }
             "freejoint" => {
@@ -576,7 +609,7 @@ impl<'a> Compiler<'a> {
                     _ => None,
                 };
                 let joint = JointSpec::free(el.string("name").unwrap_or_default());
-                self.places.insert(("joint", joint.name.clone()), el.location());
+                name_place(&mut self.places, &mut self.replicates, "joint", &joint.name, &el);
                 self.target_ranges.insert(("joint", joint.name.clone()), ([0.0; 2], false));
                 spec.joints.push(joint);
             }
@@ -591,13 +624,13 @@ impl<'a> Compiler<'a> {
                 let (geom, part) = self.geom(&el, &placement)?;
                 parts.geoms.extend(part.filter(|_| weighs));
                 if !discarded {
-                    name_place(&mut self.places, "geom", &geom.name, &el);
+                    name_place(&mut self.places, &mut self.replicates, "geom", &geom.name, &el);
                     spec.geoms.push(geom);
                 }
             }
             "site" => {
                 let site = self.site(&el, &placement)?;
-                name_place(&mut self.places, "site", &site.name, &el);
+                name_place(&mut self.places, &mut self.replicates, "site", &site.name, &el);
                 spec.sites.push(site);
             }
             "body" => parts.bodies.push(placed),
@@ -938,7 +971,7 @@ impl<'a> Compiler<'a> {
     /// nor be read (MuJoCo compiles it, to draw it).
     fn left_out(&self, el: &Element<'_, '_>, weighs: bool) -> Result<bool, MjcfError> {
         let visual = el.integer("contype")?.unwrap_or(1) == 0 && el.integer("conaffinity")?.unwrap_or(1) == 0;
-        let named = el.string("name").is_some_and(|name| self.referenced_geoms.contains(&name));
+        let named = el.raw("name").is_some_and(|name| self.referenced_geoms.contains(name));
         Ok(visual && !named && (self.settings.discard_visual || (!weighs && self.flat_mesh(el))))
     }
 
@@ -964,61 +997,62 @@ impl<'a> Compiler<'a> {
         Ok(Site { name: el.string("name").unwrap_or_default(), pos, quat, zone: site_zone(el)? })
     }
 
-    fn tendons(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        for child in self.parsed.children(at) {
-            let el = self.defaults.element(child, MAIN)?;
-            if !matches!(el.tag(), "fixed" | "spatial") {
-                return Err(el.invalid(format!("unexpected <{}> in <tendon>", el.tag())));
-            }
-            el.check_attributes("tendon")?;
-            let autolimits = self.settings.autolimits;
-            let actuator_force_range = el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)?;
-            let path = if el.tag() == "fixed" { self.fixed_path(child)? } else { self.spatial_path(child)? };
-            let range = el.limits("limited", "range", autolimits, true)?;
-            let kept = el.array::<2>("range")?.unwrap_or([0.0; 2]);
-            let spring_length = match el.numbers("springlength")? {
-                None => None,
-                Some(v) if v.len() == 1 && v[0] == -1.0 => None,
-                Some(v) if v.len() == 2 && v[0] == -1.0 && v[1] == -1.0 => None,
-                Some(v) if v.len() == 1 => Some([v[0], v[0]]),
-                Some(v) if v.len() == 2 && v[0] <= v[1] => Some([v[0], v[1]]),
-                Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
-            };
-            // A spatial tendon's rest length is read off the kinematics by the constants; until
-            // then, its length at zero.
-            let spatial = matches!(path, PathSpec::Spatial(_));
-            let spring_length = match spring_length {
-                None if spatial => {
-                    self.deferred.rest_lengths.push(self.tendon_count);
-                    Some([0.0; 2])
-                }
-                given => given,
-            };
-            self.tendon_count += 1;
-            let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
-            self.places.insert(("tendon", spec.name.clone()), el.location());
-            self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
-            spec.actuator_force_range = actuator_force_range;
-            (spec.stiffness, spec.stiffness_poly) = el.polynomial("stiffness")?;
-            (spec.damping, spec.damping_poly) = el.polynomial("damping")?;
-            spec.spring_length = spring_length;
-            spec.range = range;
-            spec.limit_margin = el.number_or("margin", 0.0)?;
-            spec.solref_limit = el.padded("solreflimit", DEFAULT_SOLREF)?;
-            spec.frictionloss = el.number_or("frictionloss", 0.0)?;
-            spec.solref_friction = el.padded("solreffriction", DEFAULT_SOLREF)?;
-            spec.solimp_friction = el.padded("solimpfriction", DEFAULT_SOLIMP)?;
-            spec.solimp_limit = el.padded("solimplimit", DEFAULT_SOLIMP)?;
-            self.builder.add_tendon(spec);
+    /// A `<fixed>` or `<spatial>` tendon, read with the renaming of the replicate copy it is
+    /// made for.
+    fn tendon(&mut self, child: Located<'a>, rename: Option<Rc<Rename>>) -> Result<(), MjcfError> {
+        let el = self.defaults.element(child, MAIN)?.renamed(rename.clone());
+        if !matches!(el.tag(), "fixed" | "spatial") {
+            return Err(el.invalid(format!("unexpected <{}> in <tendon>", el.tag())));
         }
+        el.check_attributes("tendon")?;
+        let autolimits = self.settings.autolimits;
+        let actuator_force_range = el.limits("actuatorfrclimited", "actuatorfrcrange", autolimits, true)?;
+        let path =
+            if el.tag() == "fixed" { self.fixed_path(child, &rename)? } else { self.spatial_path(child, &rename)? };
+        let range = el.limits("limited", "range", autolimits, true)?;
+        let kept = el.array::<2>("range")?.unwrap_or([0.0; 2]);
+        let spring_length = match el.numbers("springlength")? {
+            None => None,
+            Some(v) if v.len() == 1 && v[0] == -1.0 => None,
+            Some(v) if v.len() == 2 && v[0] == -1.0 && v[1] == -1.0 => None,
+            Some(v) if v.len() == 1 => Some([v[0], v[0]]),
+            Some(v) if v.len() == 2 && v[0] <= v[1] => Some([v[0], v[1]]),
+            Some(_) => return Err(el.invalid("springlength needs one value or two increasing values")),
+        };
+        // A spatial tendon's rest length is read off the kinematics by the constants; until
+        // then, its length at zero.
+        let spatial = matches!(path, PathSpec::Spatial(_));
+        let spring_length = match spring_length {
+            None if spatial => {
+                self.deferred.rest_lengths.push(self.tendon_count);
+                Some([0.0; 2])
+            }
+            given => given,
+        };
+        self.tendon_count += 1;
+        let mut spec = TendonSpec::with_path(el.string("name").unwrap_or_default(), path);
+        self.places.insert(("tendon", spec.name.clone()), el.location());
+        self.target_ranges.insert(("tendon", spec.name.clone()), (kept, true));
+        spec.actuator_force_range = actuator_force_range;
+        (spec.stiffness, spec.stiffness_poly) = el.polynomial("stiffness")?;
+        (spec.damping, spec.damping_poly) = el.polynomial("damping")?;
+        spec.spring_length = spring_length;
+        spec.range = range;
+        spec.limit_margin = el.number_or("margin", 0.0)?;
+        spec.solref_limit = el.padded("solreflimit", DEFAULT_SOLREF)?;
+        spec.frictionloss = el.number_or("frictionloss", 0.0)?;
+        spec.solref_friction = el.padded("solreffriction", DEFAULT_SOLREF)?;
+        spec.solimp_friction = el.padded("solimpfriction", DEFAULT_SOLIMP)?;
+        spec.solimp_limit = el.padded("solimplimit", DEFAULT_SOLIMP)?;
+        self.builder.add_tendon(spec);
         Ok(())
     }
 
     /// A `<fixed>` tendon's `<joint>` children.
-    fn fixed_path(&self, at: Located<'a>) -> Result<PathSpec, MjcfError> {
+    fn fixed_path(&self, at: Located<'a>, rename: &Option<Rc<Rename>>) -> Result<PathSpec, MjcfError> {
         let mut joints = Vec::new();
         for j in self.parsed.children(at) {
-            let jel = Element::new(j, None);
+            let jel = Element::new(j, None).renamed(rename.clone());
             if jel.tag() != "joint" {
                 return Err(jel.invalid(format!("unexpected <{}> in a fixed tendon", jel.tag())));
             }
@@ -1034,10 +1068,10 @@ impl<'a> Compiler<'a> {
 
     /// A `<spatial>` tendon's `<site>`, `<geom>` and `<pulley>` children, in order, each
     /// naming an existing site or geom (the path's order is checked with the model).
-    fn spatial_path(&self, at: Located<'a>) -> Result<PathSpec, MjcfError> {
+    fn spatial_path(&self, at: Located<'a>, rename: &Option<Rc<Rename>>) -> Result<PathSpec, MjcfError> {
         let mut points = Vec::new();
         for p in self.parsed.children(at) {
-            let pel = Element::new(p, None);
+            let pel = Element::new(p, None).renamed(rename.clone());
             let named = |kind: &'static str, key: &str| match pel.string(key) {
                 Some(name) if self.places.contains_key(&(kind, name.clone())) => Ok(name),
                 Some(name) => Err(pel.invalid(format!("no {kind} named `{name}`"))),
@@ -1064,23 +1098,22 @@ impl<'a> Compiler<'a> {
         Ok(PathSpec::Spatial(points))
     }
 
-    fn actuators(&mut self, at: Located<'a>) -> Result<(), MjcfError> {
-        for child in self.parsed.children(at) {
-            let el = self.defaults.element(child, MAIN)?;
-            let mut records = self.defaults.actuators(child.node.attribute("class").unwrap_or(MAIN));
-            let (record, ancestors) = records.split_first_mut().expect("a class has its own record");
-            record.apply(&el, ancestors)?;
-            if el.tag() == "adhesion" {
-                return Err(el.unsupported("<adhesion> actuators"));
-            }
-            let (spec, scales) = self.actuator(&el, record)?;
-            if scales.iter().any(Option::is_some) {
-                self.deferred.muscle_scales.push((self.actuator_count, scales));
-            }
-            self.actuator_count += 1;
-            self.places.insert(("actuator", spec.name.clone()), el.location());
-            self.builder.add_actuator(spec);
+    /// An actuator element, read with the renaming of the replicate copy it is made for.
+    fn actuator_element(&mut self, child: Located<'a>, rename: Option<Rc<Rename>>) -> Result<(), MjcfError> {
+        let el = self.defaults.element(child, MAIN)?.renamed(rename);
+        let mut records = self.defaults.actuators(child.node.attribute("class").unwrap_or(MAIN));
+        let (record, ancestors) = records.split_first_mut().expect("a class has its own record");
+        record.apply(&el, ancestors)?;
+        if el.tag() == "adhesion" {
+            return Err(el.unsupported("<adhesion> actuators"));
         }
+        let (spec, scales) = self.actuator(&el, record)?;
+        if scales.iter().any(Option::is_some) {
+            self.deferred.muscle_scales.push((self.actuator_count, scales));
+        }
+        self.actuator_count += 1;
+        self.places.insert(("actuator", spec.name.clone()), el.location());
+        self.builder.add_actuator(spec);
         Ok(())
     }
 
@@ -1509,14 +1542,21 @@ fn site_zone(el: &Element<'_, '_>) -> Result<SiteZone, MjcfError> {
     })
 }
 
-/// Records where a named site or geom is written, for the tendon paths that name it.
+/// Records where a named element of `kind` is written (for the errors that name it, and the
+/// tendon paths and actuators that reference it), and, in a replicate's copy, its name as
+/// written among the replicate's names.
 fn name_place(
     places: &mut HashMap<(&'static str, String), Location>,
+    replicates: &mut [Replicate],
     kind: &'static str,
     name: &str,
     el: &Element<'_, '_>,
 ) {
-    if !name.is_empty() {
-        places.insert((kind, name.to_string()), el.location());
+    if name.is_empty() {
+        return;
+    }
+    places.insert((kind, name.to_string()), el.location());
+    if let (Some(rename), Some(written)) = (el.rename(), el.raw("name")) {
+        replicates[rename.replicate].names.insert((kind, written.to_string()));
     }
 }

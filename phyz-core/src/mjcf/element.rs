@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use roxmltree::Node;
 
 use super::attributes::{self, Neutral, Treatment};
 use super::error::{Location, MjcfError, MjcfErrorKind, Unsupported};
+use super::replicate::Rename;
 use super::source::Located;
 
 pub(super) fn location(file: &Path, node: &Node<'_, '_>) -> Location {
@@ -45,11 +47,24 @@ pub(super) fn write_prefix(under: &str, written: &str) -> String {
 pub(super) struct Element<'a, 'd> {
     pub(super) at: Located<'a>,
     defaults: Option<&'d Inherited>,
+    /// The renaming of the replicate copy this element is read in, if any.
+    rename: Option<Rc<Rename>>,
 }
 
 impl<'a, 'd> Element<'a, 'd> {
     pub(super) fn new(at: Located<'a>, defaults: Option<&'d Inherited>) -> Self {
-        Element { at, defaults }
+        Element { at, defaults, rename: None }
+    }
+
+    /// The element as read in a replicate's copy: its name, and its references to the copy's
+    /// elements, renamed.
+    pub(super) fn renamed(self, rename: Option<Rc<Rename>>) -> Self {
+        Element { rename, ..self }
+    }
+
+    /// The renaming the element is read with.
+    pub(super) fn rename(&self) -> Option<&Rc<Rename>> {
+        self.rename.as_ref()
     }
 
     pub(super) fn tag(&self) -> &'a str {
@@ -130,8 +145,10 @@ impl<'a, 'd> Element<'a, 'd> {
         self.raw(name).is_some()
     }
 
+    /// The value of attribute `name`, renamed as the replicate copy it is read in renames it.
     pub(super) fn string(&self, name: &str) -> Option<String> {
-        self.raw(name).map(str::to_string)
+        let value = self.raw(name)?;
+        Some(self.rename.as_ref().and_then(|r| r.apply(name, value)).unwrap_or_else(|| value.to_string()))
     }
 
     /// All numbers of attribute `name`.

@@ -89,20 +89,7 @@ pub(super) fn orientation(el: &Element<'_, '_>, settings: &AngleSettings) -> Res
             }
             Quat::from_axis_angle(&axis.normalize(), settings.angle(angle))
         }
-        "euler" => {
-            let angles = el.array::<3>("euler")?.unwrap_or([0.0; 3]);
-            let mut q = Quat::identity();
-            for (&axis_char, angle) in settings.euler_seq.iter().zip(angles) {
-                let axis = match axis_char.to_ascii_lowercase() {
-                    b'x' => Vector3::x(),
-                    b'y' => Vector3::y(),
-                    _ => Vector3::z(),
-                };
-                let r = Quat::from_axis_angle(&axis, settings.angle(angle));
-                q = if axis_char.is_ascii_lowercase() { q * r } else { r * q };
-            }
-            q
-        }
+        "euler" => euler_quat(&Vector3::from(el.array::<3>("euler")?.unwrap_or([0.0; 3])), settings),
         "xyaxes" => {
             let [a, b, c, d, e, f] = el.array::<6>("xyaxes")?.unwrap_or([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
             let x = Vector3::new(a, b, c);
@@ -122,4 +109,20 @@ pub(super) fn orientation(el: &Element<'_, '_>, settings: &AngleSettings) -> Res
         }
     };
     Ok(Some(q))
+}
+
+/// The orientation of Euler angles `angles`, in the compiler's unit and sequence (a lowercase
+/// axis turns about the moving frame's, an uppercase one about the fixed frame's).
+pub(super) fn euler_quat(angles: &Vector3<f64>, settings: &AngleSettings) -> Quat<f64> {
+    let mut q = Quat::identity();
+    for (&axis_char, &angle) in settings.euler_seq.iter().zip(angles.iter()) {
+        let axis = match axis_char.to_ascii_lowercase() {
+            b'x' => Vector3::x(),
+            b'y' => Vector3::y(),
+            _ => Vector3::z(),
+        };
+        let r = Quat::from_axis_angle(&axis, settings.angle(angle));
+        q = if axis_char.is_ascii_lowercase() { q * r } else { r * q };
+    }
+    q
 }

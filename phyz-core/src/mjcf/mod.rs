@@ -19,6 +19,7 @@ mod frame;
 mod length_range;
 mod mass;
 mod muscle;
+mod replicate;
 mod source;
 
 use std::path::Path;
