@@ -34,6 +34,9 @@ pub(super) const PREFIX_WRITTEN: &[&str] = &[
     "solimpfriction",
     "polycoef",
     "gear",
+    "gainprm",
+    "biasprm",
+    "dynprm",
 ];
 
 /// `written` over the first words of `under`, for an attribute of [`PREFIX_WRITTEN`].

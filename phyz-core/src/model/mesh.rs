@@ -11,6 +11,7 @@ use parry3d_f64::math::Vector;
 use parry3d_f64::shape::ConvexPolyhedron;
 use parry3d_f64::transformation::try_convex_hull;
 
+use super::hull_polygons::{self, Polygon};
 use crate::math::{Quat, principal_axes};
 
 /// MuJoCo's smallest meaningful area, volume or length (`mjMINVAL`).
@@ -87,6 +88,8 @@ pub struct ConvexHull {
     radius: f64,
     /// The same hull as parry's polyhedron, for contact manifolds.
     pub(crate) polyhedron: ConvexPolyhedron,
+    /// The hull's faces as MuJoCo's polygons (MuJoCo's multi-contact clips them).
+    pub polygons: Vec<Polygon>,
 }
 
 impl PartialEq for ConvexHull {
@@ -152,7 +155,7 @@ impl ConvexHull {
         let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
         let hull = hull.ok_or_else(flat)?;
-        Self::in_principal_frame(&hull.points, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
+        Self::in_principal_frame(&hull, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
     }
 
     /// The hull of `points` at uniform density, moved into its principal frame; `None` if it
@@ -160,13 +163,13 @@ impl ConvexHull {
     pub fn from_points(points: &[Vector3<f64>]) -> Option<ConvexHull> {
         let hull = hull_triangles(points)?;
         let (volume, com, inertia) = mass_properties(&hull, &hull, MeshInertia::Convex).ok()?;
-        Self::in_principal_frame(&hull.points, volume, com, &inertia)
+        Self::in_principal_frame(&hull, volume, com, &inertia)
     }
 
-    /// The hull of `corners` in the principal frame of the mass `volume` with centre `com` and
+    /// The hull `hull` in the principal frame of the mass `volume` with centre `com` and
     /// inertia tensor `inertia` (unit density).
     fn in_principal_frame(
-        corners: &[Vector3<f64>],
+        hull: &Triangles,
         volume: f64,
         com: Vector3<f64>,
         inertia: &Matrix3<f64>,
@@ -177,7 +180,8 @@ impl ConvexHull {
         // way puts contacts where MuJoCo's are (a flat base on a floor otherwise differs in
         // its contact points by parts in 1e8).
         let single = |x: f64| x as f32 as f64;
-        let vertices: Vec<Vector3<f64>> = corners.iter().map(|p| (axes.transpose() * (p - com)).map(single)).collect();
+        let exact: Vec<Vector3<f64>> = hull.points.iter().map(|p| axes.transpose() * (p - com)).collect();
+        let vertices: Vec<Vector3<f64>> = exact.iter().map(|p| p.map(single)).collect();
         let as_parry = |p: &Vector3<f64>| Vector::new(p.x, p.y, p.z);
         let polyhedron = ConvexPolyhedron::from_convex_hull(&vertices.iter().map(as_parry).collect::<Vec<_>>())?;
         Some(ConvexHull {
@@ -188,6 +192,7 @@ impl ConvexHull {
             radius: vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
             vertices,
             polyhedron,
+            polygons: hull_polygons::polygons(&exact, &hull.faces),
         })
     }
 

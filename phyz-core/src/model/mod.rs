@@ -12,6 +12,7 @@ mod equality;
 mod error;
 mod geom;
 pub mod hfield;
+pub mod hull_polygons;
 mod joint;
 pub mod material;
 pub mod mesh;
