@@ -9,7 +9,7 @@ use nalgebra::Vector3;
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
-use super::{box_box, capsule_box, convex, ellipsoid, hfield};
+use super::{box_box, capsule_box, convex, ellipsoid, hfield, multiccd};
 use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
@@ -322,18 +322,13 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, margin, out)?, g2),
         (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, margin, out)?, g1),
         (Ellipsoid { .. }, _) | (_, Ellipsoid { .. }) => ellipsoid::contacts(g1, g2, margin, out)?,
+        (s1, s2) if multiccd::handles(s1, s2) => multiccd::contacts(g1, g2, margin, out)?,
         (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
         (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
         (Box { .. }, Box { .. }) => box_box::contacts(g1, g2, margin, out)?,
         (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => capsule_box::contacts(g1, g2, margin, out)?,
         (Box { half_extents }, Sphere { radius }) => out.push(box_sphere(g1, half_extents, g2, *radius)),
         (Sphere { radius }, Box { half_extents }) => out.push(box_sphere(g2, half_extents, g1, *radius)),
-        (Box { half_extents }, _) | (_, Box { half_extents }) => {
-            let (cube, other) = if matches!(g1.geom.shape, Box { .. }) { (g1, g2) } else { (g2, g1) };
-            if box_face(cube, half_extents, other, margin, out).is_none() {
-                out.extend(convex::manifold(g1, g2, margin)?);
-            }
-        }
         _ => out.extend(convex::manifold(g1, g2, margin)?),
     }
     out.retain(|c| c.depth > -margin);
@@ -513,8 +508,7 @@ fn aligned(found: &mut [Found], other: &Placed) {
     }
 }
 
-/// Where a plane is: its body and its frame (z the normal) in the body and in the world — a
-/// plane geom's, or a box face's.
+/// Where a plane geom is: its body and its frame (z the normal) in the body and in the world.
 struct PlaneFrame {
     body: usize,
     local: Pose<f64>,
@@ -525,37 +519,6 @@ impl PlaneFrame {
     fn of(plane: &Placed) -> Self {
         PlaneFrame { body: plane.body, local: plane.local, world: plane.world }
     }
-}
-
-/// A geom over the middle of a box's face, where the face acts as a plane: the contacts are the
-/// plane's (a cylinder's rim points, a hull's vertices), stable under small motions — unlike a
-/// general manifold, whose points on a curved rim jump with the orientation. `None` when the
-/// geom's bounding sphere reaches past the face's edges.
-fn box_face(
-    cube: &Placed,
-    half_extents: &Vector3<f64>,
-    other: &Placed,
-    margin: f64,
-    out: &mut Vec<Found>,
-) -> Option<()> {
-    let reach = other.geom.shape.bounding_radius()?;
-    let centre = cube.world.inverse().transform_point(&other.world.pos);
-    // The face the geom is beyond (relative to the box's proportions).
-    let axis =
-        (0..3).max_by(|&i, &j| (centre[i].abs() / half_extents[i]).total_cmp(&(centre[j].abs() / half_extents[j])))?;
-    let (u, v) = ((axis + 1) % 3, (axis + 2) % 3);
-    if centre[u].abs() + reach > half_extents[u] || centre[v].abs() + reach > half_extents[v] {
-        return None;
-    }
-    let side = if centre[axis] < 0.0 { -1.0 } else { 1.0 };
-    // The face as a plane geom on the box's body: z along the outward normal.
-    let (mut x, mut y, mut z) = (Vector3::zeros(), Vector3::zeros(), Vector3::zeros());
-    (x[u], y[v], z[axis]) = (side, 1.0, side);
-    let mut origin = Vector3::zeros();
-    origin[axis] = side * half_extents[axis];
-    let face = Pose::new(nalgebra::Matrix3::from_columns(&[x, y, z]), origin);
-    let plane = PlaneFrame { body: cube.body, local: cube.local.compose(&face), world: cube.world.compose(&face) };
-    plane_against(&plane, other, margin, out).map(|_| ())
 }
 
 /// The closest points of two segments `p1 + s d1`, `p2 + t d2` (`s, t ∈ [0, 1]`).

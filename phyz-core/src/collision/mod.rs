@@ -10,6 +10,7 @@ mod detect;
 mod ellipsoid;
 mod filter;
 mod hfield;
+mod multiccd;
 mod ray;
 mod support;
 

@@ -1,0 +1,439 @@
+//! MuJoCo 4's single-shot multi-contact ("multiccd", on by default) for boxes, meshes and
+//! cylinders against one another: up to four points where a face meets a face or an edge lies
+//! on a face, one point otherwise.
+//!
+//! As MuJoCo 4.0.1 (its behaviour measured and its 3.12 sources read): the pair is taken in
+//! MuJoCo's order (cylinder, box, mesh; equal types by index). At the penetration's normal
+//! `n`, the first geom's face most along `n` and the second's most against it are a face pair
+//! when their normals are within `FACE_TOL` of opposite: the second's face, clipped to the
+//! first's (Sutherland–Hodgman, one edge plane at a time), gives the points, reduced to four by
+//! MuJoCo's largest-quadrilateral search; each point's depth is along the first face's normal
+//! scaled by the faces' alignment, and the normal is the second face's. Otherwise an edge of one
+//! geom within `EDGE_TOL` of parallel to the other's contact face is clipped to that face. A
+//! cylinder's faces are its caps (MuJoCo's 16-gons) and its edge the side line towards the
+//! face. Failing both, the penetration itself is the one contact. Each point is pinned as an
+//! [`Anchor::Points`], its normal on the body of the face that gives it.
+
+use nalgebra::Vector3;
+use parry3d_f64::query;
+
+use super::anchor::Anchor;
+use super::convex::{from_parry, solid, to_parry};
+use super::detect::{Found, Placed};
+use crate::math::Pose;
+use crate::model::Shape;
+
+/// Face normals at least this opposite (the cosine) make a face pair (about 5.1°).
+const FACE_TOL: f64 = 0.996;
+/// An edge at most this far from parallel to a face (the cosine with its normal) lies on it.
+const EDGE_TOL: f64 = 0.0888;
+/// A face is the contact's when its normal is this close to the contact normal.
+const CONTACT_FACE: f64 = 0.999999;
+/// MuJoCo's smallest meaningful length (`mjMINVAL`): the clip's inside test.
+const MIN_VALUE: f64 = 1e-15;
+/// Points MuJoCo keeps per pair here.
+const MAX_CONTACTS: usize = 4;
+
+/// MuJoCo's cylinder cap: the 16 corners' cosines and sines, as its 4.0.1 tables hold them
+/// (15-digit decimals, slightly asymmetric: ties between corners break as MuJoCo's do).
+#[allow(clippy::approx_constant, clippy::excessive_precision)]
+const COS16: [f64; 16] = [
+    1.0,
+    0.923879532511287,
+    0.707106781186548,
+    0.38268343236509,
+    0.0,
+    -0.38268343236509,
+    -0.707106781186547,
+    -0.923879532511287,
+    -1.0,
+    -0.923879532511287,
+    -0.707106781186548,
+    -0.38268343236509,
+    0.0,
+    0.38268343236509,
+    0.707106781186547,
+    0.923879532511287,
+];
+#[allow(clippy::approx_constant, clippy::excessive_precision)]
+const SIN16: [f64; 16] = [
+    0.0,
+    0.38268343236509,
+    0.707106781186547,
+    0.923879532511287,
+    1.0,
+    0.923879532511287,
+    0.707106781186548,
+    0.38268343236509,
+    0.0,
+    -0.38268343236509,
+    -0.707106781186547,
+    -0.923879532511287,
+    -1.0,
+    -0.923879532511287,
+    -0.707106781186548,
+    -0.38268343236509,
+];
+
+/// A box's faces: corners (signs of the half extents), clockwise about the outward normal
+/// (MuJoCo's `boxFace` order), and the normal's axis and sign.
+const BOX_FACES: [([[f64; 3]; 4], usize, f64); 6] = [
+    ([[1., 1., 1.], [1., 1., -1.], [1., -1., -1.], [1., -1., 1.]], 0, 1.0),
+    ([[-1., 1., -1.], [-1., 1., 1.], [-1., -1., 1.], [-1., -1., -1.]], 0, -1.0),
+    ([[-1., 1., -1.], [1., 1., -1.], [1., 1., 1.], [-1., 1., 1.]], 1, 1.0),
+    ([[-1., -1., 1.], [1., -1., 1.], [1., -1., -1.], [-1., -1., -1.]], 1, -1.0),
+    ([[-1., 1., 1.], [1., 1., 1.], [1., -1., 1.], [-1., -1., 1.]], 2, 1.0),
+    ([[1., 1., -1.], [-1., 1., -1.], [-1., -1., -1.], [1., -1., -1.]], 2, -1.0),
+];
+
+/// Whether the pair is one this module handles: boxes, meshes and cylinders against one
+/// another, but for two boxes (MuJoCo's box–box routine).
+pub(super) fn handles(s1: &Shape<f64>, s2: &Shape<f64>) -> bool {
+    let polytope = |s: &Shape<f64>| matches!(s, Shape::Box { .. } | Shape::Mesh { .. } | Shape::Cylinder { .. });
+    polytope(s1) && polytope(s2) && !matches!((s1, s2), (Shape::Box { .. }, Shape::Box { .. }))
+}
+
+/// A face in the world: its corners, clockwise about its outward unit normal, and the normal.
+struct Face {
+    corners: Vec<Vector3<f64>>,
+    normal: Vector3<f64>,
+}
+
+/// A contact point as the clip gives it: on the first geom, on the second, and the signed
+/// distance (negative: penetrating).
+type Witness = (Vector3<f64>, Vector3<f64>, f64);
+
+/// Which face gives a contact's normal: the first geom's (`n1`) or the second's (`-n2`).
+#[derive(Clone, Copy, PartialEq)]
+enum Owner {
+    First,
+    Second,
+}
+
+/// The contacts of `g1` and `g2` (in the detector's order) within `margin`.
+pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
+    let rank = |g: &Placed| match g.geom.shape {
+        Shape::Cylinder { .. } => 0,
+        Shape::Box { .. } => 1,
+        _ => 2,
+    };
+    let swap = (rank(g2), g2.index) < (rank(g1), g1.index);
+    let (m1, m2) = if swap { (g2, g1) } else { (g1, g2) };
+    let Some((normal, single)) = penetration(m1, m2, margin)? else { return Some(()) };
+    let features = least_penetrating(m1, m2, normal);
+    let clipped = face_face(m1, m2, &features, margin).or_else(|| edge_face(m1, m2, &features, margin));
+    let (points, owner, n) = match clipped {
+        Some(found) => found,
+        None => (vec![single], Owner::Second, normal),
+    };
+    for (k, (x1, x2, dist)) in points.into_iter().enumerate() {
+        out.push(found(m1, m2, (x1, x2, dist), (owner, n), k, swap));
+    }
+    Some(())
+}
+
+/// The pair's penetration within `margin` (parry's): the normal from `m1` to `m2` and the one
+/// contact it makes; `Some(None)` when the geoms are farther apart.
+fn penetration(m1: &Placed, m2: &Placed, margin: f64) -> Option<Option<(Vector3<f64>, Witness)>> {
+    let (s1, offset1) = solid(&m1.geom.shape)?;
+    let (s2, offset2) = solid(&m2.geom.shape)?;
+    let (w1, w2) = (to_parry(&m1.world.compose(&offset1)), to_parry(&m2.world.compose(&offset2)));
+    let contact = query::contact(&w1, s1.shape(), &w2, s2.shape(), margin.max(0.0)).ok()?;
+    Some(contact.map(|c| {
+        let normal = from_parry(c.normal1);
+        (normal, (from_parry(c.point1), from_parry(c.point2), c.dist))
+    }))
+}
+
+/// The direction of least penetration among `normal` (parry's estimate) and the geoms' face
+/// normals (outward from `m1`, inward to `m2`): where the contact is a face's, that face's
+/// normal exactly, as MuJoCo's EPA converges to it.
+fn least_penetrating(m1: &Placed, m2: &Placed, normal: Vector3<f64>) -> Vector3<f64> {
+    let separation = |d: &Vector3<f64>| -support(m2, &-d) - support(m1, d);
+    let candidates = faces(m1).into_iter().map(|f| f.normal).chain(faces(m2).into_iter().map(|f| -f.normal));
+    candidates.fold(normal, |best, d| if separation(&d) > separation(&best) { d } else { best })
+}
+
+/// The largest extent of a box, a mesh's hull or a cylinder along `d` (world).
+fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
+    let local = g.world.rot.transpose() * d;
+    let reach = match &g.geom.shape {
+        Shape::Box { half_extents: e } => e.dot(&local.abs()),
+        Shape::Mesh { hull } => hull.vertices.iter().map(|v| v.dot(&local)).fold(f64::NEG_INFINITY, f64::max),
+        Shape::Cylinder { radius, half_length } => {
+            half_length * local.z.abs() + radius * (local.x * local.x + local.y * local.y).sqrt()
+        }
+        _ => 0.0,
+    };
+    g.world.pos.dot(d) + reach
+}
+
+/// A face pair's clipped points, if the faces along the normal are opposite enough.
+fn face_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<(Vec<Witness>, Owner, Vector3<f64>)> {
+    let f1 = faces(m1).into_iter().max_by(|a, b| a.normal.dot(n).total_cmp(&b.normal.dot(n)))?;
+    let f2 = faces(m2).into_iter().max_by(|a, b| (-a.normal.dot(n)).total_cmp(&-b.normal.dot(n)))?;
+    if f1.normal.dot(&f2.normal) >= -FACE_TOL {
+        return None;
+    }
+    let points = clip(&f1, &f2.corners, &f2.normal, margin)?;
+    Some((points, Owner::Second, -f2.normal))
+}
+
+/// An edge of one geom lying on the other's contact face: the edge clipped to the face.
+fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<(Vec<Witness>, Owner, Vector3<f64>)> {
+    for (face_geom, edge_geom, owner) in [(m2, m1, Owner::Second), (m1, m2, Owner::First)] {
+        let toward = if owner == Owner::Second { -n } else { *n };
+        let face = faces(face_geom).into_iter().max_by(|a, b| a.normal.dot(&toward).total_cmp(&b.normal.dot(&toward)));
+        let Some(face) = face.filter(|f| f.normal.dot(&toward) >= CONTACT_FACE) else { continue };
+        let Some(edge) = parallel_edge(edge_geom, &face) else { continue };
+        let mut points = clip(&face, &edge, &-face.normal, margin)?;
+        if owner == Owner::Second {
+            // The face is the second geom's: the clip's first points are on it.
+            points.iter_mut().for_each(|(x1, x2, _)| std::mem::swap(x1, x2));
+            return Some((points, owner, -face.normal));
+        }
+        return Some((points, owner, face.normal));
+    }
+    None
+}
+
+/// The faces of a box, a mesh's hull or a cylinder (its caps), in the world.
+fn faces(g: &Placed) -> Vec<Face> {
+    let pose = &g.world;
+    match &g.geom.shape {
+        Shape::Box { half_extents: e } => BOX_FACES
+            .iter()
+            .map(|(corners, axis, sign)| Face {
+                corners: corners.iter().map(|c| pose.transform_point(&Vector3::from(*c).component_mul(e))).collect(),
+                normal: pose.rot.column(*axis) * *sign,
+            })
+            .collect(),
+        Shape::Mesh { hull } => hull
+            .polygons
+            .iter()
+            .map(|p| Face {
+                corners: p.vertices.iter().rev().map(|&k| pose.transform_point(&hull.vertices[k])).collect(),
+                normal: pose.rot * p.normal,
+            })
+            .collect(),
+        Shape::Cylinder { radius, half_length } => [-1.0, 1.0]
+            .iter()
+            .map(|&side: &f64| Face {
+                corners: (0..16)
+                    .map(|k| {
+                        let local = Vector3::new(radius * COS16[k], -side * radius * SIN16[k], side * half_length);
+                        pose.transform_point(&local)
+                    })
+                    .collect(),
+                normal: pose.rot.column(2) * side,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The edge of `g` nearest `face` among those within [`EDGE_TOL`] of parallel to it: a box's or
+/// a hull polygon's edge, or a cylinder's side line towards the face.
+fn parallel_edge(g: &Placed, face: &Face) -> Option<Vec<Vector3<f64>>> {
+    let n = face.normal;
+    let height = |p: &Vector3<f64>| (p - face.corners[0]).dot(&n);
+    if let Shape::Cylinder { radius, half_length } = g.geom.shape {
+        let axis = g.world.rot.column(2).into_owned();
+        if axis.dot(&n).abs() >= EDGE_TOL {
+            return None;
+        }
+        let across = (-n - axis * (-n).dot(&axis)).try_normalize(0.0)?;
+        let middle = g.world.pos + across * radius;
+        return Some(vec![middle - axis * half_length, middle + axis * half_length]);
+    }
+    let mut best: Option<(f64, [Vector3<f64>; 2])> = None;
+    for f in faces(g) {
+        for k in 0..f.corners.len() {
+            let (p, q) = (f.corners[k], f.corners[(k + 1) % f.corners.len()]);
+            let Some(e) = (q - p).try_normalize(0.0) else { continue };
+            if e.dot(&n).abs() >= EDGE_TOL {
+                continue;
+            }
+            let depth = height(&p).max(height(&q));
+            if best.is_none_or(|(d, _)| depth < d) {
+                best = Some((depth, [p, q]));
+            }
+        }
+    }
+    best.map(|(_, edge)| edge.to_vec())
+}
+
+/// The polygon (or edge) `clipped`, clipped to `face` and kept where within `margin` of its
+/// plane, reduced to MuJoCo's four; each kept point's witnesses: on the face's plane and
+/// projected back along `dir` onto the plane through the point orthogonal to `dir`.
+fn clip(face: &Face, clipped: &[Vector3<f64>], dir: &Vector3<f64>, margin: f64) -> Option<Vec<Witness>> {
+    let (corners, n) = (&face.corners, face.normal);
+    let mut poly = clipped.to_vec();
+    for (e, &a) in corners.iter().enumerate() {
+        let b = corners[(e + 1) % corners.len()];
+        // As MuJoCo's `planeNormal`, operation for operation (the clip's points then round as
+        // MuJoCo's do, and so do the largest quadrilateral's ties).
+        let inward = scaled_unit((b - a).cross(&((a + n) - a)));
+        let mut next = Vec::with_capacity(poly.len() + 1);
+        for i in 0..poly.len() {
+            let (p, q) = (poly[i], poly[(i + 1) % poly.len()]);
+            let (dp, dq) = ((p - a).dot(&inward), (q - a).dot(&inward));
+            let (in_p, in_q) = (dp > -MIN_VALUE, dq > -MIN_VALUE);
+            if in_p && in_q {
+                next.push(q);
+                continue;
+            }
+            if !in_p && !in_q {
+                continue;
+            }
+            let t = dp / (dp - dq);
+            if (0.0..=1.0).contains(&t) {
+                next.push(p + (q - p) * t);
+            }
+            if in_q {
+                next.push(q);
+            }
+        }
+        poly = next;
+    }
+    poly.retain(|v| (v - corners[0]).dot(&n) <= margin);
+    if poly.is_empty() {
+        return None;
+    }
+    let kept: Vec<Vector3<f64>> = if poly.len() > MAX_CONTACTS {
+        quad(&poly).iter().map(|&k| poly[k]).collect()
+    } else if clipped.len() == 2 && poly.len() > 2 {
+        farthest_two(&poly).to_vec()
+    } else {
+        poly
+    };
+    Some(kept.iter().map(|v| witness(v, &corners[0], &n, dir)).collect())
+}
+
+/// `v` scaled to unit length as MuJoCo's `mju_normalize3` does (by the norm's reciprocal; the x
+/// axis for a vanishing vector).
+fn scaled_unit(v: Vector3<f64>) -> Vector3<f64> {
+    let norm = v.norm();
+    if norm < MIN_VALUE { Vector3::x() } else { v * (1.0 / norm) }
+}
+
+/// MuJoCo's local search for the largest quadrilateral among a polygon's corners.
+fn quad(poly: &[Vector3<f64>]) -> [usize; 4] {
+    let n = poly.len();
+    let next = |i: usize| (i + 1) % n;
+    let area = |a: usize, b: usize, c: usize, d: usize| 0.5 * (poly[c] - poly[a]).cross(&(poly[d] - poly[b])).norm();
+    let (mut a, mut b, mut c, mut d) = (0, 1, 2, 3);
+    let mut best = [a, b, c, d];
+    let mut m = area(a, b, c, d);
+    while a < n {
+        loop {
+            let grown = area(a, b, c, next(d));
+            if grown <= m {
+                break;
+            }
+            (m, d) = (grown, next(d));
+            best = [a, b, c, d];
+            loop {
+                let grown = area(a, b, next(c), d);
+                if grown <= m {
+                    break;
+                }
+                (m, c) = (grown, next(c));
+                best = [a, b, c, d];
+            }
+            loop {
+                let grown = area(a, next(b), c, d);
+                if grown <= m {
+                    break;
+                }
+                (m, b) = (grown, next(b));
+                best = [a, b, c, d];
+            }
+        }
+        if b == a {
+            b = next(b);
+            if c == b {
+                c = next(c);
+                if d == c {
+                    d = next(d);
+                }
+            }
+        }
+        a += 1;
+    }
+    best
+}
+
+/// The two points farthest apart (the first such pair).
+fn farthest_two(poly: &[Vector3<f64>]) -> [Vector3<f64>; 2] {
+    let (mut best, mut pair) = (0.0, [0, 1]);
+    for i in 0..poly.len() {
+        for j in i + 1..poly.len() {
+            let d = (poly[j] - poly[i]).norm_squared();
+            if d > best {
+                (best, pair) = (d, [i, j]);
+            }
+        }
+    }
+    pair.map(|k| poly[k])
+}
+
+/// A clipped point's witnesses and signed distance, as MuJoCo 4.0.1 forms them.
+fn witness(v: &Vector3<f64>, origin: &Vector3<f64>, n: &Vector3<f64>, dir: &Vector3<f64>) -> Witness {
+    let d = (v - origin).dot(n);
+    let w1 = v - n * d;
+    let w2 = w1 - dir * (w1 - v).dot(dir);
+    (w1, w2, (w1 - w2).norm().copysign(d))
+}
+
+/// The contact of witnesses `x1` (on `m1`) and `x2` (on `m2`), its normal `n` (from `m1` to
+/// `m2`) on the face of `owner`, in the detector's order (`swap`: `m1` is its second geom).
+fn found(
+    m1: &Placed,
+    m2: &Placed,
+    (x1, x2, dist): Witness,
+    (owner, n): (Owner, Vector3<f64>),
+    k: usize,
+    swap: bool,
+) -> Found {
+    let body = |g: &Placed| g.world.compose(&g.local.inverse());
+    let (pose1, pose2): (Pose<f64>, Pose<f64>) = (body(m1), body(m2));
+    let (p1, p2) = (pose1.inverse().transform_point(&x1), pose2.inverse().transform_point(&x2));
+    let on = |pose: &Pose<f64>, v: Vector3<f64>| pose.rot.transpose() * v;
+    let feature = k | usize::from(owner == Owner::Second) << 8;
+    let anchor = match (swap, owner) {
+        (false, Owner::Second) => Anchor::Points {
+            a: m1.body,
+            point_a: p1,
+            b: m2.body,
+            point_b: p2,
+            normal: on(&pose2, n),
+            normal_on_b: true,
+        },
+        (false, Owner::First) => Anchor::Points {
+            a: m1.body,
+            point_a: p1,
+            b: m2.body,
+            point_b: p2,
+            normal: on(&pose1, n),
+            normal_on_b: false,
+        },
+        (true, Owner::Second) => Anchor::Points {
+            a: m2.body,
+            point_a: p2,
+            b: m1.body,
+            point_b: p1,
+            normal: on(&pose2, -n),
+            normal_on_b: false,
+        },
+        (true, Owner::First) => Anchor::Points {
+            a: m2.body,
+            point_a: p2,
+            b: m1.body,
+            point_b: p1,
+            normal: on(&pose1, -n),
+            normal_on_b: true,
+        },
+    };
+    Found { feature, anchor, depth: -dist, normal: if swap { -n } else { n }, tangent: None }
+}

@@ -1,0 +1,151 @@
+//! Boxes, meshes and cylinders against one another, against MuJoCo 4.0.1's single-shot
+//! multi-contact (`tools/mujoco_multiccd.py`: random resting scenes on a box or mesh table,
+//! flat, tilted within and beyond MuJoCo's face tolerance, on an edge, on a side): the same
+//! contacts, as a set, each with MuJoCo's point, normal and depth.
+
+use nalgebra::Vector3;
+use phyz::Model;
+use phyz::collision::detect;
+use phyz::dynamics::forward_kinematics;
+
+const CASES: &str = include_str!("reference/multiccd/cases.txt");
+
+/// Clipped points: MuJoCo's arithmetic on the same single-precision vertices, in another order
+/// of operations.
+const CLIPPED: f64 = 1e-9;
+/// A single contact on a cylinder's rim: MuJoCo's EPA stops once its depth is known to its
+/// `ccd_tolerance` (1e-6), its normal then good to about the square root over the rim's radius
+/// and the point to that times the radius; phyz's is the exact penetration.
+const RIM: Tolerance = Tolerance { depth: 2e-6, normal: 1e-2, point: 1e-3 };
+
+#[derive(Clone, Copy)]
+struct Tolerance {
+    depth: f64,
+    normal: f64,
+    point: f64,
+}
+
+/// A contact: its geoms' names, point, normal from the first geom to the second, distance
+/// (negative: penetrating).
+#[derive(Debug)]
+struct Contact {
+    geoms: [String; 2],
+    point: Vector3<f64>,
+    normal: Vector3<f64>,
+    dist: f64,
+}
+
+fn reference(line: &str) -> Contact {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let x: Vec<f64> = words[2..].iter().map(|w| w.parse().expect("a number")).collect();
+    Contact {
+        geoms: [words[0].to_string(), words[1].to_string()],
+        point: Vector3::new(x[0], x[1], x[2]),
+        normal: Vector3::new(x[3], x[4], x[5]),
+        dist: x[6],
+    }
+}
+
+fn phyz_contacts(model: &Model<f64>) -> Vec<Contact> {
+    let state = model.default_state();
+    let kin = forward_kinematics(model, &state.qpos);
+    let poses: Vec<_> = (0..model.bodies().len()).map(|b| kin.body_pose(model, b)).collect();
+    let owner = |g: usize| model.geom_owner(g).expect("geom");
+    let name = |g: usize| {
+        let (b, k) = owner(g);
+        model.bodies()[b].geoms[k].name.clone()
+    };
+    detect(model, &poses)
+        .expect("supported pairs")
+        .iter()
+        .map(|c| {
+            let frame = c.anchor.evaluate(model, &kin, &c.tangent_ref);
+            let sign = if c.anchor.bodies()[0] == owner(c.geoms[0]).0 { 1.0 } else { -1.0 };
+            Contact { geoms: c.geoms.map(name), point: frame.point, normal: frame.normal * sign, dist: -frame.depth }
+        })
+        .collect()
+}
+
+/// How far `ours` is from `theirs` relative to `tol` (1 at the tolerance), the normal turned to
+/// MuJoCo's geom order.
+fn distance(ours: &Contact, theirs: &Contact, tol: &Tolerance) -> f64 {
+    let normal = if ours.geoms == theirs.geoms { ours.normal } else { -ours.normal };
+    let d = [
+        (ours.dist - theirs.dist).abs() / tol.depth,
+        (normal - theirs.normal).norm() / tol.normal,
+        (ours.point - theirs.point).norm() / tol.point,
+    ];
+    d.into_iter().fold(0.0, f64::max)
+}
+
+/// Scenes where phyz's points differ from MuJoCo's, and why. A mesh face clipped to more than
+/// four points is reduced to four by MuJoCo's local search for the largest quadrilateral, which
+/// starts at the polygon's first vertex: MuJoCo's polygons start where its qhull triangulation
+/// of the hull puts their first triangle, phyz's (parry's hull) elsewhere, so a regular 12-gon
+/// or an overhanging face can end at another four of the same clipped polygon (the count and
+/// the normal agree; checked). Two others: MuJoCo's EPA simplex decides which edges of a
+/// touching vertex it tries against the other's face (`033`: MuJoCo keeps one point where a
+/// nearly parallel edge gives phyz two; `047`: the reverse, an edge of the table under a
+/// tilted face).
+const QUADRILATERAL_START: &[&str] = &[
+    "015", "019", "025", "027", "028", "039", "054", "055", "062", "066", "069", "075", "084", "085", "086", "091",
+    "095", "100", "101", "102", "104",
+];
+const EDGE_CHOICE: &[&str] = &["033", "047"];
+
+#[test]
+fn contacts_between_boxes_meshes_and_cylinders_are_mujocos() {
+    let mut failures = Vec::new();
+    let mut differing = Vec::new();
+    let cases: Vec<&str> = CASES.split("=== ").filter(|c| !c.is_empty()).collect();
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    for case in &cases {
+        let mut lines = case.lines();
+        let head: Vec<&str> = lines.next().expect("a head").split_whitespace().collect();
+        let count: usize = head[1].parse().expect("a count");
+        let theirs: Vec<Contact> = lines.by_ref().take(count).map(reference).collect();
+        let xml = lines.collect::<Vec<_>>().join("\n");
+        let model = phyz::mjcf::parse(&xml, format!("{}.xml", head[0])).expect("loads");
+        let ours = phyz_contacts(&model);
+        let id = &head[0][..3];
+        if EDGE_CHOICE.contains(&id) {
+            differing.push(id.to_string());
+            continue;
+        }
+        if ours.len() != theirs.len() {
+            failures.push(format!(
+                "{}: {} contacts, MuJoCo {}: {ours:?} / {theirs:?}",
+                head[0],
+                ours.len(),
+                theirs.len()
+            ));
+            continue;
+        }
+        if QUADRILATERAL_START.contains(&id) {
+            // The same count; the same normal for every point.
+            let normal = |c: &Contact| if c.geoms == theirs[0].geoms { c.normal } else { -c.normal };
+            if ours.iter().any(|o| (normal(o) - theirs[0].normal).norm() > CLIPPED) {
+                failures.push(format!("{}: normals differ: {ours:?} / {theirs:?}", head[0]));
+            }
+        }
+        let single_rim = count == 1 && xml.contains("type=\"cylinder\"");
+        let tol = if single_rim { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
+        let far = |t: &Contact| ours.iter().map(|o| distance(o, t, &tol)).fold(f64::INFINITY, f64::min) > 1.0;
+        if let Some(t) = theirs.iter().find(|t| far(t)) {
+            if QUADRILATERAL_START.contains(&id) {
+                differing.push(id.to_string());
+            } else {
+                failures.push(format!("{}: MuJoCo's {t:?} is not among phyz's {ours:?}", head[0]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} scenes differ:\n{}", failures.len(), failures.join("\n"));
+    // The known differences are what they say: each still differs.
+    let known = QUADRILATERAL_START.len() + EDGE_CHOICE.len();
+    assert_eq!(
+        differing.len(),
+        known,
+        "known to differ: {QUADRILATERAL_START:?} {EDGE_CHOICE:?}; differ: {differing:?}"
+    );
+    assert!(cases.len() - known >= 95, "{} of {} scenes agree", cases.len() - known, cases.len());
+}
