@@ -140,7 +140,7 @@ fn tilted_shapes_sliding_on_a_box() {
     for geom in [
         "<geom type='box' size='0.05 0.1 0.07' euler='20 10 0'/>",
         "<geom type='capsule' size='0.04 0.1' euler='30 20 0'/>",
-        "<geom type='cylinder' size='0.05 0.1'/>",
+        "<geom type='cylinder' size='0.05 0.1' euler='20 10 0'/>",
     ] {
         let xml = format!(
             "<mujoco><option timestep='0.002'/><worldbody><geom type='box' size='1 1 0.1' pos='0 0 -0.1'/>\

@@ -86,10 +86,12 @@ fn distance(ours: &Contact, theirs: &Contact, tol: &Tolerance) -> f64 {
 /// the normal agree; checked). Two others: MuJoCo's EPA simplex decides which edges of a
 /// touching vertex it tries against the other's face (`033`: MuJoCo keeps one point where a
 /// nearly parallel edge gives phyz two; `047`: the reverse, an edge of the table under a
-/// tilted face).
+/// tilted face). And one cylinder cap on a box (`063`) whose largest quadrilateral is a tie
+/// that MuJoCo's frame, rounded by its own quaternion-to-matrix formula, breaks otherwise (the
+/// count and the normal agree; checked).
 const QUADRILATERAL_START: &[&str] = &[
     "015", "019", "025", "027", "028", "039", "054", "055", "062", "066", "069", "075", "084", "085", "086", "091",
-    "095", "100", "101", "102", "104",
+    "095", "100", "101", "102", "104", "063",
 ];
 const EDGE_CHOICE: &[&str] = &["033", "047"];
 

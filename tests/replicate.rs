@@ -69,3 +69,21 @@ fn copies_are_placed_as_mujoco_places_them() {
         }
     }
 }
+
+/// A tendon and an actuator referencing the contents of a nested replicate: copied once per
+/// copy of copies, in MuJoCo 4.0.1's order and names.
+#[test]
+fn references_into_a_nested_replicate_are_copied_per_copy_of_copies() {
+    let xml = r#"<mujoco><worldbody><site name="top" pos="0 0 2"/>
+        <replicate count="2" offset="1 0 0" sep="o"><replicate count="3" offset="0 1 0" sep="i">
+          <body name="b" pos="0 0 1"><joint name="j" type="slide"/><geom size=".1"/><site name="s"/></body>
+        </replicate></replicate></worldbody>
+      <tendon><spatial name="t"><site site="top"/><site site="s"/></spatial></tendon>
+      <actuator><motor name="m" joint="j"/></actuator></mujoco>"#;
+    let model = phyz::mjcf::parse(xml, "nested.xml").expect("loads");
+    let copies = ["i0o0", "i1o0", "i2o0", "i0o1", "i1o1", "i2o1"];
+    let tendons: Vec<String> = model.tendons().iter().map(|t| t.name.clone()).collect();
+    let actuators: Vec<String> = model.actuators().iter().map(|a| a.name.clone()).collect();
+    assert_eq!(tendons, copies.map(|c| format!("t{c}")));
+    assert_eq!(actuators, copies.map(|c| format!("m{c}")));
+}

@@ -17,7 +17,7 @@
 use nalgebra::Vector3;
 use parry3d_f64::query;
 
-use super::anchor::Anchor;
+use super::anchor::{Anchor, Surface};
 use super::convex::{from_parry, solid, to_parry};
 use super::detect::{Found, Placed};
 use crate::math::Pose;
@@ -99,6 +99,10 @@ struct Face {
     normal: Vector3<f64>,
 }
 
+/// What a face or an edge clipped gives: the points, the face that gives the normal, the
+/// normal, and the kind of contact (for its feature id).
+type Clipped = (Vec<Witness>, Owner, Vector3<f64>, usize);
+
 /// A contact point as the clip gives it: on the first geom, on the second, and the signed
 /// distance (negative: penetrating).
 type Witness = (Vector3<f64>, Vector3<f64>, f64);
@@ -109,6 +113,12 @@ enum Owner {
     First,
     Second,
 }
+
+/// How a contact was found, in its feature id (warm starts pair contacts of one kind only).
+const FACE_FACE: usize = 1 << 8;
+const EDGE_FACE: usize = 2 << 8;
+const SINGLE: usize = 3 << 8;
+const RIM: usize = 4 << 8;
 
 /// The contacts of `g1` and `g2` (in the detector's order) within `margin`.
 pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
@@ -122,12 +132,18 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     let Some((normal, single)) = penetration(m1, m2, margin)? else { return Some(()) };
     let features = least_penetrating(m1, m2, normal);
     let clipped = face_face(m1, m2, &features, margin).or_else(|| edge_face(m1, m2, &features, margin));
-    let (points, owner, n) = match clipped {
+    let (points, owner, n, kind) = match clipped {
         Some(found) => found,
-        None => (vec![single], Owner::Second, normal),
+        None => match rim_on_face(m1, m2, &features) {
+            Some(rim) => {
+                out.push(rim);
+                return Some(());
+            }
+            None => (vec![single], Owner::Second, normal, SINGLE),
+        },
     };
     for (k, (x1, x2, dist)) in points.into_iter().enumerate() {
-        out.push(found(m1, m2, (x1, x2, dist), (owner, n), k, swap));
+        out.push(found(m1, m2, (x1, x2, dist), (owner, n), kind | k, swap));
     }
     Some(())
 }
@@ -169,18 +185,18 @@ fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
 }
 
 /// A face pair's clipped points, if the faces along the normal are opposite enough.
-fn face_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<(Vec<Witness>, Owner, Vector3<f64>)> {
+fn face_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
     let f1 = faces(m1).into_iter().max_by(|a, b| a.normal.dot(n).total_cmp(&b.normal.dot(n)))?;
     let f2 = faces(m2).into_iter().max_by(|a, b| (-a.normal.dot(n)).total_cmp(&-b.normal.dot(n)))?;
     if f1.normal.dot(&f2.normal) >= -FACE_TOL {
         return None;
     }
     let points = clip(&f1, &f2.corners, &f2.normal, margin)?;
-    Some((points, Owner::Second, -f2.normal))
+    Some((points, Owner::Second, -f2.normal, FACE_FACE))
 }
 
 /// An edge of one geom lying on the other's contact face: the edge clipped to the face.
-fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<(Vec<Witness>, Owner, Vector3<f64>)> {
+fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
     for (face_geom, edge_geom, owner) in [(m2, m1, Owner::Second), (m1, m2, Owner::First)] {
         let toward = if owner == Owner::Second { -n } else { *n };
         let face = faces(face_geom).into_iter().max_by(|a, b| a.normal.dot(&toward).total_cmp(&b.normal.dot(&toward)));
@@ -190,11 +206,41 @@ fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<
         if owner == Owner::Second {
             // The face is the second geom's: the clip's first points are on it.
             points.iter_mut().for_each(|(x1, x2, _)| std::mem::swap(x1, x2));
-            return Some((points, owner, -face.normal));
+            return Some((points, owner, -face.normal, EDGE_FACE));
         }
-        return Some((points, owner, face.normal));
+        return Some((points, owner, face.normal, EDGE_FACE));
     }
     None
+}
+
+/// A cylinder touching a box's or a hull's face with its rim (the one point MuJoCo finds then):
+/// the rim's deepest point against the face's plane, re-found on the rim at the live pose, so
+/// that the contact's derivative follows the rim rolling over the face. `None` for another
+/// kind of single contact.
+fn rim_on_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>) -> Option<Found> {
+    let (face_geom, cylinder, toward) = match (&m1.geom.shape, &m2.geom.shape) {
+        (Shape::Cylinder { .. }, Shape::Box { .. } | Shape::Mesh { .. }) => (m2, m1, -n),
+        (Shape::Box { .. } | Shape::Mesh { .. }, Shape::Cylinder { .. }) => (m1, m2, *n),
+        _ => return None,
+    };
+    let Shape::Cylinder { radius, half_length } = cylinder.geom.shape else { return None };
+    let face = faces(face_geom).into_iter().find(|f| f.normal.dot(&toward) >= CONTACT_FACE)?;
+    let body = |g: &Placed| g.world.compose(&g.local.inverse());
+    let plane = body(face_geom);
+    let down = cylinder.world.rot.transpose() * -face.normal;
+    let end = if down.z < 0.0 { -1.0 } else { 1.0 };
+    let surface = Surface::CylinderRim { radius, half_length, end };
+    let deepest = cylinder.world.transform_point(&surface.support(&down));
+    let anchor = Anchor::PlaneSupport {
+        a: face_geom.body,
+        normal: plane.rot.transpose() * face.normal,
+        origin: plane.inverse().transform_point(&face.corners[0]),
+        b: cylinder.body,
+        geom: cylinder.local,
+        surface,
+    };
+    let depth = -(deepest - face.corners[0]).dot(&face.normal);
+    Some(Found { feature: RIM, anchor, depth, normal: face.normal, tangent: None })
 }
 
 /// The faces of a box, a mesh's hull or a cylinder (its caps), in the world.
@@ -387,20 +433,20 @@ fn witness(v: &Vector3<f64>, origin: &Vector3<f64>, n: &Vector3<f64>, dir: &Vect
 }
 
 /// The contact of witnesses `x1` (on `m1`) and `x2` (on `m2`), its normal `n` (from `m1` to
-/// `m2`) on the face of `owner`, in the detector's order (`swap`: `m1` is its second geom).
+/// `m2`) on the face of `owner`, in the detector's order (`swap`: `m1` is its second geom), with
+/// its feature id.
 fn found(
     m1: &Placed,
     m2: &Placed,
     (x1, x2, dist): Witness,
     (owner, n): (Owner, Vector3<f64>),
-    k: usize,
+    feature: usize,
     swap: bool,
 ) -> Found {
     let body = |g: &Placed| g.world.compose(&g.local.inverse());
     let (pose1, pose2): (Pose<f64>, Pose<f64>) = (body(m1), body(m2));
     let (p1, p2) = (pose1.inverse().transform_point(&x1), pose2.inverse().transform_point(&x2));
     let on = |pose: &Pose<f64>, v: Vector3<f64>| pose.rot.transpose() * v;
-    let feature = k | usize::from(owner == Owner::Second) << 8;
     let anchor = match (swap, owner) {
         (false, Owner::Second) => Anchor::Points {
             a: m1.body,

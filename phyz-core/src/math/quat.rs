@@ -92,22 +92,19 @@ impl<S: Scalar> Quat<S> {
 
     /// The rotation matrix of a unit quaternion.
     pub fn to_rotation_matrix(&self) -> Matrix3<S> {
-        // MuJoCo's `mju_quat2Mat`, term for term: the same rounding as MuJoCo's frames, which
-        // its contact search's ties (a regular polygon's largest quadrilateral) follow.
         let (w, x, y, z) = (self.w, self.x, self.y, self.z);
-        let (ww, wx, wy, wz) = (w * w, w * x, w * y, w * z);
-        let (xx, xy, xz, yy, yz, zz) = (x * x, x * y, x * z, y * y, y * z, z * z);
         let two = S::from_f64(2.0);
+        let one = S::one();
         Matrix3::new(
-            ww + xx - yy - zz,
-            two * (xy - wz),
-            two * (xz + wy),
-            two * (xy + wz),
-            ww - xx + yy - zz,
-            two * (yz - wx),
-            two * (xz - wy),
-            two * (yz + wx),
-            ww - xx - yy + zz,
+            one - two * (y * y + z * z),
+            two * (x * y - w * z),
+            two * (x * z + w * y),
+            two * (x * y + w * z),
+            one - two * (x * x + z * z),
+            two * (y * z - w * x),
+            two * (x * z - w * y),
+            two * (y * z + w * x),
+            one - two * (x * x + y * y),
         )
     }
 

@@ -490,8 +490,15 @@ impl<'a> Compiler<'a> {
         placement: Placement,
         outer: &Option<Rc<Rename>>,
     ) -> Result<Vec<Placed<'a>>, MjcfError> {
-        let index = self.replicates.len();
-        self.replicates.push(Replicate::default());
+        // A nested replicate is read once per enclosing copy: one entry holds all its copies.
+        let origin = (el.at.file.to_path_buf(), el.at.node.range().start);
+        let index = match self.replicates.iter().position(|r| r.origin == origin) {
+            Some(index) => index,
+            None => {
+                self.replicates.push(Replicate { origin, ..Replicate::default() });
+                self.replicates.len() - 1
+            }
+        };
         let mut out = Vec::new();
         for (pos, quat, suffix) in replicate::copies(el, &self.settings.angles)? {
             let suffix = suffix + outer.as_ref().map_or("", |o| o.suffix.as_str());
@@ -559,7 +566,7 @@ impl<'a> Compiler<'a> {
         if !spec.name.is_empty() && self.body_index.insert(spec.name.clone(), index).is_some() {
             return Err(el.invalid(format!("body name `{}` is used twice", spec.name)));
         }
-        name_place(&mut self.places, &mut self.replicates, "body", &spec.name.clone(), &el);
+        name_place(&mut self.places, &mut self.replicates, "body", &spec.name, &el);
         self.bodies.push((parent, spec));
         for child in &parts.bodies {
             self.body(child, index)?;

@@ -77,7 +77,7 @@ impl Defaults {
             Element::new(child, None).check_attribute_names(&[attribute_rows(tag)])?;
             if group(tag) == Some("actuator") {
                 let (own, ancestors) = records.split_first_mut().expect("a class has its own record");
-                own.apply(&Element::new(child, class.get("actuator")), ancestors)?;
+                own.apply(&Element::new(child, None), ancestors)?;
             }
             if let Some(group) = group(tag) {
                 let entry = class.entry(group).or_default();

@@ -10,6 +10,7 @@
 //! those that reference its elements.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use nalgebra::Vector3;
@@ -51,15 +52,17 @@ impl Rename {
 }
 
 /// A copy's frame in the replicate's parent (position, orientation) and its suffix.
-pub(super) type Copy = (Vector3<f64>, Quat<f64>, String);
+pub(super) type CopyFrame = (Vector3<f64>, Quat<f64>, String);
 
 /// A section element and the renaming of the copy it is read for (none: read as written).
 pub(super) type Ordered<'a> = (Located<'a>, Option<Rc<Rename>>);
 
-/// One `<replicate>` element as read: its copies' renamings, in order (for a nested one, every
-/// copy of every enclosing copy), and the names written inside it.
+/// One `<replicate>` element as read: where it is written (file, offset), its copies'
+/// renamings, in order (for a nested one, every copy of every enclosing copy), and the names
+/// written inside it.
 #[derive(Default)]
 pub(super) struct Replicate {
+    pub(super) origin: (PathBuf, usize),
     pub(super) copies: Vec<Rc<Rename>>,
     pub(super) names: HashSet<Named>,
 }
@@ -81,7 +84,7 @@ fn reference_kinds(attribute: &str) -> &'static [&'static str] {
 /// The copies' frames (position and orientation in the replicate's parent frame) and
 /// suffixes. Copy `k` is turned by `k · euler` and placed at the sum of `offset` turned by
 /// each earlier copy's orientation.
-pub(super) fn copies(el: &Element<'_, '_>, angles: &AngleSettings) -> Result<Vec<Copy>, MjcfError> {
+pub(super) fn copies(el: &Element<'_, '_>, angles: &AngleSettings) -> Result<Vec<CopyFrame>, MjcfError> {
     let count = el.integer("count")?.ok_or_else(|| el.invalid("missing attribute `count`"))?;
     if count < 1 {
         return Err(el.invalid(format!("a replicate's count must be positive, not {count}")));

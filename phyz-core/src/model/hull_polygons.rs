@@ -4,7 +4,7 @@
 //! outward normal, the normal by Newell's method. MuJoCo's multi-contact clips these polygons
 //! ([`crate::collision`]), so nearly coplanar triangles act as one face there too.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use nalgebra::Vector3;
 
@@ -93,7 +93,7 @@ fn edges(tri: &[usize; 3]) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// The boundary of a group of triangles (the edges no other member walks back), as one loop
 /// in the triangles' winding; `None` where it is not one loop.
 fn outline(component: &[usize], triangles: &[[usize; 3]]) -> Option<Vec<usize>> {
-    let all: Vec<(usize, usize)> = component.iter().flat_map(|&t| edges(&triangles[t])).collect();
+    let all: HashSet<(usize, usize)> = component.iter().flat_map(|&t| edges(&triangles[t])).collect();
     let next: HashMap<usize, usize> =
         all.iter().filter(|&&(i, j)| !all.contains(&(j, i))).map(|&(i, j)| (i, j)).collect();
     let start = *next.keys().min()?;
