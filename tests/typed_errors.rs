@@ -95,6 +95,27 @@ fn limits_on_a_free_joint_are_unsupported_and_the_simulator_keeps_its_state() {
 // The model builder.
 
 #[test]
+fn a_geom_orientation_is_made_unit_and_a_zero_one_is_refused() {
+    let sphere = |quat: phyz::math::Quat<f64>| {
+        let mut geom = phyz::model::Geom::new("ball", phyz::model::Shape::Sphere { radius: 0.1 });
+        geom.quat = quat;
+        let mut builder = ModelBuilder::new();
+        builder.add_world_geom(geom);
+        builder.build()
+    };
+    let model = sphere(phyz::math::Quat::new(2.0, 0.0, 0.0, 2.0)).expect("a scaled orientation is one");
+    let q = model.geom(0).expect("the geom").quat;
+    assert!((q.norm_squared() - 1.0).abs() < 1e-15, "{q:?}");
+    match sphere(phyz::math::Quat::new(0.0, 0.0, 0.0, 0.0)) {
+        Err(ModelError::InvalidOption { option, reason }) => {
+            assert_eq!(option, "geom quat");
+            assert!(reason.contains("ball"), "{reason}");
+        }
+        other => panic!("expected InvalidOption, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_parent_that_is_not_yet_a_body_is_an_invalid_parent() {
     let mut builder = pendulum();
     // Bodies 0 (the world) and 1 (the arm) exist: 2 is the next body, not a parent.

@@ -182,7 +182,7 @@ fn place<S: Scalar>(model: &Model<S>, lane: usize, body_poses: &[Pose<f64>], pla
     for (b, body) in model.bodies().iter().enumerate() {
         for geom in &body.geoms {
             let geom = geom.map_unnamed(&mut |x: S| x.lane(lane));
-            let local = Pose::from_quat(&geom.quat.normalize(), geom.pos);
+            let local = Pose::from_quat(&geom.quat, geom.pos);
             placed.push(Placed { body: b, index: placed.len(), world: body_poses[b].compose(&local), geom, local });
         }
     }

@@ -433,6 +433,7 @@ impl ModelBuilder {
                 sites: spec.sites,
             });
         }
+        unit_frames(&mut bodies)?;
         check_moving_mass(&bodies)?;
         check_geoms(&bodies)?;
         let tree = Tree::build(&bodies, &joints);
@@ -644,6 +645,27 @@ fn check_geoms(bodies: &[Body<f64>]) -> Result<(), ModelError> {
                 geom: if geom.name.is_empty() { format!("{k}") } else { geom.name.clone() },
                 reason: "condim is not 1, 3, 4 or 6",
             });
+        }
+    }
+    Ok(())
+}
+
+/// Geoms' and sites' orientations as unit quaternions (the frames everything reads them as);
+/// a zero or non-finite one is an error naming it.
+fn unit_frames(bodies: &mut [Body<f64>]) -> Result<(), ModelError> {
+    let unit = |q: &mut Quat<f64>, option: &'static str, name: &str| {
+        *q = normalized(q).ok_or_else(|| ModelError::InvalidOption {
+            option,
+            reason: format!("`{name}` has a zero or non-finite orientation"),
+        })?;
+        Ok(())
+    };
+    for body in bodies {
+        for geom in &mut body.geoms {
+            unit(&mut geom.quat, "geom quat", &geom.name)?;
+        }
+        for site in &mut body.sites {
+            unit(&mut site.quat, "site quat", &site.name)?;
         }
     }
     Ok(())
