@@ -130,11 +130,13 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     let swap = (rank(g2), g2.index) < (rank(g1), g1.index);
     let (m1, m2) = if swap { (g2, g1) } else { (g1, g2) };
     let Some((normal, single)) = penetration(m1, m2, margin)? else { return Some(()) };
-    let features = least_penetrating(m1, m2, normal);
-    let clipped = face_face(m1, m2, &features, margin).or_else(|| edge_face(m1, m2, &features, margin));
+    // Each geom's faces in the world, once for the pair.
+    let (s1, s2) = (Side { geom: m1, faces: faces(m1) }, Side { geom: m2, faces: faces(m2) });
+    let features = least_penetrating(&s1, &s2, normal);
+    let clipped = face_face(&s1, &s2, &features, margin).or_else(|| edge_face(&s1, &s2, &features, margin));
     let (points, owner, n, kind) = match clipped {
         Some(found) => found,
-        None => match rim_on_face(m1, m2, &features) {
+        None => match rim_on_face(&s1, &s2, &features) {
             Some(rim) => {
                 out.push(rim);
                 return Some(());
@@ -146,6 +148,19 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
         out.push(found(m1, m2, (x1, x2, dist), (owner, n), kind | k, swap));
     }
     Some(())
+}
+
+/// One geom of the pair and its faces in the world.
+struct Side<'a> {
+    geom: &'a Placed,
+    faces: Vec<Face>,
+}
+
+impl Side<'_> {
+    /// The face whose outward normal is most along `d`.
+    fn most_along(&self, d: &Vector3<f64>) -> Option<&Face> {
+        self.faces.iter().max_by(|a, b| a.normal.dot(d).total_cmp(&b.normal.dot(d)))
+    }
 }
 
 /// The pair's penetration within `margin` (parry's): the normal from `m1` to `m2` and the one
@@ -164,9 +179,9 @@ fn penetration(m1: &Placed, m2: &Placed, margin: f64) -> Option<Option<(Vector3<
 /// The direction of least penetration among `normal` (parry's estimate) and the geoms' face
 /// normals (outward from `m1`, inward to `m2`): where the contact is a face's, that face's
 /// normal exactly, as MuJoCo's EPA converges to it.
-fn least_penetrating(m1: &Placed, m2: &Placed, normal: Vector3<f64>) -> Vector3<f64> {
-    let separation = |d: &Vector3<f64>| -support(m2, &-d) - support(m1, d);
-    let candidates = faces(m1).into_iter().map(|f| f.normal).chain(faces(m2).into_iter().map(|f| -f.normal));
+fn least_penetrating(s1: &Side, s2: &Side, normal: Vector3<f64>) -> Vector3<f64> {
+    let separation = |d: &Vector3<f64>| -support(s2.geom, &-d) - support(s1.geom, d);
+    let candidates = s1.faces.iter().map(|f| f.normal).chain(s2.faces.iter().map(|f| -f.normal));
     candidates.fold(normal, |best, d| if separation(&d) > separation(&best) { d } else { best })
 }
 
@@ -185,24 +200,23 @@ fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
 }
 
 /// A face pair's clipped points, if the faces along the normal are opposite enough.
-fn face_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
-    let f1 = faces(m1).into_iter().max_by(|a, b| a.normal.dot(n).total_cmp(&b.normal.dot(n)))?;
-    let f2 = faces(m2).into_iter().max_by(|a, b| (-a.normal.dot(n)).total_cmp(&-b.normal.dot(n)))?;
+fn face_face(s1: &Side, s2: &Side, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
+    let (f1, f2) = (s1.most_along(n)?, s2.most_along(&-n)?);
     if f1.normal.dot(&f2.normal) >= -FACE_TOL {
         return None;
     }
-    let points = clip(&f1, &f2.corners, &f2.normal, margin)?;
+    let points = clip(f1, &f2.corners, &f2.normal, margin)?;
     Some((points, Owner::Second, -f2.normal, FACE_FACE))
 }
 
 /// An edge of one geom lying on the other's contact face: the edge clipped to the face.
-fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
-    for (face_geom, edge_geom, owner) in [(m2, m1, Owner::Second), (m1, m2, Owner::First)] {
+fn edge_face(s1: &Side, s2: &Side, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
+    for (face_side, edge_side, owner) in [(s2, s1, Owner::Second), (s1, s2, Owner::First)] {
         let toward = if owner == Owner::Second { -n } else { *n };
-        let face = faces(face_geom).into_iter().max_by(|a, b| a.normal.dot(&toward).total_cmp(&b.normal.dot(&toward)));
+        let face = face_side.most_along(&toward);
         let Some(face) = face.filter(|f| f.normal.dot(&toward) >= CONTACT_FACE) else { continue };
-        let Some(edge) = parallel_edge(edge_geom, &face) else { continue };
-        let mut points = clip(&face, &edge, &-face.normal, margin)?;
+        let Some(edge) = parallel_edge(edge_side, face) else { continue };
+        let mut points = clip(face, &edge, &-face.normal, margin)?;
         if owner == Owner::Second {
             // The face is the second geom's: the clip's first points are on it.
             points.iter_mut().for_each(|(x1, x2, _)| std::mem::swap(x1, x2));
@@ -217,14 +231,15 @@ fn edge_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>, margin: f64) -> Option<
 /// the rim's deepest point against the face's plane, re-found on the rim at the live pose, so
 /// that the contact's derivative follows the rim rolling over the face. `None` for another
 /// kind of single contact.
-fn rim_on_face(m1: &Placed, m2: &Placed, n: &Vector3<f64>) -> Option<Found> {
-    let (face_geom, cylinder, toward) = match (&m1.geom.shape, &m2.geom.shape) {
-        (Shape::Cylinder { .. }, Shape::Box { .. } | Shape::Mesh { .. }) => (m2, m1, -n),
-        (Shape::Box { .. } | Shape::Mesh { .. }, Shape::Cylinder { .. }) => (m1, m2, *n),
+fn rim_on_face(s1: &Side, s2: &Side, n: &Vector3<f64>) -> Option<Found> {
+    let (face_side, cylinder, toward) = match (&s1.geom.geom.shape, &s2.geom.geom.shape) {
+        (Shape::Cylinder { .. }, Shape::Box { .. } | Shape::Mesh { .. }) => (s2, s1.geom, -n),
+        (Shape::Box { .. } | Shape::Mesh { .. }, Shape::Cylinder { .. }) => (s1, s2.geom, *n),
         _ => return None,
     };
+    let face_geom = face_side.geom;
     let Shape::Cylinder { radius, half_length } = cylinder.geom.shape else { return None };
-    let face = faces(face_geom).into_iter().find(|f| f.normal.dot(&toward) >= CONTACT_FACE)?;
+    let face = face_side.faces.iter().find(|f| f.normal.dot(&toward) >= CONTACT_FACE)?;
     let body = |g: &Placed| g.world.compose(&g.local.inverse());
     let plane = body(face_geom);
     let down = cylinder.world.rot.transpose() * -face.normal;
@@ -280,8 +295,8 @@ fn faces(g: &Placed) -> Vec<Face> {
 
 /// The edge of `g` nearest `face` among those within [`EDGE_TOL`] of parallel to it: a box's or
 /// a hull polygon's edge, or a cylinder's side line towards the face.
-fn parallel_edge(g: &Placed, face: &Face) -> Option<Vec<Vector3<f64>>> {
-    let n = face.normal;
+fn parallel_edge(side: &Side, face: &Face) -> Option<Vec<Vector3<f64>>> {
+    let (g, n) = (side.geom, face.normal);
     let height = |p: &Vector3<f64>| (p - face.corners[0]).dot(&n);
     if let Shape::Cylinder { radius, half_length } = g.geom.shape {
         let axis = g.world.rot.column(2).into_owned();
@@ -293,7 +308,7 @@ fn parallel_edge(g: &Placed, face: &Face) -> Option<Vec<Vector3<f64>>> {
         return Some(vec![middle - axis * half_length, middle + axis * half_length]);
     }
     let mut best: Option<(f64, [Vector3<f64>; 2])> = None;
-    for f in faces(g) {
+    for f in &side.faces {
         for k in 0..f.corners.len() {
             let (p, q) = (f.corners[k], f.corners[(k + 1) % f.corners.len()]);
             let Some(e) = (q - p).try_normalize(0.0) else { continue };
