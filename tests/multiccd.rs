@@ -1,7 +1,10 @@
 //! Boxes, meshes and cylinders against one another, against MuJoCo 4.0.1's single-shot
 //! multi-contact (`tools/mujoco_multiccd.py`: random resting scenes on a box or mesh table,
 //! flat, tilted within and beyond MuJoCo's face tolerance, on an edge, on a side): the same
-//! contacts, as a set, each with MuJoCo's point, normal and depth.
+//! contacts, as a set, each with MuJoCo's point, normal and depth. And a plane against meshes,
+//! against MuJoCo 4.0.1's `mjc_PlaneConvex` (`tools/mujoco_plane_mesh.py`: boxes, prisms,
+//! dodecahedra and random hulls on level and tilted planes, turned at random or resting on a
+//! face, an edge or a corner, some within a margin).
 
 use nalgebra::Vector3;
 use phyz::Model;
@@ -9,6 +12,7 @@ use phyz::collision::detect;
 use phyz::dynamics::forward_kinematics;
 
 const CASES: &str = include_str!("reference/multiccd/cases.txt");
+const PLANE_MESH: &str = include_str!("reference/multiccd/plane_mesh.txt");
 
 /// Clipped points: MuJoCo's arithmetic on the same single-precision vertices, in another order
 /// of operations.
@@ -150,4 +154,44 @@ fn contacts_between_boxes_meshes_and_cylinders_are_mujocos() {
         "known to differ: {QUADRILATERAL_START:?} {EDGE_CHOICE:?}; differ: {differing:?}"
     );
     assert!(cases.len() - known >= 95, "{} of {} scenes agree", cases.len() - known, cases.len());
+}
+
+/// The plane's contacts are hull vertices, in single precision as MuJoCo keeps them: a vertex
+/// that MuJoCo's principal frame (an eigen-decomposition, rounded otherwise than phyz's) puts
+/// on the neighbouring float is off by up to about 4e-9 at these meshes' 5 cm.
+const VERTEX: f64 = 1e-8;
+
+/// Scenes where MuJoCo splits a dodecahedron's face that points along its file frame's -x
+/// half of the x-z plane (azimuth π) into two polygons: the rounding of its qhull triangles'
+/// normals puts them at +π and at -π, in different bins. phyz's triangulation, parry's, rounds
+/// otherwise, so it keeps the face whole and its largest quadrilateral drops a corner that
+/// MuJoCo's part keeps. phyz's contacts are then some of MuJoCo's (checked).
+const SPLIT_AT_SEAM: &[&str] = &["015", "027", "047", "129"];
+
+#[test]
+fn contacts_between_planes_and_meshes_are_mujocos() {
+    let tol = Tolerance { depth: VERTEX, normal: CLIPPED, point: VERTEX };
+    let cases: Vec<&str> = PLANE_MESH.split("=== ").filter(|c| !c.is_empty()).collect();
+    assert!(cases.len() >= 150, "{} cases", cases.len());
+    let (mut failures, mut split) = (Vec::new(), Vec::new());
+    for case in &cases {
+        let mut lines = case.lines();
+        let head: Vec<&str> = lines.next().expect("a head").split_whitespace().collect();
+        let count: usize = head[1].parse().expect("a count");
+        let theirs: Vec<Contact> = lines.by_ref().take(count).map(reference).collect();
+        let xml = lines.collect::<Vec<_>>().join("\n");
+        let model = phyz::mjcf::parse(&xml, format!("{}.xml", head[0])).expect("loads");
+        let ours = phyz_contacts(&model);
+        let among = |a: &[Contact], b: &[Contact]| {
+            a.iter().all(|x| b.iter().any(|y| distance(x, y, &tol) <= 1.0))
+        };
+        let same = ours.len() == theirs.len() && among(&theirs, &ours);
+        if SPLIT_AT_SEAM.contains(&&head[0][..3]) && !same && among(&ours, &theirs) && !ours.is_empty() {
+            split.push(head[0]);
+        } else if !same {
+            failures.push(format!("{}: phyz {ours:?}\n  MuJoCo {theirs:?}", head[0]));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert_eq!(split.len(), SPLIT_AT_SEAM.len(), "known to differ: {SPLIT_AT_SEAM:?}; differ: {split:?}");
 }

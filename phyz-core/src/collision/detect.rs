@@ -9,10 +9,12 @@ use nalgebra::Vector3;
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
+use super::multiccd::quad;
 use super::{box_box, capsule_box, convex, ellipsoid, hfield, multiccd};
 use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
+use crate::model::mesh::ConvexHull;
 use crate::model::{ContactPair, Geom, Model, Shape};
 
 /// Most contact points one pair of geoms contributes.
@@ -435,8 +437,7 @@ fn plane_against<'a>(
         Shape::Mesh { ref hull } => {
             // The height above the plane, as a function of the geom-frame vertex.
             let (up, offset) = (other.world.rot.transpose() * normal, (other.world.pos - plane.world.pos).dot(&normal));
-            let height = |v: &Vector3<f64>| up.dot(v) + offset;
-            for k in plane_mesh_points(&hull.vertices, height, margin, hull.bounding_radius()) {
+            for k in plane_mesh_points(hull, &up, offset, margin) {
                 push(k, (hull.vertices[k], None), 0.0);
             }
         }
@@ -466,36 +467,33 @@ fn plane_against<'a>(
     Some(&mut out[start..])
 }
 
-/// MuJoCo's fraction of a mesh's bounding radius within which a further plane contact is the
-/// deepest one again.
-const PLANE_MESH_SEPARATION: f64 = 0.3;
-
-/// The hull vertices (indices) that touch a plane, given each vertex's height above it: the
-/// deepest, then of the others within the margin the deepest that lie at least
-/// [`PLANE_MESH_SEPARATION`] of the bounding radius from every one chosen, up to
-/// [`MAX_POINTS_PER_PAIR`] — a scan per point, no contact built for a vertex left out. A flat
-/// face resting on the plane then touches at its corners, not at a cluster of nearly coplanar
-/// vertices beside the deepest. MuJoCo's rule differs: it takes the deepest vertex's neighbours
-/// in its hull's vertex graph, in the graph's order, apart from the deepest only, and fewer of
-/// them (this rule gives the same corners for a face on the floor).
-fn plane_mesh_points(
-    vertices: &[Vector3<f64>],
-    height: impl Fn(&Vector3<f64>) -> f64,
-    margin: f64,
-    bounding_radius: f64,
-) -> impl Iterator<Item = usize> {
-    let separation = PLANE_MESH_SEPARATION * bounding_radius;
-    let mut chosen: [Option<usize>; MAX_POINTS_PER_PAIR] = [None; MAX_POINTS_PER_PAIR];
-    for slot in 0..MAX_POINTS_PER_PAIR {
-        let apart =
-            |k: usize| chosen[..slot].iter().flatten().all(|&c| (vertices[k] - vertices[c]).norm() >= separation);
-        let candidates = (0..vertices.len()).filter(|&k| slot == 0 || (height(&vertices[k]) < margin && apart(k)));
-        let Some(next) = candidates.min_by(|&a, &b| height(&vertices[a]).total_cmp(&height(&vertices[b]))) else {
-            break;
-        };
-        chosen[slot] = Some(next);
+/// The hull vertices (indices) that touch a plane, as MuJoCo 4's `mjc_PlaneConvex` picks them,
+/// given the plane's normal `up` in the hull's frame and the hull origin's height `offset`
+/// above it: the deepest vertex (the first of equals), then the corners of the hull face
+/// through it whose outward normal is most nearly opposite the plane's, from the deepest on
+/// (MuJoCo's largest quadrilateral anchored at the deepest where the face has more than four).
+/// A face resting on the plane so touches at its corners, an edge at its ends, a corner at
+/// itself; the caller keeps those within the margin.
+fn plane_mesh_points(hull: &ConvexHull, up: &Vector3<f64>, offset: f64, margin: f64) -> Vec<usize> {
+    let height = |k: usize| up.dot(&hull.vertices[k]) + offset;
+    let Some(deepest) = (0..hull.vertices.len()).min_by(|&a, &b| height(a).total_cmp(&height(b))) else {
+        return Vec::new();
+    };
+    if height(deepest) > margin {
+        return Vec::new();
     }
-    chosen.into_iter().flatten()
+    let facing = |p: &&usize| hull.polygons[**p].normal.dot(up);
+    let Some(&face) = hull.vertex_polygons[deepest].iter().min_by(|a, b| facing(a).total_cmp(&facing(b))) else {
+        return vec![deepest];
+    };
+    let ring = &hull.polygons[face].vertices;
+    let start = ring.iter().position(|&k| k == deepest).unwrap_or(0);
+    let ring: Vec<usize> = (0..ring.len()).map(|i| ring[(start + i) % ring.len()]).collect();
+    if ring.len() <= MAX_POINTS_PER_PAIR {
+        return ring;
+    }
+    let corners: Vec<Vector3<f64>> = ring.iter().map(|&k| hull.vertices[k]).collect();
+    quad(&corners, 1).iter().map(|&i| ring[i]).collect()
 }
 
 /// A plane geom's contacts `found` with `other`, their frames aligned as MuJoCo's

@@ -362,7 +362,7 @@ fn clip(face: &Face, clipped: &[Vector3<f64>], dir: &Vector3<f64>, margin: f64) 
         return None;
     }
     let kept: Vec<Vector3<f64>> = if poly.len() > MAX_CONTACTS {
-        quad(&poly).iter().map(|&k| poly[k]).collect()
+        quad(&poly, poly.len()).iter().map(|&k| poly[k]).collect()
     } else if clipped.len() == 2 && poly.len() > 2 {
         farthest_two(&poly).to_vec()
     } else {
@@ -378,15 +378,17 @@ fn scaled_unit(v: Vector3<f64>) -> Vector3<f64> {
     if norm < MIN_VALUE { Vector3::x() } else { v * (1.0 / norm) }
 }
 
-/// MuJoCo's local search for the largest quadrilateral among a polygon's corners.
-fn quad(poly: &[Vector3<f64>]) -> [usize; 4] {
+/// MuJoCo's local search for the largest quadrilateral among a polygon's corners, its first
+/// corner moved over the first `anchors` of them (all of them for a clipped polygon; the first
+/// alone, the deepest, for a hull face on a plane).
+pub(super) fn quad(poly: &[Vector3<f64>], anchors: usize) -> [usize; 4] {
     let n = poly.len();
     let next = |i: usize| (i + 1) % n;
     let area = |a: usize, b: usize, c: usize, d: usize| 0.5 * (poly[c] - poly[a]).cross(&(poly[d] - poly[b])).norm();
     let (mut a, mut b, mut c, mut d) = (0, 1, 2, 3);
     let mut best = [a, b, c, d];
     let mut m = area(a, b, c, d);
-    while a < n {
+    while a < anchors.min(n) {
         loop {
             let grown = area(a, b, c, next(d));
             if grown <= m {

@@ -8,6 +8,8 @@ use std::collections::{HashMap, HashSet};
 
 use nalgebra::Vector3;
 
+use super::mesh::MIN_VALUE;
+
 /// One face of a hull: its vertices (indices into the hull's), counter-clockwise about its
 /// outward unit `normal`.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,14 +24,28 @@ const BIN: f64 = 0.01;
 /// How close to the poles a normal's `z` counts as vertical (its azimuth then undefined).
 const POLE: f64 = 1.0 - 1e-7;
 
-/// The polygons of a hull with `points` and outward-wound `triangles` (vertex indices).
-pub(super) fn polygons(points: &[Vector3<f64>], triangles: &[[usize; 3]]) -> Vec<Polygon> {
+/// Where MuJoCo bins a hull's faces: the hull's points in the file's frame (before `scale`,
+/// `refpos` and `refquat`), and whether the scale mirrors them (the hull's outward winding
+/// then runs inward there).
+pub(super) struct FileFrame<'a> {
+    pub points: &'a [Vector3<f64>],
+    pub mirrored: bool,
+}
+
+/// The polygons of a hull with `points` and outward-wound `triangles` (vertex indices), its
+/// triangles binned by their normals in the file's frame, `file`, as MuJoCo's compiler bins
+/// them before it moves the mesh into its principal frame.
+pub(super) fn polygons(points: &[Vector3<f64>], triangles: &[[usize; 3]], file: &FileFrame) -> Vec<Polygon> {
     let mut groups: HashMap<(i64, i64), Vec<usize>> = HashMap::new();
     let mut order = Vec::new();
     for (t, tri) in triangles.iter().enumerate() {
-        let [a, b, c] = tri.map(|k| points[k]);
-        let Some(n) = (b - a).cross(&(c - a)).try_normalize(0.0) else { continue };
-        let key = polar_key(&n);
+        let [a, b, c] = tri.map(|k| file.points[k]);
+        let cross = if file.mirrored { (c - a).cross(&(b - a)) } else { (b - a).cross(&(c - a)) };
+        let norm = cross.norm();
+        if norm < MIN_VALUE {
+            continue;
+        }
+        let key = polar_key(&(cross / norm));
         if !groups.contains_key(&key) {
             order.push(key);
         }
@@ -47,14 +63,23 @@ pub(super) fn polygons(points: &[Vector3<f64>], triangles: &[[usize; 3]]) -> Vec
     out
 }
 
+/// For each of `count` vertices, the polygons (indices into `polygons`) it is a corner of.
+pub(super) fn by_vertex(polygons: &[Polygon], count: usize) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); count];
+    for (p, polygon) in polygons.iter().enumerate() {
+        polygon.vertices.iter().for_each(|&k| out[k].push(p));
+    }
+    out
+}
+
 /// MuJoCo's key of a unit normal: its azimuth and inclination in bins (a vertical normal's
-/// azimuth is 0).
+/// azimuth is 0; a negative zero counts as zero, so `(-1, -0, 0)` is at azimuth π).
 fn polar_key(n: &Vector3<f64>) -> (i64, i64) {
     let bin = |angle: f64| (angle / BIN).round() as i64;
     if n.z.abs() > POLE {
         return (0, if n.z > 0.0 { 0 } else { bin(std::f64::consts::PI) });
     }
-    (bin(n.y.atan2(n.x)), bin(n.z.clamp(-1.0, 1.0).acos()))
+    (bin((n.y + 0.0).atan2(n.x + 0.0)), bin(n.z.clamp(-1.0, 1.0).acos()))
 }
 
 /// The groups of `members` (triangle indices) that share edges.

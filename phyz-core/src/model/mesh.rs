@@ -3,6 +3,7 @@
 //! use, as in MuJoCo — in the mesh's principal frame, as MuJoCo moves a mesh into its inertial
 //! frame (a geom using it is placed by that frame).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,11 +12,11 @@ use parry3d_f64::math::Vector;
 use parry3d_f64::shape::ConvexPolyhedron;
 use parry3d_f64::transformation::try_convex_hull;
 
-use super::hull_polygons::{self, Polygon};
+use super::hull_polygons::{self, FileFrame, Polygon};
 use crate::math::{Quat, principal_axes};
 
 /// MuJoCo's smallest meaningful area, volume or length (`mjMINVAL`).
-const MIN_VALUE: f64 = 1e-15;
+pub(super) const MIN_VALUE: f64 = 1e-15;
 
 /// Why a mesh file gave no hull.
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +91,8 @@ pub struct ConvexHull {
     pub(crate) polyhedron: ConvexPolyhedron,
     /// The hull's faces as MuJoCo's polygons (MuJoCo's multi-contact clips them).
     pub polygons: Vec<Polygon>,
+    /// For each vertex, the polygons (indices) it is a corner of.
+    pub vertex_polygons: Vec<Vec<usize>>,
 }
 
 impl PartialEq for ConvexHull {
@@ -131,15 +134,23 @@ impl ConvexHull {
     /// The mesh `mesh` placed and scaled as `options` say, its mass properties by its inertia
     /// mode, and its hull in its principal frame (`shown` names it in errors).
     fn compile(mut mesh: Triangles, options: &MeshOptions, shown: String) -> Result<Arc<ConvexHull>, MeshError> {
+        let in_file = mesh.points.clone();
         let rotation = options.refquat.normalize().to_rotation_matrix().transpose();
         for p in &mut mesh.points {
             *p = (rotation * (*p - options.refpos)).component_mul(&options.scale);
         }
         // A mirroring scale turns the faces inside out: wind them back.
-        if options.scale.iter().product::<f64>() < 0.0 {
+        let mirrored = options.scale.iter().product::<f64>() < 0.0;
+        if mirrored {
             mesh.faces.iter_mut().for_each(|f| f.swap(1, 2));
         }
         let hull = hull_triangles(&mesh.points);
+        // The hull's corners as the file gives them (the hull's points are copies of the mesh's).
+        let file_points = hull.as_ref().map(|hull| {
+            let bits = |p: &Vector3<f64>| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()];
+            let index: HashMap<_, _> = mesh.points.iter().enumerate().map(|(i, p)| (bits(p), i)).collect();
+            hull.points.iter().map(|p| index.get(&bits(p)).map_or(*p, |&i| in_file[i])).collect::<Vec<_>>()
+        });
         let flat = || MeshError::Flat { path: shown.clone() };
         // A mesh without faces is its hull, as MuJoCo makes it.
         if mesh.faces.is_empty() {
@@ -154,8 +165,9 @@ impl ConvexHull {
         let faces = if options.inertia == MeshInertia::Convex { hull.as_ref().ok_or_else(no_hull)? } else { &mesh };
         let (volume, com, inertia) = mass_properties(&mesh, faces, options.inertia)
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
-        let hull = hull.ok_or_else(flat)?;
-        Self::in_principal_frame(&hull, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
+        let (hull, file_points) = hull.zip(file_points).ok_or_else(flat)?;
+        let file = FileFrame { points: &file_points, mirrored };
+        Self::in_principal_frame(&hull, &file, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
     }
 
     /// The hull of `points` at uniform density, moved into its principal frame; `None` if it
@@ -163,13 +175,15 @@ impl ConvexHull {
     pub fn from_points(points: &[Vector3<f64>]) -> Option<ConvexHull> {
         let hull = hull_triangles(points)?;
         let (volume, com, inertia) = mass_properties(&hull, &hull, MeshInertia::Convex).ok()?;
-        Self::in_principal_frame(&hull, volume, com, &inertia)
+        let file = FileFrame { points: &hull.points, mirrored: false };
+        Self::in_principal_frame(&hull, &file, volume, com, &inertia)
     }
 
     /// The hull `hull` in the principal frame of the mass `volume` with centre `com` and
-    /// inertia tensor `inertia` (unit density).
+    /// inertia tensor `inertia` (unit density); `file` its points where MuJoCo bins its faces.
     fn in_principal_frame(
         hull: &Triangles,
+        file: &FileFrame,
         volume: f64,
         com: Vector3<f64>,
         inertia: &Matrix3<f64>,
@@ -184,7 +198,10 @@ impl ConvexHull {
         let vertices: Vec<Vector3<f64>> = exact.iter().map(|p| p.map(single)).collect();
         let as_parry = |p: &Vector3<f64>| Vector::new(p.x, p.y, p.z);
         let polyhedron = ConvexPolyhedron::from_convex_hull(&vertices.iter().map(as_parry).collect::<Vec<_>>())?;
+        let polygons = hull_polygons::polygons(&exact, &hull.faces, file);
         Some(ConvexHull {
+            vertex_polygons: hull_polygons::by_vertex(&polygons, vertices.len()),
+            polygons,
             inertia_per_mass: moments / volume,
             volume,
             frame_pos: com,
@@ -192,7 +209,6 @@ impl ConvexHull {
             radius: vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
             vertices,
             polyhedron,
-            polygons: hull_polygons::polygons(&exact, &hull.faces),
         })
     }
 
