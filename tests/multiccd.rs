@@ -4,7 +4,8 @@
 //! contacts, as a set, each with MuJoCo's point, normal and depth. And a plane against meshes,
 //! against MuJoCo 4.0.1's `mjc_PlaneConvex` (`tools/mujoco_plane_mesh.py`: boxes, prisms,
 //! dodecahedra and random hulls on level and tilted planes, turned at random or resting on a
-//! face, an edge or a corner, some within a margin).
+//! face, an edge or a corner, some within a margin). And spheres against cylinders, against
+//! MuJoCo's `mjc_SphereCylinder` (`tools/mujoco_sphere_cylinder.py`).
 
 use nalgebra::Vector3;
 use phyz::Model;
@@ -13,6 +14,7 @@ use phyz::dynamics::forward_kinematics;
 
 const CASES: &str = include_str!("reference/multiccd/cases.txt");
 const PLANE_MESH: &str = include_str!("reference/multiccd/plane_mesh.txt");
+const SPHERE_CYLINDER: &str = include_str!("reference/multiccd/sphere_cylinder.txt");
 
 /// Clipped points: MuJoCo's arithmetic on the same single-precision vertices, in another order
 /// of operations.
@@ -82,6 +84,35 @@ fn distance(ours: &Contact, theirs: &Contact, tol: &Tolerance) -> f64 {
     d.into_iter().fold(0.0, f64::max)
 }
 
+/// A scene of a reference file: its name, MuJoCo's contacts, phyz's, and the model's text.
+struct Scene {
+    name: String,
+    theirs: Vec<Contact>,
+    ours: Vec<Contact>,
+    xml: String,
+}
+
+/// The scenes of a reference file (`tools/mujoco_multiccd.py`'s format), each loaded and
+/// detected by phyz.
+fn scenes(text: &str) -> Vec<Scene> {
+    let mut out = Vec::new();
+    for case in text.split("=== ").filter(|c| !c.is_empty()) {
+        let mut lines = case.lines();
+        let head: Vec<&str> = lines.next().expect("a head").split_whitespace().collect();
+        let count: usize = head[1].parse().expect("a count");
+        let theirs: Vec<Contact> = lines.by_ref().take(count).map(reference).collect();
+        let xml = lines.collect::<Vec<_>>().join("\n");
+        let model = phyz::mjcf::parse(&xml, format!("{}.xml", head[0])).expect("loads");
+        out.push(Scene { name: head[0].to_string(), theirs, ours: phyz_contacts(&model), xml });
+    }
+    out
+}
+
+/// Whether every contact of `a` is within `tol` of one of `b`'s.
+fn among(a: &[Contact], b: &[Contact], tol: &Tolerance) -> bool {
+    a.iter().all(|x| b.iter().any(|y| distance(x, y, tol) <= 1.0))
+}
+
 /// Scenes where phyz's points differ from MuJoCo's, and why. A mesh face clipped to more than
 /// four points is reduced to four by MuJoCo's local search for the largest quadrilateral, which
 /// starts at the polygon's first vertex: MuJoCo's polygons start where its qhull triangulation
@@ -103,45 +134,32 @@ const EDGE_CHOICE: &[&str] = &["033", "047"];
 fn contacts_between_boxes_meshes_and_cylinders_are_mujocos() {
     let mut failures = Vec::new();
     let mut differing = Vec::new();
-    let cases: Vec<&str> = CASES.split("=== ").filter(|c| !c.is_empty()).collect();
+    let cases = scenes(CASES);
     assert!(cases.len() >= 100, "{} cases", cases.len());
-    for case in &cases {
-        let mut lines = case.lines();
-        let head: Vec<&str> = lines.next().expect("a head").split_whitespace().collect();
-        let count: usize = head[1].parse().expect("a count");
-        let theirs: Vec<Contact> = lines.by_ref().take(count).map(reference).collect();
-        let xml = lines.collect::<Vec<_>>().join("\n");
-        let model = phyz::mjcf::parse(&xml, format!("{}.xml", head[0])).expect("loads");
-        let ours = phyz_contacts(&model);
-        let id = &head[0][..3];
+    for Scene { name, theirs, ours, xml } in &cases {
+        let id = &name[..3];
         if EDGE_CHOICE.contains(&id) {
             differing.push(id.to_string());
             continue;
         }
         if ours.len() != theirs.len() {
-            failures.push(format!(
-                "{}: {} contacts, MuJoCo {}: {ours:?} / {theirs:?}",
-                head[0],
-                ours.len(),
-                theirs.len()
-            ));
+            failures.push(format!("{name}: {} contacts, MuJoCo {}: {ours:?} / {theirs:?}", ours.len(), theirs.len()));
             continue;
         }
         if QUADRILATERAL_START.contains(&id) {
             // The same count; the same normal for every point.
             let normal = |c: &Contact| if c.geoms == theirs[0].geoms { c.normal } else { -c.normal };
             if ours.iter().any(|o| (normal(o) - theirs[0].normal).norm() > CLIPPED) {
-                failures.push(format!("{}: normals differ: {ours:?} / {theirs:?}", head[0]));
+                failures.push(format!("{name}: normals differ: {ours:?} / {theirs:?}"));
             }
         }
-        let single_rim = count == 1 && xml.contains("type=\"cylinder\"");
+        let single_rim = theirs.len() == 1 && xml.contains("type=\"cylinder\"");
         let tol = if single_rim { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
-        let far = |t: &Contact| ours.iter().map(|o| distance(o, t, &tol)).fold(f64::INFINITY, f64::min) > 1.0;
-        if let Some(t) = theirs.iter().find(|t| far(t)) {
+        if !among(theirs, ours, &tol) {
             if QUADRILATERAL_START.contains(&id) {
                 differing.push(id.to_string());
             } else {
-                failures.push(format!("{}: MuJoCo's {t:?} is not among phyz's {ours:?}", head[0]));
+                failures.push(format!("{name}: MuJoCo's {theirs:?} are not among phyz's {ours:?}"));
             }
         }
     }
@@ -171,27 +189,36 @@ const SPLIT_AT_SEAM: &[&str] = &["015", "027", "047", "129"];
 #[test]
 fn contacts_between_planes_and_meshes_are_mujocos() {
     let tol = Tolerance { depth: VERTEX, normal: CLIPPED, point: VERTEX };
-    let cases: Vec<&str> = PLANE_MESH.split("=== ").filter(|c| !c.is_empty()).collect();
+    let cases = scenes(PLANE_MESH);
     assert!(cases.len() >= 150, "{} cases", cases.len());
     let (mut failures, mut split) = (Vec::new(), Vec::new());
-    for case in &cases {
-        let mut lines = case.lines();
-        let head: Vec<&str> = lines.next().expect("a head").split_whitespace().collect();
-        let count: usize = head[1].parse().expect("a count");
-        let theirs: Vec<Contact> = lines.by_ref().take(count).map(reference).collect();
-        let xml = lines.collect::<Vec<_>>().join("\n");
-        let model = phyz::mjcf::parse(&xml, format!("{}.xml", head[0])).expect("loads");
-        let ours = phyz_contacts(&model);
-        let among = |a: &[Contact], b: &[Contact]| {
-            a.iter().all(|x| b.iter().any(|y| distance(x, y, &tol) <= 1.0))
-        };
-        let same = ours.len() == theirs.len() && among(&theirs, &ours);
-        if SPLIT_AT_SEAM.contains(&&head[0][..3]) && !same && among(&ours, &theirs) && !ours.is_empty() {
-            split.push(head[0]);
+    for Scene { name, theirs, ours, .. } in &cases {
+        let same = ours.len() == theirs.len() && among(theirs, ours, &tol);
+        if SPLIT_AT_SEAM.contains(&&name[..3]) && !same && among(ours, theirs, &tol) && !ours.is_empty() {
+            split.push(name);
         } else if !same {
-            failures.push(format!("{}: phyz {ours:?}\n  MuJoCo {theirs:?}", head[0]));
+            failures.push(format!("{name}: phyz {ours:?}\n  MuJoCo {theirs:?}"));
         }
     }
     assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
     assert_eq!(split.len(), SPLIT_AT_SEAM.len(), "known to differ: {SPLIT_AT_SEAM:?}; differ: {split:?}");
+}
+
+/// A sphere against a cylinder: MuJoCo's arithmetic in another order (closest points,
+/// projections on the axis), to rounding.
+const PRIMITIVE: f64 = 1e-12;
+
+/// Spheres against cylinders (beside the side, over a cap, past the rim, inside, at the
+/// centre) and two spheres at one centre, where MuJoCo takes the world's x axis as the normal.
+#[test]
+fn contacts_between_spheres_and_cylinders_are_mujocos() {
+    let tol = Tolerance { depth: PRIMITIVE, normal: PRIMITIVE, point: PRIMITIVE };
+    let cases = scenes(SPHERE_CYLINDER);
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let failures: Vec<String> = cases
+        .iter()
+        .filter(|s| s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol))
+        .map(|s| format!("{}: phyz {:?}\n  MuJoCo {:?}", s.name, s.ours, s.theirs))
+        .collect();
+    assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

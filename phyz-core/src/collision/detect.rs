@@ -9,8 +9,9 @@ use nalgebra::Vector3;
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
+use super::MIN_VALUE;
 use super::multiccd::quad;
-use super::{box_box, capsule_box, convex, ellipsoid, hfield, multiccd};
+use super::{box_box, capsule_box, convex, ellipsoid, hfield, multiccd, sphere_cylinder};
 use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
@@ -331,6 +332,12 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => capsule_box::contacts(g1, g2, margin, out)?,
         (Box { half_extents }, Sphere { radius }) => out.push(box_sphere(g1, half_extents, g2, *radius)),
         (Sphere { radius }, Box { half_extents }) => out.push(box_sphere(g2, half_extents, g1, *radius)),
+        (&Sphere { radius }, &Cylinder { radius: r, half_length }) => {
+            out.push(sphere_cylinder::contact(g1, radius, g2, r, half_length))
+        }
+        (&Cylinder { radius: r, half_length }, &Sphere { radius }) => {
+            out.push(sphere_cylinder::contact(g2, radius, g1, r, half_length))
+        }
         _ => out.extend(convex::manifold(g1, g2, margin)?),
     }
     out.retain(|c| c.depth > -margin);
@@ -581,8 +588,11 @@ fn sliding(s: f64, direction: Vector3<f64>) -> Option<Vector3<f64>> {
 
 /// Two spheres of radii `r` at `centres` (body frames, with the lines they slide along;
 /// `world`: the centres in the world), one on each geom, pinned as an [`Anchor::Spheres`]
-/// whose normal joins the centres.
-fn sphere_pair(
+/// whose normal joins the centres. Centres that coincide join along no direction: MuJoCo then
+/// takes the world's x axis (`mju_normalize3`), and so does phyz, frozen on the first body
+/// with the touching points on the spheres along it ([`Anchor::Points`]), so the depth's
+/// derivative is the one along that axis.
+pub(super) fn sphere_pair(
     [g1, g2]: [&Placed; 2],
     (centres, [slide_a, slide_b]): (Segment, [Option<Vector3<f64>>; 2]),
     world: Segment,
@@ -591,7 +601,10 @@ fn sphere_pair(
 ) -> Found {
     let gap = world[1] - world[0];
     let distance = gap.norm();
-    let normal = if distance > 1e-12 { gap / distance } else { Vector3::z() };
+    let depth = r[0] + r[1] - distance;
+    if distance < MIN_VALUE {
+        return coincident([g1, g2], centres, r, Vector3::x(), feature);
+    }
     let anchor = Anchor::Spheres {
         a: g1.body,
         center_a: centres[0],
@@ -602,7 +615,28 @@ fn sphere_pair(
         slide_b,
         radius_b: r[1],
     };
-    Found { feature, anchor, depth: r[0] + r[1] - distance, normal, tangent: None }
+    Found { feature, anchor, depth, normal: gap / distance, tangent: None }
+}
+
+/// Two spheres of radii `r` whose `centres` (body frames) coincide, touching along the world
+/// direction `normal` (frozen on the first body), at the points of the spheres along it.
+pub(super) fn coincident(
+    [g1, g2]: [&Placed; 2],
+    centres: Segment,
+    r: [f64; 2],
+    normal: Vector3<f64>,
+    feature: usize,
+) -> Found {
+    let on_body = |g: &Placed| g.local.rot * g.world.rot.transpose() * normal;
+    let anchor = Anchor::Points {
+        a: g1.body,
+        point_a: centres[0] + on_body(g1) * r[0],
+        b: g2.body,
+        point_b: centres[1] - on_body(g2) * r[1],
+        normal: on_body(g1),
+        normal_on_b: false,
+    };
+    Found { feature, anchor, depth: r[0] + r[1], normal, tangent: None }
 }
 
 /// Below this squared sine of the angle between two capsules' axes, MuJoCo 4 takes them as

@@ -12,6 +12,7 @@ mod filter;
 mod hfield;
 mod multiccd;
 mod ray;
+mod sphere_cylinder;
 mod support;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
