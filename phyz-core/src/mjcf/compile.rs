@@ -78,8 +78,40 @@ struct Settings {
     /// `alignfree`: free bodies without children take their inertial frames as their frames
     /// (unless their `<freejoint align>` says otherwise).
     align_free: bool,
+    /// `boundmass`, `boundinertia`, `balanceinertia`: floors on every body's mass and principal
+    /// moments, and whether moments that break the triangle inequality become their mean.
+    bounds: InertiaBounds,
     /// `<lengthrange>`: which actuators' length ranges the compiler finds, and how.
     length_range: length_range::Options,
+}
+
+/// MuJoCo's compiler floors on a body's mass and principal moments, and its `balanceinertia`.
+#[derive(Clone, Copy, Default)]
+struct InertiaBounds {
+    mass: f64,
+    inertia: f64,
+    balance: bool,
+}
+
+impl InertiaBounds {
+    /// A body's mass and inertia tensor (about its centre of mass) bounded as MuJoCo's compiler
+    /// bounds them: the mass at least `mass`, each principal moment at least `inertia`, and,
+    /// with `balance`, moments that break the triangle inequality replaced by their mean. The
+    /// tensor is rebuilt only where a bound changes it.
+    fn apply(&self, mass: f64, inertia: Matrix3<f64>) -> (f64, Matrix3<f64>) {
+        let mass = mass.max(self.mass);
+        let (axes, moments) = crate::math::principal_axes(&inertia);
+        let mut bounded = moments.map(|m| m.max(self.inertia));
+        let [a, b, c] = [bounded.x, bounded.y, bounded.z];
+        if self.balance && (a + b < c || a + c < b || b + c < a) {
+            bounded = Vector3::repeat((a + b + c) / 3.0);
+        }
+        if bounded == moments {
+            return (mass, inertia);
+        }
+        let r = axes.to_rotation_matrix();
+        (mass, r * Matrix3::from_diagonal(&bounded) * r.transpose())
+    }
 }
 
 /// Top-level elements that only matter for rendering or bookkeeping.
@@ -140,6 +172,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         inertia_groups: [0, 5],
         discard_visual: false,
         align_free: false,
+        bounds: InertiaBounds::default(),
         length_range: length_range::Options::default(),
     };
     for at in of("compiler") {
@@ -312,6 +345,9 @@ fn read_compiler(el: &Element<'_, '_>, s: &mut Settings) -> Result<(), MjcfError
     s.strip_path = el.boolean("strippath")?.unwrap_or(s.strip_path);
     s.discard_visual = el.boolean("discardvisual")?.unwrap_or(s.discard_visual);
     s.align_free = el.boolean("alignfree")?.unwrap_or(s.align_free);
+    s.bounds.mass = el.number("boundmass")?.unwrap_or(s.bounds.mass);
+    s.bounds.inertia = el.number("boundinertia")?.unwrap_or(s.bounds.inertia);
+    s.bounds.balance = el.boolean("balanceinertia")?.unwrap_or(s.bounds.balance);
     if let Some(numbers) = el.array::<2>("inertiagrouprange")? {
         let [lo, hi] = numbers.map(|x| x as i64);
         if numbers != [lo as f64, hi as f64] {
@@ -551,6 +587,7 @@ impl<'a> Compiler<'a> {
             Some(part) if !from_geoms && part.mass == 0.0 && part.inertia == Vector3::zeros() => Some(part.quat),
             _ => None,
         };
+        let (mass, inertia) = self.settings.bounds.apply(mass, inertia);
         (spec.mass, spec.com, spec.inertia) = (mass, if undefined { pos } else { com }, inertia);
         spec.inertia_axes = if undefined { Some(quat) } else { massless_frame };
         let free = matches!(spec.joints.as_slice(), [joint] if joint.kind == JointKind::Free);
