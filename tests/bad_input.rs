@@ -140,3 +140,30 @@ fn a_contact_pair_with_bad_numbers_is_an_error() {
         }
     }
 }
+
+/// A quaternion of no length in `qpos` (a keyframe may write one) is the identity, as MuJoCo's
+/// `mju_normalize4` makes it, in the step and in the position integration: the step from it is
+/// the step from the identity, to the bit.
+#[test]
+fn a_zero_quaternion_in_qpos_is_the_identity() {
+    let model = phyz::mjcf::parse(
+        r#"<mujoco><worldbody>
+             <body pos="0 0 1"><joint type="ball"/><geom type="capsule" fromto="0 0 0 .3 .1 0" size=".05"/></body>
+             <body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/></body>
+           </worldbody></mujoco>"#,
+        "zero_quaternion.xml",
+    )
+    .expect("loads");
+    let mut identity = model.default_state();
+    identity.qvel = DVector::from_fn(model.nv(), |i, _| 0.3 * (i as f64 + 1.0));
+    let mut zero = identity.clone();
+    for a in [0, 7] {
+        zero.qpos.rows_mut(a, 4).fill(0.0);
+    }
+    assert_eq!(identity.qpos[0], 1.0, "the ball joint's quaternion starts the configuration");
+    assert_eq!(identity.qpos[7], 1.0, "the free joint's quaternion follows its position");
+    let from_identity = step(&model, &identity, &[]).expect("steps");
+    let from_zero = step(&model, &zero, &[]).expect("steps");
+    assert_eq!(from_zero.qpos, from_identity.qpos);
+    assert_eq!(from_zero.qvel, from_identity.qvel);
+}

@@ -41,10 +41,19 @@ impl<S: Scalar> Quat<S> {
         self.w * self.w + self.x * self.x + self.y * self.y + self.z * self.z
     }
 
-    /// This quaternion scaled to unit length.
+    /// This quaternion scaled to unit length; as MuJoCo's `mju_normalize4`, the identity for
+    /// one of no length (below `mjMINVAL`), which a keyframe or a user may write.
     pub fn normalize(&self) -> Self {
-        let inv = self.norm_squared().sqrt().recip();
-        Quat::new(self.w * inv, self.x * inv, self.y * inv, self.z * inv)
+        let norm = self.norm_squared().sqrt();
+        let usable = norm.greater(S::from_f64(1e-15));
+        let inv = S::select(usable, norm, S::one()).recip();
+        let (one, zero) = (S::one(), S::zero());
+        Quat::new(
+            S::select(usable, self.w * inv, one),
+            S::select(usable, self.x * inv, zero),
+            S::select(usable, self.y * inv, zero),
+            S::select(usable, self.z * inv, zero),
+        )
     }
 
     #[inline]
