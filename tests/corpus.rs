@@ -104,12 +104,28 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // the model unstable, in MuJoCo too (its bad-acceleration warning at step 144 under the same
     // kind of controls); phyz's step stops with a typed non-finite error.
     ("mjx_pendula", Check::Rollout, "diverges under random controls, as in MuJoCo"),
+    // A pile of 125 primitives (ellipsoids and cylinders among them): MuJoCo's convex narrow
+    // phase stops within ccd_tolerance, 1.3e-3 off; against MuJoCo at ccd_tolerance 1e-12, 1.0e-6.
+    ("mjw_primitives", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
+    // An arm driven through itself and the table (meshes 3 cm deep): MuJoCo's penetration of a
+    // forearm into a gripper bar is 3.1553e-2 along a normal where the hulls overlap by
+    // 3.1721e-2; phyz's, 3.1540e-2, is the overlap along its normal and the least a search of
+    // directions finds. The normals differ by 1.6°, and MuJoCo keeps two points where phyz keeps one.
+    ("aloha_insertion", Check::Constrained, "MuJoCo's penetration of deep mesh pairs is not the hulls' least"),
+    // phyz's own preset lowers a sliding contact's normal target by μ times its pre-step slip
+    // (cancelling the convex cone's glide in steady sliding): a beam striking the floor at
+    // 77 m/s while sliding at 158 m/s gets no force and passes through, and the run diverges
+    // at step 29. Under mujoco_compat that step agrees with MuJoCo's (the 10 digits compared), and
+    // MuJoCo's run under the same controls stays finite.
+    ("mjw_constraints", Check::Rollout, "the default preset's glide compensation at a fast sliding impact"),
 ];
 
 /// Models whose 1,000-step run is left out because their step costs too much in the dev profile
-/// for CI, and why. None is: the slowest, `mjt_planks` (344 contacts), takes 2.4 s, and the whole
-/// test 3.2 s on two threads.
-const SLOW_ROLLOUT: &[(&str, &str)] = &[];
+/// for CI, and why.
+const SLOW_ROLLOUT: &[(&str, &str)] = &[(
+    "mjw_primitives",
+    "750 dofs and 220 contacts: 86 ms a step in release, the constraint Jacobian dense (issue 29)",
+)];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -408,6 +408,12 @@ fn attributes_are_compiled_set_aside_or_refused_by_name() {
       <worldbody><body><freejoint/><geom type="box" size="0.1 0.1 0.1" mesh="m"/></body></worldbody></mujoco>"#;
     let e = mjcf::parse(fitted, concat!(env!("CARGO_MANIFEST_DIR"), "/model.xml")).expect_err("refused");
     assert!(matches!(e.kind, MjcfErrorKind::Unsupported(ref u) if u.attribute.as_deref() == Some("mesh")), "{e}");
+    // A mesh a plugin makes (no file, no vertices) is refused as such, not taken for a malformed mesh.
+    let made = r#"<mujoco><asset><mesh name="m"><plugin instance="torus"/></mesh></asset>
+      <worldbody><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>"#;
+    let e = mjcf::parse(made, concat!(env!("CARGO_MANIFEST_DIR"), "/model.xml")).expect_err("refused");
+    assert!(matches!(e.kind, MjcfErrorKind::Unsupported(ref u) if u.what.contains("plugin")), "{e}");
+    assert_eq!(e.location.element, "mesh", "{e}");
 }
 
 /// `filterparent="disable"` lets a body touch its parent, as in MuJoCo.

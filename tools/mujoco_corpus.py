@@ -37,7 +37,8 @@ with a contact or limit within AMBIGUOUS of its activation distance (there round
 whether it exists). Where the 300 steps have none, the run goes on until one appears, up to
 MAX_ROLL_STEPS (1000). A model whose run has no contact or limit takes its last state with any
 constraint row (an equality, a friction loss), and one with none has no constrained files. A
-run that goes unstable (MuJoCo's mjWARN_BADQACC) stops there.
+run that goes unstable (MuJoCo's mjWARN_BADQACC) stops there and keeps only states from
+UNSTABLE_MARGIN steps or more before it: a blow-up grows over several steps before MuJoCo warns.
 
 All floats are written with repr(); every random draw comes from numpy's PCG64 seeded with a
 fixed constant and the CRC32 of the model's name, so a rerun reproduces the files byte for byte.
@@ -51,7 +52,9 @@ Usage:
                                              from their sources into tests/corpus/<source>/:
                                              MuJoCo's repository at MUJOCO_COMMIT (a local git
                                              mirror, --mujoco-repo), and the pip packages
-                                             dm_control and gymnasium-robotics
+                                             dm_control, gymnasium-robotics, gym-aloha and
+                                             mujoco-warp (installed with --no-deps: only
+                                             their files are read)
 """
 
 import argparse
@@ -77,6 +80,7 @@ SEED_CONSTRAINED = 20260702
 ROLL_STEPS = 300
 MAX_ROLL_STEPS = 1000
 HOLD = 10
+UNSTABLE_MARGIN = 2 * HOLD
 AMBIGUOUS = 1e-9
 
 CORPUS_DIR = os.path.join(REPO, "tests", "corpus")
@@ -92,6 +96,8 @@ SOURCES = {
     "dm_control": dict(dest="dm_control", licences={"LICENSE": "LICENSE", "AUTHORS": "AUTHORS"}),
     "gymnasium_robotics": dict(dest="gymnasium_robotics",
                                licences={"LICENSE": "LICENSE", "envs/assets/LICENSE.md": "envs/assets/LICENSE.md"}),
+    "gym_aloha": dict(dest="gym_aloha", licences={"LICENSE": "LICENSE"}),
+    "mujoco_warp": dict(dest="mujoco_warp", licences={"LICENSE": "LICENSE", "AUTHORS": "AUTHORS"}),
     # Models written for phyz's own tests where the public ones miss a feature; kept in
     # tests/corpus/phyz/, never gathered.
     "phyz": dict(dest="phyz", licences={}),
@@ -168,8 +174,29 @@ CORPUS = {
     "gr_coupled_half_cheetah": ("gymnasium_robotics", "envs/multiagent_mujoco/assets/coupled_half_cheetah.xml"),
     "gr_hand_manipulate_egg": ("gymnasium_robotics", "envs/assets/hand/manipulate_egg.xml"),
     "gr_hand_manipulate_egg_touch": ("gymnasium_robotics", "envs/assets/hand/manipulate_egg_touch_sensors.xml"),
+    # gym-aloha: the ALOHA bimanual ViperX arms' scenes.
+    "aloha_transfer_cube": ("gym_aloha", "assets/bimanual_viperx_transfer_cube.xml"),
+    "aloha_insertion": ("gym_aloha", "assets/bimanual_viperx_insertion.xml"),
+    "aloha_ee_insertion": ("gym_aloha", "assets/bimanual_viperx_end_effector_insertion.xml"),
+    # MuJoCo Warp's test models.
+    "mjw_aloha_pot": ("mujoco_warp", "test_data/aloha_pot/scene.xml"),
+    "mjw_constraints": ("mujoco_warp", "test_data/constraints.xml"),
+    "mjw_collision": ("mujoco_warp", "test_data/collision.xml"),
+    "mjw_primitives": ("mujoco_warp", "test_data/primitives.xml"),
+    "mjw_humanoid": ("mujoco_warp", "test_data/humanoid/humanoid.xml"),
+    "mjw_tendon_wrap": ("mujoco_warp", "test_data/tendon/wrap.xml"),
+    "mjw_tendon_fixed": ("mujoco_warp", "test_data/tendon/fixed.xml"),
+    "mjw_tendon_armature": ("mujoco_warp", "test_data/tendon/armature.xml"),
+    "mjw_adhesion": ("mujoco_warp", "test_data/actuation/adhesion.xml"),
     # phyz's own.
     "phyz_ball_limits": ("phyz", "ball_limits.xml"),
+}
+
+# Sources installed as pip packages that need not import (MuJoCo Warp needs a GPU toolkit):
+# source -> (distribution, package folder).
+PACKAGES = {
+    "gym_aloha": ("gym-aloha", "gym_aloha"),
+    "mujoco_warp": ("mujoco-warp", "mujoco_warp"),
 }
 
 # The files generate() writes in a model's folder.
@@ -240,25 +267,25 @@ def constrained_state(m, rng):
         mujoco.mj_resetDataKeyframe(m, d, 0)
     d.time = 0.0
     lo, hi = ctrl_bounds(m)
-    best, fallback = None, None
+    snaps = []  # (step, has a contact or limit row, snapshot)
     for t in range(MAX_ROLL_STEPS):
-        if t >= ROLL_STEPS and best is not None:
+        if t >= ROLL_STEPS and any(s[1] for s in snaps):
             break
         if m.nu and t % HOLD == 0:
             d.ctrl[:] = rng.uniform(lo, hi)
         mujoco.mj_forward(m, d)
         if d.nefc > 0 and robust(d):
             counts = row_counts(d)
-            snap = (d.qpos.copy(), d.qvel.copy(), d.ctrl.copy(),
-                    (d.act.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()), counts, t)
-            if counts[0] or counts[1]:
-                best = snap
-            else:
-                fallback = snap
+            snaps.append((t, bool(counts[0] or counts[1]), (d.qpos.copy(), d.qvel.copy(), d.ctrl.copy(),
+                          (d.act.copy(), d.mocap_pos.copy(), d.mocap_quat.copy()), counts, t)))
         mujoco.mj_step(m, d)
         if unstable(d) or not np.all(np.isfinite(d.qpos)):
-            print(f"  note: run went unstable at step {t}; states up to there kept", file=sys.stderr)
+            print(f"  note: run went unstable at step {t}; states before step {t - UNSTABLE_MARGIN} kept",
+                  file=sys.stderr)
+            snaps = [s for s in snaps if s[0] < t - UNSTABLE_MARGIN]
             break
+    best = next((s[2] for s in reversed(snaps) if s[1]), None)
+    fallback = snaps[-1][2] if snaps else None
     return best if best is not None else fallback
 
 
@@ -396,6 +423,13 @@ def source_root(source, tmp, mujoco_repo):
         lic = package_licence_dir("dm_control")
         for f in ("LICENSE", "AUTHORS"):
             shutil.copy(os.path.join(lic, f), os.path.join(root, f))
+        return root
+    if source in PACKAGES:
+        dist, package = PACKAGES[source]
+        root = os.path.join(tmp, source)
+        shutil.copytree(str(importlib.metadata.distribution(dist).locate_file(package)), root)
+        for f in SOURCES[source]["licences"]:
+            shutil.copy(os.path.join(package_licence_dir(dist), f), os.path.join(root, f))
         return root
     if source == "gymnasium_robotics":
         root = os.path.join(tmp, "gymnasium_robotics")

@@ -852,6 +852,9 @@ impl<'a> Compiler<'a> {
             let hull = ConvexHull::from_data(&points, &faces, &options, &name).map_err(|e| el.invalid(e.to_string()));
             return Ok((name, hull));
         }
+        if el.at.node.children().any(|c| c.has_tag_name("plugin")) {
+            return Err(el.unsupported("a mesh made by a plugin (`<plugin>` in `<mesh>`)"));
+        }
         let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file` or `vertex`"))?;
         let name = el.string("name").unwrap_or_else(|| file_stem(&file));
         // A file that cannot be read is an error now, and so is a mesh that cannot be weighed,
