@@ -5,7 +5,9 @@
 //! against MuJoCo 4.0.1's `mjc_PlaneConvex` (`tools/mujoco_plane_mesh.py`: boxes, prisms,
 //! dodecahedra and random hulls on level and tilted planes, turned at random or resting on a
 //! face, an edge or a corner, some within a margin). And spheres against cylinders, against
-//! MuJoCo's `mjc_SphereCylinder` (`tools/mujoco_sphere_cylinder.py`).
+//! MuJoCo's `mjc_SphereCylinder` (`tools/mujoco_sphere_cylinder.py`). And capsules against
+//! meshes and cylinders, whose side line MuJoCo's multi-contact clips as an edge
+//! (`tools/mujoco_capsule_convex.py`).
 
 use nalgebra::Vector3;
 use phyz::Model;
@@ -15,6 +17,7 @@ use phyz::dynamics::forward_kinematics;
 const CASES: &str = include_str!("reference/multiccd/cases.txt");
 const PLANE_MESH: &str = include_str!("reference/multiccd/plane_mesh.txt");
 const SPHERE_CYLINDER: &str = include_str!("reference/multiccd/sphere_cylinder.txt");
+const CAPSULE_CONVEX: &str = include_str!("reference/multiccd/capsule_convex.txt");
 
 /// Clipped points: MuJoCo's arithmetic on the same single-precision vertices, in another order
 /// of operations.
@@ -155,7 +158,7 @@ fn contacts_between_boxes_meshes_and_cylinders_are_mujocos() {
         }
         let single_rim = theirs.len() == 1 && xml.contains("type=\"cylinder\"");
         let tol = if single_rim { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
-        if !among(theirs, ours, &tol) {
+        if !among(theirs, ours, &tol) || !among(ours, theirs, &tol) {
             if QUADRILATERAL_START.contains(&id) {
                 differing.push(id.to_string());
             } else {
@@ -193,7 +196,7 @@ fn contacts_between_planes_and_meshes_are_mujocos() {
     assert!(cases.len() >= 150, "{} cases", cases.len());
     let (mut failures, mut split) = (Vec::new(), Vec::new());
     for Scene { name, theirs, ours, .. } in &cases {
-        let same = ours.len() == theirs.len() && among(theirs, ours, &tol);
+        let same = ours.len() == theirs.len() && among(theirs, ours, &tol) && among(ours, theirs, &tol);
         if SPLIT_AT_SEAM.contains(&&name[..3]) && !same && among(ours, theirs, &tol) && !ours.is_empty() {
             split.push(name);
         } else if !same {
@@ -209,7 +212,9 @@ fn contacts_between_planes_and_meshes_are_mujocos() {
 const PRIMITIVE: f64 = 1e-12;
 
 /// Spheres against cylinders (beside the side, over a cap, past the rim, inside, at the
-/// centre) and two spheres at one centre, where MuJoCo takes the world's x axis as the normal.
+/// centre), and geoms whose centres or closest points coincide (spheres, a sphere on a
+/// cylinder's or a capsule's axis, crossing capsules, turned or not), where MuJoCo's normal is
+/// the cross product of the geoms' z axes.
 #[test]
 fn contacts_between_spheres_and_cylinders_are_mujocos() {
     let tol = Tolerance { depth: PRIMITIVE, normal: PRIMITIVE, point: PRIMITIVE };
@@ -217,7 +222,42 @@ fn contacts_between_spheres_and_cylinders_are_mujocos() {
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let failures: Vec<String> = cases
         .iter()
-        .filter(|s| s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol))
+        .filter(|s| s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol))
+        .map(|s| format!("{}: phyz {:?}\n  MuJoCo {:?}", s.name, s.ours, s.theirs))
+        .collect();
+    assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// Scenes of a mesh box tilted across a lying capsule where MuJoCo's points sit off the
+/// capsule's axis by 1.1 times the nearest approach's direction (its own `mj_geomDistance`
+/// gives phyz's direction; the factor holds to 5 digits in both and does not depend on
+/// `ccd_tolerance`): the same count and normal, the points 0.1 mm and the depths up to 1.5e-5
+/// apart. Unexplained; checked to still differ.
+const OFF_AXIS: &[&str] = &["134", "136"];
+
+/// Capsules resting on meshes and cylinders, flat, tilted within and beyond MuJoCo's edge
+/// tolerance, standing on an end, some within a margin, lying across a table's edge, and mesh
+/// boxes on a lying capsule: the core segment clipped to the face gives MuJoCo's points to
+/// rounding ([`CLIPPED`]); a single contact of a round end or side is MuJoCo's EPA, stopped
+/// within its `ccd_tolerance` ([`RIM`]).
+#[test]
+fn contacts_between_capsules_and_meshes_or_cylinders_are_mujocos() {
+    let cases = scenes(CAPSULE_CONVEX);
+    assert!(cases.len() >= 100, "{} cases", cases.len());
+    let differs = |s: &Scene| {
+        let tol = if s.theirs.len() == 1 { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
+        s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol)
+    };
+    let (known, checked): (Vec<&Scene>, Vec<&Scene>) = cases.iter().partition(|s| OFF_AXIS.contains(&&s.name[..3]));
+    for s in &known {
+        assert!(differs(s), "{} now agrees: drop it from OFF_AXIS", s.name);
+        assert_eq!(s.ours.len(), s.theirs.len(), "{}", s.name);
+    }
+    let failures: Vec<String> = checked
+        .into_iter()
+        .filter(|s| {
+            differs(s)
+        })
         .map(|s| format!("{}: phyz {:?}\n  MuJoCo {:?}", s.name, s.ours, s.theirs))
         .collect();
     assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));

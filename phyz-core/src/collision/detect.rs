@@ -327,7 +327,9 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Ellipsoid { .. }, _) | (_, Ellipsoid { .. }) => ellipsoid::contacts(g1, g2, margin, out)?,
         (s1, s2) if multiccd::handles(s1, s2) => multiccd::contacts(g1, g2, margin, out)?,
         (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
-        (Sphere { .. } | Capsule { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
+        // MuJoCo's pair order: the sphere first (which sets coincident centres' normal).
+        (Capsule { .. }, Sphere { .. }) => out.push(spheres(g2, g1)?),
+        (Sphere { .. }, Sphere { .. } | Capsule { .. }) => out.push(spheres(g1, g2)?),
         (Box { .. }, Box { .. }) => box_box::contacts(g1, g2, margin, out)?,
         (Capsule { .. }, Box { .. }) | (Box { .. }, Capsule { .. }) => capsule_box::contacts(g1, g2, margin, out)?,
         (Box { half_extents }, Sphere { radius }) => out.push(box_sphere(g1, half_extents, g2, *radius)),
@@ -589,9 +591,11 @@ fn sliding(s: f64, direction: Vector3<f64>) -> Option<Vector3<f64>> {
 /// Two spheres of radii `r` at `centres` (body frames, with the lines they slide along;
 /// `world`: the centres in the world), one on each geom, pinned as an [`Anchor::Spheres`]
 /// whose normal joins the centres. Centres that coincide join along no direction: MuJoCo then
-/// takes the world's x axis (`mju_normalize3`), and so does phyz, frozen on the first body
-/// with the touching points on the spheres along it ([`Anchor::Points`]), so the depth's
-/// derivative is the one along that axis.
+/// takes the cross product of the two geoms' z axes, or the world's x axis where they are
+/// parallel (`mjraw_SphereSphere`), and so does phyz, frozen on the first body with the
+/// touching points on the spheres along it ([`Anchor::Points`]), so the depth's derivative is
+/// the one along that axis. Callers pass the geoms in MuJoCo's pair order (by type, then
+/// index), which sets that normal's sign.
 pub(super) fn sphere_pair(
     [g1, g2]: [&Placed; 2],
     (centres, [slide_a, slide_b]): (Segment, [Option<Vector3<f64>>; 2]),
@@ -603,7 +607,10 @@ pub(super) fn sphere_pair(
     let distance = gap.norm();
     let depth = r[0] + r[1] - distance;
     if distance < MIN_VALUE {
-        return coincident([g1, g2], centres, r, Vector3::x(), feature);
+        let normal = (g1.world.rot * Vector3::z()).cross(&(g2.world.rot * Vector3::z()));
+        let length = normal.norm();
+        let normal = if length < MIN_VALUE { Vector3::x() } else { normal / length };
+        return coincident([g1, g2], centres, r, normal, feature);
     }
     let anchor = Anchor::Spheres {
         a: g1.body,
@@ -620,7 +627,7 @@ pub(super) fn sphere_pair(
 
 /// Two spheres of radii `r` whose `centres` (body frames) coincide, touching along the world
 /// direction `normal` (frozen on the first body), at the points of the spheres along it.
-pub(super) fn coincident(
+fn coincident(
     [g1, g2]: [&Placed; 2],
     centres: Segment,
     r: [f64; 2],

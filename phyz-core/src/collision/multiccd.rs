@@ -1,9 +1,9 @@
 //! MuJoCo 4's single-shot multi-contact ("multiccd", on by default) for boxes, meshes and
-//! cylinders against one another: up to four points where a face meets a face or an edge lies
-//! on a face, one point otherwise.
+//! cylinders against one another, and a capsule against a mesh or a cylinder: up to four points
+//! where a face meets a face or an edge lies on a face, one point otherwise.
 //!
 //! As MuJoCo 4.0.1 (its behaviour measured and its 3.12 sources read): the pair is taken in
-//! MuJoCo's order (cylinder, box, mesh; equal types by index). At the penetration's normal
+//! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index). At the penetration's normal
 //! `n`, the first geom's face most along `n` and the second's most against it are a face pair
 //! when their normals are within `FACE_TOL` of opposite: the second's face, clipped to the
 //! first's (Sutherland–Hodgman, one edge plane at a time), gives the points, reduced to four by
@@ -11,7 +11,8 @@
 //! scaled by the faces' alignment, and the normal is the second face's. Otherwise an edge of one
 //! geom within `EDGE_TOL` of parallel to the other's contact face is clipped to that face. A
 //! cylinder's faces are its caps (MuJoCo's 16-gons) and its edge the side line towards the
-//! face. Failing both, the penetration itself is the one contact. Each point is pinned as an
+//! face. A capsule has no face, and its core segment, clear of the other geom, is an edge
+//! ([`capsule_on_face`]). Failing both, the penetration itself is the one contact. Each point is pinned as an
 //! [`Anchor::Points`], its normal on the body of the face that gives it.
 
 use nalgebra::Vector3;
@@ -31,6 +32,8 @@ const EDGE_TOL: f64 = 0.0888;
 const CONTACT_FACE: f64 = 0.999999;
 /// MuJoCo's smallest meaningful length (`mjMINVAL`): the clip's inside test.
 const MIN_VALUE: f64 = 1e-15;
+/// A nearest point within this of a face's plane (m) is on the face.
+const ON_FACE: f64 = 1e-9;
 /// Points MuJoCo keeps per pair here.
 const MAX_CONTACTS: usize = 4;
 
@@ -87,10 +90,16 @@ const BOX_FACES: [([[f64; 3]; 4], usize, f64); 6] = [
 ];
 
 /// Whether the pair is one this module handles: boxes, meshes and cylinders against one
-/// another, but for two boxes (MuJoCo's box–box routine).
+/// another, but for two boxes (MuJoCo's box–box routine); a capsule against a mesh or a
+/// cylinder (against a box it has MuJoCo's capsule–box routine).
 pub(super) fn handles(s1: &Shape<f64>, s2: &Shape<f64>) -> bool {
     let polytope = |s: &Shape<f64>| matches!(s, Shape::Box { .. } | Shape::Mesh { .. } | Shape::Cylinder { .. });
-    polytope(s1) && polytope(s2) && !matches!((s1, s2), (Shape::Box { .. }, Shape::Box { .. }))
+    let capsule_on = |a: &Shape<f64>, b: &Shape<f64>| {
+        matches!(a, Shape::Capsule { .. }) && matches!(b, Shape::Mesh { .. } | Shape::Cylinder { .. })
+    };
+    (polytope(s1) && polytope(s2) && !matches!((s1, s2), (Shape::Box { .. }, Shape::Box { .. })))
+        || capsule_on(s1, s2)
+        || capsule_on(s2, s1)
 }
 
 /// A face in the world: its corners, clockwise about its outward unit normal, and the normal.
@@ -123,9 +132,10 @@ const RIM: usize = 4 << 8;
 /// The contacts of `g1` and `g2` (in the detector's order) within `margin`.
 pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
     let rank = |g: &Placed| match g.geom.shape {
-        Shape::Cylinder { .. } => 0,
-        Shape::Box { .. } => 1,
-        _ => 2,
+        Shape::Capsule { .. } => 0,
+        Shape::Cylinder { .. } => 1,
+        Shape::Box { .. } => 2,
+        _ => 3,
     };
     let swap = (rank(g2), g2.index) < (rank(g1), g1.index);
     let (m1, m2) = if swap { (g2, g1) } else { (g1, g2) };
@@ -133,7 +143,9 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     // Each geom's faces in the world, once for the pair.
     let (s1, s2) = (Side { geom: m1, faces: faces(m1) }, Side { geom: m2, faces: faces(m2) });
     let features = least_penetrating(&s1, &s2, normal);
-    let clipped = face_face(&s1, &s2, &features, margin).or_else(|| edge_face(&s1, &s2, &features, margin));
+    let clipped = capsule_on_face(&s1, &s2, margin)
+        .or_else(|| face_face(&s1, &s2, &features, margin))
+        .or_else(|| edge_face(&s1, &s2, &features, margin));
     let (points, owner, n, kind) = match clipped {
         Some(found) => found,
         None => match rim_on_face(&s1, &s2, &features) {
@@ -185,7 +197,7 @@ fn least_penetrating(s1: &Side, s2: &Side, normal: Vector3<f64>) -> Vector3<f64>
     candidates.fold(normal, |best, d| if separation(&d) > separation(&best) { d } else { best })
 }
 
-/// The largest extent of a box, a mesh's hull or a cylinder along `d` (world).
+/// The largest extent of a box, a mesh's hull, a cylinder or a capsule along `d` (world).
 fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
     let local = g.world.rot.transpose() * d;
     let reach = match &g.geom.shape {
@@ -194,6 +206,7 @@ fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
         Shape::Cylinder { radius, half_length } => {
             half_length * local.z.abs() + radius * (local.x * local.x + local.y * local.y).sqrt()
         }
+        Shape::Capsule { radius, half_length } => half_length * local.z.abs() + radius * local.norm(),
         _ => 0.0,
     };
     g.world.pos.dot(d) + reach
@@ -225,6 +238,42 @@ fn edge_face(s1: &Side, s2: &Side, n: &Vector3<f64>, margin: f64) -> Option<Clip
         return Some((points, owner, face.normal, EDGE_FACE));
     }
     None
+}
+
+/// A capsule (always the first geom here) whose core segment stays clear of the other geom, as
+/// MuJoCo 4.0.1 treats it (measured): the segment's nearest approach gives a direction `n_g`;
+/// of the other geom's faces through its nearest point, the one most against `n_g`, if the
+/// segment is within [`EDGE_TOL`] of parallel to it, has the segment clipped to it, moved off
+/// the axis by `r` times `n_g`'s part across the axis (the side line where `n_g` is across it,
+/// a little inside where it tilts) and along the axis by half the `margin` times its part along.
+/// `None` otherwise: a capsule sunk to its core, or meeting no such face, is one contact.
+fn capsule_on_face(s1: &Side, s2: &Side, margin: f64) -> Option<Clipped> {
+    let Shape::Capsule { radius, half_length } = s1.geom.geom.shape else { return None };
+    let core = Shape::Capsule { radius: 0.0, half_length };
+    let ((c1, offset1), (c2, offset2)) = (solid(&core)?, solid(&s2.geom.geom.shape)?);
+    let (w1, w2) = (to_parry(&s1.geom.world.compose(&offset1)), to_parry(&s2.geom.world.compose(&offset2)));
+    let reach = radius + margin.max(0.0);
+    let near = query::contact(&w1, c1.shape(), &w2, c2.shape(), reach).ok()??;
+    if near.dist <= 0.0 {
+        return None;
+    }
+    let (n_g, nearest) = (from_parry(near.normal1), from_parry(near.point2));
+    let face = s2
+        .faces
+        .iter()
+        .filter(|f| (nearest - f.corners[0]).dot(&f.normal).abs() <= ON_FACE)
+        .max_by(|a, b| (-a.normal.dot(&n_g)).total_cmp(&-b.normal.dot(&n_g)))?;
+    let axis = s1.geom.world.rot.column(2).into_owned();
+    if axis.dot(&face.normal).abs() >= EDGE_TOL {
+        return None;
+    }
+    let along = n_g.dot(&axis);
+    let middle = s1.geom.world.pos + (n_g - axis * along) * radius - axis * (0.5 * margin * along);
+    let edge = [middle - axis * half_length, middle + axis * half_length];
+    let mut points = clip(face, &edge, &-face.normal, margin)?;
+    // The face is the second geom's: the clip's first points are on it.
+    points.iter_mut().for_each(|(x1, x2, _)| std::mem::swap(x1, x2));
+    Some((points, Owner::Second, -face.normal, EDGE_FACE))
 }
 
 /// A cylinder touching a box's or a hull's face with its rim (the one point MuJoCo finds then):

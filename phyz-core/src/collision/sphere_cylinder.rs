@@ -2,13 +2,12 @@
 //! sphere's centre lies in the cylinder's frame, beside the side (a sphere of the cylinder's
 //! radius on the axis, sliding along it), over a cap (the cap's plane), or past the rim (the
 //! rim point nearest the centre); a centre inside the cylinder leaves by the nearer of the
-//! side and the cap; a centre on the axis leaves across the world's z axis, as in MuJoCo 4.
+//! side and the cap; a centre on the axis leaves as coincident spheres do ([`sphere_pair`]).
 
 use nalgebra::Vector3;
 
 use super::anchor::Anchor;
-use super::MIN_VALUE;
-use super::detect::{Found, Placed, coincident, sphere_pair};
+use super::detect::{Found, Placed, sphere_pair};
 
 /// The contact of a sphere of `radius` and a cylinder of `cylinder_radius` and half-length
 /// `half_length` (its normal from the sphere to the cylinder, or from a cap to the sphere).
@@ -34,13 +33,6 @@ pub(super) fn contact(sphere: &Placed, radius: f64, cylinder: &Placed, cylinder_
     if side {
         // The axis point beside the centre, as a sphere of the cylinder's radius.
         let on_axis = (cylinder.local.pos + axis_on_body * along, cylinder.world.pos + axis * along);
-        if across_squared.sqrt() < MIN_VALUE {
-            // On the axis, MuJoCo 4 leaves across the world's z axis (along x when the axis is
-            // upright).
-            let normal = Vector3::z().cross(&axis);
-            let normal = if normal.norm() < MIN_VALUE { Vector3::x() } else { normal.normalize() };
-            return coincident([sphere, cylinder], [sphere_centre.0, on_axis.0], [radius, cylinder_radius], normal, 0);
-        }
         let centres = ([sphere_centre.0, on_axis.0], [None, Some(axis_on_body)]);
         return sphere_pair([sphere, cylinder], centres, [sphere_centre.1, on_axis.1], [radius, cylinder_radius], 0);
     }

@@ -42,17 +42,18 @@ impl<S: Scalar> Quat<S> {
     }
 
     /// This quaternion scaled to unit length; as MuJoCo's `mju_normalize4`, the identity for
-    /// one of no length (below `mjMINVAL`), which a keyframe or a user may write.
+    /// one of no length (below `mjMINVAL`), which a keyframe or a user may write. A non-finite
+    /// one stays non-finite, for the step's checks to see.
     pub fn normalize(&self) -> Self {
         let norm = self.norm_squared().sqrt();
-        let usable = norm.greater(S::from_f64(1e-15));
-        let inv = S::select(usable, norm, S::one()).recip();
+        let tiny = norm.less(S::from_f64(1e-15));
+        let inv = S::select(tiny, S::one(), norm).recip();
         let (one, zero) = (S::one(), S::zero());
         Quat::new(
-            S::select(usable, self.w * inv, one),
-            S::select(usable, self.x * inv, zero),
-            S::select(usable, self.y * inv, zero),
-            S::select(usable, self.z * inv, zero),
+            S::select(tiny, one, self.w * inv),
+            S::select(tiny, zero, self.x * inv),
+            S::select(tiny, zero, self.y * inv),
+            S::select(tiny, zero, self.z * inv),
         )
     }
 

@@ -838,6 +838,9 @@ impl<'a> Compiler<'a> {
         if options.refquat.norm_squared() == 0.0 {
             return Err(el.invalid("refquat is zero"));
         }
+        if el.at.node.children().any(|c| c.has_tag_name("plugin")) {
+            return Err(el.unsupported("a mesh made by a plugin (`<plugin>` in `<mesh>`)"));
+        }
         if let Some(vertex) = el.numbers("vertex")? {
             let name = el.string("name").ok_or_else(|| el.invalid("a mesh given inline needs a `name`"))?;
             if vertex.len() % 3 != 0 || vertex.len() < 12 {
@@ -851,9 +854,6 @@ impl<'a> Compiler<'a> {
             let faces: Vec<[usize; 3]> = face.chunks(3).map(|f| [f[0], f[1], f[2]].map(|k| k as usize)).collect();
             let hull = ConvexHull::from_data(&points, &faces, &options, &name).map_err(|e| el.invalid(e.to_string()));
             return Ok((name, hull));
-        }
-        if el.at.node.children().any(|c| c.has_tag_name("plugin")) {
-            return Err(el.unsupported("a mesh made by a plugin (`<plugin>` in `<mesh>`)"));
         }
         let file = el.string("file").ok_or_else(|| el.invalid("a mesh needs `file` or `vertex`"))?;
         let name = el.string("name").unwrap_or_else(|| file_stem(&file));
