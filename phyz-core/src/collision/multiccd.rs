@@ -194,7 +194,13 @@ fn penetration(m1: &Placed, m2: &Placed, margin: f64) -> Option<Option<(Vector3<
 fn least_penetrating(s1: &Side, s2: &Side, normal: Vector3<f64>) -> Vector3<f64> {
     let separation = |d: &Vector3<f64>| -support(s2.geom, &-d) - support(s1.geom, d);
     let candidates = s1.faces.iter().map(|f| f.normal).chain(s2.faces.iter().map(|f| -f.normal));
-    candidates.fold(normal, |best, d| if separation(&d) > separation(&best) { d } else { best })
+    let first = (normal, separation(&normal));
+    candidates
+        .fold(first, |best, d| {
+            let gap = separation(&d);
+            if gap > best.1 { (d, gap) } else { best }
+        })
+        .0
 }
 
 /// The largest extent of a box, a mesh's hull, a cylinder or a capsule along `d` (world).
