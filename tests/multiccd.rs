@@ -228,6 +228,11 @@ fn contacts_between_spheres_and_cylinders_are_mujocos() {
     assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
+/// Clipped points of a capsule whose core is nearest a cylinder's rim: the clip is offset along
+/// that nearest approach, which MuJoCo's GJK finds by iterating on the rim's curved support, to
+/// about 1e-7 of its direction times the offset, not to rounding (1.0e-8 on a point measured).
+const NEAREST_ON_RIM: f64 = 1e-7;
+
 /// Scenes of a mesh box tilted across a lying capsule where MuJoCo's points sit off the
 /// capsule's axis by 1.1 times the nearest approach's direction (its own `mj_geomDistance`
 /// gives phyz's direction; the factor holds to 5 digits in both and does not depend on
@@ -245,7 +250,8 @@ fn contacts_between_capsules_and_meshes_or_cylinders_are_mujocos() {
     let cases = scenes(CAPSULE_CONVEX);
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let differs = |s: &Scene| {
-        let tol = if s.theirs.len() == 1 { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
+        let clipped = if s.name.ends_with("at_cylinder_rim") { NEAREST_ON_RIM } else { CLIPPED };
+        let tol = if s.theirs.len() == 1 { RIM } else { Tolerance { depth: clipped, normal: clipped, point: clipped } };
         s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol)
     };
     let (known, checked): (Vec<&Scene>, Vec<&Scene>) = cases.iter().partition(|s| OFF_AXIS.contains(&&s.name[..3]));

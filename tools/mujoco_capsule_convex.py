@@ -8,7 +8,8 @@ radius and length resting on a table (a mesh cube, a mesh prism of 12 sides, an 
 cylinder's cap, a cylinder lying on its side), placed so that its lowest point penetrates by up
 to 3 mm, flat, tilted within MuJoCo's 5.1 degree edge tolerance, tilted beyond it, or standing
 on an end; a quarter of them with a 1 cm margin; a mesh box resting on a lying capsule, tilted
-about its axis or across it; and a capsule lying across a table's edge, one end hanging over.
+about its axis or across it; a capsule lying across a table's edge, one end hanging over; and a
+lying capsule beside an upright cylinder, touching its cap's rim.
 Random yaw and offset from a fixed seed. Regenerate from the repository root:
 
     python3 tools/mujoco_capsule_convex.py > tests/reference/multiccd/capsule_convex.txt
@@ -112,6 +113,27 @@ def over_edge(rng, k):
     return f"{k:03d}_capsule_over_edge", placed(xml, TOP + radius + half, rng.uniform(0.0002, 0.003))
 
 
+def at_rim(rng, k):
+    """A lying capsule beside an upright cylinder, its core at or a little above the cap's
+    height, so that its nearest point is on the cap's rim."""
+    radius, half = rng.uniform(0.02, 0.05), rng.uniform(0.06, 0.15)
+    quat = compose(rotation([0, 0, 1], rng.uniform(60, 120)), rotation([0, 1, 0], 90))
+    z = TOP + rng.choice([0.0, rng.uniform(0.0, 0.5) * radius])
+    xml = lambda x: (f'<mujoco>{ASSETS}<worldbody><body>{TABLES["cylinder"]}</body>'
+                     f'<body pos="{fmt([x, rng_y, z])}" quat="{fmt(quat)}"><freejoint/>'
+                     f'<geom name="capsule" type="capsule" size="{radius:.17g} {half:.17g}"/></body>'
+                     f'</worldbody></mujoco>')
+    rng_y = rng.uniform(-0.02, 0.02)
+    depth = rng.uniform(0.0002, 0.003)
+    x = 0.5
+    for _ in range(50):  # the side is curved: move in until the penetration is `depth`
+        m = mujoco.MjModel.from_xml_string(xml(x))
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        x -= mujoco.mj_geomDistance(m, d, 0, 1, 1.0, None) + depth
+    return f"{k:03d}_capsule_at_cylinder_rim", xml(x)
+
+
 def placed(xml, z, depth):
     """`xml(z)` with the body lowered from `z` until the geoms penetrate by `depth` (MuJoCo's
     own distance)."""
@@ -125,12 +147,14 @@ def placed(xml, z, depth):
 def main():
     rng = random.Random(7)
     out = []
-    for k in range(140):
+    for k in range(146):
         if k < 130:
             make = capsule_scene if k < 100 else box_on_capsule if k < 120 else over_edge
             name, xml = make(rng, k)
-        else:
+        elif k < 140:
             name, xml = box_on_capsule(rng, k, along=True)
+        else:
+            name, xml = at_rim(rng, k)
         m = mujoco.MjModel.from_xml_string(xml)
         d = mujoco.MjData(m)
         mujoco.mj_forward(m, d)

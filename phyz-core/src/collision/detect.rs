@@ -306,7 +306,8 @@ pub(super) struct Found {
     pub feature: usize,
     pub anchor: Anchor,
     pub depth: f64,
-    /// World normal at detection, first geom to second.
+    /// World normal at detection, from the anchor's first body to its second (a detector may
+    /// take the pair in MuJoCo's order, not the caller's).
     pub normal: Vector3<f64>,
     /// The direction MuJoCo aligns the contact's first tangent with, where its detector sets
     /// one (a capsule's axis on a plane), as a body and the direction in its frame; otherwise

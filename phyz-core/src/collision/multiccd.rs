@@ -12,8 +12,8 @@
 //! geom within `EDGE_TOL` of parallel to the other's contact face is clipped to that face. A
 //! cylinder's faces are its caps (MuJoCo's 16-gons) and its edge the side line towards the
 //! face. A capsule has no face, and its core segment, clear of the other geom, is an edge
-//! ([`capsule_on_face`]). Failing both, the penetration itself is the one contact. Each point is pinned as an
-//! [`Anchor::Points`], its normal on the body of the face that gives it.
+//! ([`capsule_on_face`]). Failing both, the penetration itself is the one contact. Each point
+//! is pinned as an [`Anchor::Points`], its normal on the body of the face that gives it.
 
 use nalgebra::Vector3;
 use parry3d_f64::query;
@@ -32,7 +32,7 @@ const EDGE_TOL: f64 = 0.0888;
 const CONTACT_FACE: f64 = 0.999999;
 /// MuJoCo's smallest meaningful length (`mjMINVAL`): the clip's inside test.
 const MIN_VALUE: f64 = 1e-15;
-/// A nearest point within this of a face's plane (m) is on the face.
+/// A nearest point within this of a face's plane (m), or a millionth of its distance, is on the face.
 const ON_FACE: f64 = 1e-9;
 /// Points MuJoCo keeps per pair here.
 const MAX_CONTACTS: usize = 4;
@@ -142,7 +142,9 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     let Some((normal, single)) = penetration(m1, m2, margin)? else { return Some(()) };
     // Each geom's faces in the world, once for the pair.
     let (s1, s2) = (Side { geom: m1, faces: faces(m1) }, Side { geom: m2, faces: faces(m2) });
-    let features = least_penetrating(&s1, &s2, normal);
+    // A capsule has no face: the search among face normals is for polytope pairs alone.
+    let capsule = matches!(m1.geom.shape, Shape::Capsule { .. });
+    let features = if capsule { normal } else { least_penetrating(&s1, &s2, normal) };
     let clipped = capsule_on_face(&s1, &s2, margin)
         .or_else(|| face_face(&s1, &s2, &features, margin))
         .or_else(|| edge_face(&s1, &s2, &features, margin));
@@ -249,10 +251,12 @@ fn edge_face(s1: &Side, s2: &Side, n: &Vector3<f64>, margin: f64) -> Option<Clip
 /// A capsule (always the first geom here) whose core segment stays clear of the other geom, as
 /// MuJoCo 4.0.1 treats it (measured): the segment's nearest approach gives a direction `n_g`;
 /// of the other geom's faces through its nearest point, the one most against `n_g`, if the
-/// segment is within [`EDGE_TOL`] of parallel to it, has the segment clipped to it, moved off
+/// segment lies above its plane and within [`EDGE_TOL`] of parallel to it, has the segment
+/// clipped to it, moved off
 /// the axis by `r` times `n_g`'s part across the axis (the side line where `n_g` is across it,
-/// a little inside where it tilts) and along the axis by half the `margin` times its part along.
-/// `None` otherwise: a capsule sunk to its core, or meeting no such face, is one contact.
+/// a little inside where it tilts) and back along the axis by half the `margin` times its part
+/// along. `None` otherwise (a capsule sunk to its core, meeting no such face, or clipped to no
+/// point within the margin): one contact.
 fn capsule_on_face(s1: &Side, s2: &Side, margin: f64) -> Option<Clipped> {
     let Shape::Capsule { radius, half_length } = s1.geom.geom.shape else { return None };
     let core = Shape::Capsule { radius: 0.0, half_length };
@@ -264,13 +268,18 @@ fn capsule_on_face(s1: &Side, s2: &Side, margin: f64) -> Option<Clipped> {
         return None;
     }
     let (n_g, nearest) = (from_parry(near.normal1), from_parry(near.point2));
+    // GJK's nearest point is good to a small fraction of the distance, not to rounding.
+    let on_face = ON_FACE.max(1e-6 * near.dist);
     let face = s2
         .faces
         .iter()
-        .filter(|f| (nearest - f.corners[0]).dot(&f.normal).abs() <= ON_FACE)
+        .filter(|f| (nearest - f.corners[0]).dot(&f.normal).abs() <= on_face)
         .max_by(|a, b| (-a.normal.dot(&n_g)).total_cmp(&-b.normal.dot(&n_g)))?;
     let axis = s1.geom.world.rot.column(2).into_owned();
-    if axis.dot(&face.normal).abs() >= EDGE_TOL {
+    // The core must lie above the face's plane: at a cap's height exactly, beside its rim, the
+    // capsule meets the cylinder's side.
+    let above = near.dist * face.normal.dot(&-n_g);
+    if axis.dot(&face.normal).abs() >= EDGE_TOL || above <= on_face {
         return None;
     }
     let along = n_g.dot(&axis);
