@@ -21,6 +21,9 @@ import sys
 import mujoco
 import numpy as np
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the working tree
+from contact_scenes import rotation, compose, fmt, write_scenes  # noqa: E402
+
 CUBE = " ".join(f"{x} {y} {z}" for x in (-1, 1) for y in (-1, 1) for z in (-1, 1))
 PRISM = " ".join(f"{0.2 * math.cos(2 * math.pi * k / 12):.9f} {0.2 * math.sin(2 * math.pi * k / 12):.9f} {z}"
                  for z in (-0.1, 0.1) for k in range(12))
@@ -34,18 +37,6 @@ TABLES = {"mesh": '<geom name="table" type="mesh" mesh="cube"/>',
 TOP = 0.1
 
 
-def rotation(axis, degrees):
-    q = np.zeros(4)
-    mujoco.mju_axisAngle2Quat(q, np.array(axis, float), math.radians(degrees))
-    return q
-
-
-def compose(a, b):
-    q = np.zeros(4)
-    mujoco.mju_mulQuat(q, a, b)
-    return q
-
-
 def axis_of(quat):
     mat = np.zeros(9)
     mujoco.mju_quat2Mat(mat, quat)
@@ -55,10 +46,6 @@ def axis_of(quat):
 def horizontal(rng):
     a = np.array([rng.uniform(-1, 1), rng.uniform(-1, 1), 0.0])
     return a / np.linalg.norm(a)
-
-
-def fmt(v):
-    return " ".join(f"{x:.17g}" for x in v)
 
 
 def capsule_scene(rng, k):
@@ -144,28 +131,19 @@ def placed(xml, z, depth):
     return xml(z - gap - depth)
 
 
-def main():
-    rng = random.Random(7)
-    out = []
+def scenes(rng):
     for k in range(146):
         if k < 130:
             make = capsule_scene if k < 100 else box_on_capsule if k < 120 else over_edge
-            name, xml = make(rng, k)
+            yield make(rng, k)
         elif k < 140:
-            name, xml = box_on_capsule(rng, k, along=True)
+            yield box_on_capsule(rng, k, along=True)
         else:
-            name, xml = at_rim(rng, k)
-        m = mujoco.MjModel.from_xml_string(xml)
-        d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
-        lines = [f"=== {name} {d.ncon}"]
-        for c in d.contact[:d.ncon]:
-            g1, g2 = (m.geom(g).name for g in c.geom)
-            nums = [*c.pos, *c.frame[:3], c.dist]
-            lines.append(" ".join([g1, g2, *(repr(float(v)) for v in nums)]))
-        lines.append(xml)
-        out.append("\n".join(lines))
-    sys.stdout.write("\n".join(out) + "\n")
+            yield at_rim(rng, k)
+
+
+def main():
+    write_scenes(scenes(random.Random(7)))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import sys
 import mujoco
 import numpy as np
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the working tree
+from contact_scenes import rotation, compose, write_scenes  # noqa: E402
+
 CUBE = " ".join(f"{x} {y} {z}" for x in (-1, 1) for y in (-1, 1) for z in (-1, 1))
 PRISM = " ".join(f"{0.06 * math.cos(2 * math.pi * k / 12):.9f} {0.06 * math.sin(2 * math.pi * k / 12):.9f} {z}"
                  for z in (-0.03, 0.03) for k in range(12))
@@ -29,18 +32,6 @@ BODIES = {"box": '<geom name="top" type="box" size=".04 .05 .03"/>',
           "mesh": '<geom name="top" type="mesh" mesh="small"/>',
           "prism": '<geom name="top" type="mesh" mesh="prism"/>',
           "cylinder": '<geom name="top" type="cylinder" size=".04 .05"/>'}
-
-
-def rotation(axis, degrees):
-    q = np.zeros(4)
-    mujoco.mju_axisAngle2Quat(q, np.array(axis, float), math.radians(degrees))
-    return q
-
-
-def compose(a, b):
-    q = np.zeros(4)
-    mujoco.mju_mulQuat(q, a, b)
-    return q
 
 
 def lowest(kind, quat):
@@ -86,20 +77,7 @@ def scene(rng, k):
 
 def main():
     rng = random.Random(1)
-    out = []
-    for k in range(120):
-        name, xml = scene(rng, k)
-        m = mujoco.MjModel.from_xml_string(xml)
-        d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
-        lines = [f"=== {name} {d.ncon}"]
-        for c in d.contact[:d.ncon]:
-            g1, g2 = (m.geom(g).name for g in c.geom)
-            nums = [*c.pos, *c.frame[:3], c.dist]
-            lines.append(" ".join([g1, g2, *(repr(float(v)) for v in nums)]))
-        lines.append(xml)
-        out.append("\n".join(lines))
-    sys.stdout.write("\n".join(out) + "\n")
+    write_scenes(scene(rng, k) for k in range(120))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import sys
 import mujoco
 import numpy as np
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the working tree
+from contact_scenes import rotation, compose, random_quat, fmt, write_scenes  # noqa: E402
+
 PHI = (1 + math.sqrt(5)) / 2
 
 
@@ -41,25 +44,7 @@ def meshes(rng):
     return {"box": box, "prism": prism, "dodecahedron": dodeca, "blob": blob}
 
 
-def rotation(axis, degrees):
-    q = np.zeros(4)
-    mujoco.mju_axisAngle2Quat(q, np.array(axis, float), math.radians(degrees))
-    return q
-
-
-def compose(a, b):
-    q = np.zeros(4)
-    mujoco.mju_mulQuat(q, a, b)
-    return q
-
-
-def random_quat(rng):
-    q = np.array([rng.gauss(0, 1) for _ in range(4)])
-    return q / np.linalg.norm(q)
-
-
 def model(assets, plane_quat, kind, pos, quat, margin):
-    fmt = lambda v: " ".join(f"{x:.17g}" for x in v)
     return (f'<mujoco><asset><mesh name="{kind}" vertex="{assets[kind]}"/></asset><worldbody>'
             f'<geom name="floor" type="plane" size="1 1 .1" quat="{fmt(plane_quat)}"/>'
             f'<body pos="{fmt(pos)}" quat="{fmt(quat)}"><freejoint/>'
@@ -107,20 +92,7 @@ def scene(rng, assets, k):
 def main():
     rng = random.Random(2)
     assets = {kind: points(pts) for kind, pts in meshes(rng).items()}
-    out = []
-    for k in range(160):
-        name, xml = scene(rng, assets, k)
-        m = mujoco.MjModel.from_xml_string(xml)
-        d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
-        lines = [f"=== {name} {d.ncon}"]
-        for c in d.contact[:d.ncon]:
-            g1, g2 = (m.geom(g).name for g in c.geom)
-            nums = [*c.pos, *c.frame[:3], c.dist]
-            lines.append(" ".join([g1, g2, *(repr(float(v)) for v in nums)]))
-        lines.append(xml)
-        out.append("\n".join(lines))
-    sys.stdout.write("\n".join(out) + "\n")
+    write_scenes(scene(rng, assets, k) for k in range(160))
 
 
 if __name__ == "__main__":

@@ -21,12 +21,10 @@ import sys
 import mujoco
 import numpy as np
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the working tree
+from contact_scenes import random_quat, fmt, write_scenes  # noqa: E402
+
 R, H, RS = 0.1, 0.15, 0.05
-
-
-def random_quat(rng):
-    q = np.array([rng.gauss(0, 1) for _ in range(4)])
-    return q / np.linalg.norm(q)
 
 
 def local_centre(rng, where):
@@ -49,17 +47,12 @@ def local_centre(rng, where):
 
 
 def model(cyl_pos, cyl_quat, sphere_pos, margin):
-    fmt = lambda v: " ".join(f"{x:.17g}" for x in v)
     return (f'<mujoco><worldbody>'
             f'<body pos="{fmt(cyl_pos)}" quat="{fmt(cyl_quat)}"><freejoint/>'
             f'<geom name="cylinder" type="cylinder" size="{R} {H}" margin="{margin}"/></body>'
             f'<body pos="{fmt(sphere_pos)}"><freejoint/>'
             f'<geom name="sphere" type="sphere" size="{RS}"/></body>'
             f'</worldbody></mujoco>')
-
-
-def fmt(v):
-    return " ".join(f"{x:.17g}" for x in v)
 
 
 def body(pos, quat, geom):
@@ -120,20 +113,7 @@ def scenes(rng):
 
 
 def main():
-    rng = random.Random(3)
-    out = []
-    for name, xml in scenes(rng):
-        m = mujoco.MjModel.from_xml_string(xml)
-        d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
-        lines = [f"=== {name} {d.ncon}"]
-        for c in d.contact[:d.ncon]:
-            g1, g2 = (m.geom(g).name for g in c.geom)
-            nums = [*c.pos, *c.frame[:3], c.dist]
-            lines.append(" ".join([g1, g2, *(repr(float(v)) for v in nums)]))
-        lines.append(xml)
-        out.append("\n".join(lines))
-    sys.stdout.write("\n".join(out) + "\n")
+    write_scenes(scenes(random.Random(3)))
 
 
 if __name__ == "__main__":
