@@ -222,23 +222,22 @@ fn contacts_between_spheres_and_cylinders_are_mujocos() {
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let failures: Vec<String> = cases
         .iter()
-        .filter(|s| s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol))
+        .filter(|s| {
+            s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol)
+        })
         .map(|s| format!("{}: phyz {:?}\n  MuJoCo {:?}", s.name, s.ours, s.theirs))
         .collect();
     assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
-/// Clipped points of a capsule whose core is nearest a cylinder's rim: the clip is offset along
-/// that nearest approach, which MuJoCo's GJK finds by iterating on the rim's curved support, to
-/// about 1e-7 of its direction times the offset, not to rounding (1.0e-8 on a point measured).
-const NEAREST_ON_RIM: f64 = 1e-7;
-
-/// Scenes of a mesh box tilted across a lying capsule where MuJoCo's points sit off the
-/// capsule's axis by 1.1 times the nearest approach's direction (its own `mj_geomDistance`
-/// gives phyz's direction; the factor holds to 5 digits in both and does not depend on
-/// `ccd_tolerance`): the same count and normal, the points 0.1 mm and the depths up to 1.5e-5
-/// apart. Unexplained; checked to still differ.
-const OFF_AXIS: &[&str] = &["134", "136"];
+/// Scenes whose points differ from MuJoCo's (the same count and normal; checked to still
+/// differ). `134`, `136`: a mesh box tilted across a lying capsule, where MuJoCo's points sit
+/// off the capsule's axis by 1.1 times the nearest approach's direction (its own
+/// `mj_geomDistance` gives phyz's direction; the factor holds to 5 digits in both and does not
+/// depend on `ccd_tolerance`), the points 0.1 mm and the depths up to 1.5e-5 apart. `141`: a
+/// capsule whose core is nearest a cylinder's curved rim, the points 1.0e-8 apart, which
+/// `ccd_tolerance` does not move either. Unexplained.
+const OFF_AXIS: &[&str] = &["134", "136", "141"];
 
 /// Capsules resting on meshes and cylinders, flat, tilted within and beyond MuJoCo's edge
 /// tolerance, standing on an end, some within a margin, lying across a table's edge, and mesh
@@ -250,8 +249,7 @@ fn contacts_between_capsules_and_meshes_or_cylinders_are_mujocos() {
     let cases = scenes(CAPSULE_CONVEX);
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let differs = |s: &Scene| {
-        let clipped = if s.name.ends_with("at_cylinder_rim") { NEAREST_ON_RIM } else { CLIPPED };
-        let tol = if s.theirs.len() == 1 { RIM } else { Tolerance { depth: clipped, normal: clipped, point: clipped } };
+        let tol = if s.theirs.len() == 1 { RIM } else { Tolerance { depth: CLIPPED, normal: CLIPPED, point: CLIPPED } };
         s.ours.len() != s.theirs.len() || !among(&s.theirs, &s.ours, &tol) || !among(&s.ours, &s.theirs, &tol)
     };
     let (known, checked): (Vec<&Scene>, Vec<&Scene>) = cases.iter().partition(|s| OFF_AXIS.contains(&&s.name[..3]));
@@ -261,9 +259,7 @@ fn contacts_between_capsules_and_meshes_or_cylinders_are_mujocos() {
     }
     let failures: Vec<String> = checked
         .into_iter()
-        .filter(|s| {
-            differs(s)
-        })
+        .filter(|s| differs(s))
         .map(|s| format!("{}: phyz {:?}\n  MuJoCo {:?}", s.name, s.ours, s.theirs))
         .collect();
     assert!(failures.is_empty(), "{} of {} scenes differ:\n{}", failures.len(), cases.len(), failures.join("\n"));

@@ -6,10 +6,10 @@
 
 use nalgebra::Vector3;
 
+use super::MIN_VALUE;
 use super::UnsupportedPair;
 use super::anchor::{Anchor, Surface, tangent_reference};
 use super::filter::can_collide;
-use super::MIN_VALUE;
 use super::multiccd::quad;
 use super::{box_box, capsule_box, convex, ellipsoid, hfield, multiccd, sphere_cylinder};
 use crate::Scalar;
@@ -628,13 +628,7 @@ pub(super) fn sphere_pair(
 
 /// Two spheres of radii `r` whose `centres` (body frames) coincide, touching along the world
 /// direction `normal` (frozen on the first body), at the points of the spheres along it.
-fn coincident(
-    [g1, g2]: [&Placed; 2],
-    centres: Segment,
-    r: [f64; 2],
-    normal: Vector3<f64>,
-    feature: usize,
-) -> Found {
+fn coincident([g1, g2]: [&Placed; 2], centres: Segment, r: [f64; 2], normal: Vector3<f64>, feature: usize) -> Found {
     let on_body = |g: &Placed| g.local.rot * g.world.rot.transpose() * normal;
     let anchor = Anchor::Points {
         a: g1.body,

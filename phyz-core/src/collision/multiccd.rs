@@ -3,9 +3,9 @@
 //! where a face meets a face or an edge lies on a face, one point otherwise.
 //!
 //! As MuJoCo 4.0.1 (its behaviour measured and its 3.12 sources read): the pair is taken in
-//! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index). At the penetration's normal
-//! `n`, the first geom's face most along `n` and the second's most against it are a face pair
-//! when their normals are within `FACE_TOL` of opposite: the second's face, clipped to the
+//! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index). At the penetration's
+//! normal `n`, the first geom's face most along `n` and the second's most against it are a face
+//! pair when their normals are within `FACE_TOL` of opposite: the second's face, clipped to the
 //! first's (Sutherland–Hodgman, one edge plane at a time), gives the points, reduced to four by
 //! MuJoCo's largest-quadrilateral search; each point's depth is along the first face's normal
 //! scaled by the faces' alignment, and the normal is the second face's. Otherwise an edge of one
@@ -32,7 +32,8 @@ const EDGE_TOL: f64 = 0.0888;
 const CONTACT_FACE: f64 = 0.999999;
 /// MuJoCo's smallest meaningful length (`mjMINVAL`): the clip's inside test.
 const MIN_VALUE: f64 = 1e-15;
-/// A nearest point within this of a face's plane (m), or a millionth of its distance, is on the face.
+/// A nearest point within this of a face's plane (m), or a millionth of its distance, is on
+/// the face.
 const ON_FACE: f64 = 1e-9;
 /// Points MuJoCo keeps per pair here.
 const MAX_CONTACTS: usize = 4;
@@ -252,10 +253,9 @@ fn edge_face(s1: &Side, s2: &Side, n: &Vector3<f64>, margin: f64) -> Option<Clip
 /// MuJoCo 4.0.1 treats it (measured): the segment's nearest approach gives a direction `n_g`;
 /// of the other geom's faces through its nearest point, the one most against `n_g`, if the
 /// segment lies above its plane and within [`EDGE_TOL`] of parallel to it, has the segment
-/// clipped to it, moved off
-/// the axis by `r` times `n_g`'s part across the axis (the side line where `n_g` is across it,
-/// a little inside where it tilts) and back along the axis by half the `margin` times its part
-/// along. `None` otherwise (a capsule sunk to its core, meeting no such face, or clipped to no
+/// clipped to it, moved off the axis by `r` times `n_g`'s part across the axis (the side line
+/// where `n_g` is across it, a little inside where it tilts) and back along the axis by half
+/// the `margin` times its part along. `None` otherwise (a capsule sunk to its core, meeting no such face, or clipped to no
 /// point within the margin): one contact.
 fn capsule_on_face(s1: &Side, s2: &Side, margin: f64) -> Option<Clipped> {
     let Shape::Capsule { radius, half_length } = s1.geom.geom.shape else { return None };

@@ -11,7 +11,13 @@ use super::detect::{Found, Placed, sphere_pair};
 
 /// The contact of a sphere of `radius` and a cylinder of `cylinder_radius` and half-length
 /// `half_length` (its normal from the sphere to the cylinder, or from a cap to the sphere).
-pub(super) fn contact(sphere: &Placed, radius: f64, cylinder: &Placed, cylinder_radius: f64, half_length: f64) -> Found {
+pub(super) fn contact(
+    sphere: &Placed,
+    radius: f64,
+    cylinder: &Placed,
+    cylinder_radius: f64,
+    half_length: f64,
+) -> Found {
     let axis = cylinder.world.rot * Vector3::z();
     let axis_on_body = cylinder.local.rot * Vector3::z();
     let offset = sphere.world.pos - cylinder.world.pos;
