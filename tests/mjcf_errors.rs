@@ -631,3 +631,42 @@ fn short_number_lists_rewrite_the_start_of_their_class_values() {
     assert_eq!((geom.friction, geom.solref), ([2.0, 0.3, 0.02], [0.1, 2.0]));
     assert_eq!(model.actuators()[0].gear, [5.0, 2.0, 3.0, 0.0, 0.0, 0.0]);
 }
+
+/// `maxhullvert`: at or above a mesh's distinct points MuJoCo's hull is the full one (qhull
+/// cannot reach the limit while points are left), and the model loads as without it; below,
+/// MuJoCo's hull stops early, and every geom that would read that hull is refused, the message
+/// naming the attribute: one that touches, or any that weighs the mesh by its hull (no faces, or
+/// `inertia="convex"`). A geom that only draws a mesh weighed by its faces loads.
+#[test]
+fn maxhullvert_is_the_full_hull_or_refused() {
+    // A cube's corners and its centre: 9 distinct points, 8 on the hull.
+    let corners = "-1 -1 -1 1 -1 -1 -1 1 -1 1 1 -1 -1 -1 1 1 -1 1 -1 1 1 1 1 1 0 0 0";
+    let faces = "0 2 1 1 2 3 4 5 6 5 7 6 0 1 4 1 5 4 2 6 3 3 6 7 0 4 2 2 4 6 1 3 5 3 7 5";
+    let xml = |mesh: &str, geom: &str| {
+        format!(
+            r#"<mujoco><asset><mesh name="m" vertex="{corners}" {mesh}/></asset>
+              <worldbody><body name="b"><freejoint/><geom type="mesh" mesh="m" {geom}/></body></worldbody></mujoco>"#
+        )
+    };
+    let mass = |model: &phyz::Model<f64>| (model.bodies()[1].mass, model.bodies()[1].inertia);
+    let full = parse(&xml("", "")).expect("loads");
+    for limit in ["9", "100"] {
+        let model = parse(&xml(&format!(r#"maxhullvert="{limit}""#), "")).expect("the full hull");
+        assert_eq!(mass(&model), mass(&full));
+    }
+    let refused = |e: MjcfError| {
+        assert!(matches!(e.kind, MjcfErrorKind::Unsupported(ref u) if u.what.contains("maxhullvert")), "{e}");
+        assert_eq!(e.location.element, "geom", "{e}");
+    };
+    let visual = r#"contype="0" conaffinity="0""#;
+    // Without faces the mesh is weighed by its hull: refused even on a geom that only draws.
+    refused(error(&xml(r#"maxhullvert="8""#, visual)));
+    let with_faces = format!(r#"face="{faces}" maxhullvert="8""#);
+    refused(error(&xml(&with_faces, "")));
+    refused(error(&xml(&format!(r#"{with_faces} inertia="convex""#), visual)));
+    let drawn = parse(&xml(&with_faces, visual)).expect("a drawn mesh weighed by its faces");
+    assert_eq!(mass(&drawn), mass(&parse(&xml(&format!(r#"face="{faces}""#), visual)).expect("loads")));
+    let small = error(&xml(r#"maxhullvert="3""#, ""));
+    assert!(small.to_string().contains("larger than 3"), "{small}");
+    assert_eq!(small.location.element, "mesh", "{small}");
+}

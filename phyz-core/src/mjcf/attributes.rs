@@ -357,7 +357,7 @@ const TABLE: &[(&str, &[Row])] = &[
             ("texcoord", NoEffect),
             ("material", NoEffect),
             ("content_type", Refused(Absent)),
-            ("maxhullvert", Refused(Words(&["-1"]))),
+            ("maxhullvert", Compiled),
             ("builtin", Refused(Absent)),
             ("params", Refused(Absent)),
         ],

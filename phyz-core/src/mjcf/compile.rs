@@ -829,11 +829,17 @@ impl<'a> Compiler<'a> {
             _ => MeshInertia::Legacy,
         };
         let refquat = el.array::<4>("refquat")?.unwrap_or([1.0, 0.0, 0.0, 0.0]);
+        let max_hull_vertices = match el.integer("maxhullvert")?.unwrap_or(-1) {
+            -1 => None,
+            n if n >= 4 => Some(n as usize),
+            _ => return Err(el.invalid("maxhullvert must be larger than 3")),
+        };
         let options = MeshOptions {
             scale: Vector3::from(el.array::<3>("scale")?.unwrap_or([1.0; 3])),
             refpos: Vector3::from(el.array::<3>("refpos")?.unwrap_or([0.0; 3])),
             refquat: Quat::new(refquat[0], refquat[1], refquat[2], refquat[3]),
             inertia,
+            max_hull_vertices,
         };
         if options.refquat.norm_squared() == 0.0 {
             return Err(el.invalid("refquat is zero"));
@@ -997,6 +1003,7 @@ impl<'a> Compiler<'a> {
         };
         geom.contype = bits("contype", 1)?;
         geom.conaffinity = bits("conaffinity", 1)?;
+        refuse_cut_hull(el, &geom, self.referenced_geoms.contains(&geom.name))?;
         geom.condim = match el.integer("condim")?.unwrap_or(3) {
             d @ (1 | 3 | 4 | 6) => d as u8,
             d => return Err(el.invalid(format!("condim {d} is not 1, 3, 4 or 6"))),
@@ -1358,6 +1365,23 @@ impl<'a> Compiler<'a> {
         self.builder.add_contact_pair(pair);
         Ok(())
     }
+}
+
+/// A geom may not use a mesh whose `maxhullvert` makes MuJoCo's hull differ from phyz's
+/// ([`HullCut`](crate::model::mesh::HullCut)) where MuJoCo would read that hull: to weigh the mesh, or (the geom touching,
+/// or named by a `<pair>` or a sensor: `named`) for contacts.
+fn refuse_cut_hull(el: &Element<'_, '_>, geom: &Geom<f64>, named: bool) -> Result<(), MjcfError> {
+    let Shape::Mesh { hull } = &geom.shape else { return Ok(()) };
+    let Some(cut) = hull.hull_cut else { return Ok(()) };
+    let touches = geom.contype != 0 || geom.conaffinity != 0 || named;
+    if !(cut.weighed || touches) {
+        return Ok(());
+    }
+    let mesh = el.string("mesh").unwrap_or_default();
+    Err(el.unsupported(format!(
+        "a geom reading mesh `{mesh}`'s hull, cut by maxhullvert={} below its {} distinct points (MuJoCo's qhull then stops at that many vertices, in its own insertion order, which phyz does not compute)",
+        cut.limit, cut.points
+    )))
 }
 
 /// An asset's default name: its file's name without the directory and extension.

@@ -51,13 +51,15 @@ pub enum MeshInertia {
 }
 
 /// What `<mesh>` says of its file beyond the path: a per-axis scale, the frame the vertices are
-/// given in (`refpos`, `refquat`: subtracted and undone before scaling), and the inertia mode.
+/// given in (`refpos`, `refquat`: subtracted and undone before scaling), the inertia mode, and
+/// the most vertices its hull may have (`maxhullvert`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeshOptions {
     pub scale: Vector3<f64>,
     pub refpos: Vector3<f64>,
     pub refquat: Quat<f64>,
     pub inertia: MeshInertia,
+    pub max_hull_vertices: Option<usize>,
 }
 
 impl Default for MeshOptions {
@@ -67,8 +69,22 @@ impl Default for MeshOptions {
             refpos: Vector3::zeros(),
             refquat: Quat::identity(),
             inertia: MeshInertia::default(),
+            max_hull_vertices: None,
         }
     }
+}
+
+/// A `maxhullvert` below a mesh's count of distinct points. MuJoCo then stops qhull once the
+/// hull has that many vertices, keeping the points qhull's own insertion order reached first;
+/// phyz computes the full hull only, so every use of such a hull is refused. (With no more
+/// distinct points than the limit, the hull can never reach it early: it is the full hull.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HullCut {
+    pub limit: usize,
+    pub points: usize,
+    /// The mesh is weighed by its hull: `inertia="convex"`, or a file without faces (MuJoCo
+    /// gives it the hull's).
+    pub weighed: bool,
 }
 
 /// A mesh's convex hull in its principal frame (centroid at the origin, axes along the
@@ -93,6 +109,8 @@ pub struct ConvexHull {
     pub polygons: Vec<Polygon>,
     /// For each vertex, the polygons (indices) it is a corner of.
     pub vertex_polygons: Vec<Vec<usize>>,
+    /// Where `maxhullvert` would make MuJoCo's hull a different one.
+    pub hull_cut: Option<HullCut>,
 }
 
 impl PartialEq for ConvexHull {
@@ -144,6 +162,11 @@ impl ConvexHull {
         if mirrored {
             mesh.faces.iter_mut().for_each(|f| f.swap(1, 2));
         }
+        let hull_cut = options.max_hull_vertices.and_then(|limit| {
+            let points = distinct_points(&mesh.points);
+            let weighed = options.inertia == MeshInertia::Convex || mesh.faces.is_empty();
+            (points > limit).then_some(HullCut { limit, points, weighed })
+        });
         let hull = hull_triangles(&mesh.points);
         // The hull's corners as the file gives them (the hull's points are copies of the mesh's).
         let file_points = hull.as_ref().map(|hull| {
@@ -167,7 +190,8 @@ impl ConvexHull {
             .map_err(|reason| MeshError::Inertia { path: shown.clone(), reason })?;
         let (hull, file_points) = hull.zip(file_points).ok_or_else(flat)?;
         let file = FileFrame { points: &file_points, mirrored };
-        Self::in_principal_frame(&hull, &file, volume, com, &inertia).map(Arc::new).ok_or_else(flat)
+        let hull = Self::in_principal_frame(&hull, &file, volume, com, &inertia).ok_or_else(flat)?;
+        Ok(Arc::new(ConvexHull { hull_cut, ..hull }))
     }
 
     /// The hull of `points` at uniform density, moved into its principal frame; `None` if it
@@ -209,6 +233,7 @@ impl ConvexHull {
             radius: vertices.iter().map(|v| v.norm()).fold(0.0, f64::max),
             vertices,
             polyhedron,
+            hull_cut: None,
         })
     }
 
@@ -300,6 +325,13 @@ fn msh(bytes: &[u8]) -> Result<Triangles, &'static str> {
         faces.push(face.map(|i| i as usize));
     }
     Ok(Triangles { points, faces })
+}
+
+/// How many of `points` are distinct.
+fn distinct_points(points: &[Vector3<f64>]) -> usize {
+    // (Adding zero makes -0 and 0 one.)
+    let bits = |p: &Vector3<f64>| p.map(|x| (x + 0.0).to_bits());
+    points.iter().map(bits).collect::<std::collections::HashSet<_>>().len()
 }
 
 /// The convex hull of `points` as outward-wound triangles; `None` without volume.
