@@ -9,24 +9,28 @@
 use nalgebra::DMatrix;
 
 use super::kinematics::Kinematics;
+use super::mass::TreeMatrix;
 use crate::Scalar;
 use crate::math::SpatialInertia;
 use crate::model::Model;
 
-/// The joint-space mass matrix `M(q)`, armature included on the diagonal.
+/// The joint-space mass matrix `M(q)`, armature included on the diagonal, dense.
 pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<S> {
-    let mut m = DMatrix::zeros(model.nv(), model.nv());
+    let mut m = TreeMatrix::default();
     mass_matrix_into(model, kin, &mut Vec::new(), &mut m);
-    m
+    let mut dense = DMatrix::zeros(0, 0);
+    m.to_dense(&mut dense);
+    dense
 }
 
-/// [`mass_matrix`] written into `m` (resized to `nv × nv` if it is not), with the links'
-/// composite inertias (each in its tree's root frame) in `composite`.
+/// [`mass_matrix`] written into `m` in the tree's rows (only the entries the tree can make
+/// non-zero), with the links' composite inertias (each in its tree's root frame) in
+/// `composite`.
 pub fn mass_matrix_into<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     composite: &mut Vec<SpatialInertia<S>>,
-    m: &mut DMatrix<S>,
+    m: &mut TreeMatrix<S>,
 ) {
     let tree = model.tree();
     composite.clear();
@@ -39,26 +43,21 @@ pub fn mass_matrix_into<S: Scalar>(
             composite[p] = composite[p] + child;
         }
     }
-    let nv = model.nv();
-    if m.shape() != (nv, nv) {
-        *m = DMatrix::zeros(nv, nv);
-    }
-    m.as_mut_slice().fill(S::zero());
-    for row in 0..nv {
+    // Row by row, the diagonal then each ancestor nearest first: the rows' own order.
+    m.clear_for(&tree.dof_parent);
+    for row in 0..model.nv() {
         let f = composite[tree.dof_link[row]].mul_motion(&kin.dof_motion[row]);
-        m[(row, row)] = kin.dof_motion[row].dot(&f);
+        m.push(kin.dof_motion[row].dot(&f));
         let mut ancestor = tree.dof_parent[row];
         while let Some(col) = ancestor {
-            let value = kin.dof_motion[col].dot(&f);
-            m[(row, col)] = value;
-            m[(col, row)] = value;
+            m.push(kin.dof_motion[col].dot(&f));
             ancestor = tree.dof_parent[col];
         }
     }
     for joint in model.joints() {
         let adr = joint.dof_adr();
         for d in adr..adr + joint.kind().nv() {
-            m[(d, d)] += joint.armature;
+            m.add_diagonal(d, joint.armature);
         }
     }
 }

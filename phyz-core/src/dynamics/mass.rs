@@ -14,13 +14,22 @@ use nalgebra::{DMatrix, DVector};
 
 use crate::Scalar;
 use crate::error::StepError;
+use crate::math::zero_matrix;
 use crate::model::Model;
 
-/// `M = Lᵀ D L` with `L` unit lower-triangular along the tree (MuJoCo's `qLD` convention).
+/// The error for the degree of freedom `k`'s non-positive pivot: its body moves no mass.
+fn singular<S: Scalar>(model: &Model<S>, k: usize) -> StepError {
+    let link = &model.tree().links[model.tree().dof_link[k]];
+    StepError::SingularMass { body: model.bodies()[link.body].name.clone() }
+}
+
+/// A symmetric matrix with the mass matrix's tree sparsity, stored as MuJoCo's compressed `qM`:
+/// row `k` holds entry `(k, k)`, then `(k, a)` for each ancestor `a` of `k`, nearest first.
+/// The composite rigid-body algorithm writes `M` in this order, and the factor keeps it: no
+/// `nv × nv` storage is touched on a step that does not need it.
 #[derive(Clone, Debug)]
-pub struct MassFactor<S> {
-    /// Row `k` at `start[k]..start[k + 1]`: `D_k`, then `L(k, a)` for each ancestor `a` of `k`,
-    /// nearest first.
+pub struct TreeMatrix<S> {
+    /// Row `k` at `start[k]..start[k + 1]`.
     values: Vec<S>,
     /// The column of each entry of `values` (`k` itself for the diagonal).
     columns: Vec<usize>,
@@ -29,42 +38,18 @@ pub struct MassFactor<S> {
     dof_parent: Vec<Option<usize>>,
 }
 
-impl<S: Scalar> Default for MassFactor<S> {
-    /// The factor of the empty matrix, storage for [`MassFactor::factorize`] to fill.
+impl<S> Default for TreeMatrix<S> {
+    /// The empty matrix.
     fn default() -> Self {
-        MassFactor { values: Vec::new(), columns: Vec::new(), start: vec![0], dof_parent: Vec::new() }
+        TreeMatrix { values: Vec::new(), columns: Vec::new(), start: vec![0], dof_parent: Vec::new() }
     }
 }
 
-impl<S: Scalar> MassFactor<S> {
-    /// Factorizes the mass matrix `m` of `model`. A non-positive pivot (a degree of freedom that
-    /// moves no mass) is a [`StepError::SingularMass`].
-    pub fn new(model: &Model<S>, m: &DMatrix<S>) -> Result<Self, StepError> {
-        let mut factor = MassFactor::default();
-        factor.factorize(model, m)?;
-        Ok(factor)
-    }
-
-    /// [`MassFactor::new`] in this value's storage.
-    pub fn factorize(&mut self, model: &Model<S>, m: &DMatrix<S>) -> Result<(), StepError> {
-        self.lay_out(&model.tree().dof_parent);
-        self.eliminate(m).map_err(|k| {
-            let link = &model.tree().links[model.tree().dof_link[k]];
-            StepError::SingularMass { body: model.bodies()[link.body].name.clone() }
-        })
-    }
-
-    /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
-    /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
-    pub fn dense(m: &DMatrix<S>) -> Option<Self> {
-        let mut factor = Self::default();
-        let chain: Vec<Option<usize>> = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
-        factor.lay_out(&chain);
-        factor.eliminate(m).ok().map(|()| factor)
-    }
-
-    /// The rows' layout for the tree `dof_parent`, kept while the tree stays the same.
-    fn lay_out(&mut self, dof_parent: &[Option<usize>]) {
+impl<S: Scalar> TreeMatrix<S> {
+    /// Lays the rows out for the tree `dof_parent` (kept while the tree stays the same) and
+    /// clears the values, for [`TreeMatrix::push`] to fill row by row.
+    pub(crate) fn clear_for(&mut self, dof_parent: &[Option<usize>]) {
+        self.values.clear();
         if self.dof_parent == dof_parent {
             return;
         }
@@ -83,14 +68,97 @@ impl<S: Scalar> MassFactor<S> {
         }
     }
 
-    /// Copies the tree's entries of `m` into the rows and eliminates from the leaves up; a
-    /// non-positive pivot is `Err(dof)` (the first met from the leaves up).
-    fn eliminate(&mut self, m: &DMatrix<S>) -> Result<(), usize> {
-        let MassFactor { values, columns, start, .. } = self;
-        values.clear();
-        for k in 0..start.len() - 1 {
+    /// The next entry, in the rows' order.
+    pub(crate) fn push(&mut self, value: S) {
+        self.values.push(value);
+    }
+
+    /// Adds `d` to the diagonal entry `(k, k)`.
+    pub(crate) fn add_diagonal(&mut self, k: usize, d: S) {
+        self.values[self.start[k]] += d;
+    }
+
+    /// The tree's entries of the dense symmetric `m`, laid out for `dof_parent`.
+    fn copy_dense(&mut self, dof_parent: &[Option<usize>], m: &DMatrix<S>) {
+        self.clear_for(dof_parent);
+        for k in 0..self.start.len() - 1 {
+            let TreeMatrix { values, columns, start, .. } = self;
             values.extend(columns[start[k]..start[k + 1]].iter().map(|&c| m[(k, c)]));
         }
+    }
+
+    /// The whole matrix, written into `out` (resized to `n × n` if it is not).
+    pub fn to_dense(&self, out: &mut DMatrix<S>) {
+        let n = self.start.len() - 1;
+        zero_matrix(out, n, n);
+        for k in 0..n {
+            for (&value, &c) in self.values[self.start[k]..self.start[k + 1]].iter().zip(&self.columns[self.start[k]..])
+            {
+                out[(k, c)] = value;
+                out[(c, k)] = value;
+            }
+        }
+    }
+}
+
+/// `M = Lᵀ D L` with `L` unit lower-triangular along the tree (MuJoCo's `qLD` convention), in
+/// `M`'s own sparse rows: row `k` holds `D_k`, then `L(k, a)` for each ancestor `a`.
+#[derive(Clone, Debug)]
+pub struct MassFactor<S> {
+    rows: TreeMatrix<S>,
+}
+
+impl<S: Scalar> Default for MassFactor<S> {
+    /// The factor of the empty matrix, storage for [`MassFactor::factorize`] to fill.
+    fn default() -> Self {
+        MassFactor { rows: TreeMatrix::default() }
+    }
+}
+
+impl<S: Scalar> MassFactor<S> {
+    /// Factorizes the mass matrix `m` of `model`. A non-positive pivot (a degree of freedom that
+    /// moves no mass) is a [`StepError::SingularMass`].
+    pub fn new(model: &Model<S>, m: &DMatrix<S>) -> Result<Self, StepError> {
+        let mut factor = MassFactor::default();
+        factor.factorize(model, m)?;
+        Ok(factor)
+    }
+
+    /// [`MassFactor::new`] in this value's storage.
+    pub fn factorize(&mut self, model: &Model<S>, m: &DMatrix<S>) -> Result<(), StepError> {
+        self.rows.copy_dense(&model.tree().dof_parent, m);
+        self.eliminate().map_err(|k| singular(model, k))
+    }
+
+    /// Factorizes `m` plus the diagonal `extra` (when given), `m` in the tree's rows of
+    /// `model` (as [`crate::dynamics::crba::mass_matrix_into`] writes it).
+    pub fn factorize_tree(
+        &mut self,
+        model: &Model<S>,
+        m: &TreeMatrix<S>,
+        extra: Option<&DVector<S>>,
+    ) -> Result<(), StepError> {
+        self.rows.clear_for(&m.dof_parent);
+        self.rows.values.extend_from_slice(&m.values);
+        for (k, &d) in extra.into_iter().flatten().enumerate() {
+            self.rows.add_diagonal(k, d);
+        }
+        self.eliminate().map_err(|k| singular(model, k))
+    }
+
+    /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
+    /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
+    pub fn dense(m: &DMatrix<S>) -> Option<Self> {
+        let mut factor = Self::default();
+        let chain: Vec<Option<usize>> = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
+        factor.rows.copy_dense(&chain, m);
+        factor.eliminate().ok().map(|()| factor)
+    }
+
+    /// Eliminates the rows from the leaves up; a non-positive pivot is `Err(dof)` (the first
+    /// met from the leaves up).
+    fn eliminate(&mut self) -> Result<(), usize> {
+        let TreeMatrix { values, columns, start, .. } = &mut self.rows;
         for k in (0..start.len() - 1).rev() {
             let (before, rest) = values.split_at_mut(start[k]);
             let row = &mut rest[..start[k + 1] - start[k]];
@@ -127,9 +195,8 @@ impl<S: Scalar> MassFactor<S> {
     /// `x ← M⁻¹ x`.
     pub fn solve_in_place(&self, x: &mut DVector<S>) {
         let n = x.len();
-        let row = |k: usize| {
-            (&self.values[self.start[k]..self.start[k + 1]], &self.columns[self.start[k]..self.start[k + 1]])
-        };
+        let TreeMatrix { values, columns, start, .. } = &self.rows;
+        let row = |k: usize| (&values[start[k]..start[k + 1]], &columns[start[k]..start[k + 1]]);
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
             let (values, columns) = row(k);

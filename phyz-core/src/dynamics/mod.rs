@@ -24,7 +24,7 @@ pub use aba::forward_dynamics;
 pub use actuation::actuator_forces;
 pub use crba::mass_matrix;
 pub use kinematics::{Kinematics, forward_kinematics};
-pub use mass::MassFactor;
+pub use mass::{MassFactor, TreeMatrix};
 pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
 pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};

@@ -9,20 +9,20 @@ use super::actuation::{activation_rates, set_actuator_forces};
 use super::crba::mass_matrix_into;
 use super::implicit::{DerivativeInputs, ImplicitWork};
 use super::kinematics::{Kinematics, LinkBuffers};
-use super::mass::MassFactor;
+use super::mass::{MassFactor, TreeMatrix};
 use super::passive::add_passive_forces;
 use super::rnea::rnea;
 use crate::Scalar;
 use crate::error::StepError;
-use crate::math::{copy_matrix, copy_vector, zero_vector};
+use crate::math::{copy_vector, zero_vector};
 use crate::model::{Integrator, Model, Point, State};
 
 /// The outputs of the smooth stages at one `(q, v, act, ctrl)`.
 #[derive(Clone, Debug)]
 pub struct Smooth<S: Scalar> {
     pub kin: Kinematics<S>,
-    /// `M(q)`, armature included (filled by [`Smooth::with_mass`] only).
-    pub mass: DMatrix<S>,
+    /// `M(q)`, armature included, in the tree's rows (filled by [`Smooth::with_mass`] only).
+    pub mass: TreeMatrix<S>,
     /// The factor of `M` plus the extra diagonal.
     pub factor: MassFactor<S>,
     /// The applied generalized forces less the bias forces: passive plus actuator minus
@@ -34,9 +34,11 @@ pub struct Smooth<S: Scalar> {
     pub act_rate: DVector<S>,
     links: LinkBuffers<S>,
     bias: DVector<S>,
-    /// `M` plus the extra diagonal, and whether the last evaluation had one.
-    damped: DMatrix<S>,
+    /// The extra diagonal the factor holds, and whether the last evaluation had one.
+    extra: DVector<S>,
     is_damped: bool,
+    /// `M` dense, for the implicit integrators' correction.
+    dense: DMatrix<S>,
     implicit: ImplicitWork<S>,
     /// A site transmission's moment row.
     moment_row: DVector<S>,
@@ -46,15 +48,16 @@ impl<S: Scalar> Default for Smooth<S> {
     fn default() -> Self {
         Smooth {
             kin: Kinematics::default(),
-            mass: DMatrix::zeros(0, 0),
+            mass: TreeMatrix::default(),
             factor: MassFactor::default(),
             force: DVector::zeros(0),
             acceleration: DVector::zeros(0),
             act_rate: DVector::zeros(0),
             links: LinkBuffers::default(),
             bias: DVector::zeros(0),
-            damped: DMatrix::zeros(0, 0),
+            extra: DVector::zeros(0),
             is_damped: false,
+            dense: DMatrix::zeros(0, 0),
             implicit: ImplicitWork::default(),
             moment_row: DVector::zeros(0),
         }
@@ -85,13 +88,9 @@ impl<S: Scalar> Smooth<S> {
         mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
         self.is_damped = extra_diagonal.is_some();
         if let Some(extra) = extra_diagonal {
-            copy_matrix(&mut self.damped, &self.mass);
-            for (i, &e) in extra.iter().enumerate() {
-                self.damped[(i, i)] += e;
-            }
+            copy_vector(&mut self.extra, extra);
         }
-        let factored = if self.is_damped { &self.damped } else { &self.mass };
-        self.factor.factorize(model, factored)?;
+        self.factor.factorize_tree(model, &self.mass, extra_diagonal)?;
         self.force -= rnea_bias(model, &self.kin, v, &mut self.links, &mut self.bias);
         copy_vector(&mut self.acceleration, &self.force);
         self.factor.solve_in_place(&mut self.acceleration);
@@ -116,12 +115,19 @@ impl<S: Scalar> Smooth<S> {
         };
         let inputs = DerivativeInputs { point, ctrl, act_rate: &self.act_rate };
         let kinematics = (&self.kin, &mut self.links, &mut self.moment_row);
-        self.implicit.correct(model, kinematics, &self.mass, &inputs, coriolis, qacc)
+        self.mass.to_dense(&mut self.dense);
+        self.implicit.correct(model, kinematics, &self.dense, &inputs, coriolis, qacc)
     }
 
-    /// The matrix [`Smooth::factor`] factorizes: `M` plus the extra diagonal.
-    pub fn factored(&self) -> &DMatrix<S> {
-        if self.is_damped { &self.damped } else { &self.mass }
+    /// The matrix [`Smooth::factor`] factorizes, `M` plus the extra diagonal, written dense
+    /// into `out`.
+    pub fn factored_into(&self, out: &mut DMatrix<S>) {
+        self.mass.to_dense(out);
+        if self.is_damped {
+            for (i, &e) in self.extra.iter().enumerate() {
+                out[(i, i)] += e;
+            }
+        }
     }
 
     /// Kinematics, the activations' rates, and the applied forces (actuator and passive) in

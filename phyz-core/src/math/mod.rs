@@ -82,11 +82,3 @@ pub(crate) fn copy_vector<S: Scalar>(dst: &mut DVector<S>, src: &DVector<S>) {
     }
     dst.copy_from(src);
 }
-
-/// `dst ← src`, reusing `dst`'s storage.
-pub(crate) fn copy_matrix<S: Scalar>(dst: &mut DMatrix<S>, src: &DMatrix<S>) {
-    if dst.shape() != src.shape() {
-        zero_matrix(dst, src.nrows(), src.ncols());
-    }
-    dst.copy_from(src);
-}

@@ -19,7 +19,7 @@ use crate::contact::{
 use crate::dynamics::integrator::Rates;
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
-use crate::math::{copy_matrix, copy_vector, zero_matrix, zero_vector};
+use crate::math::{copy_vector, zero_matrix, zero_vector};
 use crate::model::{Model, Point, State};
 use crate::scalar::{Inputs, Scalar};
 
@@ -364,13 +364,13 @@ fn assemble<S: Scalar>(
     let dt = model.timestep;
     let joint = &mut problem.joint;
     if split {
-        bare.factorize(model, &smooth.mass)?;
+        bare.factorize_tree(model, &smooth.mass, None)?;
         copy_vector(&mut joint.free, &smooth.force);
         bare.solve_in_place(&mut joint.free);
-        copy_matrix(&mut joint.mass, &smooth.mass);
+        smooth.mass.to_dense(&mut joint.mass);
     } else {
         copy_vector(&mut joint.free, &smooth.acceleration);
-        copy_matrix(&mut joint.mass, smooth.factored());
+        smooth.factored_into(&mut joint.mass);
     }
     joint.free *= dt;
     joint.free += v;
