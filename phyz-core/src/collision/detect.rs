@@ -16,7 +16,7 @@ use crate::Scalar;
 use crate::math::Pose;
 use crate::model::material::{Material, SolImp, SolRef};
 use crate::model::mesh::ConvexHull;
-use crate::model::{ContactPair, Geom, Model, Shape};
+use crate::model::{CcdOptions, ContactPair, Geom, Model, Shape};
 
 /// Most contact points one pair of geoms contributes.
 pub const MAX_POINTS_PER_PAIR: usize = 4;
@@ -203,7 +203,7 @@ fn collide<S: Scalar>(
     contacts: &mut Vec<Contact>,
 ) -> Result<(), UnsupportedPair> {
     found.clear();
-    self::pair(g1, g2, margin, found).ok_or_else(|| UnsupportedPair {
+    self::pair(g1, g2, margin, model.contact.ccd, found).ok_or_else(|| UnsupportedPair {
         geom1: label(model, g1),
         shape1: g1.geom.shape.name(),
         geom2: label(model, g2),
@@ -315,8 +315,9 @@ pub(super) struct Found {
     pub tangent: Option<(usize, Vector3<f64>)>,
 }
 
-/// The contacts of one pair within `margin`, or `None` for a pair of shapes without a detector.
-fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
+/// The contacts of one pair within `margin` (general convex pairs found as `ccd` says), or
+/// `None` for a pair of shapes without a detector.
+fn pair(g1: &Placed, g2: &Placed, margin: f64, ccd: CcdOptions, out: &mut Vec<Found>) -> Option<()> {
     use Shape::*;
     match (&g1.geom.shape, &g2.geom.shape) {
         // As MuJoCo: a height field meets neither a plane nor another height field.
@@ -326,7 +327,7 @@ fn pair(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<(
         (Plane, _) => aligned(plane_against(&PlaneFrame::of(g1), g2, margin, out)?, g2),
         (_, Plane) => aligned(plane_against(&PlaneFrame::of(g2), g1, margin, out)?, g1),
         (Ellipsoid { .. }, _) | (_, Ellipsoid { .. }) => ellipsoid::contacts(g1, g2, margin, out)?,
-        (s1, s2) if multiccd::handles(s1, s2) => multiccd::contacts(g1, g2, margin, out)?,
+        (s1, s2) if multiccd::handles(s1, s2) => multiccd::contacts(g1, g2, margin, ccd, out)?,
         (Capsule { .. }, Capsule { .. }) => capsules(g1, g2, margin, out)?,
         // MuJoCo's pair order: the sphere first (which sets coincident centres' normal).
         (Capsule { .. }, Sphere { .. }) => out.push(spheres(g2, g1)?),

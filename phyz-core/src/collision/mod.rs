@@ -5,6 +5,7 @@ pub mod anchor;
 mod box_box;
 mod buffer;
 mod capsule_box;
+mod ccd;
 mod convex;
 mod detect;
 mod ellipsoid;

@@ -3,26 +3,28 @@
 //! where a face meets a face or an edge lies on a face, one point otherwise.
 //!
 //! As MuJoCo 4.0.1 (its behaviour measured and its 3.12 sources read): the pair is taken in
-//! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index). At the penetration's
-//! normal `n`, the first geom's face most along `n` and the second's most against it are a face
-//! pair when their normals are within `FACE_TOL` of opposite: the second's face, clipped to the
-//! first's (Sutherland–Hodgman, one edge plane at a time), gives the points, reduced to four by
-//! MuJoCo's largest-quadrilateral search; each point's depth is along the first face's normal
-//! scaled by the faces' alignment, and the normal is the second face's. Otherwise an edge of one
-//! geom within `EDGE_TOL` of parallel to the other's contact face is clipped to that face. A
-//! cylinder's faces are its caps (MuJoCo's 16-gons) and its edge the side line towards the
-//! face. A capsule has no face, and its core segment, clear of the other geom, is an edge
-//! ([`capsule_on_face`]). Failing both, the penetration itself is the one contact. Each point
-//! is pinned as an [`Anchor::Points`], its normal on the body of the face that gives it.
+//! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index), and its penetration
+//! found by MuJoCo's own GJK and EPA ([`ccd`]). Two boxes or meshes try the faces and edges at
+//! EPA's final face ([`at_features`]): the first pair of faces within `FACE_TOL` of opposite
+//! has the second's face clipped to the first's (Sutherland–Hodgman, one edge plane at a time),
+//! reduced to four points by MuJoCo's largest-quadrilateral search, each point's depth along the
+//! first face's normal scaled by the faces' alignment and its normal the second face's;
+//! failing that, an edge within `EDGE_TOL` of parallel to a face is clipped to it. With a
+//! cylinder (MuJoCo 4's rule for it is measured, not read), the faces most along the normal `n`
+//! are tried: a cylinder's faces are its caps (MuJoCo's 16-gons) and its edge the side line
+//! towards the face. A capsule has no face, and its core segment, clear of the other geom, is an
+//! edge ([`capsule_on_face`]). Failing all, the penetration itself is the one contact. Each
+//! point is pinned as an [`Anchor::Points`], its normal on the body of the face that gives it.
 
 use nalgebra::Vector3;
 use parry3d_f64::query;
 
 use super::anchor::{Anchor, Surface};
+use super::ccd::{self, EpaFace};
 use super::convex::{from_parry, solid, to_parry};
 use super::detect::{Found, Placed};
 use crate::math::Pose;
-use crate::model::Shape;
+use crate::model::{CcdOptions, Shape};
 
 /// Face normals at least this opposite (the cosine) make a face pair (about 5.1°).
 const FACE_TOL: f64 = 0.996;
@@ -131,7 +133,7 @@ const SINGLE: usize = 3 << 8;
 const RIM: usize = 4 << 8;
 
 /// The contacts of `g1` and `g2` (in the detector's order) within `margin`.
-pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Found>) -> Option<()> {
+pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, ccd: CcdOptions, out: &mut Vec<Found>) -> Option<()> {
     let rank = |g: &Placed| match g.geom.shape {
         Shape::Capsule { .. } => 0,
         Shape::Cylinder { .. } => 1,
@@ -140,18 +142,19 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, out: &mut Vec<Foun
     };
     let swap = (rank(g2), g2.index) < (rank(g1), g1.index);
     let (m1, m2) = if swap { (g2, g1) } else { (g1, g2) };
-    let Some((normal, single)) = penetration(m1, m2, margin)? else { return Some(()) };
+    let Some(Deepest { normal, single, face }) = penetration(m1, m2, margin, ccd)? else { return Some(()) };
     // Each geom's faces in the world, once for the pair.
     let (s1, s2) = (Side { geom: m1, faces: faces(m1) }, Side { geom: m2, faces: faces(m2) });
-    // A capsule has no face: the search among face normals is for polytope pairs alone.
-    let capsule = matches!(m1.geom.shape, Shape::Capsule { .. });
-    let features = if capsule { normal } else { least_penetrating(&s1, &s2, normal) };
-    let clipped = capsule_on_face(&s1, &s2, margin)
-        .or_else(|| face_face(&s1, &s2, &features, margin))
-        .or_else(|| edge_face(&s1, &s2, &features, margin));
+    let polytope = |s: &Side| matches!(s.geom.geom.shape, Shape::Box { .. } | Shape::Mesh { .. });
+    let clipped = match face {
+        Some(face) if polytope(&s1) && polytope(&s2) => at_features(&s1, &s2, &face, &normal, margin),
+        _ => capsule_on_face(&s1, &s2, margin)
+            .or_else(|| face_face(&s1, &s2, &normal, margin))
+            .or_else(|| edge_face(&s1, &s2, &normal, margin)),
+    };
     let (points, owner, n, kind) = match clipped {
         Some(found) => found,
-        None => match rim_on_face(&s1, &s2, &features) {
+        None => match rim_on_face(&s1, &s2, &normal) {
             Some(rim) => {
                 out.push(rim);
                 return Some(());
@@ -178,47 +181,184 @@ impl Side<'_> {
     }
 }
 
-/// The pair's penetration within `margin` (parry's): the normal from `m1` to `m2` and the one
-/// contact it makes; `Some(None)` when the geoms are farther apart.
-fn penetration(m1: &Placed, m2: &Placed, margin: f64) -> Option<Option<(Vector3<f64>, Witness)>> {
-    let (s1, offset1) = solid(&m1.geom.shape)?;
-    let (s2, offset2) = solid(&m2.geom.shape)?;
-    let (w1, w2) = (to_parry(&m1.world.compose(&offset1)), to_parry(&m2.world.compose(&offset2)));
-    let contact = query::contact(&w1, s1.shape(), &w2, s2.shape(), margin.max(0.0)).ok()?;
-    Some(contact.map(|c| {
-        let normal = from_parry(c.normal1);
-        (normal, (from_parry(c.point1), from_parry(c.point2), c.dist))
+/// The pair's penetration within `margin`, as MuJoCo's convex narrow phase finds it
+/// ([`ccd`]): the normal from `m1` to `m2` and the one contact it makes; `Some(None)` when the
+/// geoms are farther apart.
+fn penetration(m1: &Placed, m2: &Placed, margin: f64, ccd: CcdOptions) -> Option<Option<Deepest>> {
+    let (c1, c2) = (ccd::convex(m1, margin)?, ccd::convex(m2, margin)?);
+    Some(ccd::penetration(&c1, &c2, ccd).map(|p| {
+        // Each geom was grown by half the margin along the normal: its own surface is back by that.
+        let normal = (p.x1 - p.x2).normalize();
+        let half = normal * (0.5 * margin);
+        Deepest { normal, single: (p.x1 - half, p.x2 + half, p.dist + margin), face: p.face }
     }))
 }
 
-/// The direction of least penetration among `normal` (parry's estimate) and the geoms' face
-/// normals (outward from `m1`, inward to `m2`): where the contact is a face's, that face's
-/// normal exactly, as MuJoCo's EPA converges to it.
-fn least_penetrating(s1: &Side, s2: &Side, normal: Vector3<f64>) -> Vector3<f64> {
-    let separation = |d: &Vector3<f64>| -support(s2.geom, &-d) - support(s1.geom, d);
-    let candidates = s1.faces.iter().map(|f| f.normal).chain(s2.faces.iter().map(|f| -f.normal));
-    let first = (normal, separation(&normal));
-    candidates
-        .fold(first, |best, d| {
-            let gap = separation(&d);
-            if gap > best.1 { (d, gap) } else { best }
-        })
-        .0
+/// A pair's penetration: its normal (from the first geom to the second), the one contact it
+/// makes, and EPA's final face where EPA found it.
+struct Deepest {
+    normal: Vector3<f64>,
+    single: Witness,
+    face: Option<EpaFace>,
 }
 
-/// The largest extent of a box, a mesh's hull, a cylinder or a capsule along `d` (world).
-fn support(g: &Placed, d: &Vector3<f64>) -> f64 {
-    let local = g.world.rot.transpose() * d;
-    let reach = match &g.geom.shape {
-        Shape::Box { half_extents: e } => e.dot(&local.abs()),
-        Shape::Mesh { hull } => hull.vertices.iter().map(|v| v.dot(&local)).fold(f64::NEG_INFINITY, f64::max),
-        Shape::Cylinder { radius, half_length } => {
-            half_length * local.z.abs() + radius * (local.x * local.x + local.y * local.y).sqrt()
+/// Two boxes or meshes, as MuJoCo's multi-contact treats them: the faces and edges it tries
+/// are those at EPA's final face — on each geom the vertex, edge or face its corners span
+/// (the faces meeting at a vertex, the two along an edge, the face itself). The first pair of
+/// those faces within [`FACE_TOL`] of opposite is clipped; failing that, an edge of the geom
+/// whose feature is the smaller (leaving from its vertex, or along it) within [`EDGE_TOL`] of
+/// parallel to one of the other's faces is clipped to that face. `None` leaves one contact.
+fn at_features(s1: &Side, s2: &Side, face: &EpaFace, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
+    let (f1, f2) = (Feature::of(face, 0), Feature::of(face, 1));
+    let (faces1, faces2) = (f1.faces(s1, n), f2.faces(s2, &-n));
+    for &a in &faces1 {
+        for &b in &faces2 {
+            let (fa, fb) = (&s1.faces[a], &s2.faces[b]);
+            if fa.normal.dot(&fb.normal) < -FACE_TOL {
+                let points = clip(fa, &fb.corners, &fb.normal, margin)?;
+                return Some((points, Owner::Second, -fb.normal, FACE_FACE));
+            }
         }
-        Shape::Capsule { radius, half_length } => half_length * local.z.abs() + radius * local.norm(),
-        _ => 0.0,
+    }
+    let aligned = |edges: &[[Vector3<f64>; 2]], faces: &[usize], side: &Side| {
+        faces.iter().find_map(|&f| {
+            let normal = side.faces[f].normal;
+            edges.iter().find(|e| scaled_unit(e[1] - e[0]).dot(&normal).abs() < EDGE_TOL).map(|e| (f, *e))
+        })
     };
-    g.world.pos.dot(d) + reach
+    if f1.dim < 3 && f1.dim <= f2.dim {
+        let (f, edge) = aligned(&f1.edges(s1), &faces2, s2)?;
+        let face = &s2.faces[f];
+        let mut points = clip(face, &edge, &-face.normal, margin)?;
+        // The face is the second geom's: the clip's first points are on it.
+        points.iter_mut().for_each(|(x1, x2, _)| std::mem::swap(x1, x2));
+        return Some((points, Owner::Second, -face.normal, EDGE_FACE));
+    }
+    if f2.dim < 3 {
+        let (f, edge) = aligned(&f2.edges(s2), &faces1, s1)?;
+        let face = &s1.faces[f];
+        let points = clip(face, &edge, &-face.normal, margin)?;
+        return Some((points, Owner::First, face.normal, EDGE_FACE));
+    }
+    None
+}
+
+/// The feature of one geom that EPA's final face spans: its distinct corners (1: a vertex,
+/// 2: an edge, 3: a face), their vertex indices and points.
+struct Feature {
+    dim: usize,
+    indices: [usize; 3],
+    points: [Vector3<f64>; 3],
+}
+
+impl Feature {
+    /// Geom `k`'s (0 or 1) feature of `face`, its distinct corners first.
+    fn of(face: &EpaFace, k: usize) -> Feature {
+        let mut indices = face.indices[k].map(|i| i.unwrap_or(usize::MAX));
+        let mut points = face.points[k];
+        let dim = if indices[0] == indices[1] {
+            if indices[0] == indices[2] {
+                1
+            } else {
+                indices[1] = indices[2];
+                points[1] = points[2];
+                2
+            }
+        } else if indices[2] == indices[0] || indices[2] == indices[1] {
+            2
+        } else {
+            3
+        };
+        Feature { dim, indices, points }
+    }
+
+    /// The faces at the feature (indices into the side's faces), as MuJoCo lists them; `toward`
+    /// (outward from this geom) picks a box's face where its corners do not fix one.
+    fn faces(&self, side: &Side, toward: &Vector3<f64>) -> Vec<usize> {
+        let [a, b, c] = self.indices;
+        match &side.geom.geom.shape {
+            Shape::Mesh { hull } => {
+                let at = |v: usize| hull.vertex_polygons.get(v).map_or(&[][..], |p| &p[..]);
+                let common = |x: &[usize], y: &[usize]| -> Vec<usize> {
+                    x.iter().filter(|p| y.contains(p)).take(2).copied().collect()
+                };
+                match self.dim {
+                    3 => common(&common(at(a), at(b)), at(c)).into_iter().take(1).collect(),
+                    2 => common(at(a), at(b)),
+                    _ => at(a).to_vec(),
+                }
+            }
+            Shape::Box { .. } => box_faces(self.dim, [a, b, c], side, toward),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The edges at the feature, each from its first corner: along the edge (an edge), or
+    /// leaving the vertex (a vertex: a mesh's to the corner before it in each face at it, a
+    /// box's to its three neighbours).
+    fn edges(&self, side: &Side) -> Vec<[Vector3<f64>; 2]> {
+        let start = self.points[0];
+        if self.dim == 2 {
+            return vec![[start, self.points[1]]];
+        }
+        let pose = &side.geom.world;
+        match &side.geom.geom.shape {
+            Shape::Mesh { hull } => {
+                let v = self.indices[0];
+                let faces = hull.vertex_polygons.get(v).map_or(&[][..], |p| &p[..]);
+                faces
+                    .iter()
+                    .filter_map(|&p| {
+                        let corners = &hull.polygons[p].vertices;
+                        let j = corners.iter().position(|&k| k == v)?;
+                        let before = corners[(j + corners.len() - 1) % corners.len()];
+                        Some([start, pose.transform_point(&hull.vertices[before])])
+                    })
+                    .collect()
+            }
+            Shape::Box { half_extents: e } => {
+                let corner = box_corner(self.indices[0], e);
+                (0..3)
+                    .map(|axis| {
+                        let mut next = corner;
+                        next[axis] = -next[axis];
+                        [start, pose.transform_point(&next)]
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A box's corner from its index (bit `i` set: positive along axis `i`).
+fn box_corner(index: usize, e: &Vector3<f64>) -> Vector3<f64> {
+    Vector3::from_fn(|i, _| if index & (1 << i) != 0 { e[i] } else { -e[i] })
+}
+
+/// The faces of a box at the corners `indices` (as `BOX_FACES` orders them: +x, −x, +y, −y,
+/// +z, −z): those all `dim` corners share — one for a face, two for an edge — or, where the
+/// corners do not make that many, the face within [`FACE_TOL`] of `toward`; a vertex's three.
+fn box_faces(dim: usize, indices: [usize; 3], side: &Side, toward: &Vector3<f64>) -> Vec<usize> {
+    let corners = &indices[..dim];
+    // Along each axis: +1 if every corner is on the positive side, −1 if every one is on the
+    // negative side, 0 if they straddle it.
+    let sides = [0, 1, 2].map(|axis| {
+        let on = |c: &usize| c & (1 << axis) != 0;
+        i32::from(corners.iter().all(on)) - i32::from(corners.iter().all(|c| !on(c)))
+    });
+    let shared: Vec<usize> =
+        (0..3).filter(|&axis| sides[axis] != 0).map(|axis| 2 * axis + usize::from(sides[axis] < 0)).collect();
+    let wanted = match dim {
+        1 => 3,
+        d => 4 - d,
+    };
+    if shared.len() == wanted {
+        return shared;
+    }
+    let local = side.geom.world.rot.tr_mul(toward);
+    let local = local * (1.0 / local.norm());
+    (0..6).find(|&f| local[f / 2] * if f % 2 == 0 { 1.0 } else { -1.0 } > FACE_TOL).into_iter().collect()
 }
 
 /// A face pair's clipped points, if the faces along the normal are opposite enough.

@@ -384,6 +384,12 @@ impl<'a> Compiler<'a> {
                 .map_err(|_| el.invalid(format!("attribute `noslip_iterations`: {n} is negative")))?;
         }
         noslip.tolerance = el.number_or("noslip_tolerance", noslip.tolerance)?;
+        let ccd = &mut b.contact.ccd;
+        ccd.tolerance = el.number_or("ccd_tolerance", ccd.tolerance)?;
+        if let Some(n) = el.integer("ccd_iterations")? {
+            ccd.iterations =
+                usize::try_from(n).map_err(|_| el.invalid(format!("attribute `ccd_iterations`: {n} is negative")))?;
+        }
         b.medium.density = el.number_or("density", 0.0)?;
         b.medium.viscosity = el.number_or("viscosity", 0.0)?;
         if let Some(w) = el.array::<3>("wind")? {

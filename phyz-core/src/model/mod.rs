@@ -34,7 +34,7 @@ pub use error::ModelError;
 pub use geom::{Geom, Shape};
 pub use hfield::{HeightField, HeightFieldError};
 pub use joint::{Joint, JointKind};
-pub use options::{Cone, ContactOptions, Enabled, Medium, NoSlip};
+pub use options::{CcdOptions, Cone, ContactOptions, Enabled, Medium, NoSlip};
 pub use pair::{ContactPair, ContactPairSpec};
 pub use sensor::{Frame, Sensor, SensorKind};
 pub(crate) use state::check_finite;

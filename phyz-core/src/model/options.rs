@@ -45,11 +45,29 @@ pub struct ContactOptions {
     pub impratio: f64,
     /// MuJoCo's no-slip pass after the solve, which `mujoco_compat` runs.
     pub noslip: NoSlip,
+    /// Where MuJoCo's general convex narrow phase stops.
+    pub ccd: CcdOptions,
 }
 
 impl Default for ContactOptions {
     fn default() -> Self {
-        ContactOptions { cone: Cone::Pyramidal, impratio: 1.0, noslip: NoSlip::default() }
+        ContactOptions { cone: Cone::Pyramidal, impratio: 1.0, noslip: NoSlip::default(), ccd: CcdOptions::default() }
+    }
+}
+
+/// Where MuJoCo's general convex narrow phase (GJK and EPA, `collision::ccd`) stops (MJCF
+/// `<option ccd_tolerance ccd_iterations>`): a curved pair's penetration is MuJoCo's to within
+/// the tolerance, so phyz stops where MuJoCo does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CcdOptions {
+    pub tolerance: f64,
+    pub iterations: usize,
+}
+
+impl Default for CcdOptions {
+    /// MuJoCo's defaults.
+    fn default() -> Self {
+        CcdOptions { tolerance: 1e-6, iterations: 35 }
     }
 }
 
