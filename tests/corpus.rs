@@ -107,12 +107,6 @@ const KNOWN_FAILURES: &[(&str, Check, &str)] = &[
     // A pile of 125 primitives (ellipsoids and cylinders among them): MuJoCo's convex narrow
     // phase stops within ccd_tolerance, 1.3e-3 off; against MuJoCo at ccd_tolerance 1e-12, 1.0e-6.
     ("mjw_primitives", Check::Constrained, "MuJoCo's convex narrow phase within ccd_tolerance"),
-    // An arm driven through itself and the table (meshes 3 cm deep): every pair's penetration is
-    // MuJoCo's (its GJK and EPA) and ten of eleven pairs' contacts agree to 2.4e-9, but on one
-    // (a finger in a gripper bar) two edges at EPA's vertex lie within MuJoCo's edge tolerance
-    // of a face, and MuJoCo clips the first in its qhull's order of the faces at that vertex,
-    // phyz another: one of the two points moves 2e-3.
-    ("aloha_insertion", Check::Constrained, "of two aligned edges, MuJoCo clips the first in its qhull's face order"),
     // phyz's own preset lowers a sliding contact's normal target by μ times its pre-step slip
     // (cancelling the convex cone's glide in steady sliding): a beam striking the floor at
     // 77 m/s while sliding at 158 m/s gets no force and passes through, and the run diverges

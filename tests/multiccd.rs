@@ -311,7 +311,7 @@ const DEEP_TIGHT: Tolerance = Tolerance { depth: 1e-8, normal: 1e-7, point: 1e-6
 const DEEP_EXACT: Tolerance = Tolerance { depth: 1e-7, normal: 1e-6, point: 1e-6 };
 /// Deep box and mesh pairs whose multi-contact differs. `001`: two face pairs are aligned, and
 /// MuJoCo clips the first in its order of the mesh's faces (its qhull's, which phyz's hull does
-/// not reproduce), phyz another (both two points). `030`: MuJoCo clips an edge to a face where
+/// not reproduce), phyz the one most along the normal, here the other (both two points). `030`: MuJoCo clips an edge to a face where
 /// phyz finds no aligned pair at EPA's face (not explained).
 const DEEP_FACE_ORDER: &[&str] = &["001", "030"];
 /// Deep pairs with a cylinder where MuJoCo 4 keeps two points and phyz one: MuJoCo 4.0.1 gives

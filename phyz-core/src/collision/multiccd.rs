@@ -5,8 +5,8 @@
 //! As MuJoCo 4.0.1 (its behaviour measured and its 3.12 sources read): the pair is taken in
 //! MuJoCo's order (capsule, cylinder, box, mesh; equal types by index), and its penetration
 //! found by MuJoCo's own GJK and EPA ([`ccd`]). Two boxes or meshes try the faces and edges at
-//! EPA's final face ([`at_features`]): the first pair of faces within `FACE_TOL` of opposite
-//! has the second's face clipped to the first's (Sutherland–Hodgman, one edge plane at a time),
+//! EPA's final face ([`at_features`]): a pair of faces within `FACE_TOL` of opposite has the
+//! second's face clipped to the first's (Sutherland–Hodgman, one edge plane at a time),
 //! reduced to four points by MuJoCo's largest-quadrilateral search, each point's depth along the
 //! first face's normal scaled by the faces' alignment and its normal the second face's;
 //! failing that, an edge within `EDGE_TOL` of parallel to a face is clipped to it. With a
@@ -204,30 +204,42 @@ struct Deepest {
 
 /// Two boxes or meshes, as MuJoCo's multi-contact treats them: the faces and edges it tries
 /// are those at EPA's final face — on each geom the vertex, edge or face its corners span
-/// (the faces meeting at a vertex, the two along an edge, the face itself). The first pair of
-/// those faces within [`FACE_TOL`] of opposite is clipped; failing that, an edge of the geom
-/// whose feature is the smaller (leaving from its vertex, or along it) within [`EDGE_TOL`] of
+/// (the faces meeting at a vertex, the two along an edge, the face itself). A pair of those
+/// faces within [`FACE_TOL`] of opposite is clipped; failing that, an edge of the geom whose
+/// feature is the smaller (leaving from its vertex, or along it) within [`EDGE_TOL`] of
 /// parallel to one of the other's faces is clipped to that face. `None` leaves one contact.
 fn at_features(s1: &Side, s2: &Side, face: &EpaFace, n: &Vector3<f64>, margin: f64) -> Option<Clipped> {
     let (f1, f2) = (Feature::of(face, 0), Feature::of(face, 1));
     let (faces1, faces2) = (f1.faces(s1, n), f2.faces(s2, &-n));
-    for &a in &faces1 {
-        for &b in &faces2 {
-            let (fa, fb) = (&s1.faces[a], &s2.faces[b]);
-            if fa.normal.dot(&fb.normal) < -FACE_TOL {
-                let points = clip(fa, &fb.corners, &fb.normal, margin)?;
-                return Some((points, Owner::Second, -fb.normal, FACE_FACE));
+    // Of several aligned pairs MuJoCo clips the first in its order of a mesh's faces (its
+    // qhull's, which phyz's hull does not reproduce): the pair most along the normal stands in.
+    let facing = |f: &Face, toward: &Vector3<f64>| f.normal.dot(toward);
+    let pairs = faces1.iter().flat_map(|&a| faces2.iter().map(move |&b| (&s1.faces[a], &s2.faces[b])));
+    let best = pairs
+        .filter(|(fa, fb)| fa.normal.dot(&fb.normal) < -FACE_TOL)
+        .max_by(|x, y| (facing(x.0, n) + facing(x.1, &-n)).total_cmp(&(facing(y.0, n) + facing(y.1, &-n))));
+    if let Some((fa, fb)) = best {
+        let points = clip(fa, &fb.corners, &fb.normal, margin)?;
+        return Some((points, Owner::Second, -fb.normal, FACE_FACE));
+    }
+    // Likewise, of several edges lying along faces: the face most along the normal, and the
+    // edge most parallel to it.
+    let aligned = |edges: &[[Vector3<f64>; 2]], faces: &[usize], side: &Side, toward: Vector3<f64>| {
+        let mut best: Option<(f64, f64, usize, [Vector3<f64>; 2])> = None;
+        for &f in faces {
+            let normal = side.faces[f].normal;
+            for e in edges {
+                let tilt = scaled_unit(e[1] - e[0]).dot(&normal).abs();
+                let score = (normal.dot(&toward), -tilt);
+                if tilt < EDGE_TOL && best.is_none_or(|(a, b, _, _)| score > (a, b)) {
+                    best = Some((score.0, score.1, f, *e));
+                }
             }
         }
-    }
-    let aligned = |edges: &[[Vector3<f64>; 2]], faces: &[usize], side: &Side| {
-        faces.iter().find_map(|&f| {
-            let normal = side.faces[f].normal;
-            edges.iter().find(|e| scaled_unit(e[1] - e[0]).dot(&normal).abs() < EDGE_TOL).map(|e| (f, *e))
-        })
+        best.map(|(_, _, f, e)| (f, e))
     };
     if f1.dim < 3 && f1.dim <= f2.dim {
-        let (f, edge) = aligned(&f1.edges(s1), &faces2, s2)?;
+        let (f, edge) = aligned(&f1.edges(s1), &faces2, s2, -n)?;
         let face = &s2.faces[f];
         let mut points = clip(face, &edge, &-face.normal, margin)?;
         // The face is the second geom's: the clip's first points are on it.
@@ -235,7 +247,7 @@ fn at_features(s1: &Side, s2: &Side, face: &EpaFace, n: &Vector3<f64>, margin: f
         return Some((points, Owner::Second, -face.normal, EDGE_FACE));
     }
     if f2.dim < 3 {
-        let (f, edge) = aligned(&f2.edges(s2), &faces1, s1)?;
+        let (f, edge) = aligned(&f2.edges(s2), &faces1, s1, *n)?;
         let face = &s1.faces[f];
         let points = clip(face, &edge, &-face.normal, margin)?;
         return Some((points, Owner::First, face.normal, EDGE_FACE));
