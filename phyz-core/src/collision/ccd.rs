@@ -11,9 +11,10 @@
 //! answer; for curved geoms it stops within `ccd_tolerance`, and where it stops is the answer
 //! MuJoCo gives — which is why phyz follows its steps rather than solving for the exact depth.
 //!
-//! A sphere or a capsule is first shrunk to its centre or its core segment: when the core is
-//! clear of the other geom, the contact is the distance between them less the radius; only a
-//! core that penetrates runs the full EPA.
+//! A capsule is first shrunk to its core segment: when the core is clear of the other geom, the
+//! contact is the distance between them less the radius; only a core that penetrates runs the
+//! full EPA. (MuJoCo shrinks a sphere to its centre alike; phyz's sphere pairs, and an
+//! ellipsoid's, have routines of their own.)
 
 use std::cell::RefCell;
 
@@ -37,15 +38,9 @@ const MIN_EPA_TOLERANCE: f64 = MIN_VALUE;
 /// A geom's shape as the narrow phase samples it, in the geom's frame.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Shape<'a> {
-    Sphere {
-        radius: f64,
-    },
     Capsule {
         radius: f64,
         half_length: f64,
-    },
-    Ellipsoid {
-        radii: V3,
     },
     Cylinder {
         radius: f64,
@@ -54,7 +49,9 @@ pub(super) enum Shape<'a> {
     Box {
         half_extents: V3,
     },
-    /// A mesh's hull vertices (MuJoCo's single-precision ones, in the mesh's frame).
+    /// A mesh's hull vertices (MuJoCo's single-precision ones, in the mesh's frame), in phyz's
+    /// hull order: where two tie as support points MuJoCo keeps the first of its own order (the
+    /// file's for a small mesh, its hill climb's for a larger one), which may be the other.
     Mesh {
         vertices: &'a [V3],
     },
@@ -73,13 +70,14 @@ pub(super) struct Convex<'a> {
 /// shape it has no support function for (a plane, a height field).
 pub(super) fn convex(g: &Placed, margin: f64) -> Option<Convex<'_>> {
     let shape = match g.geom.shape {
-        GeomShape::Sphere { radius } => Shape::Sphere { radius },
         GeomShape::Capsule { radius, half_length } => Shape::Capsule { radius, half_length },
-        GeomShape::Ellipsoid { radii } => Shape::Ellipsoid { radii },
         GeomShape::Cylinder { radius, half_length } => Shape::Cylinder { radius, half_length },
         GeomShape::Box { half_extents } => Shape::Box { half_extents },
         GeomShape::Mesh { ref hull } => Shape::Mesh { vertices: &hull.vertices },
-        GeomShape::Plane | GeomShape::HeightField { .. } => return None,
+        // (A sphere's or an ellipsoid's pairs have routines of their own.)
+        GeomShape::Sphere { .. } | GeomShape::Ellipsoid { .. } | GeomShape::Plane | GeomShape::HeightField { .. } => {
+            return None;
+        }
     };
     Some(Convex { shape, pos: g.world.pos, rot: g.world.rot, margin })
 }
@@ -103,7 +101,7 @@ pub(super) struct EpaFace {
     pub indices: [[Option<usize>; 3]; 2],
 }
 
-/// How a geom is sampled during one run: the whole geom, or (a sphere's, a capsule's) core.
+/// How a geom is sampled during one run: the whole geom, or (a capsule's) core segment.
 #[derive(Clone, Copy, PartialEq)]
 enum Sampled {
     Whole,
@@ -125,26 +123,15 @@ impl Side<'_, '_> {
         let g = self.geom;
         let local = g.rot.tr_mul(dir);
         let (point, index) = match (g.shape, self.sampled) {
-            (Shape::Sphere { .. }, Sampled::Core) => return (g.pos, None),
             (Shape::Capsule { half_length, .. }, Sampled::Core) => {
                 let axis = g.rot.column(2).into_owned();
                 let end = if local.z >= 0.0 { half_length } else { -half_length };
                 return (axis * end + g.pos, None);
             }
-            (Shape::Sphere { radius }, _) => return (dir * radius + g.pos, None),
             (Shape::Capsule { radius, half_length }, _) => {
                 let mut p = local * radius;
                 p.z += if local.z >= 0.0 { half_length } else { -half_length };
                 (p, None)
-            }
-            (Shape::Ellipsoid { radii }, _) => {
-                let scaled = local.component_mul(&radii);
-                let norm2 = scaled.norm_squared();
-                if norm2 < MIN_VALUE * MIN_VALUE {
-                    return (g.rot.column(0) * radii.x + g.pos, None);
-                }
-                let inverse = 1.0 / norm2.sqrt();
-                (V3::from_fn(|i, _| scaled[i] * (inverse * radii[i])), None)
             }
             (Shape::Cylinder { radius, half_length }, _) => {
                 let n2 = local.x * local.x + local.y * local.y;
@@ -158,15 +145,13 @@ impl Side<'_, '_> {
                 (corner, Some(index))
             }
             (Shape::Mesh { vertices }, _) => {
-                let start = self.last.map(|i| (i, local.dot(&vertices[i])));
-                let best = vertices.iter().enumerate().fold(start, |best, (i, v)| {
+                // The first strict maximum after the last search's vertex (as MuJoCo's
+                // exhaustive search: a tie, or a direction of NaNs, keeps the earlier one).
+                let start = self.last.map_or((0, -(f32::MAX as f64)), |i| (i, local.dot(&vertices[i])));
+                let (i, _) = vertices.iter().enumerate().fold(start, |best, (i, v)| {
                     let d = local.dot(v);
-                    match best {
-                        Some((_, max)) if d <= max => best,
-                        _ => Some((i, d)),
-                    }
+                    if d > best.1 { (i, d) } else { best }
                 });
-                let (i, _) = best.unwrap_or((0, 0.0));
                 self.last = Some(i);
                 (vertices.get(i).copied().unwrap_or_else(V3::zeros), Some(i))
             }
@@ -231,7 +216,7 @@ impl Run<'_, '_> {
 pub(super) fn penetration(g1: &Convex, g2: &Convex, settings: CcdSettings) -> Option<Penetration> {
     let side = |geom, sampled| Side { geom, sampled, last: None };
     let cores = |g: &Convex| match g.shape {
-        Shape::Sphere { radius } | Shape::Capsule { radius, .. } => Some(radius + 0.5 * g.margin),
+        Shape::Capsule { radius, .. } => Some(radius + 0.5 * g.margin),
         _ => None,
     };
     let origin = Vertex { v: V3::zeros(), v1: V3::zeros(), v2: V3::zeros(), index1: None, index2: None };
@@ -256,7 +241,7 @@ pub(super) fn penetration(g1: &Convex, g2: &Convex, settings: CcdSettings) -> Op
         gjk(&mut run);
         // The cores are clear of each other: the contact is their distance less the radii.
         if run.dist > settings.tolerance {
-            let n = (run.x2 - run.x1).normalize();
+            let n = scaled_unit(run.x2 - run.x1);
             let dist = run.dist - (r1 + r2);
             let found = Penetration { dist, x1: run.x1 + n * r1, x2: run.x2 - n * r2, face: None };
             return (dist < 0.0).then_some(found);
@@ -637,7 +622,7 @@ impl Polytope {
         self.faces.clear();
         self.candidates.clear();
         self.horizon.clear();
-        self.max_faces = 6 * iterations;
+        self.max_faces = iterations.saturating_mul(6);
     }
 
     fn insert(&mut self, v: Vertex) -> usize {
@@ -802,7 +787,7 @@ impl Polytope {
     /// from edge `e`); the edges where the visible region ends are the horizon.
     fn visible(&mut self, f: usize, e: usize, w: &V3) -> bool {
         let face = self.faces[f];
-        if face.v.dot(w) - face.dist2 <= MIN_VALUE {
+        if !(face.v.dot(w) - face.dist2 > MIN_VALUE) {
             return false;
         }
         self.delete(f);
@@ -934,6 +919,13 @@ impl Polytope {
     }
 }
 
+/// `v` scaled to unit length as MuJoCo's `mju_normalize3` does (by the norm's reciprocal; the x
+/// axis for a vanishing vector).
+pub(super) fn scaled_unit(v: V3) -> V3 {
+    let norm = v.norm();
+    if norm < MIN_VALUE { V3::x() } else { v * (1.0 / norm) }
+}
+
 /// The edge of `face` that starts at `vertex`.
 fn edge_of(face: &Face, vertex: usize) -> usize {
     face.verts.iter().position(|&v| v == vertex).unwrap_or(2)
@@ -1022,16 +1014,17 @@ mod tests {
         assert!((p.x1.x - 0.5).abs() < 1e-14 && (p.x2.x - 0.25).abs() < 1e-14, "{p:?}");
     }
 
-    /// Spheres are sampled as their centres while those are apart: the depth is the radii less
-    /// the distance, along the line of centres.
+    /// Capsules are sampled as their core segments while those are apart: two parallel ones
+    /// penetrate by their radii less the distance between their axes.
     #[test]
-    fn spheres_penetrate_by_their_radii_less_the_distance() {
-        let a = placed(Shape::Sphere { radius: 0.3 }, V3::zeros(), Matrix3::identity());
-        let b = placed(Shape::Sphere { radius: 0.2 }, V3::new(0.3, 0.2, 0.1), Matrix3::identity());
+    fn capsules_penetrate_by_their_radii_less_the_distance() {
+        let a = placed(Shape::Capsule { radius: 0.3, half_length: 0.5 }, V3::zeros(), Matrix3::identity());
+        let b = placed(Shape::Capsule { radius: 0.2, half_length: 0.4 }, V3::new(0.3, 0.2, 0.1), Matrix3::identity());
         let p = penetration(&a, &b, CcdSettings::default()).expect("overlapping");
-        let gap = V3::new(0.3, 0.2, 0.1).norm();
+        let gap = V3::new(0.3, 0.2, 0.0).norm();
         assert!((p.dist - (gap - 0.5)).abs() < 1e-12, "{p:?}");
-        assert!((p.x1 - V3::new(0.3, 0.2, 0.1) / gap * 0.3).norm() < 1e-12, "{p:?}");
+        let normal = scaled_unit(p.x1 - p.x2);
+        assert!((normal - V3::new(0.3, 0.2, 0.0) / gap).norm() < 1e-12, "{normal}");
     }
 
     /// Geoms apart, or only within each other's margin's reach when that is zero: no contact.

@@ -20,7 +20,7 @@ use nalgebra::Vector3;
 use parry3d_f64::query;
 
 use super::anchor::{Anchor, Surface};
-use super::ccd::{self, EpaFace};
+use super::ccd::{self, EpaFace, scaled_unit};
 use super::convex::{from_parry, solid, to_parry};
 use super::detect::{Found, Placed};
 use crate::math::Pose;
@@ -147,7 +147,8 @@ pub(super) fn contacts(g1: &Placed, g2: &Placed, margin: f64, ccd: CcdOptions, o
     let (s1, s2) = (Side { geom: m1, faces: faces(m1) }, Side { geom: m2, faces: faces(m2) });
     let polytope = |s: &Side| matches!(s.geom.geom.shape, Shape::Box { .. } | Shape::Mesh { .. });
     let clipped = match face {
-        Some(face) if polytope(&s1) && polytope(&s2) => at_features(&s1, &s2, &face, &normal, margin),
+        // (MuJoCo's multi-contact runs only without a margin.)
+        Some(face) if polytope(&s1) && polytope(&s2) && margin == 0.0 => at_features(&s1, &s2, &face, &normal, margin),
         _ => capsule_on_face(&s1, &s2, margin)
             .or_else(|| face_face(&s1, &s2, &normal, margin))
             .or_else(|| edge_face(&s1, &s2, &normal, margin)),
@@ -188,7 +189,7 @@ fn penetration(m1: &Placed, m2: &Placed, margin: f64, ccd: CcdOptions) -> Option
     let (c1, c2) = (ccd::convex(m1, margin)?, ccd::convex(m2, margin)?);
     Some(ccd::penetration(&c1, &c2, ccd).map(|p| {
         // Each geom was grown by half the margin along the normal: its own surface is back by that.
-        let normal = (p.x1 - p.x2).normalize();
+        let normal = scaled_unit(p.x1 - p.x2);
         let half = normal * (0.5 * margin);
         Deepest { normal, single: (p.x1 - half, p.x2 + half, p.dist + margin), face: p.face }
     }))
@@ -585,13 +586,6 @@ fn clip(face: &Face, clipped: &[Vector3<f64>], dir: &Vector3<f64>, margin: f64) 
         poly
     };
     Some(kept.iter().map(|v| witness(v, &corners[0], &n, dir)).collect())
-}
-
-/// `v` scaled to unit length as MuJoCo's `mju_normalize3` does (by the norm's reciprocal; the x
-/// axis for a vanishing vector).
-fn scaled_unit(v: Vector3<f64>) -> Vector3<f64> {
-    let norm = v.norm();
-    if norm < MIN_VALUE { Vector3::x() } else { v * (1.0 / norm) }
 }
 
 /// MuJoCo's local search for the largest quadrilateral among a polygon's corners, its first

@@ -387,8 +387,10 @@ impl<'a> Compiler<'a> {
         let ccd = &mut b.contact.ccd;
         ccd.tolerance = el.number_or("ccd_tolerance", ccd.tolerance)?;
         if let Some(n) = el.integer("ccd_iterations")? {
-            ccd.iterations =
-                usize::try_from(n).map_err(|_| el.invalid(format!("attribute `ccd_iterations`: {n} is negative")))?;
+            // MuJoCo's field is a 32-bit integer.
+            let valid = i32::try_from(n).ok().and_then(|n| usize::try_from(n).ok());
+            ccd.iterations = valid
+                .ok_or_else(|| el.invalid(format!("attribute `ccd_iterations`: {n} is not a count MuJoCo takes")))?;
         }
         b.medium.density = el.number_or("density", 0.0)?;
         b.medium.viscosity = el.number_or("viscosity", 0.0)?;

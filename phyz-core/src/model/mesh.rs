@@ -59,6 +59,9 @@ pub struct MeshOptions {
     pub refpos: Vector3<f64>,
     pub refquat: Quat<f64>,
     pub inertia: MeshInertia,
+    /// MJCF's `maxhullvert`: phyz always computes the full hull, and reports in
+    /// [`ConvexHull::hull_cut`] where MuJoCo's would be another; the caller decides (the MJCF
+    /// compiler refuses every geom that would read such a hull).
     pub max_hull_vertices: Option<usize>,
 }
 
