@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::FixedState;
 use nalgebra::{DMatrix, DVector};
 
 use super::batch_solver::BatchSolver;
@@ -266,8 +267,9 @@ pub(crate) struct SavedWarm(Vec<LaneWarm>);
 #[derive(Debug, Default)]
 pub(super) struct LaneWarm {
     acceleration: Option<DVector<f64>>,
-    /// Each constraint's impulses, with the step they were recorded in.
-    impulses: HashMap<Key, ([f64; 6], u64)>,
+    /// Each constraint's impulses, with the step they were recorded in (hashed by a fast,
+    /// fixed-seed hasher: the map is read and written for every constraint of every step).
+    impulses: HashMap<Key, ([f64; 6], u64), FixedState>,
 }
 
 impl Clone for LaneWarm {
