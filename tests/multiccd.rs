@@ -123,10 +123,10 @@ fn among(a: &[Contact], b: &[Contact], tol: &Tolerance) -> bool {
 /// starts at the polygon's first vertex: MuJoCo's polygons start where its qhull triangulation
 /// of the hull puts their first triangle, phyz's (parry's hull) elsewhere, so a regular 12-gon
 /// or an overhanging face can end at another four of the same clipped polygon (the count and
-/// the normal agree; checked). Two others: MuJoCo's EPA simplex decides which edges of a
-/// touching vertex it tries against the other's face, and where two are within MuJoCo's edge
-/// tolerance, the first in MuJoCo's order of the faces at that vertex (its qhull's; `033`:
-/// MuJoCo keeps one point where another nearly parallel edge gives phyz two). And one cylinder
+/// the normal agree; checked). One other in [`EDGE_CHOICE`]: MuJoCo's EPA simplex decides which
+/// edges of a touching vertex it tries against the other's face, and where two are within
+/// MuJoCo's edge tolerance, the first in MuJoCo's order of the faces at that vertex (its qhull's;
+/// `033`: MuJoCo keeps one point where another nearly parallel edge gives phyz two). And one cylinder
 /// cap on a box (`063`) whose largest quadrilateral is a tie that MuJoCo's frame, rounded by its
 /// own quaternion-to-matrix formula, breaks otherwise (the count and the normal agree; checked).
 const QUADRILATERAL_START: &[&str] = &[
