@@ -650,6 +650,17 @@ impl Polytope {
         face.dist2
     }
 
+    /// Attaches `faces` (corners and neighbours) in turn; the first that passes through the
+    /// origin stops it, as `Err` with its corners.
+    fn attach_all(&mut self, faces: &[([usize; 3], [usize; 3])]) -> Result<(), [usize; 3]> {
+        for &(verts, adj) in faces {
+            if self.attach(verts, adj) < MIN_DIST2 {
+                return Err(verts);
+            }
+        }
+        Ok(())
+    }
+
     /// Lists the first `n` faces as the candidates.
     fn list_all(&mut self, n: usize) {
         self.candidates = (0..n).collect();
@@ -693,18 +704,8 @@ impl Polytope {
         let v3i = self.support(run, &d1, d1.norm());
         let v4i = self.support(run, &d2, d2.norm());
         let v5i = self.support(run, &d3, d3.norm());
-        let faces = [
-            ([v1i, v3i, v4i], [1, 3, 2]),
-            ([v1i, v5i, v3i], [2, 4, 0]),
-            ([v1i, v4i, v5i], [0, 5, 1]),
-            ([v2i, v4i, v3i], [5, 0, 4]),
-            ([v2i, v3i, v5i], [3, 1, 5]),
-            ([v2i, v5i, v4i], [4, 2, 3]),
-        ];
-        for (verts, adj) in faces {
-            if self.attach(verts, adj) < MIN_DIST2 {
-                return self.restart_from_triangle(run, verts);
-            }
+        if let Err(face) = self.attach_all(&double_pyramid([v1i, v2i], [v3i, v4i, v5i])) {
+            return self.restart_from_triangle(run, face);
         }
         let [p1, p2, p3, p4, p5] = [v1i, v2i, v3i, v4i, v5i].map(|i| self.verts[i].v);
         if ray_triangle(&p1, &p2, &p3, &p4, &p5) == 0 {
@@ -732,19 +733,7 @@ impl Polytope {
         if on_triangle(&v1, &v2, &v3, &v4) || on_triangle(&v1, &v2, &v3, &v5) {
             return Err(Degenerate);
         }
-        let faces = [
-            ([v4i, v1i, v2i], [1, 3, 2]),
-            ([v4i, v3i, v1i], [2, 4, 0]),
-            ([v4i, v2i, v3i], [0, 5, 1]),
-            ([v5i, v2i, v1i], [5, 0, 4]),
-            ([v5i, v1i, v3i], [3, 1, 5]),
-            ([v5i, v3i, v2i], [4, 2, 3]),
-        ];
-        for (verts, adj) in faces {
-            if self.attach(verts, adj) < MIN_DIST2 {
-                return Err(Degenerate);
-            }
-        }
+        self.attach_all(&double_pyramid([v4i, v5i], [v1i, v2i, v3i])).map_err(|_| Degenerate)?;
         self.list_all(6);
         Ok(())
     }
@@ -759,10 +748,8 @@ impl Polytope {
             ([v1, v3, v4], [0, 3, 1]),
             ([v4, v3, v2], [2, 0, 1]),
         ];
-        for (verts, adj) in faces {
-            if self.attach(verts, adj) < MIN_DIST2 {
-                return self.restart_from_triangle(run, verts);
-            }
+        if let Err(face) = self.attach_all(&faces) {
+            return self.restart_from_triangle(run, face);
         }
         let [p1, p2, p3, p4] = [v1, v2, v3, v4].map(|i| self.verts[i].v);
         if !holds_origin(&p1, &p2, &p3, &p4) {
@@ -929,6 +916,19 @@ pub(super) fn scaled_unit(v: V3) -> V3 {
 /// The edge of `face` that starts at `vertex`.
 fn edge_of(face: &Face, vertex: usize) -> usize {
     face.verts.iter().position(|&v| v == vertex).unwrap_or(2)
+}
+
+/// The six faces of a double pyramid with apexes `[top, bottom]` over the triangle `ring`, each
+/// with its neighbours (across its edges in order), as MuJoCo's initial polytopes lay them out.
+fn double_pyramid([top, bottom]: [usize; 2], [r0, r1, r2]: [usize; 3]) -> [([usize; 3], [usize; 3]); 6] {
+    [
+        ([top, r0, r1], [1, 3, 2]),
+        ([top, r2, r0], [2, 4, 0]),
+        ([top, r1, r2], [0, 5, 1]),
+        ([bottom, r1, r0], [5, 0, 4]),
+        ([bottom, r0, r2], [3, 1, 5]),
+        ([bottom, r2, r1], [4, 2, 3]),
+    ]
 }
 
 /// The rotation by 120° about `axis`.
