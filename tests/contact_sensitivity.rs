@@ -11,6 +11,7 @@ use phyz::contact::{
     ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, Sensitivity, SensitivityError,
     SolverConfig, Warm, Zone, solve, solve_scalar,
 };
+use phyz::math::SparseRows;
 use phyz::scalar::ImplicitRule;
 use proptest::prelude::*;
 
@@ -32,11 +33,14 @@ fn moved<S: Scalar>(problem: &ContactProblem<f64>, seed: u64, t: S) -> ContactPr
     let (m, nv) = (problem.rows(), problem.dofs());
     let e = DMatrix::from_fn(nv, nv, |_, _| rng.uniform(-0.1, 0.1));
     let de = (&e + e.transpose()) * 0.5;
+    let jacobian = joint.jacobian.to_dense();
     ContactProblem {
         constraints: problem.constraints.clone(),
         joint: JointSpace {
             mass: DMatrix::from_fn(nv, nv, |i, j| c(joint.mass[(i, j)]) + t * c(de[(i, j)])),
-            jacobian: DMatrix::from_fn(m, nv, |i, j| c(joint.jacobian[(i, j)]) + t * c(rng.uniform(-1.0, 1.0))),
+            jacobian: SparseRows::dense(&DMatrix::from_fn(m, nv, |i, j| {
+                c(jacobian[(i, j)]) + t * c(rng.uniform(-1.0, 1.0))
+            })),
             free: DVector::from_fn(nv, |i, _| c(joint.free[i]) + t * c(rng.uniform(-1.0, 1.0))),
         },
         target: DVector::from_fn(m, |i, _| c(problem.target[i]) + t * c(rng.uniform(-0.2, 0.2))),
@@ -155,7 +159,7 @@ fn unconverged_fixed_sweep_and_singular_solves_refuse_derivatives() {
     let row = ContactRow::from_material(ConstraintKind::Limit, &Material::default(), 1e-3, 0.0, 0.002, &config);
     let joint = JointSpace {
         mass: DMatrix::from_diagonal(&DVector::from_column_slice(&[1.0, 1e-17])),
-        jacobian: DMatrix::from_row_slice(1, 2, &[1.0, 0.0]),
+        jacobian: SparseRows::dense(&DMatrix::from_row_slice(1, 2, &[1.0, 0.0])),
         free: DVector::from_column_slice(&[-0.1, 0.0]),
     };
     let singular = ContactProblem::from_rows(joint, None, &[row], None, &config);
@@ -175,7 +179,7 @@ fn depth_reaches_the_solution_through_the_regularizer_and_target() {
         let row = ContactRow { inverse_weight: Some(0.5), ..row };
         let joint = JointSpace {
             mass: DMatrix::from_element(1, 1, 2.0),
-            jacobian: DMatrix::from_element(1, 1, 1.0),
+            jacobian: SparseRows::dense(&DMatrix::from_element(1, 1, 1.0)),
             free: DVector::from_element(1, -0.02),
         };
         let problem = ContactProblem::from_rows(joint, None, &[row], None, &config);
@@ -192,7 +196,7 @@ fn depth_reaches_the_solution_through_the_regularizer_and_target() {
     let row = ContactRow { inverse_weight: Some(Dual64::from(0.5)), ..row };
     let joint = JointSpace {
         mass: problem.joint.mass.map(Dual64::from),
-        jacobian: problem.joint.jacobian.map(Dual64::from),
+        jacobian: problem.joint.jacobian.map(|&x| Dual64::from(x)),
         free: problem.joint.free.map(Dual64::from),
     };
     let dual = ContactProblem::from_rows(joint, None, &[row], None, &config);

@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use phyz::contact::{
     ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, SolverConfig, Warm, Zone, solve,
 };
+use phyz::math::SparseRows;
 use proptest::prelude::*;
 
 const G: f64 = 9.81;
@@ -29,7 +30,7 @@ fn incline(alpha: f64, mu: f64, v0: [f64; 3], steps: usize, config: &SolverConfi
         let row = ContactRow { inverse_weight: Some(1.0 / m), ..row };
         let joint = JointSpace {
             mass: DMatrix::identity(3, 3) * m,
-            jacobian: DMatrix::identity(3, 3),
+            jacobian: SparseRows::dense(&DMatrix::identity(3, 3)),
             free: DVector::from_column_slice(v_free.as_slice()),
         };
         let velocity = DVector::from_column_slice(v.as_slice());
@@ -158,7 +159,13 @@ fn ring_problem(n: usize, config: &SolverConfig) -> ContactProblem<f64> {
     let rows: Vec<ContactRow> = (0..n)
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, 0.002, config))
         .collect();
-    ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, None, config)
+    ContactProblem::from_rows(
+        JointSpace { mass, jacobian: SparseRows::dense(&jacobian), free },
+        None,
+        &rows,
+        None,
+        config,
+    )
 }
 
 #[test]
@@ -184,7 +191,7 @@ fn random_problem(rng: &mut Rng, config: &SolverConfig) -> ContactProblem<f64> {
 /// The dual optimality conditions at a solution: the impulses lie in their cones, and each
 /// constraint's deviation `jar = J x − target` lies where its zone says.
 fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector<f64>, zones: &[Zone]) {
-    let jar = &problem.joint.jacobian * x - &problem.target;
+    let jar = problem.joint.jacobian.mul(x) - &problem.target;
     let scale = jar.amax() + f64::MIN_POSITIVE;
     for ((c, at, mu), zone) in problem.each().zip(zones) {
         assert!(f[at] >= 0.0);
@@ -206,7 +213,7 @@ fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector
     // `M (x − x₀) − Jᵀ f` moves the velocity by nothing beyond the solver's accuracy (a cost
     // tolerance τ leaves steps of order √τ).
     let joint = &problem.joint;
-    let residual = &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(f);
+    let residual = &joint.mass * (x - &joint.free) - joint.jacobian.transpose_times(f);
     let solution = phyz::contact::Solution {
         velocity: x.clone(),
         impulses: f.clone(),
@@ -275,6 +282,7 @@ fn coupling_modes_restrict_the_gauss_seidel_operator_only() {
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 3e-4, 0.0, 0.002, &config))
         .collect();
     let bodies = [[Some(0), None]; 4];
+    let jacobian = SparseRows::dense(&jacobian);
     let problem = ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, Some(&bodies), &config);
     let run = |coupling| solve(&problem, &SolverConfig { coupling, ..config }, &Warm::default()).expect("ok");
     let (full, per_body, diagonal) = (run(Coupling::Full), run(Coupling::PerBody), run(Coupling::BlockDiagonal));
@@ -304,7 +312,9 @@ fn batch_lanes_solve_each_lane_alone() {
         constraints: base.constraints.clone(),
         joint: JointSpace {
             mass: DMatrix::from_fn(nv, nv, |i, j| lanes(&|p| p.joint.mass[(i, j)])),
-            jacobian: DMatrix::from_fn(m, nv, |i, j| lanes(&|p| p.joint.jacobian[(i, j)])),
+            jacobian: SparseRows::dense(&DMatrix::from_fn(m, nv, |i, j| {
+                lanes(&|p| p.joint.jacobian.to_dense()[(i, j)])
+            })),
             free: DVector::from_fn(nv, |i, _| lanes(&|p| p.joint.free[i])),
         },
         target: DVector::from_fn(m, |i, _| lanes(&|p| p.target[i])),

@@ -18,6 +18,7 @@ use phyz::dual::{
     Cost, CostFunctions, DualError, Parameter, RolloutDirection, Seed, jvp, jvp_lanes, rollout_directional,
     rollout_gradient, rollout_value, step_jacobians, step_jacobians_lanes,
 };
+use phyz::math::SparseRows;
 use phyz::mjcf;
 use phyz::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use phyz::model::{ActuatorSpec, BodySpec, JointSpec, Keyframe, ModelBuilder, Target, TendonSpec};
@@ -265,8 +266,11 @@ fn the_sweeps_refuse_a_mass_matrix_that_is_not_positive_definite() {
     let problem = |mass: DMatrix<f64>| {
         let row = ContactRow::from_material(ConstraintKind::Contact, &Material::default(), 1e-3, -0.1, 0.002, &config);
         let row = ContactRow { inverse_weight: Some(1.0), ..row };
-        let joint =
-            JointSpace { mass, jacobian: DMatrix::identity(3, 3), free: DVector::from_column_slice(&[-0.1, 0.0, 0.0]) };
+        let joint = JointSpace {
+            mass,
+            jacobian: SparseRows::dense(&DMatrix::identity(3, 3)),
+            free: DVector::from_column_slice(&[-0.1, 0.0, 0.0]),
+        };
         ContactProblem::from_rows(joint, None, &[row], None, &config)
     };
     assert!(pgs::solve(&problem(DMatrix::identity(3, 3)), &config, None).is_ok());

@@ -50,7 +50,7 @@ impl BatchSolver<Batched> for KernelSolve {
         // Y = M⁻¹ Jᵀ, column by column, through the engine's own factor.
         let y: Vec<DVector<Batched>> = (0..m)
             .map(|i| {
-                let mut column = joint.jacobian.row(i).transpose();
+                let mut column = joint.jacobian.dense_row(i);
                 mass.solve_in_place(&mut column);
                 column
             })
@@ -118,14 +118,14 @@ fn block_rows(
         if i >= dim || j >= dim {
             return zero;
         }
-        let a = jacobian.row(at + i).transpose().dot(&y[at + j]);
+        let a = jacobian.row_dot(at + i, y[at + j].as_slice());
         if i == j { a + problem.regularizer[at + i] } else { a }
     };
     let free = |i: usize| {
         if i >= dim {
             return zero;
         }
-        jacobian.row(at + i).transpose().dot(&problem.joint.free) - problem.target[at + i]
+        jacobian.row_dot(at + i, problem.joint.free.as_slice()) - problem.target[at + i]
     };
     let start = |i: usize| {
         let lanes: Vec<f64> = warm

@@ -231,6 +231,7 @@ pub fn random_contact_problem(
         let depth = rng.uniform(0.0, 1e-3);
         specs.push(ContactRow::from_material(ConstraintKind::Limit, &Material::default(), depth, 0.0, 0.002, config));
     }
+    let jacobian = phyz::math::SparseRows::dense(&jacobian);
     ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, config)
 }
 

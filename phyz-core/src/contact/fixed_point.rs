@@ -28,6 +28,7 @@ use super::problem::{Constraint, ContactProblem, JointSpace};
 use super::sensitivity::SensitivityError;
 use super::solver::Solution;
 use crate::Scalar;
+use crate::math::SparseRows;
 use crate::scalar::ImplicitRule;
 
 /// Gives `velocity` (each lane's solver value) the derivative of the sweeps' fixed point, lane by
@@ -64,7 +65,8 @@ pub(crate) fn response<S: Scalar>(joint: &JointSpace<S>, lanes: usize) -> Result
     let factors: Vec<Cholesky<f64, Dyn>> = (0..lanes)
         .map(|lane| joint.mass.map(|x| x.lane(lane)).cholesky().ok_or(SensitivityError::SingularKkt))
         .collect::<Result<_, _>>()?;
-    let jt = joint.jacobian.transpose();
+    // `Y` is dense whatever `J`'s sparsity.
+    let jt = joint.jacobian.to_dense().transpose();
     let values: Vec<DMatrix<f64>> =
         factors.iter().enumerate().map(|(lane, l)| l.solve(&jt.map(|x| x.lane(lane)))).collect();
     let mut y = DMatrix::from_fn(nv, m, |i, j| from_lanes::<S>(lanes, |l| values[l][(i, j)]));
@@ -111,7 +113,7 @@ pub(crate) fn from_lanes<S: Scalar>(lanes: usize, value: impl Fn(usize) -> f64) 
 
 /// What the fixed-point conditions read, in any scalar.
 pub(crate) struct Data<T: Scalar> {
-    pub jacobian: DMatrix<T>,
+    pub jacobian: SparseRows<T>,
     /// `M⁻¹ Jᵀ`.
     pub y: DMatrix<T>,
     pub regularizer: DVector<T>,
@@ -141,7 +143,7 @@ impl<T: Scalar> Data<T> {
     fn lane(&self, lane: usize) -> Data<Dual64> {
         let real = |x: &T| Dual64::from(x.lane(lane));
         Data {
-            jacobian: self.jacobian.map(|x| real(&x)),
+            jacobian: self.jacobian.map(real),
             y: self.y.map(|x| real(&x)),
             regularizer: self.regularizer.map(|x| real(&x)),
             free: self.free.map(|x| real(&x)),
@@ -165,7 +167,7 @@ impl<T: Scalar> Data<T> {
         }
         DVector::from_fn(rows.len(), |i, _| {
             let row = rows.start + i;
-            self.jacobian.row(row).transpose().dot(&moved) + self.regularizer[row] * f[row] + self.free[row]
+            self.jacobian.row_dot(row, moved.as_slice()) + self.regularizer[row] * f[row] + self.free[row]
         })
     }
 }

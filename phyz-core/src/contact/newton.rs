@@ -27,7 +27,7 @@ use super::envelope::{Envelope, EnvelopeCholesky};
 use super::problem::ContactProblem;
 use super::solver::Solution;
 use crate::Scalar;
-use crate::math::{copy_vector, zero_vector};
+use crate::math::{SparseRows, copy_vector, zero_vector};
 
 /// Where the iterations stand: the point, each constraint's deviation, zone and impulse, the
 /// cost and its gradient.
@@ -72,6 +72,11 @@ struct Layout {
     blocks: Vec<f64>,
     block_start: Vec<usize>,
     envelope: Vec<usize>,
+    /// Dense rows (`nv` numbers each) one constraint's sparse rows are spread over while its
+    /// block is built, zero between constraints; or where its rows share their columns, the
+    /// positions among them it keeps.
+    spread: Vec<f64>,
+    kept: Vec<usize>,
 }
 
 impl Default for Layout {
@@ -84,6 +89,8 @@ impl Default for Layout {
             blocks: Vec::new(),
             block_start: Vec::new(),
             envelope: Vec::new(),
+            spread: Vec::new(),
+            kept: Vec::new(),
         }
     }
 }
@@ -94,24 +101,64 @@ impl Layout {
         problem.offsets_into(&mut self.offsets);
         zero_vector(&mut self.d, problem.rows());
         self.d.zip_apply(&problem.regularizer, |d, r| *d = 1.0 / r);
-        let jacobian = &problem.joint.jacobian;
         self.columns.clear();
         self.touched.clear();
         self.touched.push(0);
         self.blocks.clear();
         self.block_start.clear();
-        for (c, &at) in problem.constraints.iter().zip(&self.offsets) {
-            let rows = at..at + c.kind.dim();
-            let first = self.columns.len();
-            self.columns.extend((0..jacobian.ncols()).filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0)));
-            self.touched.push(self.columns.len());
+        for (c, constraint) in problem.constraints.iter().enumerate() {
             self.block_start.push(self.blocks.len());
-            for r in rows {
-                self.blocks.extend(self.columns[first..].iter().map(|&j| jacobian[(r, j)]));
-            }
+            self.compress(&problem.joint.jacobian, self.offsets[c], constraint.kind.dim());
+            self.touched.push(self.columns.len());
         }
         let groups = self.touched.windows(2).map(|w| &self.columns[w[0]..w[1]]);
         Envelope::spanning_into(&problem.joint.mass, groups, &mut self.envelope);
+    }
+
+    /// Appends the columns rows `at..at + dim` of `jacobian` reach (where some row is not zero)
+    /// and the rows' values on them.
+    fn compress(&mut self, jacobian: &SparseRows<f64>, at: usize, dim: usize) {
+        let first = self.columns.len();
+        if let Some(columns) = jacobian.shared_columns(at..at + dim) {
+            let mut rows = [&[][..]; 6];
+            (0..dim).for_each(|r| rows[r] = jacobian.row(at + r).1);
+            let rows = &rows[..dim];
+            self.kept.clear();
+            self.kept.extend((0..columns.len()).filter(|&k| rows.iter().any(|row| row[k] != 0.0)));
+            self.columns.extend(self.kept.iter().map(|&k| columns[k]));
+            for row in rows {
+                self.blocks.extend(self.kept.iter().map(|&k| row[k]));
+            }
+            return;
+        }
+        // Rows over different columns: spread over dense rows, their union sorted.
+        let nv = jacobian.ncols();
+        if self.spread.len() < dim * nv {
+            self.spread.resize(dim * nv, 0.0);
+        }
+        for r in 0..dim {
+            let (columns, values) = jacobian.row(at + r);
+            self.columns.extend_from_slice(columns);
+            columns.iter().zip(values).for_each(|(&j, &a)| self.spread[r * nv + j] = a);
+        }
+        self.columns[first..].sort_unstable();
+        let spread = &mut self.spread;
+        let (mut kept, mut previous) = (first, None);
+        for i in first..self.columns.len() {
+            let j = self.columns[i];
+            if previous != Some(j) && (0..dim).any(|r| spread[r * nv + j] != 0.0) {
+                self.columns[kept] = j;
+                kept += 1;
+            }
+            previous = Some(j);
+        }
+        self.columns.truncate(kept);
+        for r in 0..dim {
+            self.blocks.extend(self.columns[first..].iter().map(|&j| spread[r * nv + j]));
+        }
+        for r in 0..dim {
+            jacobian.row(at + r).0.iter().for_each(|&j| spread[r * nv + j] = 0.0);
+        }
     }
 
     /// Constraint `c`'s rows of `J`, each on [`Layout::columns`]`(c)`.
@@ -272,14 +319,14 @@ fn factorized_hessian(
 /// optimality conditions' derivative along the data (the right-hand side of the tangent rule).
 pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
     let joint = &problem.joint;
-    &joint.mass * (x - &joint.free) - joint.jacobian.tr_mul(&impulses(problem, x, zones, lane))
+    &joint.mass * (x - &joint.free) - joint.jacobian.transpose_times(&impulses(problem, x, zones, lane))
 }
 
 /// The impulses `f(J x − target)` on every row at velocity `x`, in any scalar, each constraint
 /// in its zone of `zones` (batch lane `lane`'s): at a solution, the solve's impulses; with the
 /// solution's tangents, theirs.
 pub fn impulses<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
-    let jar = &problem.joint.jacobian * x - &problem.target;
+    let jar = problem.joint.jacobian.mul(x) - &problem.target;
     let d = problem.regularizer.map(|r| S::one() / r);
     let mut impulses = DVector::zeros(jar.len());
     for (c, ((constraint, at, mu), zone)) in problem.each().zip(zones).enumerate() {

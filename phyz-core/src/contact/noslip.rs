@@ -112,7 +112,8 @@ fn run_lane<S: Scalar>(
     let h = real.units.timestep;
     let mut f = DVector::from_fn(real.rows(), |i, _| solution.impulses[own(i)] / h);
     let factor = real.joint.mass.clone().cholesky().ok_or(SolveError::Sweep(SweepError::Mass))?;
-    let response = factor.solve(&real.joint.jacobian.transpose());
+    // `M⁻¹ Jᵀ` and the Delassus matrix are dense whatever `J`'s sparsity.
+    let response = factor.solve(&real.joint.jacobian.to_dense().transpose());
     let sweeps = Sweeps::new(&real, &response);
     // Until a sweep moves it, a cone's friction is where the soft solve left it.
     let mut on_ellipse: Vec<bool> = (0..real.constraints.len()).map(|c| sweeps.on_ellipse(c, &f)).collect();
@@ -161,10 +162,12 @@ fn islands(problem: &ContactProblem<f64>, trees: &[usize], separate: bool) -> Ve
     let touches: Vec<Vec<usize>> = (0..count)
         .map(|c| {
             let rows = offsets[c]..offsets[c] + problem.constraints[c].kind.dim();
-            let mut own: Vec<usize> = (0..jacobian.ncols())
-                .filter(|&j| rows.clone().any(|r| jacobian[(r, j)] != 0.0))
-                .map(|j| trees[j])
-                .collect();
+            let entries = rows.flat_map(|r| {
+                let (columns, values) = jacobian.row(r);
+                columns.iter().zip(values).filter(|&(_, &a)| a != 0.0).map(|(&j, _)| trees[j])
+            });
+            let mut own: Vec<usize> = entries.collect();
+            own.sort_unstable();
             own.dedup();
             own
         })
@@ -210,7 +213,7 @@ impl<'a> Sweeps<'a> {
         let h = problem.units.timestep;
         Sweeps {
             problem,
-            delassus: &problem.joint.jacobian * response,
+            delassus: problem.joint.jacobian.to_dense() * response,
             bias: (problem.joint.free_velocity() - &problem.target) / h,
             offsets: problem.offsets(),
             pair_first: pair_first(&problem.constraints),
@@ -494,7 +497,7 @@ impl Conditions for Holds {
 
     fn residual<T: Scalar>(&self, data: &Data<T>, f: &DVector<T>, _lane: usize) -> DVector<T> {
         // Every row's velocity less its target, without the regularizer the pass takes out.
-        let w = &data.jacobian * (&data.y * f) + &data.free;
+        let w = data.jacobian.mul(&(&data.y * f)) + &data.free;
         let mut g = DVector::zeros(f.len());
         for (c, hold) in self.holds.iter().enumerate() {
             let (at, dim) = (self.offsets[c], self.kinds[c].dim());

@@ -37,10 +37,12 @@ impl<'a> Dual<'a> {
     /// `None` when the mass matrix is not positive definite.
     fn new(problem: &'a ContactProblem<f64>, config: &SolverConfig) -> Option<Self> {
         let joint = &problem.joint;
-        let minv_jt = joint.mass.clone().cholesky()?.solve(&joint.jacobian.transpose());
+        // The Delassus matrix is dense whatever `J`'s sparsity.
+        let jacobian = joint.jacobian.to_dense();
+        let minv_jt = joint.mass.clone().cholesky()?.solve(&jacobian.transpose());
         Some(Dual {
             problem,
-            delassus: &joint.jacobian * minv_jt,
+            delassus: &jacobian * minv_jt,
             free_velocity: joint.free_velocity(),
             offsets: problem.offsets(),
             coupled: coupled(&problem.constraints, config.coupling),
@@ -234,7 +236,7 @@ pub fn solve(
         residual = dual.sweep(&mut f, false)?;
     }
     let joint = &problem.joint;
-    let impulse = joint.jacobian.tr_mul(&f);
+    let impulse = joint.jacobian.transpose_times(&f);
     let velocity = &joint.free + joint.mass.clone().cholesky().ok_or(SweepError::Mass)?.solve(&impulse);
     Ok(Solution {
         velocity,

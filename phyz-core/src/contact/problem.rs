@@ -19,7 +19,7 @@ use super::cost::Piece;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
 use crate::dynamics::MassFactor;
-use crate::math::zero_vector;
+use crate::math::{SparseRows, zero_vector};
 use crate::scalar::Mask;
 
 /// The structure of one constraint: its shape and the moving bodies it acts between (`None`
@@ -46,8 +46,8 @@ impl Constraint {
 pub struct JointSpace<S: Scalar> {
     /// `M`: the mass matrix the impulses act through (`nv × nv`, symmetric positive definite).
     pub mass: DMatrix<S>,
-    /// `J`: one row per constraint row.
-    pub jacobian: DMatrix<S>,
+    /// `J`: one row per constraint row, each over the degrees of freedom it reaches.
+    pub jacobian: SparseRows<S>,
     /// `x₀`: the velocity after the step without constraint impulses.
     pub free: DVector<S>,
 }
@@ -55,7 +55,7 @@ pub struct JointSpace<S: Scalar> {
 impl<S: Scalar> JointSpace<S> {
     /// `J x₀`: the constraint-space velocity without impulses.
     pub fn free_velocity(&self) -> DVector<S> {
-        &self.jacobian * &self.free
+        self.jacobian.mul(&self.free)
     }
 }
 
@@ -161,19 +161,18 @@ impl<S: Scalar> ContactProblem<S> {
         let rows = [&self.target, &self.regularizer].into_iter().flat_map(|v| v.iter());
         let twist = self.twist.iter().flatten();
         S::prefetch(
-            mass.iter().chain(jacobian.iter()).chain(free.iter()).chain(rows).chain(&self.mu).chain(twist).copied(),
+            mass.iter().chain(jacobian.values()).chain(free.iter()).chain(rows).chain(&self.mu).chain(twist).copied(),
         );
         let re = |x: &S| x.lane(lane);
         let kept: Vec<usize> = (0..self.constraints.len()).filter(|&c| self.present[c].lane(lane)).collect();
         let offsets = self.offsets();
         let rows: Vec<usize> =
             kept.iter().flat_map(|&c| offsets[c]..offsets[c] + self.constraints[c].kind.dim()).collect();
-        let nv = self.dofs();
         let problem = ContactProblem {
             constraints: kept.iter().map(|&c| self.constraints[c]).collect(),
             joint: JointSpace {
                 mass: self.joint.mass.map(|x| x.lane(lane)),
-                jacobian: DMatrix::from_fn(rows.len(), nv, |i, j| re(&self.joint.jacobian[(rows[i], j)])),
+                jacobian: self.joint.jacobian.select_rows(rows.iter().copied(), re),
                 free: self.joint.free.map(|x| x.lane(lane)),
             },
             target: DVector::from_fn(rows.len(), |i, _| re(&self.target[rows[i]])),
@@ -247,7 +246,7 @@ impl<S: Scalar> ContactProblem<S> {
         let mut at = 0;
         for (i, row) in rows.iter().enumerate() {
             let weight = row.inverse_weight.unwrap_or_else(|| {
-                let jacobian = joint.jacobian.row(at).transpose();
+                let jacobian = joint.jacobian.dense_row(at);
                 factor.as_ref().map_or(S::one(), |f| jacobian.dot(&f.solve(&jacobian)))
             });
             let (normal, floor) = normal_regularizer(row, weight, config);

@@ -45,7 +45,7 @@ impl Sensitivity {
         if !solution.converged {
             return Err(SensitivityError::Unconverged { residual: solution.residual });
         }
-        let jar = &problem.joint.jacobian * &solution.velocity - &problem.target;
+        let jar = problem.joint.jacobian.mul(&solution.velocity) - &problem.target;
         let factor = hessian(problem, &solution.zones, &jar).map_err(|_| SensitivityError::SingularKkt)?;
         let (low, high) = factor.pivots().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p * p), hi.max(p * p)));
         if !(low > 0.0 && high <= CONDITION_LIMIT * low) {

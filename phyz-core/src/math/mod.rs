@@ -6,12 +6,14 @@
 mod inertia;
 mod pose;
 mod quat;
+mod sparse;
 mod spatial;
 mod wrap;
 
 pub use inertia::{SpatialInertia, principal_axes};
 pub use pose::Pose;
 pub use quat::{Quat, dexp_inv};
+pub use sparse::SparseRows;
 pub use spatial::{Force, Motion};
 pub use wrap::{Wrap, WrapShape, wrap};
 

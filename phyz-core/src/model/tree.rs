@@ -57,6 +57,10 @@ pub struct Tree {
     pub dof_root: Vec<usize>,
     /// The link each degree of freedom belongs to.
     pub dof_link: Vec<usize>,
+    /// The last degree of freedom on the path from the root to each body (`None` for the world
+    /// and for bodies welded to it): where the body's chain starts, as MuJoCo walks
+    /// `dof_parentid` from it.
+    pub body_last_dof: Vec<Option<usize>>,
 }
 
 impl Tree {
@@ -74,6 +78,24 @@ impl Tree {
             low = self.dof_parent[d];
         }
         false
+    }
+
+    /// The degrees of freedom that move either body of `bodies` (the union of their chains),
+    /// ascending, written into `out`: the columns a constraint between them reaches.
+    pub fn chains(&self, bodies: [usize; 2], out: &mut Vec<usize>) {
+        out.clear();
+        let [mut a, mut b] = bodies.map(|body| self.body_last_dof[body]);
+        // Both chains descend towards the root; the larger of their heads comes next.
+        while let Some(top) = a.max(b) {
+            if a == Some(top) {
+                a = self.dof_parent[top];
+            }
+            if b == Some(top) {
+                b = self.dof_parent[top];
+            }
+            out.push(top);
+        }
+        out.reverse();
     }
 
     /// Builds the tree from each body's parent and its joints' kinds and addresses. Bodies must be
@@ -136,6 +158,7 @@ impl Tree {
                 dof
             })
             .collect();
-        Tree { links, body_link, dof_parent, dof_root, dof_link }
+        let body_last_dof = body_link.iter().map(|link| link.and_then(|l: usize| last_dof[l])).collect();
+        Tree { links, body_link, dof_parent, dof_root, dof_link, body_last_dof }
     }
 }

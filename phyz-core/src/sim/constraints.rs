@@ -20,7 +20,7 @@ use crate::contact::{
 use crate::dynamics::integrator::Rates;
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::error::StepError;
-use crate::math::{copy_vector, zero_matrix, zero_vector};
+use crate::math::{SparseRows, copy_vector, zero_vector};
 use crate::model::{Model, Point, State};
 use crate::scalar::{Inputs, Scalar};
 
@@ -376,9 +376,9 @@ fn assemble<S: Scalar>(
     }
     joint.free *= dt;
     joint.free += v;
-    jacobian_into(gather, model.nv(), &mut joint.jacobian);
-    zero_vector(pre_step, joint.jacobian.nrows());
-    pre_step.gemv(S::one(), &joint.jacobian, v, S::zero());
+    joint.jacobian.copy_from(gather.jacobian());
+    debug_assert_eq!(joint.jacobian.nrows(), gather.row_count(), "a row outside the list");
+    joint.jacobian.mul_into(v, pre_step);
     let impratio = S::from_f64(model.contact.impratio);
     rows.clear();
     let mut at = 0;
@@ -406,17 +406,6 @@ fn assemble<S: Scalar>(
         at += g.kind.dim();
     }
     Ok(())
-}
-
-/// The gathered constraints' Jacobian, one row per constraint row, written into `jacobian`.
-fn jacobian_into<S: Scalar>(gather: &Gather<S>, nv: usize, jacobian: &mut DMatrix<S>) {
-    zero_matrix(jacobian, gather.row_count(), nv);
-    let rows = gather.list.iter().flat_map(|g| gather.rows(g));
-    for (i, row) in rows.enumerate() {
-        for (j, &x) in row.iter().enumerate() {
-            jacobian[(i, j)] = x;
-        }
-    }
 }
 
 /// What stays fixed over a step's acceleration evaluations: the model, the controls, and the
@@ -499,7 +488,7 @@ impl<S: Scalar> Evaluation<S> {
 
 impl<S: Scalar> Default for Evaluation<S> {
     fn default() -> Self {
-        let joint = JointSpace { mass: DMatrix::zeros(0, 0), jacobian: DMatrix::zeros(0, 0), free: DVector::zeros(0) };
+        let joint = JointSpace { mass: DMatrix::zeros(0, 0), jacobian: SparseRows::default(), free: DVector::zeros(0) };
         Evaluation {
             smooth: Smooth::default(),
             bare: MassFactor::default(),

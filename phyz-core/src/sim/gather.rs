@@ -13,8 +13,8 @@ use crate::dynamics::DofRow;
 use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::{add_relative_rows, qpos_quat};
 use crate::error::StepError;
-use crate::math::{Pose, normalize_or_x, zero_vector};
-use crate::model::{Cone, Coupled, Equality, JointKind, Model};
+use crate::math::{Pose, SparseRows, normalize_or_x, zero_vector};
+use crate::model::{Cone, Coupled, Equality, JointKind, Model, TendonPath};
 use crate::scalar::{Mask, Scalar};
 
 /// Which constraint an impulse belongs to, across steps (the warm-start key).
@@ -70,8 +70,8 @@ pub(super) struct Gathered<S: Scalar> {
     pub bodies: [Option<usize>; 2],
     /// The constraint's material, live: each lane's numbers with their tangents.
     pub material: Material<S>,
-    /// Its first Jacobian row (normal first; `kind.dim()` rows) in [`Gather`]'s rows.
-    row: usize,
+    /// Its first Jacobian row (normal first; `kind.dim()` rows) in [`Gather::jacobian`].
+    pub row: usize,
     pub depth: S,
     /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
     pub inverse_weight: S,
@@ -92,8 +92,14 @@ pub(super) struct Gathered<S: Scalar> {
 pub(super) struct Gather<S: Scalar> {
     pub list: Vec<Gathered<S>>,
     keys: Vec<Option<Key>>,
-    /// Jacobian rows, `nv` numbers each, one after another.
-    rows: Vec<S>,
+    /// Jacobian rows, each over the degrees of freedom its constraint reaches, in the list's
+    /// order.
+    rows: SparseRows<S>,
+    /// Dense rows (`nv` numbers each) the row writers add into, zero outside
+    /// [`Gather::begin_rows`]…[`Gather::commit_rows`], which reads and clears only the
+    /// constraint's `columns`.
+    scratch: Vec<S>,
+    columns: Vec<usize>,
     nv: usize,
     lanes: usize,
     detection: Detection,
@@ -123,7 +129,9 @@ impl<S: Scalar> Default for Gather<S> {
         Gather {
             list: Vec::new(),
             keys: Vec::new(),
-            rows: Vec::new(),
+            rows: SparseRows::default(),
+            scratch: Vec::new(),
+            columns: Vec::new(),
             nv: 0,
             lanes: 1,
             detection: Detection::default(),
@@ -142,9 +150,10 @@ impl<S: Scalar> Gather<S> {
         &self.keys[g.keys..g.keys + self.lanes]
     }
 
-    /// Constraint `g`'s Jacobian rows.
-    pub fn rows(&self, g: &Gathered<S>) -> impl Iterator<Item = &[S]> {
-        self.rows[g.row * self.nv..(g.row + g.kind.dim()) * self.nv].chunks_exact(self.nv.max(1))
+    /// The gathered constraints' Jacobian, their rows in the list's order (constraint `g`'s
+    /// are `g.row..g.row + g.kind.dim()`).
+    pub fn jacobian(&self) -> &SparseRows<S> {
+        &self.rows
     }
 
     /// The number of Jacobian rows the gathered constraints have.
@@ -159,12 +168,53 @@ impl<S: Scalar> Gather<S> {
         at
     }
 
-    /// Appends `count` zero rows; returns the first's index and the rows.
-    fn push_rows(&mut self, count: usize) -> (usize, &mut [S]) {
-        let at = self.rows.len();
-        self.rows.resize(at + count * self.nv, S::zero());
-        (at / self.nv.max(1), &mut self.rows[at..])
+    /// `count` dense zero rows for a constraint over [`Gather::columns`] (ascending) to be
+    /// written into, then kept by [`Gather::commit_rows`]. A writer adds only on those columns.
+    fn begin_rows(&mut self, count: usize) -> &mut [S] {
+        let len = count * self.nv;
+        if self.scratch.len() < len {
+            self.scratch.resize(len, S::zero());
+        }
+        &mut self.scratch[..len]
     }
+
+    /// Keeps the `count` rows written since [`Gather::begin_rows`] on [`Gather::columns`],
+    /// clearing them from the dense rows; returns the first's index.
+    fn commit_rows(&mut self, count: usize) -> usize {
+        let at = self.rows.push_rows(self.columns.iter().copied(), count);
+        for r in 0..count {
+            let dense = &mut self.scratch[r * self.nv..(r + 1) * self.nv];
+            let (columns, values) = self.rows.row_mut(at + r);
+            for (&j, x) in columns.iter().zip(values) {
+                *x = std::mem::replace(&mut dense[j], S::zero());
+            }
+        }
+        at
+    }
+
+    /// Sets [`Gather::columns`] to the degrees of freedom `add` names (in any order, repeats
+    /// allowed).
+    fn set_columns(&mut self, add: impl FnOnce(&mut Vec<usize>)) {
+        self.columns.clear();
+        add(&mut self.columns);
+        self.columns.sort_unstable();
+        self.columns.dedup();
+    }
+}
+
+/// The degrees of freedom tendon `t`'s length moves: a fixed tendon's joints', and every one
+/// for a spatial tendon.
+fn tendon_columns<S: Scalar>(model: &Model<S>, t: usize, out: &mut Vec<usize>) {
+    match model.tendons()[t].path() {
+        TendonPath::Fixed { joints, .. } => out.extend(joints.iter().map(|&j| model.joints()[j].dof_adr())),
+        TendonPath::Spatial(_) => out.extend(0..model.nv()),
+    }
+}
+
+/// The degrees of freedom of joint `joint`.
+fn joint_columns<S: Scalar>(model: &Model<S>, joint: usize, out: &mut Vec<usize>) {
+    let joint = &model.joints()[joint];
+    out.extend(joint.dof_adr()..joint.dof_adr() + joint.kind().nv());
 }
 
 /// The material of a joint or tendon limit, a friction loss or an equality: its own solref,
@@ -180,13 +230,20 @@ fn own_material<S: Scalar>(solref: [S; 2], solimp: [S; 5], margin: S) -> Materia
     }
 }
 
-/// A one-row constraint of every lane `present` holds (its key in each), its row set by
-/// `row` on a zero row.
-fn push_row<S: Scalar>(out: &mut Gather<S>, key: Key, template: Gathered<S>, row: impl FnOnce(&mut [S])) {
+/// A one-row constraint of every lane `present` holds (its key in each), over the columns
+/// `columns` adds, its row set by `row` on a dense zero row.
+fn push_row<S: Scalar>(
+    out: &mut Gather<S>,
+    key: Key,
+    template: Gathered<S>,
+    columns: impl FnOnce(&mut Vec<usize>),
+    row: impl FnOnce(&mut [S]),
+) {
     let present = template.present;
     let keys = out.push_keys((0..out.lanes).map(|l| present.lane(l).then_some(key)));
-    let (at, rows) = out.push_rows(1);
-    row(rows);
+    out.set_columns(columns);
+    row(out.begin_rows(1));
+    let at = out.commit_rows(1);
     out.list.push(Gathered { keys, row: at, ..template });
 }
 
@@ -258,13 +315,14 @@ fn limits<S: Scalar>(
                     one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present),
                 );
                 let key = Key::JointLimit { joint: j, upper };
+                let columns = |c: &mut Vec<usize>| joint_columns(model, j, c);
                 match joint.kind() {
                     // Against the rotation, about its axis.
                     JointKind::Ball => {
                         let axis = ball_rotation(q, joint.qpos_adr()).1;
-                        push_row(out, key, limit, |row| (0..3).for_each(|k| row[adr + k] = -axis[k]));
+                        push_row(out, key, limit, columns, |row| (0..3).for_each(|k| row[adr + k] = -axis[k]));
                     }
-                    _ => push_row(out, key, limit, |row| row[adr] = S::from_f64(sign)),
+                    _ => push_row(out, key, limit, columns, |row| row[adr] = S::from_f64(sign)),
                 }
             }
         }
@@ -276,7 +334,8 @@ fn limits<S: Scalar>(
             if present.any() {
                 let limit = one_row(ConstraintKind::Limit, material, depth, weights.tendon[t], present);
                 let key = Key::TendonLimit { tendon: t, upper };
-                push_row(out, key, limit, |row| jacobian.apply(model, S::from_f64(sign), row));
+                let columns = |c: &mut Vec<usize>| tendon_columns(model, t, c);
+                push_row(out, key, limit, columns, |row| jacobian.apply(model, S::from_f64(sign), row));
             }
         }
     }
@@ -311,7 +370,7 @@ fn friction_losses<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, weights: &I
         for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
             let (solref, solimp) = (joint.solref_friction, joint.solimp_friction);
             if let Some(g) = loss(joint.frictionloss, solref, solimp, weights.dof[dof]) {
-                push_row(out, Key::FrictionLoss { dof }, g, |row| row[dof] = S::one());
+                push_row(out, Key::FrictionLoss { dof }, g, |c| c.push(dof), |row| row[dof] = S::one());
             }
         }
     }
@@ -319,7 +378,8 @@ fn friction_losses<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, weights: &I
         let (solref, solimp) = (tendon.solref_friction, tendon.solimp_friction);
         if let Some(g) = loss(tendon.frictionloss, solref, solimp, weights.tendon[t]) {
             let jacobian = kin.tendons.jacobian(model, t);
-            push_row(out, Key::TendonFriction { tendon: t }, g, |row| jacobian.apply(model, S::one(), row));
+            let columns = |c: &mut Vec<usize>| tendon_columns(model, t, c);
+            push_row(out, Key::TendonFriction { tendon: t }, g, columns, |row| jacobian.apply(model, S::one(), row));
         }
     }
 }
@@ -345,8 +405,17 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
             Coupled::Connect { .. } => 3,
             Coupled::Weld { .. } => 6,
         };
-        let at = out.push_rows(count).0;
-        let jacobian = &mut out.rows[at * nv..(at + count) * nv];
+        out.set_columns(|c| match equality.coupled {
+            Coupled::Joints { first, second } => {
+                [Some(first), second].into_iter().flatten().for_each(|j| joint_columns(model, j, c));
+            }
+            Coupled::Tendons { first, second } => {
+                [Some(first), second].into_iter().flatten().for_each(|t| tendon_columns(model, t, c));
+            }
+            Coupled::Connect { bodies } | Coupled::Weld { bodies } => model.tree().chains(bodies, c),
+        });
+        out.begin_rows(count);
+        let jacobian = &mut out.scratch[..count * nv];
         let coupled = |object| Coupling { object, model, kin, q, q0: &out.q0, weights };
         let ties = match equality.coupled {
             Coupled::Joints { first, second } => {
@@ -366,7 +435,11 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
                     .map(|(ties, _, ends)| (ties, Some(ends)))
             }
         };
-        let Some((ties, ends)) = ties else { continue };
+        let at = out.commit_rows(count);
+        let Some((ties, ends)) = ties else {
+            out.rows.remove_rows(at..at + count);
+            continue;
+        };
         let violations = ties.map(|t| t.violation);
         let norm = norm(&violations[..count]);
         let material = own_material(equality.solref, equality.solimp, S::zero());
@@ -476,16 +549,19 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         (0..lanes)
             .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0, pair: c.pair })),
     );
-    let (row, rows) = out.push_rows(dim);
-    let (linear, angular) = rows.split_at_mut(dim.min(3) * nv);
+    out.set_columns(|c| model.tree().chains([a, b], c));
+    let (linear, angular) = out.begin_rows(dim).split_at_mut(dim.min(3) * nv);
     add_relative_rows(model, kin, [a, b], Some([&frame.point, &frame.point]), &directions[..dim.min(3)], linear);
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
     add_relative_rows(model, kin, [a, b], None, &directions[..dim.saturating_sub(3)], angular);
+    let row = out.commit_rows(dim);
     // A lane without a contact here evaluated another lane's anchor at its own pose, which
     // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
     // reaches the lane's acceleration.
     let keep = |x: S| S::select(lifted.present, x, S::zero());
-    rows_mut(out, row, dim).iter_mut().for_each(|x| *x = keep(*x));
+    for r in row..row + dim {
+        out.rows.row_mut(r).1.iter_mut().for_each(|x| *x = keep(*x));
+    }
     let wrench = out.record_wrenches.then(|| {
         let kept = directions.map(|d| d.map(keep));
         out.wrenches.push(RowWrenches::contact([a, b], frame.point.map(keep), &kept, dim));
@@ -504,11 +580,6 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         tie: None,
         wrench,
     }
-}
-
-/// Rows `row..row + count` of `out`, mutable.
-fn rows_mut<S: Scalar>(out: &mut Gather<S>, row: usize, count: usize) -> &mut [S] {
-    &mut out.rows[row * out.nv..(row + count) * out.nv]
 }
 
 /// A slot's material, live in the model's parameters, so that derivatives along the geoms' and
@@ -572,7 +643,6 @@ fn push_pyramid<S: Scalar>(out: &mut Gather<S>, g: Gathered<S>) {
     let material = Material { friction: held(g.material.friction), ..g.material };
     let (mu, torsion, rolling) = (material.friction, held(material.torsion), held(material.rolling));
     let coefficients = [mu, mu, torsion, rolling, rolling];
-    let nv = out.nv;
     for (k, &f) in coefficients.iter().enumerate().take(g.kind.dim() - 1) {
         for (side, sign) in [(0, S::one()), (1, -S::one())] {
             let edge = 2 * k + side;
@@ -581,13 +651,7 @@ fn push_pyramid<S: Scalar>(out: &mut Gather<S>, g: Gathered<S>) {
                 let key = out.keys[g.keys + l].map(|key| key.edge(edge));
                 out.keys.push(key);
             }
-            let (row, _) = out.push_rows(1);
-            let (before, new) = out.rows.split_at_mut(row * nv);
-            let normal = &before[g.row * nv..(g.row + 1) * nv];
-            let tangent = &before[(g.row + 1 + k) * nv..(g.row + 2 + k) * nv];
-            for ((x, &n), &t) in new.iter_mut().zip(normal).zip(tangent) {
-                *x = n + sign * f * t;
-            }
+            let row = out.rows.push_combination(g.row, g.row + 1 + k, sign * f);
             let wrench = g.wrench.map(|w| {
                 out.wrenches.push(out.wrenches[w].edge(k, sign * f));
                 out.wrenches.len() - 1
@@ -595,6 +659,11 @@ fn push_pyramid<S: Scalar>(out: &mut Gather<S>, g: Gathered<S>) {
             out.list.push(Gathered { keys, kind: ConstraintKind::PyramidEdge, material, row, wrench, ..g });
         }
     }
+    // The edges replace the contact's own rows (the last ones before them).
+    let dim = g.kind.dim();
+    out.rows.remove_rows(g.row..g.row + dim);
+    let edges = out.list.len() - 2 * (dim - 1)..;
+    out.list[edges].iter_mut().for_each(|edge| edge.row -= dim);
 }
 
 /// Whether any constraint can be active in `model`.
@@ -634,7 +703,7 @@ pub(super) fn gather<S: Scalar>(
     let StageInput { model, kin, q, lanes, weights, .. } = *input;
     out.list.clear();
     out.keys.clear();
-    out.rows.clear();
+    out.rows.clear(model.nv());
     out.wrenches.clear();
     (out.nv, out.lanes) = (model.nv(), lanes);
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
