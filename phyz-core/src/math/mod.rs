@@ -56,7 +56,8 @@ pub fn convert_vector<S: Scalar, T: Scalar>(v: &Vector3<S>) -> Vector3<T> {
 /// length with the number of constraints and keep the capacity of the longest they have been.
 pub(crate) fn zero_vector<S: Scalar>(v: &mut DVector<S>, n: usize) {
     if v.len() == n {
-        v.fill(S::zero());
+        // Through the slice: a plain `f64` store loop (nalgebra's `fill` walks its iterator).
+        v.as_mut_slice().fill(S::zero());
         return;
     }
     let mut data: Vec<S> = std::mem::replace(v, DVector::zeros(0)).data.into();
@@ -68,7 +69,7 @@ pub(crate) fn zero_vector<S: Scalar>(v: &mut DVector<S>, n: usize) {
 /// Makes `m` an `r × c` zero matrix, reusing its storage as [`zero_vector`] does.
 pub(crate) fn zero_matrix<S: Scalar>(m: &mut DMatrix<S>, r: usize, c: usize) {
     if m.shape() == (r, c) {
-        m.fill(S::zero());
+        m.as_mut_slice().fill(S::zero());
         return;
     }
     let mut data: Vec<S> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();

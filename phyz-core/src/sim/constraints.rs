@@ -56,8 +56,6 @@ pub struct ContactState {
     pub capacity: Option<usize>,
     /// One cache per batch lane.
     warm: Vec<LaneWarm>,
-    /// Steps taken (the warm cache's clock).
-    step: u64,
     /// The model's inverse weights per batch lane, with the parameters (real parts of every
     /// lane) they were computed from: recomputed whenever a parameter changes.
     weights: Option<LaneWeights>,
@@ -103,15 +101,7 @@ enum Logging {
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState {
-            config,
-            capacity: None,
-            warm: Vec::new(),
-            step: 0,
-            weights: None,
-            logging: Logging::Off,
-            solves: 0,
-        }
+        ContactState { config, capacity: None, warm: Vec::new(), weights: None, logging: Logging::Off, solves: 0 }
     }
 
     /// From now on, every solve appends its solutions to a fresh log, until
@@ -155,22 +145,12 @@ impl ContactState {
     /// The warm starts the next step will use, to take that step again later from the same
     /// start (a rollout's backward sweep replays its steps from such checkpoints).
     pub fn checkpoint(&self) -> WarmCheckpoint {
-        WarmCheckpoint { warm: SavedWarm(self.warm.clone()), step: self.step }
+        WarmCheckpoint { warm: self.warm.clone() }
     }
 
     /// Puts back the warm starts of a [`ContactState::checkpoint`].
     pub fn resume(&mut self, checkpoint: &WarmCheckpoint) {
-        self.warm.clone_from(&checkpoint.warm.0);
-        self.step = checkpoint.step;
-    }
-
-    /// Copies the warm-start cache as it stands into `saved`, to put back if a step fails.
-    pub(super) fn save_warm_cache(&self, saved: &mut SavedWarm) {
-        saved.0.clone_from(&self.warm);
-    }
-
-    pub(super) fn restore_warm_cache(&mut self, saved: &SavedWarm) {
-        self.warm.clone_from(&saved.0);
+        self.warm.clone_from(&checkpoint.warm);
     }
 
     /// How far the solve count and the log have come, to put back if a step fails.
@@ -192,14 +172,30 @@ impl ContactState {
         }
     }
 
-    /// Closes a step that succeeded: the impulses of constraints none of its solves had are
-    /// dropped (the cache holds the last step's constraints, not every one ever seen).
+    /// Closes a step that succeeded: its solutions become the ones the next step starts from
+    /// (the cache holds the last step's constraints, not every one ever seen; the last
+    /// acceleration stays until a solve replaces it).
     pub(super) fn end_step(&mut self) {
-        let step = self.step;
         for lane in &mut self.warm {
-            lane.impulses.retain(|_, (_, recorded)| *recorded == step);
+            if !lane.pending.has_acceleration && lane.last.has_acceleration {
+                copy_vector(&mut lane.pending.acceleration, &lane.last.acceleration);
+                lane.pending.has_acceleration = true;
+            }
+            std::mem::swap(&mut lane.last, &mut lane.pending);
+            lane.pending.clear();
+            // Room in the next step's layer for as much as this step recorded: a step like it
+            // then allocates nothing.
+            let Solutions { acceleration, impulses, .. } = &mut lane.pending;
+            if acceleration.len() != lane.last.acceleration.len() {
+                zero_vector(acceleration, lane.last.acceleration.len());
+            }
+            impulses.reserve(lane.last.impulses.len());
         }
-        self.step = step.wrapping_add(1);
+    }
+
+    /// Drops what a failed step's solves recorded: the cache is as the step found it.
+    pub(super) fn abandon_step(&mut self) {
+        self.warm.iter_mut().for_each(|lane| lane.pending.clear());
     }
 
     /// The inverse weights a step of `model` from `state` needs, written into `out`; `false`
@@ -251,39 +247,79 @@ impl ContactState {
     }
 }
 
-/// A [`ContactState`]'s warm starts at one step, with the step's number.
+/// A [`ContactState`]'s warm starts between two steps.
 #[derive(Clone, Debug, Default)]
 pub struct WarmCheckpoint {
-    warm: SavedWarm,
-    step: u64,
+    warm: Vec<LaneWarm>,
 }
 
-/// A copy of a [`ContactState`]'s warm-start cache (workspace storage).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SavedWarm(Vec<LaneWarm>);
-
-/// What a lane's next solve starts from: the last solve's acceleration (Newton, as MuJoCo's
-/// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
+/// What a lane's next solve starts from: the last completed step's solutions, and those the
+/// step under way has recorded so far (its later stages read them first). A failed step drops
+/// its own; nothing is copied to make that possible.
 #[derive(Debug, Default)]
 pub(super) struct LaneWarm {
-    acceleration: Option<DVector<f64>>,
-    /// Each constraint's impulses, with the step they were recorded in (hashed by a fast,
-    /// fixed-seed hasher: the map is read and written for every constraint of every step).
-    impulses: HashMap<Key, ([f64; 6], u64), FixedState>,
+    last: Solutions,
+    pending: Solutions,
 }
 
 impl Clone for LaneWarm {
     fn clone(&self) -> Self {
-        LaneWarm { acceleration: self.acceleration.clone(), impulses: self.impulses.clone() }
+        LaneWarm { last: self.last.clone(), pending: self.pending.clone() }
     }
 
-    /// A copy in this cache's storage (a step saves the cache so, allocating nothing).
     fn clone_from(&mut self, source: &Self) {
-        match (&mut self.acceleration, &source.acceleration) {
-            (Some(own), Some(theirs)) => copy_vector(own, theirs),
-            (own, theirs) => own.clone_from(theirs),
-        }
+        self.last.clone_from(&source.last);
+        self.pending.clone_from(&source.pending);
+    }
+}
+
+/// One lane's recorded solutions: the last solve's acceleration (Newton, as MuJoCo's
+/// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
+#[derive(Debug, Default)]
+struct Solutions {
+    /// Storage kept when absent (`has_acceleration` false), so that steady steps allocate
+    /// nothing.
+    acceleration: DVector<f64>,
+    has_acceleration: bool,
+    /// Each constraint's impulses (hashed by a fast, fixed-seed hasher: the map is read and
+    /// written for every constraint of every step).
+    impulses: HashMap<Key, [f64; 6], FixedState>,
+}
+
+impl Solutions {
+    /// Nothing recorded, the storage kept.
+    fn clear(&mut self) {
+        self.has_acceleration = false;
+        self.impulses.clear();
+    }
+}
+
+impl Clone for Solutions {
+    /// A copy with room for as many impulses as this cache has held (an emptied map's storage
+    /// too), so that the copy's steps do not grow it again.
+    fn clone(&self) -> Self {
+        let mut impulses = HashMap::with_capacity_and_hasher(self.impulses.capacity(), FixedState::default());
+        impulses.extend(self.impulses.iter().map(|(&key, &w)| (key, w)));
+        Solutions { acceleration: self.acceleration.clone(), has_acceleration: self.has_acceleration, impulses }
+    }
+
+    /// A copy in this value's storage (a checkpoint resumed so allocates nothing).
+    fn clone_from(&mut self, source: &Self) {
+        copy_vector(&mut self.acceleration, &source.acceleration);
+        self.has_acceleration = source.has_acceleration;
         self.impulses.clone_from(&source.impulses);
+    }
+}
+
+impl LaneWarm {
+    /// The most recent acceleration recorded.
+    fn acceleration(&self) -> Option<&DVector<f64>> {
+        [&self.pending, &self.last].into_iter().find(|s| s.has_acceleration).map(|s| &s.acceleration)
+    }
+
+    /// The most recent impulses recorded for `key`.
+    fn impulses(&self, key: &Key) -> Option<&[f64; 6]> {
+        self.pending.impulses.get(key).or_else(|| self.last.impulses.get(key))
     }
 }
 
@@ -300,7 +336,7 @@ impl ContactState {
         self.warm.resize_with(lanes, LaneWarm::default);
         warm.resize_with(lanes, Warm::default);
         let rows = gather.row_count();
-        if self.warm.iter().any(|cache| cache.acceleration.is_some()) {
+        if self.warm.iter().any(|cache| cache.acceleration().is_some()) {
             S::prefetch(v.iter().copied().chain([dt]));
         }
         for (lane, (cache, start)) in self.warm.iter().zip(warm.iter_mut()).enumerate() {
@@ -308,12 +344,12 @@ impl ContactState {
             zero_vector(impulses, rows);
             let mut at = 0;
             for g in &gather.list {
-                if let Some((w, _)) = gather.keys(g)[lane].and_then(|key| cache.impulses.get(&key)) {
+                if let Some(w) = gather.keys(g)[lane].and_then(|key| cache.impulses(&key)) {
                     impulses.rows_mut(at, g.kind.dim()).copy_from_slice(&w[..g.kind.dim()]);
                 }
                 at += g.kind.dim();
             }
-            match &cache.acceleration {
+            match cache.acceleration() {
                 Some(a) => {
                     let velocity = start.velocity.get_or_insert_with(|| DVector::zeros(a.len()));
                     zero_vector(velocity, a.len());
@@ -328,17 +364,18 @@ impl ContactState {
     fn record<S: Scalar>(&mut self, gather: &Gather<S>, solutions: &[Solution], v: &DVector<S>, dt: S) {
         S::prefetch(v.iter().copied().chain([dt]));
         for (lane, solution) in solutions.iter().enumerate() {
-            let cache = &mut self.warm[lane];
-            let acceleration = cache.acceleration.get_or_insert_with(|| DVector::zeros(v.len()));
-            zero_vector(acceleration, v.len());
-            acceleration.zip_zip_apply(solution.final_velocity(), v, |a, x, v| *a = (x - v.lane(lane)) / dt.lane(lane));
+            let cache = &mut self.warm[lane].pending;
+            zero_vector(&mut cache.acceleration, v.len());
+            let velocity = solution.final_velocity();
+            cache.acceleration.zip_zip_apply(velocity, v, |a, x, v| *a = (x - v.lane(lane)) / dt.lane(lane));
+            cache.has_acceleration = true;
             let mut at = 0;
             for g in &gather.list {
                 let dim = g.kind.dim();
                 if let Some(key) = gather.keys(g)[lane] {
                     let mut w = [0.0; 6];
                     w[..dim].copy_from_slice(&solution.final_impulses().as_slice()[at..at + dim]);
-                    cache.impulses.insert(key, (w, self.step));
+                    cache.impulses.insert(key, w);
                 }
                 at += dim;
             }

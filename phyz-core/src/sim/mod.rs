@@ -63,12 +63,11 @@ pub fn step_in<S: Scalar>(
     check_input(model, state, ctrl)?;
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
-    let Workspace { evaluation, stages, next, saved_warm, weights, weights_from, info } = workspace;
+    let Workspace { evaluation, stages, next, weights, weights_from, info } = workspace;
     info.reset();
     let constrained = contact.weights_for_step(model, state, (weights, weights_from))?;
     // A failed step leaves the warm-start cache, the solve count and the solve log as it found
     // them, though earlier RK4 stages have recorded their solutions.
-    contact.save_warm_cache(saved_warm);
     let progress = contact.progress();
     evaluation.prepare(model, state);
     let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
@@ -93,7 +92,7 @@ pub fn step_in<S: Scalar>(
     match result {
         Ok(()) => contact.end_step(),
         Err(_) => {
-            contact.restore_warm_cache(saved_warm);
+            contact.abandon_step();
             contact.restore_progress(progress);
         }
     }

@@ -2,7 +2,7 @@
 //! vector of a step, kept from one step to the next so that a steady-state step refills storage
 //! instead of allocating.
 
-use super::constraints::{ContactState, Evaluation, SavedWarm, StepInfo};
+use super::constraints::{ContactState, Evaluation, StepInfo};
 use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::dynamics::integrator::Stages;
@@ -21,8 +21,6 @@ pub struct Workspace<S: Scalar> {
     /// The state the last step reached, and what its constraint solves did.
     pub next: State<S>,
     pub info: StepInfo,
-    /// The warm-start cache as the step found it, put back if the step fails.
-    pub(super) saved_warm: SavedWarm,
     /// The model's inverse weights, as the step uses them.
     pub(super) weights: InverseWeights<S>,
     /// The numbers the weights were last computed from in `S` (see [`Workspace::fix_model`]).
@@ -56,7 +54,6 @@ impl<S: Scalar> Default for Workspace<S> {
             stages: Stages::default(),
             next: State::new(nalgebra::DVector::zeros(0), nalgebra::DVector::zeros(0)),
             info: StepInfo::default(),
-            saved_warm: SavedWarm::default(),
             weights: InverseWeights::default(),
             weights_from: Inputs::default(),
         }
