@@ -459,21 +459,6 @@ struct Sample {
     cost: f64,
     slope: f64,
     curvature: f64,
-    /// The sum of the slope's terms' magnitudes: the slope is known to a few units of its last
-    /// digit.
-    spread: f64,
-}
-
-/// How many units of the last digit of its terms a sum of slopes is known to.
-const SLOPE_ROUNDING: f64 = 16.0 * f64::EPSILON;
-
-impl Sample {
-    /// The slope is below `gtol`, or zero as far as its rounding can tell: a tolerance below
-    /// the rounding (a tight `tolerance` on a steep line) is met where the slope vanishes to
-    /// rounding, instead of sampling the line to the budget's end.
-    fn level(&self, gtol: f64) -> bool {
-        self.slope.abs() < gtol.max(SLOPE_ROUNDING * self.spread)
-    }
 }
 
 /// The restriction of the cost to the line through `point` along `search`.
@@ -495,7 +480,6 @@ impl Line<'_> {
             cost: alpha * linear + 0.5 * alpha * alpha * quadratic,
             slope: linear + alpha * quadratic,
             curvature: quadratic,
-            spread: linear.abs() + (alpha * quadratic).abs(),
         };
         for (c, constraint) in self.problem.constraints.iter().enumerate() {
             let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
@@ -503,7 +487,6 @@ impl Line<'_> {
             let (cost, slope, curvature) = piece.along(&self.buffers.direction.as_slice()[at..at + dim], alpha);
             sample.cost += cost - self.buffers.start[c];
             sample.slope += slope;
-            sample.spread += slope.abs();
             sample.curvature += curvature;
         }
         sample
@@ -557,16 +540,16 @@ fn line_search(
     let mut samples = Samples { line, left: config.line_search_iterations };
     let p0 = samples.at(0.0);
     let mut p1 = samples.newton(&p0);
-    if p1.level(gtol) && (p1.alpha == 0.0 || p1.cost < 0.0) {
+    if p1.slope.abs() < gtol && (p1.alpha == 0.0 || p1.cost < 0.0) {
         return (p1.alpha, -p1.cost);
     }
     // One-sided: Newton steps while the slope keeps its sign.
     let direction = if p1.slope < 0.0 { 1.0 } else { -1.0 };
     let mut p2 = p0;
-    while p1.slope * direction < 0.0 && !p1.level(gtol) && samples.left > 0 {
+    while p1.slope * direction <= -gtol && samples.left > 0 {
         p2 = p1;
         p1 = samples.newton(&p1);
-        if p1.level(gtol) && p1.cost < 0.0 {
+        if p1.slope.abs() < gtol && p1.cost < 0.0 {
             return (p1.alpha, -p1.cost);
         }
     }
@@ -585,7 +568,7 @@ fn bracketed(samples: &mut Samples<'_>, p0: &Sample, [mut p1, mut p2]: [Sample; 
     while samples.left > 0 {
         let middle = samples.at(0.5 * (p1.alpha + p2.alpha));
         let candidates = [p1_next, p2_next, middle];
-        let best = candidates.iter().filter(|c| c.level(gtol)).min_by(|a, b| a.cost.total_cmp(&b.cost));
+        let best = candidates.iter().filter(|c| c.slope.abs() < gtol).min_by(|a, b| a.cost.total_cmp(&b.cost));
         if let Some(best) = best {
             return (best.alpha, -best.cost);
         }

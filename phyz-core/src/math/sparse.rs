@@ -98,17 +98,19 @@ impl<S: Scalar> SparseRows<S> {
         rows: impl IntoIterator<Item = usize>,
         f: impl Fn(&T) -> S,
     ) {
-        let mut previous: Option<(usize, usize)> = None;
+        // The last row's columns there (where they start, how many) and where they start here.
+        let mut previous: Option<(usize, usize, usize)> = None;
         for i in rows {
             let span = other.rows[i];
             let first = match previous {
-                Some((theirs, ours)) if theirs == span.first => ours,
+                // An empty list starts where the next one does: the length tells them apart.
+                Some((theirs, len, ours)) if (theirs, len) == (span.first, span.len) => ours,
                 _ => {
                     self.columns.extend_from_slice(&other.columns[span.first..span.first + span.len]);
                     self.columns.len() - span.len
                 }
             };
-            previous = Some((span.first, first));
+            previous = Some((span.first, span.len, first));
             self.rows.push(Span { first, len: span.len, values: self.values.len() });
             self.values.extend(other.values[span.values..span.values + span.len].iter().map(&f));
         }
@@ -275,6 +277,14 @@ mod tests {
         let picked = a.select_rows([3, 1], |&v| 2.0 * v);
         assert_eq!(picked.to_dense(), DMatrix::from_rows(&[dense.row(3) * 2.0, dense.row(1) * 2.0]));
         assert_eq!(SparseRows::dense(&dense).to_dense(), dense);
+        // A row over no column, then rows over some: a copy keeps each row's own columns.
+        let mut c = SparseRows::new(5);
+        c.push_rows([], 1);
+        let at = c.push_rows([1, 4], 2);
+        c.row_mut(at).1.copy_from_slice(&[2.0, 3.0]);
+        c.row_mut(at + 1).1.copy_from_slice(&[-1.0, 5.0]);
+        assert_eq!(c.select_rows(0..3, |&v| v).to_dense(), c.to_dense());
+        assert_eq!(c.select_rows([1, 2], |&v| v).to_dense(), c.to_dense().rows(1, 2));
         let mut b = a.clone();
         b.remove_rows(1..3);
         assert_eq!(b.to_dense(), DMatrix::from_rows(&[dense.row(0), dense.row(3)]));

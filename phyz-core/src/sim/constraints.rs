@@ -145,12 +145,16 @@ impl ContactState {
     /// The warm starts the next step will use, to take that step again later from the same
     /// start (a rollout's backward sweep replays its steps from such checkpoints).
     pub fn checkpoint(&self) -> WarmCheckpoint {
-        WarmCheckpoint { warm: self.warm.clone() }
+        WarmCheckpoint { last: self.warm.iter().map(|lane| lane.last.clone()).collect() }
     }
 
     /// Puts back the warm starts of a [`ContactState::checkpoint`].
     pub fn resume(&mut self, checkpoint: &WarmCheckpoint) {
-        self.warm.clone_from(&checkpoint.warm);
+        self.warm.resize_with(checkpoint.last.len(), LaneWarm::default);
+        for (lane, last) in self.warm.iter_mut().zip(&checkpoint.last) {
+            lane.last.clone_from(last);
+            lane.pending.clear();
+        }
     }
 
     /// How far the solve count and the log have come, to put back if a step fails.
@@ -247,10 +251,10 @@ impl ContactState {
     }
 }
 
-/// A [`ContactState`]'s warm starts between two steps.
+/// A [`ContactState`]'s warm starts between two steps: each lane's last step's solutions.
 #[derive(Clone, Debug, Default)]
 pub struct WarmCheckpoint {
-    warm: Vec<LaneWarm>,
+    last: Vec<Solutions>,
 }
 
 /// What a lane's next solve starts from: the last completed step's solutions, and those the
@@ -275,8 +279,8 @@ impl Clone for LaneWarm {
 
 /// One lane's recorded solutions: the last solve's acceleration (Newton, as MuJoCo's
 /// `qacc_warmstart`) and each constraint's impulses (the Gauss-Seidel pass).
-#[derive(Debug, Default)]
-struct Solutions {
+#[derive(Default)]
+pub(super) struct Solutions {
     /// Storage kept when absent (`has_acceleration` false), so that steady steps allocate
     /// nothing.
     acceleration: DVector<f64>,
@@ -284,6 +288,14 @@ struct Solutions {
     /// Each constraint's impulses (hashed by a fast, fixed-seed hasher: the map is read and
     /// written for every constraint of every step).
     impulses: HashMap<Key, [f64; 6], FixedState>,
+}
+
+/// What is recorded, not the storage kept for it.
+impl std::fmt::Debug for Solutions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let acceleration = self.has_acceleration.then_some(&self.acceleration);
+        f.debug_struct("Solutions").field("acceleration", &acceleration).field("impulses", &self.impulses).finish()
+    }
 }
 
 impl Solutions {

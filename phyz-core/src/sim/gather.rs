@@ -71,7 +71,7 @@ pub(super) struct Gathered<S: Scalar> {
     /// The constraint's material, live: each lane's numbers with their tangents.
     pub material: Material<S>,
     /// Its first Jacobian row (normal first; `kind.dim()` rows) in [`Gather::jacobian`].
-    pub row: usize,
+    row: usize,
     pub depth: S,
     /// The inverse weight the regularizer is scaled by (MuJoCo's `diagApprox`).
     pub inverse_weight: S,
