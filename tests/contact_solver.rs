@@ -308,12 +308,13 @@ fn batch_lanes_solve_each_lane_alone() {
         .collect();
     let lanes = |get: &dyn Fn(&ContactProblem<f64>) -> f64| Lanes::<3>(std::array::from_fn(|l| get(&variants[l])));
     let (m, nv) = (base.rows(), base.dofs());
+    let jacobians: Vec<DMatrix<f64>> = variants.iter().map(|p| p.joint.jacobian.to_dense()).collect();
     let batch: ContactProblem<Lanes<3>> = ContactProblem {
         constraints: base.constraints.clone(),
         joint: JointSpace {
             mass: DMatrix::from_fn(nv, nv, |i, j| lanes(&|p| p.joint.mass[(i, j)])),
             jacobian: SparseRows::dense(&DMatrix::from_fn(m, nv, |i, j| {
-                lanes(&|p| p.joint.jacobian.to_dense()[(i, j)])
+                Lanes::<3>(std::array::from_fn(|l| jacobians[l][(i, j)]))
             })),
             free: DVector::from_fn(nv, |i, _| lanes(&|p| p.joint.free[i])),
         },

@@ -113,8 +113,9 @@ fn run_lane<S: Scalar>(
     let mut f = DVector::from_fn(real.rows(), |i, _| solution.impulses[own(i)] / h);
     let factor = real.joint.mass.clone().cholesky().ok_or(SolveError::Sweep(SweepError::Mass))?;
     // `M⁻¹ Jᵀ` and the Delassus matrix are dense whatever `J`'s sparsity.
-    let response = factor.solve(&real.joint.jacobian.to_dense().transpose());
-    let sweeps = Sweeps::new(&real, &response);
+    let jacobian = real.joint.jacobian.to_dense();
+    let response = factor.solve(&jacobian.transpose());
+    let sweeps = Sweeps::new(&real, &jacobian, &response);
     // Until a sweep moves it, a cone's friction is where the soft solve left it.
     let mut on_ellipse: Vec<bool> = (0..real.constraints.len()).map(|c| sweeps.on_ellipse(c, &f)).collect();
     let mut converged = true;
@@ -209,11 +210,12 @@ struct Sweeps<'a> {
 }
 
 impl<'a> Sweeps<'a> {
-    fn new(problem: &'a ContactProblem<f64>, response: &DMatrix<f64>) -> Self {
+    /// From the problem's Jacobian written dense and `M⁻¹ Jᵀ`.
+    fn new(problem: &'a ContactProblem<f64>, jacobian: &DMatrix<f64>, response: &DMatrix<f64>) -> Self {
         let h = problem.units.timestep;
         Sweeps {
             problem,
-            delassus: problem.joint.jacobian.to_dense() * response,
+            delassus: jacobian * response,
             bias: (problem.joint.free_velocity() - &problem.target) / h,
             offsets: problem.offsets(),
             pair_first: pair_first(&problem.constraints),

@@ -83,7 +83,7 @@ impl<S: Scalar> SparseRows<S> {
     }
 
     /// Appends a zero row over the columns of row `like`; returns its index.
-    pub fn push_row_like(&mut self, like: usize) -> usize {
+    fn push_row_like(&mut self, like: usize) -> usize {
         let span = Span { values: self.values.len(), ..self.rows[like] };
         self.values.resize(self.values.len() + span.len, S::zero());
         self.rows.push(span);
@@ -92,7 +92,7 @@ impl<S: Scalar> SparseRows<S> {
 
     /// Appends the rows `rows` of `other` (whose columns this matrix has), their values mapped
     /// by `f`; rows that follow one another there over one list of columns share one here.
-    pub fn extend_rows<T: Scalar>(
+    fn extend_rows<T: Scalar>(
         &mut self,
         other: &SparseRows<T>,
         rows: impl IntoIterator<Item = usize>,
@@ -208,21 +208,15 @@ impl<S: Scalar> SparseRows<S> {
         out
     }
 
-    /// `out ← out + s Aᵀ f`.
-    pub fn add_transpose_times(&self, s: S, f: &DVector<S>, out: &mut DVector<S>) {
-        for (i, &fi) in f.iter().enumerate() {
-            let (columns, values) = self.row(i);
-            let sf = s * fi;
-            for (&j, &a) in columns.iter().zip(values) {
-                out[j] += a * sf;
-            }
-        }
-    }
-
     /// `Aᵀ f`.
     pub fn transpose_times(&self, f: &DVector<S>) -> DVector<S> {
         let mut out = DVector::zeros(self.ncols);
-        self.add_transpose_times(S::one(), f, &mut out);
+        for (i, &fi) in f.iter().enumerate() {
+            let (columns, values) = self.row(i);
+            for (&j, &a) in columns.iter().zip(values) {
+                out[j] += a * fi;
+            }
+        }
         out
     }
 

@@ -417,29 +417,26 @@ fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
         out.begin_rows(count);
         let jacobian = &mut out.scratch[..count * nv];
         let coupled = |object| Coupling { object, model, kin, q, q0: &out.q0, weights };
-        let ties = match equality.coupled {
+        let (ties, ends) = match equality.coupled {
             Coupled::Joints { first, second } => {
                 let (first, second) = (coupled(Object::Joint(first)), second.map(|j| coupled(Object::Joint(j))));
-                Some((coupling(equality, first, second, jacobian), None))
+                (coupling(equality, first, second, jacobian), None)
             }
             Coupled::Tendons { first, second } => {
                 let (first, second) = (coupled(Object::Tendon(first)), second.map(|t| coupled(Object::Tendon(t))));
-                Some((coupling(equality, first, second, jacobian), None))
+                (coupling(equality, first, second, jacobian), None)
             }
-            Coupled::Connect { .. } | Coupled::Weld { .. } => {
+            Coupled::Connect { bodies } | Coupled::Weld { bodies } => {
                 if !moving {
                     out.motions.update(model, kin, v);
                     moving = true;
                 }
-                tie_rows(model, kin, &out.motions, weights, equality, jacobian)
-                    .map(|(ties, _, ends)| (ties, Some(ends)))
+                let weld = matches!(equality.coupled, Coupled::Weld { .. });
+                let (ties, ends) = tie_rows(model, kin, &out.motions, weights, equality, (bodies, weld), jacobian);
+                (ties, Some(ends))
             }
         };
         let at = out.commit_rows(count);
-        let Some((ties, ends)) = ties else {
-            out.rows.remove_rows(at..at + count);
-            continue;
-        };
         let violations = ties.map(|t| t.violation);
         let norm = norm(&violations[..count]);
         let material = own_material(equality.solref, equality.solimp, S::zero());

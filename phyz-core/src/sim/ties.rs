@@ -15,7 +15,7 @@ use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::add_relative_rows;
 use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities_into};
 use crate::math::{Motion, Quat};
-use crate::model::{Coupled, Equality, Model};
+use crate::model::{Equality, Model};
 
 /// One row of a tie (its Jacobian row is written beside it).
 #[derive(Clone, Copy, Debug)]
@@ -75,23 +75,19 @@ pub(super) struct TieEnds<S> {
     pub turns: [Vector3<S>; 3],
 }
 
-/// The rows of a connect or weld `equality` at the pose `kin` and the motions `motions`: three
-/// for a connect, six for a weld (the first `count` of the array), their Jacobian rows added to
-/// `jacobian` (`nv` numbers each, zero on entry, room for six), and the two bodies and their
-/// anchors in the world; `None` for a joint or tendon coupling.
+/// The rows of a connect (`weld` false) or weld `equality` between `bodies` at the pose `kin`
+/// and the motions `motions`: three for a connect, six for a weld (the first of the array),
+/// their Jacobian rows added to `jacobian` (`nv` numbers each, zero on entry, room for six),
+/// and the two bodies and their anchors in the world.
 pub(super) fn tie_rows<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     motions: &Motions<S>,
     weights: &InverseWeights<S>,
     equality: &Equality<S>,
+    (bodies, weld): ([usize; 2], bool),
     jacobian: &mut [S],
-) -> Option<([TieRow<S>; 6], usize, TieEnds<S>)> {
-    let (bodies, weld) = match equality.coupled {
-        Coupled::Connect { bodies } => (bodies, false),
-        Coupled::Weld { bodies } => (bodies, true),
-        Coupled::Joints { .. } | Coupled::Tendons { .. } => return None,
-    };
+) -> ([TieRow<S>; 6], TieEnds<S>) {
     let nv = model.nv();
     let poses = bodies.map(|b| kin.body_pose(model, b));
     let points = [0, 1].map(|i| poses[i].transform_point(&equality.anchors[i]));
@@ -108,7 +104,7 @@ pub(super) fn tie_rows<S: Scalar>(
     }
     let mut ends = TieEnds { bodies, points, turns: [Vector3::zeros(); 3] };
     if !weld {
-        return Some((rows, 3, ends));
+        return (rows, ends);
     }
     // The frames' orientations and their relative rotation `q₂⁻¹ q₁ = (s, v)`.
     let frames = [0, 1].map(|i| poses[i].rot * equality.orientations[i].to_rotation_matrix());
@@ -135,7 +131,7 @@ pub(super) fn tie_rows<S: Scalar>(
             inverse_weight: rotation,
         };
     }
-    Some((rows, 6, ends))
+    (rows, ends)
 }
 
 /// The vector part of `d/dt [q₂⁻¹ (0, ω₁ − ω₂) q₁]` at zero joint accelerations, from
