@@ -233,3 +233,97 @@ fn acceleration_stage_sensors_match_mujoco_with_constraints() {
     }
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+/// `sim::forward`'s `Data` against MuJoCo's `mjData` after `mj_forward` at the contact
+/// reference states (`tools/mujoco_forward_data.py`, MuJoCo solving to 1e-15), under
+/// `mujoco_compat`. Tolerances: the smooth acceleration as a smooth step (1e-10); each
+/// contact's geoms, dimension and first row exactly, in MuJoCo's order, and its distance, point
+/// and frame, and every entry of the constraint Jacobian, as the contact geometry (1e-9); the
+/// acceleration and the constraint forces as a contact step, bounded by the solvers'
+/// convergence (1e-8). Vectors are compared as the steps are, relative to max(1, |largest|).
+#[test]
+fn forward_data_matches_mujoco_mjdata_at_contact_states() {
+    use nalgebra::{DMatrix, DVector};
+    use phyz::sim::{ContactPoint, Data, forward};
+    const SMOOTH_TOL: f64 = 1e-10;
+    const GEOMETRY_TOL: f64 = 1e-9;
+    const SOLVE_TOL: f64 = 1e-8;
+    // A mesh on a plane: MuJoCo adds the support vertex's neighbours in the order of qhull's
+    // vertex graph, which phyz does not build; phyz takes the deepest face's corners. Where a
+    // face lies flat (the Fetch base on the floor), the two choose different points. Checked
+    // to still differ, and the smooth stages to agree.
+    const KNOWN: [&str; 2] = ["fetch_pick_and_place", "fetch_reach"];
+    let relative = |a: &DVector<f64>, b: &[f64]| {
+        let b = DVector::from_column_slice(b);
+        if b.is_empty() { 0.0 } else { (a - &b).amax() / b.amax().max(1.0) }
+    };
+    // Distance, point, normal and tangents of a contact, as `forward_contacts.csv` has them.
+    let geometry_of = |c: &ContactPoint<f64>| {
+        let f = &c.frame;
+        let mut out = vec![-f.depth];
+        out.extend(f.point.iter().chain(&f.normal).chain(f.tangents.iter().flat_map(|t| t.iter())));
+        out
+    };
+    let dir = root().join("tests/reference/contact_steps");
+    let names = entry_names(&dir);
+    assert!(names.len() >= 9, "forward data for {} models", names.len());
+    let mut failures = Vec::new();
+    for name in names {
+        let model = mjcf::load(model_file(&name)).expect("loads");
+        let nv = model.nv();
+        let folder = dir.join(&name);
+        let (ins, ctrls) = (rows(&folder.join("onestep_in.csv"), true), rows(&folder.join("onestep_ctrl.csv"), false));
+        let acc = rows(&folder.join("forward_acc.csv"), false);
+        let contacts = rows(&folder.join("forward_contacts.csv"), true);
+        let efc = rows(&folder.join("forward_efc.csv"), true);
+        let jacobian = rows(&folder.join("forward_efc_J.csv"), true);
+        let (mut smooth, mut geometry, mut solved): (f64, f64, f64) = (0.0, 0.0, 0.0);
+        let mut mismatched = 0;
+        let mut data = Data::default();
+        for (k, (input, u)) in ins.iter().zip(&ctrls).enumerate() {
+            let info = forward(&model, &state(&model, input), u, &SolverConfig::mujoco_compat(), &mut data);
+            assert!(info.expect("forward").converged, "{name}: unconverged solve");
+            let at = |x: &f64| *x as usize == k;
+            smooth = smooth.max(relative(data.qacc_smooth(), &acc[k][..nv]));
+            solved = solved.max(relative(data.qacc(), &acc[k][nv..]));
+            // The contacts: the same ones, in MuJoCo's order, each as MuJoCo orients it.
+            let theirs: Vec<&Vec<f64>> = contacts.iter().filter(|c| at(&c[0])).collect();
+            let ours = data.contacts();
+            let same = |c: &ContactPoint<f64>, want: &[f64]| {
+                [c.geoms[0], c.geoms[1], usize::from(c.condim), c.row]
+                    .iter()
+                    .zip(&want[1..5])
+                    .all(|(&a, &b)| a == b as usize)
+            };
+            let theirs_j: Vec<&Vec<f64>> = efc.iter().filter(|r| at(&r[0])).collect();
+            let rows_j = data.constraint_jacobian();
+            let alike = ours.len() == theirs.len()
+                && ours.iter().zip(&theirs).all(|(c, want)| same(c, want))
+                && rows_j.nrows() == theirs_j.len();
+            if !alike {
+                mismatched += 1;
+                continue;
+            }
+            for (c, want) in ours.iter().zip(&theirs) {
+                let got = geometry_of(c);
+                geometry = got.iter().zip(&want[5..]).fold(geometry, |worst, (a, b)| worst.max((a - b).abs()));
+            }
+            // The constraint rows: their Jacobian and forces.
+            let mut want_j = DMatrix::zeros(theirs_j.len(), nv);
+            for entry in jacobian.iter().filter(|r| at(&r[0])) {
+                want_j[(entry[1] as usize, entry[2] as usize)] = entry[3];
+            }
+            geometry = geometry.max((rows_j.to_dense() - want_j).amax());
+            let want_forces: Vec<f64> = theirs_j.iter().map(|r| r[4]).collect();
+            solved = solved.max(relative(&data.constraint_forces(), &want_forces));
+        }
+        eprintln!(
+            "forward {name:<22} qacc_smooth {smooth:.1e}  contacts and J {geometry:.1e}  qacc and forces {solved:.1e}  states whose contacts differ {mismatched}"
+        );
+        let agrees = mismatched == 0 && geometry <= GEOMETRY_TOL && solved <= SOLVE_TOL;
+        if smooth > SMOOTH_TOL || agrees == KNOWN.contains(&name.as_str()) {
+            failures.push(format!("{name}: {smooth:.1e} {geometry:.1e} {solved:.1e} {mismatched}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -60,6 +60,7 @@ impl ContactBuffer {
                     slot[lane].is_none()
                         && slot.iter().flatten().all(|o| {
                             o.condim == contact.condim
+                                && o.flipped == contact.flipped
                                 && o.tangent_body == contact.tangent_body
                                 && o.anchor.same_structure(&contact.anchor)
                         })

@@ -24,8 +24,14 @@ pub const MAX_POINTS_PER_PAIR: usize = 4;
 /// A detected contact.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Contact {
-    /// Global geom indices (bodies' geoms in order), first to second.
+    /// Global geom indices (bodies' geoms in order, MuJoCo's geom ids), in MuJoCo's orientation
+    /// (see `flipped`).
     pub geoms: [usize; 2],
+    /// Whether the anchor runs from the second geom's body to the first's: a detector pins a
+    /// pair in the order its formulation needs, and the constraint stage turns the frame
+    /// round (swapping the bodies, negating the normal) so that the normal points from the first
+    /// geom to the second, as MuJoCo's does.
+    pub flipped: bool,
     /// Which feature of the pair (corner, endpoint): with `geoms`, the contact's identity for
     /// warm starts.
     pub feature: usize,
@@ -125,6 +131,8 @@ pub struct Detector {
     planes: Vec<usize>,
     boxes: Vec<(usize, Vector3<f64>, Vector3<f64>)>,
     pairs: Vec<(usize, usize)>,
+    /// The explicit pairs in MuJoCo's order: each pair's bodies, lower first, and its index.
+    explicit: Vec<((usize, usize), usize)>,
     found: Vec<Found>,
 }
 
@@ -140,12 +148,25 @@ impl Detector {
         contacts.clear();
         place(model, lane, body_poses, &mut self.placed);
         candidate_pairs(&self.placed, &mut self.planes, &mut self.boxes, &mut self.pairs);
-        let Detector { placed, pairs, found, .. } = self;
+        let Detector { placed, pairs, explicit, found, .. } = self;
+        // MuJoCo's order: body pair by body pair, each pair's explicit pairs first.
+        let bodies = |[a, b]: [usize; 2]| {
+            let (a, b) = (placed.get(a).map_or(0, |g| g.body), placed.get(b).map_or(0, |g| g.body));
+            (a.min(b), a.max(b))
+        };
+        explicit.clear();
+        explicit.extend(model.contact_pairs().iter().enumerate().map(|(k, p)| (bodies(p.geoms), k)));
+        explicit.sort_unstable();
+        let mut next = 0;
         for &(i, j) in pairs.iter() {
             let (g1, g2) = (&placed[i], &placed[j]);
-            // Pairs named explicitly are tested with their own parameters, after the others.
-            let explicit = model.contact_pairs().iter().any(|p| p.geoms == [i, j]);
-            if g1.body == g2.body || explicit || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
+            while let Some(&(_, k)) = explicit.get(next).filter(|(at, _)| *at <= (g1.body, g2.body)) {
+                collide_explicit(model, lane, placed, k, found, contacts)?;
+                next += 1;
+            }
+            // Pairs named explicitly are tested with their own parameters instead.
+            let named = model.contact_pairs().iter().any(|p| p.geoms == [i, j] || p.geoms == [j, i]);
+            if g1.body == g2.body || named || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
                 continue;
             }
             // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
@@ -163,19 +184,32 @@ impl Detector {
             let material = || pair_material(&g1.geom, &g2.geom);
             collide(model, [g1, g2], (margin, material), (condim, None), found, contacts)?;
         }
-        for (index, pair) in model.contact_pairs().iter().enumerate() {
-            let [a, b] = pair.geoms;
-            let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), model.geom(a), model.geom(b))
-            else {
-                continue;
-            };
-            let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
-            if g1.body != g2.body && !apart(g1, g2, material.margin) {
-                collide(model, [g1, g2], (material.margin, || material), (pair.condim, Some(index)), found, contacts)?;
-            }
+        for &(_, k) in &explicit[next..] {
+            collide_explicit(model, lane, placed, k, found, contacts)?;
         }
         Ok(())
     }
+}
+
+/// The contacts of explicit pair `k`, with its own parameters (batch lane `lane`'s).
+fn collide_explicit<S: Scalar>(
+    model: &Model<S>,
+    lane: usize,
+    placed: &[Placed],
+    k: usize,
+    found: &mut Vec<Found>,
+    contacts: &mut Vec<Contact>,
+) -> Result<(), UnsupportedPair> {
+    let pair = &model.contact_pairs()[k];
+    let [a, b] = pair.geoms;
+    let (Some(g1), Some(g2), Some(s1), Some(s2)) = (placed.get(a), placed.get(b), model.geom(a), model.geom(b)) else {
+        return Ok(());
+    };
+    let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
+    if g1.body != g2.body && !apart(g1, g2, material.margin) {
+        collide(model, [g1, g2], (material.margin, || material), (pair.condim, Some(k)), found, contacts)?;
+    }
+    Ok(())
 }
 
 /// Every geom of `model` with its poses at `body_poses`, its numbers those of batch lane
@@ -218,10 +252,29 @@ fn collide<S: Scalar>(
             Some((body, axis)) => (axis, Some(body)),
             None => (tangent_reference(&normal), None),
         };
-        let geoms = [g1.index, g2.index];
-        contacts.push(Contact { geoms, feature, anchor, tangent_ref, tangent_body, material, condim, depth, pair });
+        let [first, second] = oriented(g1, g2);
+        let (geoms, flipped) = ([first.index, second.index], anchor.bodies()[0] != first.body);
+        contacts.push(Contact {
+            geoms,
+            flipped,
+            feature,
+            anchor,
+            tangent_ref,
+            tangent_body,
+            material,
+            condim,
+            depth,
+            pair,
+        });
     }
     Ok(())
+}
+
+/// MuJoCo's orientation of a contact's geoms: the geom of the lower type first (of the lower
+/// body, between geoms of one type); the normal points from it to the other.
+fn oriented<'a>(g1: &'a Placed, g2: &'a Placed) -> [&'a Placed; 2] {
+    let key = |g: &Placed| (g.geom.shape.mujoco_type(), g.body);
+    if key(g2) < key(g1) { [g2, g1] } else { [g1, g2] }
 }
 
 /// A geom's name for messages: its own, or its place on its body when it has none.
@@ -278,7 +331,8 @@ fn candidate_pairs(
             }
         }
     }
-    pairs.sort_unstable();
+    // MuJoCo's order: by the bodies, then the geoms.
+    pairs.sort_unstable_by_key(|&(i, j)| (placed[i].body, placed[j].body, i, j));
     pairs.dedup();
 }
 

@@ -30,27 +30,3 @@ pub use position::{difference_position, integrate_position};
 pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};
 pub use smooth::Smooth;
 pub use tendon::{DofRow, TendonJacobian, TendonKinematics};
-
-use nalgebra::DVector;
-
-use crate::Scalar;
-use crate::error::StepError;
-use crate::model::{Model, State};
-
-/// The unconstrained joint acceleration at `state` under `ctrl` as the step computes it:
-/// kinematics, passive and actuator forces, the mass matrix and its factorization, bias forces
-/// (MuJoCo's `qacc_smooth`). `extra_diagonal` is added to the mass matrix diagonal (see
-/// [`forward_dynamics`], the articulated-body algorithm, which gives the same acceleration by an
-/// independent route).
-pub fn smooth_acceleration<S: Scalar>(
-    model: &Model<S>,
-    state: &State<S>,
-    ctrl: &[S],
-    extra_diagonal: Option<&DVector<S>>,
-) -> Result<DVector<S>, StepError> {
-    crate::model::check_input(model, state, ctrl)?;
-    let mut smooth = Smooth::default();
-    smooth.prepare(model, state);
-    smooth.with_mass(model, state.point(), ctrl, extra_diagonal)?;
-    Ok(smooth.acceleration)
-}

@@ -21,7 +21,7 @@ use crate::model::{Integrator, Model, Point, State};
 #[derive(Clone, Debug)]
 pub struct Smooth<S: Scalar> {
     pub kin: Kinematics<S>,
-    /// `M(q)`, armature included, in the tree's rows (filled by [`Smooth::with_mass`] only).
+    /// `M(q)`, armature included, in the tree's rows (filled by [`Smooth::position`]).
     pub mass: TreeMatrix<S>,
     /// The factor of `M` plus the extra diagonal.
     pub factor: MassFactor<S>,
@@ -74,33 +74,46 @@ impl<S: Scalar> Smooth<S> {
         self.kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     }
 
-    /// The smooth stages with the mass matrix formed and factorized (with `extra_diagonal`),
-    /// to be shared with the constraint solve.
-    pub fn with_mass(
+    /// The position stage's smooth part: kinematics, and the mass matrix formed and factorized
+    /// with `extra_diagonal` (shared by the smooth acceleration and the constraint solve).
+    pub fn position(
         &mut self,
         model: &Model<S>,
-        point: Point<'_, S>,
-        ctrl: &[S],
+        q: &DVector<S>,
         extra_diagonal: Option<&DVector<S>>,
     ) -> Result<(), StepError> {
-        self.applied(model, point, ctrl);
-        let v = point.qvel;
+        self.kin.update(model, q);
         mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
         self.is_damped = extra_diagonal.is_some();
         if let Some(extra) = extra_diagonal {
             copy_vector(&mut self.extra, extra);
         }
-        self.factor.factorize_tree(model, &self.mass, extra_diagonal)?;
+        self.factor.factorize_tree(model, &self.mass, extra_diagonal)
+    }
+
+    /// The velocity and actuation stages, after [`Smooth::position`] at the same point: the
+    /// activations' rates, and the actuator and passive forces less the bias forces in
+    /// [`Smooth::force`].
+    pub fn forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
+        let Point { qpos: q, qvel: v, act } = point;
+        activation_rates(model, act, ctrl, &mut self.act_rate);
+        let storage = (&self.kin, &mut self.moment_row, &mut self.links);
+        set_actuator_forces(model, storage, point, (ctrl, &self.act_rate), &mut self.force);
+        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
         self.force -= rnea_bias(model, &self.kin, v, &mut self.links, &mut self.bias);
+    }
+
+    /// The acceleration stage: the unconstrained acceleration `M⁻¹ f` from the factor and the
+    /// forces of the stages before.
+    pub fn acceleration(&mut self) {
         copy_vector(&mut self.acceleration, &self.force);
         self.factor.solve_in_place(&mut self.acceleration);
-        Ok(())
     }
 
     /// For the implicit integrators, replaces the acceleration `qacc` at `point` (one that
     /// satisfies `M·qacc = f`, as the constraint solve's does) by the one they integrate,
     /// `(M − h·∂f/∂v)⁻¹ f`; the other integrators' is left as it is. Follows
-    /// [`Smooth::with_mass`] at the same point.
+    /// the stages at the same point.
     pub fn integrate_implicitly(
         &mut self,
         model: &Model<S>,
@@ -128,17 +141,6 @@ impl<S: Scalar> Smooth<S> {
                 out[(i, i)] += e;
             }
         }
-    }
-
-    /// Kinematics, the activations' rates, and the applied forces (actuator and passive) in
-    /// `force`.
-    fn applied(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
-        let Point { qpos: q, qvel: v, act } = point;
-        self.kin.update(model, q);
-        activation_rates(model, act, ctrl, &mut self.act_rate);
-        let storage = (&self.kin, &mut self.moment_row, &mut self.links);
-        set_actuator_forces(model, storage, point, (ctrl, &self.act_rate), &mut self.force);
-        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
     }
 }
 

@@ -985,7 +985,8 @@ impl<'a> Compiler<'a> {
             );
         }
         let (pos, quat) = match segment {
-            Some((a, b)) => ((a + b) / 2.0, z_to(&(b - a))),
+            // As MuJoCo: the geom's z axis points from `to` back to `from`.
+            Some((a, b)) => ((a + b) / 2.0, z_to(&(a - b))),
             None => (
                 Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),
                 orientation(el, &self.settings.angles)?.unwrap_or_else(Quat::identity),
@@ -1048,7 +1049,8 @@ impl<'a> Compiler<'a> {
         let (pos, quat) = match el.array::<6>("fromto")? {
             Some([a, b, c, d, e, f]) => {
                 let (from, to) = (Vector3::new(a, b, c), Vector3::new(d, e, f));
-                ((from + to) / 2.0, z_to(&(to - from)))
+                // As MuJoCo: the site's z axis points from `to` back to `from`.
+                ((from + to) / 2.0, z_to(&(from - to)))
             }
             None => (
                 Vector3::from(el.array::<3>("pos")?.unwrap_or([0.0; 3])),

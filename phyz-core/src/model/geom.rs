@@ -43,6 +43,21 @@ pub enum Shape<S> {
 }
 
 impl<S> Shape<S> {
+    /// MuJoCo's geom type number (`mjtGeom`), which orders the geoms of a contact: the lower
+    /// type first.
+    pub fn mujoco_type(&self) -> u8 {
+        match self {
+            Shape::Plane => 0,
+            Shape::HeightField { .. } => 1,
+            Shape::Sphere { .. } => 2,
+            Shape::Capsule { .. } => 3,
+            Shape::Ellipsoid { .. } => 4,
+            Shape::Cylinder { .. } => 5,
+            Shape::Box { .. } => 6,
+            Shape::Mesh { .. } => 7,
+        }
+    }
+
     /// The shape's kind, without its sizes.
     pub fn name(&self) -> &'static str {
         match self {

@@ -7,7 +7,7 @@ use nalgebra::{DVector, Vector3};
 use super::ties::{Motions, TieRow, tie_rows};
 use super::weights::InverseWeights;
 use super::wrench::RowWrenches;
-use crate::collision::{Contact, ContactBuffer, Detector, Slot, contact_pair_material, pair_material};
+use crate::collision::{Contact, ContactBuffer, ContactFrame, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
 use crate::dynamics::DofRow;
 use crate::dynamics::Kinematics;
@@ -86,11 +86,28 @@ pub(super) struct Gathered<S: Scalar> {
     pub wrench: Option<usize>,
 }
 
+/// A contact as the constraint stage evaluated it (MuJoCo's `mjContact`).
+#[derive(Clone, Copy, Debug)]
+pub struct ContactPoint<S: Scalar> {
+    /// The geoms (global indices, MuJoCo's geom ids), first to second, in the first batch lane
+    /// that has the contact.
+    pub geoms: [usize; 2],
+    /// MuJoCo's contact dimension: which rows the contact has.
+    pub condim: u8,
+    /// Where the contact is: the point midway between the surfaces, the normal from the first
+    /// geom to the second, the tangents, and the penetration (MuJoCo's `dist` is its negative).
+    pub frame: ContactFrame<S>,
+    /// Its first row in the constraint Jacobian (MuJoCo's `efc_address`): a pyramid's first edge.
+    pub row: usize,
+}
+
 /// The gathered constraints of one evaluation with their keys and Jacobian rows; cleared and
 /// refilled at each evaluation, keeping its storage.
 #[derive(Clone, Debug)]
 pub(super) struct Gather<S: Scalar> {
     pub list: Vec<Gathered<S>>,
+    /// The contacts among them, in the list's order.
+    pub contacts: Vec<ContactPoint<S>>,
     keys: Vec<Option<Key>>,
     /// Jacobian rows, each over the degrees of freedom its constraint reaches, in the list's
     /// order.
@@ -128,6 +145,7 @@ impl<S: Scalar> Default for Gather<S> {
     fn default() -> Self {
         Gather {
             list: Vec::new(),
+            contacts: Vec::new(),
             keys: Vec::new(),
             rows: SparseRows::default(),
             scratch: Vec::new(),
@@ -159,6 +177,16 @@ impl<S: Scalar> Gather<S> {
     /// The number of Jacobian rows the gathered constraints have.
     pub fn row_count(&self) -> usize {
         self.list.iter().map(|g| g.kind.dim()).sum()
+    }
+
+    /// Nothing gathered, for `nv` degrees of freedom and `lanes` batch lanes.
+    pub fn clear(&mut self, nv: usize, lanes: usize) {
+        self.list.clear();
+        self.contacts.clear();
+        self.keys.clear();
+        self.rows.clear(nv);
+        self.wrenches.clear();
+        (self.nv, self.lanes) = (nv, lanes);
     }
 
     /// Appends one key per lane; returns where they start.
@@ -537,8 +565,16 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         None => lifted.tangent_ref,
     };
     let frame = lifted.anchor.evaluate(model, kin, &tangent_ref);
-    let [a, b] = lifted.anchor.bodies();
     let first = slot.first();
+    // Turned round where the detector pinned the pair the other way: the normal from the first
+    // geom to the second (the first tangent is the reference's projection either way).
+    let (frame, [a, b]) = match (first.flipped, lifted.anchor.bodies()) {
+        (false, bodies) => (frame, bodies),
+        (true, [a, b]) => {
+            let [t1, t2] = frame.tangents;
+            (ContactFrame { normal: -frame.normal, tangents: [t1, -t2], ..frame }, [b, a])
+        }
+    };
     let kind = contact_kind(first.condim);
     let (dim, nv) = (kind.dim(), model.nv());
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
@@ -559,11 +595,13 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
     for r in row..row + dim {
         out.rows.row_mut(r).1.iter_mut().for_each(|x| *x = keep(*x));
     }
+    let [normal, t1, t2] = directions.map(|d| d.map(keep));
+    let kept = ContactFrame { point: frame.point.map(keep), normal, tangents: [t1, t2], depth: keep(frame.depth) };
     let wrench = out.record_wrenches.then(|| {
-        let kept = directions.map(|d| d.map(keep));
-        out.wrenches.push(RowWrenches::contact([a, b], frame.point.map(keep), &kept, dim));
+        out.wrenches.push(RowWrenches::contact([a, b], kept.point, &[normal, t1, t2], dim));
         out.wrenches.len() - 1
     });
+    out.contacts.push(ContactPoint { geoms: first.geoms, condim: first.condim, frame: kept, row });
     let moving = |body: usize| (body != 0).then_some(body);
     Gathered {
         keys,
@@ -571,7 +609,7 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         bodies: [moving(a), moving(b)],
         material: contact_material(model, slot, lanes),
         row,
-        depth: keep(frame.depth),
+        depth: kept.depth,
         inverse_weight: weights.body[a] + weights.body[b],
         present: lifted.present,
         tie: None,
@@ -698,11 +736,7 @@ pub(super) fn gather<S: Scalar>(
     out: &mut Gather<S>,
 ) -> Result<(), StepError> {
     let StageInput { model, kin, q, lanes, weights, .. } = *input;
-    out.list.clear();
-    out.keys.clear();
-    out.rows.clear(model.nv());
-    out.wrenches.clear();
-    (out.nv, out.lanes) = (model.nv(), lanes);
+    out.clear(model.nv(), lanes);
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
     let pyramidal = config.mujoco_compat && model.contact.cone == Cone::Pyramidal;
     if model.enabled.equality {

@@ -1,18 +1,26 @@
 //! The step: check the input, advance the state with the model's integrator, check the output.
 //!
-//! A step is FK → detect → assemble → solve → integrate: at every acceleration evaluation (once
-//! for Euler, at each of the four RK4 stages, as MuJoCo does) contacts and limits are gathered,
-//! assembled into the convex problem in `S` and solved, and their impulses join the smooth
-//! acceleration.
+//! At every evaluation of the dynamics (once for Euler, at each of the four RK4 stages, as
+//! MuJoCo does) the stages of [`fn@forward`] run in MuJoCo's order into a [`Data`]: position (kinematics, the mass
+//! matrix and its factor, collision and the constraint rows), velocity and actuation (the
+//! smooth forces), acceleration, and constraint (the convex problem assembled in `S` and
+//! solved, its impulses joining the smooth acceleration). What persists between steps lives in
+//! a [`ContactState`]: the solver preset, the warm starts, the solve log.
 
 use nalgebra::DVector;
 
 mod batch_solver;
-mod constraints;
+mod constraint;
+mod contact_state;
+mod data;
+mod forward;
 mod gather;
+mod info;
 mod loads;
 mod sensors;
+mod solve_log;
 mod ties;
+mod warm;
 mod weights;
 pub(crate) use weights::simple_bodies;
 mod workspace;
@@ -26,8 +34,14 @@ use crate::model::check_finite;
 pub use crate::model::check_input;
 use crate::model::{Integrator, Model, Point, State};
 pub use batch_solver::BatchSolver;
-pub use constraints::{ContactState, SolveLog, StepInfo, WarmCheckpoint};
+pub use contact_state::ContactState;
+pub use data::Data;
+pub use forward::forward;
+pub use gather::ContactPoint;
+pub use info::StepInfo;
 pub use sensors::{sensor_data, sensor_data_with};
+pub use solve_log::SolveLog;
+pub use warm::WarmCheckpoint;
 pub use workspace::Workspace;
 
 /// Advances `state` by one `model.timestep` under the controls `ctrl` (one per actuator, held
@@ -63,17 +77,17 @@ pub fn step_in<S: Scalar>(
     check_input(model, state, ctrl)?;
     // What the model fixes for the whole step (its inverse weights at the reference pose) is
     // found once, not at every integrator stage.
-    let Workspace { evaluation, stages, next, weights, weights_from, info } = workspace;
+    let Workspace { data, stages, next, weights, weights_from, info } = workspace;
     info.reset();
     let constrained = contact.weights_for_step(model, state, (weights, weights_from))?;
     // A failed step leaves the warm-start cache, the solve count and the solve log as it found
     // them, though earlier RK4 stages have recorded their solutions.
     let progress = contact.progress();
-    evaluation.prepare(model, state);
-    let inputs = constraints::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
+    data.prepare(model, state);
+    let inputs = forward::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
     let mut attempt = || {
         let acceleration = |point: Point<'_, S>, extra: Option<&DVector<S>>, rates: &mut Rates<S>| {
-            constraints::acceleration(&inputs, (point, extra), evaluation, contact, info, rates)
+            forward::rates(&inputs, (point, extra), data, contact, info, rates)
         };
         match model.integrator {
             // The implicit integrators are Euler on an acceleration the evaluation corrects.

@@ -4,13 +4,12 @@
 use nalgebra::{DVector, Vector3};
 
 use super::check_input;
-use super::constraints::{ContactState, Evaluation, StepInfo, StepInputs, forward_acceleration};
+use super::data::Data;
+use super::forward;
 use super::loads::Loads;
-use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::contact::SolverConfig;
 use crate::dynamics::actuation::{activation_rates, actuator_force};
-use crate::dynamics::integrator::Rates;
 use crate::dynamics::kinematics::{Kinematics, link_velocities};
 use crate::error::StepError;
 use crate::math::{Force, Motion, Pose, Quat};
@@ -90,18 +89,11 @@ fn forward_loads<S: Scalar>(
     ctrl: &[S],
     config: &SolverConfig,
 ) -> Result<Loads<S>, StepError> {
-    let mut contact = ContactState::new(*config);
-    let mut weights = InverseWeights::default();
-    let constrained = contact.weights_for_step(model, state, (&mut weights, &mut Default::default()))?;
-    let mut evaluation = Evaluation::default();
-    evaluation.record_wrenches();
-    evaluation.prepare(model, state);
-    let inputs = StepInputs { model, ctrl, weights: constrained.then_some(&weights) };
-    let mut rates = Rates::default();
-    let mut info = StepInfo::default();
-    forward_acceleration(&inputs, (state.point(), None), &mut evaluation, &mut contact, &mut info, &mut rates)?;
-    let (kin, gather) = (evaluation.kinematics(), evaluation.gather());
-    Ok(Loads::new(model, kin, (&state.qvel, &rates.qacc), gather, &evaluation.impulses(), model.timestep))
+    let mut data = Data::default();
+    data.record_wrenches();
+    forward(model, state, ctrl, config, &mut data)?;
+    let motion = (&state.qvel, data.qacc());
+    Ok(Loads::new(model, data.kinematics(), motion, data.gather(), &data.impulses(), model.timestep))
 }
 
 impl<S: Scalar> Reading<'_, S> {

@@ -2,8 +2,9 @@
 //! vector of a step, kept from one step to the next so that a steady-state step refills storage
 //! instead of allocating.
 
-use super::constraints::{ContactState, Evaluation, StepInfo};
+use super::data::Data;
 use super::weights::InverseWeights;
+use super::{ContactState, StepInfo};
 use crate::Scalar;
 use crate::dynamics::integrator::Stages;
 use crate::error::StepError;
@@ -14,8 +15,8 @@ use crate::scalar::Inputs;
 /// Storage for the steps of one model (a workspace moved to another model resizes itself).
 #[derive(Clone, Debug)]
 pub struct Workspace<S: Scalar> {
-    /// One acceleration evaluation: the smooth stages and the constraint stage.
-    pub(super) evaluation: Evaluation<S>,
+    /// The last evaluation of the dynamics (RK4's fourth stage): every stage's output.
+    pub data: Data<S>,
     /// The integrator's intermediate vectors.
     pub(super) stages: Stages<S>,
     /// The state the last step reached, and what its constraint solves did.
@@ -31,7 +32,7 @@ impl<S: Scalar> Workspace<S> {
     /// Has the steps solve their contact problems with `solver` (all lanes at once), or with
     /// phyz's lane-by-lane solve (`None`, the default).
     pub fn set_batch_solver(&mut self, solver: Option<std::sync::Arc<dyn super::BatchSolver<S>>>) {
-        self.evaluation.solver = solver;
+        self.data.solver = solver;
     }
 
     /// Computes now what the model alone fixes for every step (its links' constant inertias,
@@ -41,7 +42,7 @@ impl<S: Scalar> Workspace<S> {
     /// instead of once per step.
     pub fn fix_model(&mut self, model: &Model<S>, contact: &mut ContactState) -> Result<(), StepError> {
         let state = model.default_state();
-        self.evaluation.prepare(model, &state);
+        self.data.prepare(model, &state);
         contact.weights_for_step(model, &state, (&mut self.weights, &mut self.weights_from))?;
         Ok(())
     }
@@ -50,7 +51,7 @@ impl<S: Scalar> Workspace<S> {
 impl<S: Scalar> Default for Workspace<S> {
     fn default() -> Self {
         Workspace {
-            evaluation: Evaluation::default(),
+            data: Data::default(),
             stages: Stages::default(),
             next: State::new(nalgebra::DVector::zeros(0), nalgebra::DVector::zeros(0)),
             info: StepInfo::default(),

@@ -1,0 +1,165 @@
+//! What a simulator keeps between steps for its constraints: the solver preset, the contact
+//! buffer's capacity, the warm starts, the solve log and the model's inverse weights per lane.
+
+use super::gather::constrained;
+use super::solve_log::{Logging, SolveLog};
+use super::warm::{WarmCheckpoint, WarmStarts};
+use super::weights::InverseWeights;
+use crate::contact::SolverConfig;
+use crate::error::StepError;
+use crate::model::{Model, State};
+use crate::scalar::{Inputs, Scalar};
+
+/// The solver preset, the contact buffer's capacity and the warm-start cache a simulator keeps
+/// between steps.
+#[derive(Clone, Debug, Default)]
+pub struct ContactState {
+    pub config: SolverConfig,
+    /// Contact slots a step may fill ([`ContactBuffer`]); `None`: as many as the batch needs.
+    /// More contacts than slots is an error ([`StepError::ContactOverflow`]), not a lost contact.
+    pub capacity: Option<usize>,
+    /// Each batch lane's warm starts.
+    pub(super) warm: WarmStarts,
+    /// The model's inverse weights per batch lane, with the parameters (real parts of every
+    /// lane) they were computed from: recomputed whenever a parameter changes.
+    weights: Option<LaneWeights>,
+    /// Whether solves keep their solutions in a log, or take them from one.
+    pub(super) logging: Logging,
+    /// Lane solves run (not given by a log).
+    pub(super) solves: u64,
+}
+
+/// A [`ContactState`]'s solve count and log position before a step.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Progress {
+    solves: u64,
+    logged: usize,
+}
+
+impl ContactState {
+    pub fn new(config: SolverConfig) -> Self {
+        ContactState {
+            config,
+            capacity: None,
+            warm: WarmStarts::default(),
+            weights: None,
+            logging: Logging::Off,
+            solves: 0,
+        }
+    }
+
+    /// From now on, every solve appends its solutions to a fresh log, until
+    /// [`ContactState::take_solutions`]. A step taken again from the same start with that log
+    /// ([`ContactState::replay`]) then needs no solver iteration: a reverse sweep replays its
+    /// steps so.
+    pub fn keep_solutions(&mut self) {
+        self.logging = Logging::Keep(SolveLog::default());
+    }
+
+    /// The log kept since [`ContactState::keep_solutions`], or the one being replayed (empty if
+    /// neither); solves stop logging or replaying.
+    pub fn take_solutions(&mut self) -> SolveLog {
+        self.logging.take()
+    }
+
+    /// The next solves take their solutions from `log`, in order, and run no iteration: the
+    /// solves of a step taken again from the very start it was logged at, whose problems are
+    /// the logged ones (bit for bit: the derivative rules are built at these solutions). A
+    /// solve left without a logged solution, or given one of another size, is an error.
+    pub fn replay(&mut self, log: SolveLog) {
+        self.logging = Logging::Replay(log, 0);
+    }
+
+    /// True when a replay has given every solution of its log (and when nothing replays).
+    pub fn replay_used_up(&self) -> bool {
+        self.logging.used_up()
+    }
+
+    /// The lane solves this state has run (a replayed solve runs none).
+    pub fn solves(&self) -> u64 {
+        self.solves
+    }
+
+    /// The warm starts the next step will use, to take that step again later from the same
+    /// start (a rollout's backward sweep replays its steps from such checkpoints).
+    pub fn checkpoint(&self) -> WarmCheckpoint {
+        self.warm.checkpoint()
+    }
+
+    /// Puts back the warm starts of a [`ContactState::checkpoint`].
+    pub fn resume(&mut self, checkpoint: &WarmCheckpoint) {
+        self.warm.resume(checkpoint);
+    }
+
+    /// How far the solve count and the log have come, to put back if a step fails.
+    pub(super) fn progress(&self) -> Progress {
+        Progress { solves: self.solves, logged: self.logging.position() }
+    }
+
+    pub(super) fn restore_progress(&mut self, progress: Progress) {
+        self.solves = progress.solves;
+        self.logging.rewind(progress.logged);
+    }
+
+    /// Closes a step that succeeded: its solutions become the ones the next step starts from.
+    pub(super) fn end_step(&mut self) {
+        self.warm.end_step();
+    }
+
+    /// Drops what a failed step's solves recorded: the cache is as the step found it.
+    pub(super) fn abandon_step(&mut self) {
+        self.warm.abandon_step();
+    }
+
+    /// The inverse weights a step of `model` from `state` needs, written into `out`; `false`
+    /// (and nothing written) when nothing can be constrained.
+    pub(super) fn weights_for_step<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        state: &State<S>,
+        out: (&mut InverseWeights<S>, &mut Inputs<S>),
+    ) -> Result<bool, StepError> {
+        if !constrained(model) {
+            return Ok(false);
+        }
+        let lanes = state.qpos.iter().chain(state.qvel.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+        self.weights(model, lanes, out)?;
+        Ok(true)
+    }
+
+    /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
+    /// read carries a derivative (they depend on the masses), unless `out` already holds them
+    /// for the same numbers (`from`); else from each
+    /// lane's `f64` weights, computed once per set of those numbers.
+    fn weights<S: Scalar>(
+        &mut self,
+        model: &Model<S>,
+        lanes: usize,
+        (out, from): (&mut InverseWeights<S>, &mut Inputs<S>),
+    ) -> Result<(), StepError> {
+        let inputs = || InverseWeights::inputs(model);
+        let differentiated = inputs().any(|p| !p.is_constant());
+        if differentiated {
+            if !from.unchanged(inputs()) {
+                *out = InverseWeights::new(model)?;
+                from.keep(inputs());
+            }
+            return Ok(());
+        }
+        from.forget();
+        let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
+        let known = matches!(&self.weights, Some((known, weights)) if weights.len() == lanes && lane_major().eq(known.iter().copied()));
+        if !known {
+            let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
+            self.weights = Some((lane_major().collect(), weights));
+        }
+        if let Some((_, weights)) = &self.weights {
+            InverseWeights::lift_into(weights, out);
+        }
+        Ok(())
+    }
+}
+
+/// Inverse weights of each batch lane, with the numbers they read (lane after lane) they came
+/// from.
+type LaneWeights = (Vec<f64>, Vec<InverseWeights<f64>>);
