@@ -6,7 +6,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use nalgebra::DVector;
 use phyz::dual::DualSVec64;
 use phyz::dynamics::{forward_dynamics, forward_kinematics, passive_forces};
-use phyz::{Model, Scalar, State, scenes, step};
+use phyz::{Model, Scalar, State, Tangents, scenes, step};
 use std::hint::black_box;
 
 type Dual8 = DualSVec64<8>;

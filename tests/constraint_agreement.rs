@@ -318,7 +318,8 @@ fn forward_data_matches_mujoco_mjdata_at_contact_states() {
             solved = solved.max(relative(&data.constraint_forces(), &want_forces));
         }
         eprintln!(
-            "forward {name:<22} qacc_smooth {smooth:.1e}  contacts and J {geometry:.1e}  qacc and forces {solved:.1e}  states whose contacts differ {mismatched}"
+            "forward {name:<22} qacc_smooth {smooth:.1e}  contacts and J {geometry:.1e}  \
+             qacc and forces {solved:.1e}  states whose contacts differ {mismatched}"
         );
         let agrees = mismatched == 0 && geometry <= GEOMETRY_TOL && solved <= SOLVE_TOL;
         if smooth > SMOOTH_TOL || agrees == KNOWN.contains(&name.as_str()) {
@@ -326,4 +327,38 @@ fn forward_data_matches_mujoco_mjdata_at_contact_states() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Every contact's normal points from its first geom to its second, and the first is the one
+/// of the lower MuJoCo type, as in MuJoCo's `mjContact`: also for the pairs whose detector pins
+/// the contact the other way round (a sphere, an upright cylinder's cap, an ellipsoid and a
+/// tilted box on a box), whose frames the constraint stage turns round.
+#[test]
+fn contact_normals_point_from_the_first_geom_to_the_second() {
+    use phyz::sim::{Data, forward};
+    for (geom, height) in [
+        ("<geom type='sphere' size='0.1'/>", 0.099),
+        ("<geom type='cylinder' size='0.1 0.05'/>", 0.049),
+        ("<geom type='ellipsoid' size='0.1 0.08 0.06'/>", 0.059),
+        ("<geom type='box' size='0.1 0.1 0.1' euler='0 45 0'/>", 0.14),
+    ] {
+        // The world's box is geom 0 (type 6); the body's geom is 1, of a lower type but for
+        // the box, whose tie the bodies break (the world first).
+        let xml = format!(
+            "<mujoco><worldbody><geom type='box' size='1 1 0.1' pos='0 0 -0.1'/>\
+             <body pos='0 0 {height}'><freejoint/>{geom}</body></worldbody></mujoco>"
+        );
+        let model = mjcf::parse(&xml, "scene.xml").expect("valid");
+        let mut data = Data::default();
+        forward(&model, &model.default_state(), &[], &SolverConfig::mujoco_compat(), &mut data).expect("forward");
+        assert!(!data.contacts().is_empty(), "{geom}: no contact");
+        let box_on_box = geom.contains("'box'");
+        for c in data.contacts() {
+            let (first, up) = if box_on_box { (0, 1.0) } else { (1, -1.0) };
+            assert_eq!(c.geoms, [first, 1 - first], "{geom}");
+            assert!((c.frame.normal.z - up).abs() < 1e-9, "{geom}: normal {:?}", c.frame.normal);
+            let [t1, t2] = c.frame.tangents;
+            assert!((c.frame.normal.cross(&t1) - t2).norm() < 1e-12, "{geom}: a left-handed frame");
+        }
+    }
 }

@@ -205,7 +205,7 @@ fn connects_and_welds() {
 /// the geoms' sliding friction (MuJoCo's `max(f, 1e-5)` is flat there), under either cone.
 #[test]
 fn friction_held_at_the_floor_carries_no_derivative() {
-    use phyz::Scalar;
+    use phyz::Tangents;
     use phyz::dual::Dual64;
     for cone in ["pyramidal", "elliptic"] {
         let xml = format!(

@@ -27,9 +27,9 @@ use burn::backend::{Backend, Dispatch, Flex, TensorMetadata, backend_extension, 
 use burn::tensor::{Bool, DType, Device, FloatDType, Tensor, TensorData};
 use nalgebra::DVector;
 use num_traits::{One, Zero};
-use phyz_core::scalar::{ImplicitRule, Mask};
+use phyz_core::scalar::{Arithmetic, AutodiffHooks, BatchLanes, ImplicitRule, Mask, Tangents};
 use phyz_core::sim::{BatchSolver, ContactState, StepInfo, Workspace, step_in};
-use phyz_core::{Model, Scalar, State};
+use phyz_core::{Model, State};
 
 use crate::host::{read_as, write_as};
 use crate::{BatchState, BurnError, Simulation};
@@ -194,7 +194,7 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
 
 /// Brings the lanes of every tensor among `values` that the host has not seen yet to the host,
 /// in one transfer (stacked `[k, batch]`): each read waits for the device, so the engine
-/// announces what it will read ([`Scalar::prefetch`]) rather than reading it number by number.
+/// announces what it will read ([`BatchLanes::prefetch`](phyz_core::scalar::BatchLanes::prefetch)) rather than reading it number by number.
 fn fetch(values: impl IntoIterator<Item = Batched>) {
     let slots =
         values.into_iter().filter_map(|x| if let Batched::Tensor(Slot(s)) = x { Some(s as usize) } else { None });
@@ -522,9 +522,7 @@ fn compare(
     }
 }
 
-impl Scalar for Batched {
-    type Mask = BatchedMask;
-
+impl Arithmetic for Batched {
     fn from_f64(value: f64) -> Self {
         Batched::Constant(value)
     }
@@ -601,6 +599,10 @@ impl Scalar for Batched {
             }
         }
     }
+}
+
+impl BatchLanes for Batched {
+    type Mask = BatchedMask;
     fn less(self, other: Self) -> BatchedMask {
         compare(self, other, |a, b| a < b, |a, b| a.lower(b))
     }
@@ -655,6 +657,9 @@ impl Scalar for Batched {
     fn prefetch(values: impl IntoIterator<Item = Self>) {
         fetch(values)
     }
+}
+
+impl Tangents for Batched {
     fn tangent_dim() -> usize {
         0
     }
@@ -670,9 +675,6 @@ impl Scalar for Batched {
             Batched::Tensor(s) => on_host(s, |x| x.iter().all(|x| x.is_finite())),
         }
     }
-    fn detach(self) -> Self {
-        unary(self, |x| x, |t| t.detach())
-    }
     fn carries_derivatives() -> bool {
         true
     }
@@ -681,6 +683,12 @@ impl Scalar for Batched {
             Batched::Constant(_) => true,
             Batched::Tensor(_) => !tensor(*self).is_tracked(),
         }
+    }
+}
+
+impl AutodiffHooks for Batched {
+    fn detach(self) -> Self {
+        unary(self, |x| x, |t| t.detach())
     }
     fn same(&self, other: &Self) -> bool {
         match (self, other) {
@@ -694,7 +702,6 @@ impl Scalar for Batched {
     fn usable_from(epoch: u64) -> bool {
         epoch == Self::epoch()
     }
-
     /// Lane `lane`'s solution `x` gets the implicit function theorem's derivative through one
     /// registered burn node ([`ImplicitOps`]): zero in value, its backward the transposed rule
     /// `r̄ = −H⁻ᵀ x̄` applied to the lane's cotangent — the solver's iterations are not on the

@@ -18,5 +18,5 @@ pub mod scalar;
 pub mod sim;
 
 pub use model::{Model, ModelBuilder, ModelError, State};
-pub use scalar::{Lanes, Mask, Recording, Scalar, Var};
+pub use scalar::{Arithmetic, AutodiffHooks, BatchLanes, Lanes, Mask, Recording, Scalar, Tangents, Var};
 pub use sim::{Simulator, StepError, step};

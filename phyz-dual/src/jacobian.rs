@@ -7,7 +7,7 @@ use rayon::prelude::*;
 use crate::DualError;
 use crate::forward::{Seed, push_forward, seeded};
 use crate::parameter::check_positions;
-use phyz_core::Scalar;
+use phyz_core::Tangents;
 use phyz_core::contact::SolverConfig;
 use phyz_core::sim::{ContactState, StepInfo, Workspace, sensor_data_with};
 use phyz_core::{Model, State};

@@ -14,7 +14,7 @@ use phyz_core::dynamics::{difference_position, integrate_position};
 use phyz_core::scalar::tape::ROWS;
 use phyz_core::scalar::{Frozen, RowAdjoints};
 use phyz_core::sim::{ContactState, StepInfo, Workspace, check_input, step_in};
-use phyz_core::{Model, Recording, Scalar, State, Var};
+use phyz_core::{AutodiffHooks, Model, Recording, State, Var};
 use rayon::prelude::*;
 
 /// The cotangents a step's vector-Jacobian product gives for the cotangent `ȳ` of the next state:

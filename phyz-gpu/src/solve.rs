@@ -7,7 +7,7 @@
 use burn::tensor::{DType, Tensor};
 use nalgebra::{DVector, Vector3};
 use phyz_burn::traced::{Batched, read_to_host, trace_context};
-use phyz_core::Scalar;
+use phyz_core::BatchLanes;
 use phyz_core::contact::pgs::{NORMAL_WARMUP, zone};
 use phyz_core::contact::{ContactError, ContactProblem, Coupling, Method, Solution, SolverConfig, Warm};
 use phyz_core::dynamics::MassFactor;

@@ -28,7 +28,7 @@ pub fn skew<S: Scalar>(v: &Vector3<S>) -> Matrix3<S> {
     Matrix3::new(z, -v.z, v.y, v.z, z, -v.x, -v.y, v.x, z)
 }
 
-/// Euclidean length, written with `Scalar::sqrt` (nalgebra's `norm` needs `RealField`).
+/// Euclidean length, written with `Arithmetic::sqrt` (nalgebra's `norm` needs `RealField`).
 #[inline]
 pub fn norm<S: Scalar>(v: &Vector3<S>) -> S {
     v.dot(v).sqrt()

@@ -381,6 +381,7 @@ mod tests {
     #[cfg(feature = "num-dual")]
     #[test]
     fn impedance_slope_is_exact() {
+        use crate::scalar::Arithmetic;
         use num_dual::Dual64;
         let m = Material::default();
         let dual = m.map(Dual64::from_f64);

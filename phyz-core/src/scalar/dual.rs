@@ -1,4 +1,4 @@
-//! `Scalar` for num-dual's `Dual64` and `DualSVec64<N>`: exact forward-mode derivatives along one
+//! [`super::Scalar`] for num-dual's `Dual64` and `DualSVec64<N>`: exact forward-mode derivatives along one
 //! or N directions. Comparisons and `select` act on the real part; a selected value keeps the
 //! derivative of the branch it came from, which is the derivative of the piecewise function on
 //! the interior of each piece.
@@ -6,7 +6,7 @@
 use nalgebra::{Const, SVector};
 use num_dual::{Derivative, Dual64, DualNum, DualSVec64};
 
-use super::Scalar;
+use super::{Arithmetic, AutodiffHooks, BatchLanes, Tangents};
 
 /// `x^n` for a dual exponent: `d(x^n) = n x^(n-1) dx + x^n ln(x) dn`, with the second term
 /// dropped where `dn` is zero so that `0^n` keeps a finite derivative.
@@ -17,12 +17,9 @@ fn powf_parts(x: f64, n: f64, dx: f64, dn: f64) -> (f64, f64) {
     (value, from_base + from_exponent)
 }
 
-/// The methods both dual types implement the same way: elementary functions from num-dual,
-/// comparisons and selection on the real part, one batch lane.
-macro_rules! dual_common {
+/// The arithmetic both dual types implement the same way: elementary functions from num-dual.
+macro_rules! dual_arithmetic {
     ($($name:ident),*) => {
-        type Mask = bool;
-
         #[inline]
         fn from_f64(value: f64) -> Self {
             Self::from_re(value)
@@ -53,6 +50,14 @@ macro_rules! dual_common {
         fn sin_cos(self) -> (Self, Self) {
             DualNum::sin_cos(&self)
         }
+    };
+}
+
+/// One batch lane, compared and selected on the real part, for both dual types.
+macro_rules! dual_lane {
+    () => {
+        type Mask = bool;
+
         #[inline]
         fn less(self, other: Self) -> bool {
             self.re < other.re
@@ -77,20 +82,23 @@ macro_rules! dual_common {
             assert_eq!(reals.len(), 1, "a dual number holds exactly one lane");
             Self::from_re(reals[0])
         }
-        #[inline]
-        fn detach(self) -> Self {
-            Self::from_re(self.re)
-        }
     };
 }
 
-impl Scalar for Dual64 {
-    dual_common!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
+impl Arithmetic for Dual64 {
+    dual_arithmetic!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
 
     fn powf(self, n: Self) -> Self {
         let (re, eps) = powf_parts(self.re, n.re, self.eps, n.eps);
         Dual64::new(re, eps)
     }
+}
+
+impl BatchLanes for Dual64 {
+    dual_lane!();
+}
+
+impl Tangents for Dual64 {
     #[inline]
     fn tangent_dim() -> usize {
         1
@@ -109,14 +117,21 @@ impl Scalar for Dual64 {
     }
 }
 
+impl AutodiffHooks for Dual64 {
+    #[inline]
+    fn detach(self) -> Self {
+        Self::from_re(self.re)
+    }
+}
+
 /// The tangent vector of a `DualSVec64`, zeros where num-dual stores "no derivative".
 #[inline]
 fn tangents<const N: usize>(x: &DualSVec64<N>) -> SVector<f64, N> {
     x.eps.unwrap_generic(Const::<N>, Const::<1>)
 }
 
-impl<const N: usize> Scalar for DualSVec64<N> {
-    dual_common!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
+impl<const N: usize> Arithmetic for DualSVec64<N> {
+    dual_arithmetic!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh);
 
     fn powf(self, n: Self) -> Self {
         let (dx, dn) = (tangents(&self), tangents(&n));
@@ -124,6 +139,13 @@ impl<const N: usize> Scalar for DualSVec64<N> {
         let eps = SVector::from_fn(|k, _| powf_parts(self.re, n.re, dx[k], dn[k]).1);
         DualSVec64::new(value, Derivative::some(eps))
     }
+}
+
+impl<const N: usize> BatchLanes for DualSVec64<N> {
+    dual_lane!();
+}
+
+impl<const N: usize> Tangents for DualSVec64<N> {
     #[inline]
     fn tangent_dim() -> usize {
         N
@@ -143,6 +165,13 @@ impl<const N: usize> Scalar for DualSVec64<N> {
     }
 }
 
+impl<const N: usize> AutodiffHooks for DualSVec64<N> {
+    #[inline]
+    fn detach(self) -> Self {
+        Self::from_re(self.re)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,10 +180,10 @@ mod tests {
     fn powf_derivatives_match_closed_form() {
         let x = Dual64::new(2.0, 1.0);
         let n = Dual64::new(3.0, 0.0);
-        let y = Scalar::powf(x, n);
+        let y = Arithmetic::powf(x, n);
         assert!((y.re - 8.0).abs() < 1e-15 && (y.eps - 12.0).abs() < 1e-14);
         let m = Dual64::new(3.0, 1.0);
-        let z = Scalar::powf(Dual64::from_re(2.0), m);
+        let z = Arithmetic::powf(Dual64::from_re(2.0), m);
         assert!((z.eps - 8.0 * 2f64.ln()).abs() < 1e-14);
     }
 
@@ -164,7 +193,7 @@ mod tests {
         assert_eq!(x.tangent(0, 2), 0.0);
         x.set_tangent(0, 1, 4.0);
         assert_eq!(x.tangent(0, 1), 4.0);
-        let y = Scalar::sin(x);
+        let y = Arithmetic::sin(x);
         assert!((y.tangent(0, 1) - 4.0 * 1.5f64.cos()).abs() < 1e-15);
     }
 }

@@ -8,7 +8,7 @@ use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Ne
 
 use num_traits::{One, Zero};
 
-use super::{Mask, Scalar};
+use super::{Arithmetic, AutodiffHooks, BatchLanes, Mask, Tangents};
 
 /// N environments' values of one quantity.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -144,16 +144,12 @@ macro_rules! lane_unary {
     };
 }
 
-impl<const N: usize> Scalar for Lanes<N> {
-    type Mask = LaneMask<N>;
-
+impl<const N: usize> Arithmetic for Lanes<N> {
     #[inline]
     fn from_f64(value: f64) -> Self {
         Lanes([value; N])
     }
-
     lane_unary!(sqrt, sin, cos, tan, asin, acos, atan, exp, ln, tanh, abs, floor);
-
     #[inline]
     fn atan2(self, x: Self) -> Self {
         self.zip(x, f64::atan2)
@@ -166,6 +162,10 @@ impl<const N: usize> Scalar for Lanes<N> {
     fn powf(self, n: Self) -> Self {
         self.zip(n, f64::powf)
     }
+}
+
+impl<const N: usize> BatchLanes for Lanes<N> {
+    type Mask = LaneMask<N>;
     #[inline]
     fn less(self, other: Self) -> LaneMask<N> {
         self.compare(other, |a, b| a < b)
@@ -193,13 +193,12 @@ impl<const N: usize> Scalar for Lanes<N> {
             n => panic!("Lanes<{N}> cannot be built from {n} lanes"),
         }
     }
+}
+
+impl<const N: usize> Tangents for Lanes<N> {
     #[inline]
     fn tangent_dim() -> usize {
         0
-    }
-    #[inline]
-    fn detach(self) -> Self {
-        self
     }
     fn tangent(&self, _lane: usize, direction: usize) -> f64 {
         panic!("Lanes has no tangent direction {direction}")
@@ -210,6 +209,13 @@ impl<const N: usize> Scalar for Lanes<N> {
     #[inline]
     fn is_finite(&self) -> bool {
         self.0.iter().all(|a| a.is_finite())
+    }
+}
+
+impl<const N: usize> AutodiffHooks for Lanes<N> {
+    #[inline]
+    fn detach(self) -> Self {
+        self
     }
 }
 

@@ -2,24 +2,24 @@
 //!
 //! Every stage of phyz is written once, generic over [`Scalar`]. A scalar is `Copy` arithmetic,
 //! the elementary functions, and comparisons that return a [`Mask`] instead of a `bool`: the
-//! smooth engine never branches on a value, it [`select`](Scalar::select)s. That is what lets the
+//! smooth engine never branches on a value, it [`select`](BatchLanes::select)s. That is what lets the
 //! same code run on plain `f64`, on dual numbers (exact forward-mode derivatives), on a tape
 //! ([`Var`]: reverse mode) and on batch lanes (many environments at once, possibly each lane a
 //! tensor element on a device).
 //!
 //! Two kinds of "lanes" must not be confused:
-//! - **batch lanes** are environments: [`Scalar::lanes`], [`Scalar::lane`] and
-//!   [`Scalar::from_lanes`] read and build the real value of each;
+//! - **batch lanes** are environments: [`BatchLanes::lanes`], [`BatchLanes::lane`] and
+//!   [`BatchLanes::from_lanes`] read and build the real value of each;
 //! - **tangent directions** are the derivative parts of a dual number:
-//!   [`Scalar::tangent_dim`], [`Scalar::tangent`] and [`Scalar::set_tangent`] read and write
+//!   [`Tangents::tangent_dim`], [`Tangents::tangent`] and [`Tangents::set_tangent`] read and write
 //!   them per batch lane.
 //!
 //! Operations differentiated by a rule rather than by running them in the scalar (the contact
-//! solve, by the implicit function theorem) go through [`Scalar::implicit`], which each kind of
+//! solve, by the implicit function theorem) go through [`AutodiffHooks::implicit`], which each kind of
 //! number implements its own way.
 //!
 //! There is deliberately no `PartialOrd` bound. Decisions that must be made on values
-//! (detection, error checks) read real parts through [`Scalar::lane`], at a boundary.
+//! (detection, error checks) read real parts through [`BatchLanes::lane`], at a boundary.
 
 #[cfg(feature = "num-dual")]
 mod dual;
@@ -51,7 +51,7 @@ pub trait Mask: Copy + Debug + PartialEq + BitAnd<Output = Self> + BitOr<Output 
     fn any(self) -> bool;
     /// Says the host is about to read `masks`: a mask whose answers live on a device reads them
     /// all in one transfer rather than waiting for the device once each (see
-    /// [`Scalar::prefetch`]).
+    /// [`BatchLanes::prefetch`]).
     #[inline]
     fn prefetch(masks: impl IntoIterator<Item = Self>) {
         let _ = masks;
@@ -82,11 +82,23 @@ impl Mask for bool {
     }
 }
 
-/// A real number as the engine sees it: plain, dual, or one value per batch lane.
+/// A real number as the engine sees it, plain, dual, on a tape or one value per batch lane: the
+/// sum of the four traits below, implemented for every type that implements them.
+///
+/// - [`Arithmetic`]: `Copy` arithmetic and the elementary functions;
+/// - [`BatchLanes`]: comparisons into [`Mask`]s, selection, and each batch lane's real value;
+/// - [`Tangents`]: each lane's tangent directions;
+/// - [`AutodiffHooks`]: what a derivative-carrying number does that arithmetic cannot say (an
+///   implicit function's derivative, detaching, cache identities).
+pub trait Scalar: Arithmetic + BatchLanes + Tangents + AutodiffHooks {}
+
+impl<T: Arithmetic + BatchLanes + Tangents + AutodiffHooks> Scalar for T {}
+
+/// Arithmetic and the elementary functions, every part of the value carried through.
 ///
 /// The arithmetic supertraits are the ones nalgebra's fixed-size matrices need, so
 /// `Matrix3<S>`, `Vector6<S>` and friends work as storage and arithmetic for any `S: Scalar`.
-pub trait Scalar:
+pub trait Arithmetic:
     Copy
     + Debug
     + PartialEq
@@ -105,9 +117,6 @@ pub trait Scalar:
     + Zero
     + One
 {
-    /// Per-lane comparison result.
-    type Mask: Mask;
-
     /// A constant, the same in every batch lane, with zero tangents.
     fn from_f64(value: f64) -> Self;
 
@@ -141,6 +150,13 @@ pub trait Scalar:
     fn square(self) -> Self {
         self * self
     }
+}
+
+/// Batch lanes: comparisons that give one `bool` per lane, selection by such a mask, and the
+/// real value of each lane (the boundary where decisions are taken on values).
+pub trait BatchLanes: Arithmetic {
+    /// Per-lane comparison result.
+    type Mask: Mask;
 
     /// `self < other`, per lane, on real parts.
     fn less(self, other: Self) -> Self::Mask;
@@ -183,23 +199,6 @@ pub trait Scalar:
     /// If the number of reals is neither 1 nor a lane count this type can hold.
     fn from_lanes(reals: &[f64]) -> Self;
 
-    /// Number of tangent directions each lane carries (0 for `f64`).
-    fn tangent_dim() -> usize;
-    /// Tangent `direction` of batch lane `lane`.
-    fn tangent(&self, lane: usize, direction: usize) -> f64;
-    /// Overwrites tangent `direction` of batch lane `lane`.
-    ///
-    /// # Panics
-    /// If `direction >= Self::tangent_dim()`.
-    fn set_tangent(&mut self, lane: usize, direction: usize, value: f64);
-
-    /// True when every real part and every tangent of every lane is finite.
-    fn is_finite(&self) -> bool;
-
-    /// The same values with zero tangents: what an iterative solve's result is before the
-    /// implicit function theorem gives it its derivative.
-    fn detach(self) -> Self;
-
     /// Says the host is about to read the lanes of `values`: a scalar whose numbers live on a
     /// device (phyz-burn's traced tensors) reads them all in one transfer, where reading them
     /// one by one would wait for the device once each. Values on the host ignore it (the
@@ -213,6 +212,22 @@ pub trait Scalar:
     fn reals(&self) -> Vec<f64> {
         (0..self.lanes()).map(|l| self.lane(l)).collect()
     }
+}
+
+/// Tangent directions: the derivative parts a dual number carries in each batch lane.
+pub trait Tangents: BatchLanes {
+    /// Number of tangent directions each lane carries (0 for `f64`).
+    fn tangent_dim() -> usize;
+    /// Tangent `direction` of batch lane `lane`.
+    fn tangent(&self, lane: usize, direction: usize) -> f64;
+    /// Overwrites tangent `direction` of batch lane `lane`.
+    ///
+    /// # Panics
+    /// If `direction >= Self::tangent_dim()`.
+    fn set_tangent(&mut self, lane: usize, direction: usize, value: f64);
+
+    /// True when every real part and every tangent of every lane is finite.
+    fn is_finite(&self) -> bool;
 
     /// True when values of this type can carry derivatives (dual tangents, or a tape), so that
     /// a solve must also give its result the implicit function theorem's derivative.
@@ -220,6 +235,20 @@ pub trait Scalar:
     fn carries_derivatives() -> bool {
         Self::tangent_dim() > 0
     }
+
+    /// True when no derivative flows through this value (zero tangents, or not on a tape).
+    fn is_constant(&self) -> bool {
+        (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
+    }
+}
+
+/// What derivative-carrying numbers do that arithmetic cannot express: give an implicitly
+/// defined value its derivative, drop derivatives, and tell whether a cached value is this very
+/// number.
+pub trait AutodiffHooks: Tangents {
+    /// The same values with zero tangents: what an iterative solve's result is before the
+    /// implicit function theorem gives it its derivative.
+    fn detach(self) -> Self;
 
     /// True when `other` is this very number: the same real parts and the same derivatives (the
     /// same tangents, or the same node of a tape). Stronger than `==`, which dual numbers answer
@@ -246,11 +275,6 @@ pub trait Scalar:
         true
     }
 
-    /// True when no derivative flows through this value (zero tangents, or not on a tape).
-    fn is_constant(&self) -> bool {
-        (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
-    }
-
     /// Gives `x` — lane `lane`'s solution of `r(x, data) = 0`, its values without derivative —
     /// the derivative of that solution: `dx = rule.tangent(dr)`, where `residual` is `r`
     /// evaluated in `Self` at `x`, whose derivative is `dr = ∂r/∂data · d`. Dual numbers apply
@@ -267,8 +291,8 @@ pub trait Scalar:
 }
 
 /// The numbers a cached result was computed from, and when: a cache of what a model fixes
-/// (link constants, inverse weights) is reused while its numbers are [`Scalar::same`] and the
-/// values it holds are still usable ([`Scalar::usable_from`]).
+/// (link constants, inverse weights) is reused while its numbers are [`AutodiffHooks::same`] and the
+/// values it holds are still usable ([`AutodiffHooks::usable_from`]).
 #[derive(Clone, Debug)]
 pub struct Inputs<S> {
     numbers: Vec<S>,
@@ -315,9 +339,7 @@ pub trait ImplicitRule: Send + Sync {
     fn adjoint(&self, bar: &mut [f64]);
 }
 
-impl Scalar for f64 {
-    type Mask = bool;
-
+impl Arithmetic for f64 {
     #[inline]
     fn from_f64(value: f64) -> Self {
         value
@@ -386,6 +408,10 @@ impl Scalar for f64 {
     fn sin_cos(self) -> (Self, Self) {
         f64::sin_cos(self)
     }
+}
+
+impl BatchLanes for f64 {
+    type Mask = bool;
     #[inline]
     fn less(self, other: Self) -> bool {
         self < other
@@ -410,6 +436,9 @@ impl Scalar for f64 {
         assert_eq!(reals.len(), 1, "f64 holds exactly one lane");
         reals[0]
     }
+}
+
+impl Tangents for f64 {
     #[inline]
     fn tangent_dim() -> usize {
         0
@@ -422,12 +451,15 @@ impl Scalar for f64 {
         panic!("f64 has no tangent direction {direction}")
     }
     #[inline]
-    fn detach(self) -> Self {
-        self
-    }
-    #[inline]
     fn is_finite(&self) -> bool {
         f64::is_finite(*self)
+    }
+}
+
+impl AutodiffHooks for f64 {
+    #[inline]
+    fn detach(self) -> Self {
+        self
     }
 }
 
@@ -444,9 +476,9 @@ mod tests {
     #[test]
     fn f64_select_and_clamp() {
         assert_eq!(f64::select(true, 1.0, 2.0), 1.0);
-        assert_eq!(Scalar::clamp(5.0_f64, -1.0, 1.0), 1.0);
-        assert_eq!(Scalar::clamp(-5.0_f64, -1.0, 1.0), -1.0);
-        assert_eq!(Scalar::min(3.0_f64, 2.0), 2.0);
+        assert_eq!(BatchLanes::clamp(5.0_f64, -1.0, 1.0), 1.0);
+        assert_eq!(BatchLanes::clamp(-5.0_f64, -1.0, 1.0), -1.0);
+        assert_eq!(BatchLanes::min(3.0_f64, 2.0), 2.0);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use num_traits::{One, Zero};
 
-use super::{ImplicitRule, Scalar};
+use super::{Arithmetic, AutodiffHooks, BatchLanes, ImplicitRule, Tangents};
 
 /// A real number, its place on this thread's tape (0: a constant, recorded nowhere) and the
 /// recording it belongs to (so that a variable kept past its recording is refused, not read as
@@ -458,7 +458,7 @@ fn sweep_rows<const W: usize>(nodes: &[Node], offset: usize, rows: &mut [[f64; W
     }
 }
 
-/// Records an implicitly defined block (see [`Scalar::implicit`]).
+/// Records an implicitly defined block (see [`AutodiffHooks::implicit`](crate::scalar::AutodiffHooks::implicit)).
 fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
     assert_eq!(x.len(), residual.len(), "an implicit block has one residual per unknown");
     if residual.iter().all(|r| r.index == CONSTANT) {
@@ -587,9 +587,7 @@ impl One for Var {
     }
 }
 
-impl Scalar for Var {
-    type Mask = bool;
-
+impl Arithmetic for Var {
     #[inline]
     fn from_f64(value: f64) -> Self {
         Var::constant(value)
@@ -674,6 +672,10 @@ impl Scalar for Var {
         let exponent = if n.index == CONSTANT { 0.0 } else { value * x.ln() };
         self.binary(n, value, || [base, exponent])
     }
+}
+
+impl BatchLanes for Var {
+    type Mask = bool;
     #[inline]
     fn less(self, other: Self) -> bool {
         self.value < other.value
@@ -698,6 +700,9 @@ impl Scalar for Var {
         assert_eq!(reals.len(), 1, "a Var holds exactly one lane");
         Var::constant(reals[0])
     }
+}
+
+impl Tangents for Var {
     #[inline]
     fn tangent_dim() -> usize {
         0
@@ -713,16 +718,19 @@ impl Scalar for Var {
         self.value.is_finite()
     }
     #[inline]
-    fn detach(self) -> Self {
-        Var::constant(self.value)
-    }
-    #[inline]
     fn carries_derivatives() -> bool {
         true
     }
     #[inline]
     fn is_constant(&self) -> bool {
         self.index == CONSTANT
+    }
+}
+
+impl AutodiffHooks for Var {
+    #[inline]
+    fn detach(self) -> Self {
+        Var::constant(self.value)
     }
     fn same(&self, other: &Self) -> bool {
         self.value.to_bits() == other.value.to_bits() && self.index == other.index && self.recording == other.recording
@@ -756,14 +764,14 @@ mod tests {
         type Case = (&'static str, fn(Var) -> Var, fn(f64) -> f64);
         let functions: [Case; 10] = [
             ("sqrt", |x| x.sqrt(), f64::sqrt),
-            ("sin", |x| Scalar::sin(x), f64::sin),
-            ("tan", |x| Scalar::tan(x), f64::tan),
-            ("asin", |x| Scalar::asin(x), f64::asin),
-            ("acos", |x| Scalar::acos(x), f64::acos),
-            ("atan", |x| Scalar::atan(x), f64::atan),
-            ("exp", |x| Scalar::exp(x), f64::exp),
-            ("ln", |x| Scalar::ln(x), f64::ln),
-            ("tanh", |x| Scalar::tanh(x), f64::tanh),
+            ("sin", |x| Arithmetic::sin(x), f64::sin),
+            ("tan", |x| Arithmetic::tan(x), f64::tan),
+            ("asin", |x| Arithmetic::asin(x), f64::asin),
+            ("acos", |x| Arithmetic::acos(x), f64::acos),
+            ("atan", |x| Arithmetic::atan(x), f64::atan),
+            ("exp", |x| Arithmetic::exp(x), f64::exp),
+            ("ln", |x| Arithmetic::ln(x), f64::ln),
+            ("tanh", |x| Arithmetic::tanh(x), f64::tanh),
             (
                 "mix",
                 |x| (x * x + Var::constant(1.0)).powi(3) / x.cos().atan2(x),

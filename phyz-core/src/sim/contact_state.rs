@@ -15,8 +15,9 @@ use crate::scalar::{Inputs, Scalar};
 #[derive(Clone, Debug, Default)]
 pub struct ContactState {
     pub config: SolverConfig,
-    /// Contact slots a step may fill ([`ContactBuffer`]); `None`: as many as the batch needs.
-    /// More contacts than slots is an error ([`StepError::ContactOverflow`]), not a lost contact.
+    /// Contact slots a step may fill ([`ContactBuffer`](crate::collision::ContactBuffer));
+    /// `None`: as many as the batch needs. More contacts than slots is an error
+    /// ([`StepError::ContactOverflow`]), not a lost contact.
     pub capacity: Option<usize>,
     /// Each batch lane's warm starts.
     pub(super) warm: WarmStarts,
@@ -148,7 +149,10 @@ impl ContactState {
         }
         from.forget();
         let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
-        let known = matches!(&self.weights, Some((known, weights)) if weights.len() == lanes && lane_major().eq(known.iter().copied()));
+        let known = match &self.weights {
+            Some((known, weights)) => weights.len() == lanes && lane_major().eq(known.iter().copied()),
+            None => false,
+        };
         if !known {
             let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
             self.weights = Some((lane_major().collect(), weights));
