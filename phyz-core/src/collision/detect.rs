@@ -130,7 +130,8 @@ pub struct Detector {
     placed: Vec<Placed>,
     planes: Vec<usize>,
     boxes: Vec<(usize, Vector3<f64>, Vector3<f64>)>,
-    pairs: Vec<(usize, usize)>,
+    /// Candidate pairs `(body_i, body_j, i, j)`, `i < j`: sorted, MuJoCo's order.
+    pairs: Vec<Candidate>,
     /// The explicit pairs in MuJoCo's order: each pair's bodies, lower first, and its index.
     explicit: Vec<((usize, usize), usize)>,
     found: Vec<Found>,
@@ -158,7 +159,7 @@ impl Detector {
         explicit.extend(model.contact_pairs().iter().enumerate().map(|(k, p)| (bodies(p.geoms), k)));
         explicit.sort_unstable();
         let mut next = 0;
-        for &(i, j) in pairs.iter() {
+        for &(_, _, i, j) in pairs.iter() {
             let (g1, g2) = (&placed[i], &placed[j]);
             while let Some(&(_, k)) = explicit.get(next).filter(|(at, _)| *at <= (g1.body, g2.body)) {
                 collide_explicit(model, lane, placed, k, found, contacts)?;
@@ -295,7 +296,7 @@ fn candidate_pairs(
     placed: &[Placed],
     planes: &mut Vec<usize>,
     boxes: &mut Vec<(usize, Vector3<f64>, Vector3<f64>)>,
-    pairs: &mut Vec<(usize, usize)>,
+    pairs: &mut Vec<Candidate>,
 ) {
     planes.clear();
     boxes.clear();
@@ -310,7 +311,7 @@ fn candidate_pairs(
         }
     }
     for &p in planes.iter() {
-        pairs.extend(placed.iter().enumerate().filter(|&(i, _)| i != p).map(|(i, _)| (p.min(i), p.max(i))));
+        pairs.extend(placed.iter().enumerate().filter(|&(i, _)| i != p).map(|(i, _)| candidate(placed, p, i)));
     }
     // Sweep and prune along the axis the boxes spread most on: boxes in order of their lower
     // bound there, each paired with those that start before it ends and overlap it on the other
@@ -327,13 +328,22 @@ fn candidate_pairs(
         for (j, lo2, hi2) in boxes[k + 1..].iter().take_while(|(_, lo2, _)| lo2[axis] <= hi[axis]) {
             let overlap = (0..3).all(|d| lo2[d] <= hi[d] && lo[d] <= hi2[d]);
             if overlap {
-                pairs.push(((*i).min(*j), (*i).max(*j)));
+                pairs.push(candidate(placed, *i, *j));
             }
         }
     }
     // MuJoCo's order: by the bodies, then the geoms.
-    pairs.sort_unstable_by_key(|&(i, j)| (placed[i].body, placed[j].body, i, j));
+    pairs.sort_unstable();
     pairs.dedup();
+}
+
+/// Two geoms `(body_i, body_j, i, j)`, the lower index first: ordered as MuJoCo takes them.
+type Candidate = (usize, usize, usize, usize);
+
+/// Geoms `a` and `b` as a [`Candidate`].
+fn candidate(placed: &[Placed], a: usize, b: usize) -> Candidate {
+    let (i, j) = (a.min(b), a.max(b));
+    (placed[i].body, placed[j].body, i, j)
 }
 
 /// Whether the bounding spheres of two geoms (a plane's half-space) are farther apart than

@@ -32,7 +32,9 @@ impl Envelope {
         envelope
     }
 
-    /// [`Envelope::new`] in this value's storage.
+    /// [`Envelope::new`]'s shape in this value's storage, its entries left as they were
+    /// (zero only where the storage grew): [`Envelope::fill`] sets every entry the
+    /// factorization reads, so clearing `n²` numbers first would be wasted.
     pub fn reset(&mut self, first: &[usize]) {
         let n = first.len();
         self.n = n;
@@ -43,7 +45,6 @@ impl Envelope {
                 *l = (*l).max(i);
             }
         }
-        self.lower.clear();
         self.lower.resize(n * n, 0.0);
     }
 
@@ -95,10 +96,12 @@ impl Envelope {
     /// the envelope, where all fill stays).
     pub fn factorize(mut self) -> Result<EnvelopeCholesky, IndefiniteHessian> {
         let n = self.n;
+        // Half-open ranges throughout: an inclusive range's iterator checks its exhaustion at
+        // every step, which this loop nest pays per entry.
         for k in 0..n {
-            let end = self.last[k];
+            let end = self.last[k] + 1;
             let (done, rest) = self.lower.split_at_mut((k + 1) * n);
-            let column = &mut done[k * n + k..=k * n + end];
+            let column = &mut done[k * n + k..k * n + end];
             let pivot = column[0];
             if !(pivot > 0.0 && pivot.is_finite()) {
                 return Err(IndefiniteHessian);
@@ -106,9 +109,12 @@ impl Envelope {
             let root = pivot.sqrt();
             column[0] = root;
             column[1..].iter_mut().for_each(|x| *x /= root);
-            for ((j, target), &ljk) in (k + 1..=end).zip(rest.chunks_exact_mut(n)).zip(&column[1..]) {
+            let below = &column[1..];
+            for (offset, target) in rest.chunks_exact_mut(n).take(below.len()).enumerate() {
+                let ljk = below[offset];
                 if ljk != 0.0 {
-                    axpy(-ljk, &column[j - k..], &mut target[j..=end]);
+                    let j = k + 1 + offset;
+                    axpy(-ljk, &below[offset..], &mut target[j..end]);
                 }
             }
         }
