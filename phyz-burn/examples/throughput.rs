@@ -17,7 +17,6 @@ use std::time::Instant;
 use burn::tensor::{Device, Tensor};
 use common::{Rng, device, tensor};
 use nalgebra::DVector;
-use phyz_burn::traced::TracedSimulation;
 use phyz_burn::{BatchState, Simulation};
 use phyz_core::dynamics::integrate_position;
 use phyz_core::sim::{ContactState, Workspace, step_in};
@@ -145,7 +144,7 @@ fn traced_rollout(
 ) -> (f64, usize, f64) {
     let (start, controls) = batch(sim, starts, ctrl, device, backward);
     let (clock, before) = (Instant::now(), resident_kib());
-    let mut traced = TracedSimulation::new(sim);
+    let mut traced = sim.traced();
     let (mut state, mut operations) = (start.clone(), 0);
     for u in &controls {
         let step = traced.step(&state, u).expect("a traced step");

@@ -20,9 +20,9 @@ pub mod check;
 mod error;
 mod host;
 mod op;
-#[cfg(feature = "traced")]
 mod route;
 mod simulation;
+mod state;
 #[cfg(feature = "traced")]
 pub mod traced;
 
@@ -30,7 +30,8 @@ pub use error::BurnError;
 pub use op::{PhysicsOps, StepRecord};
 #[cfg(feature = "traced")]
 pub use route::DeviceRoute;
-pub use simulation::{BatchState, Simulation, SolveCounts};
+pub use simulation::{Simulation, SolveCounts};
+pub use state::BatchState;
 
 use burn::tensor::{DType, Device, FloatDType};
 

@@ -7,17 +7,20 @@ use std::sync::atomic::Ordering;
 
 use burn::tensor::{DType, Device, Tensor};
 use nalgebra::DVector;
+use phyz_core::Model;
 use phyz_core::contact::SolverConfig;
-use phyz_core::sim::{ContactState, StepInfo};
-use phyz_core::{Model, State};
+use phyz_core::sim::ContactState;
 use phyz_dual::{Parameter, check_differentiable};
 
 use crate::BurnError;
-use crate::batch::{Counts, LaneParams, Shared, Taken, step_batch};
-use crate::host::{read, read_as, write, write_as};
-use crate::op::{StepRecord, physics_step};
+use crate::batch::{Counts, Shared};
+use crate::host::write_as;
 #[cfg(feature = "traced")]
-use crate::route::{self, DeviceRoute, Routed};
+use crate::route::{DeviceRoute, Routed};
+use crate::route::{Host, Route};
+use crate::state::{BatchState, lane_states};
+#[cfg(feature = "traced")]
+use crate::traced::TracedSimulation;
 
 /// A model stepped in batches inside burn: the forward in `f64` on the host (rayon over the
 /// lanes), the backward phyz's exact vector-Jacobian product, contact by the implicit function
@@ -31,29 +34,6 @@ pub struct Simulation {
     route: Option<Routed>,
 }
 
-/// A batch of states: each lane's positions, velocities and activations as tensors (what
-/// gradients flow through), and its contact warm starts on the host.
-#[derive(Clone, Debug)]
-pub struct BatchState {
-    pub qpos: Tensor<2>,
-    pub qvel: Tensor<2>,
-    pub act: Tensor<2>,
-    /// The simulated time (the same in every lane).
-    pub time: f64,
-    pub(crate) warm: Warm,
-    pub(crate) info: Arc<Vec<StepInfo>>,
-}
-
-/// A batch's contact warm starts, kept the way its route steps it.
-#[derive(Clone, Debug)]
-pub(crate) enum Warm {
-    /// One cache per lane: the host route steps each lane on its own.
-    Lanes(Arc<Vec<ContactState>>),
-    /// One cache for the batch, with its number of lanes: a device route steps the lanes
-    /// together.
-    Batch(Arc<ContactState>, usize),
-}
-
 /// Lane solves run by a simulation's steps: forward, and backward (always zero: the backward
 /// replays each step with its logged solutions), and the lane steps pulled back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,55 +41,6 @@ pub struct SolveCounts {
     pub forward: u64,
     pub backward: u64,
     pub pulled: u64,
-}
-
-impl BatchState {
-    /// A batch at time zero from its tensors, with no warm starts: the start of a traced
-    /// simulation (which keeps its own warm starts), in whatever float type the tensors hold.
-    pub fn from_tensors(qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
-        BatchState { qpos, qvel, act, time: 0.0, warm: Warm::Lanes(Arc::new(Vec::new())), info: Arc::new(Vec::new()) }
-    }
-
-    /// The number of lanes.
-    pub fn batch(&self) -> usize {
-        self.qpos.dims()[0]
-    }
-
-    /// What the constraint solves did in the step that reached this state: one report per lane
-    /// on the host route, one for the whole batch on a device route (its lanes solve together);
-    /// empty for a state no step reached. A [`crate::traced::TracedSimulation`] step reports
-    /// its own.
-    pub fn info(&self) -> &[StepInfo] {
-        &self.info
-    }
-
-    /// The state a traced step from this one reached: its tensors, this state's warm starts
-    /// (the caller keeps the traced route's), no solve report.
-    #[cfg(feature = "traced")]
-    pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
-        BatchState { qpos, qvel, act, time: self.time + dt, warm: self.warm.clone(), info: Arc::new(Vec::new()) }
-    }
-
-    /// The same state with its tensors marked for gradients (`Tensor::require_grad`): the
-    /// leaves of a rollout differentiated with respect to its start.
-    pub fn require_grad(self) -> BatchState {
-        BatchState {
-            qpos: self.qpos.require_grad(),
-            qvel: self.qvel.require_grad(),
-            act: self.act.require_grad(),
-            ..self
-        }
-    }
-
-    /// The same state with its tensors cut from the graph: gradients stop here.
-    pub fn detach(&self) -> BatchState {
-        BatchState {
-            qpos: self.qpos.clone().detach(),
-            qvel: self.qvel.clone().detach(),
-            act: self.act.clone().detach(),
-            ..self.clone()
-        }
-    }
 }
 
 impl Simulation {
@@ -145,21 +76,18 @@ impl Simulation {
         Ok(Simulation { shared: self.shared.clone(), route: Some(Routed { route, solver }) })
     }
 
-    /// The route of states on `device`, where it is not the host.
+    /// The same simulation, stepped with the engine traced on tensors, every lane's warm starts
+    /// kept in it (see [`TracedSimulation`]).
     #[cfg(feature = "traced")]
-    fn routed(&self, device: &Device) -> Option<&Routed> {
-        self.route.as_ref().filter(|r| r.route.serves(device))
+    pub fn traced(&self) -> TracedSimulation {
+        TracedSimulation::new(self.shared.model.clone(), self.config())
     }
 
     /// The float type the physics runs in for states on `device`: `f64` on the host route, the
     /// route's on a device a route serves (`f32` where a GPU has no `f64`). Say it to the user:
     /// it decides how closely a batch follows the `f64` engine.
     pub fn dtype(&self, device: &Device) -> DType {
-        #[cfg(feature = "traced")]
-        if let Some(routed) = self.routed(device) {
-            return routed.route.dtype(device);
-        }
-        DType::F64
+        self.route(device).dtype(device)
     }
 
     /// The simulation with `parameters` as the columns of the parameter tensors
@@ -233,20 +161,14 @@ impl Simulation {
         let (batch, device) = (qpos.dims()[0], qpos.device());
         let act = write_as(vec![0.0; batch * self.shared.na()], batch, self.shared.na(), &device, self.dtype(&device));
         let state = self.start(qpos, qvel, act);
-        self.read_states(&state)?;
+        lane_states(&self.shared, &state, self.dtype(&device))?;
         Ok(state)
     }
 
     /// A batch at time zero, with cold warm starts kept the way its device's route keeps them.
     fn start(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
         let batch = qpos.dims()[0];
-        let warm = Warm::Lanes(Arc::new(vec![self.shared.contact.clone(); batch]));
-        #[cfg(feature = "traced")]
-        let warm = if self.routed(&qpos.device()).is_some() {
-            Warm::Batch(Arc::new(self.shared.contact.clone()), batch)
-        } else {
-            warm
-        };
+        let warm = self.route(&qpos.device()).cold(&self.shared, batch);
         BatchState { qpos, qvel, act, time: 0.0, warm, info: Arc::new(Vec::new()) }
     }
 
@@ -291,83 +213,22 @@ impl Simulation {
         Ok(states)
     }
 
-    /// Each lane's state on the host, checked to be finite and in the float type of its route.
-    fn read_states(&self, state: &BatchState) -> Result<Vec<State<f64>>, BurnError> {
-        let model = &self.shared.model;
-        let batch = state.batch();
-        let dtype = self.dtype(&state.qpos.device());
-        let qpos = read_as(&state.qpos, "qpos", batch, model.nq(), dtype)?;
-        let qvel = read_as(&state.qvel, "qvel", batch, model.nv(), dtype)?;
-        let act = read_as(&state.act, "act", batch, model.na(), dtype)?;
-        let default = model.default_state();
-        let lane = |l: usize, v: &[f64], n: usize| DVector::from_column_slice(&v[l * n..(l + 1) * n]);
-        Ok((0..batch)
-            .map(|l| State {
-                qpos: lane(l, &qpos, model.nq()),
-                qvel: lane(l, &qvel, model.nv()),
-                act: lane(l, &act, model.na()),
-                time: state.time,
-                ..default.clone()
-            })
-            .collect())
-    }
-
     fn step_in(
         &self,
         state: &BatchState,
         ctrl: &Tensor<2>,
         params: Option<&Tensor<2>>,
     ) -> Result<BatchState, BurnError> {
+        self.route(&state.qpos.device()).step(&self.shared, state, ctrl, params)
+    }
+
+    /// The route states on `device` step by: a device route that serves it, else the host.
+    fn route(&self, device: &Device) -> &dyn Route {
         #[cfg(feature = "traced")]
-        if let Some(routed) = self.routed(&state.qpos.device()) {
-            return route::step(self, routed, state, ctrl, params);
+        if let Some(routed) = self.route.as_ref().filter(|r| r.route.serves(device)) {
+            return routed;
         }
-        let shared = &self.shared;
-        let batch = state.batch();
-        let Warm::Lanes(lanes) = &state.warm else {
-            return Err(BurnError::WarmStarts);
-        };
-        // The tensors are public: a batch swapped in must match its warm starts.
-        if lanes.len() != batch {
-            return Err(BurnError::Batch { expected: lanes.len(), got: batch });
-        }
-        let states = self.read_states(state)?;
-        let controls = read(ctrl, "ctrl", batch, shared.nu())?;
-        let p = shared.params.len();
-        let (lane_params, params) = match params {
-            None => (LaneParams::Model, write(Vec::new(), 1, 0, &state.qpos.device())),
-            Some(values) if values.dims()[0] == 1 => {
-                (LaneParams::Shared(read(values, "params", 1, p)?), values.clone())
-            }
-            Some(values) => (LaneParams::PerLane(read(values, "params", batch, p)?), values.clone()),
-        };
-        let packed = if shared.na() > 0 {
-            Tensor::cat(vec![state.qpos.clone(), state.qvel.clone(), state.act.clone()], 1)
-        } else {
-            Tensor::cat(vec![state.qpos.clone(), state.qvel.clone()], 1)
-        };
-        let tracked = packed.is_tracked() || ctrl.is_tracked() || params.is_tracked();
-        let steps = step_batch(shared, &states, &controls, &lane_params, lanes, tracked)?;
-        let mut next = Vec::with_capacity(batch * shared.width());
-        for s in &steps {
-            next.extend(s.next.qpos.iter().chain(&s.next.qvel).chain(&s.next.act));
-        }
-        let (mut contact, mut info, mut starts) = (Vec::with_capacity(batch), Vec::with_capacity(batch), Vec::new());
-        for s in steps {
-            contact.push(s.contact);
-            info.push(s.info);
-            starts.extend(s.start);
-        }
-        let taken = Taken { shared: self.shared.clone(), batch, next, starts, params: lane_params };
-        let out = physics_step(packed, ctrl.clone(), params, StepRecord(Arc::new(taken)));
-        let (nq, nv, na) = (shared.nq(), shared.nv(), shared.na());
-        Ok(BatchState {
-            qpos: out.clone().narrow(1, 0, nq),
-            qvel: out.clone().narrow(1, nq, nv),
-            act: if na > 0 { out.narrow(1, nq + nv, na) } else { state.act.clone() },
-            time: state.time + shared.model.timestep,
-            warm: Warm::Lanes(Arc::new(contact)),
-            info: Arc::new(info),
-        })
+        let _ = device;
+        &Host
     }
 }

@@ -27,12 +27,14 @@ use burn::backend::{Backend, Dispatch, Flex, TensorMetadata, backend_extension, 
 use burn::tensor::{Bool, DType, Device, FloatDType, Tensor, TensorData};
 use nalgebra::DVector;
 use num_traits::{One, Zero};
+use phyz_core::contact::SolverConfig;
 use phyz_core::scalar::{Arithmetic, AutodiffHooks, BatchLanes, ImplicitRule, Mask, Tangents};
 use phyz_core::sim::{BatchSolver, ContactState, StepInfo, Workspace, step_in};
 use phyz_core::{Model, State};
 
+use crate::BurnError;
 use crate::host::{read_as, write_as};
-use crate::{BatchState, BurnError, Simulation};
+use crate::state::BatchState;
 
 /// One quantity of every environment in a batch: a tensor `[batch]` in the trace running on
 /// this thread, or a constant shared by every lane (no tensor at all).
@@ -784,7 +786,7 @@ fn implicit_rule(residual: Tensor<2>, rule: Rule) -> Tensor<2> {
 
 /// A simulation stepped with the engine on [`Batched`] numbers: every operation of the step a
 /// burn operation, the contact solves' derivatives burn operations on their residuals. It keeps
-/// the batch's warm starts from one step to the next. (A [`Simulation`] given a device route
+/// the batch's warm starts from one step to the next. (A [`crate::Simulation`] given a device route
 /// steps this way on the devices the route serves, its warm starts in its states.)
 pub struct TracedSimulation {
     model: Model<f64>,
@@ -804,8 +806,10 @@ pub struct TracedStep {
 }
 
 impl TracedSimulation {
-    pub fn new(sim: &Simulation) -> Self {
-        TracedSimulation { model: sim.model().clone(), contact: ContactState::new(sim.config()), solver: None }
+    /// `model` stepped with contact solves under `config`, from cold warm starts
+    /// ([`crate::Simulation::traced`] makes one from a simulation).
+    pub fn new(model: Model<f64>, config: SolverConfig) -> Self {
+        TracedSimulation { model, contact: ContactState::new(config), solver: None }
     }
 
     /// The same simulation, its contact problems solved by `solver` for all lanes at once

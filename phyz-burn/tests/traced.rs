@@ -12,7 +12,6 @@ use burn::tensor::Tensor;
 use common::{Rng, device, gymnasium, hopper_lanes, tensor, values};
 use phyz_burn::Simulation;
 use phyz_burn::check::{Direction, RolloutCase};
-use phyz_burn::traced::TracedSimulation;
 
 const STEPS: usize = 8;
 
@@ -39,7 +38,7 @@ fn traced_steps_equal_the_engine() {
     let start = sim
         .state(tensor(case.qpos.clone(), 3, model.nq(), &device), tensor(case.qvel.clone(), 3, model.nv(), &device))
         .expect("valid");
-    let mut traced = TracedSimulation::new(&sim);
+    let mut traced = sim.traced();
     let (mut a, mut b) = (start.clone(), start);
     let mut contacts = 0;
     for u in &case.ctrl {
@@ -69,7 +68,7 @@ fn traced_gradients_equal_forward_tangents() {
         .expect("valid")
         .require_grad();
     let controls: Vec<Tensor<2>> = case.ctrl.iter().map(|u| tensor(u.clone(), 3, nu, &device).require_grad()).collect();
-    let mut traced = TracedSimulation::new(&sim);
+    let mut traced = sim.traced();
     let mut state = start.clone();
     for u in &controls {
         state = traced.step(&state, u).expect("a traced step").state;
@@ -114,7 +113,7 @@ fn a_traced_step_reads_the_device_a_few_times_per_stage() {
         let (qpos, qvel) = (qpos.repeat(copies), qvel.repeat(copies));
         let state = sim.state(tensor(qpos, lanes, model.nq(), &device), tensor(qvel, lanes, model.nv(), &device));
         let u = tensor(vec![0.1; lanes * model.nu()], lanes, model.nu(), &device);
-        let mut traced = TracedSimulation::new(&sim);
+        let mut traced = sim.traced();
         // A cold step, then a warm-started one.
         let cold = traced.step(&state.expect("valid"), &u).expect("a traced step");
         let warm = traced.step(&cold.state, &u).expect("a traced step");

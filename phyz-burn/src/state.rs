@@ -1,0 +1,106 @@
+//! A batch of states on burn tensors, with its contact warm starts kept the way its route steps
+//! it.
+
+use std::sync::Arc;
+
+use burn::tensor::{DType, Tensor};
+use nalgebra::DVector;
+use phyz_core::State;
+use phyz_core::sim::{ContactState, StepInfo};
+
+use crate::BurnError;
+use crate::batch::Shared;
+use crate::host::read_as;
+
+/// A batch of states: each lane's positions, velocities and activations as tensors (what
+/// gradients flow through), and its contact warm starts on the host.
+#[derive(Clone, Debug)]
+pub struct BatchState {
+    pub qpos: Tensor<2>,
+    pub qvel: Tensor<2>,
+    pub act: Tensor<2>,
+    /// The simulated time (the same in every lane).
+    pub time: f64,
+    pub(crate) warm: Warm,
+    pub(crate) info: Arc<Vec<StepInfo>>,
+}
+
+/// A batch's contact warm starts, kept the way its route steps it.
+#[derive(Clone, Debug)]
+pub(crate) enum Warm {
+    /// One cache per lane: the host route steps each lane on its own.
+    Lanes(Arc<Vec<ContactState>>),
+    /// One cache for the batch, with its number of lanes: a device route steps the lanes
+    /// together.
+    Batch(Arc<ContactState>, usize),
+}
+
+impl BatchState {
+    /// A batch at time zero from its tensors, with no warm starts: the start of a traced
+    /// simulation (which keeps its own warm starts), in whatever float type the tensors hold.
+    pub fn from_tensors(qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
+        BatchState { qpos, qvel, act, time: 0.0, warm: Warm::Lanes(Arc::new(Vec::new())), info: Arc::new(Vec::new()) }
+    }
+
+    /// The number of lanes.
+    pub fn batch(&self) -> usize {
+        self.qpos.dims()[0]
+    }
+
+    /// What the constraint solves did in the step that reached this state: one report per lane
+    /// on the host route, one for the whole batch on a device route (its lanes solve together);
+    /// empty for a state no step reached. A [`crate::traced::TracedSimulation`] step reports
+    /// its own.
+    pub fn info(&self) -> &[StepInfo] {
+        &self.info
+    }
+
+    /// The state a traced step from this one reached: its tensors, this state's warm starts
+    /// (the caller keeps the traced route's), no solve report.
+    #[cfg(feature = "traced")]
+    pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
+        BatchState { qpos, qvel, act, time: self.time + dt, warm: self.warm.clone(), info: Arc::new(Vec::new()) }
+    }
+
+    /// The same state with its tensors marked for gradients (`Tensor::require_grad`): the
+    /// leaves of a rollout differentiated with respect to its start.
+    pub fn require_grad(self) -> BatchState {
+        BatchState {
+            qpos: self.qpos.require_grad(),
+            qvel: self.qvel.require_grad(),
+            act: self.act.require_grad(),
+            ..self
+        }
+    }
+
+    /// The same state with its tensors cut from the graph: gradients stop here.
+    pub fn detach(&self) -> BatchState {
+        BatchState {
+            qpos: self.qpos.clone().detach(),
+            qvel: self.qvel.clone().detach(),
+            act: self.act.clone().detach(),
+            ..self.clone()
+        }
+    }
+}
+
+/// Each lane's state on the host, checked to be finite and in `dtype`, the float type of its
+/// route.
+pub(crate) fn lane_states(shared: &Shared, state: &BatchState, dtype: DType) -> Result<Vec<State<f64>>, BurnError> {
+    let model = &shared.model;
+    let batch = state.batch();
+    let qpos = read_as(&state.qpos, "qpos", batch, model.nq(), dtype)?;
+    let qvel = read_as(&state.qvel, "qvel", batch, model.nv(), dtype)?;
+    let act = read_as(&state.act, "act", batch, model.na(), dtype)?;
+    let default = model.default_state();
+    let lane = |l: usize, v: &[f64], n: usize| DVector::from_column_slice(&v[l * n..(l + 1) * n]);
+    Ok((0..batch)
+        .map(|l| State {
+            qpos: lane(l, &qpos, model.nq()),
+            qvel: lane(l, &qvel, model.nv()),
+            act: lane(l, &act, model.na()),
+            time: state.time,
+            ..default.clone()
+        })
+        .collect())
+}
