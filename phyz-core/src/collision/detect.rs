@@ -134,6 +134,8 @@ pub struct Detector {
     pairs: Vec<Candidate>,
     /// The explicit pairs in MuJoCo's order: each pair's bodies, lower first, and its index.
     explicit: Vec<((usize, usize), usize)>,
+    /// The explicit pairs' geoms, lower index first, sorted: the candidates they replace.
+    named: Vec<(usize, usize)>,
     found: Vec<Found>,
 }
 
@@ -149,7 +151,7 @@ impl Detector {
         contacts.clear();
         place(model, lane, body_poses, &mut self.placed);
         candidate_pairs(&self.placed, &mut self.planes, &mut self.boxes, &mut self.pairs);
-        let Detector { placed, pairs, explicit, found, .. } = self;
+        let Detector { placed, pairs, explicit, named, found, .. } = self;
         // MuJoCo's order: body pair by body pair, each pair's explicit pairs first.
         let bodies = |[a, b]: [usize; 2]| {
             let (a, b) = (placed.get(a).map_or(0, |g| g.body), placed.get(b).map_or(0, |g| g.body));
@@ -158,6 +160,9 @@ impl Detector {
         explicit.clear();
         explicit.extend(model.contact_pairs().iter().enumerate().map(|(k, p)| (bodies(p.geoms), k)));
         explicit.sort_unstable();
+        named.clear();
+        named.extend(model.contact_pairs().iter().map(|p| (p.geoms[0].min(p.geoms[1]), p.geoms[0].max(p.geoms[1]))));
+        named.sort_unstable();
         let mut next = 0;
         for &(_, _, i, j) in pairs.iter() {
             let (g1, g2) = (&placed[i], &placed[j]);
@@ -166,8 +171,10 @@ impl Detector {
                 next += 1;
             }
             // Pairs named explicitly are tested with their own parameters instead.
-            let named = model.contact_pairs().iter().any(|p| p.geoms == [i, j] || p.geoms == [j, i]);
-            if g1.body == g2.body || named || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom) {
+            if g1.body == g2.body
+                || named.binary_search(&(i, j)).is_ok()
+                || !can_collide(model, g1.body, &g1.geom, g2.body, &g2.geom)
+            {
                 continue;
             }
             // The pair's margin is the sum of its geoms', as `Material::combine` has it: tested
