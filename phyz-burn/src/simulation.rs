@@ -228,6 +228,7 @@ impl Simulation {
         if let Some(routed) = self.route.as_ref().filter(|r| r.route.serves(device)) {
             return routed;
         }
+        #[cfg(not(feature = "traced"))]
         let _ = device;
         &Host
     }

@@ -1,5 +1,5 @@
-//! The engine itself on burn tensors (feature `traced`): [`Batched`], a [`Scalar`] whose value
-//! is one burn tensor `[batch]` (one number per environment), so that every operation of a step
+//! The engine itself on burn tensors (feature `traced`): [`Batched`], a
+//! [`Scalar`](phyz_core::Scalar) whose value is one burn tensor `[batch]` (one number per environment), so that every operation of a step
 //! is a burn operation, recorded by burn's autodiff. The contact solve stays phyz's: each
 //! lane's problem is solved in `f64` on the host, and the solution gets its derivative by the
 //! implicit function theorem, as burn operations on the residual (see [`Batched::implicit`]) —
@@ -196,7 +196,8 @@ fn mask_tensor(m: BatchedMask) -> Tensor<1, Bool> {
 
 /// Brings the lanes of every tensor among `values` that the host has not seen yet to the host,
 /// in one transfer (stacked `[k, batch]`): each read waits for the device, so the engine
-/// announces what it will read ([`BatchLanes::prefetch`](phyz_core::scalar::BatchLanes::prefetch)) rather than reading it number by number.
+/// announces what it will read ([`BatchLanes::prefetch`]) rather than reading it number by
+/// number.
 fn fetch(values: impl IntoIterator<Item = Batched>) {
     let slots =
         values.into_iter().filter_map(|x| if let Batched::Tensor(Slot(s)) = x { Some(s as usize) } else { None });

@@ -1,7 +1,8 @@
 //! The solve for any [`Scalar`]: per batch lane, the real-part problem is solved in `f64`; the
-//! solution then gets its derivative by the implicit function theorem ([`AutodiffHooks::implicit`](crate::scalar::AutodiffHooks::implicit):
-//! dual tangents by the tangent rule, a tape's block by the adjoint rule), so the solver's
-//! iterations never carry derivatives and nothing is unrolled.
+//! solution then gets its derivative by the implicit function theorem
+//! ([`implicit`](crate::scalar::AutodiffHooks::implicit): dual tangents by the tangent rule, a
+//! tape's block by the adjoint rule), so the solver's iterations never carry derivatives and
+//! nothing is unrolled.
 
 use nalgebra::DVector;
 

@@ -32,10 +32,10 @@ impl Envelope {
         envelope
     }
 
-    /// [`Envelope::new`]'s shape in this value's storage, its entries left as they were
-    /// (zero only where the storage grew): [`Envelope::fill`] sets every entry the
-    /// factorization reads, so clearing `n²` numbers first would be wasted.
-    pub fn reset(&mut self, first: &[usize]) {
+    /// [`Envelope::new`]'s shape in this value's storage, its entries left over from earlier
+    /// use: call [`Envelope::fill`] before [`Envelope::add`] or [`Envelope::factorize`]. (`fill`
+    /// sets every entry the factorization reads, so clearing `n²` numbers first would be wasted.)
+    pub(crate) fn reset(&mut self, first: &[usize]) {
         let n = first.len();
         self.n = n;
         self.last.clear();
@@ -84,7 +84,7 @@ impl Envelope {
         }
     }
 
-    /// Adds `value` to entry `(i, j)`, `j ≤ i` within the envelope.
+    /// Adds `value` to entry `(i, j)`, `j ≤ i` within the envelope (after [`Envelope::fill`]).
     #[inline]
     pub fn add(&mut self, i: usize, j: usize, value: f64) {
         debug_assert!(j <= i && i <= self.last[j], "({i}, {j}) outside the envelope");

@@ -13,8 +13,8 @@
 //! they did not.
 //!
 //! The conditions read the data through the Delassus operator `A = J M⁻¹ Jᵀ` the sweep iterates
-//! on, so the derivative takes three implicit steps, each one [`AutodiffHooks::implicit`](crate::scalar::AutodiffHooks::implicit) block as
-//! Newton's is: `Y = M⁻¹ Jᵀ` (residual `M Y − Jᵀ`), the impulses (residual `G`), and the
+//! on, so the derivative takes three implicit steps, each one
+//! [`implicit`](crate::scalar::AutodiffHooks::implicit) block as Newton's is: `Y = M⁻¹ Jᵀ` (residual `M Y − Jᵀ`), the impulses (residual `G`), and the
 //! velocity `x = x₀ + Y f` (residual `x − x₀ − Y f`, so `x` keeps the solver's value).
 
 use nalgebra::{Cholesky, DMatrix, DVector, Dyn, LU, Matrix3, Vector3};

@@ -458,7 +458,7 @@ fn sweep_rows<const W: usize>(nodes: &[Node], offset: usize, rows: &mut [[f64; W
     }
 }
 
-/// Records an implicitly defined block (see [`AutodiffHooks::implicit`](crate::scalar::AutodiffHooks::implicit)).
+/// Records an implicitly defined block (see [`AutodiffHooks::implicit`]).
 fn record_block(x: &mut [Var], residual: &[Var], rule: Box<dyn ImplicitRule>) {
     assert_eq!(x.len(), residual.len(), "an implicit block has one residual per unknown");
     if residual.iter().all(|r| r.index == CONSTANT) {
