@@ -161,16 +161,18 @@ impl<S: Scalar> MassFactor<S> {
         let TreeMatrix { values, columns, start, .. } = &mut self.rows;
         for k in (0..start.len() - 1).rev() {
             let (before, rest) = values.split_at_mut(start[k]);
-            let row = &mut rest[..start[k + 1] - start[k]];
+            let len = start[k + 1] - start[k];
+            let (row, chain) = (&mut rest[..len], &columns[start[k]..start[k] + len]);
             let pivot = row[0];
-            // Row `k`'s entries from position `t` on are the chain of its ancestor `a = columns[t]`,
-            // which is row `a` whole.
-            for t in 1..row.len() {
-                let a = columns[start[k] + t];
+            // Row `k`'s entries from position `t` on are the chain of its ancestor `a = chain[t]`,
+            // which is row `a` whole (as long as the rest of row `k`).
+            for t in 1..len {
+                let a = chain[t];
                 let factor = row[t] / pivot;
-                let ancestor = &mut before[start[a]..start[a + 1]];
-                for (x, &y) in ancestor.iter_mut().zip(&row[t..]) {
-                    *x -= factor * y;
+                let ancestor = &mut before[start[a]..start[a] + (len - t)];
+                let tail = &row[t..];
+                for i in 0..tail.len() {
+                    ancestor[i] -= factor * tail[i];
                 }
                 row[t] = factor;
             }
