@@ -290,10 +290,8 @@ fn forward_data_matches_mujoco_mjdata_at_contact_states() {
             let theirs: Vec<&Vec<f64>> = contacts.iter().filter(|c| at(&c[0])).collect();
             let ours = data.contacts();
             let same = |c: &ContactPoint<f64>, want: &[f64]| {
-                [c.geoms[0], c.geoms[1], usize::from(c.condim), c.row]
-                    .iter()
-                    .zip(&want[1..5])
-                    .all(|(&a, &b)| a == b as usize)
+                let row = c.row.map_or(-1.0, |r| r as f64);
+                [c.geoms[0] as f64, c.geoms[1] as f64, f64::from(c.condim), row] == want[1..5]
             };
             let theirs_j: Vec<&Vec<f64>> = efc.iter().filter(|r| at(&r[0])).collect();
             let rows_j = data.constraint_jacobian();
@@ -361,4 +359,33 @@ fn contact_normals_point_from_the_first_geom_to_the_second() {
             assert!((c.frame.normal.cross(&t1) - t2).norm() < 1e-12, "{geom}: a left-handed frame");
         }
     }
+}
+
+/// An explicit pair of two geoms of one body collides, as MuJoCo collides every explicit pair
+/// whatever its bodies: the contact is in the step's contacts, without constraint rows (no
+/// degree of freedom moves the geoms apart; MuJoCo 4.0.1 gives it `efc_address` −1 and no
+/// `efc` row), and the acceleration is the one without the pair.
+#[test]
+fn an_explicit_pair_on_one_body_touches_and_moves_nothing() {
+    use phyz::sim::{Data, forward};
+    let scene = |pair: &str| {
+        let xml = format!(
+            "<mujoco><worldbody><geom type='plane' size='1 1 0.1'/>\
+             <body pos='0 0 0.3'><freejoint/><geom name='a' type='sphere' size='0.1'/>\
+             <geom name='b' type='sphere' size='0.1' pos='0.15 0 0' contype='0' conaffinity='0'/></body>\
+             </worldbody><contact>{pair}</contact></mujoco>"
+        );
+        mjcf::parse(&xml, "scene.xml").expect("valid")
+    };
+    let (with, without) = (scene("<pair geom1='a' geom2='b'/>"), scene(""));
+    let config = SolverConfig::mujoco_compat();
+    let (mut touching, mut free) = (Data::default(), Data::default());
+    forward(&with, &with.default_state(), &[], &config, &mut touching).expect("forward");
+    forward(&without, &without.default_state(), &[], &config, &mut free).expect("forward");
+    assert_eq!(touching.contacts().len(), 1, "the pair's contact");
+    assert_eq!(touching.contacts()[0].geoms, [1, 2]);
+    assert_eq!(touching.contacts()[0].row, None, "rows for a contact nothing can open");
+    assert!(free.contacts().is_empty());
+    assert_eq!(touching.constraint_jacobian().nrows(), 0);
+    assert_eq!(touching.qacc(), free.qacc());
 }

@@ -199,7 +199,10 @@ impl Detector {
     }
 }
 
-/// The contacts of explicit pair `k`, with its own parameters (batch lane `lane`'s).
+/// The contacts of explicit pair `k`, with its own parameters (batch lane `lane`'s). As MuJoCo,
+/// an explicit pair collides whatever its bodies: two geoms of one body touch too (their
+/// contact's rows are zero, and it moves nothing, but it is in the contacts, and a touch sensor
+/// reads it).
 fn collide_explicit<S: Scalar>(
     model: &Model<S>,
     lane: usize,
@@ -214,7 +217,7 @@ fn collide_explicit<S: Scalar>(
         return Ok(());
     };
     let material = contact_pair_material(pair, s1, s2).map(|x| x.lane(lane));
-    if g1.body != g2.body && !apart(g1, g2, material.margin) {
+    if !apart(g1, g2, material.margin) {
         collide(model, [g1, g2], (material.margin, || material), (pair.condim, Some(k)), found, contacts)?;
     }
     Ok(())

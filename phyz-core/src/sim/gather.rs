@@ -97,8 +97,10 @@ pub struct ContactPoint<S: Scalar> {
     /// Where the contact is: the point midway between the surfaces, the normal from the first
     /// geom to the second, the tangents, and the penetration (MuJoCo's `dist` is its negative).
     pub frame: ContactFrame<S>,
-    /// Its first row in the constraint Jacobian (MuJoCo's `efc_address`): a pyramid's first edge.
-    pub row: usize,
+    /// Its first row in the constraint Jacobian (MuJoCo's `efc_address`): a pyramid's first
+    /// edge. `None` where no degree of freedom moves one geom against the other (MuJoCo's
+    /// `efc_address` −1): two geoms of one body that an explicit pair names.
+    pub row: Option<usize>,
 }
 
 /// The gathered constraints of one evaluation with their keys and Jacobian rows; cleared and
@@ -555,9 +557,11 @@ fn norm<S: Scalar>(x: &[S]) -> S {
     S::select(positive, S::select(positive, squared, S::one()).sqrt(), S::zero())
 }
 
-/// A slot of the contact buffer, evaluated in `S` with each lane's anchor: its rows, keys and
-/// numbers (not yet in the list).
-fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &mut Gather<S>) -> Gathered<S> {
+/// Slot `slot`'s contact: its frame in `S`, recorded in [`Gather::contacts`], and its
+/// constraint with its rows, or `None` where no degree of freedom moves one geom against the
+/// other (two geoms of one body, or of bodies welded together: an explicit pair's), which
+/// MuJoCo keeps in its contacts without constraint rows.
+fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &mut Gather<S>) -> Option<Gathered<S>> {
     let StageInput { model, kin, lanes, weights, .. } = *input;
     let lifted = slot.lift::<S>();
     let tangent_ref = match lifted.tangent_body {
@@ -575,6 +579,19 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
             (ContactFrame { normal: -frame.normal, tangents: [t1, -t2], ..frame }, [b, a])
         }
     };
+    // A lane without a contact here evaluated another lane's anchor at its own pose, which
+    // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
+    // reaches the lane's acceleration.
+    let keep = |x: S| S::select(lifted.present, x, S::zero());
+    let [normal, t1, t2] = [frame.normal, frame.tangents[0], frame.tangents[1]].map(|d| d.map(keep));
+    let kept = ContactFrame { point: frame.point.map(keep), normal, tangents: [t1, t2], depth: keep(frame.depth) };
+    let contact = ContactPoint { geoms: first.geoms, condim: first.condim, frame: kept, row: None };
+    // The same chain of degrees of freedom behind both geoms: they cannot move apart.
+    let tree = model.tree();
+    if tree.body_last_dof[a] == tree.body_last_dof[b] {
+        out.contacts.push(contact);
+        return None;
+    }
     let kind = contact_kind(first.condim);
     let (dim, nv) = (kind.dim(), model.nv());
     let directions = [frame.normal, frame.tangents[0], frame.tangents[1]];
@@ -582,28 +599,22 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         (0..lanes)
             .map(|l| slot.get(l).map(|c| Key::Contact { geoms: c.geoms, feature: c.feature, edge: 0, pair: c.pair })),
     );
-    out.set_columns(|c| model.tree().chains([a, b], c));
+    out.set_columns(|c| tree.chains([a, b], c));
     let (linear, angular) = out.begin_rows(dim).split_at_mut(dim.min(3) * nv);
     add_relative_rows(model, kin, [a, b], Some([&frame.point, &frame.point]), &directions[..dim.min(3)], linear);
     // Spin about the normal, then roll about the tangents: the relative angular velocity.
     add_relative_rows(model, kin, [a, b], None, &directions[..dim.saturating_sub(3)], angular);
     let row = out.commit_rows(dim);
-    // A lane without a contact here evaluated another lane's anchor at its own pose, which
-    // need not be finite (an upright cylinder's rim): its rows are zero, so nothing of it
-    // reaches the lane's acceleration.
-    let keep = |x: S| S::select(lifted.present, x, S::zero());
     for r in row..row + dim {
         out.rows.row_mut(r).1.iter_mut().for_each(|x| *x = keep(*x));
     }
-    let [normal, t1, t2] = directions.map(|d| d.map(keep));
-    let kept = ContactFrame { point: frame.point.map(keep), normal, tangents: [t1, t2], depth: keep(frame.depth) };
     let wrench = out.record_wrenches.then(|| {
         out.wrenches.push(RowWrenches::contact([a, b], kept.point, &[normal, t1, t2], dim));
         out.wrenches.len() - 1
     });
-    out.contacts.push(ContactPoint { geoms: first.geoms, condim: first.condim, frame: kept, row });
+    out.contacts.push(ContactPoint { row: Some(row), ..contact });
     let moving = |body: usize| (body != 0).then_some(body);
-    Gathered {
+    Some(Gathered {
         keys,
         kind,
         bodies: [moving(a), moving(b)],
@@ -614,7 +625,7 @@ fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &m
         present: lifted.present,
         tie: None,
         wrench,
-    }
+    })
 }
 
 /// A slot's material, live in the model's parameters, so that derivatives along the geoms' and
@@ -756,11 +767,10 @@ pub(super) fn gather<S: Scalar>(
             return Err(error);
         }
         for slot in detection.buffer.slots() {
-            let contact = contact_constraint(input, &slot, out);
-            if pyramidal {
-                push_pyramid(out, contact);
-            } else {
-                out.list.push(contact);
+            match contact_constraint(input, &slot, out) {
+                Some(contact) if pyramidal => push_pyramid(out, contact),
+                Some(contact) => out.list.push(contact),
+                None => {}
             }
         }
         out.detection = detection;
