@@ -61,6 +61,9 @@ pub struct Tree {
     /// and for bodies welded to it): where the body's chain starts, as MuJoCo walks
     /// `dof_parentid` from it.
     pub body_last_dof: Vec<Option<usize>>,
+    /// The body each body moves with: the nearest body on its path to the root that has joints
+    /// or is a mocap body, or the world (0) (MuJoCo's `body_weldid`).
+    pub body_weld: Vec<usize>,
 }
 
 impl Tree {
@@ -159,6 +162,11 @@ impl Tree {
             })
             .collect();
         let body_last_dof = body_link.iter().map(|link| link.and_then(|l: usize| last_dof[l])).collect();
-        Tree { links, body_link, dof_parent, dof_root, dof_link, body_last_dof }
+        let mut body_weld = vec![0; bodies.len()];
+        for (b, body) in bodies.iter().enumerate().skip(1) {
+            let moves = !body.joints().is_empty() || body.mocap().is_some();
+            body_weld[b] = if moves { b } else { body_weld[body.parent] };
+        }
+        Tree { links, body_link, dof_parent, dof_root, dof_link, body_last_dof, body_weld }
     }
 }
