@@ -364,7 +364,8 @@ fn contact_normals_point_from_the_first_geom_to_the_second() {
 /// An explicit pair of two geoms of one body collides, as MuJoCo collides every explicit pair
 /// whatever its bodies: the contact is in the step's contacts, without constraint rows (no
 /// degree of freedom moves the geoms apart; MuJoCo 4.0.1 gives it `efc_address` −1 and no
-/// `efc` row), and the acceleration is the one without the pair.
+/// `efc` row), and the acceleration is the one without the pair. So is a pair of the world and
+/// a static body.
 #[test]
 fn an_explicit_pair_on_one_body_touches_and_moves_nothing() {
     use phyz::sim::{Data, forward};
@@ -388,4 +389,13 @@ fn an_explicit_pair_on_one_body_touches_and_moves_nothing() {
     assert!(free.contacts().is_empty());
     assert_eq!(touching.constraint_jacobian().nrows(), 0);
     assert_eq!(touching.qacc(), free.qacc());
+    // The world's plane and a static body's sphere sunk into it: no degree of freedom either.
+    let xml = "<mujoco><worldbody><geom name='floor' type='plane' size='1 1 0.1'/>\
+        <body><geom name='c' type='sphere' size='0.1'/></body></worldbody>\
+        <contact><pair geom1='floor' geom2='c'/></contact></mujoco>";
+    let fixed = mjcf::parse(xml, "scene.xml").expect("valid");
+    let mut data = Data::default();
+    forward(&fixed, &fixed.default_state(), &[], &config, &mut data).expect("forward");
+    assert_eq!((data.contacts().len(), data.contacts()[0].row), (1, None));
+    assert_eq!(data.constraint_jacobian().nrows(), 0);
 }

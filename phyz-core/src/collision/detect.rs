@@ -200,9 +200,9 @@ impl Detector {
 }
 
 /// The contacts of explicit pair `k`, with its own parameters (batch lane `lane`'s). As MuJoCo,
-/// an explicit pair collides whatever its bodies: two geoms of one body touch too (their
-/// contact's rows are zero, and it moves nothing, but it is in the contacts, and a touch sensor
-/// reads it).
+/// an explicit pair collides whatever its bodies; where no degree of freedom can move its geoms
+/// apart (one body, bodies welded together, two bodies without degrees of freedom) the
+/// constraint stage keeps the contact without constraint rows.
 fn collide_explicit<S: Scalar>(
     model: &Model<S>,
     lane: usize,

@@ -159,8 +159,8 @@ fn site_transmission<S: Scalar>(
     add_relative_rows(model, kin, bodies, Some(points), &[ref_world.rot * linear], row.as_mut_slice());
     add_relative_rows(model, kin, bodies, None, &[ref_world.rot * angular], row.as_mut_slice());
     // MuJoCo leaves out the degrees of freedom on both sites' paths.
-    let last_dof = |body: usize| model.tree().body_link[body].and_then(|l| last_dof_of(model, l));
-    if let (Some(a), Some(b)) = (last_dof(site.0), last_dof(reference.0)) {
+    let last_dof = &model.tree().body_last_dof;
+    if let (Some(a), Some(b)) = (last_dof[site.0], last_dof[reference.0]) {
         let mut shared = common_dof(model, a, b);
         while let Some(d) = shared {
             row[d] = S::zero();
@@ -168,17 +168,6 @@ fn site_transmission<S: Scalar>(
         }
     }
     length
-}
-
-/// The last degree of freedom on the path from the root to link `link` (inclusive).
-fn last_dof_of<S: Scalar>(model: &Model<S>, mut link: usize) -> Option<usize> {
-    let links = &model.tree().links;
-    loop {
-        if links[link].dof_num > 0 {
-            return Some(links[link].dof_adr + links[link].dof_num - 1);
-        }
-        link = links[link].parent?;
-    }
 }
 
 /// The deepest degree of freedom on both the paths ending at `a` and at `b`.

@@ -57,9 +57,10 @@ pub struct Tree {
     pub dof_root: Vec<usize>,
     /// The link each degree of freedom belongs to.
     pub dof_link: Vec<usize>,
-    /// The last degree of freedom on the path from the root to each body (`None` for the world
-    /// and for bodies welded to it): where the body's chain starts, as MuJoCo walks
-    /// `dof_parentid` from it.
+    /// The last degree of freedom on the path from the root to each body (`None` where there is
+    /// none: the world, and bodies welded to it or to a mocap body): where the body's chain
+    /// starts, as MuJoCo walks `dof_parentid` from it. Two bodies with the same one cannot move
+    /// against each other.
     pub body_last_dof: Vec<Option<usize>>,
     /// The body each body moves with: the nearest body on its path to the root that has joints
     /// or is a mocap body, or the world (0) (MuJoCo's `body_weldid`).

@@ -85,7 +85,8 @@ impl<S: Scalar> Data<S> {
         out
     }
 
-    /// The contacts found, in the order of their rows (MuJoCo's `contact`).
+    /// The contacts found, in MuJoCo's order (MuJoCo's `contact`); those with rows in the order
+    /// of their rows.
     pub fn contacts(&self) -> &[ContactPoint<S>] {
         &self.gather.contacts
     }

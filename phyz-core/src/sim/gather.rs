@@ -92,14 +92,15 @@ pub struct ContactPoint<S: Scalar> {
     /// The geoms (global indices, MuJoCo's geom ids), first to second, in the first batch lane
     /// that has the contact.
     pub geoms: [usize; 2],
-    /// MuJoCo's contact dimension: which rows the contact has.
+    /// MuJoCo's contact dimension: which rows the contact has, if it has any.
     pub condim: u8,
     /// Where the contact is: the point midway between the surfaces, the normal from the first
     /// geom to the second, the tangents, and the penetration (MuJoCo's `dist` is its negative).
     pub frame: ContactFrame<S>,
     /// Its first row in the constraint Jacobian (MuJoCo's `efc_address`): a pyramid's first
     /// edge. `None` where no degree of freedom moves one geom against the other (MuJoCo's
-    /// `efc_address` −1): two geoms of one body that an explicit pair names.
+    /// `efc_address` −1): an explicit pair's geoms on one body, on bodies welded together, or on
+    /// two bodies without degrees of freedom.
     pub row: Option<usize>,
 }
 
@@ -108,7 +109,8 @@ pub struct ContactPoint<S: Scalar> {
 #[derive(Clone, Debug)]
 pub(super) struct Gather<S: Scalar> {
     pub list: Vec<Gathered<S>>,
-    /// The contacts among them, in the list's order.
+    /// Every contact found, in detection's order: those in the list, in its order, and those
+    /// without rows.
     pub contacts: Vec<ContactPoint<S>>,
     keys: Vec<Option<Key>>,
     /// Jacobian rows, each over the degrees of freedom its constraint reaches, in the list's
