@@ -313,7 +313,7 @@ fn forward_data_matches_mujoco_mjdata_at_contact_states() {
             }
             geometry = geometry.max((rows_j.to_dense() - want_j).amax());
             let want_forces: Vec<f64> = theirs_j.iter().map(|r| r[4]).collect();
-            solved = solved.max(relative(&data.constraint_forces(), &want_forces));
+            solved = solved.max(relative(&data.constraint_forces(&model), &want_forces));
         }
         eprintln!(
             "forward {name:<22} qacc_smooth {smooth:.1e}  contacts and J {geometry:.1e}  \

@@ -93,6 +93,13 @@ pub struct Point<'a, S> {
     pub act: &'a DVector<S>,
 }
 
+impl<S: Scalar> Point<'_, S> {
+    /// The batch lanes its positions and velocities hold (1 for a single environment).
+    pub fn lanes(&self) -> usize {
+        self.qpos.iter().chain(self.qvel.iter()).map(|x| x.lanes()).max().unwrap_or(1)
+    }
+}
+
 impl<S> State<S> {
     /// The state's [`Point`].
     pub fn point(&self) -> Point<'_, S> {

@@ -123,7 +123,7 @@ impl ContactState {
         if !constrained(model) {
             return Ok(false);
         }
-        let lanes = state.qpos.iter().chain(state.qvel.iter()).map(|x| x.lanes()).max().unwrap_or(1);
+        let lanes = state.point().lanes();
         self.weights(model, lanes, out)?;
         Ok(true)
     }

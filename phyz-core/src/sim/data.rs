@@ -49,8 +49,6 @@ pub struct Data<S: Scalar> {
     pub(super) noslip_ran: bool,
     /// The solve a batch scalar supplies for all its lanes, if it does.
     pub(super) solver: Option<Arc<dyn BatchSolver<S>>>,
-    /// The step the impulses are over.
-    pub(super) timestep: S,
 }
 
 impl<S: Scalar> Data<S> {
@@ -121,9 +119,9 @@ impl<S: Scalar> Data<S> {
     }
 
     /// The constraint forces on every row of [`Data::constraint_jacobian`] (MuJoCo's
-    /// `efc_force`): the solve's impulses over the step.
-    pub fn constraint_forces(&self) -> DVector<S> {
-        self.impulses() / self.timestep
+    /// `efc_force`): the solve's impulses over the step of `model`, the one evaluated.
+    pub fn constraint_forces(&self, model: &Model<S>) -> DVector<S> {
+        self.impulses() / model.timestep
     }
 
     /// The last solve's impulses on every gathered row, in `S`: each lane's from its own
@@ -150,7 +148,6 @@ impl<S: Scalar> Default for Data<S> {
         Data {
             smooth: Smooth::default(),
             qacc: DVector::zeros(0),
-            timestep: S::one(),
             bare: MassFactor::default(),
             gather: Gather::default(),
             problem: ContactProblem::from_rows(joint, None, &[], None, &SolverConfig::default()),

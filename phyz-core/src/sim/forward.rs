@@ -64,8 +64,7 @@ pub(super) fn evaluate<S: Scalar>(
 ) -> Result<(), StepError> {
     let StepInputs { model, ctrl, weights } = *step;
     let (q, v) = (point.qpos, point.qvel);
-    let lanes = q.iter().chain(v.iter()).map(|x| x.lanes()).max().unwrap_or(1);
-    data.timestep = model.timestep;
+    let lanes = point.lanes();
     data.smooth.position(model, q, extra_diagonal)?;
     match weights {
         Some(weights) => {
