@@ -1,6 +1,7 @@
 //! Rigid-body dynamics over any [`Scalar`](crate::Scalar): forward kinematics, inverse dynamics
-//! (RNEA), the mass matrix (CRBA) and its factorization, forward dynamics (ABA), passive and
-//! actuator forces, motion on the configuration manifold, and the integrators.
+//! (RNEA) and its analytical derivatives, the mass matrix (CRBA) and its factorization, forward
+//! dynamics (ABA), passive and actuator forces, motion on the configuration manifold, and the
+//! integrators.
 
 pub mod aba;
 pub mod actuation;
@@ -16,6 +17,7 @@ mod muscle;
 pub mod passive;
 pub mod position;
 pub mod rnea;
+pub mod rnea_derivatives;
 pub mod smooth;
 pub mod tendon;
 pub mod transmission;
@@ -28,5 +30,6 @@ pub use mass::{MassFactor, TreeMatrix};
 pub use passive::passive_forces;
 pub use position::{difference_position, integrate_position};
 pub use rnea::{add_link_forces, bias_forces, inverse_dynamics, rnea};
+pub use rnea_derivatives::RneaDerivatives;
 pub use smooth::Smooth;
 pub use tendon::{DofRow, TendonJacobian, TendonKinematics};
