@@ -31,6 +31,8 @@ pub enum DualError {
     Unconverged { residual: f64 },
     #[error("this thread is already recording a tape: a reverse-mode request cannot start its own inside it")]
     AlreadyRecording,
+    #[error("the analytical step Jacobians do not cover {what}: use the forward- or reverse-mode ones")]
+    NotAnalytical { what: &'static str },
     #[error("step {step}: {source}")]
     AtStep { step: usize, source: Box<DualError> },
 }

@@ -17,6 +17,7 @@
 //! `mjd_transitionFD`): a position perturbation is a velocity-like vector `δ` with
 //! `q(ε) = q ⊕ ε·δ`, so quaternions stay on the unit sphere and `A` is `2nv × 2nv`.
 
+mod analytical;
 mod check;
 mod error;
 mod forward;
@@ -25,6 +26,7 @@ mod parameter;
 mod reverse;
 mod rollout;
 
+pub use analytical::AnalyticalJacobians;
 pub use check::{CheckReport, check_rollout_gradient, check_step_jacobians, rollout_value};
 pub use error::DualError;
 pub use forward::{Seed, StateTangent, jvp, jvp_lanes, jvp_with};

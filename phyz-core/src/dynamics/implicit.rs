@@ -21,7 +21,7 @@ use super::fluid::{FluidDerivative, add_fluid_velocity_derivative};
 use super::kinematics::{Kinematics, LinkBuffers};
 use super::mass::MassFactor;
 use super::passive::damper_slope;
-use super::rnea::rnea;
+use super::rnea_derivatives::RneaDerivatives;
 use super::tendon::DofRow;
 use crate::Scalar;
 use crate::error::StepError;
@@ -42,23 +42,18 @@ pub struct ImplicitWork<S: Scalar> {
     matrix: DMatrix<S>,
     factor: MassFactor<S>,
     rhs: DVector<S>,
-    /// The Coriolis derivative's probe velocities and forces.
-    probe: DVector<S>,
-    plus: DVector<S>,
-    minus: DVector<S>,
+    /// The Coriolis derivative.
+    coriolis: RneaDerivatives<S>,
     fluid: FluidDerivative<S>,
 }
 
 impl<S: Scalar> Default for ImplicitWork<S> {
     fn default() -> Self {
-        let empty = || DVector::zeros(0);
         ImplicitWork {
             matrix: DMatrix::zeros(0, 0),
             factor: MassFactor::default(),
-            rhs: empty(),
-            probe: empty(),
-            plus: empty(),
-            minus: empty(),
+            rhs: DVector::zeros(0),
+            coriolis: RneaDerivatives::default(),
             fluid: FluidDerivative::default(),
         }
     }
@@ -86,7 +81,7 @@ impl<S: Scalar> ImplicitWork<S> {
         self.rhs.gemv(S::one(), mass, qacc, S::zero());
         copy_vector(qacc, &self.rhs);
         if coriolis {
-            self.add_coriolis_derivative(model, (kin, links), inputs.point.qvel, 0..nv);
+            self.add_coriolis_derivative(model, kin, inputs.point.qvel, 0..nv);
             lu_solve_in_place(&mut self.matrix, qacc);
             return Ok(());
         }
@@ -96,7 +91,7 @@ impl<S: Scalar> ImplicitWork<S> {
         // its 6 × 6 block is solved apart, with an LU.
         for joint in model.joints().iter().filter(|j| standalone_free_body(model, j.body)) {
             let block = joint.dof_adr()..joint.dof_adr() + 6;
-            self.add_coriolis_derivative(model, (kin, links), inputs.point.qvel, block.clone());
+            self.add_coriolis_derivative(model, kin, inputs.point.qvel, block.clone());
             let mut a: Matrix6<S> = self.matrix.fixed_view::<6, 6>(block.start, block.start).into_owned();
             let mut x: Vector6<S> = self.rhs.fixed_rows::<6>(block.start).into_owned();
             lu_solve_in_place(&mut a, &mut x);
@@ -106,26 +101,19 @@ impl<S: Scalar> ImplicitWork<S> {
     }
 
     /// Adds `h·∂C/∂v` to the columns `columns` of the matrix (`M − h·D` becomes
-    /// `M − h·(D − ∂C/∂v)` there). The bias force `C(q, v)` is quadratic in `v` (gravity aside),
-    /// so each column of its derivative is exact from two evaluations:
-    /// `∂C/∂v · e = (C(v + e) − C(v − e))/2`.
+    /// `M − h·(D − ∂C/∂v)` there), from the analytical derivatives of RNEA.
     fn add_coriolis_derivative(
         &mut self,
         model: &Model<S>,
-        (kin, links): (&Kinematics<S>, &mut LinkBuffers<S>),
+        kin: &Kinematics<S>,
         qvel: &DVector<S>,
         columns: Range<usize>,
     ) {
-        let scale = model.timestep * S::from_f64(0.5);
+        let h = model.timestep;
+        self.coriolis.velocity_columns(model, kin, qvel, columns.clone());
         for j in columns {
-            for (sign, out) in [(S::one(), &mut self.plus), (-S::one(), &mut self.minus)] {
-                copy_vector(&mut self.probe, qvel);
-                self.probe[j] += sign;
-                zero_vector(out, model.nv());
-                rnea(model, kin, &self.probe, None, links, out);
-            }
             for i in 0..model.nv() {
-                self.matrix[(i, j)] += (self.plus[i] - self.minus[i]) * scale;
+                self.matrix[(i, j)] += self.coriolis.dv[(i, j)] * h;
             }
         }
     }

@@ -196,6 +196,19 @@ impl<S: Scalar> MassFactor<S> {
 
     /// `x ← M⁻¹ x`.
     pub fn solve_in_place(&self, x: &mut DVector<S>) {
+        self.solve_slice(x.as_mut_slice());
+    }
+
+    /// `X ← M⁻¹ X`, column by column.
+    pub fn solve_columns(&self, x: &mut DMatrix<S>) {
+        let n = x.nrows();
+        if n > 0 {
+            x.as_mut_slice().chunks_exact_mut(n).for_each(|column| self.solve_slice(column));
+        }
+    }
+
+    /// `x ← M⁻¹ x` on one vector's entries.
+    fn solve_slice(&self, x: &mut [S]) {
         let n = x.len();
         let TreeMatrix { values, columns, start, .. } = &self.rows;
         let row = |k: usize| (&values[start[k]..start[k + 1]], &columns[start[k]..start[k + 1]]);

@@ -12,12 +12,14 @@
 //! Positions are in tangent coordinates, as the step's Jacobians are (`q ⊕ δ`: a quaternion
 //! turns by `δ` in its own frame, a free joint's position moves by `δ` in the world frame).
 
+use std::ops::Range;
+
 use nalgebra::{DMatrix, DVector};
 
 use super::kinematics::{Kinematics, LinkBuffers, dofs};
 use super::rnea::rnea;
 use crate::Scalar;
-use crate::math::{Force, Motion};
+use crate::math::{Force, Motion, zero_matrix, zero_vector};
 use crate::model::Model;
 
 /// The derivatives of inverse dynamics at one state, and the storage that computes them (reused
@@ -63,33 +65,47 @@ impl<S: Scalar> RneaDerivatives<S> {
     /// Computes `τ`, `∂τ/∂q` and `∂τ/∂q̇` at the configuration of `kin`, velocity `qvel` and
     /// acceleration `qacc`, under the model's gravity.
     pub fn compute(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: &DVector<S>) {
+        self.run(model, kin, qvel, Some(qacc), 0..model.nv());
+    }
+
+    /// Computes only the columns `columns` of `∂τ/∂q̇` (the rest of `dv` is zero; `dq` is left
+    /// empty, `tau` holds the bias forces): the derivative of the Coriolis and centrifugal forces,
+    /// which does not depend on the acceleration.
+    pub fn velocity_columns(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, columns: Range<usize>) {
+        self.run(model, kin, qvel, None, columns);
+    }
+
+    /// RNEA at the state, then the columns `columns` of `∂τ/∂q̇`, and of `∂τ/∂q` when `qacc` is
+    /// given.
+    fn run(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>, columns: Range<usize>) {
         let nv = model.nv();
-        self.tau.resize_vertically_mut(nv, S::zero());
-        rnea(model, kin, qvel, Some(qacc), &mut self.links, &mut self.tau);
+        zero_vector(&mut self.tau, nv);
+        rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
         self.prepare(model, kin, qvel, qacc);
-        self.dq.resize_mut(nv, nv, S::zero());
-        self.dv.resize_mut(nv, nv, S::zero());
-        self.dq.fill(S::zero());
-        self.dv.fill(S::zero());
-        for (j, link) in model.tree().links.iter().enumerate() {
+        let position = qacc.is_some();
+        let rows = if position { nv } else { 0 };
+        zero_matrix(&mut self.dq, rows, rows);
+        zero_matrix(&mut self.dv, nv, nv);
+        for d in columns {
+            let j = model.tree().dof_link[d];
+            let s = kin.subspace[j].cols()[d - model.tree().links[j].dof_adr];
             let (v_in, a_in) = self.inherited[j];
             let (v, jv) = (self.links.velocity[j], self.joint_velocity[j]);
-            for (k, s) in kin.subspace[j].cols().iter().enumerate() {
-                let d = link.dof_adr + k;
-                // Position: X_j turns by −δ S×, so what j inherits turns by `inherited × S`.
-                let dv_j = v_in.cross_motion(s);
-                let da_j = a_in.cross_motion(s) + dv_j.cross_motion(&jv);
+            if position {
+                // X_j turns by −δ S×, so what j inherits turns by `inherited × S`.
+                let dv_j = v_in.cross_motion(&s);
+                let da_j = a_in.cross_motion(&s) + dv_j.cross_motion(&jv);
                 let to_parent = s.cross_force(&self.links.force[j]);
                 self.column(model, kin, j, (dv_j, da_j), to_parent, d, true);
-                // Velocity: the joint's own velocity, and the bias acceleration it feeds.
-                let da_j = s.cross_motion(&jv) + v.cross_motion(s);
-                self.column(model, kin, j, (*s, da_j), Force::zero(), d, false);
             }
+            // The joint's own velocity, and the bias acceleration it feeds.
+            let da_j = s.cross_motion(&jv) + v.cross_motion(&s);
+            self.column(model, kin, j, (s, da_j), Force::zero(), d, false);
         }
     }
 
     /// Each link's joint velocity, inherited motion and momentum at the state (after RNEA).
-    fn prepare(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: &DVector<S>) {
+    fn prepare(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>) {
         let links = &model.tree().links;
         self.joint_velocity.clear();
         self.inherited.clear();
@@ -97,7 +113,7 @@ impl<S: Scalar> RneaDerivatives<S> {
         for (i, link) in links.iter().enumerate() {
             let (v, a) = (self.links.velocity[i], self.links.acceleration[i]);
             let jv = kin.subspace[i].apply(dofs(link, qvel));
-            let ja = kin.subspace[i].apply(dofs(link, qacc));
+            let ja = qacc.map_or_else(Motion::zero, |qacc| kin.subspace[i].apply(dofs(link, qacc)));
             self.joint_velocity.push(jv);
             self.inherited.push((v - jv, a - ja - v.cross_motion(&jv)));
             self.momentum.push(kin.inertia[i].mul_motion(&v));

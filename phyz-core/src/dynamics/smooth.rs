@@ -95,12 +95,19 @@ impl<S: Scalar> Smooth<S> {
     /// activations' rates, and the actuator and passive forces less the bias forces in
     /// [`Smooth::force`].
     pub fn forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
+        self.applied_forces(model, point, ctrl);
+        self.force -= rnea_bias(model, &self.kin, point.qvel, &mut self.links, &mut self.bias);
+    }
+
+    /// [`Smooth::forces`] without the bias forces: the activations' rates, and the actuator
+    /// and passive forces alone in [`Smooth::force`] (what the analytical derivatives of RNEA
+    /// leave to be differentiated), after the kinematics at the same point.
+    pub fn applied_forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
         let Point { qpos: q, qvel: v, act } = point;
         activation_rates(model, act, ctrl, &mut self.act_rate);
         let storage = (&self.kin, &mut self.moment_row, &mut self.links);
         set_actuator_forces(model, storage, point, (ctrl, &self.act_rate), &mut self.force);
         add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
-        self.force -= rnea_bias(model, &self.kin, v, &mut self.links, &mut self.bias);
     }
 
     /// The acceleration stage: the unconstrained acceleration `M⁻¹ f` from the factor and the

@@ -102,6 +102,13 @@ impl<S: Scalar> Data<S> {
         &self.smooth.force
     }
 
+    /// The factor the smooth stages solve with: `M` plus the integrator's extra diagonal
+    /// (`h·B`, Euler's implicit damping, where it applies), so that
+    /// `qacc_smooth = factor⁻¹ qfrc_smooth`.
+    pub fn smooth_factor(&self) -> &MassFactor<S> {
+        &self.smooth.factor
+    }
+
     /// The unconstrained acceleration (MuJoCo's `qacc_smooth`).
     pub fn qacc_smooth(&self) -> &DVector<S> {
         &self.smooth.acceleration

@@ -1,0 +1,92 @@
+//! Step Jacobians by stages (`AnalyticalJacobians`: analytical RNEA derivatives, the step's own
+//! mass factor, forward tangents through the light stages) against forward mode through the
+//! whole step (`step_jacobians`), on every gymnasium model, every reference model with
+//! activations, mocap bodies or sensors, and random trees with every kind of joint; all stepped
+//! with semi-implicit Euler, constraints off.
+
+mod common;
+
+use common::{Rng, TreeShape, entry_names, model_file, random_state, read_rows, state_from_row};
+use nalgebra::DMatrix;
+use phyz::Model;
+use phyz::dual::{AnalyticalJacobians, DualError, step_jacobians};
+use phyz::model::Integrator;
+use phyz::sim::ContactState;
+use phyz::State;
+
+/// Both are exact: they differ by rounding alone. Stated before measuring: 1e-10 of the largest
+/// entry of the matrix compared.
+const TOL: f64 = 1e-10;
+
+fn relative(ours: &DMatrix<f64>, theirs: &DMatrix<f64>) -> f64 {
+    (ours - theirs).amax() / theirs.amax().max(ours.amax()).max(f64::MIN_POSITIVE)
+}
+
+/// The largest relative difference of `A` and `B` between the two routes.
+fn compare(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> f64 {
+    let by_stages = AnalyticalJacobians::new(model).expect("Euler").at(state, ctrl, &mut ContactState::default()).expect("analytical");
+    let forward = step_jacobians(model, state, ctrl).expect("forward");
+    let (ours, theirs) = (&by_stages.next, &forward.next);
+    let same = (&ours.qpos - &theirs.qpos).amax().max((&ours.qvel - &theirs.qvel).amax()) <= 1e-12;
+    assert!(same, "the same step: {ours:?} against {theirs:?}");
+    relative(&by_stages.a, &forward.a).max(relative(&by_stages.b, &forward.b))
+}
+
+fn euler_without_constraints(mut model: Model<f64>) -> Model<f64> {
+    model.integrator = Integrator::Euler;
+    model.enabled.constraint = false;
+    model
+}
+
+#[test]
+fn by_stages_matches_forward_mode_on_the_reference_models() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut failures = Vec::new();
+    let names: Vec<String> = entry_names(&root.join("tests/reference"))
+        .into_iter()
+        .filter(|name| root.join("tests/reference").join(name).join("transition_A.csv").exists())
+        .collect();
+    assert!(names.len() >= 10, "{} reference models", names.len());
+    for name in &names {
+        let reference = root.join("tests/reference").join(name);
+        let model = euler_without_constraints(phyz::mjcf::load(model_file(name)).expect("model"));
+        let state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
+        let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
+        let error = compare(&model, &state, &ctrl[..model.nu()]);
+        eprintln!("{name:>26}: {error:.1e}");
+        if !(error <= TOL) {
+            failures.push(format!("{name}: {error:.1e}"));
+        }
+    }
+    assert!(failures.is_empty(), "by stages ≠ forward mode: {failures:?}");
+}
+
+#[test]
+fn by_stages_matches_forward_mode_on_random_trees() {
+    let mut rng = Rng::new(95);
+    for n in [1, 2, 4, 7, 11] {
+        for _ in 0..3 {
+            let model = TreeShape::random(n, &mut rng).model(&mut rng, Integrator::Euler);
+            let state = random_state(&model, &mut rng);
+            let ctrl: Vec<f64> = (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let error = compare(&model, &state, &ctrl);
+            assert!(error <= TOL, "tree of {n} bodies: {error:.1e}");
+        }
+    }
+}
+
+#[test]
+fn by_stages_refuses_what_it_does_not_cover() {
+    let mut model = phyz::mjcf::load(model_file("hopper")).expect("hopper");
+    model.integrator = Integrator::Rk4;
+    assert!(matches!(AnalyticalJacobians::new(&model), Err(DualError::NotAnalytical { .. })));
+    // Hopper sunk a metre into the floor: contact rows act.
+    model.integrator = Integrator::Euler;
+    let mut state = model.default_state();
+    state.qpos[1] -= 1.0;
+    let ctrl = vec![0.0; model.nu()];
+    let mut jacobians = AnalyticalJacobians::new(&model).expect("Euler");
+    let result = jacobians.at(&state, &ctrl, &mut ContactState::default());
+    assert!(matches!(result, Err(DualError::NotAnalytical { .. })), "{result:?}");
+}
+
