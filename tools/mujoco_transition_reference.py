@@ -24,7 +24,7 @@ mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured insid
 command's own timing line), and the agreement of the two.
 
 Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR] [MODEL ...]  (only these)
-        python3 tools/mujoco_transition_reference.py --bench [--constraints] [--reps N] hopper walker2d ant humanoid
+        python3 tools/mujoco_transition_reference.py --bench [--constraints] [--reps N] [--mode M] hopper walker2d ant humanoid
 """
 
 import argparse
@@ -115,10 +115,10 @@ def reference(gym_dir, only):
         print(f"{name}: A {a.shape}, B {b.shape}")
 
 
-def bench(gym_dir, names, reps, constraints):
+def bench(gym_dir, names, reps, constraints, mode):
     phyz = os.path.join(REPO, "target", "release", "phyz")
     print(f"MuJoCo {mujoco.__version__} mjd_transitionFD (centred, eps {EPS}) vs phyz exact step Jacobians; "
-          f"constraints {'on' if constraints else 'off'}, median of {reps}")
+          f"constraints {'on' if constraints else 'off'}, phyz's {mode} route, median of {reps}")
     print()
     print("| model | nv | nu | contacts and limits | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | max abs difference |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -141,7 +141,8 @@ def bench(gym_dir, names, reps, constraints):
             for f, values in ((qpos, d.qpos), (qvel, d.qvel), (ctrl, d.ctrl)):
                 with open(f, "w") as fh:
                     fh.write(",".join(fmt(x) for x in values) + "\n")
-            args = [phyz, "jacobian", path, "--qpos", qpos, "--qvel", qvel, "--out", out, "--euler", "--reps", str(reps)]
+            args = [phyz, "jacobian", path, "--qpos", qpos, "--qvel", qvel, "--out", out, "--euler", "--reps", str(reps),
+                    "--mode", mode]
             if not constraints:
                 args.append("--no-constraints")
             if m.nu:
@@ -159,11 +160,13 @@ def main():
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--constraints", action="store_true", help="benchmark with contacts and limits on")
+    parser.add_argument("--mode", default="reverse", choices=["reverse", "forward", "stages"],
+                        help="how phyz computes its Jacobians (`phyz jacobian --mode`)")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     route_warnings()
     if args.bench:
-        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps, args.constraints)
+        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps, args.constraints, args.mode)
     else:
         reference(args.gym_dir, set(args.models))
 

@@ -5,8 +5,9 @@
 //! mass matrix, its factor, RNEA and the solve again. Here the step is taken once in `f64`, and
 //! its derivative is assembled stage by stage:
 //!
+//! - the kinematics' tangents written from the `f64` kinematics (`Kinematics::set_along`);
 //! - the applied forces (actuators, passive forces, activation rates) by `DualSVec64<8>` tangents
-//!   through kinematics and those forces only, eight columns per pass;
+//!   through those forces only, eight columns per pass;
 //! - inverse dynamics by its analytical derivatives ([`RneaDerivatives`]);
 //! - the acceleration by the implicit function theorem on `K·q̈ = f(q, v, act, u) − C(q, v)`,
 //!   `K = M + h·B` (Euler's implicit damping), with the step's own factor of `K`:
@@ -22,8 +23,9 @@ use num_dual::DualSVec64;
 use crate::DualError;
 use crate::jacobian::StepJacobians;
 use phyz_core::dynamics::passive::damper_slope;
+use phyz_core::dynamics::actuation::integrate_activations;
 use phyz_core::dynamics::{RneaDerivatives, Smooth, difference_position, integrate_position};
-use phyz_core::model::{Integrator, Point};
+use phyz_core::model::{Integrator, JointKind, Point};
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Arithmetic, Model, State, Tangents};
 
@@ -75,10 +77,14 @@ impl AnalyticalJacobians {
         let mut dqacc = DMatrix::zeros(nv, columns);
         let mut drate = DMatrix::zeros(na, columns);
         self.smooth.prepare(&self.lanes, &state.cast());
-        for start in (0..columns).step_by(LANES) {
-            let seeds = Seeds::new(model, start, columns);
+        for (start, end) in passes(nv, columns) {
+            let seeds = Seeds::new(model, start, end);
             let (q, v, act, u) = seeds.lift(&self.lanes, state, ctrl);
-            self.smooth.kin.update(&self.lanes, &q);
+            // Kinematics depend on the position alone: after the position's columns, once.
+            if start <= nv {
+                let columns: Vec<usize> = (start..end.min(nv)).collect();
+                self.smooth.kin.set_along(&self.lanes, data.kinematics(), &q, &columns);
+            }
             self.smooth.applied_forces(&self.lanes, Point { qpos: &q, qvel: &v, act: &act }, &u);
             let mut force = self.smooth.force.clone();
             if model.enabled.euler_damp && model.enabled.damper {
@@ -110,42 +116,102 @@ impl AnalyticalJacobians {
 
     /// The next state's tangents (`q'` in tangent coordinates, `v'`, `act'`) along every
     /// column, given the acceleration's (`dqacc`) and the activation rates' (`drate`):
-    /// `v' = v + h q̈`, `q' = q ⊕ h v'` and the activations' update, by tangents through them.
+    /// `v' = v + h q̈`, then `q' = q ⊕ h v'` and the activations' update through their
+    /// per-joint and per-actuator maps ([`Integration`]).
     fn integration(&self, state: &State<f64>, dqacc: &DMatrix<f64>, drate: &DMatrix<f64>) -> DMatrix<f64> {
-        let (model, lanes) = (&self.model, &self.lanes);
-        let (nv, na) = (model.nv(), model.na());
-        let columns = dqacc.ncols();
-        let h = model.timestep;
-        let next = &self.workspace.next;
-        let rate = self.workspace.data.act_dot();
-        let mut jac = DMatrix::zeros(2 * nv + na, columns);
-        for start in (0..columns).step_by(LANES) {
-            let seeds = Seeds::new(model, start, columns);
-            let (q, v, act, _) = seeds.lift(lanes, state, &[]);
-            // `value` with the tangents `from + scale·tangents` along this pass's columns.
-            let along = |value: &DVector<f64>, from: &DVector<Lanes>, scale: f64, tangents: &DMatrix<f64>| {
-                DVector::from_fn(value.len(), |i, _| {
-                    let mut x = Lanes::from_f64(value[i]);
-                    for k in 0..seeds.count {
-                        x.set_tangent(0, k, from[i].tangent(0, k) + scale * tangents[(i, start + k)]);
-                    }
-                    x
-                })
-            };
-            let v_next = along(&next.qvel, &v, h, dqacc);
-            let q_next = integrate_position(lanes, &q, &v_next, Lanes::from_f64(h));
-            let dq = difference_position(lanes, &q_next, &next.qpos.map(Lanes::from_f64));
-            let rate = along(rate, &DVector::zeros(na), 1.0, drate);
-            let act_now = DVector::from_fn(na, |i, _| act[i]);
-            let mut act_next = DVector::zeros(na);
-            phyz_core::dynamics::actuation::integrate_activations(lanes, &act_now, &rate, &mut act_next);
-            for k in 0..seeds.count {
-                let column = dq.iter().chain(v_next.iter()).chain(act_next.iter()).map(|x| x.tangent(0, k));
-                jac.column_mut(start + k).iter_mut().zip(column).for_each(|(j, t)| *j = t);
+        let (nv, na) = (self.model.nv(), self.model.na());
+        let h = self.model.timestep;
+        let maps = Integration::new(&self.lanes, h, (state, &self.workspace.next), self.workspace.data.act_dot());
+        let mut jac = DMatrix::zeros(2 * nv + na, dqacc.ncols());
+        for c in 0..dqacc.ncols() {
+            for i in 0..nv {
+                jac[(nv + i, c)] = f64::from(c == nv + i) + h * dqacc[(i, c)];
+            }
+            for i in 0..nv {
+                let (start, size) = maps.block[i];
+                jac[(i, c)] = (0..size)
+                    .map(|k| {
+                        let dq = f64::from(c == start + k);
+                        maps.position[(i, k)] * dq + maps.velocity[(i, k)] * jac[(nv + start + k, c)]
+                    })
+                    .sum();
+            }
+            for k in 0..na {
+                let dact = f64::from(c == 2 * nv + k);
+                jac[(2 * nv + k, c)] = maps.activation[(k, 0)] * dact + maps.activation[(k, 1)] * drate[(k, c)];
             }
         }
         jac
     }
+}
+
+/// The integration's derivatives. `q' = q ⊕ h v'` moves each joint alone, and within a joint
+/// each block of at most three coordinates (a free joint's translation, a rotation) alone, so
+/// one forward pass that seeds coordinate `k` of every block in tangent lane `k` gives every
+/// block's derivative at once; likewise each activation moves alone, with its own rate.
+struct Integration {
+    /// Each degree of freedom's block: its first degree of freedom and size.
+    block: Vec<(usize, usize)>,
+    /// `∂q'_i/∂q_{start+k}` and `∂q'_i/∂v'_{start+k}` at `(i, k)`, in tangent coordinates.
+    position: DMatrix<f64>,
+    velocity: DMatrix<f64>,
+    /// Per activation: `∂act'/∂act` and `∂act'/∂rate`.
+    activation: DMatrix<f64>,
+}
+
+impl Integration {
+    /// At the step from `state` to `next` (timestep `h`) at the activation rates `rate`.
+    fn new(lanes: &Model<Lanes>, h: f64, (state, next): (&State<f64>, &State<f64>), rate: &DVector<f64>) -> Self {
+        let (nv, na) = (lanes.nv(), lanes.na());
+        let mut block = vec![(0, 1); nv];
+        for joint in lanes.joints() {
+            let d = joint.dof_adr();
+            let blocks: &[(usize, usize)] = match joint.kind() {
+                JointKind::Hinge | JointKind::Slide => &[(0, 1)],
+                JointKind::Ball => &[(0, 3)],
+                JointKind::Free => &[(0, 3), (3, 3)],
+            };
+            for &(offset, size) in blocks {
+                block[d + offset..d + offset + size].fill((d + offset, size));
+            }
+        }
+        let seeded = |i: usize, value: f64| {
+            let mut x = Lanes::from_f64(value);
+            x.set_tangent(0, i - block[i].0, 1.0);
+            x
+        };
+        let lift = |x: &DVector<f64>| x.map(Lanes::from_f64);
+        let h = Lanes::from_f64(h);
+        let moved = |q: &DVector<Lanes>, v: &DVector<Lanes>| {
+            let q_next = integrate_position(lanes, q, v, h);
+            difference_position(lanes, &q_next, &lift(&next.qpos))
+        };
+        let delta = DVector::from_fn(nv, |i, _| seeded(i, 0.0));
+        let q_moved = integrate_position(lanes, &lift(&state.qpos), &delta, Lanes::from_f64(1.0));
+        let by_position = moved(&q_moved, &lift(&next.qvel));
+        let by_velocity = moved(&lift(&state.qpos), &DVector::from_fn(nv, |i, _| seeded(i, next.qvel[i])));
+        let tangents = |x: &DVector<Lanes>| DMatrix::from_fn(nv, 3, |i, k| x[i].tangent(0, k));
+        let (position, velocity) = (tangents(&by_position), tangents(&by_velocity));
+        // Activations: lane 0 along every activation, lane 1 along every rate.
+        let along = |x: &DVector<f64>, lane: usize| {
+            x.map(|value| {
+                let mut y = Lanes::from_f64(value);
+                y.set_tangent(0, lane, 1.0);
+                y
+            })
+        };
+        let mut act_next = DVector::zeros(na);
+        integrate_activations(lanes, &along(&state.act, 0), &along(rate, 1), &mut act_next);
+        let activation = DMatrix::from_fn(na, 2, |k, lane| act_next[k].tangent(0, lane));
+        Integration { block, position, velocity, activation }
+    }
+}
+
+/// The column ranges of the forward passes: the position's columns `0..nv` first, then the
+/// rest, at most [`LANES`] each (so that no pass mixes the two).
+fn passes(nv: usize, columns: usize) -> impl Iterator<Item = (usize, usize)> {
+    let chunks = |from: usize, to: usize| (from..to).step_by(LANES).map(move |s| (s, (s + LANES).min(to)));
+    chunks(0, nv).chain(chunks(nv, columns))
 }
 
 /// Unit directions for the columns `start..start + count` of a step's Jacobian: the state
@@ -158,8 +224,8 @@ struct Seeds {
 }
 
 impl Seeds {
-    fn new(model: &Model<f64>, start: usize, columns: usize) -> Self {
-        Seeds { start, count: LANES.min(columns - start), nv: model.nv(), na: model.na() }
+    fn new(model: &Model<f64>, start: usize, end: usize) -> Self {
+        Seeds { start, count: end - start, nv: model.nv(), na: model.na() }
     }
 
     /// Tangent `k` of entry `i` of the block that begins at column `offset`.

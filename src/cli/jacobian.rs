@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use nalgebra::DMatrix;
-use phyz::dual::{ReverseJacobians, step_jacobians_lanes};
+use phyz::dual::{AnalyticalJacobians, ReverseJacobians, step_jacobians_lanes};
 
 use super::csv::read_vector;
 use super::start::StartArgs;
@@ -29,8 +29,10 @@ pub struct JacobianArgs {
     /// Evaluate the Jacobians this many times and print the median time of one evaluation.
     #[arg(long, default_value_t = 1)]
     reps: usize,
-    /// How the Jacobians are computed: by rows (reverse mode, one tape sweep per eight rows)
-    /// or by columns (forward mode, dual numbers, eight columns per pass).
+    /// How the Jacobians are computed: by rows (reverse mode, one tape sweep per eight rows),
+    /// by columns (forward mode, dual numbers, eight columns per pass), or by stages (the step
+    /// in `f64`, inverse dynamics differentiated analytically; Euler steps without constraint
+    /// rows only).
     #[arg(long, value_enum, default_value_t = Mode::Reverse)]
     mode: Mode,
     /// Output JSON: `{"A": [[…], …], "B": [[…], …]}`, rows of `A` (2nv × 2nv) then of `B`
@@ -39,11 +41,12 @@ pub struct JacobianArgs {
     out: PathBuf,
 }
 
-/// Reverse or forward mode.
+/// Reverse mode, forward mode, or by stages.
 #[derive(Clone, Copy, ValueEnum)]
 enum Mode {
     Reverse,
     Forward,
+    Stages,
 }
 
 /// A matrix as a JSON array of rows, every number exactly (shortest round-trip form).
@@ -53,6 +56,13 @@ fn json_rows(m: &DMatrix<f64>) -> String {
         .map(|r| format!("[{}]", r.iter().map(|x| format!("{x:e}")).collect::<Vec<_>>().join(", ")))
         .collect();
     format!("[{}]", rows.join(",\n  "))
+}
+
+/// The evaluator a mode sets up once for all repetitions.
+enum Route<'m> {
+    Rows(ReverseJacobians<'m>),
+    Columns,
+    Stages(Box<AnalyticalJacobians>),
 }
 
 pub fn run(args: JacobianArgs) -> Result<(), CliError> {
@@ -69,15 +79,17 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     let mut times = Vec::with_capacity(args.reps.max(1));
     let mut jac = None;
     // As an iLQR sweep evaluates them: one model, many states.
-    let mut reverse = match args.mode {
-        Mode::Reverse => Some(ReverseJacobians::new(&model, &[])?),
-        Mode::Forward => None,
+    let mut route = match args.mode {
+        Mode::Reverse => Route::Rows(ReverseJacobians::new(&model, &[])?),
+        Mode::Forward => Route::Columns,
+        Mode::Stages => Route::Stages(Box::new(AnalyticalJacobians::new(&model)?)),
     };
     for _ in 0..args.reps.max(1) {
         let started = std::time::Instant::now();
-        jac = Some(match &mut reverse {
-            Some(rows) => rows.at(&state, &ctrl, &mut contact.clone())?,
-            None => step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?,
+        jac = Some(match &mut route {
+            Route::Rows(rows) => rows.at(&state, &ctrl, &mut contact.clone())?,
+            Route::Columns => step_jacobians_lanes::<8>(&model, &state, &ctrl, &[], &mut contact.clone())?,
+            Route::Stages(stages) => stages.at(&state, &ctrl, &mut contact.clone())?,
         });
         times.push(started.elapsed().as_secs_f64());
     }

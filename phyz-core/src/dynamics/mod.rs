@@ -12,6 +12,7 @@ pub mod gravcomp;
 pub mod implicit;
 pub mod integrator;
 pub mod kinematics;
+mod kinematics_tangents;
 pub mod mass;
 mod muscle;
 pub mod passive;

@@ -28,6 +28,34 @@ pub fn skew<S: Scalar>(v: &Vector3<S>) -> Matrix3<S> {
     Matrix3::new(z, -v.z, v.y, v.z, z, -v.x, -v.y, v.x, z)
 }
 
+/// `a·b` for 3×3 matrices, written out entry by entry: nalgebra's generic product runs its
+/// BLAS-like kernel, which at this size costs several times the arithmetic (and far more for
+/// dual numbers, whose every product and zero test is a vector operation).
+#[inline]
+pub fn mat3_mul<S: Scalar>(a: &Matrix3<S>, b: &Matrix3<S>) -> Matrix3<S> {
+    Matrix3::from_fn(|i, j| a[(i, 0)] * b[(0, j)] + a[(i, 1)] * b[(1, j)] + a[(i, 2)] * b[(2, j)])
+}
+
+/// `a·v`, written out (see [`mat3_mul`]).
+#[inline]
+pub fn mat3_apply<S: Scalar>(a: &Matrix3<S>, v: &Vector3<S>) -> Vector3<S> {
+    Vector3::new(
+        a[(0, 0)] * v.x + a[(0, 1)] * v.y + a[(0, 2)] * v.z,
+        a[(1, 0)] * v.x + a[(1, 1)] * v.y + a[(1, 2)] * v.z,
+        a[(2, 0)] * v.x + a[(2, 1)] * v.y + a[(2, 2)] * v.z,
+    )
+}
+
+/// `aᵀ·v`, written out without forming the transpose (see [`mat3_mul`]).
+#[inline]
+pub fn mat3_apply_transpose<S: Scalar>(a: &Matrix3<S>, v: &Vector3<S>) -> Vector3<S> {
+    Vector3::new(
+        a[(0, 0)] * v.x + a[(1, 0)] * v.y + a[(2, 0)] * v.z,
+        a[(0, 1)] * v.x + a[(1, 1)] * v.y + a[(2, 1)] * v.z,
+        a[(0, 2)] * v.x + a[(1, 2)] * v.y + a[(2, 2)] * v.z,
+    )
+}
+
 /// Euclidean length, written with `Arithmetic::sqrt` (nalgebra's `norm` needs `RealField`).
 #[inline]
 pub fn norm<S: Scalar>(v: &Vector3<S>) -> S {

@@ -2,7 +2,7 @@
 
 use nalgebra::{Matrix3, Matrix6, Vector3};
 
-use super::{Force, Motion, Quat, skew};
+use super::{Force, Motion, Quat, mat3_apply, mat3_apply_transpose, mat3_mul, skew};
 use crate::Scalar;
 
 /// The pose of a child frame in a parent frame: `rot` maps child coordinates to parent
@@ -38,55 +38,54 @@ impl<S: Scalar> Pose<S> {
     /// Rotation `rot` about the point `anchor` (fixed by the motion).
     #[inline]
     pub fn rotation_about(rot: Matrix3<S>, anchor: &Vector3<S>) -> Self {
-        let pos = anchor - rot * anchor;
+        let pos = anchor - mat3_apply(&rot, anchor);
         Pose::new(rot, pos)
     }
 
     /// `self ∘ child`: the pose of `child`'s frame in `self`'s parent frame.
     #[inline]
     pub fn compose(&self, child: &Pose<S>) -> Pose<S> {
-        Pose::new(self.rot * child.rot, self.rot * child.pos + self.pos)
+        Pose::new(mat3_mul(&self.rot, &child.rot), mat3_apply(&self.rot, &child.pos) + self.pos)
     }
 
     /// The pose of the parent in the child frame.
     #[inline]
     pub fn inverse(&self) -> Pose<S> {
-        let rt = self.rot.transpose();
-        Pose::new(rt, -(rt * self.pos))
+        Pose::new(self.rot.transpose(), -mat3_apply_transpose(&self.rot, &self.pos))
     }
 
     /// A point given in child coordinates, in parent coordinates.
     #[inline]
     pub fn transform_point(&self, x: &Vector3<S>) -> Vector3<S> {
-        self.rot * x + self.pos
+        mat3_apply(&self.rot, x) + self.pos
     }
 
     /// A motion vector given in parent coordinates, in child coordinates.
     #[inline]
     pub fn motion_to_child(&self, m: &Motion<S>) -> Motion<S> {
-        let rt = self.rot.transpose();
-        Motion::new(rt * m.ang, rt * (m.lin + m.ang.cross(&self.pos)))
+        let rt = |v: &Vector3<S>| mat3_apply_transpose(&self.rot, v);
+        Motion::new(rt(&m.ang), rt(&(m.lin + m.ang.cross(&self.pos))))
     }
 
     /// A motion vector given in child coordinates, in parent coordinates.
     #[inline]
     pub fn motion_to_parent(&self, m: &Motion<S>) -> Motion<S> {
-        let ang = self.rot * m.ang;
-        Motion::new(ang, self.rot * m.lin + self.pos.cross(&ang))
+        let ang = mat3_apply(&self.rot, &m.ang);
+        Motion::new(ang, mat3_apply(&self.rot, &m.lin) + self.pos.cross(&ang))
     }
 
     /// A force vector given in child coordinates, in parent coordinates.
     #[inline]
     pub fn force_to_parent(&self, f: &Force<S>) -> Force<S> {
-        let lin = self.rot * f.lin;
-        Force::new(self.rot * f.ang + self.pos.cross(&lin), lin)
+        let lin = mat3_apply(&self.rot, &f.lin);
+        Force::new(mat3_apply(&self.rot, &f.ang) + self.pos.cross(&lin), lin)
     }
 
     /// A force vector given in parent coordinates, in child coordinates.
     #[inline]
     pub fn force_to_child(&self, f: &Force<S>) -> Force<S> {
-        let rt = self.rot.transpose();
-        Force::new(rt * (f.ang - self.pos.cross(&f.lin)), rt * f.lin)
+        let rt = |v: &Vector3<S>| mat3_apply_transpose(&self.rot, v);
+        Force::new(rt(&(f.ang - self.pos.cross(&f.lin))), rt(&f.lin))
     }
 
     /// The 6×6 matrix `X` of [`Pose::motion_to_child`]. Its transpose maps child forces to the
