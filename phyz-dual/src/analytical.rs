@@ -96,8 +96,8 @@ impl AnalyticalJacobians {
                 }
             }
             for k in 0..seeds.count {
-                dqacc.set_column(start + k, &force.map(|x| x.tangent(0, k)));
-                drate.set_column(start + k, &self.smooth.act_rate.map(|x| x.tangent(0, k)));
+                dqacc.column_mut(start + k).zip_apply(&force, |d, x| *d = x.tangent(0, k));
+                drate.column_mut(start + k).zip_apply(&self.smooth.act_rate, |d, x| *d = x.tangent(0, k));
             }
         }
         dqacc.columns_mut(0, nv).zip_apply(&self.rnea.dq, |x, d| *x -= d);

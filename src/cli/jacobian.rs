@@ -58,6 +58,12 @@ fn json_rows(m: &DMatrix<f64>) -> String {
     format!("[{}]", rows.join(",\n  "))
 }
 
+/// The median of `times` (seconds), in microseconds.
+fn median_micros(times: &mut [f64]) -> f64 {
+    times.sort_by(f64::total_cmp);
+    1e6 * times[times.len() / 2]
+}
+
 /// The evaluator a mode sets up once for all repetitions.
 enum Route<'m> {
     Rows(ReverseJacobians<'m>),
@@ -97,14 +103,23 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     if jac.a.iter().chain(jac.b.iter()).any(|x| !x.is_finite()) {
         return Err("the step Jacobians are not finite at this state".into());
     }
-    times.sort_by(f64::total_cmp);
-    let median_us = 1e6 * times[times.len() / 2];
+    let median_us = median_micros(&mut times);
+    // One step from the same state, timed the same way: what the Jacobians cost in steps.
+    let mut workspace = phyz::sim::Workspace::default();
+    let step_times: Vec<f64> = (0..args.reps.max(1))
+        .map(|_| {
+            let started = std::time::Instant::now();
+            phyz::sim::step_in(&model, &state, &ctrl, &mut contact.clone(), &mut workspace).map(|()| started.elapsed().as_secs_f64())
+        })
+        .collect::<Result<_, _>>()?;
+    let step_us = median_micros(&mut step_times.clone());
     let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut out = BufWriter::new(file);
     writeln!(out, "{{\"A\": {},\n\"B\": {}}}", json_rows(&jac.a), json_rows(&jac.b))?;
     out.flush()?;
     println!(
-        "A {}x{}, B {}x{} written to {} ({} contacts, {} limits); median {median_us:.1} µs per evaluation of {}",
+        "A {}x{}, B {}x{} written to {} ({} contacts, {} limits); median {median_us:.1} µs per evaluation of {} \
+         (one step: {step_us:.2} µs, {:.1} steps)",
         jac.a.nrows(),
         jac.a.ncols(),
         jac.b.nrows(),
@@ -112,7 +127,8 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
         args.out.display(),
         jac.info.contacts,
         jac.info.limits,
-        times.len()
+        times.len(),
+        median_us / step_us
     );
     Ok(())
 }

@@ -209,22 +209,20 @@ impl<S: Scalar> MassFactor<S> {
 
     /// `x ← M⁻¹ x` on one vector's entries.
     fn solve_slice(&self, x: &mut [S]) {
-        let n = x.len();
         let TreeMatrix { values, columns, start, .. } = &self.rows;
-        let row = |k: usize| (&values[start[k]..start[k + 1]], &columns[start[k]..start[k + 1]]);
+        let n = x.len().min(start.len().saturating_sub(1));
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
-            let (values, columns) = row(k);
-            let xk = x[k];
-            for (&l, &c) in values.iter().zip(columns).skip(1) {
+            let (range, xk) = (start[k] + 1..start[k + 1], x[k]);
+            for (&l, &c) in values[range.clone()].iter().zip(&columns[range]) {
                 x[c] -= l * xk;
             }
         }
         // x ← D⁻¹ x, then x ← L⁻¹ x
         for k in 0..n {
-            let (values, columns) = row(k);
-            let below = values.iter().zip(columns).skip(1).fold(S::zero(), |sum, (&l, &c)| sum + l * x[c]);
-            x[k] = x[k] / values[0] - below;
+            let range = start[k] + 1..start[k + 1];
+            let below = values[range.clone()].iter().zip(&columns[range]).fold(S::zero(), |sum, (&l, &c)| sum + l * x[c]);
+            x[k] = x[k] / values[start[k]] - below;
         }
     }
 }
