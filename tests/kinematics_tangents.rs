@@ -9,7 +9,7 @@ use common::{Rng, TreeShape, entry_names, model_file, random_state};
 use nalgebra::DVector;
 use phyz::Model;
 use phyz::dual::DualSVec64;
-use phyz::dynamics::{Kinematics, forward_kinematics, integrate_position};
+use phyz::dynamics::{DofRow, Kinematics, forward_kinematics, integrate_position};
 use phyz::model::Integrator;
 use phyz::{Arithmetic, BatchLanes, Tangents};
 
@@ -18,12 +18,22 @@ type D = DualSVec64<8>;
 /// Both are exact: stated before measuring, they agree to 1e-12 of the largest number compared.
 const TOL: f64 = 1e-12;
 
-/// Every number of the kinematics, value then tangents.
-fn numbers(kin: &Kinematics<D>, lanes: usize) -> Vec<f64> {
+/// Every number of the kinematics (the tendons' Jacobians as their products with each unit
+/// velocity), value then tangents.
+fn numbers(model: &Model<D>, kin: &Kinematics<D>, lanes: usize) -> Vec<f64> {
     let poses = kin.local.iter().chain(&kin.world).chain(&kin.rooted).flat_map(|p| p.rot.iter().chain(p.pos.iter()));
     let motions = kin.dof_motion.iter().flat_map(|m| m.ang.iter().chain(m.lin.iter()));
-    let tendons = kin.tendons.length.iter();
-    poses.chain(motions).chain(tendons).flat_map(|x| std::iter::once(x.lane(0)).chain((0..lanes).map(|k| x.tangent(0, k)))).collect()
+    let nv = model.nv();
+    let unit = |i: usize| DVector::from_fn(nv, |k, _| D::from_f64(f64::from(k == i)));
+    let rows: Vec<D> = (0..model.tendons().len())
+        .flat_map(|t| (0..nv).map(move |i| kin.tendons.jacobian(model, t).dot(model, &unit(i))))
+        .collect();
+    let tendons = kin.tendons.length.iter().chain(rows.iter());
+    poses
+        .chain(motions)
+        .chain(tendons)
+        .flat_map(|x| std::iter::once(x.lane(0)).chain((0..lanes).map(|k| x.tangent(0, k))))
+        .collect()
 }
 
 fn largest_difference(model: &Model<f64>, rng: &mut Rng) -> f64 {
@@ -45,7 +55,7 @@ fn largest_difference(model: &Model<f64>, rng: &mut Rng) -> f64 {
         let recomputed = forward_kinematics(&lanes, &q);
         let mut written = Kinematics::default();
         written.set_along(&lanes, &kin, &q, &columns);
-        let (a, b) = (numbers(&recomputed, columns.len()), numbers(&written, columns.len()));
+        let (a, b) = (numbers(&lanes, &recomputed, columns.len()), numbers(&lanes, &written, columns.len()));
         assert_eq!(a.len(), b.len());
         let scale = a.iter().fold(1.0f64, |m, x| m.max(x.abs()));
         worst = worst.max(a.iter().zip(&b).fold(0.0f64, |m, (x, y)| m.max((x - y).abs())) / scale);

@@ -14,19 +14,23 @@
 //!   `dq̈ = K⁻¹ (∂f − ∂RNEA(q, v, q̈) − h ∂B·q̈)`, no new factorization;
 //! - the integration (`q ⊕ h v'`, the activations) by tangents through it alone.
 //!
-//! It covers the semi-implicit Euler step without constraint rows (contacts, limits and
-//! equalities are refused at the states where they act, as other integrators are refused).
+//! Where constraint rows act, the constraint stage runs in the tangent scalar on those tangents
+//! (`sim::constraint_stage`: the mass matrix and the rows on the written kinematics), its solve
+//! replayed from the step's own and differentiated by the implicit function theorem.
+//!
+//! It covers the semi-implicit Euler step; other integrators are refused, as is MuJoCo's split
+//! constraint solve under Euler's implicit damping (`mujoco_compat`).
 
 use nalgebra::{DMatrix, DVector};
 use num_dual::DualSVec64;
 
 use crate::DualError;
 use crate::jacobian::StepJacobians;
-use phyz_core::dynamics::passive::damper_slope;
 use phyz_core::dynamics::actuation::integrate_activations;
-use phyz_core::dynamics::{RneaDerivatives, Smooth, difference_position, integrate_position};
+use phyz_core::dynamics::integrator::euler_damping;
+use phyz_core::dynamics::{RneaDerivatives, difference_position, integrate_position};
 use phyz_core::model::{Integrator, JointKind, Point};
-use phyz_core::sim::{ContactState, Workspace, step_in};
+use phyz_core::sim::{ContactState, SolveLog, WarmCheckpoint, Workspace, constraint_stage, step_in};
 use phyz_core::{Arithmetic, Model, State, Tangents};
 
 /// Columns per forward pass.
@@ -34,14 +38,26 @@ const LANES: usize = 8;
 type Lanes = DualSVec64<LANES>;
 
 /// Step Jacobians `A`, `B` of one model at many states, by stages (see the module's notes). The
-/// model is cast to the tangent scalar once, and the storage is reused from one state to the
-/// next.
+/// model is cast to the tangent scalar once, and the steps' workspaces are kept from one state
+/// to the next (the matrices themselves are made anew each time).
 pub struct AnalyticalJacobians {
     model: Model<f64>,
     lanes: Model<Lanes>,
     workspace: Workspace<f64>,
-    smooth: Smooth<Lanes>,
+    /// The passes' storage: the smooth stages and the constraint stage in the tangent scalar,
+    /// and the solver state their replayed solves run in.
+    tangents: Workspace<Lanes>,
+    contact: ContactState,
     rnea: RneaDerivatives<f64>,
+}
+
+/// What every pass of one evaluation reads: the state and controls, and the solver's warm
+/// starts before the step with the step's solves to replay (when constraint rows act).
+struct Pass<'a> {
+    state: &'a State<f64>,
+    state_lanes: &'a State<Lanes>,
+    ctrl: &'a [f64],
+    replay: Option<(&'a WarmCheckpoint, &'a SolveLog)>,
 }
 
 impl AnalyticalJacobians {
@@ -54,55 +70,52 @@ impl AnalyticalJacobians {
             model: model.clone(),
             lanes: model.cast(),
             workspace: Workspace::default(),
-            smooth: Smooth::default(),
+            tangents: Workspace::default(),
+            contact: ContactState::default(),
             rnea: RneaDerivatives::default(),
         })
     }
 
     /// The Jacobians of the step from `state` under `ctrl`, from the solver preset and warm
-    /// starts in `contact` (left as the step leaves them). A state where constraint rows act is
-    /// refused.
-    pub fn at(&mut self, state: &State<f64>, ctrl: &[f64], contact: &mut ContactState) -> Result<StepJacobians, DualError> {
+    /// starts in `contact` (left as the step leaves them, its solve log off). Under
+    /// `mujoco_compat` with Euler's implicit damping, a state where constraint rows act is
+    /// refused (MuJoCo's split solve is not covered).
+    pub fn at(
+        &mut self,
+        state: &State<f64>,
+        ctrl: &[f64],
+        contact: &mut ContactState,
+    ) -> Result<StepJacobians, DualError> {
         let model = &self.model;
-        step_in(model, state, ctrl, contact, &mut self.workspace)?;
+        let before = contact.checkpoint();
+        contact.keep_solutions();
+        let stepped = step_in(model, state, ctrl, contact, &mut self.workspace);
+        let log = contact.take_solutions();
+        stepped?;
+        // The passes' solver: the preset and the model's weights as the step left them, the
+        // warm starts as the step found them (put back at each pass).
+        self.contact.clone_from(contact);
         let data = &self.workspace.data;
-        if data.constraint_jacobian().nrows() > 0 {
-            return Err(DualError::NotAnalytical { what: "steps with constraint rows" });
+        let constrained = data.constraint_jacobian().nrows() > 0;
+        let damped = euler_damping(model, &state.qvel, &mut DVector::zeros(0));
+        if constrained && damped && contact.config.mujoco_compat {
+            return Err(DualError::NotAnalytical {
+                what: "MuJoCo's split constraint solve under Euler's implicit damping (mujoco_compat)",
+            });
         }
-        let qacc = data.qacc();
-        self.rnea.compute(model, data.kinematics(), &state.qvel, qacc);
+        self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc_smooth());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
-        // ∂f − ∂RNEA − h ∂B·q̈, then K⁻¹ of it: the acceleration's columns.
         let mut dqacc = DMatrix::zeros(nv, columns);
         let mut drate = DMatrix::zeros(na, columns);
-        self.smooth.prepare(&self.lanes, &state.cast());
+        let state_lanes = state.cast();
+        self.tangents.data.smooth_mut().prepare(&self.lanes, &state_lanes);
+        let replay = constrained.then_some((&before, &log));
+        let pass = Pass { state, state_lanes: &state_lanes, ctrl, replay };
         for (start, end) in passes(nv, columns) {
-            let seeds = Seeds::new(model, start, end);
-            let (q, v, act, u) = seeds.lift(&self.lanes, state, ctrl);
-            // Kinematics depend on the position alone: after the position's columns, once.
-            if start <= nv {
-                let columns: Vec<usize> = (start..end.min(nv)).collect();
-                self.smooth.kin.set_along(&self.lanes, data.kinematics(), &q, &columns);
-            }
-            self.smooth.applied_forces(&self.lanes, Point { qpos: &q, qvel: &v, act: &act }, &u);
-            let mut force = self.smooth.force.clone();
-            if model.enabled.euler_damp && model.enabled.damper {
-                for joint in self.lanes.joints() {
-                    for d in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
-                        let slope = damper_slope(joint.damping, &joint.damping_poly, v[d]);
-                        force[d] -= slope * Lanes::from_f64(model.timestep * qacc[d]);
-                    }
-                }
-            }
-            for k in 0..seeds.count {
-                dqacc.column_mut(start + k).zip_apply(&force, |d, x| *d = x.tangent(0, k));
-                drate.column_mut(start + k).zip_apply(&self.smooth.act_rate, |d, x| *d = x.tangent(0, k));
-            }
+            let seeds = Seeds { start, count: end - start, nv, na };
+            self.pass(&pass, seeds, &mut dqacc, &mut drate)?;
         }
-        dqacc.columns_mut(0, nv).zip_apply(&self.rnea.dq, |x, d| *x -= d);
-        dqacc.columns_mut(nv, nv).zip_apply(&self.rnea.dv, |x, d| *x -= d);
-        data.smooth_factor().solve_columns(&mut dqacc);
         let jac = self.integration(state, &dqacc, &drate);
         let n = 2 * nv + na;
         Ok(StepJacobians {
@@ -112,6 +125,72 @@ impl AnalyticalJacobians {
             next: self.workspace.next.clone(),
             info: self.workspace.info.clone(),
         })
+    }
+
+    /// One forward pass over the columns of `seeds`: the acceleration's columns into `dqacc`
+    /// and the activation rates' into `drate`. The applied forces' tangents, less inverse
+    /// dynamics' analytical ones, through `K⁻¹` give `qacc_smooth`'s
+    /// (`dq̈ = K⁻¹ (∂f − ∂RNEA − h ∂B·q̈)`); where constraint rows act, the constraint stage
+    /// carries them, with the rows' own, through the replayed solve.
+    fn pass(
+        &mut self,
+        pass: &Pass<'_>,
+        seeds: Seeds,
+        dqacc: &mut DMatrix<f64>,
+        drate: &mut DMatrix<f64>,
+    ) -> Result<(), DualError> {
+        let (model, lanes) = (&self.model, &self.lanes);
+        let nv = model.nv();
+        let data = &self.workspace.data;
+        let qacc_smooth = data.qacc_smooth();
+        let (q, v, act, u) = seeds.lift(lanes, pass.state, pass.ctrl);
+        let point = Point { qpos: &q, qvel: &v, act: &act };
+        let smooth = self.tangents.data.smooth_mut();
+        // Kinematics and the mass matrix depend on the position alone: after the position's
+        // columns, once.
+        if seeds.start <= nv {
+            let columns: Vec<usize> = (seeds.start..(seeds.start + seeds.count).min(nv)).collect();
+            smooth.kin.set_along(lanes, data.kinematics(), &q, &columns);
+            if pass.replay.is_some() {
+                smooth.mass_matrix(lanes);
+            }
+        }
+        smooth.applied_forces(lanes, point, &u);
+        let mut force = smooth.force.clone();
+        // Euler's implicit damping `K = M + h·B(v)`: `h ∂B·q̈` joins the forces' tangents.
+        let mut extra = DVector::zeros(0);
+        let damped = euler_damping(lanes, &v, &mut extra);
+        if damped {
+            force.zip_apply(&extra.zip_map(qacc_smooth, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
+        }
+        let mut column = DVector::zeros(nv);
+        for k in 0..seeds.count {
+            let c = seeds.start + k;
+            column.zip_apply(&force, |d, x| *d = x.tangent(0, k));
+            if c < 2 * nv {
+                let rnea = if c < nv { self.rnea.dq.column(c) } else { self.rnea.dv.column(c - nv) };
+                column -= rnea;
+            }
+            data.smooth_factor().solve_in_place(&mut column);
+            dqacc.set_column(c, &column);
+            drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
+        }
+        let Some((before, log)) = pass.replay else { return Ok(()) };
+        let smooth_lanes = DVector::from_fn(nv, |i, _| {
+            let mut x = Lanes::from_f64(qacc_smooth[i]);
+            (0..seeds.count).for_each(|k| x.set_tangent(0, k, dqacc[(i, seeds.start + k)]));
+            x
+        });
+        smooth.set_extra_diagonal(damped.then_some(&extra));
+        let contact = &mut self.contact;
+        contact.resume(before);
+        contact.replay(log.clone());
+        constraint_stage(lanes, (pass.state_lanes, point), &smooth_lanes, contact, &mut self.tangents)?;
+        let qacc = self.tangents.data.qacc();
+        for k in 0..seeds.count {
+            dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));
+        }
+        Ok(())
     }
 
     /// The next state's tangents (`q'` in tangent coordinates, `v'`, `act'`) along every
@@ -224,10 +303,6 @@ struct Seeds {
 }
 
 impl Seeds {
-    fn new(model: &Model<f64>, start: usize, end: usize) -> Self {
-        Seeds { start, count: end - start, nv: model.nv(), na: model.na() }
-    }
-
     /// Tangent `k` of entry `i` of the block that begins at column `offset`.
     fn unit(&self, offset: usize, i: usize) -> impl Iterator<Item = (usize, f64)> {
         let column = offset + i;

@@ -66,7 +66,7 @@ fn median_micros(times: &mut [f64]) -> f64 {
 
 /// The evaluator a mode sets up once for all repetitions.
 enum Route<'m> {
-    Rows(ReverseJacobians<'m>),
+    Rows(Box<ReverseJacobians<'m>>),
     Columns,
     Stages(Box<AnalyticalJacobians>),
 }
@@ -76,7 +76,10 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     if args.euler {
         model.integrator = phyz::model::Integrator::Euler;
     }
-    let contact = args.constraints.apply(&mut model);
+    let mut contact = args.constraints.apply(&mut model);
+    // The model's inverse weights, found once as a simulator's solver state keeps them, so
+    // that each repetition (from a copy of this state) times the step and not their setup.
+    phyz::sim::Workspace::default().fix_model(&model, &mut contact)?;
     let (state, key_ctrl) = args.start.state(&model)?;
     let ctrl = match &args.ctrl {
         Some(path) => read_vector(path, model.nu(), "ctrl")?,
@@ -86,7 +89,7 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     let mut jac = None;
     // As an iLQR sweep evaluates them: one model, many states.
     let mut route = match args.mode {
-        Mode::Reverse => Route::Rows(ReverseJacobians::new(&model, &[])?),
+        Mode::Reverse => Route::Rows(Box::new(ReverseJacobians::new(&model, &[])?)),
         Mode::Forward => Route::Columns,
         Mode::Stages => Route::Stages(Box::new(AnalyticalJacobians::new(&model)?)),
     };
@@ -104,15 +107,18 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
         return Err("the step Jacobians are not finite at this state".into());
     }
     let median_us = median_micros(&mut times);
-    // One step from the same state, timed the same way: what the Jacobians cost in steps.
+    // One step from the same state, timed the same way (after one untimed step that sizes the
+    // workspace): what the Jacobians cost in steps.
     let mut workspace = phyz::sim::Workspace::default();
-    let step_times: Vec<f64> = (0..args.reps.max(1))
+    phyz::sim::step_in(&model, &state, &ctrl, &mut contact.clone(), &mut workspace)?;
+    let mut step_times: Vec<f64> = (0..args.reps.max(1))
         .map(|_| {
             let started = std::time::Instant::now();
-            phyz::sim::step_in(&model, &state, &ctrl, &mut contact.clone(), &mut workspace).map(|()| started.elapsed().as_secs_f64())
+            phyz::sim::step_in(&model, &state, &ctrl, &mut contact.clone(), &mut workspace)
+                .map(|()| started.elapsed().as_secs_f64())
         })
         .collect::<Result<_, _>>()?;
-    let step_us = median_micros(&mut step_times.clone());
+    let step_us = median_micros(&mut step_times);
     let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let mut out = BufWriter::new(file);
     writeln!(out, "{{\"A\": {},\n\"B\": {}}}", json_rows(&jac.a), json_rows(&jac.b))?;

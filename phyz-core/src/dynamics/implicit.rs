@@ -12,8 +12,6 @@
 //! keeps `D` symmetric, so the tree-structured factorization of `M` factorizes `M − h·D`;
 //! `implicit` keeps it whole and solves with an LU.
 
-use std::ops::Range;
-
 use nalgebra::{DMatrix, DVector, Dim, Matrix, Matrix6, StorageMut, U1, Vector6};
 
 use super::actuation::{actuator_force, force_velocity_slope};
@@ -89,9 +87,12 @@ impl<S: Scalar> ImplicitWork<S> {
         self.factor.solve_in_place(qacc);
         // MuJoCo's implicitfast keeps the gyroscopic derivative of a free body alone in its tree:
         // its 6 × 6 block is solved apart, with an LU.
-        for joint in model.joints().iter().filter(|j| standalone_free_body(model, j.body)) {
-            let block = joint.dof_adr()..joint.dof_adr() + 6;
-            self.add_coriolis_derivative(model, kin, inputs.point.qvel, block.clone());
+        let free = || model.joints().iter().filter(|j| standalone_free_body(model, j.body)).map(|j| j.dof_adr());
+        if free().next().is_some() {
+            self.add_coriolis_derivative(model, kin, inputs.point.qvel, free().flat_map(|d| d..d + 6));
+        }
+        for start in free() {
+            let block = start..start + 6;
             let mut a: Matrix6<S> = self.matrix.fixed_view::<6, 6>(block.start, block.start).into_owned();
             let mut x: Vector6<S> = self.rhs.fixed_rows::<6>(block.start).into_owned();
             lu_solve_in_place(&mut a, &mut x);
@@ -107,7 +108,7 @@ impl<S: Scalar> ImplicitWork<S> {
         model: &Model<S>,
         kin: &Kinematics<S>,
         qvel: &DVector<S>,
-        columns: Range<usize>,
+        columns: impl Iterator<Item = usize> + Clone,
     ) {
         let h = model.timestep;
         self.coriolis.velocity_columns(model, kin, qvel, columns.clone());

@@ -84,18 +84,7 @@ pub fn euler<S: Scalar>(
     mut acceleration: impl Acceleration<S>,
 ) -> Result<(), StepError> {
     let dt = model.timestep;
-    let nv = model.nv();
-    // The implicit integrators take damping into the acceleration themselves.
-    let implicit = model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper;
-    if implicit {
-        zero_vector(&mut stages.diagonal, nv);
-        for joint in model.joints() {
-            let adr = joint.dof_adr();
-            for d in adr..adr + joint.kind().nv() {
-                stages.diagonal[d] = dt * damper_slope(joint.damping, &joint.damping_poly, state.qvel[d]);
-            }
-        }
-    }
+    let implicit = euler_damping(model, &state.qvel, &mut stages.diagonal);
     let rates = &mut stages.rates;
     acceleration(state.point(), implicit.then_some(&stages.diagonal), rates)?;
     copy_vector(&mut next.qvel, &state.qvel);
@@ -104,6 +93,24 @@ pub fn euler<S: Scalar>(
     integrate_position_into(model, &state.qpos, &next.qvel, dt, &mut next.qpos);
     finish(model, state, &rates.act_rate, next);
     Ok(())
+}
+
+/// Euler's implicit damping: the diagonal `h·B` its acceleration is taken through, `B` the
+/// joint dampers' slopes at `qvel`, written into `diagonal`; `false` (nothing written) where it
+/// does not apply (another integrator — the implicit ones take damping in themselves — or
+/// damping or Euler's damping switched off).
+pub fn euler_damping<S: Scalar>(model: &Model<S>, qvel: &DVector<S>, diagonal: &mut DVector<S>) -> bool {
+    if !(model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper) {
+        return false;
+    }
+    zero_vector(diagonal, model.nv());
+    for joint in model.joints() {
+        let adr = joint.dof_adr();
+        for d in adr..adr + joint.kind().nv() {
+            diagonal[d] = model.timestep * damper_slope(joint.damping, &joint.damping_poly, qvel[d]);
+        }
+    }
+    true
 }
 
 /// What every integrator ends with: the activations advanced at the step's rates `act_rate`,

@@ -27,7 +27,9 @@ impl<S: Scalar> Kinematics<S> {
         }
         let lift = |p: &Pose<f64>| Pose::new(p.rot.map(S::from_f64), p.pos.map(S::from_f64));
         let lift_motion = |m: &Motion<f64>| Motion::new(m.ang.map(S::from_f64), m.lin.map(S::from_f64));
-        for (to, from) in [(&mut self.local, &kin.local), (&mut self.world, &kin.world), (&mut self.rooted, &kin.rooted)] {
+        for (to, from) in
+            [(&mut self.local, &kin.local), (&mut self.world, &kin.world), (&mut self.rooted, &kin.rooted)]
+        {
             to.clear();
             to.extend(from.iter().map(lift));
         }

@@ -210,7 +210,8 @@ impl<S: Scalar> MassFactor<S> {
     /// `x ← M⁻¹ x` on one vector's entries.
     fn solve_slice(&self, x: &mut [S]) {
         let TreeMatrix { values, columns, start, .. } = &self.rows;
-        let n = x.len().min(start.len().saturating_sub(1));
+        let n = start.len() - 1;
+        assert_eq!(x.len(), n, "a vector of {} entries solved with the factor of {n} degrees of freedom", x.len());
         // x ← L⁻ᵀ x
         for k in (0..n).rev() {
             let (range, xk) = (start[k] + 1..start[k + 1], x[k]);
@@ -221,7 +222,8 @@ impl<S: Scalar> MassFactor<S> {
         // x ← D⁻¹ x, then x ← L⁻¹ x
         for k in 0..n {
             let range = start[k] + 1..start[k + 1];
-            let below = values[range.clone()].iter().zip(&columns[range]).fold(S::zero(), |sum, (&l, &c)| sum + l * x[c]);
+            let below =
+                values[range.clone()].iter().zip(&columns[range]).fold(S::zero(), |sum, (&l, &c)| sum + l * x[c]);
             x[k] = x[k] / values[start[k]] - below;
         }
     }

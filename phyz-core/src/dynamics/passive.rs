@@ -122,7 +122,7 @@ pub(crate) fn damper_force<S: Scalar>(b: S, [p0, p1]: &[S; 2], v: S) -> S {
 
 /// The damper force's derivative in the velocity, which the implicit integrators (and Euler's
 /// implicit damping) take: `b + 2 p₀ |v| + 3 p₁ v²`.
-pub fn damper_slope<S: Scalar>(b: S, [p0, p1]: &[S; 2], v: S) -> S {
+pub(crate) fn damper_slope<S: Scalar>(b: S, [p0, p1]: &[S; 2], v: S) -> S {
     b + S::from_f64(2.0) * *p0 * v.abs() + S::from_f64(3.0) * *p1 * v * v
 }
 

@@ -6,13 +6,12 @@
 //! freedom `d` of link `j` changes only `j`'s transform from its parent, `X_j ← exp(−δ S_d×) X_j`
 //! (every joint moves its link by a motion fixed in the link's frame), so the forward pass
 //! changes on `j`'s subtree only, and the backward pass on that subtree and `j`'s ancestors. A
-//! velocity perturbation enters at `j` the same way. Each column costs the links it reaches:
-//! `O(nv · n)` at worst, in `f64` arithmetic without any tangent bookkeeping.
+//! velocity perturbation enters at `j` the same way. Each column costs the links it reaches,
+//! `O(nv · n)` at worst over all columns (besides one RNEA and clearing the two `nv × nv`
+//! matrices per call), in plain arithmetic without any tangent bookkeeping.
 //!
 //! Positions are in tangent coordinates, as the step's Jacobians are (`q ⊕ δ`: a quaternion
 //! turns by `δ` in its own frame, a free joint's position moves by `δ` in the world frame).
-
-use std::ops::Range;
 
 use nalgebra::{DMatrix, DVector};
 
@@ -39,9 +38,9 @@ pub struct RneaDerivatives<S> {
     joint_velocity: Vec<Motion<S>>,
     inherited: Vec<(Motion<S>, Motion<S>)>,
     momentum: Vec<Force<S>>,
-    /// One column's perturbation per link: velocity, acceleration, subtree force, and whether
-    /// the perturbation reaches the link.
+    /// One column's perturbation per link: velocity, acceleration, subtree force.
     tangent: Vec<(Motion<S>, Motion<S>, Force<S>)>,
+    /// Whether the column's perturbation reaches each link.
     reached: Vec<bool>,
 }
 
@@ -68,16 +67,29 @@ impl<S: Scalar> RneaDerivatives<S> {
         self.run(model, kin, qvel, Some(qacc), 0..model.nv());
     }
 
-    /// Computes only the columns `columns` of `∂τ/∂q̇` (the rest of `dv` is zero; `dq` is left
+    /// Computes only the columns `columns` (distinct) of `∂τ/∂q̇` (the rest of `dv` is zero; `dq` is left
     /// empty, `tau` holds the bias forces): the derivative of the Coriolis and centrifugal forces,
     /// which does not depend on the acceleration.
-    pub fn velocity_columns(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, columns: Range<usize>) {
+    pub fn velocity_columns(
+        &mut self,
+        model: &Model<S>,
+        kin: &Kinematics<S>,
+        qvel: &DVector<S>,
+        columns: impl IntoIterator<Item = usize>,
+    ) {
         self.run(model, kin, qvel, None, columns);
     }
 
     /// RNEA at the state, then the columns `columns` of `∂τ/∂q̇`, and of `∂τ/∂q` when `qacc` is
     /// given.
-    fn run(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>, columns: Range<usize>) {
+    fn run(
+        &mut self,
+        model: &Model<S>,
+        kin: &Kinematics<S>,
+        qvel: &DVector<S>,
+        qacc: Option<&DVector<S>>,
+        columns: impl IntoIterator<Item = usize>,
+    ) {
         let nv = model.nv();
         zero_vector(&mut self.tau, nv);
         rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
@@ -156,7 +168,8 @@ impl<S: Scalar> RneaDerivatives<S> {
             };
             let inertia = &kin.inertia[i];
             let v = &state.velocity[i];
-            let df = inertia.mul_motion(&dai) + dvi.cross_force(&momentum[i]) + v.cross_force(&inertia.mul_motion(&dvi));
+            let df =
+                inertia.mul_motion(&dai) + dvi.cross_force(&momentum[i]) + v.cross_force(&inertia.mul_motion(&dvi));
             tangent[i] = (dvi, dai, df);
         }
         // Backward: the subtree's forces up to j, then j's ancestors.

@@ -75,6 +75,12 @@ impl<S: Scalar> Data<S> {
         &self.smooth.kin
     }
 
+    /// The smooth stages' storage, for a caller that evaluates them itself before
+    /// [`super::constraint_stage`] (the step Jacobians by stages).
+    pub fn smooth_mut(&mut self) -> &mut Smooth<S> {
+        &mut self.smooth
+    }
+
     /// The joint-space mass matrix `M(q)`, armature included, dense (MuJoCo's `qM` expanded by
     /// `mj_fullM`); the evaluation keeps it in the tree's rows.
     pub fn mass_matrix(&self) -> DMatrix<S> {

@@ -19,6 +19,7 @@ mod info;
 mod loads;
 mod sensors;
 mod solve_log;
+mod stages;
 mod ties;
 mod warm;
 mod weights;
@@ -41,6 +42,7 @@ pub use gather::ContactPoint;
 pub use info::StepInfo;
 pub use sensors::{sensor_data, sensor_data_with};
 pub use solve_log::SolveLog;
+pub use stages::constraint_stage;
 pub use warm::WarmCheckpoint;
 pub use workspace::Workspace;
 

@@ -1,0 +1,43 @@
+//! The constraint stage evaluated on kinematics, a mass matrix and a smooth acceleration given
+//! from outside:
+//! how the step Jacobians by stages carry tangents through the constraints without running the
+//! smooth stages (RNEA, the factorization, the solve for `qacc_smooth`) in the tangent scalar.
+
+use nalgebra::DVector;
+
+use super::constraint;
+use super::gather::{StageInput, gather};
+use super::{ContactState, Workspace};
+use crate::error::StepError;
+use crate::math::copy_vector;
+use crate::model::{Model, Point, State};
+use crate::scalar::Scalar;
+
+/// The acceleration with the constraint forces at `point`, into `workspace.data.qacc`: the
+/// constraint rows on the kinematics that `workspace.data`'s smooth stages already hold at
+/// `point.qpos`, with their mass matrix and extra diagonal ([`super::Data::smooth_mut`],
+/// `Smooth::mass_matrix`, `Smooth::set_extra_diagonal`), `qacc_smooth` taken as the
+/// unconstrained acceleration, and the constraint problem solved under `contact` (which replays
+/// a logged solve when it has one). The problem is solved as phyz solves it, in the metric with
+/// the extra diagonal; MuJoCo's split solve under Euler's implicit damping (`mujoco_compat`) is
+/// not taken here. `state` gives the mocap poses the weights are taken at.
+pub fn constraint_stage<S: Scalar>(
+    model: &Model<S>,
+    (state, point): (&State<S>, Point<'_, S>),
+    qacc_smooth: &DVector<S>,
+    contact: &mut ContactState,
+    workspace: &mut Workspace<S>,
+) -> Result<(), StepError> {
+    let Workspace { data, weights, weights_from, info, .. } = workspace;
+    info.reset();
+    copy_vector(&mut data.qacc, qacc_smooth);
+    if !contact.weights_for_step(model, state, (weights, weights_from))? {
+        return Ok(());
+    }
+    let (q, v) = (point.qpos, point.qvel);
+    let lanes = point.lanes();
+    let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, weights };
+    gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
+    copy_vector(&mut data.smooth.acceleration, qacc_smooth);
+    constraint::solve(model, (v, lanes, false), weights, data, contact, info)
+}
