@@ -4,7 +4,7 @@ use std::ops::Add;
 
 use nalgebra::{Matrix3, Matrix6, Vector3};
 
-use super::{Force, Motion, Pose, skew};
+use super::{Force, Motion, Pose, mat3_apply, mat3_mul, skew};
 use crate::Scalar;
 
 /// The spatial inertia of a rigid body in some frame, stored as mass, first moment of mass
@@ -53,18 +53,22 @@ impl<S: Scalar> SpatialInertia<S> {
     #[inline]
     pub fn mul_motion(&self, v: &Motion<S>) -> Force<S> {
         let h = &self.first_moment;
-        Force::new(self.rot_inertia * v.ang + h.cross(&v.lin), v.lin * self.mass - h.cross(&v.ang))
+        Force::new(mat3_apply(&self.rot_inertia, &v.ang) + h.cross(&v.lin), v.lin * self.mass - h.cross(&v.ang))
     }
 
     /// The same body's inertia in the parent frame of `pose` (this inertia is in its child frame).
     pub fn to_parent(&self, pose: &Pose<S>) -> SpatialInertia<S> {
-        let (m, p) = (self.mass, &pose.pos);
-        let h = pose.rot * self.first_moment;
-        let rotated = pose.rot * self.rot_inertia * pose.rot.transpose();
-        // Shift the reference point from the child origin to the parent origin (at -p from it).
-        let shift = Matrix3::identity() * (h.dot(p) * S::from_f64(2.0)) - h * p.transpose() - p * h.transpose();
-        let point = (Matrix3::identity() * p.dot(p) - p * p.transpose()) * m;
-        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: rotated + shift + point }
+        let (m, p, r) = (self.mass, &pose.pos, &pose.rot);
+        let h = mat3_apply(r, &self.first_moment);
+        let rotated = mat3_mul(&mat3_mul(r, &self.rot_inertia), &r.transpose());
+        // Shift the reference point from the child origin to the parent origin (at -p from it):
+        // `2(h·p) I − h pᵀ − p hᵀ + m (|p|² I − p pᵀ)`.
+        let (hp, pp) = (h.dot(p) * S::from_f64(2.0), p.dot(p) * m);
+        let shifted = Matrix3::from_fn(|i, j| {
+            let diagonal = if i == j { hp + pp } else { S::zero() };
+            diagonal - h[i] * p[j] - p[i] * h[j] - p[i] * p[j] * m
+        });
+        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: rotated + shifted }
     }
 
     /// The 6×6 matrix of [`SpatialInertia::mul_motion`], the starting point of articulated
