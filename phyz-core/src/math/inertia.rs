@@ -62,13 +62,15 @@ impl<S: Scalar> SpatialInertia<S> {
         let h = mat3_apply(r, &self.first_moment);
         let rotated = mat3_mul(&mat3_mul(r, &self.rot_inertia), &r.transpose());
         // Shift the reference point from the child origin to the parent origin (at -p from it):
-        // `2(h·p) I − h pᵀ − p hᵀ + m (|p|² I − p pᵀ)`.
-        let (hp, pp) = (h.dot(p) * S::from_f64(2.0), p.dot(p) * m);
+        // `(2(h·p) I − h pᵀ − p hᵀ) + m (|p|² I − p pᵀ)`, entry by entry.
+        let (hp, pp) = (h.dot(p) * S::from_f64(2.0), p.dot(p));
+        let on = |i: usize, j: usize, x: S| if i == j { x } else { S::zero() };
         let shifted = Matrix3::from_fn(|i, j| {
-            let diagonal = if i == j { hp + pp } else { S::zero() };
-            diagonal - h[i] * p[j] - p[i] * h[j] - p[i] * p[j] * m
+            let shift = on(i, j, hp) - h[i] * p[j] - p[i] * h[j];
+            let point = (on(i, j, pp) - p[i] * p[j]) * m;
+            rotated[(i, j)] + shift + point
         });
-        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: rotated + shifted }
+        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: shifted }
     }
 
     /// The 6×6 matrix of [`SpatialInertia::mul_motion`], the starting point of articulated
