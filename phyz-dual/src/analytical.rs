@@ -15,8 +15,9 @@
 //! - the integration (`q ⊕ h v'`, the activations) by tangents through it alone.
 //!
 //! Where constraint rows act, the constraint stage runs in the tangent scalar on those tangents
-//! (`sim::constraint_stage`: the mass matrix and the rows on the written kinematics), its solve
-//! replayed from the step's own and differentiated by the implicit function theorem.
+//! (`sim::constraint_stage`: the rows on the written kinematics, the metric `K` held constant
+//! with its change folded into the free velocity), its solve replayed from the step's own and
+//! differentiated by the implicit function theorem.
 //!
 //! It covers the semi-implicit Euler step; other integrators are refused, as is MuJoCo's split
 //! constraint solve under Euler's implicit damping (`mujoco_compat`).
@@ -103,13 +104,21 @@ impl AnalyticalJacobians {
                 what: "MuJoCo's split constraint solve under Euler's implicit damping (mujoco_compat)",
             });
         }
-        self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc_smooth());
+        self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
         let mut dqacc = DMatrix::zeros(nv, columns);
         let mut drate = DMatrix::zeros(na, columns);
         let state_lanes = state.cast();
-        self.tangents.data.smooth_mut().prepare(&self.lanes, &state_lanes);
+        let smooth = self.tangents.data.smooth_mut();
+        smooth.prepare(&self.lanes, &state_lanes);
+        if constrained {
+            // The constraint stage's metric `K = M + h·B`, held constant (see `pass`).
+            smooth.mass.set_constant(&data.smooth().mass);
+            let mut extra = DVector::zeros(0);
+            let damping = euler_damping(model, &state.qvel, &mut extra).then(|| extra.map(Lanes::from_f64));
+            smooth.set_extra_diagonal(damping.as_ref());
+        }
         let replay = constrained.then_some((&before, &log));
         let pass = Pass { state, state_lanes: &state_lanes, ctrl, replay };
         for (start, end) in passes(nv, columns) {
@@ -128,10 +137,15 @@ impl AnalyticalJacobians {
     }
 
     /// One forward pass over the columns of `seeds`: the acceleration's columns into `dqacc`
-    /// and the activation rates' into `drate`. The applied forces' tangents, less inverse
-    /// dynamics' analytical ones, through `K⁻¹` give `qacc_smooth`'s
-    /// (`dq̈ = K⁻¹ (∂f − ∂RNEA − h ∂B·q̈)`); where constraint rows act, the constraint stage
-    /// carries them, with the rows' own, through the replayed solve.
+    /// and the activation rates' into `drate`.
+    ///
+    /// The step's acceleration `a` solves `K(q, v)(a − a_s) = Jᵀλ` with `K a_s = f − C`,
+    /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
+    /// constraint force's change)`, RNEA being linear in the acceleration. Without constraint
+    /// rows that is all. With them, the constraint stage runs with `K` held constant and
+    /// `a_s`'s tangent taken as `K⁻¹ (∂f − ∂RNEA(q, v, a) − h ∂B·a)`: the solve's optimality
+    /// condition `K (x − x₀) = …` then changes as with `K`'s own tangent (the change of `K` is
+    /// folded into `x₀ = v + h a_s`), and `a = a_s + (x − x₀)/h` comes out exact.
     fn pass(
         &mut self,
         pass: &Pass<'_>,
@@ -142,26 +156,21 @@ impl AnalyticalJacobians {
         let (model, lanes) = (&self.model, &self.lanes);
         let nv = model.nv();
         let data = &self.workspace.data;
-        let qacc_smooth = data.qacc_smooth();
+        let (qacc, qacc_smooth) = (data.qacc(), data.qacc_smooth());
         let (q, v, act, u) = seeds.lift(lanes, pass.state, pass.ctrl);
         let point = Point { qpos: &q, qvel: &v, act: &act };
         let smooth = self.tangents.data.smooth_mut();
-        // Kinematics and the mass matrix depend on the position alone: after the position's
-        // columns, once.
+        // Kinematics depend on the position alone: after the position's columns, once.
         if seeds.start <= nv {
             let columns: Vec<usize> = (seeds.start..(seeds.start + seeds.count).min(nv)).collect();
             smooth.kin.set_along(lanes, data.kinematics(), &q, &columns);
-            if pass.replay.is_some() {
-                smooth.mass_matrix(lanes);
-            }
         }
         smooth.applied_forces(lanes, point, &u);
         let mut force = smooth.force.clone();
-        // Euler's implicit damping `K = M + h·B(v)`: `h ∂B·q̈` joins the forces' tangents.
+        // Euler's implicit damping `K = M + h·B(v)`: `h ∂B·a` joins the forces' tangents.
         let mut extra = DVector::zeros(0);
-        let damped = euler_damping(lanes, &v, &mut extra);
-        if damped {
-            force.zip_apply(&extra.zip_map(qacc_smooth, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
+        if euler_damping(lanes, &v, &mut extra) {
+            force.zip_apply(&extra.zip_map(qacc, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
         }
         let mut column = DVector::zeros(nv);
         for k in 0..seeds.count {
@@ -181,7 +190,6 @@ impl AnalyticalJacobians {
             (0..seeds.count).for_each(|k| x.set_tangent(0, k, dqacc[(i, seeds.start + k)]));
             x
         });
-        smooth.set_extra_diagonal(damped.then_some(&extra));
         let contact = &mut self.contact;
         contact.resume(before);
         contact.replay(log.clone());

@@ -68,6 +68,12 @@ impl<S: Scalar> TreeMatrix<S> {
         }
     }
 
+    /// `from`'s entries as constants of `S` (no derivative), laid out as `from` is.
+    pub fn set_constant(&mut self, from: &TreeMatrix<f64>) {
+        self.clear_for(&from.dof_parent);
+        self.values.extend(from.values.iter().map(|&x| S::from_f64(x)));
+    }
+
     /// The next entry, in the rows' order.
     pub(crate) fn push(&mut self, value: S) {
         self.values.push(value);

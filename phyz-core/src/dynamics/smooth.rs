@@ -83,15 +83,9 @@ impl<S: Scalar> Smooth<S> {
         extra_diagonal: Option<&DVector<S>>,
     ) -> Result<(), StepError> {
         self.kin.update(model, q);
-        self.mass_matrix(model);
+        mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
         self.set_extra_diagonal(extra_diagonal);
         self.factor.factorize_tree(model, &self.mass, extra_diagonal)
-    }
-
-    /// The mass matrix at the kinematics this value holds, without the factorization: what
-    /// the constraint stage reads when the smooth acceleration comes from elsewhere.
-    pub fn mass_matrix(&mut self, model: &Model<S>) {
-        mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
     }
 
     /// The extra diagonal [`Smooth::factored_into`] adds to the mass matrix (an integrator's

@@ -75,6 +75,11 @@ impl<S: Scalar> Data<S> {
         &self.smooth.kin
     }
 
+    /// The smooth stages' outputs.
+    pub fn smooth(&self) -> &Smooth<S> {
+        &self.smooth
+    }
+
     /// The smooth stages' storage, for a caller that evaluates them itself before
     /// [`super::constraint_stage`] (the step Jacobians by stages).
     pub fn smooth_mut(&mut self) -> &mut Smooth<S> {

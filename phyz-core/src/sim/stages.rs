@@ -1,7 +1,7 @@
 //! The constraint stage evaluated on kinematics, a mass matrix and a smooth acceleration given
-//! from outside:
-//! how the step Jacobians by stages carry tangents through the constraints without running the
-//! smooth stages (RNEA, the factorization, the solve for `qacc_smooth`) in the tangent scalar.
+//! from outside: how the step Jacobians by stages carry tangents through the constraints without
+//! running the smooth stages (RNEA, the mass matrix and its factorization, the solve for
+//! `qacc_smooth`) in the tangent scalar.
 
 use nalgebra::DVector;
 
@@ -15,10 +15,9 @@ use crate::scalar::Scalar;
 
 /// The acceleration with the constraint forces at `point`, into `workspace.data.qacc`: the
 /// constraint rows on the kinematics that `workspace.data`'s smooth stages already hold at
-/// `point.qpos`, with their mass matrix and extra diagonal ([`super::Data::smooth_mut`],
-/// `Smooth::mass_matrix`, `Smooth::set_extra_diagonal`), `qacc_smooth` taken as the
-/// unconstrained acceleration, and the constraint problem solved under `contact` (which replays
-/// a logged solve when it has one). The problem is solved as phyz solves it, in the metric with
+/// `point.qpos`, with the mass matrix and extra diagonal they hold ([`super::Data::smooth_mut`]:
+/// the caller sets all three), `qacc_smooth` taken as the unconstrained acceleration, and the
+/// constraint problem solved under `contact` (which replays a logged solve when it has one). The problem is solved as phyz solves it, in the metric with
 /// the extra diagonal; MuJoCo's split solve under Euler's implicit damping (`mujoco_compat`) is
 /// not taken here. `state` gives the mocap poses the weights are taken at.
 pub fn constraint_stage<S: Scalar>(
