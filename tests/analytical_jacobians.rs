@@ -104,6 +104,27 @@ fn by_stages_matches_forward_mode_with_contacts_and_limits() {
 }
 
 #[test]
+fn by_stages_matches_forward_mode_with_equalities() {
+    // Connect and weld constraints, a tendon equality, Fetch's gripper coupling: ties, whose rows
+    // read the velocity.
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for name in ["acceleration_sensors", "spatial_tendons", "fetch_pick_and_place"] {
+        let reference = root.join("tests/reference").join(name);
+        let mut model = phyz::mjcf::load(model_file(name)).expect("model");
+        model.integrator = Integrator::Euler;
+        let mut state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
+        let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
+        let ctrl = &ctrl[..model.nu()];
+        let mut contact = ContactState::default();
+        for _ in 0..20 {
+            state = phyz::sim::step_with(&model, &state, ctrl, &mut contact).expect("step").0;
+        }
+        let error = compare(&model, &state, ctrl);
+        assert!(error <= TOL_CONTACT, "{name}: {error:.1e}");
+    }
+}
+
+#[test]
 fn by_stages_refuses_what_it_does_not_cover() {
     let mut model = phyz::mjcf::load(model_file("hopper")).expect("hopper");
     model.integrator = Integrator::Rk4;

@@ -193,7 +193,8 @@ impl AnalyticalJacobians {
         let contact = &mut self.contact;
         contact.resume(before);
         contact.replay(log.clone());
-        constraint_stage(lanes, (pass.state_lanes, point), &smooth_lanes, contact, &mut self.tangents)?;
+        let moved = seeds.start <= nv;
+        constraint_stage(lanes, (pass.state_lanes, point, moved), &smooth_lanes, contact, &mut self.tangents)?;
         let qacc = self.tangents.data.qacc();
         for k in 0..seeds.count {
             dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));

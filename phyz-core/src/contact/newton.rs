@@ -319,7 +319,16 @@ fn factorized_hessian(
 /// optimality conditions' derivative along the data (the right-hand side of the tangent rule).
 pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
     let joint = &problem.joint;
-    &joint.mass * (x - &joint.free) - joint.jacobian.transpose_times(&impulses(problem, x, zones, lane))
+    // `M (x − x₀)` column by column over `M`'s storage: nalgebra's generic product costs
+    // several times the arithmetic for a tangent-carrying scalar.
+    let step = x - &joint.free;
+    let mut out = -joint.jacobian.transpose_times(&impulses(problem, x, zones, lane));
+    if !step.is_empty() {
+        for (column, &s) in joint.mass.as_slice().chunks_exact(step.len()).zip(step.iter()) {
+            out.iter_mut().zip(column).for_each(|(o, &m)| *o += m * s);
+        }
+    }
+    out
 }
 
 /// The impulses `f(J x − target)` on every row at velocity `x`, in any scalar, each constraint

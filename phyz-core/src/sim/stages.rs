@@ -20,9 +20,13 @@ use crate::scalar::Scalar;
 /// constraint problem solved under `contact` (which replays a logged solve when it has one). The problem is solved as phyz solves it, in the metric with
 /// the extra diagonal; MuJoCo's split solve under Euler's implicit damping (`mujoco_compat`) is
 /// not taken here. `state` gives the mocap poses the weights are taken at.
+///
+/// `moved: false` says that the position and the kinematics, tangents and all, are those of the
+/// last call on `workspace`: the rows gathered then are kept, unless a tie (whose rows read the
+/// velocity) is among them.
 pub fn constraint_stage<S: Scalar>(
     model: &Model<S>,
-    (state, point): (&State<S>, Point<'_, S>),
+    (state, point, moved): (&State<S>, Point<'_, S>, bool),
     qacc_smooth: &DVector<S>,
     contact: &mut ContactState,
     workspace: &mut Workspace<S>,
@@ -35,8 +39,10 @@ pub fn constraint_stage<S: Scalar>(
     }
     let (q, v) = (point.qpos, point.qvel);
     let lanes = point.lanes();
-    let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, weights };
-    gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
+    if moved || data.gather.list.iter().any(|g| g.tie.is_some()) {
+        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, weights };
+        gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
+    }
     copy_vector(&mut data.smooth.acceleration, qacc_smooth);
     constraint::solve(model, (v, lanes, false), weights, data, contact, info)
 }
