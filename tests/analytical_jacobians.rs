@@ -105,8 +105,8 @@ fn by_stages_matches_forward_mode_with_contacts_and_limits() {
 
 #[test]
 fn by_stages_matches_forward_mode_with_equalities() {
-    // Connect and weld constraints, a tendon equality, Fetch's gripper coupling: ties, whose rows
-    // read the velocity.
+    // Connect and weld constraints (whose rows read the velocity), a tendon equality, Fetch's
+    // gripper coupling.
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for name in ["acceleration_sensors", "spatial_tendons", "fetch_pick_and_place"] {
         let reference = root.join("tests/reference").join(name);
@@ -138,4 +138,16 @@ fn by_stages_refuses_what_it_does_not_cover() {
     let mut contact = ContactState::new(phyz::contact::SolverConfig::mujoco_compat());
     let result = jacobians.at(&state, &ctrl, &mut contact);
     assert!(matches!(result, Err(DualError::NotAnalytical { .. })), "{result:?}");
+    // MuJoCo's no-slip pass, damping off so that it is what is refused.
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut model = phyz::mjcf::load(root.join("tests/reference/contact/noslip_elliptic.xml")).expect("model");
+    model.enabled.damper = false;
+    let (mut state, mut contact) =
+        (model.default_state(), ContactState::new(phyz::contact::SolverConfig::mujoco_compat()));
+    for _ in 0..50 {
+        state = phyz::sim::step_with(&model, &state, &[], &mut contact).expect("step").0;
+    }
+    let result = AnalyticalJacobians::new(&model).expect("Euler").at(&state, &[], &mut contact);
+    let refused = matches!(result, Err(DualError::NotAnalytical { what }) if what.contains("no-slip"));
+    assert!(refused, "{result:?}");
 }

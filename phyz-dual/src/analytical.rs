@@ -19,8 +19,8 @@
 //! with its change folded into the free velocity), its solve replayed from the step's own and
 //! differentiated by the implicit function theorem.
 //!
-//! It covers the semi-implicit Euler step; other integrators are refused, as is MuJoCo's split
-//! constraint solve under Euler's implicit damping (`mujoco_compat`).
+//! It covers the semi-implicit Euler step; other integrators are refused, as are MuJoCo's split
+//! constraint solve under Euler's implicit damping and its no-slip pass (`mujoco_compat`).
 
 use nalgebra::{DMatrix, DVector};
 use num_dual::DualSVec64;
@@ -79,8 +79,8 @@ impl AnalyticalJacobians {
 
     /// The Jacobians of the step from `state` under `ctrl`, from the solver preset and warm
     /// starts in `contact` (left as the step leaves them, its solve log off). Under
-    /// `mujoco_compat` with Euler's implicit damping, a state where constraint rows act is
-    /// refused (MuJoCo's split solve is not covered).
+    /// `mujoco_compat`, a state where constraint rows act is refused with Euler's implicit
+    /// damping (MuJoCo's split solve) or MuJoCo's no-slip pass: neither is covered.
     pub fn at(
         &mut self,
         state: &State<f64>,
@@ -99,10 +99,17 @@ impl AnalyticalJacobians {
         let data = &self.workspace.data;
         let constrained = data.constraint_jacobian().nrows() > 0;
         let damped = euler_damping(model, &state.qvel, &mut DVector::zeros(0));
-        if constrained && damped && contact.config.mujoco_compat {
-            return Err(DualError::NotAnalytical {
-                what: "MuJoCo's split constraint solve under Euler's implicit damping (mujoco_compat)",
-            });
+        if constrained && contact.config.mujoco_compat {
+            if damped {
+                return Err(DualError::NotAnalytical {
+                    what: "MuJoCo's split constraint solve under Euler's implicit damping (mujoco_compat)",
+                });
+            }
+            // The pass keeps the soft solve's normal impulses, whose tangents the constant
+            // metric (see `pass`) gives only at the final velocity.
+            if model.contact.noslip.iterations > 0 {
+                return Err(DualError::NotAnalytical { what: "MuJoCo's no-slip pass (mujoco_compat)" });
+            }
         }
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
@@ -139,7 +146,7 @@ impl AnalyticalJacobians {
     /// One forward pass over the columns of `seeds`: the acceleration's columns into `dqacc`
     /// and the activation rates' into `drate`.
     ///
-    /// The step's acceleration `a` solves `K(q, v)(a − a_s) = Jᵀλ` with `K a_s = f − C`,
+    /// The step's acceleration `a` solves `h K(q, v)(a − a_s) = Jᵀλ` (impulses `λ`) with `K a_s = f − C`,
     /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
     /// constraint force's change)`, RNEA being linear in the acceleration. Without constraint
     /// rows that is all. With them, the constraint stage runs with `K` held constant and

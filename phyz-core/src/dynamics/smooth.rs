@@ -21,7 +21,8 @@ use crate::model::{Integrator, Model, Point, State};
 #[derive(Clone, Debug)]
 pub struct Smooth<S: Scalar> {
     pub kin: Kinematics<S>,
-    /// `M(q)`, armature included, in the tree's rows (filled by [`Smooth::position`]).
+    /// `M(q)`, armature included, in the tree's rows (filled by [`Smooth::position`], or set by
+    /// a caller that evaluates the later stages alone).
     pub mass: TreeMatrix<S>,
     /// The factor of `M` plus the extra diagonal.
     pub factor: MassFactor<S>,

@@ -22,8 +22,8 @@ use crate::scalar::Scalar;
 /// not taken here. `state` gives the mocap poses the weights are taken at.
 ///
 /// `moved: false` says that the position and the kinematics, tangents and all, are those of the
-/// last call on `workspace`: the rows gathered then are kept, unless a tie (whose rows read the
-/// velocity) is among them.
+/// last call on `workspace`: the rows gathered then are kept, unless an equality is among them
+/// (a connect's or weld's rows read the velocity).
 pub fn constraint_stage<S: Scalar>(
     model: &Model<S>,
     (state, point, moved): (&State<S>, Point<'_, S>, bool),
