@@ -98,7 +98,9 @@ impl AnalyticalJacobians {
         self.contact.clone_from(contact);
         let data = &self.workspace.data;
         let constrained = data.constraint_jacobian().nrows() > 0;
-        let damped = euler_damping(model, &state.qvel, &mut DVector::zeros(0));
+        // Euler's implicit damping `h·B(v)` at the step's velocity.
+        let mut extra = DVector::zeros(0);
+        let damped = euler_damping(model, &state.qvel, &mut extra);
         if constrained && contact.config.mujoco_compat {
             if damped {
                 return Err(DualError::NotAnalytical {
@@ -122,9 +124,7 @@ impl AnalyticalJacobians {
         if constrained {
             // The constraint stage's metric `K = M + h·B`, held constant (see `pass`).
             smooth.mass.set_constant(&data.smooth().mass);
-            let mut extra = DVector::zeros(0);
-            let damping = euler_damping(model, &state.qvel, &mut extra).then(|| extra.map(Lanes::from_f64));
-            smooth.set_extra_diagonal(damping.as_ref());
+            smooth.set_extra_diagonal(damped.then(|| extra.map(Lanes::from_f64)).as_ref());
         }
         let replay = constrained.then_some((&before, &log));
         let pass = Pass { state, state_lanes: &state_lanes, ctrl, replay };
@@ -187,7 +187,7 @@ impl AnalyticalJacobians {
                 let rnea = if c < nv { self.rnea.dq.column(c) } else { self.rnea.dv.column(c - nv) };
                 column -= rnea;
             }
-            data.smooth_factor().solve_in_place(&mut column);
+            data.smooth().factor.solve_in_place(&mut column);
             dqacc.set_column(c, &column);
             drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
         }
@@ -270,11 +270,7 @@ impl Integration {
                 block[d + offset..d + offset + size].fill((d + offset, size));
             }
         }
-        let seeded = |i: usize, value: f64| {
-            let mut x = Lanes::from_f64(value);
-            x.set_tangent(0, i - block[i].0, 1.0);
-            x
-        };
+        let seeded = |i: usize, value: f64| unit_tangent(value, Some(i - block[i].0));
         let lift = |x: &DVector<f64>| x.map(Lanes::from_f64);
         let h = Lanes::from_f64(h);
         let moved = |q: &DVector<Lanes>, v: &DVector<Lanes>| {
@@ -288,18 +284,21 @@ impl Integration {
         let tangents = |x: &DVector<Lanes>| DMatrix::from_fn(nv, 3, |i, k| x[i].tangent(0, k));
         let (position, velocity) = (tangents(&by_position), tangents(&by_velocity));
         // Activations: lane 0 along every activation, lane 1 along every rate.
-        let along = |x: &DVector<f64>, lane: usize| {
-            x.map(|value| {
-                let mut y = Lanes::from_f64(value);
-                y.set_tangent(0, lane, 1.0);
-                y
-            })
-        };
+        let along = |x: &DVector<f64>, lane: usize| x.map(|value| unit_tangent(value, Some(lane)));
         let mut act_next = DVector::zeros(na);
         integrate_activations(lanes, &along(&state.act, 0), &along(rate, 1), &mut act_next);
         let activation = DMatrix::from_fn(na, 2, |k, lane| act_next[k].tangent(0, lane));
         Integration { block, position, velocity, activation }
     }
+}
+
+/// `value` with a unit tangent in direction `k` (none without one).
+fn unit_tangent(value: f64, k: Option<usize>) -> Lanes {
+    let mut x = Lanes::from_f64(value);
+    if let Some(k) = k {
+        x.set_tangent(0, k, 1.0);
+    }
+    x
 }
 
 /// The column ranges of the forward passes: the position's columns `0..nv` first, then the
@@ -319,10 +318,11 @@ struct Seeds {
 }
 
 impl Seeds {
-    /// Tangent `k` of entry `i` of the block that begins at column `offset`.
-    fn unit(&self, offset: usize, i: usize) -> impl Iterator<Item = (usize, f64)> {
+    /// The tangent direction of entry `i` of the block that begins at column `offset`, if its
+    /// column is one of these.
+    fn direction(&self, offset: usize, i: usize) -> Option<usize> {
         let column = offset + i;
-        (column >= self.start && column < self.start + self.count).then(|| (column - self.start, 1.0)).into_iter()
+        (column >= self.start && column < self.start + self.count).then(|| column - self.start)
     }
 
     /// The state and the controls with these directions: `q ⊕ δ` on the manifold, the rest
@@ -334,13 +334,7 @@ impl Seeds {
         ctrl: &[f64],
     ) -> (DVector<Lanes>, DVector<Lanes>, DVector<Lanes>, Vec<Lanes>) {
         let (nv, na) = (self.nv, self.na);
-        let lift = |value: f64, offset: usize, i: usize| {
-            let mut x = Lanes::from_f64(value);
-            for (k, t) in self.unit(offset, i) {
-                x.set_tangent(0, k, t);
-            }
-            x
-        };
+        let lift = |value: f64, offset: usize, i: usize| unit_tangent(value, self.direction(offset, i));
         let delta = DVector::from_fn(nv, |i, _| lift(0.0, 0, i));
         let q = integrate_position(lanes, &state.qpos.map(Lanes::from_f64), &delta, Lanes::from_f64(1.0));
         let v = DVector::from_fn(nv, |i, _| lift(state.qvel[i], nv, i));

@@ -205,14 +205,6 @@ impl<S: Scalar> MassFactor<S> {
         self.solve_slice(x.as_mut_slice());
     }
 
-    /// `X ← M⁻¹ X`, column by column.
-    pub fn solve_columns(&self, x: &mut DMatrix<S>) {
-        let n = x.nrows();
-        if n > 0 {
-            x.as_mut_slice().chunks_exact_mut(n).for_each(|column| self.solve_slice(column));
-        }
-    }
-
     /// `x ← M⁻¹ x` on one vector's entries.
     fn solve_slice(&self, x: &mut [S]) {
         let TreeMatrix { values, columns, start, .. } = &self.rows;

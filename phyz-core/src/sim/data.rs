@@ -75,7 +75,9 @@ impl<S: Scalar> Data<S> {
         &self.smooth.kin
     }
 
-    /// The smooth stages' outputs.
+    /// The smooth stages' outputs, among them the factor they solve with: `M` plus the
+    /// integrator's extra diagonal (`h·B`, Euler's implicit damping, where it applies), so that
+    /// `qacc_smooth = factor⁻¹ qfrc_smooth`.
     pub fn smooth(&self) -> &Smooth<S> {
         &self.smooth
     }
@@ -111,13 +113,6 @@ impl<S: Scalar> Data<S> {
     /// (MuJoCo's `qfrc_smooth`).
     pub fn qfrc_smooth(&self) -> &DVector<S> {
         &self.smooth.force
-    }
-
-    /// The factor the smooth stages solve with: `M` plus the integrator's extra diagonal
-    /// (`h·B`, Euler's implicit damping, where it applies), so that
-    /// `qacc_smooth = factor⁻¹ qfrc_smooth`.
-    pub fn smooth_factor(&self) -> &MassFactor<S> {
-        &self.smooth.factor
     }
 
     /// The unconstrained acceleration (MuJoCo's `qacc_smooth`).
