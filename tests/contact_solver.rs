@@ -222,6 +222,7 @@ fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector
         residual: 0.0,
         converged: true,
         noslip: None,
+        derivative: None,
     };
     // The Newton step from the solution, `−H⁻¹ g` (the tangent rule applied to the residual).
     let mut step = residual.clone();

@@ -53,12 +53,11 @@ pub struct AnalyticalJacobians {
 }
 
 /// What every pass of one evaluation reads: the state and controls, and the solver's warm
-/// starts before the step with the step's solves to replay (when constraint rows act).
+/// starts before the step (when constraint rows act: the step's solves are replayed from them).
 struct Pass<'a> {
     state: &'a State<f64>,
-    state_lanes: &'a State<Lanes>,
     ctrl: &'a [f64],
-    replay: Option<(&'a WarmCheckpoint, &'a SolveLog)>,
+    replay: Option<&'a WarmCheckpoint>,
 }
 
 impl AnalyticalJacobians {
@@ -67,11 +66,15 @@ impl AnalyticalJacobians {
         if model.integrator != Integrator::Euler {
             return Err(DualError::NotAnalytical { what: "integrators other than Euler" });
         }
+        let lanes = model.cast();
+        // The constraint stage reads the model's inverse weights as fixed here.
+        let mut tangents = Workspace::default();
+        tangents.fix_model(&lanes, &mut ContactState::default())?;
         Ok(AnalyticalJacobians {
             model: model.clone(),
-            lanes: model.cast(),
+            lanes,
             workspace: Workspace::default(),
-            tangents: Workspace::default(),
+            tangents,
             contact: ContactState::default(),
             rnea: RneaDerivatives::default(),
         })
@@ -91,7 +94,7 @@ impl AnalyticalJacobians {
         let before = contact.checkpoint();
         contact.keep_solutions();
         let stepped = step_in(model, state, ctrl, contact, &mut self.workspace);
-        let log = contact.take_solutions();
+        let mut log = contact.take_solutions();
         stepped?;
         // The passes' solver: the preset and the model's weights as the step left them, the
         // warm starts as the step found them (put back at each pass).
@@ -126,11 +129,11 @@ impl AnalyticalJacobians {
             smooth.mass.set_constant(&data.smooth().mass);
             smooth.set_extra_diagonal(damped.then(|| extra.map(Lanes::from_f64)).as_ref());
         }
-        let replay = constrained.then_some((&before, &log));
-        let pass = Pass { state, state_lanes: &state_lanes, ctrl, replay };
+        let replay = constrained.then_some(&before);
+        let pass = Pass { state, ctrl, replay };
         for (start, end) in passes(nv, columns) {
             let seeds = Seeds { start, count: end - start, nv, na };
-            self.pass(&pass, seeds, &mut dqacc, &mut drate)?;
+            self.pass(&pass, seeds, &mut log, (&mut dqacc, &mut drate))?;
         }
         let jac = self.integration(state, &dqacc, &drate);
         let n = 2 * nv + na;
@@ -144,7 +147,8 @@ impl AnalyticalJacobians {
     }
 
     /// One forward pass over the columns of `seeds`: the acceleration's columns into `dqacc`
-    /// and the activation rates' into `drate`.
+    /// and the activation rates' into `drate`, the step's solves replayed from `log` (which
+    /// keeps the derivative rules the first replay builds, for the passes after it).
     ///
     /// The step's acceleration `a` solves `h K(q, v)(a − a_s) = Jᵀλ` (impulses `λ`) with `K a_s = f − C`,
     /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
@@ -157,8 +161,8 @@ impl AnalyticalJacobians {
         &mut self,
         pass: &Pass<'_>,
         seeds: Seeds,
-        dqacc: &mut DMatrix<f64>,
-        drate: &mut DMatrix<f64>,
+        log: &mut SolveLog,
+        (dqacc, drate): (&mut DMatrix<f64>, &mut DMatrix<f64>),
     ) -> Result<(), DualError> {
         let (model, lanes) = (&self.model, &self.lanes);
         let nv = model.nv();
@@ -191,7 +195,7 @@ impl AnalyticalJacobians {
             dqacc.set_column(c, &column);
             drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
         }
-        let Some((before, log)) = pass.replay else { return Ok(()) };
+        let Some(before) = pass.replay else { return Ok(()) };
         let smooth_lanes = DVector::from_fn(nv, |i, _| {
             let mut x = Lanes::from_f64(qacc_smooth[i]);
             (0..seeds.count).for_each(|k| x.set_tangent(0, k, dqacc[(i, seeds.start + k)]));
@@ -199,9 +203,11 @@ impl AnalyticalJacobians {
         });
         let contact = &mut self.contact;
         contact.resume(before);
-        contact.replay(log.clone());
+        contact.replay(std::mem::take(log));
         let moved = seeds.start <= nv;
-        constraint_stage(lanes, (pass.state_lanes, point, moved), &smooth_lanes, contact, &mut self.tangents)?;
+        let staged = constraint_stage(lanes, (point, moved), &smooth_lanes, contact, &mut self.tangents);
+        *log = contact.take_solutions();
+        staged?;
         let qacc = self.tangents.data.qacc();
         for k in 0..seeds.count {
             dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));

@@ -4,6 +4,8 @@
 //! tape's block by the adjoint rule), so the solver's iterations never carry derivatives and
 //! nothing is unrolled.
 
+use std::sync::Arc;
+
 use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
@@ -176,18 +178,23 @@ fn take_given(
 }
 
 /// How lane `lane`'s velocity gets its Newton derivative, from its real problem `real` and
-/// solution.
+/// solution: the rule the solution carries (a replayed solve's), else one built at it and
+/// left with it.
 fn rule<S: Scalar>(
     problem: &ContactProblem<S>,
     real: &ContactProblem<f64>,
     lane: usize,
-    solution: &Solution,
+    solution: &mut Solution,
 ) -> Result<Rule, ContactError> {
-    Ok(if real.rows() == 0 {
-        Rule::Free
-    } else {
-        Rule::Solved(Sensitivity::new(real, solution)?, zones_on_all(problem, lane, solution))
-    })
+    if real.rows() == 0 {
+        return Ok(Rule::Free);
+    }
+    let sensitivity = match &solution.derivative {
+        Some(known) => Arc::clone(known),
+        None => Arc::new(Sensitivity::new(real, solution)?),
+    };
+    solution.derivative = Some(Arc::clone(&sensitivity));
+    Ok(Rule::Solved(sensitivity, zones_on_all(problem, lane, solution)))
 }
 
 /// How a lane's velocity gets its derivative.
@@ -195,7 +202,7 @@ enum Rule {
     /// No constraint in the lane: the velocity is the free one, derivative and all.
     Free,
     /// From the Hessian at the solution, with its zones on every constraint.
-    Solved(Sensitivity, Vec<Zone>),
+    Solved(Arc<Sensitivity>, Vec<Zone>),
 }
 
 /// The rule of `r = x − free`.

@@ -15,7 +15,7 @@ use nalgebra::{DMatrix, DVector};
 pub struct IndefiniteHessian;
 
 /// A symmetric matrix's lower triangle within its envelope, column-major, ready to factorize.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Envelope {
     n: usize,
     /// The last row each column may hold below the diagonal: the envelope seen by columns.
@@ -147,7 +147,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// `H = L Lᵀ` within the envelope of `H`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct EnvelopeCholesky {
     factor: Envelope,
 }
@@ -179,6 +179,31 @@ impl EnvelopeCholesky {
             let column = self.column(k);
             let below = dot(&column[1..], &x[k + 1..k + column.len()]);
             x[k] = (x[k] - below) / column[0];
+        }
+    }
+
+    /// `X ← H⁻¹ X` for `width` right-hand sides stored entry by entry (entry `i` of side `k` at
+    /// `i·width + k`): one pass over the factor for all of them.
+    pub fn solve_many_in_place(&self, x: &mut [f64], width: usize) {
+        let n = self.factor.n;
+        debug_assert_eq!(x.len(), n * width, "the right-hand sides do not fit the factor");
+        for k in 0..n {
+            let column = self.column(k);
+            let (head, tail) = x.split_at_mut((k + 1) * width);
+            let xk = &mut head[k * width..];
+            xk.iter_mut().for_each(|v| *v /= column[0]);
+            for (l, row) in column[1..].iter().zip(tail.chunks_exact_mut(width)) {
+                row.iter_mut().zip(xk.iter()).for_each(|(r, v)| *r -= l * v);
+            }
+        }
+        for k in (0..n).rev() {
+            let column = self.column(k);
+            let (head, tail) = x.split_at_mut((k + 1) * width);
+            let xk = &mut head[k * width..];
+            for (l, row) in column[1..].iter().zip(tail.chunks_exact(width)) {
+                xk.iter_mut().zip(row).for_each(|(v, r)| *v -= l * r);
+            }
+            xk.iter_mut().for_each(|v| *v /= column[0]);
         }
     }
 
@@ -227,6 +252,11 @@ mod tests {
             let b = DVector::from_fn(n, |i, _| i as f64 - 2.0);
             let dense = h.clone().cholesky().expect("positive definite").solve(&b);
             assert!((factor.solve(&b) - dense).amax() < 1e-12);
+            // Three right-hand sides at once, entry by entry.
+            let mut many: Vec<f64> = (0..n).flat_map(|i| [b[i], 2.0 * b[i], -b[i]]).collect();
+            factor.solve_many_in_place(&mut many, 3);
+            let solved = |k: usize, scale: f64| (0..n).all(|i| (many[i * 3 + k] - scale * dense[i]).abs() < 1e-12);
+            assert!(solved(0, 1.0) && solved(1, 2.0) && solved(2, -1.0));
             assert!((factor.matrix() - &h).amax() < 1e-12);
         }
         let mut indefinite = Envelope::new(&[0, 0]);

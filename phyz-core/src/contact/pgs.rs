@@ -246,5 +246,6 @@ pub fn solve(
         residual,
         converged: residual < config.tolerance,
         noslip: None,
+        derivative: None,
     })
 }

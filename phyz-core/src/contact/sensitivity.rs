@@ -35,6 +35,7 @@ pub enum SensitivityError {
 const CONDITION_LIMIT: f64 = 1e15;
 
 /// The linearization of a converged solve, reusable for many directions and gradients.
+#[derive(Debug, PartialEq)]
 pub struct Sensitivity {
     factor: EnvelopeCholesky,
 }
@@ -65,6 +66,10 @@ impl Sensitivity {
 impl ImplicitRule for Sensitivity {
     fn tangent(&self, dr: &mut [f64]) {
         self.factor.solve_in_place(dr);
+        dr.iter_mut().for_each(|d| *d = -*d);
+    }
+    fn tangents(&self, dr: &mut [f64], width: usize) {
+        self.factor.solve_many_in_place(dr, width);
         dr.iter_mut().for_each(|d| *d = -*d);
     }
     fn adjoint(&self, bar: &mut [f64]) {

@@ -1,6 +1,8 @@
 //! The solve of one problem in `f64`: Newton on the primal problem for every CPU preset
 //! ([`super::newton`]), or the GPU pass's fixed Gauss-Seidel sweeps ([`super::pgs`]).
 
+use std::sync::Arc;
+
 use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
@@ -9,6 +11,7 @@ use super::newton::{self, IndefiniteHessian, NewtonWorkspace};
 use super::noslip::NoSlipSolution;
 use super::pgs::{self, SweepError};
 use super::problem::ContactProblem;
+use super::sensitivity::Sensitivity;
 
 /// The outcome of a solve.
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +32,10 @@ pub struct Solution {
     /// What MuJoCo's no-slip pass made of it, where the model asks for one
     /// ([`super::noslip`]); the fields above stay the soft solve's, which the pass starts from.
     pub noslip: Option<NoSlipSolution>,
+    /// The Newton derivative rule at this solution, once a derivative has been asked of it
+    /// (built on the first replay of a logged solve and shared by the replays after it, so
+    /// that the Hessian is factorized once per solve). A fresh solve clears it.
+    pub derivative: Option<Arc<Sensitivity>>,
 }
 
 impl Solution {
@@ -54,6 +61,7 @@ impl Default for Solution {
             residual: 0.0,
             converged: false,
             noslip: None,
+            derivative: None,
         }
     }
 }
@@ -91,7 +99,7 @@ pub fn solve_in(
 ) -> Result<(), SolveError> {
     match config.method {
         Method::Newton => {
-            solution.noslip = None;
+            (solution.noslip, solution.derivative) = (None, None);
             newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?
         }
         Method::GaussSeidel => *solution = pgs::solve(problem, config, warm.impulses.as_ref())?,

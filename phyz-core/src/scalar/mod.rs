@@ -281,11 +281,14 @@ pub trait AutodiffHooks: Tangents {
     /// the rule to each tangent direction; a tape records it as one block, pulled back by
     /// [`ImplicitRule::adjoint`]. Plain numbers have nothing to do.
     fn implicit(x: &mut [Self], residual: &[Self], lane: usize, rule: Box<dyn ImplicitRule>) {
-        let mut dr = vec![0.0; residual.len()];
-        for k in 0..Self::tangent_dim() {
-            dr.iter_mut().zip(residual).for_each(|(d, r)| *d = r.tangent(lane, k));
-            rule.tangent(&mut dr);
-            x.iter_mut().zip(&dr).for_each(|(x, d)| x.set_tangent(lane, k, *d));
+        let width = Self::tangent_dim();
+        if width == 0 {
+            return;
+        }
+        let mut dr: Vec<f64> = residual.iter().flat_map(|r| (0..width).map(move |k| r.tangent(lane, k))).collect();
+        rule.tangents(&mut dr, width);
+        for (x, d) in x.iter_mut().zip(dr.chunks_exact(width)) {
+            d.iter().enumerate().for_each(|(k, d)| x.set_tangent(lane, k, *d));
         }
     }
 }
@@ -335,8 +338,32 @@ impl<S: Scalar> Inputs<S> {
 pub trait ImplicitRule: Send + Sync {
     /// `dr ← −K⁻¹ dr`: the solution's derivative from the residual's along a data direction.
     fn tangent(&self, dr: &mut [f64]);
+    /// [`ImplicitRule::tangent`] along `width` directions at once, stored entry by entry (entry
+    /// `i` of direction `k` at `i·width + k`).
+    fn tangents(&self, dr: &mut [f64], width: usize) {
+        let n = dr.len() / width.max(1);
+        let mut one = vec![0.0; n];
+        for k in 0..width {
+            one.iter_mut().enumerate().for_each(|(i, d)| *d = dr[i * width + k]);
+            self.tangent(&mut one);
+            one.iter().enumerate().for_each(|(i, d)| dr[i * width + k] = *d);
+        }
+    }
     /// `x̄ ← −K⁻ᵀ x̄`: the residual's cotangent from the solution's.
     fn adjoint(&self, bar: &mut [f64]);
+}
+
+/// A rule shared between solves of the same problem (a logged solve and its replays).
+impl<R: ImplicitRule + ?Sized> ImplicitRule for std::sync::Arc<R> {
+    fn tangent(&self, dr: &mut [f64]) {
+        (**self).tangent(dr);
+    }
+    fn tangents(&self, dr: &mut [f64], width: usize) {
+        (**self).tangents(dr, width);
+    }
+    fn adjoint(&self, bar: &mut [f64]) {
+        (**self).adjoint(bar);
+    }
 }
 
 impl Arithmetic for f64 {

@@ -140,7 +140,11 @@ fn run_solver<S: Scalar>(
             let mass = if split { &*bare } else { &smooth.factor };
             solver.solve(problem, mass, &config, warm, velocity, solutions)?;
         }
-        _ => solve_scalar_in(problem, &config, source, newton, velocity, solutions)?,
+        (_, Source::Given(_)) => {
+            solve_scalar_in(problem, &config, source, newton, velocity, solutions)?;
+            state.logging.share_derivatives(solutions);
+        }
+        (None, Source::Solve(_)) => solve_scalar_in(problem, &config, source, newton, velocity, solutions)?,
     }
     let noslip = model.contact.noslip;
     let slipless = noslip.iterations > 0 && config.mujoco_compat;

@@ -64,6 +64,20 @@ impl Logging {
         }
     }
 
+    /// Leaves with the replayed solve's logged solutions the derivative rules its replay built
+    /// at them ([`Solution::derivative`]), for later replays of the same log.
+    pub fn share_derivatives(&mut self, solutions: &[Solution]) {
+        if let Logging::Replay(log, next) = self
+            && let Some(logged) = next.checked_sub(1).and_then(|at| log.0.get_mut(at))
+        {
+            for (logged, solution) in logged.iter_mut().zip(solutions) {
+                if logged.derivative.is_none() {
+                    logged.derivative.clone_from(&solution.derivative);
+                }
+            }
+        }
+    }
+
     /// Appends a solve's solutions where the log is kept.
     pub fn keep(&mut self, solutions: &[Solution]) {
         if let Logging::Keep(log) = self {

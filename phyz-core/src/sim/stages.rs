@@ -6,35 +6,37 @@
 use nalgebra::DVector;
 
 use super::constraint;
-use super::gather::{StageInput, gather};
+use super::gather::{StageInput, constrained, gather};
 use super::{ContactState, Workspace};
 use crate::error::StepError;
 use crate::math::copy_vector;
-use crate::model::{Model, Point, State};
+use crate::model::{Model, Point};
 use crate::scalar::Scalar;
 
 /// The acceleration with the constraint forces at `point`, into `workspace.data.qacc`: the
 /// constraint rows on the kinematics that `workspace.data`'s smooth stages already hold at
 /// `point.qpos`, with the mass matrix and extra diagonal they hold ([`super::Data::smooth_mut`]:
 /// the caller sets all three), `qacc_smooth` taken as the unconstrained acceleration, and the
-/// constraint problem solved under `contact` (which replays a logged solve when it has one). The problem is solved as phyz solves it, in the metric with
-/// the extra diagonal; MuJoCo's split solve under Euler's implicit damping (`mujoco_compat`) is
-/// not taken here. `state` gives the mocap poses the weights are taken at.
+/// constraint problem solved under `contact` (which replays a logged solve when it has one). The
+/// problem is solved as phyz solves it, in the metric with the extra diagonal; MuJoCo's split
+/// solve under Euler's implicit damping (`mujoco_compat`) is not taken here. The model's inverse
+/// weights are those [`Workspace::fix_model`] left in `workspace` for this model: the stage is
+/// run many times on one model, and does not look them up again.
 ///
 /// `moved: false` says that the position and the kinematics, tangents and all, are those of the
 /// last call on `workspace`: the rows gathered then are kept, unless an equality is among them
 /// (a connect's or weld's rows read the velocity).
 pub fn constraint_stage<S: Scalar>(
     model: &Model<S>,
-    (state, point, moved): (&State<S>, Point<'_, S>, bool),
+    (point, moved): (Point<'_, S>, bool),
     qacc_smooth: &DVector<S>,
     contact: &mut ContactState,
     workspace: &mut Workspace<S>,
 ) -> Result<(), StepError> {
-    let Workspace { data, weights, weights_from, info, .. } = workspace;
+    let Workspace { data, weights, info, .. } = workspace;
     info.reset();
     copy_vector(&mut data.qacc, qacc_smooth);
-    if !contact.weights_for_step(model, state, (weights, weights_from))? {
+    if !constrained(model) {
         return Ok(());
     }
     let (q, v) = (point.qpos, point.qvel);
