@@ -251,7 +251,7 @@ mod tests {
             let factor = envelope.factorize().expect("positive definite");
             let b = DVector::from_fn(n, |i, _| i as f64 - 2.0);
             let dense = h.clone().cholesky().expect("positive definite").solve(&b);
-            assert!((factor.solve(&b) - dense).amax() < 1e-12);
+            assert!((factor.solve(&b) - &dense).amax() < 1e-12);
             // Three right-hand sides at once, entry by entry.
             let mut many: Vec<f64> = (0..n).flat_map(|i| [b[i], 2.0 * b[i], -b[i]]).collect();
             factor.solve_many_in_place(&mut many, 3);
