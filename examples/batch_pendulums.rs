@@ -12,13 +12,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|&m| {
             let mut model = base.clone();
-            let lower = &mut model.bodies_mut()[2];
-            let scale = m / lower.mass;
-            lower.mass *= scale;
-            lower.inertia *= scale;
-            model
+            model.edit(|parts| {
+                let lower = &mut parts.bodies[2];
+                let scale = m / lower.mass;
+                lower.mass *= scale;
+                lower.inertia *= scale;
+            })?;
+            Ok(model)
         })
-        .collect();
+        .collect::<Result<_, phyz::ModelError>>()?;
     let batch: Model<Lanes<4>> = Model::batch(&models)?;
     let mut state: State<Lanes<4>> = State::batch(&vec![start; 4]);
     let ctrl = [Lanes([0.0; 4]); 2];

@@ -65,11 +65,7 @@ fn rollout(model: &Model<f64>, x0: &State<f64>, us: &[f64]) -> Result<Vec<State<
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/models/gymnasium/inverted_pendulum.xml");
     let mut model = mjcf::load(path)?;
-    for joint in model.joints_mut() {
-        if joint.name == "hinge" {
-            joint.range = None;
-        }
-    }
+    model.edit(|parts| parts.joints.iter_mut().filter(|j| j.name == "hinge").for_each(|j| j.range = None))?;
     let mut x0 = model.default_state();
     x0.qpos[1] = PI;
     let (q, r) = running_weights();

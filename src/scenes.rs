@@ -75,15 +75,17 @@ pub fn floating_quadruped() -> Result<Model<f64>, ModelError> {
 
 /// A ball (radius 12 cm, 600 g, restitution 0.75) over a grippy floor (friction 0.8), stepped at
 /// 1 ms: the scene of the default optimization, where spin matters because the bounce grips.
-pub fn bouncing_ball() -> Result<Model<f64>, crate::mjcf::MjcfError> {
+pub fn bouncing_ball() -> Result<Model<f64>, Box<dyn std::error::Error>> {
     const XML: &str = "<mujoco model='bouncing ball'><option timestep='0.001'/><worldbody>\
         <geom name='floor' type='plane' size='10 10 0.1' friction='0.8 0.005 0.0001'/>\
         <body name='ball' pos='0 0 1'><freejoint/>\
         <geom name='ball' type='sphere' size='0.12' mass='0.6' friction='0.8 0.005 0.0001'/></body>\
         </worldbody></mujoco>";
     let mut model = crate::mjcf::parse(XML, "bouncing_ball.xml")?;
-    for geom in model.bodies_mut().iter_mut().flat_map(|b| &mut b.geoms).filter(|g| g.name == "ball") {
-        geom.restitution = 0.75;
-    }
+    model.edit(|parts| {
+        for geom in parts.bodies.iter_mut().flat_map(|b| &mut b.geoms).filter(|g| g.name == "ball") {
+            geom.restitution = 0.75;
+        }
+    })?;
     Ok(model)
 }

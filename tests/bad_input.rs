@@ -69,14 +69,26 @@ fn non_positive_definite_inertia_is_an_error() {
 }
 
 #[test]
-fn singular_articulation_is_an_error_at_step() {
+fn singular_articulation_is_an_error_when_set() {
     // Parameters changed after building (as an optimizer may do) can leave a joint moving no
-    // inertia: the step refuses rather than dividing by zero.
+    // inertia: the model's constants cannot be computed, which is an error naming the body, and
+    // an edit that fails leaves the model as it was.
     let mut model = build(pendulum_body(1.0, Matrix3::identity() * 0.1)).expect("valid");
-    model.bodies_mut()[1].mass = 0.0;
-    model.bodies_mut()[1].inertia = Vector3::zeros();
-    let result = step(&model, &model.default_state(), &[0.0]);
-    assert_eq!(result, Err(StepError::SingularMass { body: "arm".into() }));
+    let before = model.clone();
+    let result = model.edit(|parts| {
+        parts.bodies[1].mass = 0.0;
+        parts.bodies[1].inertia = Vector3::zeros();
+    });
+    assert!(matches!(&result, Err(ModelError::Constants { reason }) if reason.contains("`arm`")), "{result:?}");
+    assert_eq!(model, before);
+    assert!(step(&model, &model.default_state(), &[0.0]).is_ok());
+    let mut values = model.parameters();
+    let indices = model.parameter_indices();
+    let arm = &indices.bodies()[1];
+    for index in [arm.mass].iter().chain(arm.inertia.iter()) {
+        values[*index as usize] = 0.0;
+    }
+    assert!(matches!(model.with_parameters(&values), Err(ModelError::Constants { .. })));
 }
 
 #[test]

@@ -84,9 +84,9 @@ fn a_box_sticking_on_an_incline() {
 fn a_ball_at_impact() {
     // A ball with restitution 0.8 meeting the floor at 2 m/s: the impact's rebound target.
     let mut model = scene("<geom name='ball' type='sphere' size='0.1'/>");
-    for geom in model.bodies_mut().iter_mut().flat_map(|b| &mut b.geoms) {
-        geom.restitution = 0.8;
-    }
+    model
+        .edit(|parts| parts.bodies.iter_mut().flat_map(|b| &mut b.geoms).for_each(|g| g.restitution = 0.8))
+        .expect("valid");
     let mut state = model.default_state();
     state.qpos[2] = 0.1 - 2e-3;
     state.qvel[2] = -2.0;
@@ -216,11 +216,8 @@ fn friction_held_at_the_floor_carries_no_derivative() {
         );
         let model = mjcf::parse(&xml, "floor.xml").expect("valid");
         let mut seeded = model.cast::<Dual64>();
-        for body in seeded.bodies_mut() {
-            for geom in &mut body.geoms {
-                geom.friction[0] = Dual64::new(geom.friction[0].re, 1.0);
-            }
-        }
+        let seed = |g: &mut phyz::model::Geom<Dual64>| g.friction[0] = Dual64::new(g.friction[0].re, 1.0);
+        seeded.edit(|parts| parts.bodies.iter_mut().flat_map(|b| &mut b.geoms).for_each(seed)).expect("valid");
         let mut state = model.default_state();
         state.qvel[0] = 0.3;
         let mut contact = ContactState::new(SolverConfig::mujoco_compat());

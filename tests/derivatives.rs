@@ -139,7 +139,7 @@ fn parameter_derivative_matches_finite_difference() {
     let params = model.parameters();
     // The index of body 2's mass: perturb it alone through with_parameters.
     let mut probe = model.clone();
-    probe.bodies_mut()[2].mass += 1.0;
+    probe.edit(|parts| parts.bodies[2].mass += 1.0).expect("a valid mass");
     let index = probe.parameters().iter().zip(&params).position(|(a, b)| a != b).expect("mass is a parameter");
     let mut direction = vec![0.0; params.len()];
     direction[index] = 1.0;

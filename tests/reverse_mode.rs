@@ -253,11 +253,11 @@ fn reverse_jacobians_reused_across_states_match_forward_mode() {
 }
 
 /// Steps recorded one after another in one workspace, each recording beginning with the same
-/// prefix of parameters (without `Workspace::fix_model`): what the step caches from the model
-/// (link constants, inverse weights) was recorded in an earlier step's recording and must not be
-/// reused in the next; the gradient equals a fresh VJP's.
+/// prefix of parameters: what the model fixes (link constants, inverse weights) was computed
+/// with its parameters, in the prefix, so every step's recording reads valid nodes; the
+/// gradient equals a fresh VJP's.
 #[test]
-fn caches_of_an_earlier_recording_are_not_reused() {
+fn recordings_on_one_prefix_read_the_models_constants() {
     use phyz::sim::{Workspace, step_in};
     use phyz::{Recording, Var};
     let case = gymnasium_cases(&mut Rng::new(4), 20)

@@ -256,9 +256,13 @@ fn dropped_ball(height: f64) -> (Model<f64>, State<f64>) {
          <body name='ball' pos='0 0 0.1'><joint name='z' type='slide' axis='0 0 1'/>\
          <geom name='ball' type='sphere' size='0.1' mass='1'/></body></worldbody></mujoco>";
     let mut model = mjcf::parse(xml, "ball.xml").expect("valid");
-    for geom in model.bodies_mut().iter_mut().flat_map(|b| &mut b.geoms).filter(|g| g.name == "ball") {
-        geom.restitution = 0.8;
-    }
+    model
+        .edit(|parts| {
+            for geom in parts.bodies.iter_mut().flat_map(|b| &mut b.geoms).filter(|g| g.name == "ball") {
+                geom.restitution = 0.8;
+            }
+        })
+        .expect("valid");
     let mut state = model.default_state();
     state.qpos[0] = height;
     (model, state)

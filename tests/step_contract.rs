@@ -106,7 +106,7 @@ fn model_edits_between_steps_are_taken() {
     let torso = model.bodies().iter().position(|b| b.name == "torso").expect("torso");
     let ctrl = vec![0.3, -0.2, 0.1];
     for mass in [2.0 * model.bodies()[torso].mass, model.bodies()[torso].mass, 0.5 * model.bodies()[torso].mass] {
-        sim.model.bodies_mut()[torso].mass = mass;
+        sim.model.edit(|parts| parts.bodies[torso].mass = mass).expect("a valid mass");
         let start = sim.state.clone();
         let mut fresh = ContactState::new(sim.contact.config);
         fresh.resume(&sim.contact.checkpoint());

@@ -15,7 +15,6 @@
 use std::cell::RefCell;
 use std::ops::{Add, AddAssign, BitAnd, BitOr, Div, DivAssign, Mul, MulAssign, Neg, Not, Sub, SubAssign};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use burn::backend::autodiff::Autodiff;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -57,7 +56,6 @@ pub struct Slot(u32);
 
 /// The tensors a trace has made, with their values on the host once read.
 struct Arena {
-    id: u64,
     device: Device,
     batch: usize,
     /// The float type of every tensor the trace makes.
@@ -73,7 +71,6 @@ thread_local! {
 }
 
 /// Traces are numbered across threads, so a value is never read in another trace.
-static TRACES: AtomicU64 = AtomicU64::new(1);
 
 /// This thread's trace: while it lives, [`Batched`] values are tensors on its device with its
 /// batch size; when it ends they are gone (the tensors it handed out live on).
@@ -90,16 +87,8 @@ impl Trace {
             if arena.is_some() {
                 return None;
             }
-            let id = TRACES.fetch_add(1, Ordering::Relaxed);
-            *arena = Some(Arena {
-                id,
-                device: device.clone(),
-                batch,
-                dtype,
-                floats: Vec::new(),
-                masks: Vec::new(),
-                reads: 0,
-            });
+            *arena =
+                Some(Arena { device: device.clone(), batch, dtype, floats: Vec::new(), masks: Vec::new(), reads: 0 });
             Some(Trace { _not_send: std::marker::PhantomData })
         })
     }
@@ -681,29 +670,11 @@ impl Tangents for Batched {
     fn carries_derivatives() -> bool {
         true
     }
-    fn is_constant(&self) -> bool {
-        match self {
-            Batched::Constant(_) => true,
-            Batched::Tensor(_) => !tensor(*self).is_tracked(),
-        }
-    }
 }
 
 impl AutodiffHooks for Batched {
     fn detach(self) -> Self {
         unary(self, |x| x, |t| t.detach())
-    }
-    fn same(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Batched::Constant(a), Batched::Constant(b)) => a.to_bits() == b.to_bits(),
-            (a, b) => a == b,
-        }
-    }
-    fn epoch() -> u64 {
-        ARENA.with(|a| a.borrow().as_ref().map_or(0, |a| a.id))
-    }
-    fn usable_from(epoch: u64) -> bool {
-        epoch == Self::epoch()
     }
     /// Lane `lane`'s solution `x` gets the implicit function theorem's derivative through one
     /// registered burn node ([`ImplicitOps`]): zero in value, its backward the transposed rule

@@ -66,15 +66,11 @@ impl AnalyticalJacobians {
         if model.integrator != Integrator::Euler {
             return Err(DualError::NotAnalytical { what: "integrators other than Euler" });
         }
-        let lanes = model.cast();
-        // The constraint stage reads the model's inverse weights as fixed here.
-        let mut tangents = Workspace::default();
-        tangents.fix_model(&lanes, &mut ContactState::default())?;
         Ok(AnalyticalJacobians {
             model: model.clone(),
-            lanes,
+            lanes: model.cast(),
             workspace: Workspace::default(),
-            tangents,
+            tangents: Workspace::default(),
             contact: ContactState::default(),
             rnea: RneaDerivatives::default(),
         })

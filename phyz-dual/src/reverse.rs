@@ -221,9 +221,8 @@ impl<'m> Taped<'m> {
             vars.push(values[i]);
         }
         let recorded = if params.is_empty() { model.cast() } else { model.with_parameters(&values)? };
-        let mut workspace = Workspace::default();
-        workspace.fix_model(&recorded, &mut ContactState::default())?;
-        Ok(Taped { model, recorded, params: vars, prefix: tape.freeze(), workspace })
+        // The model's constants were computed with its parameters, in the prefix.
+        Ok(Taped { model, recorded, params: vars, prefix: tape.freeze(), workspace: Workspace::default() })
     }
 
     /// Records one step from `state` under `ctrl`, its positions in `coordinates`.

@@ -76,10 +76,7 @@ pub fn run(args: JacobianArgs) -> Result<(), CliError> {
     if args.euler {
         model.integrator = phyz::model::Integrator::Euler;
     }
-    let mut contact = args.constraints.apply(&mut model);
-    // The model's inverse weights, found once as a simulator's solver state keeps them, so
-    // that each repetition (from a copy of this state) times the step and not their setup.
-    phyz::sim::Workspace::default().fix_model(&model, &mut contact)?;
+    let contact = args.constraints.apply(&mut model);
     let (state, key_ctrl) = args.start.state(&model)?;
     let ctrl = match &args.ctrl {
         Some(path) => read_vector(path, model.nu(), "ctrl")?,

@@ -84,9 +84,9 @@ fn velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S
     inertia.clear();
     bias_force.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
-        let vj = kin.subspace[i].apply(dofs(link, qvel));
+        let vj = model.constants().links.subspace[i].apply(dofs(link, qvel));
         let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
-        let rigid = kin.inertia[i];
+        let rigid = model.constants().links.inertia[i];
         bias_acc.push(v.cross_motion(&vj));
         bias_force.push(v.cross_force(&rigid.mul_motion(&v)));
         inertia.push(rigid.to_matrix());
@@ -114,7 +114,7 @@ fn articulate<S: Scalar>(
     u_res.clear();
     u_res.resize(n, [S::zero(); 3]);
     for (i, link) in links.iter().enumerate().rev() {
-        let cols = kin.subspace[i].cols();
+        let cols = model.constants().links.subspace[i].cols();
         let nd = cols.len();
         let mut ia = inertia[i];
         let mut joint_force = Force::zero();
@@ -159,7 +159,7 @@ fn accelerations<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, buffers: &mut
     for (i, link) in model.tree().links.iter().enumerate() {
         let parent_acc = link.parent.map_or(world_acc, |p| acc[p]);
         let mut a = kin.local[i].motion_to_child(&parent_acc) + bias_acc[i];
-        let cols = kin.subspace[i].cols();
+        let cols = model.constants().links.subspace[i].cols();
         let av = a.to_vector();
         let rhs: [S; 3] =
             std::array::from_fn(|k| if k < cols.len() { u_res[i][k] - u_cols[i][k].dot(&av) } else { S::zero() });

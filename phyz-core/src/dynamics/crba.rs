@@ -35,7 +35,11 @@ pub fn mass_matrix_into<S: Scalar>(
     let tree = model.tree();
     composite.clear();
     composite.extend(tree.links.iter().enumerate().map(|(i, link)| {
-        if link.last_of_body { kin.inertia[i].to_parent(&kin.rooted[i]) } else { SpatialInertia::zero() }
+        if link.last_of_body {
+            model.constants().links.inertia[i].to_parent(&kin.rooted[i])
+        } else {
+            SpatialInertia::zero()
+        }
     }));
     for (i, link) in tree.links.iter().enumerate().rev() {
         if let Some(p) = link.parent {

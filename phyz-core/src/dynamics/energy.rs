@@ -20,7 +20,7 @@ pub fn mechanical_energy<S: Scalar>(model: &Model<S>, state: &State<S>) -> S {
 pub fn kinetic_energy<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> S {
     let vel = link_velocities(model, kin, qvel);
     let links = 0..model.tree().links.len();
-    let bodies = links.fold(S::zero(), |e, i| e + vel[i].dot(&kin.inertia[i].mul_motion(&vel[i])));
+    let bodies = links.fold(S::zero(), |e, i| e + vel[i].dot(&model.constants().links.inertia[i].mul_motion(&vel[i])));
     let rotors = model.joints().iter().fold(S::zero(), |e, joint| {
         let adr = joint.dof_adr();
         (adr..adr + joint.kind().nv()).fold(e, |e, d| e + joint.armature * qvel[d] * qvel[d])
@@ -67,6 +67,7 @@ fn spring_energy<S: Scalar>(k: S, [p0, p1]: &[S; 2], x: S) -> S {
 /// Total spatial momentum of all bodies, in world coordinates about the world origin.
 pub fn momentum<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Force<S> {
     let vel = link_velocities(model, kin, qvel);
-    (0..model.tree().links.len())
-        .fold(Force::zero(), |h, i| h + kin.world[i].force_to_parent(&kin.inertia[i].mul_motion(&vel[i])))
+    (0..model.tree().links.len()).fold(Force::zero(), |h, i| {
+        h + kin.world[i].force_to_parent(&model.constants().links.inertia[i].mul_motion(&vel[i]))
+    })
 }

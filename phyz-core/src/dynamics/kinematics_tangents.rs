@@ -22,9 +22,6 @@ impl<S: Scalar> Kinematics<S> {
     /// `kin` has them.
     pub fn set_along(&mut self, model: &Model<S>, kin: &Kinematics<f64>, qpos: &DVector<S>, columns: &[usize]) {
         let links = &model.tree().links;
-        if self.inertia.len() != links.len() {
-            self.set_constants(model);
-        }
         let lift = |p: &Pose<f64>| Pose::new(p.rot.map(S::from_f64), p.pos.map(S::from_f64));
         let lift_motion = |m: &Motion<f64>| Motion::new(m.ang.map(S::from_f64), m.lin.map(S::from_f64));
         for (to, from) in
@@ -38,7 +35,8 @@ impl<S: Scalar> Kinematics<S> {
         let mut reached = vec![false; links.len()];
         for (k, &d) in columns.iter().enumerate() {
             let j = model.tree().dof_link[d];
-            let s = kin.subspace[j].cols()[d - links[j].dof_adr];
+            let s = model.constants().links.subspace[j].cols()[d - links[j].dof_adr];
+            let s = Motion::new(s.ang.map(|x| x.lane(0)), s.lin.map(|x| x.lane(0)));
             // The link's own joint: `local · exp(δ S×)`, S in the link's frame.
             let local = &kin.local[j];
             set_pose_tangent(&mut self.local[j], k, &(local.rot * skew(&s.ang)), &(local.rot * s.lin));

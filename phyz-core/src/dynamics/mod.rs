@@ -5,6 +5,7 @@
 
 pub mod aba;
 pub mod actuation;
+pub mod constants;
 pub mod crba;
 pub mod energy;
 pub mod fluid;
@@ -25,6 +26,7 @@ pub mod transmission;
 
 pub use aba::forward_dynamics;
 pub use actuation::actuator_forces;
+pub use constants::Parts;
 pub use crba::mass_matrix;
 pub use kinematics::{Kinematics, forward_kinematics};
 pub use mass::{MassFactor, TreeMatrix};

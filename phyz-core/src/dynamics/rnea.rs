@@ -46,13 +46,13 @@ pub fn rnea<S: Scalar>(
     force.clear();
     for (i, link) in links.iter().enumerate() {
         let x = &kin.local[i];
-        let s = &kin.subspace[i];
+        let s = &model.constants().links.subspace[i];
         let vj = s.apply(dofs(link, qvel));
         let (vp, ap) = link.parent.map_or((Motion::zero(), world_acc), |p| (vel[p], acc[p]));
         let v = x.motion_to_child(&vp) + vj;
         let joint_acc = qacc.map_or_else(Motion::zero, |qacc| s.apply(dofs(link, qacc)));
         let a = x.motion_to_child(&ap) + joint_acc + v.cross_motion(&vj);
-        let inertia = kin.inertia[i];
+        let inertia = model.constants().links.inertia[i];
         force.push(inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v)));
         vel.push(v);
         acc.push(a);
@@ -89,7 +89,7 @@ pub(crate) fn add_link_forces_where<S: Scalar>(
     let links = &model.tree().links;
     for (i, link) in links.iter().enumerate().rev() {
         if reached(i) {
-            for (k, col) in kin.subspace[i].cols().iter().enumerate() {
+            for (k, col) in model.constants().links.subspace[i].cols().iter().enumerate() {
                 tau[link.dof_adr + k] += col.dot(&force[i]);
             }
         }

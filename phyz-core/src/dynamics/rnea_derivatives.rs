@@ -93,14 +93,14 @@ impl<S: Scalar> RneaDerivatives<S> {
         let nv = model.nv();
         zero_vector(&mut self.tau, nv);
         rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
-        self.prepare(model, kin, qvel, qacc);
+        self.prepare(model, qvel, qacc);
         let position = qacc.is_some();
         let rows = if position { nv } else { 0 };
         zero_matrix(&mut self.dq, rows, rows);
         zero_matrix(&mut self.dv, nv, nv);
         for d in columns {
             let j = model.tree().dof_link[d];
-            let s = kin.subspace[j].cols()[d - model.tree().links[j].dof_adr];
+            let s = model.constants().links.subspace[j].cols()[d - model.tree().links[j].dof_adr];
             let (v_in, a_in) = self.inherited[j];
             let (v, jv) = (self.links.velocity[j], self.joint_velocity[j]);
             if position {
@@ -117,18 +117,19 @@ impl<S: Scalar> RneaDerivatives<S> {
     }
 
     /// Each link's joint velocity, inherited motion and momentum at the state (after RNEA).
-    fn prepare(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>) {
+    fn prepare(&mut self, model: &Model<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>) {
         let links = &model.tree().links;
+        let constants = &model.constants().links;
         self.joint_velocity.clear();
         self.inherited.clear();
         self.momentum.clear();
         for (i, link) in links.iter().enumerate() {
             let (v, a) = (self.links.velocity[i], self.links.acceleration[i]);
-            let jv = kin.subspace[i].apply(dofs(link, qvel));
-            let ja = qacc.map_or_else(Motion::zero, |qacc| kin.subspace[i].apply(dofs(link, qacc)));
+            let jv = constants.subspace[i].apply(dofs(link, qvel));
+            let ja = qacc.map_or_else(Motion::zero, |qacc| constants.subspace[i].apply(dofs(link, qacc)));
             self.joint_velocity.push(jv);
             self.inherited.push((v - jv, a - ja - v.cross_motion(&jv)));
-            self.momentum.push(kin.inertia[i].mul_motion(&v));
+            self.momentum.push(constants.inertia[i].mul_motion(&v));
         }
         self.tangent.resize(links.len(), (Motion::zero(), Motion::zero(), Force::zero()));
         self.reached.resize(links.len(), false);
@@ -166,7 +167,7 @@ impl<S: Scalar> RneaDerivatives<S> {
                 let dvi = x.motion_to_child(&tangent[p].0);
                 (dvi, x.motion_to_child(&tangent[p].1) + dvi.cross_motion(&joint_velocity[i]))
             };
-            let inertia = &kin.inertia[i];
+            let inertia = &model.constants().links.inertia[i];
             let v = &state.velocity[i];
             let df =
                 inertia.mul_motion(&dai) + dvi.cross_force(&momentum[i]) + v.cross_force(&inertia.mul_motion(&dvi));
@@ -178,7 +179,7 @@ impl<S: Scalar> RneaDerivatives<S> {
                 continue;
             }
             let df = tangent[i].2;
-            for (k, s) in kin.subspace[i].cols().iter().enumerate() {
+            for (k, s) in model.constants().links.subspace[i].cols().iter().enumerate() {
                 out[(links[i].dof_adr + k, column)] = s.dot(&df);
             }
             if i > j {
@@ -191,7 +192,7 @@ impl<S: Scalar> RneaDerivatives<S> {
         let mut carried = kin.local[j].force_to_parent(&(tangent[j].2 + extra));
         let mut link = links[j].parent;
         while let Some(p) = link {
-            for (k, s) in kin.subspace[p].cols().iter().enumerate() {
+            for (k, s) in model.constants().links.subspace[p].cols().iter().enumerate() {
                 out[(links[p].dof_adr + k, column)] = s.dot(&carried);
             }
             carried = kin.local[p].force_to_parent(&carried);

@@ -66,12 +66,10 @@ impl<S: Scalar> Default for Smooth<S> {
 }
 
 impl<S: Scalar> Smooth<S> {
-    /// Takes what the model and `state` fix for a step (the links' inertias, offsets and motion
-    /// subspaces, the mocap bodies' poses): once per step, before the evaluations, and again
-    /// whenever the model's numbers change (without it, the first evaluation takes the model's,
-    /// with the mocap bodies where the model puts them, and later ones keep them).
+    /// Takes what `state` fixes for a step (the mocap bodies' poses): once per step, before the
+    /// evaluations (without it, mocap bodies are where the model puts them, or where the last
+    /// call put them).
     pub fn prepare(&mut self, model: &Model<S>, state: &State<S>) {
-        self.kin.set_constants_if_changed(model);
         self.kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
     }
 

@@ -8,6 +8,7 @@ mod pose;
 mod quat;
 mod sparse;
 mod spatial;
+mod subspace;
 mod wrap;
 
 pub use inertia::{SpatialInertia, principal_axes};
@@ -15,6 +16,7 @@ pub use pose::Pose;
 pub use quat::{Quat, dexp_inv};
 pub use sparse::SparseRows;
 pub use spatial::{Force, Motion};
+pub use subspace::Subspace;
 pub use wrap::{Wrap, WrapShape, wrap};
 
 use nalgebra::{DMatrix, DVector, Matrix3, Vector3};

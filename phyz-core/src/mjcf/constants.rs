@@ -68,7 +68,6 @@ fn at_reference(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), Strin
     let muscles = &deferred.muscle_scales;
     let rest = model.default_state();
     let mut kin = Kinematics::default();
-    kin.set_constants(model);
     kin.set_mocap(model, &rest.mocap_pos, &rest.mocap_quat);
     if !deferred.rest_lengths.is_empty() {
         rest_lengths(model, &mut kin, &deferred.rest_lengths);
@@ -90,7 +89,7 @@ fn at_reference(model: &mut Model<f64>, deferred: &Deferred) -> Result<(), Strin
             let unit = DVector::from_fn(model.nv(), |k, _| if k == i { 1.0 } else { 0.0 });
             factor.solve(&unit)[i]
         });
-        let simple = crate::sim::simple_bodies(model);
+        let simple = crate::dynamics::constants::simple_bodies(model);
         spring_dampers(model, springs, &inverse_diagonal, &simple);
     }
     Ok(())

@@ -172,7 +172,6 @@ fn pushing_model(model: &Model<f64>, options: &Options) -> Model<f64> {
 fn push(sim: &Simulator<f64>, index: usize, sign: f64, options: &Options) -> Result<(f64, f64), String> {
     let model = &sim.model;
     let mut kin = Kinematics::default();
-    kin.set_constants(model);
     kin.set_mocap(model, &sim.state.mocap_pos, &sim.state.mocap_quat);
     kin.update(model, &sim.state.qpos);
     let mut factor = MassFactor::default();

@@ -369,8 +369,9 @@ impl ModelBuilder {
         self.keyframes.push(keyframe);
     }
 
-    /// Checks every element and compiles the model.
-    pub fn build(self) -> Result<Model<f64>, ModelError> {
+    /// Checks every element and compiles the model, without the constants its numbers fix
+    /// (which [`ModelBuilder::build`] computes next).
+    pub(crate) fn assemble(self) -> Result<Model<f64>, ModelError> {
         check_options(&self)?;
         let mut bodies = vec![Body {
             name: "world".into(),
@@ -459,6 +460,7 @@ impl ModelBuilder {
             medium: self.medium,
             enabled: self.enabled,
             contact: self.contact,
+            constants: Default::default(),
         };
         model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model)).collect::<Result<_, _>>()?;
         model.actuators = self

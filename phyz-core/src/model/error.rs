@@ -33,4 +33,8 @@ pub enum ModelError {
     StructureMismatch { reason: String },
     #[error("expected {expected} parameters, got {got}")]
     ParameterCount { expected: usize, got: usize },
+    /// What the model's numbers fix could not be computed (a mass matrix at the reference
+    /// configuration that is not positive definite).
+    #[error("the model's constants at its reference configuration: {reason}")]
+    Constants { reason: String },
 }

@@ -8,6 +8,7 @@
 mod actuator;
 mod body;
 mod builder;
+mod constants;
 mod equality;
 mod error;
 mod geom;
@@ -29,6 +30,7 @@ pub use builder::{
     ActuatorSpec, BodySpec, DEFAULT_SOLIMP, DEFAULT_SOLREF, JointSpec, ModelBuilder, PathSpec, PointSpec, Target,
     TendonSpec,
 };
+pub use constants::{Constants, InverseWeights, LinkConstants};
 pub use equality::{Coupled, CoupledNames, Equality, EqualitySpec};
 pub use error::ModelError;
 pub use geom::{Geom, Shape};
@@ -105,6 +107,8 @@ pub struct Model<S> {
     pub medium: Medium<S>,
     pub enabled: Enabled,
     pub contact: ContactOptions,
+    /// What the numbers above fix for every step, computed whenever they are set.
+    constants: Constants<S>,
 }
 
 impl<S: Scalar> Model<S> {
@@ -138,17 +142,12 @@ impl<S: Scalar> Model<S> {
     pub fn bodies(&self) -> &[Body<S>] {
         &self.bodies
     }
-    /// Bodies, for changing their parameters.
-    #[inline]
-    pub fn bodies_mut(&mut self) -> &mut [Body<S>] {
-        &mut self.bodies
-    }
     #[inline]
     pub fn joints(&self) -> &[Joint<S>] {
         &self.joints
     }
     #[inline]
-    pub fn joints_mut(&mut self) -> &mut [Joint<S>] {
+    pub(crate) fn joints_mut(&mut self) -> &mut [Joint<S>] {
         &mut self.joints
     }
     #[inline]
@@ -156,7 +155,7 @@ impl<S: Scalar> Model<S> {
         &self.tendons
     }
     #[inline]
-    pub fn tendons_mut(&mut self) -> &mut [Tendon<S>] {
+    pub(crate) fn tendons_mut(&mut self) -> &mut [Tendon<S>] {
         &mut self.tendons
     }
     #[inline]
@@ -350,7 +349,7 @@ impl<S: Scalar> Model<S> {
 
     /// The same model with every parameter passed through `f`, in the order of
     /// [`Model::parameters`].
-    fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Model<T> {
+    pub(crate) fn map<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Model<T> {
         Model {
             bodies: self.bodies.iter().map(|b| b.map(f)).collect(),
             joints: self.joints.iter().map(|j| j.map(f)).collect(),
@@ -374,7 +373,35 @@ impl<S: Scalar> Model<S> {
             pairs: self.pairs.iter().map(|p| p.map(f)).collect(),
             sensors: self.sensors.iter().map(|x| x.map(f)).collect(),
             unsupported_sensors: self.unsupported_sensors.clone(),
+            // Set by whoever made the new numbers.
+            constants: Constants::default(),
         }
+    }
+
+    /// What the model's numbers fix for every step.
+    #[inline]
+    pub fn constants(&self) -> &Constants<S> {
+        &self.constants
+    }
+
+    /// The constants, for storing those computed for the model's numbers as they now are.
+    pub(crate) fn constants_mut(&mut self) -> &mut Constants<S> {
+        &mut self.constants
+    }
+
+    /// The numbers of bodies, joints and tendons together, for changing them.
+    pub(crate) fn parts_mut(&mut self) -> (&mut [Body<S>], &mut [Joint<S>], &mut [Tendon<S>]) {
+        (&mut self.bodies, &mut self.joints, &mut self.tendons)
+    }
+
+    /// This model's numbers through `f`, and its constants with them: the link constants made
+    /// again, the inverse weights mapped number by number (`f` keeps or reads values, so what
+    /// the weights were computed from is what they still are).
+    fn map_with_constants<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Model<T> {
+        let mut model = self.map(f);
+        let links = LinkConstants::new(&model);
+        model.constants = Constants { links, weights: self.constants.weights.map(f) };
+        model
     }
 
     /// Every numeric parameter of the model, in a fixed order: body by body (pose, inertia,
@@ -391,12 +418,16 @@ impl<S: Scalar> Model<S> {
 
     /// The model with every parameter replaced by its position in [`Model::parameters`]: how a
     /// named parameter (a body's mass, a geom's friction) finds its index.
+    /// Its constants are not numbers (NaN): it is a table, not a model to simulate.
     pub fn parameter_indices(&self) -> Model<f64> {
         let mut next = 0.0;
-        self.map(&mut |_| {
+        let mut model = self.map(&mut |_| {
             next += 1.0;
             next - 1.0
-        })
+        });
+        let links = LinkConstants::new(&model);
+        model.constants = Constants { links, weights: self.constants.weights.map(|_| f64::NAN) };
+        model
     }
 
     /// Positions in [`Model::parameters`] of the numbers the constraint stage reads as
@@ -429,27 +460,16 @@ impl<S: Scalar> Model<S> {
         out
     }
 
-    /// A model of the same structure whose parameters are `values`, in the order of
-    /// [`Model::parameters`].
-    pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {
-        let expected = self.parameters().len();
-        if values.len() != expected {
-            return Err(ModelError::ParameterCount { expected, got: values.len() });
-        }
-        let mut next = values.iter().copied();
-        Ok(self.map(&mut |_| next.next().unwrap_or_else(T::zero)))
-    }
-
     /// The model in another scalar: each parameter keeps its real part per lane (tangents are
     /// dropped, a single lane is broadcast). `Model<f64>::cast::<Dual64>()` followed by setting
     /// a parameter's tangent is how derivatives with respect to model parameters are seeded.
     pub fn cast<T: Scalar>(&self) -> Model<T> {
-        self.map(&mut convert)
+        self.map_with_constants(&mut convert)
     }
 
     /// The parameters of batch lane `lane`, in `f64`.
     pub fn lane(&self, lane: usize) -> Model<f64> {
-        self.map(&mut |x| x.lane(lane))
+        self.map_with_constants(&mut |x| x.lane(lane))
     }
 
     /// True when `other` has the same bodies, joints, actuators and tree, whatever their values.
@@ -523,10 +543,14 @@ impl<S: Scalar> Model<S> {
         }
         let per_lane: Vec<Vec<f64>> = models.iter().map(Model::parameters).collect();
         let mut index = 0;
-        Ok(first.map(&mut |_| {
+        let mut model = first.map(&mut |_| {
             let reals: Vec<f64> = per_lane.iter().map(|p| p[index]).collect();
             index += 1;
             S::from_lanes(&reals)
-        }))
+        });
+        // Each lane's constants are its own model's.
+        let weights = InverseWeights::from_lanes(&models.iter().map(|m| &m.constants.weights).collect::<Vec<_>>());
+        model.constants = Constants { links: LinkConstants::new(&model), weights };
+        Ok(model)
     }
 }

@@ -154,60 +154,6 @@ impl<S: Scalar> Tendon<S> {
         }
     }
 
-    /// The path's structure as numbers: its joints, or for each point a kind and its indices.
-    pub fn structure(&self) -> impl Iterator<Item = usize> + '_ {
-        let (joints, points) = self.parts();
-        let none = usize::MAX;
-        let point = move |p: &PathPoint<S>| match *p {
-            PathPoint::Site { body, site } => [0, body, site, none, none],
-            PathPoint::Wrap { body, geom, side } => {
-                let (b, s) = side.unwrap_or((none, none));
-                [1, body, geom, b, s]
-            }
-            PathPoint::Pulley { .. } => [2, none, none, none, none],
-        };
-        joints.iter().copied().chain(points.iter().flat_map(point))
-    }
-
-    /// The numbers the tendon's length and Jacobian read besides the bodies' poses: a fixed
-    /// tendon's coefficients; a spatial one's site positions, wrapping geoms' poses and
-    /// radii, and pulley divisors (each point's padded with zeros to eleven numbers).
-    pub fn inputs<'a>(&'a self, model: &'a Model<S>) -> impl Iterator<Item = S> + 'a {
-        let coefs: &[S] = match &self.path {
-            TendonPath::Fixed { coefs, .. } => coefs,
-            TendonPath::Spatial(_) => &[],
-        };
-        let site = move |(body, site): (usize, usize)| model.bodies()[body].sites[site].pos;
-        let point = move |p: &PathPoint<S>| {
-            let mut out = [S::zero(); 11];
-            match *p {
-                PathPoint::Site { body, site: s } => out[..3].copy_from_slice(site((body, s)).as_slice()),
-                PathPoint::Wrap { body, geom, side } => {
-                    let g = &model.bodies()[body].geoms[geom];
-                    out[..3].copy_from_slice(g.pos.as_slice());
-                    out[3..7].copy_from_slice(&[g.quat.w, g.quat.x, g.quat.y, g.quat.z]);
-                    if let Shape::Sphere { radius } | Shape::Cylinder { radius, .. } = g.shape {
-                        out[7] = radius;
-                    }
-                    if let Some(s) = side {
-                        out[8..].copy_from_slice(site(s).as_slice());
-                    }
-                }
-                PathPoint::Pulley { divisor } => out[0] = divisor,
-            }
-            out
-        };
-        coefs.iter().copied().chain(self.parts().1.iter().flat_map(point))
-    }
-
-    /// A fixed tendon's joints and a spatial one's points (the other empty).
-    fn parts(&self) -> (&[usize], &[PathPoint<S>]) {
-        match &self.path {
-            TendonPath::Fixed { joints, .. } => (joints, &[]),
-            TendonPath::Spatial(points) => (&[], points),
-        }
-    }
-
     /// The same path in its structure (joints, sites, geoms, pulleys) as `other`'s.
     pub(crate) fn same_path<T: Scalar>(&self, other: &Tendon<T>) -> bool {
         match (&self.path, &other.path) {

@@ -235,45 +235,14 @@ pub trait Tangents: BatchLanes {
     fn carries_derivatives() -> bool {
         Self::tangent_dim() > 0
     }
-
-    /// True when no derivative flows through this value (zero tangents, or not on a tape).
-    fn is_constant(&self) -> bool {
-        (0..self.lanes()).all(|l| (0..Self::tangent_dim()).all(|k| self.tangent(l, k) == 0.0))
-    }
 }
 
 /// What derivative-carrying numbers do that arithmetic cannot express: give an implicitly
-/// defined value its derivative, drop derivatives, and tell whether a cached value is this very
-/// number.
+/// defined value its derivative, and drop derivatives.
 pub trait AutodiffHooks: Tangents {
     /// The same values with zero tangents: what an iterative solve's result is before the
     /// implicit function theorem gives it its derivative.
     fn detach(self) -> Self;
-
-    /// True when `other` is this very number: the same real parts and the same derivatives (the
-    /// same tangents, or the same node of a tape). Stronger than `==`, which dual numbers answer
-    /// on real parts.
-    fn same(&self, other: &Self) -> bool {
-        let lanes = self.lanes().max(other.lanes());
-        (0..lanes).all(|l| {
-            self.lane(l).to_bits() == other.lane(l).to_bits()
-                && (0..Self::tangent_dim()).all(|k| self.tangent(l, k).to_bits() == other.tangent(l, k).to_bits())
-        })
-    }
-
-    /// Where values made now can be used: for a tape, the recording being made (values of an
-    /// earlier recording point at nodes that are gone); numbers usable anywhere answer 0.
-    #[inline]
-    fn epoch() -> u64 {
-        0
-    }
-
-    /// True when values made in `epoch` can be used now (a tape: the same recording, or one
-    /// whose prefix it begins with).
-    #[inline]
-    fn usable_from(_epoch: u64) -> bool {
-        true
-    }
 
     /// Gives `x` — lane `lane`'s solution of `r(x, data) = 0`, its values without derivative —
     /// the derivative of that solution: `dx = rule.tangent(dr)`, where `residual` is `r`
@@ -290,46 +259,6 @@ pub trait AutodiffHooks: Tangents {
         for (x, d) in x.iter_mut().zip(dr.chunks_exact(width)) {
             d.iter().enumerate().for_each(|(k, d)| x.set_tangent(lane, k, *d));
         }
-    }
-}
-
-/// The numbers a cached result was computed from, and when: a cache of what a model fixes
-/// (link constants, inverse weights) is reused while its numbers are [`AutodiffHooks::same`] and the
-/// values it holds are still usable ([`AutodiffHooks::usable_from`]).
-#[derive(Clone, Debug)]
-pub struct Inputs<S> {
-    numbers: Vec<S>,
-    epoch: u64,
-    known: bool,
-}
-
-impl<S> Default for Inputs<S> {
-    fn default() -> Self {
-        Inputs { numbers: Vec::new(), epoch: 0, known: false }
-    }
-}
-
-impl<S: Scalar> Inputs<S> {
-    /// True when the result was computed from exactly `numbers`, and can still be used.
-    pub fn unchanged(&self, mut numbers: impl Iterator<Item = S>) -> bool {
-        let mut kept = self.numbers.iter();
-        self.known
-            && S::usable_from(self.epoch)
-            && numbers.all(|n| kept.next().is_some_and(|k| k.same(&n)))
-            && kept.next().is_none()
-    }
-
-    /// Records that the result was just computed from `numbers`.
-    pub fn keep(&mut self, numbers: impl Iterator<Item = S>) {
-        self.numbers.clear();
-        self.numbers.extend(numbers);
-        self.epoch = S::epoch();
-        self.known = true;
-    }
-
-    /// Records that the result was computed some other way: the next check recomputes it.
-    pub fn forget(&mut self) {
-        self.known = false;
     }
 }
 

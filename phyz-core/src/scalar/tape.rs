@@ -721,28 +721,12 @@ impl Tangents for Var {
     fn carries_derivatives() -> bool {
         true
     }
-    #[inline]
-    fn is_constant(&self) -> bool {
-        self.index == CONSTANT
-    }
 }
 
 impl AutodiffHooks for Var {
     #[inline]
     fn detach(self) -> Self {
         Var::constant(self.value)
-    }
-    fn same(&self, other: &Self) -> bool {
-        self.value.to_bits() == other.value.to_bits() && self.index == other.index && self.recording == other.recording
-    }
-    fn epoch() -> u64 {
-        TAPE.with(|tape| u64::from(tape.borrow().recording))
-    }
-    fn usable_from(epoch: u64) -> bool {
-        TAPE.with(|tape| {
-            let tape = tape.borrow();
-            epoch == u64::from(tape.recording) || tape.carried.is_some_and(|(from, _)| epoch == u64::from(from))
-        })
     }
     fn implicit(x: &mut [Self], residual: &[Self], _lane: usize, rule: Box<dyn ImplicitRule>) {
         record_block(x, residual, rule);

@@ -7,7 +7,6 @@ use nalgebra::DVector;
 use super::ContactState;
 use super::data::Data;
 use super::info::StepInfo;
-use super::weights::InverseWeights;
 use crate::contact::{ContactError, ContactRow, SolverConfig, Source, Units, noslip, solve_scalar_in};
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_vector};
@@ -81,7 +80,6 @@ fn assemble<S: Scalar>(
 pub(super) fn solve<S: Scalar>(
     model: &Model<S>,
     (v, lanes, split): (&DVector<S>, usize, bool),
-    weights: &InverseWeights<S>,
     data: &mut Data<S>,
     state: &mut ContactState,
     info: &mut StepInfo,
@@ -94,7 +92,7 @@ pub(super) fn solve<S: Scalar>(
     let config = state.config;
     assemble(data, model, v, split, &config)?;
     let dt = model.timestep;
-    let inertia = weights.mean_inertia.lane(0);
+    let inertia = model.constants().weights.mean_inertia.lane(0);
     data.problem.units = Units { scale: 1.0 / (inertia * model.nv().max(1) as f64), timestep: dt.lane(0) };
     state.warm.starts(&data.gather, v, dt, lanes, &mut data.warm);
     run_solver(model, lanes, split, data, state)?;

@@ -1,14 +1,9 @@
 //! What a simulator keeps between steps for its constraints: the solver preset, the contact
-//! buffer's capacity, the warm starts, the solve log and the model's inverse weights per lane.
+//! buffer's capacity, the warm starts and the solve log.
 
-use super::gather::constrained;
 use super::solve_log::{Logging, SolveLog};
 use super::warm::{WarmCheckpoint, WarmStarts};
-use super::weights::InverseWeights;
 use crate::contact::SolverConfig;
-use crate::error::StepError;
-use crate::model::{Model, State};
-use crate::scalar::{Inputs, Scalar};
 
 /// The solver preset, the contact buffer's capacity and the warm-start cache a simulator keeps
 /// between steps.
@@ -21,9 +16,6 @@ pub struct ContactState {
     pub capacity: Option<usize>,
     /// Each batch lane's warm starts.
     pub(super) warm: WarmStarts,
-    /// The model's inverse weights per batch lane, with the parameters (real parts of every
-    /// lane) they were computed from: recomputed whenever a parameter changes.
-    weights: Option<LaneWeights>,
     /// Whether solves keep their solutions in a log, or take them from one.
     pub(super) logging: Logging,
     /// Lane solves run (not given by a log).
@@ -39,14 +31,7 @@ pub(super) struct Progress {
 
 impl ContactState {
     pub fn new(config: SolverConfig) -> Self {
-        ContactState {
-            config,
-            capacity: None,
-            warm: WarmStarts::default(),
-            weights: None,
-            logging: Logging::Off,
-            solves: 0,
-        }
+        ContactState { config, capacity: None, warm: WarmStarts::default(), logging: Logging::Off, solves: 0 }
     }
 
     /// From now on, every solve appends its solutions to a fresh log, until
@@ -111,59 +96,4 @@ impl ContactState {
     pub(super) fn abandon_step(&mut self) {
         self.warm.abandon_step();
     }
-
-    /// The inverse weights a step of `model` from `state` needs, written into `out`; `false`
-    /// (and nothing written) when nothing can be constrained.
-    pub(super) fn weights_for_step<S: Scalar>(
-        &mut self,
-        model: &Model<S>,
-        state: &State<S>,
-        out: (&mut InverseWeights<S>, &mut Inputs<S>),
-    ) -> Result<bool, StepError> {
-        if !constrained(model) {
-            return Ok(false);
-        }
-        let lanes = state.point().lanes();
-        self.weights(model, lanes, out)?;
-        Ok(true)
-    }
-
-    /// The model's inverse weights, one value per batch lane: computed in `S` when a number they
-    /// read carries a derivative (they depend on the masses), unless `out` already holds them
-    /// for the same numbers (`from`); else from each
-    /// lane's `f64` weights, computed once per set of those numbers.
-    fn weights<S: Scalar>(
-        &mut self,
-        model: &Model<S>,
-        lanes: usize,
-        (out, from): (&mut InverseWeights<S>, &mut Inputs<S>),
-    ) -> Result<(), StepError> {
-        let inputs = || InverseWeights::inputs(model);
-        let differentiated = inputs().any(|p| !p.is_constant());
-        if differentiated {
-            if !from.unchanged(inputs()) {
-                *out = InverseWeights::new(model)?;
-                from.keep(inputs());
-            }
-            return Ok(());
-        }
-        from.forget();
-        let lane_major = || (0..lanes).flat_map(move |l| inputs().map(move |p| p.lane(l)));
-        let known = match &self.weights {
-            Some((known, weights)) => weights.len() == lanes && lane_major().eq(known.iter().copied()),
-            None => false,
-        };
-        if !known {
-            let weights = (0..lanes).map(|l| InverseWeights::new(&model.lane(l))).collect::<Result<Vec<_>, _>>()?;
-            self.weights = Some((lane_major().collect(), weights));
-        }
-        if let Some((_, weights)) = &self.weights {
-            InverseWeights::lift_into(weights, out);
-        }
-        Ok(())
-    }
 }
-
-/// Inverse weights of each batch lane, with the numbers they read (lane after lane) they came
-/// from.
-type LaneWeights = (Vec<f64>, Vec<InverseWeights<f64>>);

@@ -6,9 +6,8 @@ use nalgebra::DVector;
 
 use super::constraint;
 use super::data::Data;
-use super::gather::{StageInput, gather};
+use super::gather::{StageInput, constrained, gather};
 use super::info::StepInfo;
-use super::weights::InverseWeights;
 use super::{ContactState, check_input};
 use crate::contact::SolverConfig;
 use crate::dynamics::integrator::Rates;
@@ -31,23 +30,21 @@ pub fn forward<S: Scalar>(
 ) -> Result<StepInfo, StepError> {
     check_input(model, state, ctrl)?;
     let mut contact = ContactState::new(*config);
-    let mut weights = InverseWeights::default();
-    let constrained = contact.weights_for_step(model, state, (&mut weights, &mut Default::default()))?;
     data.prepare(model, state);
-    let inputs = StepInputs { model, ctrl, weights: constrained.then_some(&weights) };
+    let inputs = StepInputs { model, ctrl, constrained: constrained(model) };
     let mut info = StepInfo::default();
     info.reset();
     evaluate(&inputs, (state.point(), None), data, &mut contact, &mut info)?;
     Ok(info)
 }
 
-/// What stays fixed over a step's evaluations: the model, the controls, and the model's inverse
-/// weights (`None` when nothing can be constrained).
+/// What stays fixed over a step's evaluations: the model, the controls, and whether anything
+/// can be constrained.
 #[derive(Clone, Copy)]
 pub(super) struct StepInputs<'a, S: Scalar> {
     pub model: &'a Model<S>,
     pub ctrl: &'a [S],
-    pub weights: Option<&'a InverseWeights<S>>,
+    pub constrained: bool,
 }
 
 /// The stages at `point`, with `extra_diagonal` on the mass matrix's diagonal (an implicit
@@ -62,23 +59,22 @@ pub(super) fn evaluate<S: Scalar>(
     contact: &mut ContactState,
     info: &mut StepInfo,
 ) -> Result<(), StepError> {
-    let StepInputs { model, ctrl, weights } = *step;
+    let StepInputs { model, ctrl, constrained } = *step;
     let (q, v) = (point.qpos, point.qvel);
     let lanes = point.lanes();
     data.smooth.position(model, q, extra_diagonal)?;
-    match weights {
-        Some(weights) => {
-            let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, weights };
-            gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
-        }
-        None => data.gather.clear(model.nv(), lanes),
+    if constrained {
+        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes };
+        gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
+    } else {
+        data.gather.clear(model.nv(), lanes);
     }
     data.smooth.forces(model, point, ctrl);
     data.smooth.acceleration();
     copy_vector(&mut data.qacc, &data.smooth.acceleration);
-    if let Some(weights) = weights {
+    if constrained {
         let split = extra_diagonal.is_some() && contact.config.mujoco_compat;
-        constraint::solve(model, (v, lanes, split), weights, data, contact, info)?;
+        constraint::solve(model, (v, lanes, split), data, contact, info)?;
     }
     Ok(())
 }

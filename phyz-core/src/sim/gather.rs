@@ -5,7 +5,6 @@
 use nalgebra::{DVector, Vector3};
 
 use super::ties::{Motions, TieRow, tie_rows};
-use super::weights::InverseWeights;
 use super::wrench::RowWrenches;
 use crate::collision::{Contact, ContactBuffer, ContactFrame, Detector, Slot, contact_pair_material, pair_material};
 use crate::contact::{ConstraintKind, MIN_FRICTION, Material, SolImp, SolRef, SolverConfig};
@@ -14,6 +13,7 @@ use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::{add_relative_rows, qpos_quat};
 use crate::error::StepError;
 use crate::math::{Pose, SparseRows, normalize_or_x, zero_vector};
+use crate::model::InverseWeights;
 use crate::model::{Cone, Coupled, Equality, JointKind, Model, TendonPath};
 use crate::scalar::{Mask, Scalar};
 
@@ -422,7 +422,8 @@ fn friction_losses<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, weights: &I
 /// ([`super::ties`]); all in `S`, so derivatives along the polynomial, anchors and poses reach
 /// the rows.
 fn equalities<S: Scalar>(input: &StageInput<'_, S>, out: &mut Gather<S>) {
-    let StageInput { model, kin, q, v, weights, .. } = *input;
+    let StageInput { model, kin, q, v, .. } = *input;
+    let weights = &model.constants().weights;
     if !model.equalities().iter().any(|e| e.active) {
         return;
     }
@@ -564,7 +565,8 @@ fn norm<S: Scalar>(x: &[S]) -> S {
 /// other (two geoms of one body, or of bodies welded together: an explicit pair's), which
 /// MuJoCo keeps in its contacts without constraint rows.
 fn contact_constraint<S: Scalar>(input: &StageInput<'_, S>, slot: &Slot, out: &mut Gather<S>) -> Option<Gathered<S>> {
-    let StageInput { model, kin, lanes, weights, .. } = *input;
+    let StageInput { model, kin, lanes, .. } = *input;
+    let weights = &model.constants().weights;
     let lifted = slot.lift::<S>();
     let tangent_ref = match lifted.tangent_body {
         Some(body) => kin.body_pose(model, body).rot * lifted.tangent_ref,
@@ -729,7 +731,7 @@ pub(super) fn constrained<S: Scalar>(model: &Model<S>) -> bool {
 }
 
 /// What the constraint stage reads at one evaluation: the model at the positions `kin` holds
-/// and the velocity `v`, over `lanes` batch lanes, with the model's inverse weights.
+/// and the velocity `v`, over `lanes` batch lanes.
 #[derive(Clone, Copy)]
 pub(super) struct StageInput<'a, S: Scalar> {
     pub model: &'a Model<S>,
@@ -737,7 +739,6 @@ pub(super) struct StageInput<'a, S: Scalar> {
     pub q: &'a DVector<S>,
     pub v: &'a DVector<S>,
     pub lanes: usize,
-    pub weights: &'a InverseWeights<S>,
 }
 
 /// The equalities, friction losses, limits and contacts of every lane, in MuJoCo's order, the
@@ -748,7 +749,8 @@ pub(super) fn gather<S: Scalar>(
     config: &SolverConfig,
     out: &mut Gather<S>,
 ) -> Result<(), StepError> {
-    let StageInput { model, kin, q, lanes, weights, .. } = *input;
+    let StageInput { model, kin, q, lanes, .. } = *input;
+    let weights = &model.constants().weights;
     out.clear(model.nv(), lanes);
     // MuJoCo's cone as the model says under compatibility; phyz's presets solve the elliptic one.
     let pyramidal = config.mujoco_compat && model.contact.cone == Cone::Pyramidal;

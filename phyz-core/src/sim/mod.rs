@@ -22,8 +22,6 @@ mod solve_log;
 mod stages;
 mod ties;
 mod warm;
-mod weights;
-pub(crate) use weights::simple_bodies;
 mod workspace;
 mod wrench;
 
@@ -77,16 +75,13 @@ pub fn step_in<S: Scalar>(
     workspace: &mut Workspace<S>,
 ) -> Result<(), StepError> {
     check_input(model, state, ctrl)?;
-    // What the model fixes for the whole step (its inverse weights at the reference pose) is
-    // found once, not at every integrator stage.
-    let Workspace { data, stages, next, weights, weights_from, info } = workspace;
+    let Workspace { data, stages, next, info } = workspace;
     info.reset();
-    let constrained = contact.weights_for_step(model, state, (weights, weights_from))?;
     // A failed step leaves the warm-start cache, the solve count and the solve log as it found
     // them, though earlier RK4 stages have recorded their solutions.
     let progress = contact.progress();
     data.prepare(model, state);
-    let inputs = forward::StepInputs { model, ctrl, weights: constrained.then_some(&*weights) };
+    let inputs = forward::StepInputs { model, ctrl, constrained: gather::constrained(model) };
     let mut attempt = || {
         let acceleration = |point: Point<'_, S>, extra: Option<&DVector<S>>, rates: &mut Rates<S>| {
             forward::rates(&inputs, (point, extra), data, contact, info, rates)

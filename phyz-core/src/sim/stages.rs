@@ -19,9 +19,7 @@ use crate::scalar::Scalar;
 /// the caller sets all three), `qacc_smooth` taken as the unconstrained acceleration, and the
 /// constraint problem solved under `contact` (which replays a logged solve when it has one). The
 /// problem is solved as phyz solves it, in the metric with the extra diagonal; MuJoCo's split
-/// solve under Euler's implicit damping (`mujoco_compat`) is not taken here. The model's inverse
-/// weights are those [`Workspace::fix_model`] left in `workspace` for this model: the stage is
-/// run many times on one model, and does not look them up again.
+/// solve under Euler's implicit damping (`mujoco_compat`) is not taken here.
 ///
 /// `moved: false` says that the position and the kinematics, tangents and all, are those of the
 /// last call on `workspace`: the rows gathered then are kept, unless an equality is among them
@@ -33,7 +31,7 @@ pub fn constraint_stage<S: Scalar>(
     contact: &mut ContactState,
     workspace: &mut Workspace<S>,
 ) -> Result<(), StepError> {
-    let Workspace { data, weights, info, .. } = workspace;
+    let Workspace { data, info, .. } = workspace;
     info.reset();
     copy_vector(&mut data.qacc, qacc_smooth);
     if !constrained(model) {
@@ -42,9 +40,9 @@ pub fn constraint_stage<S: Scalar>(
     let (q, v) = (point.qpos, point.qvel);
     let lanes = point.lanes();
     if moved || data.gather.list.iter().any(|g| g.tie.is_some()) {
-        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, weights };
+        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes };
         gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
     }
     copy_vector(&mut data.smooth.acceleration, qacc_smooth);
-    constraint::solve(model, (v, lanes, false), weights, data, contact, info)
+    constraint::solve(model, (v, lanes, false), data, contact, info)
 }

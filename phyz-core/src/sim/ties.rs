@@ -9,12 +9,12 @@
 
 use nalgebra::{DVector, Matrix3, Vector3};
 
-use super::weights::InverseWeights;
 use crate::Scalar;
 use crate::dynamics::Kinematics;
 use crate::dynamics::kinematics::add_relative_rows;
 use crate::dynamics::kinematics::{link_bias_accelerations, link_velocities_into};
 use crate::math::{Motion, Quat};
+use crate::model::InverseWeights;
 use crate::model::{Equality, Model};
 
 /// One row of a tie (its Jacobian row is written beside it).

@@ -1,0 +1,204 @@
+//! What a model's numbers fix, computed where a model is made from new numbers (MuJoCo's
+//! `mj_setConst`, which its compiler ends with): the link constants and MuJoCo's inverse weights
+//! at the reference pose ([`Constants`]). The weights need the dynamics there (kinematics, the
+//! mass matrix and its factor), so the constructors that make a model from new numbers —
+//! [`ModelBuilder::build`], [`Model::with_parameters`], [`Model::edit`] — are defined here,
+//! above the model, and every model they give has its constants.
+
+use nalgebra::{DMatrix, DVector, Vector3};
+
+use crate::Scalar;
+use crate::dynamics::tendon::DofRow;
+use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
+use crate::error::StepError;
+use crate::model::{Body, InverseWeights, Joint, JointKind, LinkConstants, Model, ModelBuilder, ModelError, Tendon};
+
+impl ModelBuilder {
+    /// Checks every element and compiles the model, with its constants.
+    pub fn build(self) -> Result<Model<f64>, ModelError> {
+        let mut model = self.assemble()?;
+        model.set_constants()?;
+        Ok(model)
+    }
+}
+
+/// A model's numbers open for change ([`Model::edit`]).
+pub struct Parts<'a, S> {
+    pub bodies: &'a mut [Body<S>],
+    pub joints: &'a mut [Joint<S>],
+    pub tendons: &'a mut [Tendon<S>],
+}
+
+impl<S: Scalar> Model<S> {
+    /// Computes what the model's numbers fix (its [`Constants`]), in its scalar: after this, a
+    /// derivative carried by a mass or an axis reaches the inverse weights too.
+    pub fn set_constants(&mut self) -> Result<(), ModelError> {
+        // The links' first: the weights' kinematics read them.
+        let links = LinkConstants::new(self);
+        self.constants_mut().links = links;
+        let weights = inverse_weights(self).map_err(|e| ModelError::Constants { reason: e.to_string() })?;
+        self.constants_mut().weights = weights;
+        Ok(())
+    }
+
+    /// A model of the same structure whose parameters are `values`, in the order of
+    /// [`Model::parameters`], with the constants they fix.
+    pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {
+        let expected = self.parameters().len();
+        if values.len() != expected {
+            return Err(ModelError::ParameterCount { expected, got: values.len() });
+        }
+        let mut next = values.iter().copied();
+        let mut model = self.map(&mut |_| next.next().unwrap_or_else(T::zero));
+        model.set_constants()?;
+        Ok(model)
+    }
+
+    /// Changes the numbers of bodies, joints and tendons through `change`, then computes the
+    /// constants they fix. If those cannot be computed, the model is left as it was.
+    pub fn edit(&mut self, change: impl FnOnce(Parts<'_, S>)) -> Result<(), ModelError> {
+        let before = self.clone();
+        let (bodies, joints, tendons) = self.parts_mut();
+        change(Parts { bodies, joints, tendons });
+        self.set_constants().inspect_err(|_| *self = before)
+    }
+}
+
+/// The inverse weights of `model` at its reference configuration (its link constants set).
+fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, StepError> {
+    let q0 = model.qpos0();
+    let kin = forward_kinematics(model, &q0);
+    let mass = mass_matrix(model, &kin);
+    let mean_inertia = mass.diagonal().iter().fold(S::zero(), |a, &b| a + b) / S::from_f64(model.nv().max(1) as f64);
+    let factor = MassFactor::new(model, &mass)?;
+    let simple = simple_bodies(model);
+    let weight = |jac: &DMatrix<S>| {
+        let rows = jac.nrows();
+        let sum = (0..rows)
+            .map(|r| jac.row(r).transpose().dot(&factor.solve(&jac.row(r).transpose())))
+            .fold(S::zero(), |a, b| a + b);
+        sum / S::from_f64(rows as f64)
+    };
+    let (body, body_rotation) = (0..model.bodies().len())
+        .map(|b| {
+            if b == 0 {
+                return (S::zero(), S::zero());
+            }
+            if simple[b] {
+                return (S::one() / model.bodies()[b].mass, S::zero());
+            }
+            let pose = kin.body_pose(model, b);
+            let com = pose.transform_point(&model.bodies()[b].com);
+            // A body that can only turn about its centre has no translational weight, as in
+            // MuJoCo (its constraints' regularizers then come from the other side).
+            (weight(&point_jacobian(model, &kin, b, &com)), weight(&angular_jacobian(model, &kin, b)))
+        })
+        .unzip();
+    let diagonal = |d: usize| {
+        let mut e = DVector::zeros(model.nv());
+        e[d] = S::one();
+        factor.solve(&e)[d]
+    };
+    // Per joint, as MuJoCo: a ball's three dofs share their mean, a free joint's
+    // translations and rotations theirs.
+    let mut dof = vec![S::zero(); model.nv()];
+    for joint in model.joints() {
+        let first = joint.dof_adr();
+        // (first dof, count) of each group.
+        let groups: &[(usize, usize)] = match joint.kind() {
+            JointKind::Free => &[(0, 3), (3, 3)],
+            JointKind::Ball => &[(0, 3)],
+            JointKind::Hinge | JointKind::Slide => &[(0, 1)],
+        };
+        for &(start, count) in groups {
+            let dofs = first + start..first + start + count;
+            let weight = if simple[joint.body()] {
+                S::one() / model.bodies()[joint.body()].mass
+            } else {
+                dofs.clone().map(diagonal).fold(S::zero(), |a, b| a + b) / S::from_f64(dofs.len() as f64)
+            };
+            dofs.for_each(|d| dof[d] = weight);
+        }
+    }
+    let tendon = (0..model.tendons().len())
+        .map(|t| {
+            let mut jac = DVector::zeros(model.nv());
+            kin.tendons.jacobian(model, t).apply(model, S::one(), jac.as_mut_slice());
+            weight(&DMatrix::from_row_slice(1, model.nv(), jac.as_slice()))
+        })
+        .collect();
+    let tendon_length0 = kin.tendons.length.clone();
+    Ok(InverseWeights { body, body_rotation, dof, tendon, tendon_length0, mean_inertia })
+}
+
+/// Per body, whether it is one of MuJoCo's "simple" bodies that only slide (its
+/// `body_simple == 2`), which use their mass alone (no armature), for the body and for its
+/// degrees of freedom: a leaf whose inertial frame is its own (to MuJoCo's 1e-6), hanging from
+/// the world or from a static child of it, moved only by slides at its origin along one of its
+/// axes. (MuJoCo reads its own inertial axes, which for a diagonal inertia off the body's axes
+/// — a turned cylinder — are not phyz's principal ones: such a body is simple here only.)
+pub(crate) fn simple_bodies<S: Scalar>(model: &Model<S>) -> Vec<bool> {
+    const FRAME_EPS: f64 = 1e-6;
+    let bodies = model.bodies();
+    let mut parent_of_another = vec![false; bodies.len()];
+    bodies.iter().skip(1).for_each(|b| parent_of_another[b.parent()] = true);
+    let small = |x: &S| x.lane(0).abs() <= FRAME_EPS;
+    (0..bodies.len())
+        .map(|b| {
+            let body = &bodies[b];
+            let axes = &body.inertia_axes;
+            let identity =
+                (axes.w.lane(0).abs() - 1.0).abs() <= FRAME_EPS && [axes.x, axes.y, axes.z].iter().all(small);
+            let own_frame = body.com.iter().all(small) && identity;
+            let parent = body.parent();
+            let placed = b > 0 && (parent == 0 || (bodies[parent].parent() == 0 && bodies[parent].joints().is_empty()));
+            let along_an_axis = |j: usize| {
+                let joint = &model.joints()[j];
+                let components = joint.axis.iter().filter(|a| a.lane(0).abs() > 1e-14).count();
+                joint.kind() == JointKind::Slide && components == 1 && joint.pos.iter().all(small)
+            };
+            let slides = !body.joints().is_empty() && body.joints().all(along_an_axis);
+            own_frame && placed && !parent_of_another[b] && slides && body.mass.lane(0) > 0.0
+        })
+        .collect()
+}
+
+/// The world-frame angular-velocity Jacobian (3 × nv) of `body`.
+fn angular_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    add_jacobian(model, kin, body, None, S::one(), &mut jac);
+    jac
+}
+
+/// The world-frame linear-velocity Jacobian (3 × nv) of the point `p` moving with `body`.
+fn point_jacobian<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize, p: &Vector3<S>) -> DMatrix<S> {
+    let mut jac = DMatrix::zeros(3, model.nv());
+    add_jacobian(model, kin, body, Some(p), S::one(), &mut jac);
+    jac
+}
+
+/// Adds `sign` times the Jacobian of `body`'s angular velocity (`point: None`) or of the
+/// linear velocity of `point` moving with it to `jac`, column by column along its chain.
+fn add_jacobian<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    body: usize,
+    point: Option<&Vector3<S>>,
+    sign: S,
+    jac: &mut DMatrix<S>,
+) {
+    let links = &model.tree().links;
+    let mut link = model.tree().body_link[body];
+    // The dofs' motions are about the chain's root (one root for the whole chain).
+    let point = point.zip(link).map(|(p, l)| p - kin.world[links[l].root].pos);
+    while let Some(l) = link {
+        for k in 0..links[l].dof_num {
+            let m = &kin.dof_motion[links[l].dof_adr + k];
+            let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p));
+            for r in 0..3 {
+                jac[(r, links[l].dof_adr + k)] += sign * v[r];
+            }
+        }
+        link = links[l].parent;
+    }
+}
