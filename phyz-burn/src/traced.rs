@@ -70,8 +70,6 @@ thread_local! {
     static ARENA: RefCell<Option<Arena>> = const { RefCell::new(None) };
 }
 
-/// Traces are numbered across threads, so a value is never read in another trace.
-
 /// This thread's trace: while it lives, [`Batched`] values are tensors on its device with its
 /// batch size; when it ends they are gone (the tensors it handed out live on).
 pub struct Trace {

@@ -92,7 +92,7 @@ impl AnalyticalJacobians {
         let stepped = step_in(model, state, ctrl, contact, &mut self.workspace);
         let mut log = contact.take_solutions();
         stepped?;
-        // The passes' solver: the preset and the model's weights as the step left them, the
+        // The passes' solver: the preset as the step left it, the
         // warm starts as the step found them (put back at each pass).
         self.contact.clone_from(contact);
         let data = &self.workspace.data;

@@ -31,8 +31,8 @@ pub struct JacobianArgs {
     reps: usize,
     /// How the Jacobians are computed: by rows (reverse mode, one tape sweep per eight rows),
     /// by columns (forward mode, dual numbers, eight columns per pass), or by stages (the step
-    /// in `f64`, inverse dynamics differentiated analytically; Euler steps without constraint
-    /// rows only).
+    /// in `f64`, inverse dynamics differentiated analytically, the constraint stage by tangents
+    /// through it alone; Euler steps only).
     #[arg(long, value_enum, default_value_t = Mode::Reverse)]
     mode: Mode,
     /// Output JSON: `{"A": [[…], …], "B": [[…], …]}`, rows of `A` (2nv × 2nv) then of `B`

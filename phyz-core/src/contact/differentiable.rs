@@ -42,7 +42,8 @@ pub enum Source<'a> {
     /// rows; missing lanes start cold).
     Solve(&'a [Warm]),
     /// Given: the solutions an earlier solve of the very same problem left (as
-    /// [`solve_scalar_in`] leaves them). No iteration runs; the derivative rule is built at them.
+    /// [`solve_scalar_in`] leaves them). No iteration runs; the derivative rule is the one they
+    /// carry (built by an earlier replay of the same problem), else built at them.
     Given(&'a [Solution]),
 }
 

@@ -444,6 +444,8 @@ pub fn solve_in(
     copy_vector(&mut solution.impulses, &point.impulses);
     solution.zones.clone_from(&point.zones);
     (solution.iterations, solution.residual, solution.converged) = (iterations, gradient, converged);
+    // A rule built at another solution in this storage is not this one's.
+    (solution.noslip, solution.derivative) = (None, None);
     Ok(())
 }
 

@@ -69,6 +69,9 @@ impl ImplicitRule for Sensitivity {
         dr.iter_mut().for_each(|d| *d = -*d);
     }
     fn tangents(&self, dr: &mut [f64], width: usize) {
+        if width == 0 {
+            return;
+        }
         self.factor.solve_many_in_place(dr, width);
         dr.iter_mut().for_each(|d| *d = -*d);
     }

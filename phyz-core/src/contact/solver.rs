@@ -98,10 +98,7 @@ pub fn solve_in(
     solution: &mut Solution,
 ) -> Result<(), SolveError> {
     match config.method {
-        Method::Newton => {
-            (solution.noslip, solution.derivative) = (None, None);
-            newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?
-        }
+        Method::Newton => newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?,
         Method::GaussSeidel => *solution = pgs::solve(problem, config, warm.impulses.as_ref())?,
     }
     Ok(())

@@ -7,11 +7,11 @@
 
 use nalgebra::{DMatrix, DVector, Vector3};
 
-use crate::Scalar;
 use crate::dynamics::tendon::DofRow;
 use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
 use crate::error::StepError;
-use crate::model::{Body, InverseWeights, Joint, JointKind, LinkConstants, Model, ModelBuilder, ModelError, Tendon};
+use crate::model::{Constants, InverseWeights, JointKind, LinkConstants, Model, ModelBuilder, ModelError, Parts};
+use crate::scalar::{Mask, Scalar, convert};
 
 impl ModelBuilder {
     /// Checks every element and compiles the model, with its constants.
@@ -20,13 +20,6 @@ impl ModelBuilder {
         model.set_constants()?;
         Ok(model)
     }
-}
-
-/// A model's numbers open for change ([`Model::edit`]).
-pub struct Parts<'a, S> {
-    pub bodies: &'a mut [Body<S>],
-    pub joints: &'a mut [Joint<S>],
-    pub tendons: &'a mut [Tendon<S>],
 }
 
 impl<S: Scalar> Model<S> {
@@ -42,15 +35,24 @@ impl<S: Scalar> Model<S> {
     }
 
     /// A model of the same structure whose parameters are `values`, in the order of
-    /// [`Model::parameters`], with the constants they fix.
+    /// [`Model::parameters`], with the constants they fix: this model's, where `values` carry
+    /// no derivative and leave every number the constants read as it is (a policy's gains, a
+    /// friction, the timestep changed); else computed from them.
     pub fn with_parameters<T: Scalar>(&self, values: &[T]) -> Result<Model<T>, ModelError> {
-        let expected = self.parameters().len();
-        if values.len() != expected {
-            return Err(ModelError::ParameterCount { expected, got: values.len() });
+        let own = self.parameters();
+        if values.len() != own.len() {
+            return Err(ModelError::ParameterCount { expected: own.len(), got: values.len() });
         }
         let mut next = values.iter().copied();
         let mut model = self.map(&mut |_| next.next().unwrap_or_else(T::zero));
-        model.set_constants()?;
+        let same = |i: usize| (0..values[i].lanes().max(own[i].lanes())).all(|l| values[i].lane(l) == own[i].lane(l));
+        if !T::carries_derivatives() && self.constant_reads().into_iter().all(same) {
+            let links = LinkConstants::new(&model);
+            let weights = self.constants().weights.map(convert);
+            *model.constants_mut() = Constants { links, weights };
+        } else {
+            model.set_constants()?;
+        }
         Ok(model)
     }
 
@@ -58,8 +60,7 @@ impl<S: Scalar> Model<S> {
     /// constants they fix. If those cannot be computed, the model is left as it was.
     pub fn edit(&mut self, change: impl FnOnce(Parts<'_, S>)) -> Result<(), ModelError> {
         let before = self.clone();
-        let (bodies, joints, tendons) = self.parts_mut();
-        change(Parts { bodies, joints, tendons });
+        change(self.parts_mut());
         self.set_constants().inspect_err(|_| *self = before)
     }
 }
@@ -71,7 +72,10 @@ fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, Ste
     let mass = mass_matrix(model, &kin);
     let mean_inertia = mass.diagonal().iter().fold(S::zero(), |a, &b| a + b) / S::from_f64(model.nv().max(1) as f64);
     let factor = MassFactor::new(model, &mass)?;
-    let simple = simple_bodies(model);
+    // Which bodies are simple, lane by lane (a batch's lanes may differ).
+    let lanes = model.bodies().iter().map(|b| b.mass.lanes()).max().unwrap_or(1);
+    let simple: Vec<Vec<bool>> = (0..lanes).map(|l| simple_bodies_in(model, l)).collect();
+    let simple = |b: usize| simple.iter().map(|s| s[b]).collect::<Vec<bool>>();
     let weight = |jac: &DMatrix<S>| {
         let rows = jac.nrows();
         let sum = (0..rows)
@@ -84,14 +88,18 @@ fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, Ste
             if b == 0 {
                 return (S::zero(), S::zero());
             }
-            if simple[b] {
-                return (S::one() / model.bodies()[b].mass, S::zero());
+            let general = || {
+                let pose = kin.body_pose(model, b);
+                let com = pose.transform_point(&model.bodies()[b].com);
+                // A body that can only turn about its centre has no translational weight, as in
+                // MuJoCo (its constraints' regularizers then come from the other side).
+                (weight(&point_jacobian(model, &kin, b, &com)), weight(&angular_jacobian(model, &kin, b)))
+            };
+            let lone = || (S::one() / model.bodies()[b].mass, S::zero());
+            match by_lane::<S, _>(&simple(b), lone, general) {
+                Chosen::One((a, r)) => (a, r),
+                Chosen::Both(mask, (a, r), (c, s)) => (S::select(mask, a, c), S::select(mask, r, s)),
             }
-            let pose = kin.body_pose(model, b);
-            let com = pose.transform_point(&model.bodies()[b].com);
-            // A body that can only turn about its centre has no translational weight, as in
-            // MuJoCo (its constraints' regularizers then come from the other side).
-            (weight(&point_jacobian(model, &kin, b, &com)), weight(&angular_jacobian(model, &kin, b)))
         })
         .unzip();
     let diagonal = |d: usize| {
@@ -112,10 +120,11 @@ fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, Ste
         };
         for &(start, count) in groups {
             let dofs = first + start..first + start + count;
-            let weight = if simple[joint.body()] {
-                S::one() / model.bodies()[joint.body()].mass
-            } else {
-                dofs.clone().map(diagonal).fold(S::zero(), |a, b| a + b) / S::from_f64(dofs.len() as f64)
+            let lone = || S::one() / model.bodies()[joint.body()].mass;
+            let general = || dofs.clone().map(diagonal).fold(S::zero(), |a, b| a + b) / S::from_f64(dofs.len() as f64);
+            let weight = match by_lane::<S, _>(&simple(joint.body()), lone, general) {
+                Chosen::One(w) => w,
+                Chosen::Both(mask, a, b) => S::select(mask, a, b),
             };
             dofs.for_each(|d| dof[d] = weight);
         }
@@ -131,34 +140,57 @@ fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, Ste
     Ok(InverseWeights { body, body_rotation, dof, tendon, tendon_length0, mean_inertia })
 }
 
+/// A value that depends on a per-lane condition: `when` where it holds in every lane,
+/// `otherwise` where in none, both (to be selected lane by lane) where it differs.
+enum Chosen<S: Scalar, T> {
+    One(T),
+    Both(S::Mask, T, T),
+}
+
+/// Evaluates only the side every lane of `holds` takes; both where the lanes differ.
+fn by_lane<S: Scalar, T>(holds: &[bool], when: impl FnOnce() -> T, otherwise: impl FnOnce() -> T) -> Chosen<S, T> {
+    if holds.iter().all(|&h| h) {
+        Chosen::One(when())
+    } else if !holds.iter().any(|&h| h) {
+        Chosen::One(otherwise())
+    } else {
+        Chosen::Both(S::Mask::from_lanes(holds), when(), otherwise())
+    }
+}
+
 /// Per body, whether it is one of MuJoCo's "simple" bodies that only slide (its
 /// `body_simple == 2`), which use their mass alone (no armature), for the body and for its
 /// degrees of freedom: a leaf whose inertial frame is its own (to MuJoCo's 1e-6), hanging from
 /// the world or from a static child of it, moved only by slides at its origin along one of its
 /// axes. (MuJoCo reads its own inertial axes, which for a diagonal inertia off the body's axes
 /// — a turned cylinder — are not phyz's principal ones: such a body is simple here only.)
-pub(crate) fn simple_bodies<S: Scalar>(model: &Model<S>) -> Vec<bool> {
+pub(crate) fn simple_bodies(model: &Model<f64>) -> Vec<bool> {
+    simple_bodies_in(model, 0)
+}
+
+/// [`simple_bodies`] of batch lane `lane`'s numbers.
+fn simple_bodies_in<S: Scalar>(model: &Model<S>, lane: usize) -> Vec<bool> {
     const FRAME_EPS: f64 = 1e-6;
     let bodies = model.bodies();
     let mut parent_of_another = vec![false; bodies.len()];
     bodies.iter().skip(1).for_each(|b| parent_of_another[b.parent()] = true);
-    let small = |x: &S| x.lane(0).abs() <= FRAME_EPS;
+    let small = |x: &S| x.lane(lane).abs() <= FRAME_EPS;
     (0..bodies.len())
         .map(|b| {
             let body = &bodies[b];
             let axes = &body.inertia_axes;
             let identity =
-                (axes.w.lane(0).abs() - 1.0).abs() <= FRAME_EPS && [axes.x, axes.y, axes.z].iter().all(small);
+                (axes.w.lane(lane).abs() - 1.0).abs() <= FRAME_EPS && [axes.x, axes.y, axes.z].iter().all(small);
             let own_frame = body.com.iter().all(small) && identity;
             let parent = body.parent();
             let placed = b > 0 && (parent == 0 || (bodies[parent].parent() == 0 && bodies[parent].joints().is_empty()));
             let along_an_axis = |j: usize| {
                 let joint = &model.joints()[j];
-                let components = joint.axis.iter().filter(|a| a.lane(0).abs() > 1e-14).count();
+                let components = joint.axis.iter().filter(|a| a.lane(lane).abs() > 1e-14).count();
                 joint.kind() == JointKind::Slide && components == 1 && joint.pos.iter().all(small)
             };
             let slides = !body.joints().is_empty() && body.joints().all(along_an_axis);
-            own_frame && placed && !parent_of_another[b] && slides && body.mass.lane(0) > 0.0
+            own_frame && placed && !parent_of_another[b] && slides && body.mass.lane(lane) > 0.0
         })
         .collect()
 }

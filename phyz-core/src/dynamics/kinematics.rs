@@ -102,9 +102,11 @@ impl<S> Default for Kinematics<S> {
 impl<S: Scalar> Kinematics<S> {
     /// Places each mocap body at its pose in `pos`, `quat` (world frame, the quaternion
     /// normalized as MuJoCo does), in place of its link's offset until the next call. A mocap
-    /// body without a pose in `pos` and `quat` (shorter than the model's mocap bodies) keeps
-    /// the pose it had: the step refuses such a state before it gets here.
+    /// body without a pose in `pos` and `quat` (shorter than the model's mocap bodies) is where
+    /// the model has it: the step refuses such a state before it gets here.
     pub fn set_mocap(&mut self, model: &Model<S>, pos: &[Vector3<S>], quat: &[Quat<S>]) {
+        // Nothing of another model's (or another call's) placements is kept.
+        self.mocap.clear();
         self.mocap.resize(model.tree().links.len(), None);
         for (b, body) in model.bodies().iter().enumerate() {
             let (Some(k), Some(link)) = (body.mocap(), model.tree().body_link[b]) else { continue };
@@ -177,7 +179,7 @@ pub(crate) fn add_relative_rows<S: Scalar>(
     }
 }
 
-/// Link poses at `qpos`, with the links' inertias.
+/// Link poses at `qpos`.
 pub fn forward_kinematics<S: Scalar>(model: &Model<S>, qpos: &DVector<S>) -> Kinematics<S> {
     let mut kin = Kinematics::default();
     kin.update(model, qpos);

@@ -26,7 +26,6 @@ pub mod transmission;
 
 pub use aba::forward_dynamics;
 pub use actuation::actuator_forces;
-pub use constants::Parts;
 pub use crba::mass_matrix;
 pub use kinematics::{Kinematics, forward_kinematics};
 pub use mass::{MassFactor, TreeMatrix};

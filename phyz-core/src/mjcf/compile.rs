@@ -264,10 +264,9 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
             kind: MjcfErrorKind::Invalid(e),
         }
     })?;
-    // What the compiler's constants changed (joints' springs, tendons' rest lengths) is not
-    // what the model's constants read; they are set again all the same, as MuJoCo's compiler
-    // ends with `mj_setConst`.
-    model.set_constants().map_err(located_error)?;
+    // What the compiler's constants changed (servo damping, joints' springs, tendons' rest
+    // lengths, actuators' ranges) is none of what the model's constants read: the builder's
+    // stand.
     for at in of("keyframe") {
         for key in parsed.children(at) {
             let keyframe = read_key(&Element::new(key, None), &model)?;

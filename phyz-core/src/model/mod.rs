@@ -80,6 +80,13 @@ pub struct Keyframe {
     pub mocap_quat: Vec<Quat<f64>>,
 }
 
+/// A model's numbers open for change ([`Model::edit`]).
+pub struct Parts<'a, S> {
+    pub bodies: &'a mut [Body<S>],
+    pub joints: &'a mut [Joint<S>],
+    pub tendons: &'a mut [Tendon<S>],
+}
+
 /// A compiled model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model<S> {
@@ -146,6 +153,8 @@ impl<S: Scalar> Model<S> {
     pub fn joints(&self) -> &[Joint<S>] {
         &self.joints
     }
+    /// Joints, for changing numbers the constants do not read (springs, dampers, limits); what
+    /// they read is changed through [`Model::edit`].
     #[inline]
     pub(crate) fn joints_mut(&mut self) -> &mut [Joint<S>] {
         &mut self.joints
@@ -154,6 +163,7 @@ impl<S: Scalar> Model<S> {
     pub fn tendons(&self) -> &[Tendon<S>] {
         &self.tendons
     }
+    /// Tendons, for changing numbers the constants do not read, as [`Model::joints_mut`].
     #[inline]
     pub(crate) fn tendons_mut(&mut self) -> &mut [Tendon<S>] {
         &mut self.tendons
@@ -390,8 +400,8 @@ impl<S: Scalar> Model<S> {
     }
 
     /// The numbers of bodies, joints and tendons together, for changing them.
-    pub(crate) fn parts_mut(&mut self) -> (&mut [Body<S>], &mut [Joint<S>], &mut [Tendon<S>]) {
-        (&mut self.bodies, &mut self.joints, &mut self.tendons)
+    pub(crate) fn parts_mut(&mut self) -> Parts<'_, S> {
+        Parts { bodies: &mut self.bodies, joints: &mut self.joints, tendons: &mut self.tendons }
     }
 
     /// This model's numbers through `f`, and its constants with them: the link constants made
@@ -420,11 +430,7 @@ impl<S: Scalar> Model<S> {
     /// named parameter (a body's mass, a geom's friction) finds its index.
     /// Its constants are not numbers (NaN): it is a table, not a model to simulate.
     pub fn parameter_indices(&self) -> Model<f64> {
-        let mut next = 0.0;
-        let mut model = self.map(&mut |_| {
-            next += 1.0;
-            next - 1.0
-        });
+        let mut model = self.map(&mut counter());
         let links = LinkConstants::new(&model);
         model.constants = Constants { links, weights: self.constants.weights.map(|_| f64::NAN) };
         model
@@ -442,14 +448,7 @@ impl<S: Scalar> Model<S> {
         let indices = self.parameter_indices();
         let mut out = Vec::new();
         for geom in indices.bodies.iter().flat_map(|b| &b.geoms) {
-            let live: Vec<f64> = geom
-                .friction
-                .iter()
-                .chain(&geom.solref)
-                .chain(&geom.solimp)
-                .chain([&geom.margin, &geom.gap, &geom.restitution])
-                .copied()
-                .collect();
+            let live = contact_material(geom);
             geom.map(&mut |x| {
                 if !live.contains(&x) {
                     out.push(x as usize);
@@ -460,9 +459,36 @@ impl<S: Scalar> Model<S> {
         out
     }
 
+    /// Positions in [`Model::parameters`] of the numbers the constants may read: every number
+    /// of the bodies, joints and tendons but the geoms' contact materials. (A superset: a
+    /// model made from numbers that differ from this one's only elsewhere keeps its constants.)
+    pub(crate) fn constant_reads(&self) -> Vec<usize> {
+        let indices = self.map(&mut counter());
+        let material: Vec<f64> = indices.bodies.iter().flat_map(|b| &b.geoms).flat_map(contact_material).collect();
+        let mut out = Vec::new();
+        let mut keep = |x: f64| {
+            if !material.contains(&x) {
+                out.push(x as usize);
+            }
+            x
+        };
+        for body in &indices.bodies {
+            body.map(&mut keep);
+        }
+        for joint in &indices.joints {
+            joint.map(&mut keep);
+        }
+        for tendon in &indices.tendons {
+            tendon.map(&mut keep);
+        }
+        out
+    }
+
     /// The model in another scalar: each parameter keeps its real part per lane (tangents are
-    /// dropped, a single lane is broadcast). `Model<f64>::cast::<Dual64>()` followed by setting
-    /// a parameter's tangent is how derivatives with respect to model parameters are seeded.
+    /// dropped, a single lane is broadcast), the constants with them. `Model<f64>::cast::<Dual64>()`
+    /// followed by seeding a parameter's tangent with [`Model::edit`] (which computes the
+    /// constants again, tangents and all) is how derivatives with respect to model parameters
+    /// are seeded.
     pub fn cast<T: Scalar>(&self) -> Model<T> {
         self.map_with_constants(&mut convert)
     }
@@ -553,4 +579,26 @@ impl<S: Scalar> Model<S> {
         model.constants = Constants { links: LinkConstants::new(&model), weights };
         Ok(model)
     }
+}
+
+/// Numbers a model's parameters in order (0, 1, 2, …): what [`Model::parameter_indices`] maps
+/// them to.
+fn counter<S>() -> impl FnMut(S) -> f64 {
+    let mut next = 0.0;
+    move |_| {
+        next += 1.0;
+        next - 1.0
+    }
+}
+
+/// A geom's contact material numbers (friction, solref, solimp, margin, gap, restitution), which
+/// only the constraint stage reads.
+fn contact_material<S: Copy>(geom: &Geom<S>) -> Vec<S> {
+    geom.friction
+        .iter()
+        .chain(&geom.solref)
+        .chain(&geom.solimp)
+        .chain([&geom.margin, &geom.gap, &geom.restitution])
+        .copied()
+        .collect()
 }

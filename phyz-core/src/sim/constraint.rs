@@ -137,6 +137,8 @@ fn run_solver<S: Scalar>(
         (Some(solver), Source::Solve(warm)) => {
             let mass = if split { &*bare } else { &smooth.factor };
             solver.solve(problem, mass, &config, warm, velocity, solutions)?;
+            // Storage it wrote in place may hold a rule of an earlier problem.
+            solutions.iter_mut().for_each(|s| s.derivative = None);
         }
         (_, Source::Given(_)) => {
             solve_scalar_in(problem, &config, source, newton, velocity, solutions)?;
