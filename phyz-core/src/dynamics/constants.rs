@@ -45,8 +45,12 @@ impl<S: Scalar> Model<S> {
         }
         let mut next = values.iter().copied();
         let mut model = self.map(&mut |_| next.next().unwrap_or_else(T::zero));
-        let same = |i: usize| (0..values[i].lanes().max(own[i].lanes())).all(|l| values[i].lane(l) == own[i].lane(l));
-        if !T::carries_derivatives() && self.constant_reads().into_iter().all(same) {
+        // Carried only lane for lane (or from one lane to all), bit for bit.
+        let lanes = |x: &mut dyn Iterator<Item = usize>| x.max().unwrap_or(1);
+        let (from, to) = (lanes(&mut own.iter().map(|x| x.lanes())), lanes(&mut values.iter().map(|x| x.lanes())));
+        let same = |i: usize| (0..to).all(|l| values[i].lane(l).to_bits() == own[i].lane(l.min(from - 1)).to_bits());
+        let fits = from == 1 || from == to;
+        if !T::carries_derivatives() && fits && self.constant_reads().into_iter().all(same) {
             let links = LinkConstants::new(&model);
             let weights = self.constants().weights.map(convert);
             *model.constants_mut() = Constants { links, weights };
@@ -73,7 +77,7 @@ fn inverse_weights<S: Scalar>(model: &Model<S>) -> Result<InverseWeights<S>, Ste
     let mean_inertia = mass.diagonal().iter().fold(S::zero(), |a, &b| a + b) / S::from_f64(model.nv().max(1) as f64);
     let factor = MassFactor::new(model, &mass)?;
     // Which bodies are simple, lane by lane (a batch's lanes may differ).
-    let lanes = model.bodies().iter().map(|b| b.mass.lanes()).max().unwrap_or(1);
+    let lanes = model.parameters().iter().map(|x| x.lanes()).max().unwrap_or(1);
     let simple: Vec<Vec<bool>> = (0..lanes).map(|l| simple_bodies_in(model, l)).collect();
     let simple = |b: usize| simple.iter().map(|s| s[b]).collect::<Vec<bool>>();
     let weight = |jac: &DMatrix<S>| {
