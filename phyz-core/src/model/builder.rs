@@ -461,6 +461,7 @@ impl ModelBuilder {
             enabled: self.enabled,
             contact: self.contact,
             constants: Default::default(),
+            constant_reads: Default::default(),
         };
         model.tendons = self.tendons.iter().map(|t| compile_tendon(t, &model)).collect::<Result<_, _>>()?;
         model.actuators = self
@@ -483,6 +484,7 @@ impl ModelBuilder {
         }
         model.excludes = self.excludes;
         model.pairs = self.pairs.iter().map(|p| compile_pair(p, &model)).collect::<Result<_, _>>()?;
+        model.find_constant_reads();
         Ok(model)
     }
 }

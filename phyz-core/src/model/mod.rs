@@ -116,6 +116,8 @@ pub struct Model<S> {
     pub contact: ContactOptions,
     /// What the numbers above fix for every step, computed whenever they are set.
     constants: Constants<S>,
+    /// Per parameter, whether the constants may read it ([`Model::find_constant_reads`]).
+    constant_reads: std::sync::Arc<[bool]>,
 }
 
 impl<S: Scalar> Model<S> {
@@ -385,6 +387,7 @@ impl<S: Scalar> Model<S> {
             unsupported_sensors: self.unsupported_sensors.clone(),
             // Set by whoever made the new numbers.
             constants: Constants::default(),
+            constant_reads: self.constant_reads.clone(),
         }
     }
 
@@ -459,29 +462,36 @@ impl<S: Scalar> Model<S> {
         out
     }
 
-    /// Positions in [`Model::parameters`] of the numbers the constants may read: every number
-    /// of the bodies, joints and tendons but the geoms' contact materials. (A superset: a
-    /// model made from numbers that differ from this one's only elsewhere keeps its constants.)
-    pub(crate) fn constant_reads(&self) -> Vec<usize> {
+    /// Whether the constants may read the number at position `i` of [`Model::parameters`].
+    #[inline]
+    pub(crate) fn constants_read(&self, i: usize) -> bool {
+        self.constant_reads.get(i).copied().unwrap_or(false)
+    }
+
+    /// Per position in [`Model::parameters`], whether the constants may read it: every number
+    /// of the bodies, joints and tendons but the geoms' contact materials. (A superset: a model
+    /// made from numbers that differ from this one's only elsewhere keeps its constants.) It
+    /// depends on the structure alone, so a model finds it once, when it is assembled.
+    pub(crate) fn find_constant_reads(&mut self) {
         let indices = self.map(&mut counter());
-        let material: Vec<f64> = indices.bodies.iter().flat_map(|b| &b.geoms).flat_map(contact_material).collect();
-        let mut out = Vec::new();
-        let mut keep = |x: f64| {
-            if !material.contains(&x) {
-                out.push(x as usize);
-            }
+        let mut reads = vec![false; self.parameters().len()];
+        let mut mark = |x: f64| {
+            reads[x as usize] = true;
             x
         };
         for body in &indices.bodies {
-            body.map(&mut keep);
+            body.map(&mut mark);
         }
         for joint in &indices.joints {
-            joint.map(&mut keep);
+            joint.map(&mut mark);
         }
         for tendon in &indices.tendons {
-            tendon.map(&mut keep);
+            tendon.map(&mut mark);
         }
-        out
+        for material in indices.bodies.iter().flat_map(|b| &b.geoms).flat_map(contact_material) {
+            reads[material as usize] = false;
+        }
+        self.constant_reads = reads.into();
     }
 
     /// The model in another scalar: each parameter keeps its real part per lane (tangents are
