@@ -54,7 +54,7 @@ fn numbers_the_constants_do_not_read_leave_them_unchanged() {
 /// numbers gives: carried or computed, never stale.
 #[test]
 fn with_parameters_never_leaves_stale_constants() {
-    for name in ["hopper", "spatial_tendons"] {
+    for name in ["hopper", "humanoid", "spatial_tendons", "tendons"] {
         let model = load(name);
         let own = model.parameters();
         for i in 0..own.len() {

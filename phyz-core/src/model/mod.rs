@@ -469,9 +469,11 @@ impl<S: Scalar> Model<S> {
     }
 
     /// Per position in [`Model::parameters`], whether the constants may read it: every number
-    /// of the bodies, joints and tendons but the geoms' contact materials. (A superset: a model
-    /// made from numbers that differ from this one's only elsewhere keeps its constants.) It
-    /// depends on the structure alone, so a model finds it once, when it is assembled.
+    /// of the bodies and tendons but the geoms' contact materials, and the joints' placement,
+    /// axis, reference and armature (not their springs, dampers, limits or friction). (A
+    /// superset: a model made from numbers that differ from this one's only elsewhere keeps its
+    /// constants.) It depends on the structure alone, so a model finds it once, when it is
+    /// assembled.
     pub(crate) fn find_constant_reads(&mut self) {
         let indices = self.map(&mut counter());
         let mut reads = vec![false; self.parameters().len()];
@@ -483,7 +485,9 @@ impl<S: Scalar> Model<S> {
             body.map(&mut mark);
         }
         for joint in &indices.joints {
-            joint.map(&mut mark);
+            joint.pos.iter().chain(&joint.axis).chain([&joint.reference, &joint.armature]).for_each(|&x| {
+                mark(x);
+            });
         }
         for tendon in &indices.tendons {
             tendon.map(&mut mark);
