@@ -1,6 +1,6 @@
 //! What a model's numbers fix, computed where a model is made from new numbers (MuJoCo's
 //! `mj_setConst`, which its compiler ends with): the link constants and MuJoCo's inverse weights
-//! at the reference pose ([`Constants`]). The weights need the dynamics there (kinematics, the
+//! at the reference pose ([`Constants`](crate::model::Constants)). The weights need the dynamics there (kinematics, the
 //! mass matrix and its factor), so the constructors that make a model from new numbers —
 //! [`ModelBuilder::build`], [`Model::with_parameters`], [`Model::edit`] — are defined here,
 //! above the model, and every model they give has its constants.
@@ -10,7 +10,7 @@ use nalgebra::{DMatrix, DVector, Vector3};
 use crate::dynamics::tendon::DofRow;
 use crate::dynamics::{Kinematics, MassFactor, forward_kinematics, mass_matrix};
 use crate::error::StepError;
-use crate::model::{Constants, InverseWeights, JointKind, LinkConstants, Model, ModelBuilder, ModelError, Parts};
+use crate::model::{InverseWeights, JointKind, LinkConstants, Model, ModelBuilder, ModelError, Parts};
 use crate::scalar::{Mask, Scalar, convert};
 
 impl ModelBuilder {
@@ -23,7 +23,7 @@ impl ModelBuilder {
 }
 
 impl<S: Scalar> Model<S> {
-    /// Computes what the model's numbers fix (its [`Constants`]), in its scalar: after this, a
+    /// Computes what the model's numbers fix (its [`Constants`](crate::model::Constants)), in its scalar: after this, a
     /// derivative carried by a mass or an axis reaches the inverse weights too.
     pub fn set_constants(&mut self) -> Result<(), ModelError> {
         // The links' first: the weights' kinematics read them.
@@ -46,18 +46,15 @@ impl<S: Scalar> Model<S> {
         let mut next = values.iter().copied();
         let mut model = self.map(&mut |_| next.next().unwrap_or_else(T::zero));
         // Carried only lane for lane (or from one lane to all), bit for bit.
-        let lanes = |x: &mut dyn Iterator<Item = usize>| x.max().unwrap_or(1);
-        let (from, to) = (lanes(&mut own.iter().map(|x| x.lanes())), lanes(&mut values.iter().map(|x| x.lanes())));
+        let from = own.iter().map(|x| x.lanes()).max().unwrap_or(1);
+        let to = values.iter().map(|x| x.lanes()).max().unwrap_or(1);
         let same = |i: usize| (0..to).all(|l| values[i].lane(l).to_bits() == own[i].lane(l.min(from - 1)).to_bits());
         let fits = from == 1 || from == to;
         let unread = |i: usize| !self.constants_read(i) || same(i);
         if !T::carries_derivatives() && fits && (0..own.len()).all(unread) {
-            let links = LinkConstants::new(&model);
-            let weights = self.constants().weights.map(convert);
-            *model.constants_mut() = Constants { links, weights };
-        } else {
-            model.set_constants()?;
+            return Ok(self.carry_constants(model, convert));
         }
+        model.set_constants()?;
         Ok(model)
     }
 

@@ -407,13 +407,11 @@ impl<S: Scalar> Model<S> {
         Parts { bodies: &mut self.bodies, joints: &mut self.joints, tendons: &mut self.tendons }
     }
 
-    /// This model's numbers through `f`, and its constants with them: the link constants made
-    /// again, the inverse weights mapped number by number (`f` keeps or reads values, so what
-    /// the weights were computed from is what they still are).
-    fn map_with_constants<T: Scalar>(&self, f: &mut impl FnMut(S) -> T) -> Model<T> {
-        let mut model = self.map(f);
+    /// `model` (made from this one's numbers) with this model's constants: its link constants
+    /// made again, this model's inverse weights mapped number by number through `weight`.
+    pub(crate) fn carry_constants<T: Scalar>(&self, mut model: Model<T>, weight: impl FnMut(S) -> T) -> Model<T> {
         let links = LinkConstants::new(&model);
-        model.constants = Constants { links, weights: self.constants.weights.map(f) };
+        model.constants = Constants { links, weights: self.constants.weights.map(weight) };
         model
     }
 
@@ -433,10 +431,7 @@ impl<S: Scalar> Model<S> {
     /// named parameter (a body's mass, a geom's friction) finds its index.
     /// Its constants are not numbers (NaN): it is a table, not a model to simulate.
     pub fn parameter_indices(&self) -> Model<f64> {
-        let mut model = self.map(&mut counter());
-        let links = LinkConstants::new(&model);
-        model.constants = Constants { links, weights: self.constants.weights.map(|_| f64::NAN) };
-        model
+        self.carry_constants(self.map(&mut counter()), |_| f64::NAN)
     }
 
     /// Positions in [`Model::parameters`] of the numbers the constraint stage reads as
@@ -504,12 +499,12 @@ impl<S: Scalar> Model<S> {
     /// constants again, tangents and all) is how derivatives with respect to model parameters
     /// are seeded.
     pub fn cast<T: Scalar>(&self) -> Model<T> {
-        self.map_with_constants(&mut convert)
+        self.carry_constants(self.map(&mut convert), convert)
     }
 
     /// The parameters of batch lane `lane`, in `f64`.
     pub fn lane(&self, lane: usize) -> Model<f64> {
-        self.map_with_constants(&mut |x| x.lane(lane))
+        self.carry_constants(self.map(&mut |x| x.lane(lane)), |x| x.lane(lane))
     }
 
     /// True when `other` has the same bodies, joints, actuators and tree, whatever their values.
