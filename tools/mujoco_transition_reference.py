@@ -120,8 +120,8 @@ def bench(gym_dir, names, reps, constraints, mode):
     print(f"MuJoCo {mujoco.__version__} mjd_transitionFD (centred, eps {EPS}) vs phyz exact step Jacobians; "
           f"constraints {'on' if constraints else 'off'}, phyz's {mode} route, median of {reps}")
     print()
-    print("| model | nv | nu | contacts and limits | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | max abs difference |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | nv | nu | contacts and limits | MuJoCo FD µs | phyz exact µs | ratio phyz/MuJoCo | phyz steps | max abs difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         path = name if name.endswith(".xml") else os.path.join(gym_dir, name + ".xml")
         name = os.path.splitext(os.path.basename(path))[0]
@@ -149,9 +149,10 @@ def bench(gym_dir, names, reps, constraints, mode):
                 args += ["--ctrl", ctrl]
             text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
             us = float(text.split("median ")[1].split(" µs")[0])
+            steps = float(text.split("µs, ")[-1].split(" steps")[0])
             jac = json.load(open(out))
         diff = max(np.abs(np.array(jac["A"]) - a).max(), np.abs(np.array(jac["B"]) - b).max() if m.nu else 0.0)
-        print(f"| {name} | {m.nv} | {m.nu} | {active} | {mj_us:.1f} | {us:.1f} | {us / mj_us:.2f} | {diff:.1e} |")
+        print(f"| {name} | {m.nv} | {m.nu} | {active} | {mj_us:.1f} | {us:.1f} | {us / mj_us:.2f} | {steps:.1f} | {diff:.1e} |")
 
 
 def main():

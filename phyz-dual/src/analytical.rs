@@ -27,11 +27,13 @@ use num_dual::DualSVec64;
 
 use crate::DualError;
 use crate::jacobian::StepJacobians;
+use phyz_core::contact::{Method, Sensitivity};
 use phyz_core::dynamics::actuation::integrate_activations;
 use phyz_core::dynamics::integrator::euler_damping;
 use phyz_core::dynamics::{RneaDerivatives, difference_position, integrate_position};
 use phyz_core::model::{Integrator, JointKind, Point};
-use phyz_core::sim::{ContactState, SolveLog, WarmCheckpoint, Workspace, constraint_stage, step_in};
+use phyz_core::scalar::ImplicitRule;
+use phyz_core::sim::{ContactState, SolveLog, WarmCheckpoint, Workspace, constraint_stage, impulse_slope, step_in};
 use phyz_core::{Arithmetic, Model, State, Tangents};
 
 /// Columns per forward pass.
@@ -58,6 +60,9 @@ struct Pass<'a> {
     state: &'a State<f64>,
     ctrl: &'a [f64],
     replay: Option<&'a WarmCheckpoint>,
+    /// Whether the columns that hold the position skip the constraint stage's pass
+    /// (`held_position` takes them).
+    held: bool,
 }
 
 impl AnalyticalJacobians {
@@ -115,6 +120,7 @@ impl AnalyticalJacobians {
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
+        let mut forcing = DMatrix::zeros(nv, columns);
         let mut dqacc = DMatrix::zeros(nv, columns);
         let mut drate = DMatrix::zeros(na, columns);
         let state_lanes = state.cast();
@@ -125,11 +131,20 @@ impl AnalyticalJacobians {
             smooth.mass.set_constant(&data.smooth().mass);
             smooth.set_extra_diagonal(damped.then(|| extra.map(Lanes::from_f64)).as_ref());
         }
+        // Where the Newton rule differentiates the solve, the columns that hold the position
+        // take the constraint stage as linear algebra (`held_position`).
+        let newton = contact.config.method == Method::Newton;
+        let slope = if constrained && newton { impulse_slope(model, data, &contact.config) } else { None };
         let replay = constrained.then_some(&before);
-        let pass = Pass { state, ctrl, replay };
+        let pass = Pass { state, ctrl, replay, held: slope.is_some() };
         for (start, end) in passes(nv, columns) {
             let seeds = Seeds { start, count: end - start, nv, na };
-            self.pass(&pass, seeds, &mut log, (&mut dqacc, &mut drate))?;
+            self.pass(&pass, seeds, &mut log, (&mut forcing, &mut dqacc, &mut drate))?;
+        }
+        if let Some(slope) = &slope {
+            let rule = log.solutions(0).and_then(|s| s.first()).and_then(|s| s.derivative.clone());
+            let rule = rule.ok_or(DualError::NotAnalytical { what: "a constraint solve without its Newton rule" })?;
+            self.held_position(slope, &forcing, &rule, &mut dqacc);
         }
         let jac = self.integration(state, &dqacc, &drate);
         let n = 2 * nv + na;
@@ -142,23 +157,25 @@ impl AnalyticalJacobians {
         })
     }
 
-    /// One forward pass over the columns of `seeds`: the acceleration's columns into `dqacc`
-    /// and the activation rates' into `drate`, the step's solves replayed from `log` (which
-    /// keeps the derivative rules the first replay builds, for the passes after it).
+    /// One forward pass over the columns of `seeds`: the forcing `K dq̈_s` of the
+    /// acceleration's columns into `forcing` (see below), the acceleration's columns into
+    /// `dqacc` (but for the columns `held_position` takes), and the activation rates' into
+    /// `drate`; the step's solves replayed from `log` (which keeps the derivative rules the
+    /// first replay builds, for the passes after it).
     ///
     /// The step's acceleration `a` solves `h K(q, v)(a − a_s) = Jᵀλ` (impulses `λ`) with `K a_s = f − C`,
     /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
     /// constraint force's change)`, RNEA being linear in the acceleration. Without constraint
     /// rows that is all. With them, the constraint stage runs with `K` held constant and
-    /// `a_s`'s tangent taken as `K⁻¹ (∂f − ∂RNEA(q, v, a) − h ∂B·a)`: the solve's optimality
-    /// condition `K (x − x₀) = …` then changes as with `K`'s own tangent (the change of `K` is
-    /// folded into `x₀ = v + h a_s`), and `a = a_s + (x − x₀)/h` comes out exact.
+    /// `a_s`'s tangent taken as `K⁻¹ (∂f − ∂RNEA(q, v, a) − h ∂B·a)` (the forcing's solve): the
+    /// solve's optimality condition `K (x − x₀) = …` then changes as with `K`'s own tangent (the
+    /// change of `K` is folded into `x₀ = v + h a_s`), and `a = a_s + (x − x₀)/h` comes out exact.
     fn pass(
         &mut self,
         pass: &Pass<'_>,
         seeds: Seeds,
         log: &mut SolveLog,
-        (dqacc, drate): (&mut DMatrix<f64>, &mut DMatrix<f64>),
+        (forcing, dqacc, drate): (&mut DMatrix<f64>, &mut DMatrix<f64>, &mut DMatrix<f64>),
     ) -> Result<(), DualError> {
         let (model, lanes) = (&self.model, &self.lanes);
         let nv = model.nv();
@@ -167,8 +184,10 @@ impl AnalyticalJacobians {
         let (q, v, act, u) = seeds.lift(lanes, pass.state, pass.ctrl);
         let point = Point { qpos: &q, qvel: &v, act: &act };
         let smooth = self.tangents.data.smooth_mut();
-        // Kinematics depend on the position alone: after the position's columns, once.
-        if seeds.start <= nv {
+        // Kinematics depend on the position alone: after the position's columns, once (to
+        // clear their tangents).
+        let moved = seeds.start <= nv;
+        if moved {
             let columns: Vec<usize> = (seeds.start..(seeds.start + seeds.count).min(nv)).collect();
             smooth.kin.set_along(lanes, data.kinematics(), &q, &columns);
         }
@@ -179,6 +198,7 @@ impl AnalyticalJacobians {
         if euler_damping(lanes, &v, &mut extra) {
             force.zip_apply(&extra.zip_map(qacc, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
         }
+        let held = pass.held && seeds.start >= nv;
         let mut column = DVector::zeros(nv);
         for k in 0..seeds.count {
             let c = seeds.start + k;
@@ -187,11 +207,14 @@ impl AnalyticalJacobians {
                 let rnea = if c < nv { self.rnea.dq.column(c) } else { self.rnea.dv.column(c - nv) };
                 column -= rnea;
             }
-            data.smooth().factor.solve_in_place(&mut column);
-            dqacc.set_column(c, &column);
+            forcing.set_column(c, &column);
+            if !held {
+                data.smooth().factor.solve_in_place(&mut column);
+                dqacc.set_column(c, &column);
+            }
             drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
         }
-        let Some(before) = pass.replay else { return Ok(()) };
+        let Some(before) = pass.replay.filter(|_| !held) else { return Ok(()) };
         let smooth_lanes = DVector::from_fn(nv, |i, _| {
             let mut x = Lanes::from_f64(qacc_smooth[i]);
             (0..seeds.count).for_each(|k| x.set_tangent(0, k, dqacc[(i, seeds.start + k)]));
@@ -200,8 +223,8 @@ impl AnalyticalJacobians {
         let contact = &mut self.contact;
         contact.resume(before);
         contact.replay(std::mem::take(log));
-        let moved = seeds.start <= nv;
-        let staged = constraint_stage(lanes, (point, moved), &smooth_lanes, contact, &mut self.tangents);
+        let step = &self.workspace.data;
+        let staged = constraint_stage(lanes, (point, moved), (&smooth_lanes, step), contact, &mut self.tangents);
         *log = contact.take_solutions();
         staged?;
         let qacc = self.tangents.data.qacc();
@@ -209,6 +232,58 @@ impl AnalyticalJacobians {
             dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));
         }
         Ok(())
+    }
+
+    /// The acceleration's columns that hold the position (velocity, activations, controls),
+    /// where the Newton rule differentiates the solve: the constraint stage as linear algebra
+    /// in `f64`. Along such a column the rows' Jacobian `J` stays, the free velocity moves by
+    /// `dx₀ = dv + h dq̈_s` (so `K dx₀ = K dv + h·forcing`, no solve with `K`) and the rows'
+    /// pre-step velocities by `dp = J dv`; the solve's optimality condition
+    /// `g = K (x − x₀) − Jᵀ f(J x − target(p))` then moves by `dg = −K dx₀ − Jᵀ (∂f/∂p) dp`
+    /// (`slope` is `∂f/∂p`), the post-step velocity by `dx = −H⁻¹ dg` (the step's own rule `H`,
+    /// every column in one sweep over its factor), and the acceleration by `(dx − dv)/h`.
+    fn held_position(
+        &self,
+        slope: &DMatrix<f64>,
+        forcing: &DMatrix<f64>,
+        rule: &Sensitivity,
+        dqacc: &mut DMatrix<f64>,
+    ) {
+        let nv = self.model.nv();
+        let n = forcing.ncols() - nv;
+        let h = self.model.timestep;
+        let problem = self.workspace.data.constraint_problem();
+        let (metric, jacobian) = (&problem.joint.mass, &problem.joint.jacobian);
+        // `Jᵀ (∂f/∂p) J`, row pair by row pair over the rows' own columns.
+        let mut coupling = DMatrix::<f64>::zeros(nv, nv);
+        for ((r, s), &weight) in slope.iter().enumerate().map(|(i, w)| ((i % slope.nrows(), i / slope.nrows()), w)) {
+            if weight == 0.0 {
+                continue;
+            }
+            let ((rc, rv), (sc, sv)) = (jacobian.row(r), jacobian.row(s));
+            for (&i, &a) in rc.iter().zip(rv) {
+                for (&j, &b) in sc.iter().zip(sv) {
+                    coupling[(i, j)] += a * weight * b;
+                }
+            }
+        }
+        // `dg`, side by side: entry `i` of column `c` at `i·n + c` (`rule`'s layout).
+        let mut dg = DMatrix::zeros(n, nv);
+        for c in 0..n {
+            for i in 0..nv {
+                dg[(c, i)] = -h * forcing[(i, nv + c)];
+                if c < nv {
+                    dg[(c, i)] -= coupling[(i, c)] + metric[(i, c)];
+                }
+            }
+        }
+        rule.tangents(dg.as_mut_slice(), n);
+        for c in 0..n {
+            for i in 0..nv {
+                let dv = f64::from(c == i);
+                dqacc[(i, nv + c)] = (dg[(c, i)] - dv) / h;
+            }
+        }
     }
 
     /// The next state's tangents (`q'` in tangent coordinates, `v'`, `act'`) along every

@@ -6,8 +6,9 @@ use nalgebra::DVector;
 
 use super::ContactState;
 use super::data::Data;
+use super::gather::Gathered;
 use super::info::StepInfo;
-use crate::contact::{ContactError, ContactRow, SolverConfig, Source, Units, noslip, solve_scalar_in};
+use crate::contact::{ContactError, ContactProblem, ContactRow, SolverConfig, Source, Units, noslip, solve_scalar_in};
 use crate::error::StepError;
 use crate::math::{copy_vector, zero_vector};
 use crate::model::Model;
@@ -42,10 +43,26 @@ fn assemble<S: Scalar>(
     joint.jacobian.copy_from(gather.jacobian());
     debug_assert_eq!(joint.jacobian.nrows(), gather.row_count(), "a row outside the list");
     joint.jacobian.mul_into(v, pre_step);
-    let impratio = S::from_f64(model.contact.impratio);
+    let numbers = (dt, S::from_f64(model.contact.impratio));
+    set_rows(problem, &gather.list, pre_step, numbers, config, (rows, bodies));
+    Ok(())
+}
+
+/// The rows of the gathered constraints `list` set on `problem`, whose joint-space data is in
+/// place: each row's target and regularizer in `S` from its material, depth and pre-step
+/// velocity (`pre_step`, `J v`), under the step `dt` and the model's `impratio`. `rows` and
+/// `bodies` are the storage the rows are written through.
+pub(super) fn set_rows<S: Scalar>(
+    problem: &mut ContactProblem<S>,
+    list: &[Gathered<S>],
+    pre_step: &DVector<S>,
+    (dt, impratio): (S, S),
+    config: &SolverConfig,
+    (rows, bodies): (&mut Vec<ContactRow<S>>, &mut Vec<[Option<usize>; 2]>),
+) {
     rows.clear();
     let mut at = 0;
-    for g in &gather.list {
+    for g in list {
         let (depth, v_n) = (g.depth, pre_step[at]);
         let row = match g.tie {
             Some((norm, _)) => ContactRow::bilateral(&g.material, depth, norm, v_n, dt),
@@ -55,20 +72,19 @@ fn assemble<S: Scalar>(
         at += g.kind.dim();
     }
     bodies.clear();
-    bodies.extend(gather.list.iter().map(|g| g.bodies));
+    bodies.extend(list.iter().map(|g| g.bodies));
     problem.set_rows(Some(pre_step), rows, Some(bodies), config);
     problem.present.clear();
-    problem.present.extend(gather.list.iter().map(|g| g.present));
+    problem.present.extend(list.iter().map(|g| g.present));
     // A tie's rows target the violation's true acceleration: MuJoCo 4 subtracts `J̇ v` from
     // their reference, which the velocity target takes over the step.
     let mut at = 0;
-    for g in &gather.list {
+    for g in list {
         if let Some((_, velocity_product)) = g.tie {
             problem.target[at] -= dt * velocity_product;
         }
         at += g.kind.dim();
     }
-    Ok(())
 }
 
 /// The constraint stage, after the gathering and the smooth stages at the same point: the

@@ -131,6 +131,14 @@ impl<S: Scalar> Data<S> {
         &self.qacc
     }
 
+    /// The constraint problem the last solve was given (MuJoCo's `efc_*` arrays with the
+    /// metric): the mass matrix it solves in (with the integrator's extra diagonal where phyz
+    /// solves with it), the constraint Jacobian, the free velocity, each row's target velocity
+    /// and regularizer.
+    pub fn constraint_problem(&self) -> &ContactProblem<S> {
+        &self.problem
+    }
+
     /// The constraint forces on every row of [`Data::constraint_jacobian`] (MuJoCo's
     /// `efc_force`): the solve's impulses over the step of `model`, the one evaluated.
     pub fn constraint_forces(&self, model: &Model<S>) -> DVector<S> {

@@ -64,7 +64,7 @@ pub(super) fn evaluate<S: Scalar>(
     let lanes = point.lanes();
     data.smooth.position(model, q, extra_diagonal)?;
     if constrained {
-        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes };
+        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, detected: None };
         gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
     } else {
         data.gather.clear(model.nv(), lanes);

@@ -86,6 +86,25 @@ pub(super) struct Gathered<S: Scalar> {
     pub wrench: Option<usize>,
 }
 
+impl Gathered<f64> {
+    /// The constraint in `S`, its numbers constants (no tangent).
+    pub(super) fn lift<S: Scalar>(&self) -> Gathered<S> {
+        let lift = S::from_f64;
+        Gathered {
+            keys: self.keys,
+            kind: self.kind,
+            bodies: self.bodies,
+            material: self.material.map(lift),
+            row: self.row,
+            depth: lift(self.depth),
+            inverse_weight: lift(self.inverse_weight),
+            present: S::Mask::splat(self.present),
+            tie: self.tie.map(|(norm, product)| (lift(norm), lift(product))),
+            wrench: self.wrench,
+        }
+    }
+}
+
 /// A contact as the constraint stage evaluated it (MuJoCo's `mjContact`).
 #[derive(Clone, Copy, Debug)]
 pub struct ContactPoint<S: Scalar> {
@@ -170,6 +189,11 @@ impl<S: Scalar> Gather<S> {
     /// Constraint `g`'s identity in each lane.
     pub fn keys(&self, g: &Gathered<S>) -> &[Option<Key>] {
         &self.keys[g.keys..g.keys + self.lanes]
+    }
+
+    /// The contacts detection laid out in slots.
+    pub(super) fn detected(&self) -> &ContactBuffer {
+        &self.detection.buffer
     }
 
     /// The gathered constraints' Jacobian, their rows in the list's order (constraint `g`'s
@@ -739,6 +763,9 @@ pub(super) struct StageInput<'a, S: Scalar> {
     pub q: &'a DVector<S>,
     pub v: &'a DVector<S>,
     pub lanes: usize,
+    /// The contacts, where they were already found at these poses' real parts (which are all
+    /// detection reads): taken instead of detecting again.
+    pub detected: Option<&'a ContactBuffer>,
 }
 
 /// The equalities, friction losses, limits and contacts of every lane, in MuJoCo's order, the
@@ -766,7 +793,14 @@ pub(super) fn gather<S: Scalar>(
     if model.enabled.contact && model.bodies().iter().any(|b| !b.geoms.is_empty()) {
         // Detection reads each lane's poses (real parts); its contacts come back in slots.
         let mut detection = std::mem::take(&mut out.detection);
-        if let Err(error) = detection.detect(model, kin, lanes, capacity) {
+        let detected = match input.detected {
+            Some(found) => {
+                detection.buffer.clone_from(found);
+                Ok(())
+            }
+            None => detection.detect(model, kin, lanes, capacity),
+        };
+        if let Err(error) = detected {
             out.detection = detection;
             return Err(error);
         }
