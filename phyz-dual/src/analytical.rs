@@ -27,13 +27,15 @@ use num_dual::DualSVec64;
 
 use crate::DualError;
 use crate::jacobian::StepJacobians;
-use phyz_core::contact::{Method, Sensitivity};
+use phyz_core::contact::{ContactError, Method, Sensitivity};
 use phyz_core::dynamics::actuation::integrate_activations;
 use phyz_core::dynamics::integrator::euler_damping;
 use phyz_core::dynamics::{RneaDerivatives, difference_position, integrate_position};
 use phyz_core::model::{Integrator, JointKind, Point};
 use phyz_core::scalar::ImplicitRule;
-use phyz_core::sim::{ContactState, SolveLog, WarmCheckpoint, Workspace, constraint_stage, impulse_slope, step_in};
+use phyz_core::sim::{
+    ContactState, SolveLog, StepError, WarmCheckpoint, Workspace, constraint_force_tangent, constraint_stage, step_in,
+};
 use phyz_core::{Arithmetic, Model, State, Tangents};
 
 /// Columns per forward pass.
@@ -54,15 +56,36 @@ pub struct AnalyticalJacobians {
     rnea: RneaDerivatives<f64>,
 }
 
-/// What every pass of one evaluation reads: the state and controls, and the solver's warm
-/// starts before the step (when constraint rows act: the step's solves are replayed from them).
+/// How the passes take the constraint stage.
+enum Constraints<'a> {
+    /// No constraint row acts: `dq̈ = K⁻¹ · forcing`.
+    Off,
+    /// The Newton rule `H` at the step's solution (its factorized Hessian): each pass leaves
+    /// the tangents of the rows' term `−Jᵀ f(J x − target)` at the step's velocity, and after
+    /// the passes `dx = −H⁻¹ dg` is solved for every column in one sweep (see
+    /// [`AnalyticalJacobians::solved_columns`]).
+    Newton(Sensitivity),
+    /// Another method (Gauss-Seidel sweeps, with their own fixed-point rule): the constraint
+    /// stage in the tangent scalar, its solve replayed from the solver's warm starts before the
+    /// step (`sim::constraint_stage`).
+    Replayed(&'a WarmCheckpoint),
+}
+
+/// What every pass of one evaluation reads: the state and controls, and how the constraint
+/// stage is taken.
 struct Pass<'a> {
     state: &'a State<f64>,
     ctrl: &'a [f64],
-    replay: Option<&'a WarmCheckpoint>,
-    /// Whether the columns that hold the position skip the constraint stage's pass
-    /// (`held_position` takes them).
-    held: bool,
+    constraints: Constraints<'a>,
+}
+
+/// The columns the passes fill (`nv` rows each unless said): the forcing `K dq̈_s`, the rows'
+/// term of the Newton rule, the acceleration's and the activation rates' (`na` rows).
+struct Columns {
+    forcing: DMatrix<f64>,
+    rows: DMatrix<f64>,
+    dqacc: DMatrix<f64>,
+    drate: DMatrix<f64>,
 }
 
 impl AnalyticalJacobians {
@@ -93,7 +116,10 @@ impl AnalyticalJacobians {
     ) -> Result<StepJacobians, DualError> {
         let model = &self.model;
         let before = contact.checkpoint();
-        contact.keep_solutions();
+        let newton = contact.config.method == Method::Newton;
+        if !newton {
+            contact.keep_solutions();
+        }
         let stepped = step_in(model, state, ctrl, contact, &mut self.workspace);
         let mut log = contact.take_solutions();
         stepped?;
@@ -117,36 +143,41 @@ impl AnalyticalJacobians {
                 return Err(DualError::NotAnalytical { what: "MuJoCo's no-slip pass (mujoco_compat)" });
             }
         }
+        let constraints = match (constrained, newton, data.solutions()) {
+            (false, _, _) => Constraints::Off,
+            (true, true, [solution]) => Constraints::Newton(
+                Sensitivity::new(data.constraint_problem(), solution)
+                    .map_err(ContactError::from)
+                    .map_err(StepError::from)?,
+            ),
+            (true, true, _) => return Err(DualError::NotAnalytical { what: "a constraint solve of several lanes" }),
+            (true, false, _) => Constraints::Replayed(&before),
+        };
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
-        let mut forcing = DMatrix::zeros(nv, columns);
-        let mut dqacc = DMatrix::zeros(nv, columns);
-        let mut drate = DMatrix::zeros(na, columns);
-        let state_lanes = state.cast();
+        let mut out = Columns {
+            forcing: DMatrix::zeros(nv, columns),
+            rows: DMatrix::zeros(nv, columns),
+            dqacc: DMatrix::zeros(nv, columns),
+            drate: DMatrix::zeros(na, columns),
+        };
         let smooth = self.tangents.data.smooth_mut();
-        smooth.prepare(&self.lanes, &state_lanes);
+        smooth.prepare(&self.lanes, &state.cast());
         if constrained {
             // The constraint stage's metric `K = M + h·B`, held constant (see `pass`).
             smooth.mass.set_constant(&data.smooth().mass);
             smooth.set_extra_diagonal(damped.then(|| extra.map(Lanes::from_f64)).as_ref());
         }
-        // Where the Newton rule differentiates the solve, the columns that hold the position
-        // take the constraint stage as linear algebra (`held_position`).
-        let newton = contact.config.method == Method::Newton;
-        let slope = if constrained && newton { impulse_slope(model, data, &contact.config) } else { None };
-        let replay = constrained.then_some(&before);
-        let pass = Pass { state, ctrl, replay, held: slope.is_some() };
+        let pass = Pass { state, ctrl, constraints };
         for (start, end) in passes(nv, columns) {
             let seeds = Seeds { start, count: end - start, nv, na };
-            self.pass(&pass, seeds, &mut log, (&mut forcing, &mut dqacc, &mut drate))?;
+            self.pass(&pass, seeds, &mut log, &mut out)?;
         }
-        if let Some(slope) = &slope {
-            let rule = log.solutions(0).and_then(|s| s.first()).and_then(|s| s.derivative.clone());
-            let rule = rule.ok_or(DualError::NotAnalytical { what: "a constraint solve without its Newton rule" })?;
-            self.held_position(slope, &forcing, &rule, &mut dqacc);
+        if let Constraints::Newton(rule) = &pass.constraints {
+            self.solved_columns(rule, &mut out);
         }
-        let jac = self.integration(state, &dqacc, &drate);
+        let jac = self.integration(state, &out.dqacc, &out.drate);
         let n = 2 * nv + na;
         Ok(StepJacobians {
             a: jac.columns(0, n).into_owned(),
@@ -157,30 +188,24 @@ impl AnalyticalJacobians {
         })
     }
 
-    /// One forward pass over the columns of `seeds`: the forcing `K dq̈_s` of the
-    /// acceleration's columns into `forcing` (see below), the acceleration's columns into
-    /// `dqacc` (but for the columns `held_position` takes), and the activation rates' into
-    /// `drate`; the step's solves replayed from `log` (which keeps the derivative rules the
-    /// first replay builds, for the passes after it).
+    /// One forward pass over the columns of `seeds`, into `out`: the forcing `K dq̈_s` (see
+    /// below), the activation rates', and either the acceleration's (no constraint row, or a
+    /// replayed constraint stage, the step's solves replayed from `log`, which keeps the
+    /// derivative rules the first replay builds) or the Newton rule's rows' term.
     ///
     /// The step's acceleration `a` solves `h K(q, v)(a − a_s) = Jᵀλ` (impulses `λ`) with `K a_s = f − C`,
     /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
     /// constraint force's change)`, RNEA being linear in the acceleration. Without constraint
-    /// rows that is all. With them, the constraint stage runs with `K` held constant and
-    /// `a_s`'s tangent taken as `K⁻¹ (∂f − ∂RNEA(q, v, a) − h ∂B·a)` (the forcing's solve): the
-    /// solve's optimality condition `K (x − x₀) = …` then changes as with `K`'s own tangent (the
-    /// change of `K` is folded into `x₀ = v + h a_s`), and `a = a_s + (x − x₀)/h` comes out exact.
-    fn pass(
-        &mut self,
-        pass: &Pass<'_>,
-        seeds: Seeds,
-        log: &mut SolveLog,
-        (forcing, dqacc, drate): (&mut DMatrix<f64>, &mut DMatrix<f64>, &mut DMatrix<f64>),
-    ) -> Result<(), DualError> {
+    /// rows that is all. With them, the constraint stage is differentiated with `K` held
+    /// constant and `a_s`'s tangent taken as `K⁻¹ (∂f − ∂RNEA(q, v, a) − h ∂B·a)` (the forcing's
+    /// solve): the solve's optimality condition `K (x − x₀) = …` then changes as with `K`'s own
+    /// tangent (the change of `K` is folded into `x₀ = v + h a_s`), and `a = a_s + (x − x₀)/h`
+    /// comes out exact.
+    fn pass(&mut self, pass: &Pass<'_>, seeds: Seeds, log: &mut SolveLog, out: &mut Columns) -> Result<(), DualError> {
         let (model, lanes) = (&self.model, &self.lanes);
         let nv = model.nv();
         let data = &self.workspace.data;
-        let (qacc, qacc_smooth) = (data.qacc(), data.qacc_smooth());
+        let qacc = data.qacc();
         let (q, v, act, u) = seeds.lift(lanes, pass.state, pass.ctrl);
         let point = Point { qpos: &q, qvel: &v, act: &act };
         let smooth = self.tangents.data.smooth_mut();
@@ -198,7 +223,7 @@ impl AnalyticalJacobians {
         if euler_damping(lanes, &v, &mut extra) {
             force.zip_apply(&extra.zip_map(qacc, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
         }
-        let held = pass.held && seeds.start >= nv;
+        let newton = matches!(pass.constraints, Constraints::Newton(_));
         let mut column = DVector::zeros(nv);
         for k in 0..seeds.count {
             let c = seeds.start + k;
@@ -207,81 +232,69 @@ impl AnalyticalJacobians {
                 let rnea = if c < nv { self.rnea.dq.column(c) } else { self.rnea.dv.column(c - nv) };
                 column -= rnea;
             }
-            forcing.set_column(c, &column);
-            if !held {
+            out.forcing.set_column(c, &column);
+            if !newton {
                 data.smooth().factor.solve_in_place(&mut column);
-                dqacc.set_column(c, &column);
+                out.dqacc.set_column(c, &column);
             }
-            drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
+            out.drate.column_mut(c).zip_apply(&smooth.act_rate, |d, x| *d = x.tangent(0, k));
         }
-        let Some(before) = pass.replay.filter(|_| !held) else { return Ok(()) };
-        let smooth_lanes = DVector::from_fn(nv, |i, _| {
-            let mut x = Lanes::from_f64(qacc_smooth[i]);
-            (0..seeds.count).for_each(|k| x.set_tangent(0, k, dqacc[(i, seeds.start + k)]));
-            x
-        });
-        let contact = &mut self.contact;
-        contact.resume(before);
-        contact.replay(std::mem::take(log));
-        let step = &self.workspace.data;
-        let staged = constraint_stage(lanes, (point, moved), (&smooth_lanes, step), contact, &mut self.tangents);
-        *log = contact.take_solutions();
-        staged?;
-        let qacc = self.tangents.data.qacc();
-        for k in 0..seeds.count {
-            dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));
+        match pass.constraints {
+            Constraints::Off => {}
+            // Only the position and the velocity move the rows.
+            Constraints::Newton(_) if seeds.start < 2 * nv => {
+                let rows = constraint_force_tangent(lanes, (point, moved), data, &self.contact, &mut self.tangents)?;
+                for k in 0..seeds.count {
+                    out.rows.column_mut(seeds.start + k).zip_apply(rows, |d, x| *d = x.tangent(0, k));
+                }
+            }
+            Constraints::Newton(_) => {}
+            Constraints::Replayed(before) => {
+                let smooth = DVector::from_fn(nv, |i, _| {
+                    let mut x = Lanes::from_f64(data.qacc_smooth()[i]);
+                    (0..seeds.count).for_each(|k| x.set_tangent(0, k, out.dqacc[(i, seeds.start + k)]));
+                    x
+                });
+                let contact = &mut self.contact;
+                contact.resume(before);
+                contact.replay(std::mem::take(log));
+                let staged = constraint_stage(lanes, (point, moved), (&smooth, data), contact, &mut self.tangents);
+                *log = contact.take_solutions();
+                staged?;
+                let qacc = self.tangents.data.qacc();
+                for k in 0..seeds.count {
+                    out.dqacc.column_mut(seeds.start + k).zip_apply(qacc, |d, x| *d = x.tangent(0, k));
+                }
+            }
         }
         Ok(())
     }
 
-    /// The acceleration's columns that hold the position (velocity, activations, controls),
-    /// where the Newton rule differentiates the solve: the constraint stage as linear algebra
-    /// in `f64`. Along such a column the rows' Jacobian `J` stays, the free velocity moves by
-    /// `dx₀ = dv + h dq̈_s` (so `K dx₀ = K dv + h·forcing`, no solve with `K`) and the rows'
-    /// pre-step velocities by `dp = J dv`; the solve's optimality condition
-    /// `g = K (x − x₀) − Jᵀ f(J x − target(p))` then moves by `dg = −K dx₀ − Jᵀ (∂f/∂p) dp`
-    /// (`slope` is `∂f/∂p`), the post-step velocity by `dx = −H⁻¹ dg` (the step's own rule `H`,
-    /// every column in one sweep over its factor), and the acceleration by `(dx − dv)/h`.
-    fn held_position(
-        &self,
-        slope: &DMatrix<f64>,
-        forcing: &DMatrix<f64>,
-        rule: &Sensitivity,
-        dqacc: &mut DMatrix<f64>,
-    ) {
+    /// The acceleration's columns under the Newton rule `H` at the step's solution `x`: the
+    /// solve's optimality condition `g = K (x − x₀) − Jᵀ f(J x − target)` moves along a column by
+    /// `dg = −K dx₀ + d(−Jᵀ f)`, the second term the rows' (`out.rows`, with `x` held), the free
+    /// velocity by `dx₀ = dv + h dq̈_s` (so `K dx₀ = K dv + h·forcing`, no solve with `K`); then
+    /// `dx = −H⁻¹ dg`, every column in one sweep over `H`'s factor (the step's own Hessian at
+    /// its solution), and `dq̈ = (dx − dv)/h`.
+    fn solved_columns(&self, rule: &Sensitivity, out: &mut Columns) {
         let nv = self.model.nv();
-        let n = forcing.ncols() - nv;
+        let n = out.forcing.ncols();
         let h = self.model.timestep;
-        let problem = self.workspace.data.constraint_problem();
-        let (metric, jacobian) = (&problem.joint.mass, &problem.joint.jacobian);
-        // `Jᵀ (∂f/∂p) J`, row pair by row pair over the rows' own columns.
-        let mut coupling = DMatrix::<f64>::zeros(nv, nv);
-        for ((r, s), &weight) in slope.iter().enumerate().map(|(i, w)| ((i % slope.nrows(), i / slope.nrows()), w)) {
-            if weight == 0.0 {
-                continue;
-            }
-            let ((rc, rv), (sc, sv)) = (jacobian.row(r), jacobian.row(s));
-            for (&i, &a) in rc.iter().zip(rv) {
-                for (&j, &b) in sc.iter().zip(sv) {
-                    coupling[(i, j)] += a * weight * b;
-                }
-            }
-        }
+        let metric = &self.workspace.data.constraint_problem().joint.mass;
+        let velocity = |c: usize| (nv..2 * nv).contains(&c).then(|| c - nv);
         // `dg`, side by side: entry `i` of column `c` at `i·n + c` (`rule`'s layout).
         let mut dg = DMatrix::zeros(n, nv);
         for c in 0..n {
             for i in 0..nv {
-                dg[(c, i)] = -h * forcing[(i, nv + c)];
-                if c < nv {
-                    dg[(c, i)] -= coupling[(i, c)] + metric[(i, c)];
-                }
+                let dv = velocity(c).map_or(0.0, |d| metric[(i, d)]);
+                dg[(c, i)] = out.rows[(i, c)] - h * out.forcing[(i, c)] - dv;
             }
         }
         rule.tangents(dg.as_mut_slice(), n);
         for c in 0..n {
             for i in 0..nv {
-                let dv = f64::from(c == i);
-                dqacc[(i, nv + c)] = (dg[(c, i)] - dv) / h;
+                let dv = f64::from(velocity(c) == Some(i));
+                out.dqacc[(i, c)] = (dg[(c, i)] - dv) / h;
             }
         }
     }

@@ -139,6 +139,11 @@ impl<S: Scalar> Data<S> {
         &self.problem
     }
 
+    /// Each batch lane's solution of the last constraint solve.
+    pub fn solutions(&self) -> &[Solution] {
+        &self.solutions
+    }
+
     /// The constraint forces on every row of [`Data::constraint_jacobian`] (MuJoCo's
     /// `efc_force`): the solve's impulses over the step of `model`, the one evaluated.
     pub fn constraint_forces(&self, model: &Model<S>) -> DVector<S> {

@@ -86,25 +86,6 @@ pub(super) struct Gathered<S: Scalar> {
     pub wrench: Option<usize>,
 }
 
-impl Gathered<f64> {
-    /// The constraint in `S`, its numbers constants (no tangent).
-    pub(super) fn lift<S: Scalar>(&self) -> Gathered<S> {
-        let lift = S::from_f64;
-        Gathered {
-            keys: self.keys,
-            kind: self.kind,
-            bodies: self.bodies,
-            material: self.material.map(lift),
-            row: self.row,
-            depth: lift(self.depth),
-            inverse_weight: lift(self.inverse_weight),
-            present: S::Mask::splat(self.present),
-            tie: self.tie.map(|(norm, product)| (lift(norm), lift(product))),
-            wrench: self.wrench,
-        }
-    }
-}
-
 /// A contact as the constraint stage evaluated it (MuJoCo's `mjContact`).
 #[derive(Clone, Copy, Debug)]
 pub struct ContactPoint<S: Scalar> {

@@ -40,7 +40,7 @@ pub use gather::ContactPoint;
 pub use info::StepInfo;
 pub use sensors::{sensor_data, sensor_data_with};
 pub use solve_log::SolveLog;
-pub use stages::{constraint_stage, impulse_slope};
+pub use stages::{constraint_force_tangent, constraint_stage};
 pub use warm::WarmCheckpoint;
 pub use workspace::Workspace;
 
