@@ -150,15 +150,23 @@ impl<const N: usize> Tangents for DualSVec64<N> {
     fn tangent_dim() -> usize {
         N
     }
+    #[inline]
     fn tangent(&self, _lane: usize, direction: usize) -> f64 {
         assert!(direction < N, "DualSVec64<{N}> has no tangent direction {direction}");
         self.eps.0.as_ref().map_or(0.0, |e| e[direction])
     }
+    #[inline]
     fn set_tangent(&mut self, _lane: usize, direction: usize, value: f64) {
         assert!(direction < N, "DualSVec64<{N}> has no tangent direction {direction}");
-        let mut eps = tangents(self);
-        eps[direction] = value;
-        self.eps = Derivative::some(eps);
+        // In place: the other directions stay where they are.
+        match &mut self.eps.0 {
+            Some(eps) => eps[direction] = value,
+            None => {
+                let mut eps = SVector::zeros();
+                eps[direction] = value;
+                self.eps = Derivative::some(eps);
+            }
+        }
     }
     fn is_finite(&self) -> bool {
         self.re.is_finite() && self.eps.0.as_ref().is_none_or(|e| e.iter().all(|v| v.is_finite()))
