@@ -154,46 +154,114 @@ impl<'a> Piece<'a, f64> {
         h
     }
 
-    /// The cost along the line `jar + α·direction` (`direction` one entry per row), with its
-    /// first and second derivatives in `α`, in whatever zone the constraint is at `α`: what an
-    /// exact line search samples, without forming a Hessian.
-    pub fn along(&self, direction: &[f64], alpha: f64) -> (f64, f64, f64) {
-        let dim = self.kind.dim();
-        let mut moved = [0.0; 6];
-        for (m, (x, d)) in moved.iter_mut().zip(self.jar.iter().zip(direction)) {
-            *m = x + alpha * d;
-        }
-        let at = Piece { jar: &moved[..dim], ..*self };
-        let zone = at.zone();
-        match zone {
-            Zone::Satisfied => (0.0, 0.0, 0.0),
-            Zone::Quadratic => at.active_rows().fold((0.0, 0.0, 0.0), |(c, s, k), r| {
-                let (x, d, w) = (moved[r], direction[r], self.d[r]);
-                (c + 0.5 * w * x * x, s + w * x * d, k + w * d * d)
-            }),
-            Zone::Linear => (at.cost(zone), self.mu * moved[0].signum() * direction[0], 0.0),
-            Zone::Cone => {
-                // N(α) and U(α) = U + α V in the regularized cone's coordinates.
-                let (n, u, t, mu_r) = at.scaled();
-                let dn = direction[0] * mu_r;
-                let (mut uv, mut vv) = (0.0, 0.0);
-                for j in 0..dim - 1 {
-                    let v = direction[j + 1] * self.coefficient(j + 1);
-                    uv += u[j] * v;
-                    vv += v * v;
-                }
-                let dt = uv / t;
-                let ddt = (vv - dt * dt) / t;
-                let dm = self.cone_weight(mu_r);
-                let (gap, dgap) = (n - mu_r * t, dn - mu_r * dt);
-                (0.5 * dm * gap * gap, dm * gap * dgap, dm * (dgap * dgap - gap * mu_r * ddt))
+    /// The cost restricted to the line `jar + α·direction` (`direction` one entry per row):
+    /// the handful of numbers its value, slope and curvature at any `α` read, so that an exact
+    /// line search samples each constraint in a few operations, without forming a Hessian or
+    /// walking its rows again (MuJoCo's line search keeps the same quadratic coefficients).
+    pub fn ray(&self, direction: &[f64]) -> Ray {
+        let rows = self.kind.dim();
+        // The full quadratic's `½ Σ D (jar + α d)²` over the rows its zone weighs.
+        let quadratic = self.active_rows().fold([0.0; 3], |[c, s, k], r| {
+            let (x, d, w) = (self.jar[r], direction[r], self.d[r]);
+            [c + 0.5 * w * x * x, s + w * x * d, k + w * d * d]
+        });
+        let mut ray = Ray {
+            kind: self.kind,
+            normal: [self.jar[0], direction[0]],
+            quadratic,
+            d: self.d[0],
+            mu: self.mu,
+            cone: None,
+        };
+        if has_cone(self.kind, self.mu) {
+            let (n, u, _, mu_r) = self.scaled();
+            let (mut uu, mut uv, mut vv) = (0.0, 0.0, 0.0);
+            for j in 0..rows - 1 {
+                let v = direction[j + 1] * self.coefficient(j + 1);
+                (uu, uv, vv) = (uu + u[j] * u[j], uv + u[j] * v, vv + v * v);
             }
+            let cone = RayCone {
+                normal: [n, direction[0] * mu_r],
+                tangential: [uu, uv, vv],
+                mu_r,
+                weight: self.cone_weight(mu_r),
+            };
+            ray.cone = Some(cone);
         }
+        ray
     }
 
     /// Rows the quadratic zone acts on: all of a cone's, only the normal row without friction.
     fn active_rows(&self) -> std::ops::Range<usize> {
         0..if has_cone(self.kind, self.mu) { self.kind.dim() } else { 1 }
+    }
+}
+
+/// One constraint's cost along a line `jar + α d`, from [`Piece::ray`].
+#[derive(Clone, Copy, Debug)]
+pub struct Ray {
+    kind: ConstraintKind,
+    /// The normal (first) row's deviation and direction.
+    normal: [f64; 2],
+    /// The full quadratic `½ Σ D (jar + α d)²` as `[½ Σ D jar², Σ D jar d, Σ D d²]`.
+    quadratic: [f64; 3],
+    /// The normal row's `D`, and the friction coefficient (a friction loss's bound).
+    d: f64,
+    mu: f64,
+    /// A frictional contact's cone coordinates along the line.
+    cone: Option<RayCone>,
+}
+
+/// A frictional contact's regularized-cone coordinates along a line: `N(α) = N + α N'` and
+/// `|U(α)|² = U·U + 2α U·V + α² V·V` (see [`Piece::scaled`]), with `μ_r` and `D_m`.
+#[derive(Clone, Copy, Debug)]
+struct RayCone {
+    normal: [f64; 2],
+    tangential: [f64; 3],
+    mu_r: f64,
+    weight: f64,
+}
+
+impl Ray {
+    /// The cost at `α`, with its first and second derivatives in `α`, in whatever zone the
+    /// constraint is there (as [`Piece::zone`] decides it at the moved point).
+    pub fn at(&self, alpha: f64) -> (f64, f64, f64) {
+        let [c, s, k] = self.quadratic;
+        let full = (c + alpha * (s + 0.5 * alpha * k), s + alpha * k, k);
+        let x = self.normal[0] + alpha * self.normal[1];
+        match self.kind {
+            ConstraintKind::Equality => full,
+            ConstraintKind::FrictionLoss if x.abs() * self.d < self.mu => full,
+            // Continuous with the quadratic where `|jar| = bound / D`.
+            ConstraintKind::FrictionLoss => {
+                (self.mu * x.abs() - 0.5 * self.mu * self.mu / self.d, self.mu * x.signum() * self.normal[1], 0.0)
+            }
+            _ => match &self.cone {
+                None if x < 0.0 => full,
+                None => (0.0, 0.0, 0.0),
+                Some(cone) => cone.at(alpha, full),
+            },
+        }
+    }
+}
+
+impl RayCone {
+    /// [`Ray::at`] for a frictional contact, `full` its quadratic zone's value there.
+    fn at(&self, alpha: f64, full: (f64, f64, f64)) -> (f64, f64, f64) {
+        let Self { normal: [n0, dn], tangential: [uu, uv, vv], mu_r, weight } = *self;
+        let n = n0 + alpha * dn;
+        let t = (uu + alpha * (2.0 * uv + alpha * vv)).max(0.0).sqrt();
+        if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
+            return (0.0, 0.0, 0.0);
+        }
+        if mu_r * n + t <= 0.0 || t <= 0.0 {
+            return full;
+        }
+        // `T' = U·V / T` and `T'' = (V·V − T'²) / T` at `α`.
+        let dt = (uv + alpha * vv) / t;
+        let ddt = (vv - dt * dt) / t;
+        let (gap, dgap) = (n - mu_r * t, dn - mu_r * dt);
+        (0.5 * weight * gap * gap, weight * gap * dgap, weight * (dgap * dgap - gap * mu_r * ddt))
     }
 }
 
@@ -274,17 +342,20 @@ mod tests {
             ConstraintKind::Contact,
             ConstraintKind::Rolling,
         ];
+        let mut zones = Vec::new();
         for kind in kinds {
             let dim = kind.dim();
             let piece = Piece { kind, jar: &jar[..dim], d: &d[..dim], mu, twist };
-            for alpha in [0.0, 0.05, 0.2, 0.5, 1.0] {
-                let (cost, slope, curvature) = piece.along(&direction[..dim], alpha);
+            let ray = piece.ray(&direction[..dim]);
+            for alpha in [-2.0, -0.5, 0.0, 0.05, 0.2, 0.5, 1.0, 3.0, 10.0] {
+                let (cost, slope, curvature) = ray.at(alpha);
                 let mut moved = [0.0; 6];
                 for r in 0..dim {
                     moved[r] = jar[r] + alpha * direction[r];
                 }
                 let at = Piece { jar: &moved[..dim], ..piece };
                 let zone = at.zone();
+                zones.push(zone);
                 let mut force = [0.0; 6];
                 at.force(zone, true, &mut force[..dim]);
                 let h = at.hessian(zone);
@@ -298,6 +369,9 @@ mod tests {
                 assert!((slope - expected_slope).abs() < 1e-10 * (1.0 + slope.abs()), "{kind:?} {alpha}");
                 assert!((curvature - expected_curvature).abs() < 1e-10 * scale, "{kind:?} {alpha} {zone:?}");
             }
+        }
+        for zone in [Zone::Satisfied, Zone::Quadratic, Zone::Cone, Zone::Linear] {
+            assert!(zones.contains(&zone), "no sample in the {zone:?} zone");
         }
     }
 

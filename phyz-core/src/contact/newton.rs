@@ -21,7 +21,7 @@
 use nalgebra::DVector;
 
 use super::config::SolverConfig;
-use super::cost::{Piece, Zone, has_cone};
+use super::cost::{Piece, Ray, Zone, has_cone};
 pub use super::envelope::IndefiniteHessian;
 use super::envelope::{Envelope, EnvelopeCholesky};
 use super::problem::ContactProblem;
@@ -220,15 +220,21 @@ pub struct NewtonWorkspace {
 struct LineBuffers {
     /// `J s`.
     direction: DVector<f64>,
-    /// Each constraint's cost at `α = 0`.
+    /// Each constraint's cost at `α = 0`, and along the line.
     start: Vec<f64>,
+    rays: Vec<Ray>,
     /// `M s`.
     mass_search: DVector<f64>,
 }
 
 impl Default for LineBuffers {
     fn default() -> Self {
-        LineBuffers { direction: DVector::zeros(0), start: Vec::new(), mass_search: DVector::zeros(0) }
+        LineBuffers {
+            direction: DVector::zeros(0),
+            start: Vec::new(),
+            rays: Vec::new(),
+            mass_search: DVector::zeros(0),
+        }
     }
 }
 
@@ -474,10 +480,7 @@ struct Sample {
 
 /// The restriction of the cost to the line through `point` along `search`.
 struct Line<'a> {
-    problem: &'a ContactProblem<f64>,
-    layout: &'a Layout,
-    jar: &'a DVector<f64>,
-    /// `J s` and each constraint's cost at `α = 0`.
+    /// Each constraint's cost at `α = 0` and along the line.
     buffers: &'a LineBuffers,
     /// The Gauss term's `sᵀ M (x − x₀)` and `sᵀ M s`.
     gauss: (f64, f64),
@@ -492,11 +495,9 @@ impl Line<'_> {
             slope: linear + alpha * quadratic,
             curvature: quadratic,
         };
-        for (c, constraint) in self.problem.constraints.iter().enumerate() {
-            let (at, dim) = (self.layout.offsets[c], constraint.kind.dim());
-            let piece = self.layout.piece(self.problem, c, self.jar.as_slice());
-            let (cost, slope, curvature) = piece.along(&self.buffers.direction.as_slice()[at..at + dim], alpha);
-            sample.cost += cost - self.buffers.start[c];
+        for (ray, start) in self.buffers.rays.iter().zip(&self.buffers.start) {
+            let (cost, slope, curvature) = ray.at(alpha);
+            sample.cost += cost - start;
             sample.slope += slope;
             sample.curvature += curvature;
         }
@@ -544,10 +545,16 @@ fn line_search(
         (0..problem.constraints.len()).map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]));
     buffers.start.extend(costs);
     layout.jacobian_times(problem, search, &mut buffers.direction);
+    buffers.rays.clear();
+    let rays = problem.constraints.iter().enumerate().map(|(c, constraint)| {
+        let rows = layout.offsets[c]..layout.offsets[c] + constraint.kind.dim();
+        layout.piece(problem, c, point.jar.as_slice()).ray(&buffers.direction.as_slice()[rows])
+    });
+    buffers.rays.extend(rays);
     zero_vector(&mut buffers.mass_search, problem.dofs());
     buffers.mass_search.gemv(1.0, &problem.joint.mass, search, 0.0);
     let gauss = (buffers.mass_search.dot(&point.moved), search.dot(&buffers.mass_search));
-    let line = Line { problem, layout, jar: &point.jar, buffers, gauss };
+    let line = Line { buffers, gauss };
     let mut samples = Samples { line, left: config.line_search_iterations };
     let p0 = samples.at(0.0);
     let mut p1 = samples.newton(&p0);
