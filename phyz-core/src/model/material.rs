@@ -127,6 +127,14 @@ impl<T: Scalar> SolImp<T> {
         let d = T::select(flat, T::from_f64(0.5) * (dmin + dmax), T::select(inside, curve, ends));
         d.clamp(T::from_f64(MIN_IMPEDANCE), T::from_f64(MAX_IMPEDANCE))
     }
+
+    /// [`SolImp::impedance`] at zero, where the curve is not reached: `dmin` (the midpoint of
+    /// `dmin` and `dmax` for a flat curve), clamped, without the curve's powers.
+    pub fn at_zero(&self) -> T {
+        let flat = self.width.less_eq(T::from_f64(1e-15));
+        let d = T::select(flat, T::from_f64(0.5) * (self.dmin + self.dmax), self.dmin);
+        d.clamp(T::from_f64(MIN_IMPEDANCE), T::from_f64(MAX_IMPEDANCE))
+    }
 }
 
 /// The surface properties of one side of a contact.
@@ -301,7 +309,7 @@ impl<T: Scalar> Material<T> {
     pub fn impedance_at(&self, depth: T) -> T {
         let zero = T::zero();
         let pressed = self.solimp.impedance(depth);
-        let surface = self.solimp.impedance(zero);
+        let surface = self.solimp.at_zero();
         let band = self.margin.max(T::from_f64(f64::MIN_POSITIVE));
         let tapered = T::select(self.margin.greater(zero), surface * smoothstep((depth + self.margin) / band), zero);
         T::select(depth.greater_eq(zero), pressed, tapered)
@@ -370,6 +378,10 @@ mod tests {
         assert_eq!(s.impedance(0.0), 0.9);
         assert_eq!(s.impedance(0.002), 0.95);
         assert!((s.impedance(0.0005) - 0.925).abs() < 1e-15);
+        let flat = SolImp { width: 0.0, ..s };
+        for solimp in [s, flat, SolImp { dmin: 0.0, ..s }, SolImp { dmin: 1.0, ..s }] {
+            assert_eq!(solimp.at_zero(), solimp.impedance(0.0), "{solimp:?}");
+        }
         // C¹ at the surface and zero at the edge of the margin.
         let m = Material::default();
         assert!((m.impedance_at(-1e-12) - m.impedance_at(1e-12)).abs() < 1e-9);
