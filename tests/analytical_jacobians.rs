@@ -11,7 +11,7 @@ use common::{Rng, TreeShape, entry_names, model_file, random_state, read_rows, s
 use nalgebra::DMatrix;
 use phyz::Model;
 use phyz::State;
-use phyz::dual::{AnalyticalJacobians, DualError, step_jacobians};
+use phyz::dual::{AnalyticalJacobians, DualError};
 use phyz::model::Integrator;
 use phyz::sim::ContactState;
 

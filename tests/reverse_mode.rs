@@ -25,6 +25,10 @@ use phyz::{Model, State};
 
 /// Stated by the issue: relative to the size of the products compared.
 const TOL: f64 = 1e-10;
+/// How far apart the two paths' next states may be: rounding, which a stiff contact's solve
+/// amplifies (see the module's notes). Measured: at most 1.6e-13 (walker2d's contact state,
+/// 8.8e-14 before the line search's rays changed its rounding), every other case below 4e-15.
+const SAME_STEP: f64 = 1e-12;
 
 /// A random cotangent of a state of `model`.
 fn random_tangent(model: &Model<f64>, rng: &mut Rng) -> StateTangent {
@@ -60,9 +64,9 @@ fn check(name: &str, model: &Model<f64>, state: &State<f64>, ctrl: &[f64], confi
     let bar = random_tangent(model, &mut rng);
     let y = stacked(&bar);
     let reverse = vjp(model, state, ctrl, &params, &bar, &mut ContactState::new(config)).expect("VJP");
-    // Not bit for bit: the two paths' scalars round differently.
+    // Not bit for bit: the two paths' scalars round differently (see the module's notes).
     let reached = common::relative_error(&reverse.next, &exact.next);
-    assert!(reached < 1e-13, "{name}: the two paths reach states {reached:e} apart");
+    assert!(reached < SAME_STEP, "{name}: the two paths reach states {reached:e} apart");
     let pairs = [
         (stacked(&reverse.state), exact.a.tr_mul(&y), exact.a.abs().tr_mul(&y.abs())),
         (reverse.ctrl.clone(), exact.b.tr_mul(&y), exact.b.abs().tr_mul(&y.abs())),

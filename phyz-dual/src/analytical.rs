@@ -14,10 +14,12 @@
 //!   `dq̈ = K⁻¹ (∂f − ∂RNEA(q, v, q̈) − h ∂B·q̈)`, no new factorization;
 //! - the integration (`q ⊕ h v'`, the activations) by tangents through it alone.
 //!
-//! Where constraint rows act, the constraint stage runs in the tangent scalar on those tangents
-//! (`sim::constraint_stage`: the rows on the written kinematics, the metric `K` held constant
-//! with its change folded into the free velocity), its solve replayed from the step's own and
-//! differentiated by the implicit function theorem.
+//! Where constraint rows act, the solve is differentiated by the implicit function theorem at the
+//! step's own solution, the metric `K` held constant with its change folded into the free
+//! velocity: under Newton's rule as linear algebra over every column at once, the rows' part
+//! from the rows gathered again in the tangent scalar (`sim::constraint_force_tangent`); under
+//! the Gauss-Seidel sweeps' fixed-point rule by the constraint stage in the tangent scalar, the
+//! step's solve replayed (`sim::constraint_stage`).
 //!
 //! It covers the semi-implicit Euler step; other integrators are refused, as are MuJoCo's split
 //! constraint solve under Euler's implicit damping and its no-slip pass (`mujoco_compat`).
@@ -34,7 +36,8 @@ use phyz_core::dynamics::{RneaDerivatives, difference_position, integrate_positi
 use phyz_core::model::{Integrator, JointKind, Point};
 use phyz_core::scalar::ImplicitRule;
 use phyz_core::sim::{
-    ContactState, SolveLog, StepError, WarmCheckpoint, Workspace, constraint_force_tangent, constraint_stage, step_in,
+    ContactState, Data, SolveLog, StepError, WarmCheckpoint, Workspace, constraint_force_tangent, constraint_stage,
+    step_in,
 };
 use phyz_core::{Arithmetic, Model, State, Tangents};
 
@@ -49,8 +52,8 @@ pub struct AnalyticalJacobians {
     model: Model<f64>,
     lanes: Model<Lanes>,
     workspace: Workspace<f64>,
-    /// The passes' storage: the smooth stages and the constraint stage in the tangent scalar,
-    /// and the solver state their replayed solves run in.
+    /// The passes' storage: the smooth stages and the constraint rows in the tangent scalar,
+    /// and the solver state the Gauss-Seidel route's replayed solves run in.
     tangents: Workspace<Lanes>,
     contact: ContactState,
     rnea: RneaDerivatives<f64>,
@@ -143,16 +146,7 @@ impl AnalyticalJacobians {
                 return Err(DualError::NotAnalytical { what: "MuJoCo's no-slip pass (mujoco_compat)" });
             }
         }
-        let constraints = match (constrained, newton, data.solutions()) {
-            (false, _, _) => Constraints::Off,
-            (true, true, [solution]) => Constraints::Newton(
-                Sensitivity::new(data.constraint_problem(), solution)
-                    .map_err(ContactError::from)
-                    .map_err(StepError::from)?,
-            ),
-            (true, true, _) => return Err(DualError::NotAnalytical { what: "a constraint solve of several lanes" }),
-            (true, false, _) => Constraints::Replayed(&before),
-        };
+        let constraints = constraints(data, newton, &before)?;
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
@@ -164,7 +158,7 @@ impl AnalyticalJacobians {
         };
         let smooth = self.tangents.data.smooth_mut();
         smooth.prepare(&self.lanes, &state.cast());
-        if constrained {
+        if matches!(constraints, Constraints::Replayed(_)) {
             // The constraint stage's metric `K = M + h·B`, held constant (see `pass`).
             smooth.mass.set_constant(&data.smooth().mass);
             smooth.set_extra_diagonal(damped.then(|| extra.map(Lanes::from_f64)).as_ref());
@@ -189,9 +183,9 @@ impl AnalyticalJacobians {
     }
 
     /// One forward pass over the columns of `seeds`, into `out`: the forcing `K dq̈_s` (see
-    /// below), the activation rates', and either the acceleration's (no constraint row, or a
-    /// replayed constraint stage, the step's solves replayed from `log`, which keeps the
-    /// derivative rules the first replay builds) or the Newton rule's rows' term.
+    /// below), the activation rates', and either the Newton rule's rows' term or the
+    /// acceleration's (no constraint row, or the constraint stage with the step's solves
+    /// replayed from `log`).
     ///
     /// The step's acceleration `a` solves `h K(q, v)(a − a_s) = Jᵀλ` (impulses `λ`) with `K a_s = f − C`,
     /// `K = M + h·B`. Differentiating `K a` whole: `K da = ∂f − ∂RNEA(q, v, a) − h ∂B·a + (the
@@ -380,6 +374,22 @@ impl Integration {
         let activation = DMatrix::from_fn(na, 2, |k, lane| act_next[k].tangent(0, lane));
         Integration { block, position, velocity, activation }
     }
+}
+
+/// How the passes take the constraint stage of the step that left `data` (solved by Newton's
+/// method or not, from the warm starts `before`).
+fn constraints<'a>(data: &Data<f64>, newton: bool, before: &'a WarmCheckpoint) -> Result<Constraints<'a>, DualError> {
+    if data.constraint_jacobian().nrows() == 0 {
+        return Ok(Constraints::Off);
+    }
+    if !newton {
+        return Ok(Constraints::Replayed(before));
+    }
+    let [solution] = data.solutions() else {
+        return Err(DualError::NotAnalytical { what: "a constraint solve without its one solution" });
+    };
+    let rule = Sensitivity::new(data.constraint_problem(), solution).map_err(ContactError::from);
+    Ok(Constraints::Newton(rule.map_err(StepError::from)?))
 }
 
 /// `value` with a unit tangent in direction `k` (none without one).

@@ -335,15 +335,24 @@ mod tests {
         let d = [50.0, 2e3, 2e3, spin, roll, roll];
         let jar = [-0.05, 0.4, 0.3, 2.0, -1.0, 3.0];
         let direction = [0.3, -0.2, 0.1, -4.0, 2.0, 1.0];
-        let kinds = [
-            ConstraintKind::Equality,
-            ConstraintKind::FrictionLoss,
-            ConstraintKind::Limit,
-            ConstraintKind::Contact,
-            ConstraintKind::Rolling,
+        // The tangential deviation cancelled at α = 1 (`T = 0` there), and a friction loss
+        // crossing zero.
+        let cancelling = [0.3, -0.4, -0.3, -2.0, 1.0, -3.0];
+        let crossing = [0.05, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let cases = [
+            (ConstraintKind::Equality, mu, direction),
+            (ConstraintKind::FrictionLoss, mu, direction),
+            (ConstraintKind::FrictionLoss, mu, crossing),
+            (ConstraintKind::Limit, mu, direction),
+            (ConstraintKind::PyramidEdge, mu, direction),
+            (ConstraintKind::Contact, mu, direction),
+            (ConstraintKind::Contact, mu, cancelling),
+            (ConstraintKind::Contact, 0.0, direction),
+            (ConstraintKind::Rolling, mu, direction),
+            (ConstraintKind::Rolling, mu, cancelling),
         ];
         let mut zones = Vec::new();
-        for kind in kinds {
+        for (kind, mu, direction) in cases {
             let dim = kind.dim();
             let piece = Piece { kind, jar: &jar[..dim], d: &d[..dim], mu, twist };
             let ray = piece.ray(&direction[..dim]);
@@ -357,7 +366,7 @@ mod tests {
                 let zone = at.zone();
                 zones.push(zone);
                 let mut force = [0.0; 6];
-                at.force(zone, true, &mut force[..dim]);
+                at.force(zone, has_cone(kind, mu), &mut force[..dim]);
                 let h = at.hessian(zone);
                 let expected_slope: f64 = (0..dim).map(|r| -force[r] * direction[r]).sum();
                 let expected_curvature: f64 = (0..dim)
@@ -365,9 +374,10 @@ mod tests {
                     .map(|(r, c)| direction[r] * h[(r, c)] * direction[c])
                     .sum();
                 let scale = 1.0 + expected_curvature.abs();
-                assert!((cost - at.cost(zone)).abs() < 1e-12 * (1.0 + cost.abs()), "{kind:?} {alpha}");
-                assert!((slope - expected_slope).abs() < 1e-10 * (1.0 + slope.abs()), "{kind:?} {alpha}");
-                assert!((curvature - expected_curvature).abs() < 1e-10 * scale, "{kind:?} {alpha} {zone:?}");
+                let case = format!("{kind:?} μ {mu} α {alpha} {zone:?}");
+                assert!((cost - at.cost(zone)).abs() < 1e-12 * (1.0 + cost.abs()), "{case}");
+                assert!((slope - expected_slope).abs() < 1e-10 * (1.0 + slope.abs()), "{case}");
+                assert!((curvature - expected_curvature).abs() < 1e-10 * scale, "{case}");
             }
         }
         for zone in [Zone::Satisfied, Zone::Quadratic, Zone::Cone, Zone::Linear] {

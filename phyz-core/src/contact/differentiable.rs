@@ -30,6 +30,10 @@ pub enum ContactError {
     /// A replayed solve was given no solution, or one of another problem.
     #[error("the replayed solve does not match its logged solution: {0}")]
     Replay(&'static str),
+    /// Constraint rows evaluated at a solution found for other rows (the step Jacobians by
+    /// stages hold the step's solution while they gather the rows again).
+    #[error("the constraint rows do not match the solution they are evaluated at: {0}")]
+    Mismatch(&'static str),
     /// A solve supplied for all batch lanes at once (`sim::BatchSolver`) refused the problem.
     #[error("the batch solve: {0}")]
     Batch(String),

@@ -19,11 +19,6 @@ impl SolveLog {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-
-    /// Solve `k`'s solutions, one per batch lane.
-    pub fn solutions(&self, k: usize) -> Option<&[Solution]> {
-        self.0.get(k).map(Vec::as_slice)
-    }
 }
 
 /// What the solves do with a [`SolveLog`].

@@ -41,15 +41,31 @@ pub fn constraint_stage<S: Scalar>(
     if !constrained(model) {
         return Ok(());
     }
-    let (q, v) = (point.qpos, point.qvel);
+    gather_again(model, (point, moved), step, contact, data)?;
+    copy_vector(&mut data.smooth.acceleration, qacc_smooth);
+    constraint::solve(model, (point.qvel, point.lanes(), false), data, contact, info)
+}
+
+/// The constraints gathered again at `point` into `data` from the contacts `step` found, where
+/// the position `moved` or a tie among the last rows reads the velocity (a connect's or weld's
+/// `J̇ v`); else the last rows are kept. The step's contacts are one lane's: a batch is refused.
+fn gather_again<S: Scalar>(
+    model: &Model<S>,
+    (point, moved): (Point<'_, S>, bool),
+    step: &Data<f64>,
+    contact: &ContactState,
+    data: &mut Data<S>,
+) -> Result<(), StepError> {
     let lanes = point.lanes();
+    if lanes != 1 {
+        return Err(ContactError::Mismatch("the rows of a batch at one lane's contacts").into());
+    }
     if moved || data.gather.list.iter().any(|g| g.tie.is_some()) {
         let detected = Some(step.gather.detected());
-        let input = StageInput { model, kin: &data.smooth.kin, q, v, lanes, detected };
+        let input = StageInput { model, kin: &data.smooth.kin, q: point.qpos, v: point.qvel, lanes, detected };
         gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
     }
-    copy_vector(&mut data.smooth.acceleration, qacc_smooth);
-    constraint::solve(model, (v, lanes, false), data, contact, info)
+    Ok(())
 }
 
 /// The constraint forces' part of the solve's optimality condition, `−Jᵀ f(J x − target)`, at
@@ -71,22 +87,21 @@ pub fn constraint_force_tangent<'w, S: Scalar>(
     workspace: &'w mut Workspace<S>,
 ) -> Result<&'w DVector<S>, StepError> {
     let data = &mut workspace.data;
-    let v = point.qvel;
-    if moved || data.gather.list.iter().any(|g| g.tie.is_some()) {
-        let detected = Some(step.gather.detected());
-        let input = StageInput { model, kin: &data.smooth.kin, q: point.qpos, v, lanes: point.lanes(), detected };
-        gather(&input, contact.capacity, &contact.config, &mut data.gather)?;
-    }
+    gather_again(model, (point, moved), step, contact, data)?;
     let Data { gather, problem, rows, bodies, pre_step, velocity, .. } = data;
+    let same_rows = step.gather.list.len() == gather.list.len()
+        && step.gather.list.iter().zip(&gather.list).all(|(a, b)| a.kind == b.kind);
     let solution = match step.solutions.as_slice() {
-        [one] if one.zones.len() == gather.list.len() && !step.noslip_ran => one,
-        _ => return Err(ContactError::Replay("the step solved another problem").into()),
+        [one] if same_rows && one.velocity.len() == point.qvel.len() && !step.noslip_ran => one,
+        _ => return Err(ContactError::Mismatch("the step's solution is not one of these rows").into()),
     };
+    let v = point.qvel;
     problem.joint.jacobian.copy_from(gather.jacobian());
     problem.joint.jacobian.mul_into(v, pre_step);
     let numbers = (model.timestep, S::from_f64(model.contact.impratio));
     set_rows(problem, &gather.list, pre_step, numbers, &contact.config, (rows, bodies));
     let x = solution.velocity.map(S::from_f64);
+    // Written where the stage keeps its post-step velocity, the storage a pass reuses.
     *velocity = -problem.joint.jacobian.transpose_times(&impulses(problem, &x, &solution.zones, 0));
     Ok(velocity)
 }
