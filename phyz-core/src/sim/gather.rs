@@ -343,13 +343,14 @@ fn limits<S: Scalar>(
     S::Mask::prefetch(near.iter().map(|&(_, present)| present));
     let (joint_sides, tendon_sides) = near.split_at(2 * joints().count());
     for ((j, joint, _), sides) in joints().zip(joint_sides.chunks_exact(2)) {
-        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
+        // Made only for a limit within its margin (most are far from theirs).
+        let material = || own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
         for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
             // The row is built only for a limit within its margin in some lane.
             if present.any() {
                 let (adr, limit) = (
                     joint.dof_adr(),
-                    one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present),
+                    one_row(ConstraintKind::Limit, material(), depth, weights.dof[joint.dof_adr()], present),
                 );
                 let key = Key::JointLimit { joint: j, upper };
                 let columns = |c: &mut Vec<usize>| joint_columns(model, j, c);
@@ -365,6 +366,9 @@ fn limits<S: Scalar>(
         }
     }
     for ((t, tendon, _), sides) in tendons().zip(tendon_sides.chunks_exact(2)) {
+        if !(sides[0].1 | sides[1].1).any() {
+            continue;
+        }
         let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
         let jacobian = kin.tendons.jacobian(model, t);
         for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
@@ -400,8 +404,10 @@ fn friction_losses<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, weights: &I
     // The row is built only for a loss positive in some lane.
     let loss = |loss: S, solref, solimp, inverse_weight| {
         let present = loss.greater(S::zero());
-        let material = Material { friction: loss * dt, ..own_material(solref, solimp, S::zero()) };
-        present.any().then(|| one_row(ConstraintKind::FrictionLoss, material, S::zero(), inverse_weight, present))
+        present.any().then(|| {
+            let material = Material { friction: loss * dt, ..own_material(solref, solimp, S::zero()) };
+            one_row(ConstraintKind::FrictionLoss, material, S::zero(), inverse_weight, present)
+        })
     };
     for joint in model.joints() {
         for dof in joint.dof_adr()..joint.dof_adr() + joint.kind().nv() {
