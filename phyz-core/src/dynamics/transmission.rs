@@ -48,26 +48,17 @@ pub(crate) fn transmission<'a, S: Scalar>(
         Transmission::Joint(j) | Transmission::JointInParent(j) => {
             let joint = &model.joints()[j];
             let (q, dof) = (joint.qpos_adr(), joint.dof_adr());
-            // The gear's torque (its first three numbers on a ball joint, its last three on a
-            // free one) in the joint's frame: turned from the parent's for `jointinparent`.
-            let torque_at = if joint.kind() == JointKind::Ball { 0 } else { 3 };
-            let mut g = actuator.gear;
-            if matches!(actuator.transmission, Transmission::JointInParent(_)) {
-                let rotation = qpos_quat(qpos, q + if torque_at == 0 { 0 } else { 3 }).normalize();
-                let turned =
-                    rotation.conjugate().rotate(&Vector3::new(g[torque_at], g[torque_at + 1], g[torque_at + 2]));
-                g[torque_at..torque_at + 3].copy_from_slice(turned.as_slice());
-            }
             match joint.kind() {
                 JointKind::Hinge | JointKind::Slide => (gear * qpos[q], Moment::Dof(dof, gear)),
                 // As MuJoCo: the rotation vector along the gear's first three numbers, which
                 // are the moment on the joint's local angular velocity.
                 JointKind::Ball => {
+                    let g = joint_gear(actuator, qpos, q, 0);
                     let turn = qpos_quat(qpos, q).normalize().to_rotation_vector();
                     (turn.dot(&Vector3::new(g[0], g[1], g[2])), Moment::Dofs(dof, g, 3))
                 }
                 // A free joint's has no length; its gear is a force (world axes) and a torque.
-                JointKind::Free => (S::zero(), Moment::Dofs(dof, g, 6)),
+                JointKind::Free => (S::zero(), Moment::Dofs(dof, joint_gear(actuator, qpos, q, 3), 6)),
             }
         }
         Transmission::Tendon(t) => (gear * kin.tendons.length[t], Moment::Tendon(kin.tendons.jacobian(model, t), gear)),
@@ -81,6 +72,19 @@ pub(crate) fn transmission<'a, S: Scalar>(
             (gear * length, Moment::Row(row))
         }
     }
+}
+
+/// A ball or free joint's gear, its torque (the three numbers from `torque_at`: the first three
+/// on a ball joint, the last three on a free one) in the joint's frame: turned from the
+/// parent's for `jointinparent` (the joint's quaternion in `qpos` from `q + torque_at`).
+fn joint_gear<S: Scalar>(actuator: &Actuator<S>, qpos: &DVector<S>, q: usize, torque_at: usize) -> [S; 6] {
+    let mut g = actuator.gear;
+    if matches!(actuator.transmission, Transmission::JointInParent(_)) {
+        let rotation = qpos_quat(qpos, q + torque_at).normalize();
+        let turned = rotation.conjugate().rotate(&Vector3::new(g[torque_at], g[torque_at + 1], g[torque_at + 2]));
+        g[torque_at..torque_at + 3].copy_from_slice(turned.as_slice());
+    }
+    g
 }
 
 /// A slider-crank's length and moment row (without the gear), as MuJoCo's: the slider's
