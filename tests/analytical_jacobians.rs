@@ -49,6 +49,33 @@ fn compare_under(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], contact: 
     relative(&(&by_stages.a - &identity), &(&forward.a - &identity)).max(relative(&by_stages.b, &forward.b))
 }
 
+/// Reference model `name` stepped with Euler `steps` times from its reference state and
+/// controls, with the solver state the steps leave.
+fn stepped_reference(
+    root: &std::path::Path,
+    name: &str,
+    steps: usize,
+) -> (Model<f64>, State<f64>, Vec<f64>, ContactState) {
+    let reference = root.join("tests/reference").join(name);
+    let mut model = phyz::mjcf::load(model_file(name)).expect("model");
+    model.integrator = Integrator::Euler;
+    let mut state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
+    let mut ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
+    ctrl.truncate(model.nu());
+    let mut contact = ContactState::default();
+    for _ in 0..steps {
+        state = phyz::sim::step_with(&model, &state, &ctrl, &mut contact).expect("step").0;
+    }
+    (model, state, ctrl, contact)
+}
+
+/// The constraint rows the step from `state` gathers under `contact`.
+fn rows_at(model: &Model<f64>, state: &State<f64>, ctrl: &[f64], contact: &ContactState) -> usize {
+    let mut workspace = phyz::sim::Workspace::default();
+    phyz::sim::step_in(model, state, ctrl, &mut contact.clone(), &mut workspace).expect("step");
+    workspace.data.constraint_jacobian().nrows()
+}
+
 fn euler_without_constraints(mut model: Model<f64>) -> Model<f64> {
     model.integrator = Integrator::Euler;
     model.enabled.constraint = false;
@@ -116,17 +143,8 @@ fn by_stages_matches_forward_mode_with_equalities() {
     // gripper coupling.
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     for name in ["acceleration_sensors", "spatial_tendons", "fetch_pick_and_place"] {
-        let reference = root.join("tests/reference").join(name);
-        let mut model = phyz::mjcf::load(model_file(name)).expect("model");
-        model.integrator = Integrator::Euler;
-        let mut state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
-        let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
-        let ctrl = &ctrl[..model.nu()];
-        let mut contact = ContactState::default();
-        for _ in 0..20 {
-            state = phyz::sim::step_with(&model, &state, ctrl, &mut contact).expect("step").0;
-        }
-        let error = compare(&model, &state, ctrl);
+        let (model, state, ctrl, _) = stepped_reference(&root, name, 20);
+        let error = compare(&model, &state, &ctrl);
         assert!(error <= TOL_CONTACT, "{name}: {error:.1e}");
     }
 }
@@ -177,9 +195,7 @@ fn by_stages_matches_forward_mode_in_impacts_and_sliding() {
     ];
     for (model, config, name) in presets {
         let contact = ContactState::new(config);
-        let mut workspace = phyz::sim::Workspace::default();
-        phyz::sim::step_in(model, &state, &[], &mut contact.clone(), &mut workspace).expect("step");
-        let rows = workspace.data.constraint_jacobian().nrows();
+        let rows = rows_at(model, &state, &[], &contact);
         assert!(rows >= 4 * 3 + 3 + 3, "{name}: {rows} rows");
         let error = compare_under(model, &state, &[], &contact);
         println!("{name:>26}: {error:.1e} ({rows} rows)");
@@ -224,21 +240,10 @@ fn by_stages_matches_forward_mode_on_the_reference_models_with_constraints() {
     let names = entry_names(&root.join("tests/reference"));
     for name in names.into_iter().filter(|name| root.join("tests/reference").join(name).join("onestep_in.csv").exists())
     {
-        let reference = root.join("tests/reference").join(&name);
-        let mut model = phyz::mjcf::load(model_file(&name)).expect("model");
-        model.integrator = Integrator::Euler;
-        let mut state = state_from_row(&model, &read_rows(&reference.join("onestep_in.csv"), true)[0]);
-        let ctrl: Vec<f64> = read_rows(&reference.join("onestep_ctrl.csv"), false).first().cloned().unwrap_or_default();
-        let ctrl = &ctrl[..model.nu()];
-        let mut contact = ContactState::default();
-        for _ in 0..30 {
-            state = phyz::sim::step_with(&model, &state, ctrl, &mut contact).expect("step").0;
-        }
-        let mut workspace = phyz::sim::Workspace::default();
-        phyz::sim::step_in(&model, &state, ctrl, &mut contact.clone(), &mut workspace).expect("step");
-        let rows = workspace.data.constraint_jacobian().nrows();
+        let (model, state, ctrl, contact) = stepped_reference(&root, &name, 30);
+        let rows = rows_at(&model, &state, &ctrl, &contact);
         constrained += usize::from(rows > 0);
-        let error = compare_under(&model, &state, ctrl, &contact);
+        let error = compare_under(&model, &state, &ctrl, &contact);
         eprintln!("{name:>26}: {error:.1e} ({rows} rows)");
         if !(error <= TOL_CONTACT) {
             failures.push(format!("{name}: {error:.1e}"));

@@ -66,8 +66,9 @@ enum Constraints<'a> {
     /// The Newton rule `H` at the step's solution (its factorized Hessian): each pass leaves
     /// the tangents of the rows' term `−Jᵀ f(J x − target)` at the step's velocity, and after
     /// the passes `dx = −H⁻¹ dg` is solved for every column in one sweep (see
-    /// [`AnalyticalJacobians::solved_columns`]).
-    Newton(Sensitivity),
+    /// [`AnalyticalJacobians::solved_columns`]); the rows are gathered under the preset of
+    /// the solver state given.
+    Newton(Sensitivity, &'a ContactState),
     /// Another method (Gauss-Seidel sweeps, with their own fixed-point rule): the constraint
     /// stage in the tangent scalar, its solve replayed from the solver's warm starts before the
     /// step (`sim::constraint_stage`).
@@ -118,17 +119,20 @@ impl AnalyticalJacobians {
         contact: &mut ContactState,
     ) -> Result<StepJacobians, DualError> {
         let model = &self.model;
-        let before = contact.checkpoint();
-        let newton = contact.config.method == Method::Newton;
-        if !newton {
+        // Only a replayed stage needs the warm starts before the step, and the step's solves.
+        let before = (contact.config.method != Method::Newton).then(|| contact.checkpoint());
+        if before.is_some() {
             contact.keep_solutions();
         }
         let stepped = step_in(model, state, ctrl, contact, &mut self.workspace);
         let mut log = contact.take_solutions();
         stepped?;
-        // The passes' solver: the preset as the step left it, the
-        // warm starts as the step found them (put back at each pass).
-        self.contact.clone_from(contact);
+        if before.is_some() {
+            // The replays' solver: the preset as the step left it, the warm starts as the step
+            // found them (put back at each pass).
+            self.contact.clone_from(contact);
+        }
+        let contact: &ContactState = contact;
         let data = &self.workspace.data;
         let constrained = data.constraint_jacobian().nrows() > 0;
         // Euler's implicit damping `h·B(v)` at the step's velocity.
@@ -146,7 +150,7 @@ impl AnalyticalJacobians {
                 return Err(DualError::NotAnalytical { what: "MuJoCo's no-slip pass (mujoco_compat)" });
             }
         }
-        let constraints = constraints(data, newton, &before)?;
+        let constraints = constraints(data, contact, before.as_ref())?;
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
@@ -168,7 +172,7 @@ impl AnalyticalJacobians {
             let seeds = Seeds { start, count: end - start, nv, na };
             self.pass(&pass, seeds, &mut log, &mut out)?;
         }
-        if let Constraints::Newton(rule) = &pass.constraints {
+        if let Constraints::Newton(rule, _) = &pass.constraints {
             self.solved_columns(rule, &mut out);
         }
         let jac = self.integration(state, &out.dqacc, &out.drate);
@@ -217,7 +221,7 @@ impl AnalyticalJacobians {
         if euler_damping(lanes, &v, &mut extra) {
             force.zip_apply(&extra.zip_map(qacc, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
         }
-        let newton = matches!(pass.constraints, Constraints::Newton(_));
+        let newton = matches!(pass.constraints, Constraints::Newton(..));
         let mut column = DVector::zeros(nv);
         for k in 0..seeds.count {
             let c = seeds.start + k;
@@ -236,13 +240,13 @@ impl AnalyticalJacobians {
         match pass.constraints {
             Constraints::Off => {}
             // Only the position and the velocity move the rows.
-            Constraints::Newton(_) if seeds.start < 2 * nv => {
-                let rows = constraint_force_tangent(lanes, (point, moved), data, &self.contact, &mut self.tangents)?;
+            Constraints::Newton(_, contact) if seeds.start < 2 * nv => {
+                let rows = constraint_force_tangent(lanes, (point, moved), data, contact, &mut self.tangents)?;
                 for k in 0..seeds.count {
                     out.rows.column_mut(seeds.start + k).zip_apply(rows, |d, x| *d = x.tangent(0, k));
                 }
             }
-            Constraints::Newton(_) => {}
+            Constraints::Newton(..) => {}
             Constraints::Replayed(before) => {
                 let smooth = DVector::from_fn(nv, |i, _| {
                     let mut x = Lanes::from_f64(data.qacc_smooth()[i]);
@@ -376,20 +380,25 @@ impl Integration {
     }
 }
 
-/// How the passes take the constraint stage of the step that left `data` (solved by Newton's
-/// method or not, from the warm starts `before`).
-fn constraints<'a>(data: &Data<f64>, newton: bool, before: &'a WarmCheckpoint) -> Result<Constraints<'a>, DualError> {
+/// How the passes take the constraint stage of the step that left `data` under `contact`'s
+/// preset: replayed from the warm starts `before` where the step's method kept them (not
+/// Newton's), else by Newton's rule at the step's solution.
+fn constraints<'a>(
+    data: &Data<f64>,
+    contact: &'a ContactState,
+    before: Option<&'a WarmCheckpoint>,
+) -> Result<Constraints<'a>, DualError> {
     if data.constraint_jacobian().nrows() == 0 {
         return Ok(Constraints::Off);
     }
-    if !newton {
+    if let Some(before) = before {
         return Ok(Constraints::Replayed(before));
     }
     let [solution] = data.solutions() else {
         return Err(DualError::NotAnalytical { what: "a constraint solve without its one solution" });
     };
     let rule = Sensitivity::new(data.constraint_problem(), solution).map_err(ContactError::from);
-    Ok(Constraints::Newton(rule.map_err(StepError::from)?))
+    Ok(Constraints::Newton(rule.map_err(StepError::from)?, contact))
 }
 
 /// `value` with a unit tangent in direction `k` (none without one).

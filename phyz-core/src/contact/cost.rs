@@ -98,13 +98,7 @@ impl<'a> Piece<'a, f64> {
             return if self.jar[0] < 0.0 { Zone::Quadratic } else { Zone::Satisfied };
         }
         let (n, _, t, mu_r) = self.scaled();
-        if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
-            Zone::Satisfied
-        } else if mu_r * n + t <= 0.0 || t <= 0.0 {
-            Zone::Quadratic
-        } else {
-            Zone::Cone
-        }
+        cone_zone(n, t, mu_r)
     }
 
     /// The cost in `zone`.
@@ -251,11 +245,10 @@ impl RayCone {
         let Self { normal: [n0, dn], tangential: [uu, uv, vv], mu_r, weight } = *self;
         let n = n0 + alpha * dn;
         let t = (uu + alpha * (2.0 * uv + alpha * vv)).max(0.0).sqrt();
-        if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
-            return (0.0, 0.0, 0.0);
-        }
-        if mu_r * n + t <= 0.0 || t <= 0.0 {
-            return full;
+        match cone_zone(n, t, mu_r) {
+            Zone::Satisfied => return (0.0, 0.0, 0.0),
+            Zone::Quadratic => return full,
+            _ => {}
         }
         // `T' = U·V / T` and `T'' = (V·V − T'²) / T` at `α`.
         let dt = (uv + alpha * vv) / t;
@@ -289,6 +282,18 @@ impl<'a, S: Scalar> Piece<'a, S> {
             }
             Zone::Linear => out[0] = S::select(self.jar[0].greater(S::zero()), -self.mu, self.mu),
         }
+    }
+}
+
+/// A frictional contact's zone from its regularized cone's coordinates `N`, `T = |U|` and `μ_r`:
+/// separating fast enough for its slip, sticking inside the cone, or sliding on it.
+fn cone_zone(n: f64, t: f64, mu_r: f64) -> Zone {
+    if n >= mu_r * t || (t <= 0.0 && n >= 0.0) {
+        Zone::Satisfied
+    } else if mu_r * n + t <= 0.0 || t <= 0.0 {
+        Zone::Quadratic
+    } else {
+        Zone::Cone
     }
 }
 
