@@ -57,6 +57,10 @@ pub struct AnalyticalJacobians {
     tangents: Workspace<Lanes>,
     contact: ContactState,
     rnea: RneaDerivatives<f64>,
+    /// The passes' columns and the Newton rule's right-hand sides, kept from call to call: every
+    /// entry read is written first (see [`Columns::shape`]).
+    columns: Columns,
+    dg: Vec<f64>,
 }
 
 /// How the passes take the constraint stage.
@@ -92,6 +96,32 @@ struct Columns {
     drate: DMatrix<f64>,
 }
 
+impl Columns {
+    fn empty() -> Self {
+        Columns {
+            forcing: DMatrix::zeros(0, 0),
+            rows: DMatrix::zeros(0, 0),
+            dqacc: DMatrix::zeros(0, 0),
+            drate: DMatrix::zeros(0, 0),
+        }
+    }
+
+    /// `columns` columns of `nv` rows (`na` for the rates). Storage of that shape is kept as it
+    /// is: the passes write every column of `forcing`, `dqacc` and `drate`, and the Newton rule
+    /// reads `rows` only in the position's and velocity's columns, which its passes write (the
+    /// others stay zero from when the storage was made).
+    fn shape(&mut self, nv: usize, na: usize, columns: usize) {
+        if self.forcing.shape() != (nv, columns) || self.drate.shape() != (na, columns) {
+            *self = Columns {
+                forcing: DMatrix::zeros(nv, columns),
+                rows: DMatrix::zeros(nv, columns),
+                dqacc: DMatrix::zeros(nv, columns),
+                drate: DMatrix::zeros(na, columns),
+            };
+        }
+    }
+}
+
 impl AnalyticalJacobians {
     /// Refuses a model that is not stepped with semi-implicit Euler.
     pub fn new(model: &Model<f64>) -> Result<Self, DualError> {
@@ -105,6 +135,8 @@ impl AnalyticalJacobians {
             tangents: Workspace::default(),
             contact: ContactState::default(),
             rnea: RneaDerivatives::default(),
+            columns: Columns::empty(),
+            dg: Vec::new(),
         })
     }
 
@@ -154,12 +186,8 @@ impl AnalyticalJacobians {
         self.rnea.compute(model, data.kinematics(), &state.qvel, data.qacc());
         let (nv, na, nu) = (model.nv(), model.na(), model.nu());
         let columns = 2 * nv + na + nu;
-        let mut out = Columns {
-            forcing: DMatrix::zeros(nv, columns),
-            rows: DMatrix::zeros(nv, columns),
-            dqacc: DMatrix::zeros(nv, columns),
-            drate: DMatrix::zeros(na, columns),
-        };
+        let mut out = std::mem::replace(&mut self.columns, Columns::empty());
+        out.shape(nv, na, columns);
         let smooth = self.tangents.data.smooth_mut();
         smooth.prepare(&self.lanes, &state.cast());
         if matches!(constraints, Constraints::Replayed(_)) {
@@ -175,11 +203,13 @@ impl AnalyticalJacobians {
         if let Constraints::Newton(rule, _) = &pass.constraints {
             self.solved_columns(rule, &mut out);
         }
-        let jac = self.integration(state, &out.dqacc, &out.drate);
         let n = 2 * nv + na;
+        let (mut a, mut b) = (DMatrix::zeros(n, n), DMatrix::zeros(n, nu));
+        self.integration(state, &out, (&mut a, &mut b));
+        self.columns = out;
         Ok(StepJacobians {
-            a: jac.columns(0, n).into_owned(),
-            b: jac.columns(n, nu).into_owned(),
+            a,
+            b,
             p: DMatrix::zeros(n, 0),
             next: self.workspace.next.clone(),
             info: self.workspace.info.clone(),
@@ -214,11 +244,18 @@ impl AnalyticalJacobians {
             let columns: Vec<usize> = (seeds.start..(seeds.start + seeds.count).min(nv)).collect();
             smooth.kin.set_along(lanes, data.kinematics(), &q, &columns);
         }
-        smooth.applied_forces(lanes, point, &u);
+        // The passive forces read only the position and the velocity, and Euler's damping only
+        // the velocity: along the other columns their tangents are zero.
+        let state_moves = seeds.start < 2 * nv;
+        let velocity_moves = state_moves && seeds.start + seeds.count > nv;
+        smooth.actuation(lanes, point, &u);
+        if state_moves {
+            smooth.add_passive_forces(lanes, point);
+        }
         let mut force = smooth.force.clone();
         // Euler's implicit damping `K = M + h·B(v)`: `h ∂B·a` joins the forces' tangents.
         let mut extra = DVector::zeros(0);
-        if euler_damping(lanes, &v, &mut extra) {
+        if velocity_moves && euler_damping(lanes, &v, &mut extra) {
             force.zip_apply(&extra.zip_map(qacc, |e, a| e * Lanes::from_f64(a)), |f, e| *f -= e);
         }
         let newton = matches!(pass.constraints, Constraints::Newton(..));
@@ -274,25 +311,28 @@ impl AnalyticalJacobians {
     /// velocity by `dx₀ = dv + h dq̈_s` (so `K dx₀ = K dv + h·forcing`, no solve with `K`); then
     /// `dx = −H⁻¹ dg`, every column in one sweep over `H`'s factor (the step's own Hessian at
     /// its solution), and `dq̈ = (dx − dv)/h`.
-    fn solved_columns(&self, rule: &Sensitivity, out: &mut Columns) {
+    fn solved_columns(&mut self, rule: &Sensitivity, out: &mut Columns) {
         let nv = self.model.nv();
         let n = out.forcing.ncols();
         let h = self.model.timestep;
         let metric = &self.workspace.data.constraint_problem().joint.mass;
         let velocity = |c: usize| (nv..2 * nv).contains(&c).then(|| c - nv);
         // `dg`, side by side: entry `i` of column `c` at `i·n + c` (`rule`'s layout).
-        let mut dg = DMatrix::zeros(n, nv);
-        for c in 0..n {
+        let dg = &mut self.dg;
+        dg.resize(n * nv, 0.0);
+        let columns = out.rows.column_iter().zip(out.forcing.column_iter()).enumerate();
+        for (c, (rows, forcing)) in columns {
+            let metric = velocity(c).map(|d| metric.column(d));
             for i in 0..nv {
-                let dv = velocity(c).map_or(0.0, |d| metric[(i, d)]);
-                dg[(c, i)] = out.rows[(i, c)] - h * out.forcing[(i, c)] - dv;
+                let dv = metric.as_ref().map_or(0.0, |m| m[i]);
+                dg[i * n + c] = rows[i] - h * forcing[i] - dv;
             }
         }
-        rule.tangents(dg.as_mut_slice(), n);
-        for c in 0..n {
+        rule.tangents(dg, n);
+        for (c, mut dqacc) in out.dqacc.column_iter_mut().enumerate() {
             for i in 0..nv {
                 let dv = f64::from(velocity(c) == Some(i));
-                out.dqacc[(i, c)] = (dg[(c, i)] - dv) / h;
+                dqacc[i] = (dg[i * n + c] - dv) / h;
             }
         }
     }
@@ -301,30 +341,30 @@ impl AnalyticalJacobians {
     /// column, given the acceleration's (`dqacc`) and the activation rates' (`drate`):
     /// `v' = v + h q̈`, then `q' = q ⊕ h v'` and the activations' update through their
     /// per-joint and per-actuator maps ([`Integration`]).
-    fn integration(&self, state: &State<f64>, dqacc: &DMatrix<f64>, drate: &DMatrix<f64>) -> DMatrix<f64> {
+    fn integration(&self, state: &State<f64>, columns: &Columns, (a, b): (&mut DMatrix<f64>, &mut DMatrix<f64>)) {
         let (nv, na) = (self.model.nv(), self.model.na());
         let h = self.model.timestep;
         let maps = Integration::new(&self.lanes, h, (state, &self.workspace.next), self.workspace.data.act_dot());
-        let mut jac = DMatrix::zeros(2 * nv + na, dqacc.ncols());
-        for c in 0..dqacc.ncols() {
+        let outputs = a.column_iter_mut().chain(b.column_iter_mut());
+        let inputs = columns.dqacc.column_iter().zip(columns.drate.column_iter());
+        for (c, (mut jac, (dqacc, drate))) in outputs.zip(inputs).enumerate() {
             for i in 0..nv {
-                jac[(nv + i, c)] = f64::from(c == nv + i) + h * dqacc[(i, c)];
+                jac[nv + i] = f64::from(c == nv + i) + h * dqacc[i];
             }
             for i in 0..nv {
                 let (start, size) = maps.block[i];
-                jac[(i, c)] = (0..size)
+                jac[i] = (0..size)
                     .map(|k| {
                         let dq = f64::from(c == start + k);
-                        maps.position[(i, k)] * dq + maps.velocity[(i, k)] * jac[(nv + start + k, c)]
+                        maps.position[(i, k)] * dq + maps.velocity[(i, k)] * jac[nv + start + k]
                     })
                     .sum();
             }
             for k in 0..na {
                 let dact = f64::from(c == 2 * nv + k);
-                jac[(2 * nv + k, c)] = maps.activation[(k, 0)] * dact + maps.activation[(k, 1)] * drate[(k, c)];
+                jac[2 * nv + k] = maps.activation[(k, 0)] * dact + maps.activation[(k, 1)] * drate[k];
             }
         }
-        jac
     }
 }
 

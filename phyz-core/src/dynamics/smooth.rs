@@ -108,11 +108,22 @@ impl<S: Scalar> Smooth<S> {
     /// and passive forces alone in [`Smooth::force`] (what the analytical derivatives of RNEA
     /// leave to be differentiated), after the kinematics at the same point.
     pub fn applied_forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
-        let Point { qpos: q, qvel: v, act } = point;
-        activation_rates(model, act, ctrl, &mut self.act_rate);
+        self.actuation(model, point, ctrl);
+        self.add_passive_forces(model, point);
+    }
+
+    /// The actuation stage alone: the activations' rates, and the actuator forces in
+    /// [`Smooth::force`] (which [`Smooth::applied_forces`] then adds the passive forces to).
+    pub fn actuation(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
+        activation_rates(model, point.act, ctrl, &mut self.act_rate);
         let storage = (&self.kin, &mut self.moment_row, &mut self.links);
         set_actuator_forces(model, storage, point, (ctrl, &self.act_rate), &mut self.force);
-        add_passive_forces(model, &self.kin, q, v, &mut self.links, &mut self.force);
+    }
+
+    /// Adds the passive forces at `point` (springs, dampers, fluid, gravity compensation) to
+    /// [`Smooth::force`]: they read the position and the velocity only.
+    pub fn add_passive_forces(&mut self, model: &Model<S>, point: Point<'_, S>) {
+        add_passive_forces(model, &self.kin, point.qpos, point.qvel, &mut self.links, &mut self.force);
     }
 
     /// The acceleration stage: the unconstrained acceleration `M⁻¹ f` from the factor and the
