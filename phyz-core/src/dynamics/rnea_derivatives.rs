@@ -2,23 +2,42 @@
 //!
 //! Pushing a tangent through every operation of the step (dual numbers, a tape) pays the whole
 //! step once per direction. Carpentier and Mansard (RSS 2018) differentiate RNEA's recursions
-//! instead; this is that idea in RNEA's link frames. A position perturbation `δ` of degree of
-//! freedom `d` of link `j` changes only `j`'s transform from its parent, `X_j ← exp(−δ S_d×) X_j`
-//! (every joint moves its link by a motion fixed in the link's frame), so the forward pass
-//! changes on `j`'s subtree only, and the backward pass on that subtree and `j`'s ancestors. A
-//! velocity perturbation enters at `j` the same way. Each column costs the links it reaches,
-//! `O(nv · n)` at worst over all columns (besides one RNEA and clearing the two `nv × nv`
-//! matrices per call), in plain arithmetic without any tangent bookkeeping.
+//! instead, with composite quantities that make each entry of the two matrices a few dot
+//! products. This is that idea, derived here in each tree's rooted frame (world axes about the
+//! root, [`Kinematics::rooted`]), where every quantity of every link can be compared without a
+//! transform.
 //!
-//! Positions are in tangent coordinates, as the step's Jacobians are (`q ⊕ δ`: a quaternion
-//! turns by `δ` in its own frame, a free joint's position moves by `δ` in the world frame).
+//! Moving degree of freedom `k` (on link `κ`, its parent's velocity `u` and acceleration `w`)
+//! by `δ` moves `κ` and everything beyond it rigidly by the twist `ξ = S_k δ` (positions are in
+//! tangent coordinates: a quaternion turns in its own frame, a free joint's position moves in
+//! the world frame). Were the parent's `u` and `w` carried along, every link force would turn
+//! with the bodies (`δf = ξ ×* f`) and no joint torque beyond `κ` would change. They are not,
+//! and the difference is, summed over a subtree `l` of `κ`:
+//!
+//! ```text
+//! δF_l = ξ ×* F_l + Ic_l φ + Bc_l ψ,   φ = w × ξ + u × (u × ξ),   ψ = u × ξ,
+//! ```
+//!
+//! `Ic_l` the composite inertia and `Bc_l = Σ (h ×̄ + v ×* I − I v ×)` the composite of each
+//! body's momentum rate matrix (`h = I v`). A velocity perturbation `δq̇_k` gives the same form
+//! without the turning term, with `φ = (v_κ + u) × S_k`, `ψ = S_k`. So, for `j` at or beyond
+//! `κ` (its axis turns with the bodies, which cancels the turning term), and for `j` before `κ`
+//! (its axis stays):
+//!
+//! ```text
+//! ∂τ_j/∂q_k = (Ic_l S_j)·φ_k + (Bc_lᵀ S_j)·ψ_k   (l = j's link)
+//! ∂τ_j/∂q_k = S_j · (S_k ×* F_κ + Ic_κ φ_k + Bc_κ ψ_k).
+//! ```
+//!
+//! One RNEA, the composites in one backward pass, and then a few dot products per entry of the
+//! mass matrix's tree sparsity: `O(n·depth)` in all, in plain arithmetic.
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Vector6};
 
-use super::kinematics::{Kinematics, LinkBuffers, dofs};
+use super::kinematics::{Kinematics, LinkBuffers};
 use super::rnea::rnea;
 use crate::Scalar;
-use crate::math::{Force, Motion, zero_matrix, zero_vector};
+use crate::math::{Force, Motion, SpatialInertia, mat3_mul, skew, zero_matrix, zero_vector};
 use crate::model::Model;
 
 /// The derivatives of inverse dynamics at one state, and the storage that computes them (reused
@@ -33,15 +52,49 @@ pub struct RneaDerivatives<S> {
     pub dv: DMatrix<S>,
     /// RNEA's link velocities, accelerations and subtree forces at the state.
     links: LinkBuffers<S>,
-    /// Per link: its joint's velocity `S q̇`, the motion it inherits from its parent before its
-    /// joint moves it (velocity and acceleration), its momentum `I v`.
-    joint_velocity: Vec<Motion<S>>,
-    inherited: Vec<(Motion<S>, Motion<S>)>,
-    momentum: Vec<Force<S>>,
-    /// One column's perturbation per link: velocity, acceleration, subtree force.
-    tangent: Vec<(Motion<S>, Motion<S>, Force<S>)>,
-    /// Whether the column's perturbation reaches each link.
-    reached: Vec<bool>,
+    /// Per link, in its tree's rooted frame.
+    rooted: Vec<Rooted<S>>,
+    /// Per degree of freedom: what its entries are dot products of.
+    dofs: Vec<DofTerms<S>>,
+    /// The columns asked for.
+    wanted: Vec<bool>,
+}
+
+/// One link's quantities in its tree's rooted frame.
+#[derive(Clone, Copy, Debug)]
+struct Rooted<S> {
+    /// The link's velocity, and its parent's velocity and acceleration (gravity's included).
+    velocity: Motion<S>,
+    parent: (Motion<S>, Motion<S>),
+    /// The subtree's force, composite inertia and composite momentum rate matrix.
+    force: Force<S>,
+    inertia: SpatialInertia<S>,
+    rate: Matrix6<S>,
+}
+
+/// One degree of freedom `d`'s vectors (see the module's notes), on link `l`: `Ic_l S_d`,
+/// `Bc_lᵀ S_d`, and for the position's and the velocity's perturbations, `φ`, `ψ` and the
+/// change of the subtree force at `l`.
+#[derive(Clone, Copy, Debug)]
+struct DofTerms<S> {
+    inertia_axis: Force<S>,
+    rate_axis: Force<S>,
+    position: Perturbation<S>,
+    velocity: Perturbation<S>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Perturbation<S> {
+    phi: Motion<S>,
+    psi: Motion<S>,
+    subtree: Force<S>,
+}
+
+impl<S: Scalar> Perturbation<S> {
+    /// `(Ic S_j)·φ + (Bcᵀ S_j)·ψ`: the entry for a degree of freedom `j` at or beyond the link.
+    fn beyond(&self, terms: &DofTerms<S>) -> S {
+        self.phi.dot(&terms.inertia_axis) + self.psi.dot(&terms.rate_axis)
+    }
 }
 
 impl<S: Scalar> Default for RneaDerivatives<S> {
@@ -51,11 +104,9 @@ impl<S: Scalar> Default for RneaDerivatives<S> {
             dq: DMatrix::zeros(0, 0),
             dv: DMatrix::zeros(0, 0),
             links: LinkBuffers::default(),
-            joint_velocity: Vec::new(),
-            inherited: Vec::new(),
-            momentum: Vec::new(),
-            tangent: Vec::new(),
-            reached: Vec::new(),
+            rooted: Vec::new(),
+            dofs: Vec::new(),
+            wanted: Vec::new(),
         }
     }
 }
@@ -93,110 +144,130 @@ impl<S: Scalar> RneaDerivatives<S> {
         let nv = model.nv();
         zero_vector(&mut self.tau, nv);
         rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
-        self.prepare(model, qvel, qacc);
+        self.composites(model, kin);
+        self.dof_terms(model, kin);
+        self.wanted.clear();
+        self.wanted.resize(nv, false);
+        columns.into_iter().for_each(|c| self.wanted[c] = true);
         let position = qacc.is_some();
         let rows = if position { nv } else { 0 };
         zero_matrix(&mut self.dq, rows, rows);
         zero_matrix(&mut self.dv, nv, nv);
-        for d in columns {
-            let j = model.tree().dof_link[d];
-            let s = model.constants().links.subspace[j].cols()[d - model.tree().links[j].dof_adr];
-            let (v_in, a_in) = self.inherited[j];
-            let (v, jv) = (self.links.velocity[j], self.joint_velocity[j]);
-            if position {
-                // X_j turns by −δ S×, so what j inherits turns by `inherited × S`.
-                let dv_j = v_in.cross_motion(&s);
-                let da_j = a_in.cross_motion(&s) + dv_j.cross_motion(&jv);
-                let to_parent = s.cross_force(&self.links.force[j]);
-                self.column(model, kin, j, (dv_j, da_j), to_parent, d, true);
-            }
-            // The joint's own velocity, and the bias acceleration it feeds.
-            let da_j = s.cross_motion(&jv) + v.cross_motion(&s);
-            self.column(model, kin, j, (s, da_j), Force::zero(), d, false);
-        }
+        self.entries(model, kin, position);
     }
 
-    /// Each link's joint velocity, inherited motion and momentum at the state (after RNEA).
-    fn prepare(&mut self, model: &Model<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>) {
+    /// Each link's velocity, its parent's motion, and the composites of its subtree, in its
+    /// tree's rooted frame (after RNEA, whose forces are subtree sums).
+    fn composites(&mut self, model: &Model<S>, kin: &Kinematics<S>) {
         let links = &model.tree().links;
-        let constants = &model.constants().links;
-        self.joint_velocity.clear();
-        self.inherited.clear();
-        self.momentum.clear();
+        let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
+        self.rooted.clear();
         for (i, link) in links.iter().enumerate() {
-            let (v, a) = (self.links.velocity[i], self.links.acceleration[i]);
-            let jv = constants.subspace[i].apply(dofs(link, qvel));
-            let ja = qacc.map_or_else(Motion::zero, |qacc| constants.subspace[i].apply(dofs(link, qacc)));
-            self.joint_velocity.push(jv);
-            self.inherited.push((v - jv, a - ja - v.cross_motion(&jv)));
-            self.momentum.push(constants.inertia[i].mul_motion(&v));
+            let to_root = &kin.rooted[i];
+            let velocity = to_root.motion_to_parent(&self.links.velocity[i]);
+            let inertia = model.constants().links.inertia[i].to_parent(to_root);
+            let parent = link.parent.map_or((Motion::zero(), world_acc), |p| {
+                let at = &kin.rooted[p];
+                (at.motion_to_parent(&self.links.velocity[p]), at.motion_to_parent(&self.links.acceleration[p]))
+            });
+            let force = to_root.force_to_parent(&self.links.force[i]);
+            let rate = momentum_rate(&inertia, &velocity);
+            self.rooted.push(Rooted { velocity, parent, force, inertia, rate });
         }
-        self.tangent.resize(links.len(), (Motion::zero(), Motion::zero(), Force::zero()));
-        self.reached.resize(links.len(), false);
+        for (i, link) in links.iter().enumerate().rev() {
+            if let Some(p) = link.parent {
+                let (inertia, rate) = (self.rooted[i].inertia, self.rooted[i].rate);
+                self.rooted[p].inertia = self.rooted[p].inertia + inertia;
+                self.rooted[p].rate += rate;
+            }
+        }
     }
 
-    /// Carries a perturbation that enters link `j` as `(dv, da)` (and, moving `j`'s transform,
-    /// adds `extra` to the force `j` passes to its parent) through both passes, and writes
-    /// `∂τ` into column `column` of `dq` (`position`) or `dv`.
-    #[allow(clippy::too_many_arguments)]
-    fn column(
-        &mut self,
-        model: &Model<S>,
-        kin: &Kinematics<S>,
-        j: usize,
-        (dv_j, da_j): (Motion<S>, Motion<S>),
-        extra: Force<S>,
-        column: usize,
-        position: bool,
-    ) {
-        let links = &model.tree().links;
-        let Self { dq, dv, links: state, joint_velocity, momentum, tangent, reached, .. } = self;
-        let out = if position { dq } else { dv };
-        // Forward: j's subtree (links are numbered parents first).
-        reached[j] = true;
-        for i in j..links.len() {
-            let (dvi, dai) = if i == j {
-                (dv_j, da_j)
-            } else {
-                reached[i] = links[i].parent.is_some_and(|p| p >= j && reached[p]);
-                if !reached[i] {
-                    continue;
-                }
-                let p = links[i].parent.unwrap_or(j);
-                let x = &kin.local[i];
-                let dvi = x.motion_to_child(&tangent[p].0);
-                (dvi, x.motion_to_child(&tangent[p].1) + dvi.cross_motion(&joint_velocity[i]))
-            };
-            let inertia = &model.constants().links.inertia[i];
-            let v = &state.velocity[i];
-            let df =
-                inertia.mul_motion(&dai) + dvi.cross_force(&momentum[i]) + v.cross_force(&inertia.mul_motion(&dvi));
-            tangent[i] = (dvi, dai, df);
-        }
-        // Backward: the subtree's forces up to j, then j's ancestors.
-        for i in (j..links.len()).rev() {
-            if !reached[i] {
-                continue;
-            }
-            let df = tangent[i].2;
-            for (k, s) in model.constants().links.subspace[i].cols().iter().enumerate() {
-                out[(links[i].dof_adr + k, column)] = s.dot(&df);
-            }
-            if i > j {
-                let p = links[i].parent.unwrap_or(j);
-                let carried = kin.local[i].force_to_parent(&df);
-                tangent[p].2 += carried;
-            }
-            reached[i] = false;
-        }
-        let mut carried = kin.local[j].force_to_parent(&(tangent[j].2 + extra));
-        let mut link = links[j].parent;
-        while let Some(p) = link {
-            for (k, s) in model.constants().links.subspace[p].cols().iter().enumerate() {
-                out[(links[p].dof_adr + k, column)] = s.dot(&carried);
-            }
-            carried = kin.local[p].force_to_parent(&carried);
-            link = links[p].parent;
+    /// Each degree of freedom's vectors, from its link's composites.
+    fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>) {
+        let tree = model.tree();
+        self.dofs.clear();
+        for (d, axis) in kin.dof_motion.iter().enumerate() {
+            let link = &self.rooted[tree.dof_link[d]];
+            let (u, w) = link.parent;
+            let subtree = |phi: &Motion<S>, psi: &Motion<S>| link.inertia.mul_motion(phi) + times(&link.rate, psi);
+            let psi = u.cross_motion(axis);
+            let phi = w.cross_motion(axis) + u.cross_motion(&psi);
+            let position = Perturbation { phi, psi, subtree: axis.cross_force(&link.force) + subtree(&phi, &psi) };
+            let phi = (link.velocity + u).cross_motion(axis);
+            let velocity = Perturbation { phi, psi: *axis, subtree: subtree(&phi, axis) };
+            let inertia_axis = link.inertia.mul_motion(axis);
+            let rate_axis = transpose_times(&link.rate, axis);
+            self.dofs.push(DofTerms { inertia_axis, rate_axis, position, velocity });
         }
     }
+
+    /// The entries of the wanted columns: each degree of freedom `j` with itself and each of its
+    /// ancestors `k`, both ways.
+    fn entries(&mut self, model: &Model<S>, kin: &Kinematics<S>, position: bool) {
+        let tree = model.tree();
+        let Self { dq, dv, dofs, wanted, .. } = self;
+        for j in 0..model.nv() {
+            let mut ancestor = Some(j);
+            while let Some(k) = ancestor {
+                // τ_j along k's perturbation: j is at or beyond k's link.
+                if wanted[k] {
+                    if position {
+                        dq[(j, k)] = dofs[k].position.beyond(&dofs[j]);
+                    }
+                    dv[(j, k)] = dofs[k].velocity.beyond(&dofs[j]);
+                }
+                // τ_k along j's perturbation: k is on j's link (its axis turns too), or before it.
+                if k != j && wanted[j] {
+                    let entry = |p: &Perturbation<S>| {
+                        if tree.dof_link[k] == tree.dof_link[j] {
+                            p.beyond(&dofs[k])
+                        } else {
+                            kin.dof_motion[k].dot(&p.subtree)
+                        }
+                    };
+                    if position {
+                        dq[(k, j)] = entry(&dofs[j].position);
+                    }
+                    dv[(k, j)] = entry(&dofs[j].velocity);
+                }
+                ancestor = tree.dof_parent[k];
+            }
+        }
+    }
+}
+
+/// A body's momentum rate matrix at velocity `v`: `h ×̄ + v ×* I − I v ×` (`h = I v`), the
+/// linear map `m ↦ m ×* h + v ×* (I m) − I (v × m)` (how its force `I a + v ×* I v` changes
+/// with its velocity, less the inertia's own part). With `I = [Ī, [c]×; −[c]×, m]`, `v = (ω, l)`
+/// and `h = (n, f)`, its blocks are written out: `[ω]× Ī − Ī [ω]×` is `P + Pᵀ` with `P = [ω]× Ī`,
+/// `[l]×[c]× + [c]×[l]×` is `l cᵀ + c lᵀ − 2 (l·c) 1`, and `[ω]×[c]× − [c]×[ω]×` is
+/// `[ω × c]×`; the lower right block is zero.
+fn momentum_rate<S: Scalar>(inertia: &SpatialInertia<S>, v: &Motion<S>) -> Matrix6<S> {
+    let h = inertia.mul_motion(v);
+    let (c, l) = (&inertia.first_moment, &v.lin);
+    let p = mat3_mul(&skew(&v.ang), &inertia.rot_inertia);
+    let lc = l.dot(c) * S::from_f64(2.0);
+    let upper = Matrix3::from_fn(|i, j| {
+        let diagonal = if i == j { lc } else { S::zero() };
+        p[(i, j)] + p[(j, i)] - (l[i] * c[j] + c[i] * l[j]) + diagonal
+    }) - skew(&h.ang);
+    let turn = skew(&v.ang.cross(c)) + skew(l) * inertia.mass;
+    let f = skew(&h.lin);
+    let mut rate = Matrix6::zeros();
+    rate.fixed_view_mut::<3, 3>(0, 0).copy_from(&upper);
+    rate.fixed_view_mut::<3, 3>(0, 3).copy_from(&(turn - f));
+    rate.fixed_view_mut::<3, 3>(3, 0).copy_from(&(-turn - f));
+    rate
+}
+
+/// `m ↦ A m`, motion to force.
+fn times<S: Scalar>(a: &Matrix6<S>, m: &Motion<S>) -> Force<S> {
+    Force::from_vector(&(a * m.to_vector()))
+}
+
+/// `m ↦ Aᵀ m`, as a force (to be dotted with motions).
+fn transpose_times<S: Scalar>(a: &Matrix6<S>, m: &Motion<S>) -> Force<S> {
+    let v: Vector6<S> = a.tr_mul(&m.to_vector());
+    Force::from_vector(&v)
 }
