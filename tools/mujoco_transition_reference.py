@@ -21,10 +21,14 @@ Jacobians with them.
 
 Benchmark (--bench, needs `cargo build --release` first): for each named model, the time of one
 mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured inside phyz (the
-command's own timing line), and the agreement of the two.
+command's own timing line), and the agreement of the two. With --settle N the state is instead
+the one reached from the model's reference pose at rest after N Euler steps under seeded random
+controls (0.1 times a standard normal, seed 1), so that feet and bodies rest on the ground: the
+benchmark with contact.
 
 Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR] [MODEL ...]  (only these)
-        python3 tools/mujoco_transition_reference.py --bench [--constraints] [--reps N] [--mode M] hopper walker2d ant humanoid
+        python3 tools/mujoco_transition_reference.py --bench [--constraints] [--settle N] [--reps N] [--mode M]
+            hopper walker2d ant humanoid
 """
 
 import argparse
@@ -115,7 +119,17 @@ def reference(gym_dir, only):
         print(f"{name}: A {a.shape}, B {b.shape}")
 
 
-def bench(gym_dir, names, reps, constraints, mode):
+def settle(m, d, steps):
+    """The state reached from the reference pose at rest after `steps` steps under seeded random
+    controls."""
+    mujoco.mj_resetData(m, d)
+    rng = np.random.default_rng(1)
+    for _ in range(steps):
+        d.ctrl[:] = 0.1 * rng.standard_normal(m.nu)
+        mujoco.mj_step(m, d)
+
+
+def bench(gym_dir, names, reps, constraints, mode, settled):
     phyz = os.path.join(REPO, "target", "release", "phyz")
     print(f"MuJoCo {mujoco.__version__} mjd_transitionFD (centred, eps {EPS}) vs phyz exact step Jacobians; "
           f"constraints {'on' if constraints else 'off'}, phyz's {mode} route, median of {reps}")
@@ -127,7 +141,11 @@ def bench(gym_dir, names, reps, constraints, mode):
         name = os.path.splitext(os.path.basename(path))[0]
         m = euler(mujoco.MjModel.from_xml_path(path) if constraints else load(path))
         d = mujoco.MjData(m)
-        state_of(name, m, d)
+        if settled:
+            m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+            settle(m, d, settled)
+        else:
+            state_of(name, m, d)
         mujoco.mj_forward(m, d)
         active = d.nefc and (d.ncon + int(np.sum(d.efc_type == mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT)))
         times = []
@@ -161,13 +179,16 @@ def main():
     parser.add_argument("--bench", action="store_true")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--constraints", action="store_true", help="benchmark with contacts and limits on")
+    parser.add_argument("--settle", type=int, default=0,
+                        help="benchmark at the state reached after this many steps from rest under random controls")
     parser.add_argument("--mode", default="reverse", choices=["reverse", "forward", "stages"],
                         help="how phyz computes its Jacobians (`phyz jacobian --mode`)")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
     route_warnings()
     if args.bench:
-        bench(args.gym_dir, args.models or ["hopper", "walker2d", "ant", "humanoid"], args.reps, args.constraints, args.mode)
+        models = args.models or ["hopper", "walker2d", "ant", "humanoid"]
+        bench(args.gym_dir, models, args.reps, args.constraints, args.mode, args.settle)
     else:
         reference(args.gym_dir, set(args.models))
 
