@@ -484,8 +484,14 @@ impl Seeds {
     ) -> (DVector<Lanes>, DVector<Lanes>, DVector<Lanes>, Vec<Lanes>) {
         let (nv, na) = (self.nv, self.na);
         let lift = |value: f64, offset: usize, i: usize| unit_tangent(value, self.direction(offset, i));
-        let delta = DVector::from_fn(nv, |i, _| lift(0.0, 0, i));
-        let q = integrate_position(lanes, &state.qpos.map(Lanes::from_f64), &delta, Lanes::from_f64(1.0));
+        let q = state.qpos.map(Lanes::from_f64);
+        // `q ⊕ δ` only where a position's column is among these.
+        let q = if self.start < nv {
+            let delta = DVector::from_fn(nv, |i, _| lift(0.0, 0, i));
+            integrate_position(lanes, &q, &delta, Lanes::from_f64(1.0))
+        } else {
+            q
+        };
         let v = DVector::from_fn(nv, |i, _| lift(state.qvel[i], nv, i));
         let act = DVector::from_fn(na, |i, _| lift(state.act[i], 2 * nv, i));
         let u = ctrl.iter().enumerate().map(|(i, &c)| lift(c, 2 * nv + na, i)).collect();
