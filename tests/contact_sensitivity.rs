@@ -8,8 +8,8 @@ use nalgebra::{DMatrix, DVector};
 use num_dual::Dual64;
 use phyz::Scalar;
 use phyz::contact::{
-    ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, Sensitivity, SensitivityError,
-    SolverConfig, Warm, Zone, solve, solve_scalar,
+    ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, NewtonWorkspace, Sensitivity,
+    SensitivityError, Solution, SolverConfig, Warm, Zone, solve, solve_in, solve_scalar,
 };
 use phyz::math::SparseRows;
 use phyz::scalar::ImplicitRule;
@@ -124,6 +124,39 @@ proptest! {
         let error = error.unwrap_or(f64::NAN);
         prop_assert!(error <= FD_TOL, "relative error {error:e} (zones {:?}, {:?})", solutions[0].zones, config.coupling);
     }
+}
+
+/// Where the Newton iterations end with their last factor at the solution (no cone sliding, the
+/// solution's zones the factorized ones), the rule takes it as it is: the same matrix, bit for
+/// bit, as a factorization at the solution; where a cone slides, the solver offers none. Both
+/// cases must occur among the problems, so the check cannot pass vacuously; and a Gauss-Seidel
+/// solve in the same storage leaves nothing to reuse.
+#[test]
+fn the_rule_reuses_the_solves_own_factor_where_it_is_the_solutions() {
+    let config = config();
+    let mut rng = Rng::new(29);
+    let (mut reused, mut refused) = (0, 0);
+    let mut workspace = NewtonWorkspace::default();
+    for _ in 0..200 {
+        let problem = common::random_contact_problem(&mut rng, &config, 3, 2, (0.05, 1.5));
+        let mut solution = Solution::default();
+        solve_in(&problem, &config, &Warm::default(), &mut workspace, &mut solution).expect("solves");
+        let fresh = Sensitivity::new(&problem, &solution).map(|s| s.hessian());
+        match workspace.solution_factor() {
+            Some(factor) => {
+                assert!(!solution.zones.contains(&Zone::Cone), "a sliding cone's Hessian moves with the point");
+                let kept = Sensitivity::with_factor(&solution, factor.clone()).map(|s| s.hessian());
+                assert_eq!(kept, fresh, "the kept factor is the solution's Hessian's");
+                reused += 1;
+            }
+            None => refused += usize::from(solution.zones.contains(&Zone::Cone)),
+        }
+        let sweeps = SolverConfig { method: Method::GaussSeidel, ..config };
+        solve_in(&problem, &sweeps, &Warm::default(), &mut workspace, &mut solution).expect("sweeps");
+        assert!(workspace.solution_factor().is_none(), "the sweeps' solution is not Newton's");
+    }
+    eprintln!("kept the solve's factor in {reused} of 200 solves; {refused} slid on a cone");
+    assert!(reused > 0 && refused > 0, "reused {reused}, refused {refused}");
 }
 
 #[test]

@@ -434,10 +434,10 @@ fn constraints<'a>(
     if let Some(before) = before {
         return Ok(Constraints::Replayed(before));
     }
-    let [solution] = data.solutions() else {
+    let Some(rule) = data.constraint_rule() else {
         return Err(DualError::NotAnalytical { what: "a constraint solve without its one solution" });
     };
-    let rule = Sensitivity::new(data.constraint_problem(), solution).map_err(ContactError::from);
+    let rule = rule.map_err(ContactError::from);
     Ok(Constraints::Newton(rule.map_err(StepError::from)?, contact))
 }
 

@@ -204,13 +204,18 @@ impl Layout {
 }
 
 /// The Newton solver's storage, reused from one solve to the next: the layout, the current
-/// and trial points, the Hessian's envelope and the search direction with its image `J s`.
+/// and trial points, the Hessian's last factor with the zones it was made at, and the search
+/// direction with its image `J s`.
 #[derive(Clone, Debug, Default)]
 pub struct NewtonWorkspace {
     layout: Layout,
     point: Point,
     trial: Point,
-    storage: Envelope,
+    factor: Option<EnvelopeCholesky>,
+    factor_zones: Vec<Zone>,
+    /// The last solve converged where `factor` is the Hessian (see
+    /// [`NewtonWorkspace::solution_factor`]).
+    factor_at_solution: bool,
     search: DVector<f64>,
     line: LineBuffers,
 }
@@ -235,6 +240,21 @@ impl Default for LineBuffers {
             rays: Vec::new(),
             mass_search: DVector::zeros(0),
         }
+    }
+}
+
+impl NewtonWorkspace {
+    /// The factor of the Hessian at the solution of the last solve run in this storage, where
+    /// that solve converged and its last factorization was of that matrix: the derivative rule
+    /// at the solution then needs no factorization of its own ([`super::Sensitivity::with_factor`]).
+    pub fn solution_factor(&self) -> Option<&EnvelopeCholesky> {
+        self.factor.as_ref().filter(|_| self.factor_at_solution)
+    }
+
+    /// Forgets which solve the kept factor belongs to: a solve that does not go through
+    /// [`solve_in`] (another method, a replayed solution) leaves nothing to reuse.
+    pub fn forget_solution(&mut self) {
+        self.factor_at_solution = false;
     }
 }
 
@@ -399,7 +419,9 @@ pub fn solve_in(
     workspace: &mut NewtonWorkspace,
     solution: &mut Solution,
 ) -> Result<(), IndefiniteHessian> {
-    let NewtonWorkspace { layout, point, trial, storage, search, line } = workspace;
+    let NewtonWorkspace { layout, point, trial, factor: kept, factor_zones, factor_at_solution, search, line } =
+        workspace;
+    *factor_at_solution = false;
     layout.update(problem);
     let measure = Measure::new(problem, config);
     copy_vector(&mut point.x, &problem.joint.free);
@@ -412,8 +434,10 @@ pub fn solve_in(
         }
     }
     let mut iterations = 0;
+    let mut storage = kept.take().map(Envelope::reuse).unwrap_or_default();
     storage.reset(&layout.envelope);
-    let mut factor = factorized_hessian(problem, layout, &point.zones, &point.jar, std::mem::take(storage))?;
+    let mut factor = factorized_hessian(problem, layout, &point.zones, &point.jar, storage)?;
+    factor_zones.clone_from(&point.zones);
     let mut decrement = measure.newton(&factor, &point.gradient, search);
     let mut gradient = measure.gradient * point.gradient.norm();
     let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
@@ -432,6 +456,7 @@ pub fn solve_in(
         std::mem::swap(point, trial);
         if !same {
             factor = factorized_hessian(problem, layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
+            factor_zones.clone_from(&point.zones);
         }
         decrement = measure.newton(&factor, &point.gradient, search);
         gradient = measure.gradient * point.gradient.norm();
@@ -441,11 +466,14 @@ pub fn solve_in(
             || gradient < measure.tolerance
             || decrement < measure.tolerance;
     }
-    *storage = Envelope::reuse(factor);
+    *kept = Some(factor);
     if converged {
         finish(problem, layout, point, trial, search);
         gradient = measure.gradient * point.gradient.norm();
     }
+    // Without a sliding cone the Hessian reads only the zones, so the last factor is the one at
+    // the solution where it was made at the solution's zones.
+    *factor_at_solution = converged && *factor_zones == point.zones && !point.zones.contains(&Zone::Cone);
     copy_vector(&mut solution.velocity, &point.x);
     copy_vector(&mut solution.impulses, &point.impulses);
     solution.zones.clone_from(&point.zones);

@@ -48,6 +48,15 @@ impl Sensitivity {
         }
         let jar = problem.joint.jacobian.mul(&solution.velocity) - &problem.target;
         let factor = hessian(problem, &solution.zones, &jar).map_err(|_| SensitivityError::SingularKkt)?;
+        Self::with_factor(solution, factor)
+    }
+
+    /// The rule at `solution` from the Hessian's factor there, as the Newton iterations left it
+    /// ([`super::NewtonWorkspace::solution_factor`]): the forward solve's own factorization.
+    pub fn with_factor(solution: &Solution, factor: EnvelopeCholesky) -> Result<Self, SensitivityError> {
+        if !solution.converged {
+            return Err(SensitivityError::Unconverged { residual: solution.residual });
+        }
         let (low, high) = factor.pivots().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| (lo.min(p * p), hi.max(p * p)));
         if !(low > 0.0 && high <= CONDITION_LIMIT * low) {
             return Err(SensitivityError::SingularKkt);

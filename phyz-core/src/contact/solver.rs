@@ -99,7 +99,10 @@ pub fn solve_in(
 ) -> Result<(), SolveError> {
     match config.method {
         Method::Newton => newton::solve_in(problem, config, warm.velocity.as_ref(), workspace, solution)?,
-        Method::GaussSeidel => *solution = pgs::solve(problem, config, warm.impulses.as_ref())?,
+        Method::GaussSeidel => {
+            workspace.forget_solution();
+            *solution = pgs::solve(problem, config, warm.impulses.as_ref())?;
+        }
     }
     Ok(())
 }

@@ -142,6 +142,8 @@ fn run_solver<S: Scalar>(
     let config = state.config;
     let Data { smooth, bare, problem, warm, newton, velocity, solutions, solver, noslip_impulses, noslip_ran, .. } =
         data;
+    // Only a Newton solve run below in `newton` leaves its factor at this problem's solution.
+    newton.forget_solution();
     let source = match state.logging.next_given() {
         Some(given) => Source::Given(given.map_err(ContactError::Replay)?),
         None => {

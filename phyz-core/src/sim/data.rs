@@ -9,7 +9,10 @@ use super::batch_solver::BatchSolver;
 use super::gather::{ContactPoint, Gather};
 use crate::contact::differentiable::{merged, zones_on_all};
 use crate::contact::newton::impulses;
-use crate::contact::{ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Solution, SolverConfig, Warm};
+use crate::contact::{
+    ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Sensitivity, SensitivityError, Solution, SolverConfig,
+    Warm,
+};
 use crate::dynamics::{Kinematics, MassFactor, Smooth};
 use crate::math::SparseRows;
 use crate::model::{Model, State};
@@ -189,5 +192,18 @@ impl<S: Scalar> Default for Data<S> {
             noslip_ran: false,
             solver: None,
         }
+    }
+}
+
+impl Data<f64> {
+    /// The Newton derivative rule at the last constraint solve's solution, `None` unless there
+    /// was exactly one: from that solve's own factor of the Hessian where its iterations left it
+    /// at the solution, else factorized there.
+    pub fn constraint_rule(&self) -> Option<Result<Sensitivity, SensitivityError>> {
+        let [solution] = self.solutions.as_slice() else { return None };
+        Some(match self.newton.solution_factor() {
+            Some(factor) => Sensitivity::with_factor(solution, factor.clone()),
+            None => Sensitivity::new(&self.problem, solution),
+        })
     }
 }
