@@ -126,37 +126,47 @@ proptest! {
     }
 }
 
-/// Where the Newton iterations end with their last factor at the solution (no cone sliding, the
-/// solution's zones the factorized ones), the rule takes it as it is: the same matrix, bit for
-/// bit, as a factorization at the solution; where a cone slides, the solver offers none. Both
-/// cases must occur among the problems, so the check cannot pass vacuously; and a Gauss-Seidel
-/// solve in the same storage leaves nothing to reuse.
+/// Where the Newton iterations end with their last factor at the solution, the rule takes it as
+/// it is. Without a cone sliding it is the same matrix, bit for bit, as a factorization at the
+/// solution (the Hessian reads only the zones there). Where a cone slides, it is offered only
+/// if it was made at the solution's own point; it then differs from a new factorization by the
+/// rounding of `J x` alone, so that check is to 1e-12 of the largest entry, stated before
+/// measuring. Every case must occur among the problems, so that no check passes vacuously. A
+/// Gauss-Seidel solve in the same storage leaves nothing to reuse.
 #[test]
 fn the_rule_reuses_the_solves_own_factor_where_it_is_the_solutions() {
     let config = config();
     let mut rng = Rng::new(29);
-    let (mut reused, mut refused) = (0, 0);
+    let [mut exact, mut sliding, mut refused] = [0; 3];
     let mut workspace = NewtonWorkspace::default();
     for _ in 0..200 {
         let problem = common::random_contact_problem(&mut rng, &config, 3, 2, (0.05, 1.5));
         let mut solution = Solution::default();
         solve_in(&problem, &config, &Warm::default(), &mut workspace, &mut solution).expect("solves");
-        let fresh = Sensitivity::new(&problem, &solution).map(|s| s.hessian());
+        let fresh = Sensitivity::new(&problem, &solution).expect("a rule").hessian();
+        let slides = solution.zones.contains(&Zone::Cone);
         match workspace.solution_factor() {
             Some(factor) => {
-                assert!(!solution.zones.contains(&Zone::Cone), "a sliding cone's Hessian moves with the point");
-                let kept = Sensitivity::with_factor(&solution, factor.clone()).map(|s| s.hessian());
-                assert_eq!(kept, fresh, "the kept factor is the solution's Hessian's");
-                reused += 1;
+                let kept = Sensitivity::with_factor(&solution, factor.clone()).expect("a rule").hessian();
+                if slides {
+                    assert!((&kept - &fresh).amax() <= 1e-12 * fresh.amax(), "the kept factor is the solution's");
+                    sliding += 1;
+                } else {
+                    assert_eq!(kept, fresh, "the kept factor is the solution's Hessian's, bit for bit");
+                    exact += 1;
+                }
             }
-            None => refused += usize::from(solution.zones.contains(&Zone::Cone)),
+            None => {
+                assert!(slides, "without a sliding cone the last factor is the solution's");
+                refused += 1;
+            }
         }
         let sweeps = SolverConfig { method: Method::GaussSeidel, ..config };
         solve_in(&problem, &sweeps, &Warm::default(), &mut workspace, &mut solution).expect("sweeps");
         assert!(workspace.solution_factor().is_none(), "the sweeps' solution is not Newton's");
     }
-    eprintln!("kept the solve's factor in {reused} of 200 solves; {refused} slid on a cone");
-    assert!(reused > 0 && refused > 0, "reused {reused}, refused {refused}");
+    eprintln!("kept the solve's factor in {exact} solves without a sliding cone and {sliding} with; refused {refused}");
+    assert!(exact > 0 && sliding > 0 && refused > 0, "{exact}, {sliding}, {refused}");
 }
 
 #[test]

@@ -21,10 +21,11 @@ Jacobians with them.
 
 Benchmark (--bench, needs `cargo build --release` first): for each named model, the time of one
 mjd_transitionFD (centred) against one `phyz jacobian` evaluation measured inside phyz (the
-command's own timing line), and the agreement of the two. With --settle N the state is instead
-the one reached from the model's reference pose at rest after N Euler steps under seeded random
-controls (0.1 times a standard normal, seed 1), so that feet and bodies rest on the ground: the
-benchmark with contact.
+command's own timing line), and the agreement of the two. With --constraints, contacts and limits
+are on in both, MuJoCo's cone elliptic as phyz's default preset's. With --settle N (which needs
+--constraints) the state is instead the one reached from the model's reference pose at rest
+after N steps (RK4 models in Euler) under seeded random controls (0.1 times a standard normal,
+seed 1), so that feet and bodies touch the ground: the benchmark with contact.
 
 Usage:  python3 tools/mujoco_transition_reference.py [--gym-dir DIR] [MODEL ...]  (only these)
         python3 tools/mujoco_transition_reference.py --bench [--constraints] [--settle N] [--reps N] [--mode M]
@@ -140,9 +141,10 @@ def bench(gym_dir, names, reps, constraints, mode, settled):
         path = name if name.endswith(".xml") else os.path.join(gym_dir, name + ".xml")
         name = os.path.splitext(os.path.basename(path))[0]
         m = euler(mujoco.MjModel.from_xml_path(path) if constraints else load(path))
+        if constraints:
+            m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         d = mujoco.MjData(m)
         if settled:
-            m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
             settle(m, d, settled)
         else:
             state_of(name, m, d)
@@ -185,6 +187,8 @@ def main():
                         help="how phyz computes its Jacobians (`phyz jacobian --mode`)")
     parser.add_argument("models", nargs="*")
     args = parser.parse_args()
+    if args.settle and not (args.bench and args.constraints):
+        parser.error("--settle needs --bench and --constraints (without constraints nothing rests on the ground)")
     route_warnings()
     if args.bench:
         models = args.models or ["hopper", "walker2d", "ant", "humanoid"]

@@ -57,8 +57,8 @@ pub struct AnalyticalJacobians {
     tangents: Workspace<Lanes>,
     contact: ContactState,
     rnea: RneaDerivatives<f64>,
-    /// The passes' columns and the Newton rule's right-hand sides, kept from call to call: every
-    /// entry read is written first (see [`Columns::shape`]).
+    /// The passes' columns and the Newton rule's right-hand sides, kept from call to call (see
+    /// [`Columns::shape`]).
     columns: Columns,
     dg: Vec<f64>,
 }
@@ -107,9 +107,9 @@ impl Columns {
     }
 
     /// `columns` columns of `nv` rows (`na` for the rates). Storage of that shape is kept as it
-    /// is: the passes write every column of `forcing`, `dqacc` and `drate`, and the Newton rule
-    /// reads `rows` only in the position's and velocity's columns, which its passes write (the
-    /// others stay zero from when the storage was made).
+    /// is: the passes write every column of `forcing`, `dqacc` and `drate` before it is read,
+    /// and the Newton rule reads `rows` only in the position's and velocity's columns, which its
+    /// passes write.
     fn shape(&mut self, nv: usize, na: usize, columns: usize) {
         if self.forcing.shape() != (nv, columns) || self.drate.shape() != (na, columns) {
             *self = Columns {
@@ -323,9 +323,12 @@ impl AnalyticalJacobians {
         let columns = out.rows.column_iter().zip(out.forcing.column_iter()).enumerate();
         for (c, (rows, forcing)) in columns {
             let metric = velocity(c).map(|d| metric.column(d));
+            // The rows move with the position and the velocity only.
+            let moves = c < 2 * nv;
             for i in 0..nv {
                 let dv = metric.as_ref().map_or(0.0, |m| m[i]);
-                dg[i * n + c] = rows[i] - h * forcing[i] - dv;
+                let row = if moves { rows[i] } else { 0.0 };
+                dg[i * n + c] = row - h * forcing[i] - dv;
             }
         }
         rule.tangents(dg, n);

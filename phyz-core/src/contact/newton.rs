@@ -204,15 +204,13 @@ impl Layout {
 }
 
 /// The Newton solver's storage, reused from one solve to the next: the layout, the current
-/// and trial points, the Hessian's last factor with the zones it was made at, and the search
-/// direction with its image `J s`.
+/// and trial points, the Hessian's last factor, and the search direction with its image `J s`.
 #[derive(Clone, Debug, Default)]
 pub struct NewtonWorkspace {
     layout: Layout,
     point: Point,
     trial: Point,
     factor: Option<EnvelopeCholesky>,
-    factor_zones: Vec<Zone>,
     /// The last solve converged where `factor` is the Hessian (see
     /// [`NewtonWorkspace::solution_factor`]).
     factor_at_solution: bool,
@@ -245,8 +243,9 @@ impl Default for LineBuffers {
 
 impl NewtonWorkspace {
     /// The factor of the Hessian at the solution of the last solve run in this storage, where
-    /// that solve converged and its last factorization was of that matrix: the derivative rule
-    /// at the solution then needs no factorization of its own ([`super::Sensitivity::with_factor`]).
+    /// that solve converged and its last factorization was of that matrix (made at the solution,
+    /// or before a move within the same zones with no cone sliding): the derivative rule at the
+    /// solution then needs no factorization of its own ([`super::Sensitivity::with_factor`]).
     pub fn solution_factor(&self) -> Option<&EnvelopeCholesky> {
         self.factor.as_ref().filter(|_| self.factor_at_solution)
     }
@@ -419,8 +418,7 @@ pub fn solve_in(
     workspace: &mut NewtonWorkspace,
     solution: &mut Solution,
 ) -> Result<(), IndefiniteHessian> {
-    let NewtonWorkspace { layout, point, trial, factor: kept, factor_zones, factor_at_solution, search, line } =
-        workspace;
+    let NewtonWorkspace { layout, point, trial, factor: kept, factor_at_solution, search, line } = workspace;
     *factor_at_solution = false;
     layout.update(problem);
     let measure = Measure::new(problem, config);
@@ -437,7 +435,8 @@ pub fn solve_in(
     let mut storage = kept.take().map(Envelope::reuse).unwrap_or_default();
     storage.reset(&layout.envelope);
     let mut factor = factorized_hessian(problem, layout, &point.zones, &point.jar, storage)?;
-    factor_zones.clone_from(&point.zones);
+    // Whether the point moved since `factor` was made at it.
+    let mut moved = false;
     let mut decrement = measure.newton(&factor, &point.gradient, search);
     let mut gradient = measure.gradient * point.gradient.norm();
     let mut converged = gradient < measure.tolerance && decrement < measure.tolerance;
@@ -454,9 +453,9 @@ pub fn solve_in(
         // deviations: with the zones unchanged and no cone sliding, it is the one factorized.
         let same = trial.zones == point.zones && !trial.zones.contains(&Zone::Cone);
         std::mem::swap(point, trial);
+        moved = same;
         if !same {
             factor = factorized_hessian(problem, layout, &point.zones, &point.jar, Envelope::reuse(factor))?;
-            factor_zones.clone_from(&point.zones);
         }
         decrement = measure.newton(&factor, &point.gradient, search);
         gradient = measure.gradient * point.gradient.norm();
@@ -468,12 +467,13 @@ pub fn solve_in(
     }
     *kept = Some(factor);
     if converged {
-        finish(problem, layout, point, trial, search);
+        moved |= finish(problem, layout, point, trial, search);
         gradient = measure.gradient * point.gradient.norm();
     }
-    // Without a sliding cone the Hessian reads only the zones, so the last factor is the one at
-    // the solution where it was made at the solution's zones.
-    *factor_at_solution = converged && *factor_zones == point.zones && !point.zones.contains(&Zone::Cone);
+    // The factor is the Hessian at the solution where it was made there, or where the point
+    // moved since only within its zones with no cone sliding (the Hessian then reads the zones
+    // alone).
+    *factor_at_solution = converged && (!moved || !point.zones.contains(&Zone::Cone));
     copy_vector(&mut solution.velocity, &point.x);
     copy_vector(&mut solution.impulses, &point.impulses);
     solution.zones.clone_from(&point.zones);
@@ -487,14 +487,22 @@ pub fn solve_in(
 /// every constraint keeps its zone, the cost there is the quadratic (or, sliding on a cone, the
 /// smooth function) Newton modelled, so the step lands on its minimum to rounding instead of
 /// stopping `√tolerance` short of it as a cost-based criterion does. Kept (in `point`) only
-/// where no zone changes and the gradient does not grow; `trial` is scratch.
-fn finish(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point, trial: &mut Point, search: &DVector<f64>) {
+/// where no zone changes and the gradient does not grow, which it says; `trial` is scratch.
+fn finish(
+    problem: &ContactProblem<f64>,
+    layout: &Layout,
+    point: &mut Point,
+    trial: &mut Point,
+    search: &DVector<f64>,
+) -> bool {
     copy_vector(&mut trial.x, &point.x);
     trial.x += search;
     evaluate(problem, layout, trial);
-    if trial.zones == point.zones && trial.gradient.norm() <= point.gradient.norm() {
+    let kept = trial.zones == point.zones && trial.gradient.norm() <= point.gradient.norm();
+    if kept {
         std::mem::swap(point, trial);
     }
+    kept
 }
 
 /// The cost along a line `x + α s`, relative to `α = 0`, with its first two derivatives.

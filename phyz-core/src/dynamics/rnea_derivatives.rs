@@ -25,12 +25,13 @@
 //! (its axis stays):
 //!
 //! ```text
-//! ∂τ_j/∂q_k = (Ic_l S_j)·φ_k + (Bc_lᵀ S_j)·ψ_k   (l = j's link)
-//! ∂τ_j/∂q_k = S_j · (S_k ×* F_κ + Ic_κ φ_k + Bc_κ ψ_k).
+//! j at or beyond κ:  ∂τ_j/∂q_k = (Ic_l S_j)·φ_k + (Bc_lᵀ S_j)·ψ_k   (l = j's link)
+//! j before κ:        ∂τ_j/∂q_k = S_j · (S_k ×* F_κ + Ic_κ φ_k + Bc_κ ψ_k)
 //! ```
 //!
-//! One RNEA, the composites in one backward pass, and then a few dot products per entry of the
-//! mass matrix's tree sparsity: `O(n·depth)` in all, in plain arithmetic.
+//! and the same for `∂τ_j/∂q̇_k` with the velocity's `φ`, `ψ` (no turning term). One RNEA, the
+//! composites in one backward pass, and then a few dot products per entry of the mass matrix's
+//! tree sparsity: `O(n·depth)`, in plain arithmetic, besides clearing the two `nv × nv` matrices.
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Vector6};
 
@@ -118,7 +119,7 @@ impl<S: Scalar> RneaDerivatives<S> {
         self.run(model, kin, qvel, Some(qacc), 0..model.nv());
     }
 
-    /// Computes only the columns `columns` (distinct) of `∂τ/∂q̇` (the rest of `dv` is zero; `dq` is left
+    /// Computes only the columns `columns` of `∂τ/∂q̇` (the rest of `dv` is zero; `dq` is left
     /// empty, `tau` holds the bias forces): the derivative of the Coriolis and centrifugal forces,
     /// which does not depend on the acceleration.
     pub fn velocity_columns(
@@ -145,7 +146,7 @@ impl<S: Scalar> RneaDerivatives<S> {
         zero_vector(&mut self.tau, nv);
         rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
         self.composites(model, kin);
-        self.dof_terms(model, kin);
+        self.dof_terms(model, kin, qacc.is_some());
         self.wanted.clear();
         self.wanted.resize(nv, false);
         columns.into_iter().for_each(|c| self.wanted[c] = true);
@@ -183,17 +184,22 @@ impl<S: Scalar> RneaDerivatives<S> {
         }
     }
 
-    /// Each degree of freedom's vectors, from its link's composites.
-    fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>) {
+    /// Each degree of freedom's vectors, from its link's composites (the position's perturbation
+    /// only where `position` asks for it).
+    fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>, position: bool) {
         let tree = model.tree();
         self.dofs.clear();
         for (d, axis) in kin.dof_motion.iter().enumerate() {
             let link = &self.rooted[tree.dof_link[d]];
             let (u, w) = link.parent;
             let subtree = |phi: &Motion<S>, psi: &Motion<S>| link.inertia.mul_motion(phi) + times(&link.rate, psi);
-            let psi = u.cross_motion(axis);
-            let phi = w.cross_motion(axis) + u.cross_motion(&psi);
-            let position = Perturbation { phi, psi, subtree: axis.cross_force(&link.force) + subtree(&phi, &psi) };
+            let position = if position {
+                let psi = u.cross_motion(axis);
+                let phi = w.cross_motion(axis) + u.cross_motion(&psi);
+                Perturbation { phi, psi, subtree: axis.cross_force(&link.force) + subtree(&phi, &psi) }
+            } else {
+                Perturbation { phi: Motion::zero(), psi: Motion::zero(), subtree: Force::zero() }
+            };
             let phi = (link.velocity + u).cross_motion(axis);
             let velocity = Perturbation { phi, psi: *axis, subtree: subtree(&phi, axis) };
             let inertia_axis = link.inertia.mul_motion(axis);
@@ -238,8 +244,10 @@ impl<S: Scalar> RneaDerivatives<S> {
 }
 
 /// A body's momentum rate matrix at velocity `v`: `h ×̄ + v ×* I − I v ×` (`h = I v`), the
-/// linear map `m ↦ m ×* h + v ×* (I m) − I (v × m)` (how its force `I a + v ×* I v` changes
-/// with its velocity, less the inertia's own part). With `I = [Ī, [c]×; −[c]×, m]`, `v = (ω, l)`
+/// linear map `m ↦ m ×* h + v ×* (I m) − I (v × m)`: how its force `I a + v ×* I v` changes
+/// with a change `m` of its velocity, the last term from the velocity product `v × S q̇` in
+/// its acceleration. With `I = [Ī, [c]×; −[c]×, m]` (`c` the first moment, mass times the
+/// centre of mass), `v = (ω, l)`
 /// and `h = (n, f)`, its blocks are written out: `[ω]× Ī − Ī [ω]×` is `P + Pᵀ` with `P = [ω]× Ī`,
 /// `[l]×[c]× + [c]×[l]×` is `l cᵀ + c lᵀ − 2 (l·c) 1`, and `[ω]×[c]× − [c]×[ω]×` is
 /// `[ω × c]×`; the lower right block is zero.
