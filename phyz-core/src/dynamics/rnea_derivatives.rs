@@ -64,9 +64,9 @@ pub struct RneaDerivatives<S> {
 /// One link's quantities in its tree's rooted frame.
 #[derive(Clone, Copy, Debug)]
 struct Rooted<S> {
-    /// The link's velocity, and its parent's velocity and acceleration (gravity's included).
+    /// The link's velocity and acceleration (gravity's included).
     velocity: Motion<S>,
-    parent: (Motion<S>, Motion<S>),
+    acceleration: Motion<S>,
     /// The subtree's force, composite inertia and composite momentum rate matrix.
     force: Force<S>,
     inertia: SpatialInertia<S>,
@@ -157,23 +157,19 @@ impl<S: Scalar> RneaDerivatives<S> {
         self.entries(model, kin, position);
     }
 
-    /// Each link's velocity, its parent's motion, and the composites of its subtree, in its
-    /// tree's rooted frame (after RNEA, whose forces are subtree sums).
+    /// Each link's motion and the composites of its subtree, in its tree's rooted frame (after
+    /// RNEA, whose forces are subtree sums).
     fn composites(&mut self, model: &Model<S>, kin: &Kinematics<S>) {
         let links = &model.tree().links;
-        let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
         self.rooted.clear();
-        for (i, link) in links.iter().enumerate() {
+        for i in 0..links.len() {
             let to_root = &kin.rooted[i];
             let velocity = to_root.motion_to_parent(&self.links.velocity[i]);
+            let acceleration = to_root.motion_to_parent(&self.links.acceleration[i]);
             let inertia = model.constants().links.inertia[i].to_parent(to_root);
-            let parent = link.parent.map_or((Motion::zero(), world_acc), |p| {
-                let at = &kin.rooted[p];
-                (at.motion_to_parent(&self.links.velocity[p]), at.motion_to_parent(&self.links.acceleration[p]))
-            });
             let force = to_root.force_to_parent(&self.links.force[i]);
             let rate = momentum_rate(&inertia, &velocity);
-            self.rooted.push(Rooted { velocity, parent, force, inertia, rate });
+            self.rooted.push(Rooted { velocity, acceleration, force, inertia, rate });
         }
         for (i, link) in links.iter().enumerate().rev() {
             if let Some(p) = link.parent {
@@ -188,10 +184,14 @@ impl<S: Scalar> RneaDerivatives<S> {
     /// only where `position` asks for it).
     fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>, position: bool) {
         let tree = model.tree();
+        let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
         self.dofs.clear();
         for (d, axis) in kin.dof_motion.iter().enumerate() {
-            let link = &self.rooted[tree.dof_link[d]];
-            let (u, w) = link.parent;
+            let l = tree.dof_link[d];
+            let link = &self.rooted[l];
+            // The parent's velocity `u` and acceleration `w` (the world's: at rest, gravity's).
+            let parent = tree.links[l].parent.map(|p| &self.rooted[p]);
+            let (u, w) = parent.map_or((Motion::zero(), world_acc), |p| (p.velocity, p.acceleration));
             let subtree = |phi: &Motion<S>, psi: &Motion<S>| link.inertia.mul_motion(phi) + times(&link.rate, psi);
             let position = if position {
                 let psi = u.cross_motion(axis);
