@@ -100,20 +100,14 @@ impl<S: Scalar> Smooth<S> {
     /// activations' rates, and the actuator and passive forces less the bias forces in
     /// [`Smooth::force`].
     pub fn forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
-        self.applied_forces(model, point, ctrl);
+        self.actuation(model, point, ctrl);
+        self.add_passive_forces(model, point);
         self.force -= rnea_bias(model, &self.kin, point.qvel, &mut self.links, &mut self.bias);
     }
 
-    /// [`Smooth::forces`] without the bias forces: the activations' rates, and the actuator
-    /// and passive forces alone in [`Smooth::force`] (what the analytical derivatives of RNEA
-    /// leave to be differentiated), after the kinematics at the same point.
-    pub fn applied_forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
-        self.actuation(model, point, ctrl);
-        self.add_passive_forces(model, point);
-    }
-
-    /// The actuation stage alone: the activations' rates, and the actuator forces in
-    /// [`Smooth::force`] (which [`Smooth::applied_forces`] then adds the passive forces to).
+    /// The actuation stage alone, after the kinematics at the same point: the activations'
+    /// rates, and the actuator forces in [`Smooth::force`] (the step by stages differentiates
+    /// these and [`Smooth::add_passive_forces`]' apart from RNEA's).
     pub fn actuation(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
         activation_rates(model, point.act, ctrl, &mut self.act_rate);
         let storage = (&self.kin, &mut self.moment_row, &mut self.links);
