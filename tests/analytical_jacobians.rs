@@ -1,9 +1,10 @@
 //! Step Jacobians by stages (`AnalyticalJacobians`: analytical RNEA derivatives, the step's own
 //! mass factor, forward tangents through the light stages) against forward mode through the
-//! whole step (`step_jacobians`), on every gymnasium model, every reference model with
+//! whole step (`step_jacobians_lanes`), on every gymnasium model, every reference model with
 //! activations, mocap bodies or sensors, and random trees with every kind of joint, constraints
-//! off; and every gymnasium model with contacts and limits on; all stepped with semi-implicit
-//! Euler.
+//! off; every gymnasium model with contacts and limits on, every reference model with its
+//! constraints on, equalities, and impacts and sliding under every solver preset; all stepped
+//! with semi-implicit Euler.
 
 mod common;
 

@@ -92,10 +92,10 @@ impl<'a> Piece<'a, f64> {
             return Zone::Quadratic;
         }
         if self.kind == ConstraintKind::FrictionLoss {
-            return if self.jar[0].abs() * self.d[0] < self.mu { Zone::Quadratic } else { Zone::Linear };
+            return friction_loss_zone(self.jar[0], self.d[0], self.mu);
         }
         if !has_cone(self.kind, self.mu) {
-            return if self.jar[0] < 0.0 { Zone::Quadratic } else { Zone::Satisfied };
+            return unilateral_zone(self.jar[0]);
         }
         let (n, _, t, mu_r) = self.scaled();
         cone_zone(n, t, mu_r)
@@ -111,8 +111,7 @@ impl<'a> Piece<'a, f64> {
                 let dm = self.cone_weight(mu_r);
                 0.5 * dm * (n - mu_r * t) * (n - mu_r * t)
             }
-            // Continuous with the quadratic where `|jar| = bound / D`.
-            Zone::Linear => self.mu * self.jar[0].abs() - 0.5 * self.mu * self.mu / self.d[0],
+            Zone::Linear => linear_cost(self.jar[0], self.d[0], self.mu),
         }
     }
 
@@ -223,18 +222,17 @@ impl Ray {
         let [c, s, k] = self.quadratic;
         let full = (c + alpha * (s + 0.5 * alpha * k), s + alpha * k, k);
         let x = self.normal[0] + alpha * self.normal[1];
-        match self.kind {
-            ConstraintKind::Equality => full,
-            ConstraintKind::FrictionLoss if x.abs() * self.d < self.mu => full,
-            // Continuous with the quadratic where `|jar| = bound / D`.
-            ConstraintKind::FrictionLoss => {
-                (self.mu * x.abs() - 0.5 * self.mu * self.mu / self.d, self.mu * x.signum() * self.normal[1], 0.0)
-            }
-            _ => match &self.cone {
-                None if x < 0.0 => full,
-                None => (0.0, 0.0, 0.0),
-                Some(cone) => cone.at(alpha, full),
+        match (self.kind, &self.cone) {
+            (ConstraintKind::Equality, _) => full,
+            (ConstraintKind::FrictionLoss, _) => match friction_loss_zone(x, self.d, self.mu) {
+                Zone::Quadratic => full,
+                _ => (linear_cost(x, self.d, self.mu), self.mu * x.signum() * self.normal[1], 0.0),
             },
+            (_, None) => match unilateral_zone(x) {
+                Zone::Quadratic => full,
+                _ => (0.0, 0.0, 0.0),
+            },
+            (_, Some(cone)) => cone.at(alpha, full),
         }
     }
 }
@@ -283,6 +281,22 @@ impl<'a, S: Scalar> Piece<'a, S> {
             Zone::Linear => out[0] = S::select(self.jar[0].greater(S::zero()), -self.mu, self.mu),
         }
     }
+}
+
+/// A friction loss's zone at deviation `x`: quadratic while its force `D x` is within the bound
+/// `μ`, linear beyond.
+fn friction_loss_zone(x: f64, d: f64, mu: f64) -> Zone {
+    if x.abs() * d < mu { Zone::Quadratic } else { Zone::Linear }
+}
+
+/// A friction loss's cost in its linear zone, continuous with the quadratic where `|x| = μ / D`.
+fn linear_cost(x: f64, d: f64, mu: f64) -> f64 {
+    mu * x.abs() - 0.5 * mu * mu / d
+}
+
+/// A one-sided constraint without a cone: quadratic while violated (`x < 0`), else satisfied.
+fn unilateral_zone(x: f64) -> Zone {
+    if x < 0.0 { Zone::Quadratic } else { Zone::Satisfied }
 }
 
 /// A frictional contact's zone from its regularized cone's coordinates `N`, `T = |U|` and `μ_r`:

@@ -576,17 +576,15 @@ fn line_search(
     }
     let units = problem.units;
     let gtol = config.tolerance * config.line_search_tolerance * norm * units.timestep / units.scale;
-    buffers.start.clear();
-    let costs =
-        (0..problem.constraints.len()).map(|c| layout.piece(problem, c, point.jar.as_slice()).cost(point.zones[c]));
-    buffers.start.extend(costs);
     layout.jacobian_times(problem, search, &mut buffers.direction);
+    buffers.start.clear();
     buffers.rays.clear();
-    let rays = problem.constraints.iter().enumerate().map(|(c, constraint)| {
+    for (c, constraint) in problem.constraints.iter().enumerate() {
         let rows = layout.offsets[c]..layout.offsets[c] + constraint.kind.dim();
-        layout.piece(problem, c, point.jar.as_slice()).ray(&buffers.direction.as_slice()[rows])
-    });
-    buffers.rays.extend(rays);
+        let piece = layout.piece(problem, c, point.jar.as_slice());
+        buffers.start.push(piece.cost(point.zones[c]));
+        buffers.rays.push(piece.ray(&buffers.direction.as_slice()[rows]));
+    }
     zero_vector(&mut buffers.mass_search, problem.dofs());
     buffers.mass_search.gemv(1.0, &problem.joint.mass, search, 0.0);
     let gauss = (buffers.mass_search.dot(&point.moved), search.dot(&buffers.mass_search));

@@ -110,9 +110,7 @@ impl<T: Scalar> SolImp<T> {
     pub fn impedance(&self, r: T) -> T {
         let SolImp { dmin, dmax, width, midpoint, power } = *self;
         let (zero, one) = (T::zero(), T::one());
-        // MuJoCo also takes `dmin = dmax` as flat; the curve has the same value there, and the
-        // derivatives along `dmin` and `dmax` it should have.
-        let flat = width.less_eq(T::from_f64(1e-15));
+        let flat = self.flat();
         let x = r.abs() / T::select(flat, one, width);
         // The sigmoid's two halves, each on `x` where it applies (elsewhere on a point where
         // both are defined, the value then unused).
@@ -124,15 +122,25 @@ impl<T: Scalar> SolImp<T> {
         let y = T::select(power.less_eq(one), x, sigmoid);
         let curve = dmin + y * (dmax - dmin);
         let ends = T::select(x.greater_eq(one), dmax, dmin);
-        let d = T::select(flat, T::from_f64(0.5) * (dmin + dmax), T::select(inside, curve, ends));
-        d.clamp(T::from_f64(MIN_IMPEDANCE), T::from_f64(MAX_IMPEDANCE))
+        self.finished(T::select(inside, curve, ends))
     }
 
     /// [`SolImp::impedance`] at zero, where the curve is not reached: `dmin` (the midpoint of
     /// `dmin` and `dmax` for a flat curve), clamped, without the curve's powers.
     pub fn at_zero(&self) -> T {
-        let flat = self.width.less_eq(T::from_f64(1e-15));
-        let d = T::select(flat, T::from_f64(0.5) * (self.dmin + self.dmax), self.dmin);
+        self.finished(self.dmin)
+    }
+
+    /// A curve of no width. MuJoCo also takes `dmin = dmax` as flat; the curve has the same
+    /// value there, and the derivatives along `dmin` and `dmax` it should have.
+    fn flat(&self) -> T::Mask {
+        self.width.less_eq(T::from_f64(1e-15))
+    }
+
+    /// The impedance `d` off the curve's shape: the midpoint of `dmin` and `dmax` for a flat
+    /// curve, then clamped to `[MIN_IMPEDANCE, MAX_IMPEDANCE]`.
+    fn finished(&self, d: T) -> T {
+        let d = T::select(self.flat(), T::from_f64(0.5) * (self.dmin + self.dmax), d);
         d.clamp(T::from_f64(MIN_IMPEDANCE), T::from_f64(MAX_IMPEDANCE))
     }
 }

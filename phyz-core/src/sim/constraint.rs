@@ -6,7 +6,7 @@ use nalgebra::DVector;
 
 use super::ContactState;
 use super::data::Data;
-use super::gather::Gathered;
+use super::gather::Gather;
 use super::info::StepInfo;
 use crate::contact::{ContactError, ContactProblem, ContactRow, SolverConfig, Source, Units, noslip, solve_scalar_in};
 use crate::error::StepError;
@@ -40,26 +40,26 @@ fn assemble<S: Scalar>(
     }
     joint.free *= dt;
     joint.free += v;
-    joint.jacobian.copy_from(gather.jacobian());
-    debug_assert_eq!(joint.jacobian.nrows(), gather.row_count(), "a row outside the list");
-    joint.jacobian.mul_into(v, pre_step);
-    let numbers = (dt, S::from_f64(model.contact.impratio));
-    set_rows(problem, &gather.list, pre_step, numbers, config, (rows, bodies));
+    set_rows(model, (gather, v), config, (problem, pre_step), (rows, bodies));
     Ok(())
 }
 
-/// The rows of the gathered constraints `list` set on `problem`, whose joint-space data is in
-/// place: each row's target and regularizer in `S` from its material, depth and pre-step
-/// velocity (`pre_step`, `J v`), under the step `dt` and the model's `impratio`. `rows` and
+/// The rows of the gathered constraints in `gather` set on `problem`, whose joint-space data
+/// is in place: their Jacobian, the pre-step velocity `J v` (into `pre_step`), and each row's
+/// target and regularizer in `S` from its material, depth and pre-step velocity. `rows` and
 /// `bodies` are the storage the rows are written through.
 pub(super) fn set_rows<S: Scalar>(
-    problem: &mut ContactProblem<S>,
-    list: &[Gathered<S>],
-    pre_step: &DVector<S>,
-    (dt, impratio): (S, S),
+    model: &Model<S>,
+    (gather, v): (&Gather<S>, &DVector<S>),
     config: &SolverConfig,
+    (problem, pre_step): (&mut ContactProblem<S>, &mut DVector<S>),
     (rows, bodies): (&mut Vec<ContactRow<S>>, &mut Vec<[Option<usize>; 2]>),
 ) {
+    problem.joint.jacobian.copy_from(gather.jacobian());
+    debug_assert_eq!(problem.joint.jacobian.nrows(), gather.row_count(), "a row outside the list");
+    problem.joint.jacobian.mul_into(v, pre_step);
+    let (dt, impratio) = (model.timestep, S::from_f64(model.contact.impratio));
+    let list = &gather.list;
     rows.clear();
     let mut at = 0;
     for g in list {

@@ -342,15 +342,18 @@ fn limits<S: Scalar>(
     }
     S::Mask::prefetch(near.iter().map(|&(_, present)| present));
     let (joint_sides, tendon_sides) = near.split_at(2 * joints().count());
+    // Rows and materials are made only for a limit within its margin in some lane (most are
+    // far from theirs).
     for ((j, joint, _), sides) in joints().zip(joint_sides.chunks_exact(2)) {
-        // Made only for a limit within its margin (most are far from theirs).
-        let material = || own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
+        if !(sides[0].1 | sides[1].1).any() {
+            continue;
+        }
+        let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
         for (upper, (depth, present), sign) in [(false, sides[0], 1.0), (true, sides[1], -1.0)] {
-            // The row is built only for a limit within its margin in some lane.
             if present.any() {
                 let (adr, limit) = (
                     joint.dof_adr(),
-                    one_row(ConstraintKind::Limit, material(), depth, weights.dof[joint.dof_adr()], present),
+                    one_row(ConstraintKind::Limit, material, depth, weights.dof[joint.dof_adr()], present),
                 );
                 let key = Key::JointLimit { joint: j, upper };
                 let columns = |c: &mut Vec<usize>| joint_columns(model, j, c);

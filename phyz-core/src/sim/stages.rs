@@ -1,7 +1,9 @@
 //! The constraint stage evaluated on kinematics, a mass matrix and a smooth acceleration given
 //! from outside: how the step Jacobians by stages carry tangents through the constraints without
 //! running the smooth stages (RNEA, the mass matrix and its factorization, the solve for
-//! `qacc_smooth`) in the tangent scalar.
+//! `qacc_smooth`) in the tangent scalar. Under Newton's rule they need less: only the tangent of
+//! the rows' term `−Jᵀ f` at the step's solution (`constraint_force_tangent`), the rows gathered
+//! again on the given kinematics.
 
 use nalgebra::DVector;
 
@@ -95,13 +97,10 @@ pub fn constraint_force_tangent<'w, S: Scalar>(
         [one] if same_rows && one.velocity.len() == point.qvel.len() && !step.noslip_ran => one,
         _ => return Err(ContactError::Mismatch("the step's solution is not one of these rows").into()),
     };
-    let v = point.qvel;
-    problem.joint.jacobian.copy_from(gather.jacobian());
-    problem.joint.jacobian.mul_into(v, pre_step);
-    let numbers = (model.timestep, S::from_f64(model.contact.impratio));
-    set_rows(problem, &gather.list, pre_step, numbers, &contact.config, (rows, bodies));
+    set_rows(model, (gather, point.qvel), &contact.config, (problem, pre_step), (rows, bodies));
     let x = solution.velocity.map(S::from_f64);
-    // Written where the stage keeps its post-step velocity, the storage a pass reuses.
+    // Left in the field that holds the post-step velocity after a solve: this workspace runs no
+    // solve of its own on the Newton route, and the caller reads the result before the next pass.
     *velocity = -problem.joint.jacobian.transpose_times(&impulses(problem, &x, &solution.zones, 0));
     Ok(velocity)
 }
