@@ -343,9 +343,11 @@ fn limits<S: Scalar>(
     S::Mask::prefetch(near.iter().map(|&(_, present)| present));
     let (joint_sides, tendon_sides) = near.split_at(2 * joints().count());
     // Rows and materials are made only for a limit within its margin in some lane (most are
-    // far from theirs).
+    // far from theirs). Each side's mask is read as prefetched: a mask combined from them would
+    // be one more read from a device.
+    let within = |sides: &[(S, S::Mask)]| sides[0].1.any() || sides[1].1.any();
     for ((j, joint, _), sides) in joints().zip(joint_sides.chunks_exact(2)) {
-        if !(sides[0].1 | sides[1].1).any() {
+        if !within(sides) {
             continue;
         }
         let material = own_material(joint.solref_limit, joint.solimp_limit, joint.limit_margin);
@@ -369,7 +371,7 @@ fn limits<S: Scalar>(
         }
     }
     for ((t, tendon, _), sides) in tendons().zip(tendon_sides.chunks_exact(2)) {
-        if !(sides[0].1 | sides[1].1).any() {
+        if !within(sides) {
             continue;
         }
         let material = own_material(tendon.solref_limit, tendon.solimp_limit, tendon.limit_margin);
