@@ -8,7 +8,7 @@
 
 use nalgebra::DMatrix;
 
-use super::kinematics::Kinematics;
+use super::kinematics::{Kinematics, place_inertias};
 use super::mass::TreeMatrix;
 use crate::Scalar;
 use crate::math::SpatialInertia;
@@ -16,48 +16,39 @@ use crate::model::Model;
 
 /// The joint-space mass matrix `M(q)`, armature included on the diagonal, dense.
 pub fn mass_matrix<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>) -> DMatrix<S> {
-    let mut m = TreeMatrix::default();
-    mass_matrix_into(model, kin, &mut Vec::new(), &mut m);
+    let (mut inertia, mut m) = (Vec::new(), TreeMatrix::default());
+    place_inertias(model, kin, &mut inertia);
+    mass_matrix_into(model, kin, &inertia, &mut Vec::new(), &mut m);
     let mut dense = DMatrix::zeros(0, 0);
     m.to_dense(&mut dense);
     dense
 }
 
 /// [`mass_matrix`] written into `m` in the tree's rows (only the entries the tree can make
-/// non-zero), with the links' composite inertias (each in its tree's root frame) in
-/// `composite`.
+/// non-zero), from the links' inertias placed in their trees' rooted frames
+/// ([`place_inertias`]), with the links' composite inertias (the same frames) in `composite`.
 pub fn mass_matrix_into<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
+    inertia: &[SpatialInertia<S>],
     composite: &mut Vec<SpatialInertia<S>>,
     m: &mut TreeMatrix<S>,
 ) {
     let tree = model.tree();
     composite.clear();
-    composite.extend(tree.links.iter().enumerate().map(|(i, link)| {
-        if link.last_of_body {
-            model.constants().links.inertia[i].to_parent(&kin.rooted[i])
-        } else {
-            SpatialInertia::zero()
-        }
-    }));
+    composite.extend_from_slice(inertia);
     for (i, link) in tree.links.iter().enumerate().rev() {
         if let Some(p) = link.parent {
             let child = composite[i];
             composite[p] = composite[p] + child;
         }
     }
-    // Row by row, the diagonal then each ancestor nearest first: the rows' own order.
-    m.clear_for(&tree.dof_parent);
-    for row in 0..model.nv() {
+    m.fill_rows(&tree.dof_parent, |row, columns, values| {
         let f = composite[tree.dof_link[row]].mul_motion(&kin.dof_motion[row]);
-        m.push(kin.dof_motion[row].dot(&f));
-        let mut ancestor = tree.dof_parent[row];
-        while let Some(col) = ancestor {
-            m.push(kin.dof_motion[col].dot(&f));
-            ancestor = tree.dof_parent[col];
+        for (value, &col) in values.iter_mut().zip(columns) {
+            *value = kin.dof_motion[col].dot(&f);
         }
-    }
+    });
     for joint in model.joints() {
         let adr = joint.dof_adr();
         for d in adr..adr + joint.kind().nv() {

@@ -38,19 +38,18 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
     if link.first_of_body { offset.compose(&motion) } else { motion }
 }
 
-/// Per-link quantities the recursive algorithms fill (velocities, accelerations, forces,
-/// composite inertias), kept between calls so that a step reuses their storage.
+/// Per-link quantities the recursive algorithms fill (velocities, accelerations, forces), kept
+/// between calls so that a step reuses their storage.
 #[derive(Clone, Debug)]
 pub struct LinkBuffers<S> {
     pub velocity: Vec<Motion<S>>,
     pub acceleration: Vec<Motion<S>>,
     pub force: Vec<Force<S>>,
-    pub composite: Vec<SpatialInertia<S>>,
 }
 
 impl<S> Default for LinkBuffers<S> {
     fn default() -> Self {
-        LinkBuffers { velocity: Vec::new(), acceleration: Vec::new(), force: Vec::new(), composite: Vec::new() }
+        LinkBuffers { velocity: Vec::new(), acceleration: Vec::new(), force: Vec::new() }
     }
 }
 
@@ -146,6 +145,17 @@ impl<S: Scalar> Kinematics<S> {
         tendons.update(model, self, qpos);
         self.tendons = tendons;
     }
+}
+
+/// Each link's inertia in its tree's rooted frame ([`Kinematics::rooted`]), written into `out`:
+/// its body's for the body's last link, zero for the others (MuJoCo's `cinert`, placed once per
+/// position for the mass matrix and inverse dynamics alike).
+pub fn place_inertias<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, out: &mut Vec<SpatialInertia<S>>) {
+    let inertia = &model.constants().links.inertia;
+    out.clear();
+    out.extend(model.tree().links.iter().zip(inertia).zip(&kin.rooted).map(|((link, inertia), pose)| {
+        if link.last_of_body { inertia.to_parent(pose) } else { SpatialInertia::zero() }
+    }));
 }
 
 /// Adds `d_k · (J_b(p₂) − J_a(p₁))` to row `k` of `rows` (`nv` numbers each, one after another)

@@ -47,7 +47,7 @@ impl<S> Default for TreeMatrix<S> {
 
 impl<S: Scalar> TreeMatrix<S> {
     /// Lays the rows out for the tree `dof_parent` (kept while the tree stays the same) and
-    /// clears the values, for [`TreeMatrix::push`] to fill row by row.
+    /// clears the values.
     pub(crate) fn clear_for(&mut self, dof_parent: &[Option<usize>]) {
         self.values.clear();
         if self.dof_parent == dof_parent {
@@ -74,9 +74,15 @@ impl<S: Scalar> TreeMatrix<S> {
         self.values.extend(from.values.iter().map(|&x| S::from_f64(x)));
     }
 
-    /// The next entry, in the rows' order.
-    pub(crate) fn push(&mut self, value: S) {
-        self.values.push(value);
+    /// Lays the rows out for the tree `dof_parent` and fills each with `row(k, columns, values)`:
+    /// row `k`'s columns (`k`, then its ancestors nearest first) and the values to write.
+    pub(crate) fn fill_rows(&mut self, dof_parent: &[Option<usize>], mut row: impl FnMut(usize, &[usize], &mut [S])) {
+        self.clear_for(dof_parent);
+        self.values.resize(self.columns.len(), S::zero());
+        let TreeMatrix { values, columns, start, .. } = self;
+        for (k, range) in start.windows(2).enumerate() {
+            row(k, &columns[range[0]..range[1]], &mut values[range[0]..range[1]]);
+        }
     }
 
     /// Adds `d` to the diagonal entry `(k, k)`.

@@ -1,11 +1,35 @@
 //! Recursive Newton-Euler: inverse dynamics in O(n).
+//!
+//! As MuJoCo's `mj_rne`, it works in one frame per kinematic tree (world axes about the root's
+//! origin, [`Kinematics::rooted`]), where each degree of freedom's motion is
+//! [`Kinematics::dof_motion`] and each link's inertia is placed once per position
+//! ([`place_inertias`]). A link's velocity is then its parent's plus its joints' motions, and a
+//! subtree's force the plain sum of its links': no transform along the chain.
 
 use nalgebra::DVector;
 
-use super::kinematics::{Kinematics, LinkBuffers, dofs};
+use super::kinematics::{Kinematics, place_inertias};
 use crate::Scalar;
-use crate::math::{Force, Motion};
+use crate::math::{Force, Motion, SpatialInertia};
 use crate::model::Model;
+
+/// RNEA's quantities per link, each in its tree's rooted frame ([`Kinematics::rooted`]), kept
+/// between calls so that a step reuses their storage.
+#[derive(Clone, Debug)]
+pub struct RootedLinks<S> {
+    /// Each link's spatial velocity, and its acceleration with the world's (`−g`) included.
+    pub velocity: Vec<Motion<S>>,
+    pub acceleration: Vec<Motion<S>>,
+    /// The force each link's subtree takes from its parent: the subtree's rate of momentum, the
+    /// world's acceleration included.
+    pub force: Vec<Force<S>>,
+}
+
+impl<S> Default for RootedLinks<S> {
+    fn default() -> Self {
+        RootedLinks { velocity: Vec::new(), acceleration: Vec::new(), force: Vec::new() }
+    }
+}
 
 /// The generalized forces that give acceleration `qacc` at velocity `qvel` under gravity, with
 /// armature: `M(q)·qacc + C(q, qvel)`. Passive and actuator forces are not included; they are
@@ -16,49 +40,76 @@ pub fn inverse_dynamics<S: Scalar>(
     qvel: &DVector<S>,
     qacc: &DVector<S>,
 ) -> DVector<S> {
-    let mut tau = DVector::zeros(model.nv());
-    rnea(model, kin, qvel, Some(qacc), &mut LinkBuffers::default(), &mut tau);
-    tau
+    rnea_at(model, kin, qvel, Some(qacc))
 }
 
 /// The bias forces `C(q, qvel)`: Coriolis, centrifugal and gravity (MuJoCo's `qfrc_bias`).
 pub fn bias_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> DVector<S> {
-    let mut tau = DVector::zeros(model.nv());
-    rnea(model, kin, qvel, None, &mut LinkBuffers::default(), &mut tau);
-    tau
+    rnea_at(model, kin, qvel, None)
 }
 
-/// [`inverse_dynamics`] written into `tau` (length `nv`) with the links' quantities in
-/// `buffers`; no acceleration (`None`) gives the bias forces.
-pub fn rnea<S: Scalar>(
+/// [`rnea`] in fresh storage, its inertias placed here.
+fn rnea_at<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     qvel: &DVector<S>,
     qacc: Option<&DVector<S>>,
-    buffers: &mut LinkBuffers<S>,
+) -> DVector<S> {
+    let mut inertia = Vec::new();
+    place_inertias(model, kin, &mut inertia);
+    let mut tau = DVector::zeros(model.nv());
+    rnea(model, kin, &inertia, (qvel, qacc), &mut RootedLinks::default(), &mut tau);
+    tau
+}
+
+/// [`inverse_dynamics`] written into `tau` (length `nv`), from the links' inertias placed in
+/// their trees' rooted frames ([`place_inertias`]), with the links' quantities in `links`; no
+/// acceleration (`None`) gives the bias forces.
+pub fn rnea<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    inertia: &[SpatialInertia<S>],
+    (qvel, qacc): (&DVector<S>, Option<&DVector<S>>),
+    links: &mut RootedLinks<S>,
     tau: &mut DVector<S>,
 ) {
-    let links = &model.tree().links;
+    let tree = model.tree();
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
-    let LinkBuffers { velocity: vel, acceleration: acc, force, .. } = buffers;
+    let RootedLinks { velocity: vel, acceleration: acc, force } = links;
     vel.clear();
     acc.clear();
     force.clear();
-    for (i, link) in links.iter().enumerate() {
-        let x = &kin.local[i];
-        let s = &model.constants().links.subspace[i];
-        let vj = s.apply(dofs(link, qvel));
+    for (i, link) in tree.links.iter().enumerate() {
         let (vp, ap) = link.parent.map_or((Motion::zero(), world_acc), |p| (vel[p], acc[p]));
-        let v = x.motion_to_child(&vp) + vj;
-        let joint_acc = qacc.map_or_else(Motion::zero, |qacc| s.apply(dofs(link, qacc)));
-        let a = x.motion_to_child(&ap) + joint_acc + v.cross_motion(&vj);
-        let inertia = model.constants().links.inertia[i];
-        force.push(inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v)));
+        let (mut joint_vel, mut joint_acc) = (Motion::zero(), Motion::zero());
+        for d in link.dof_adr..link.dof_adr + link.dof_num {
+            let s = kin.dof_motion[d];
+            joint_vel += s * qvel[d];
+            if let Some(qacc) = qacc {
+                joint_acc += s * qacc[d];
+            }
+        }
+        // The joints' axes move with the parent: `ṡ = v_parent × s` (MuJoCo's `cdof_dot`).
+        let v = vp + joint_vel;
+        let a = ap + joint_acc + vp.cross_motion(&joint_vel);
+        force.push(if link.last_of_body {
+            let inertia = &inertia[i];
+            inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v))
+        } else {
+            Force::zero()
+        });
         vel.push(v);
         acc.push(a);
     }
-    tau.fill(S::zero());
-    add_link_forces(model, kin, force, tau);
+    for (i, link) in tree.links.iter().enumerate().rev() {
+        for d in link.dof_adr..link.dof_adr + link.dof_num {
+            tau[d] = kin.dof_motion[d].dot(&force[i]);
+        }
+        if let Some(p) = link.parent {
+            let f = force[i];
+            force[p] += f;
+        }
+    }
     if let Some(qacc) = qacc {
         for joint in model.joints() {
             let adr = joint.dof_adr();

@@ -35,8 +35,8 @@
 
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Vector6};
 
-use super::kinematics::{Kinematics, LinkBuffers};
-use super::rnea::rnea;
+use super::kinematics::{Kinematics, place_inertias};
+use super::rnea::{RootedLinks, rnea};
 use crate::Scalar;
 use crate::math::{Force, Motion, SpatialInertia, mat3_mul, skew, zero_matrix, zero_vector};
 use crate::model::Model;
@@ -51,8 +51,10 @@ pub struct RneaDerivatives<S> {
     pub dq: DMatrix<S>,
     /// `∂τ/∂q̇` (`nv × nv`).
     pub dv: DMatrix<S>,
-    /// RNEA's link velocities, accelerations and subtree forces at the state.
-    links: LinkBuffers<S>,
+    /// Each link's inertia in its tree's rooted frame, and RNEA's link velocities,
+    /// accelerations and subtree forces at the state (the same frame).
+    inertia: Vec<SpatialInertia<S>>,
+    links: RootedLinks<S>,
     /// Per link, in its tree's rooted frame.
     rooted: Vec<Rooted<S>>,
     /// Per degree of freedom: what its entries are dot products of.
@@ -104,7 +106,8 @@ impl<S: Scalar> Default for RneaDerivatives<S> {
             tau: DVector::zeros(0),
             dq: DMatrix::zeros(0, 0),
             dv: DMatrix::zeros(0, 0),
-            links: LinkBuffers::default(),
+            inertia: Vec::new(),
+            links: RootedLinks::default(),
             rooted: Vec::new(),
             dofs: Vec::new(),
             wanted: Vec::new(),
@@ -144,8 +147,9 @@ impl<S: Scalar> RneaDerivatives<S> {
     ) {
         let nv = model.nv();
         zero_vector(&mut self.tau, nv);
-        rnea(model, kin, qvel, qacc, &mut self.links, &mut self.tau);
-        self.composites(model, kin);
+        place_inertias(model, kin, &mut self.inertia);
+        rnea(model, kin, &self.inertia, (qvel, qacc), &mut self.links, &mut self.tau);
+        self.composites(model);
         self.dof_terms(model, kin, qacc.is_some());
         self.wanted.clear();
         self.wanted.resize(nv, false);
@@ -159,15 +163,12 @@ impl<S: Scalar> RneaDerivatives<S> {
 
     /// Each link's motion and the composites of its subtree, in its tree's rooted frame (after
     /// RNEA, whose forces are subtree sums).
-    fn composites(&mut self, model: &Model<S>, kin: &Kinematics<S>) {
+    fn composites(&mut self, model: &Model<S>) {
         let links = &model.tree().links;
         self.rooted.clear();
         for i in 0..links.len() {
-            let to_root = &kin.rooted[i];
-            let velocity = to_root.motion_to_parent(&self.links.velocity[i]);
-            let acceleration = to_root.motion_to_parent(&self.links.acceleration[i]);
-            let inertia = model.constants().links.inertia[i].to_parent(to_root);
-            let force = to_root.force_to_parent(&self.links.force[i]);
+            let (velocity, acceleration) = (self.links.velocity[i], self.links.acceleration[i]);
+            let (inertia, force) = (self.inertia[i], self.links.force[i]);
             let rate = momentum_rate(&inertia, &velocity);
             self.rooted.push(Rooted { velocity, acceleration, force, inertia, rate });
         }

@@ -8,13 +8,13 @@ use nalgebra::{DMatrix, DVector};
 use super::actuation::{activation_rates, set_actuator_forces};
 use super::crba::mass_matrix_into;
 use super::implicit::{DerivativeInputs, ImplicitWork};
-use super::kinematics::{Kinematics, LinkBuffers};
+use super::kinematics::{Kinematics, LinkBuffers, place_inertias};
 use super::mass::{MassFactor, TreeMatrix};
 use super::passive::add_passive_forces;
-use super::rnea::rnea;
+use super::rnea::{RootedLinks, rnea};
 use crate::Scalar;
 use crate::error::StepError;
-use crate::math::{copy_vector, zero_vector};
+use crate::math::{SpatialInertia, copy_vector, zero_vector};
 use crate::model::{Integrator, Model, Point, State};
 
 /// The outputs of the smooth stages at one `(q, v, act, ctrl)`.
@@ -33,6 +33,12 @@ pub struct Smooth<S: Scalar> {
     pub acceleration: DVector<S>,
     /// The activations' rates (MuJoCo's `act_dot`).
     pub act_rate: DVector<S>,
+    /// Each link's inertia in its tree's rooted frame, and its subtree's (MuJoCo's `cinert` and
+    /// `crb`), from the position stage.
+    inertia: Vec<SpatialInertia<S>>,
+    composite: Vec<SpatialInertia<S>>,
+    /// RNEA's per-link motions and forces.
+    rooted: RootedLinks<S>,
     links: LinkBuffers<S>,
     bias: DVector<S>,
     /// The extra diagonal the factor holds, and whether the last evaluation had one.
@@ -54,6 +60,9 @@ impl<S: Scalar> Default for Smooth<S> {
             force: DVector::zeros(0),
             acceleration: DVector::zeros(0),
             act_rate: DVector::zeros(0),
+            inertia: Vec::new(),
+            composite: Vec::new(),
+            rooted: RootedLinks::default(),
             links: LinkBuffers::default(),
             bias: DVector::zeros(0),
             extra: DVector::zeros(0),
@@ -82,7 +91,8 @@ impl<S: Scalar> Smooth<S> {
         extra_diagonal: Option<&DVector<S>>,
     ) -> Result<(), StepError> {
         self.kin.update(model, q);
-        mass_matrix_into(model, &self.kin, &mut self.links.composite, &mut self.mass);
+        place_inertias(model, &self.kin, &mut self.inertia);
+        mass_matrix_into(model, &self.kin, &self.inertia, &mut self.composite, &mut self.mass);
         self.set_extra_diagonal(extra_diagonal);
         self.factor.factorize_tree(model, &self.mass, extra_diagonal)
     }
@@ -102,7 +112,9 @@ impl<S: Scalar> Smooth<S> {
     pub fn forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
         self.actuation(model, point, ctrl);
         self.add_passive_forces(model, point);
-        self.force -= rnea_bias(model, &self.kin, point.qvel, &mut self.links, &mut self.bias);
+        zero_vector(&mut self.bias, model.nv());
+        rnea(model, &self.kin, &self.inertia, (point.qvel, None), &mut self.rooted, &mut self.bias);
+        self.force -= &self.bias;
     }
 
     /// The actuation stage alone, after the kinematics at the same point: the activations'
@@ -159,17 +171,4 @@ impl<S: Scalar> Smooth<S> {
             }
         }
     }
-}
-
-/// The bias forces `C(q, v)` in `bias`.
-fn rnea_bias<'a, S: Scalar>(
-    model: &Model<S>,
-    kin: &Kinematics<S>,
-    v: &DVector<S>,
-    links: &mut LinkBuffers<S>,
-    bias: &'a mut DVector<S>,
-) -> &'a DVector<S> {
-    zero_vector(bias, model.nv());
-    rnea(model, kin, v, None, links, bias);
-    bias
 }

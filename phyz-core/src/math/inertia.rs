@@ -60,17 +60,19 @@ impl<S: Scalar> SpatialInertia<S> {
     pub fn to_parent(&self, pose: &Pose<S>) -> SpatialInertia<S> {
         let (m, p, r) = (self.mass, &pose.pos, &pose.rot);
         let h = mat3_apply(r, &self.first_moment);
-        let rotated = mat3_mul(&mat3_mul(r, &self.rot_inertia), &r.transpose());
-        // Shift the reference point from the child origin to the parent origin (at -p from it):
-        // `(2(h·p) I − h pᵀ − p hᵀ) + m (|p|² I − p pᵀ)`, entry by entry.
-        let (hp, pp) = (h.dot(p) * S::from_f64(2.0), p.dot(p));
-        let on = |i: usize, j: usize, x: S| if i == j { x } else { S::zero() };
-        let shifted = Matrix3::from_fn(|i, j| {
-            let shift = on(i, j, hp) - h[i] * p[j] - p[i] * h[j];
-            let point = (on(i, j, pp) - p[i] * p[j]) * m;
-            rotated[(i, j)] + shift + point
-        });
-        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia: shifted }
+        let ri = mat3_mul(r, &self.rot_inertia);
+        // `R Ī Rᵀ`, its reference point shifted from the child origin to the parent origin (at
+        // -p from it) by `(2(h·p) 1 − h pᵀ − p hᵀ) + m (|p|² 1 − p pᵀ)`: a symmetric matrix, so
+        // each entry off the diagonal is made once.
+        let entry = |i: usize, j: usize| {
+            let rotated = ri[(i, 0)] * r[(j, 0)] + ri[(i, 1)] * r[(j, 1)] + ri[(i, 2)] * r[(j, 2)];
+            rotated - h[i] * p[j] - p[i] * h[j] - p[i] * p[j] * m
+        };
+        let diagonal = h.dot(p) * S::from_f64(2.0) + p.dot(p) * m;
+        let (xy, xz, yz) = (entry(0, 1), entry(0, 2), entry(1, 2));
+        let (xx, yy, zz) = (entry(0, 0) + diagonal, entry(1, 1) + diagonal, entry(2, 2) + diagonal);
+        let rot_inertia = Matrix3::new(xx, xy, xz, xy, yy, yz, xz, yz, zz);
+        SpatialInertia { mass: m, first_moment: h + p * m, rot_inertia }
     }
 
     /// The 6×6 matrix of [`SpatialInertia::mul_motion`], the starting point of articulated

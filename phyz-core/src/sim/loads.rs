@@ -7,8 +7,8 @@ use nalgebra::{DVector, Vector3};
 
 use super::gather::Gather;
 use crate::collision::ray_hits_zone;
-use crate::dynamics::kinematics::{Kinematics, LinkBuffers};
-use crate::dynamics::rnea;
+use crate::dynamics::kinematics::{Kinematics, place_inertias};
+use crate::dynamics::rnea::{RootedLinks, rnea};
 use crate::math::{Force, Pose};
 use crate::model::Model;
 use crate::{Mask, Scalar};
@@ -23,9 +23,9 @@ struct ContactPush<S> {
 
 /// The loads of every body at one state.
 pub(super) struct Loads<S> {
-    /// Each link's velocity and acceleration, in its own frame, and the rate of momentum of
-    /// the subtree it carries (RNEA's backward sums).
-    links: LinkBuffers<S>,
+    /// Each link's velocity and acceleration, and the rate of momentum of the subtree it
+    /// carries (RNEA's backward sums), in its tree's rooted frame.
+    links: RootedLinks<S>,
     /// The external force and torque (about the world origin, world frame) on each body's
     /// subtree; the world's is zero (as MuJoCo's `cfrc_ext[0]`: it has no parent).
     external: Vec<(Vector3<S>, Vector3<S>)>,
@@ -43,9 +43,10 @@ impl<S: Scalar> Loads<S> {
         impulses: &DVector<S>,
         dt: S,
     ) -> Self {
-        let mut links = LinkBuffers::default();
+        let (mut inertia, mut links) = (Vec::new(), RootedLinks::default());
+        place_inertias(model, kin, &mut inertia);
         let mut tau = DVector::zeros(model.nv());
-        rnea(model, kin, qvel, Some(qacc), &mut links, &mut tau);
+        rnea(model, kin, &inertia, (qvel, Some(qacc)), &mut links, &mut tau);
         let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
         let mut contacts = Vec::new();
         debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
@@ -81,9 +82,19 @@ impl<S: Scalar> Loads<S> {
 
     /// The acceleration of the point `pos` (in `body`'s frame) moving with the body, in the
     /// body's axes (a static body's is the world's, `−g`, as MuJoCo 4's).
-    pub fn point_acceleration(&self, model: &Model<S>, body: usize, pos: &Vector3<S>) -> Vector3<S> {
+    pub fn point_acceleration(
+        &self,
+        model: &Model<S>,
+        kin: &Kinematics<S>,
+        body: usize,
+        pos: &Vector3<S>,
+    ) -> Vector3<S> {
         let Some(link) = model.tree().body_link[body] else { return -model.gravity_acceleration() };
-        let (v, a) = (self.links.velocity[link], self.links.acceleration[link]);
+        let to_link = &kin.rooted[link];
+        let (v, a) = (
+            to_link.motion_to_child(&self.links.velocity[link]),
+            to_link.motion_to_child(&self.links.acceleration[link]),
+        );
         a.lin + a.ang.cross(pos) + v.ang.cross(&(v.lin + v.ang.cross(pos)))
     }
 
@@ -93,7 +104,8 @@ impl<S: Scalar> Loads<S> {
     pub fn interaction(&self, model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Force<S> {
         let Some(link) = model.tree().body_link[body] else { return Force::zero() };
         let (force, torque) = self.external[body];
-        self.links.force[link] - kin.body_pose(model, body).inverse().force_to_parent(&Force::new(torque, force))
+        kin.rooted[link].force_to_child(&self.links.force[link])
+            - kin.body_pose(model, body).inverse().force_to_parent(&Force::new(torque, force))
     }
 
     /// Each tree's [`Loads::interaction`] by its root body (a child of the world), in the world
