@@ -31,8 +31,10 @@ fn singular<S: Scalar>(model: &Model<S>, k: usize) -> StepError {
 pub struct TreeMatrix<S> {
     /// Row `k` at `start[k]..start[k + 1]`.
     values: Vec<S>,
-    /// The column of each entry of `values` (`k` itself for the diagonal).
+    /// The column of each entry of `values` (`k` itself for the diagonal), and where that
+    /// column's own row starts.
     columns: Vec<usize>,
+    column_start: Vec<usize>,
     start: Vec<usize>,
     /// The structure the rows were laid out for.
     dof_parent: Vec<Option<usize>>,
@@ -41,7 +43,13 @@ pub struct TreeMatrix<S> {
 impl<S> Default for TreeMatrix<S> {
     /// The empty matrix.
     fn default() -> Self {
-        TreeMatrix { values: Vec::new(), columns: Vec::new(), start: vec![0], dof_parent: Vec::new() }
+        TreeMatrix {
+            values: Vec::new(),
+            columns: Vec::new(),
+            column_start: Vec::new(),
+            start: vec![0],
+            dof_parent: Vec::new(),
+        }
     }
 }
 
@@ -66,6 +74,8 @@ impl<S: Scalar> TreeMatrix<S> {
             }
             self.start.push(self.columns.len());
         }
+        self.column_start.clear();
+        self.column_start.extend(self.columns.iter().map(|&c| self.start[c]));
     }
 
     /// `from`'s entries as constants of `S` (no derivative), laid out as `from` is.
@@ -170,18 +180,17 @@ impl<S: Scalar> MassFactor<S> {
     /// Eliminates the rows from the leaves up; a non-positive pivot is `Err(dof)` (the first
     /// met from the leaves up).
     fn eliminate(&mut self) -> Result<(), usize> {
-        let TreeMatrix { values, columns, start, .. } = &mut self.rows;
+        let TreeMatrix { values, column_start, start, .. } = &mut self.rows;
         for k in (0..start.len() - 1).rev() {
             let (before, rest) = values.split_at_mut(start[k]);
             let len = start[k + 1] - start[k];
-            let (row, chain) = (&mut rest[..len], &columns[start[k]..start[k] + len]);
+            let (row, ancestors) = (&mut rest[..len], &column_start[start[k]..start[k] + len]);
             let pivot = row[0];
-            // Row `k`'s entries from position `t` on are the chain of its ancestor `a = chain[t]`,
-            // which is row `a` whole (as long as the rest of row `k`).
+            // Row `k`'s entries from position `t` on are the chain of its ancestor at `t`, which
+            // is that ancestor's row whole (as long as the rest of row `k`).
             for t in 1..len {
-                let a = chain[t];
                 let factor = row[t] / pivot;
-                let ancestor = &mut before[start[a]..start[a] + (len - t)];
+                let ancestor = &mut before[ancestors[t]..ancestors[t] + (len - t)];
                 let tail = &row[t..];
                 for i in 0..tail.len() {
                     ancestor[i] -= factor * tail[i];
