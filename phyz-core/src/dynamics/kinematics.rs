@@ -38,18 +38,17 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
     if link.first_of_body { offset.compose(&motion) } else { motion }
 }
 
-/// Per-link quantities the recursive algorithms fill (velocities, accelerations, forces), kept
-/// between calls so that a step reuses their storage.
+/// Per-link quantities in each link's own frame that the link-frame passes fill (velocities,
+/// forces on links), kept between calls so that a step reuses their storage.
 #[derive(Clone, Debug)]
 pub struct LinkBuffers<S> {
     pub velocity: Vec<Motion<S>>,
-    pub acceleration: Vec<Motion<S>>,
     pub force: Vec<Force<S>>,
 }
 
 impl<S> Default for LinkBuffers<S> {
     fn default() -> Self {
-        LinkBuffers { velocity: Vec::new(), acceleration: Vec::new(), force: Vec::new() }
+        LinkBuffers { velocity: Vec::new(), force: Vec::new() }
     }
 }
 
@@ -148,8 +147,9 @@ impl<S: Scalar> Kinematics<S> {
 }
 
 /// Each link's inertia in its tree's rooted frame ([`Kinematics::rooted`]), written into `out`:
-/// its body's for the body's last link, zero for the others (MuJoCo's `cinert`, placed once per
-/// position for the mass matrix and inverse dynamics alike).
+/// its body's for the body's last link, zero for the others. As MuJoCo's `cinert` (which is about
+/// the subtree's centre of mass instead of the root's origin), it is placed once per position for
+/// the mass matrix and inverse dynamics alike.
 pub fn place_inertias<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, out: &mut Vec<SpatialInertia<S>>) {
     let inertia = &model.constants().links.inertia;
     out.clear();
@@ -172,16 +172,21 @@ pub(crate) fn add_relative_rows<S: Scalar>(
 ) {
     let nv = model.nv();
     let links = &model.tree().links;
-    for (body, point, sign) in [(b, points.map(|p| p[1]), S::one()), (a, points.map(|p| p[0]), -S::one())] {
+    for (body, point, adds) in [(b, points.map(|p| p[1]), true), (a, points.map(|p| p[0]), false)] {
         let mut link = model.tree().body_link[body];
         // The dofs' motions are about the chain's root (one root for the whole chain).
         let point = point.zip(link).map(|(p, l)| p - kin.world[links[l].root].pos);
         while let Some(l) = link {
             for k in 0..links[l].dof_num {
                 let m = &kin.dof_motion[links[l].dof_adr + k];
-                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p)) * sign;
+                let v = point.map_or(m.ang, |p| m.lin + m.ang.cross(&p));
                 for (r, d) in directions.iter().enumerate() {
-                    rows[r * nv + links[l].dof_adr + k] += d.dot(&v);
+                    let entry = &mut rows[r * nv + links[l].dof_adr + k];
+                    if adds {
+                        *entry += d.dot(&v);
+                    } else {
+                        *entry -= d.dot(&v);
+                    }
                 }
             }
             link = links[l].parent;

@@ -17,8 +17,9 @@ use crate::model::Model;
 /// between calls so that a step reuses their storage.
 #[derive(Clone, Debug)]
 pub struct RootedLinks<S> {
-    /// Each link's spatial velocity, and its acceleration with the world's (`−g`) included.
+    /// Each link's spatial velocity.
     pub velocity: Vec<Motion<S>>,
+    /// Each link's spatial acceleration, the world's (`−g`) included.
     pub acceleration: Vec<Motion<S>>,
     /// The force each link's subtree takes from its parent: the subtree's rate of momentum, the
     /// world's acceleration included.
@@ -74,6 +75,7 @@ pub fn rnea<S: Scalar>(
     tau: &mut DVector<S>,
 ) {
     let tree = model.tree();
+    debug_assert_eq!(inertia.len(), tree.links.len(), "an inertia per link, placed at this configuration");
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
     let RootedLinks { velocity: vel, acceleration: acc, force } = links;
     vel.clear();
@@ -89,7 +91,10 @@ pub fn rnea<S: Scalar>(
                 joint_acc += s * qacc[d];
             }
         }
-        // The joints' axes move with the parent: `ṡ = v_parent × s` (MuJoCo's `cdof_dot`).
+        // The joints' velocity product `Σ ṡ_d q̇_d`: a hinge's or slide's axis turns with the
+        // parent (`ṡ = v_parent × s`), a ball's with the link (`ṡ = v × s`), and over a ball's
+        // three axes `v × v_J = v_parent × v_J`, so one term serves every kind (as MuJoCo's
+        // `cdof_dot`, made with the velocity before the joint).
         let v = vp + joint_vel;
         let a = ap + joint_acc + vp.cross_motion(&joint_vel);
         force.push(if link.last_of_body {
@@ -121,9 +126,9 @@ pub fn rnea<S: Scalar>(
 }
 
 /// Adds to `tau` the generalized forces `Jᵀ f` of spatial forces acting on each link (in the
-/// link's own frame): each link's force is carried to its parent and projected on every joint
-/// axis it passes (the backward pass of RNEA). `force` is spent: it ends holding the subtree
-/// sums.
+/// link's own frame, as the fluid forces and gravity compensation make them): each link's force is
+/// carried to its parent and projected on every joint axis it passes. `force` is spent: it ends
+/// holding the subtree sums.
 pub fn add_link_forces<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, force: &mut [Force<S>], tau: &mut DVector<S>) {
     add_link_forces_where(model, kin, force, tau, |_| true);
 }

@@ -106,9 +106,9 @@ impl<S: Scalar> Smooth<S> {
         }
     }
 
-    /// The velocity and actuation stages, after [`Smooth::position`] at the same point: the
-    /// activations' rates, and the actuator and passive forces less the bias forces in
-    /// [`Smooth::force`].
+    /// The velocity and actuation stages, after [`Smooth::position`] at the same point (whose
+    /// kinematics and placed inertias RNEA reads): the activations' rates, and the actuator and
+    /// passive forces less the bias forces in [`Smooth::force`].
     pub fn forces(&mut self, model: &Model<S>, point: Point<'_, S>, ctrl: &[S]) {
         self.actuation(model, point, ctrl);
         self.add_passive_forces(model, point);
