@@ -9,7 +9,7 @@ use super::gather::Gather;
 use crate::collision::ray_hits_zone;
 use crate::dynamics::kinematics::{Kinematics, place_inertias};
 use crate::dynamics::rnea::{RootedLinks, rnea};
-use crate::math::{Force, Pose};
+use crate::math::{Force, Motion, Pose};
 use crate::model::Model;
 use crate::{Mask, Scalar};
 
@@ -24,8 +24,10 @@ struct ContactPush<S> {
 /// The loads of every body at one state.
 pub(super) struct Loads<S> {
     /// Each link's velocity and acceleration, and the rate of momentum of the subtree it
-    /// carries (RNEA's backward sums), in its tree's rooted frame.
-    links: RootedLinks<S>,
+    /// carries (RNEA's backward sums), in the link's own frame.
+    velocity: Vec<Motion<S>>,
+    acceleration: Vec<Motion<S>>,
+    force: Vec<Force<S>>,
     /// The external force and torque (about the world origin, world frame) on each body's
     /// subtree; the world's is zero (as MuJoCo's `cfrc_ext[0]`: it has no parent).
     external: Vec<(Vector3<S>, Vector3<S>)>,
@@ -47,6 +49,11 @@ impl<S: Scalar> Loads<S> {
         place_inertias(model, kin, &mut inertia);
         let mut tau = DVector::zeros(model.nv());
         rnea(model, kin, &inertia, (qvel, Some(qacc)), &mut links, &mut tau);
+        // Into each link's own frame, with the kinematics RNEA ran at.
+        let to_links =
+            |motions: &[Motion<S>]| kin.rooted.iter().zip(motions).map(|(to, m)| to.motion_to_child(m)).collect();
+        let (velocity, acceleration) = (to_links(&links.velocity), to_links(&links.acceleration));
+        let force = kin.rooted.iter().zip(&links.force).map(|(to, f)| to.force_to_child(f)).collect();
         let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
         let mut contacts = Vec::new();
         debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
@@ -77,24 +84,14 @@ impl<S: Scalar> Loads<S> {
             external[parent].0 += force;
             external[parent].1 += torque;
         }
-        Loads { links, external, contacts }
+        Loads { velocity, acceleration, force, external, contacts }
     }
 
     /// The acceleration of the point `pos` (in `body`'s frame) moving with the body, in the
     /// body's axes (a static body's is the world's, `−g`, as MuJoCo 4's).
-    pub fn point_acceleration(
-        &self,
-        model: &Model<S>,
-        kin: &Kinematics<S>,
-        body: usize,
-        pos: &Vector3<S>,
-    ) -> Vector3<S> {
+    pub fn point_acceleration(&self, model: &Model<S>, body: usize, pos: &Vector3<S>) -> Vector3<S> {
         let Some(link) = model.tree().body_link[body] else { return -model.gravity_acceleration() };
-        let to_link = &kin.rooted[link];
-        let (v, a) = (
-            to_link.motion_to_child(&self.links.velocity[link]),
-            to_link.motion_to_child(&self.links.acceleration[link]),
-        );
+        let (v, a) = (self.velocity[link], self.acceleration[link]);
         a.lin + a.ang.cross(pos) + v.ang.cross(&(v.lin + v.ang.cross(pos)))
     }
 
@@ -104,8 +101,7 @@ impl<S: Scalar> Loads<S> {
     pub fn interaction(&self, model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Force<S> {
         let Some(link) = model.tree().body_link[body] else { return Force::zero() };
         let (force, torque) = self.external[body];
-        kin.rooted[link].force_to_child(&self.links.force[link])
-            - kin.body_pose(model, body).inverse().force_to_parent(&Force::new(torque, force))
+        self.force[link] - kin.body_pose(model, body).inverse().force_to_parent(&Force::new(torque, force))
     }
 
     /// Each tree's [`Loads::interaction`] by its root body (a child of the world), in the world

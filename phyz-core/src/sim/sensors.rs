@@ -160,7 +160,7 @@ impl<S: Scalar> Reading<'_, S> {
                 out[0] = loads.touch(body, &self.kin.body_pose(model, body).compose(&frame), &local.zone);
             }
             SensorKind::Accelerometer { .. } => {
-                let a = frame.rot.transpose() * loads.point_acceleration(model, self.kin, body, &local.pos);
+                let a = frame.rot.transpose() * loads.point_acceleration(model, body, &local.pos);
                 out.copy_from_slice(a.as_slice());
             }
             _ => {
