@@ -62,6 +62,45 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The link-frame passes agree with RNEA's rooted frame, free joints' world-axis translations
+    /// included: each link's velocity and velocity-product acceleration are RNEA's (at no
+    /// acceleration, gravity taken out) seen from the link, and the generalized forces of forces
+    /// applied to links do the same work as those forces (`τ·q̇ = Σ f_i·v_i`).
+    #[test]
+    fn link_frame_passes_agree_with_rnea(n in 1usize..=8, seed in any::<u64>()) {
+        use phyz::dynamics::kinematics::{link_bias_accelerations, link_velocities};
+        use phyz::dynamics::{RootedLinks, add_link_forces, place_inertias, rnea};
+        use phyz::math::{Force, Motion};
+        let mut rng = Rng::new(seed);
+        let model = TreeShape::random(n, &mut rng).model(&mut rng, Integrator::Euler);
+        let state = random_state(&model, &mut rng);
+        let kin = forward_kinematics(&model, &state.qpos);
+        let velocity = link_velocities(&model, &kin, &state.qvel);
+        let mut bias = Vec::new();
+        link_bias_accelerations(&model, &kin, &velocity, &state.qvel, &mut bias);
+        let (mut inertia, mut rooted, mut tau) = (Vec::new(), RootedLinks::default(), DVector::zeros(model.nv()));
+        place_inertias(&model, &kin, &mut inertia);
+        rnea(&model, &kin, &inertia, (&state.qvel, None), &mut rooted, &mut tau);
+        let gravity = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
+        let scale = 1.0 + max_abs(state.qvel.as_slice()).powi(2);
+        for (i, pose) in kin.rooted.iter().enumerate() {
+            let v = pose.motion_to_parent(&velocity[i]).to_vector() - rooted.velocity[i].to_vector();
+            let a = pose.motion_to_parent(&bias[i]).to_vector() - (rooted.acceleration[i] - gravity).to_vector();
+            prop_assert!(v.amax() <= TOL * scale && a.amax() <= TOL * scale, "link {i}: {v} {a}");
+        }
+        let forces: Vec<Force<f64>> =
+            velocity.iter().map(|_| Force::new(rng.vector(2.0), rng.vector(2.0))).collect();
+        let power = velocity.iter().zip(&forces).map(|(v, f)| v.dot(f)).sum::<f64>();
+        let (mut spent, mut tau) = (forces.clone(), DVector::zeros(model.nv()));
+        add_link_forces(&model, &kin, &mut spent, &mut tau);
+        let err = (tau.dot(&state.qvel) - power).abs();
+        prop_assert!(err <= TOL * scale * forces.len() as f64, "τ·q̇ {} vs Σ f·v {power}", tau.dot(&state.qvel));
+    }
+}
+
 /// Kinematics filled by `update` alone read the links' inertias, as `forward_kinematics`'s do:
 /// the mass matrix, bias forces and kinetic energy from either agree exactly, and after the
 /// model's masses and offsets change (`Model::edit`) the same kinematics take the new ones.

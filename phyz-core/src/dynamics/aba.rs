@@ -1,21 +1,26 @@
 //! Articulated-body algorithm: forward dynamics in O(n), by a route independent of the step's
 //! (which factorizes the mass matrix, as MuJoCo does): the check that both agree.
+//!
+//! It works in each tree's rooted frame, as RNEA does ([`Kinematics::rooted`]): each link's
+//! inertia is placed there once, and the articulated inertia a link hands its parent needs no
+//! transform. Each degree of freedom is eliminated on its own, as if a joint of several were a
+//! chain of massless links, so every pivot `D = sᵀ IA s` is a number.
 
-use nalgebra::{DVector, Matrix3, Matrix6, Vector6};
+use nalgebra::{DVector, Matrix6};
 
-use super::kinematics::{Kinematics, dofs};
+use super::kinematics::{Kinematics, place_inertias};
+use super::rnea::joint_motion;
 use crate::Scalar;
 use crate::error::StepError;
-use crate::math::{Force, Motion};
+use crate::math::{Force, Motion, SpatialInertia};
 use crate::model::Model;
-use crate::model::tree::LinkJoint;
 
 /// The joint accelerations produced by the generalized forces `tau` at velocity `qvel` under
 /// gravity: `M(q)⁻¹ (tau − C(q, qvel))`, with `M` including armature plus `extra_diagonal` (per
 /// degree of freedom; the Euler integrator passes `dt` times the dampers' slopes there to
 /// integrate damping implicitly).
 ///
-/// A link whose articulated inertia along its own axes is not positive definite (a joint that
+/// A degree of freedom whose articulated inertia along its motion is not positive (a joint that
 /// moves no mass) is a [`StepError::SingularMass`].
 pub fn forward_dynamics<S: Scalar>(
     model: &Model<S>,
@@ -29,37 +34,46 @@ pub fn forward_dynamics<S: Scalar>(
     Ok(qacc)
 }
 
-/// The per-link quantities of the articulated-body algorithm, kept between calls so that a
-/// step reuses their storage.
+/// The articulated-body algorithm's quantities, in each tree's rooted frame, kept between calls
+/// so that a step reuses their storage.
 #[derive(Clone, Debug)]
 pub struct AbaBuffers<S: Scalar> {
-    vel: Vec<Motion<S>>,
-    bias_acc: Vec<Motion<S>>,
+    /// Each link's placed rigid inertia, velocity and acceleration.
+    placed: Vec<SpatialInertia<S>>,
+    velocity: Vec<Motion<S>>,
+    acceleration: Vec<Motion<S>>,
+    /// Each link's articulated inertia and bias force, its subtree's gathered in.
     inertia: Vec<Matrix6<S>>,
     bias_force: Vec<Force<S>>,
-    /// Per link: `U = IA·S` (as 6-vectors), `D⁻¹` and `u = τ − Sᵀ pA`.
-    u_cols: Vec<[Vector6<S>; 3]>,
-    d_inv: Vec<Matrix3<S>>,
-    u_res: Vec<[S; 3]>,
-    acc: Vec<Motion<S>>,
+    /// Each degree of freedom's pivot.
+    pivots: Vec<Pivot<S>>,
+}
+
+/// What eliminating one degree of freedom `d` of motion `s` leaves for the outward pass.
+#[derive(Clone, Copy, Debug)]
+struct Pivot<S> {
+    /// Its velocity product `ṡ q̇_d`.
+    bias: Motion<S>,
+    /// `U = IA s`, `1/D` and `u = τ_d − sᵀ pA`.
+    inertia_axis: Force<S>,
+    inverse: S,
+    residual: S,
 }
 
 impl<S: Scalar> Default for AbaBuffers<S> {
     fn default() -> Self {
         AbaBuffers {
-            vel: Vec::new(),
-            bias_acc: Vec::new(),
+            placed: Vec::new(),
+            velocity: Vec::new(),
+            acceleration: Vec::new(),
             inertia: Vec::new(),
             bias_force: Vec::new(),
-            u_cols: Vec::new(),
-            d_inv: Vec::new(),
-            u_res: Vec::new(),
-            acc: Vec::new(),
+            pivots: Vec::new(),
         }
     }
 }
 
-/// [`forward_dynamics`] written into `qacc` (length `nv`), with the links' quantities in
+/// [`forward_dynamics`] written into `qacc` (length `nv`), with the algorithm's quantities in
 /// `buffers`: Featherstone's three passes.
 pub fn forward_dynamics_into<S: Scalar>(
     model: &Model<S>,
@@ -76,27 +90,36 @@ pub fn forward_dynamics_into<S: Scalar>(
     Ok(())
 }
 
-/// Outward: each link's velocity, velocity-product acceleration, bias force and rigid inertia.
+/// Outward: each link's velocity, rigid inertia and bias force, and each degree of freedom's
+/// velocity product.
 fn velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, buffers: &mut AbaBuffers<S>) {
-    let AbaBuffers { vel, bias_acc, inertia, bias_force, .. } = buffers;
-    vel.clear();
-    bias_acc.clear();
+    let AbaBuffers { placed, velocity, inertia, bias_force, pivots, .. } = buffers;
+    place_inertias(model, kin, placed);
+    velocity.clear();
     inertia.clear();
     bias_force.clear();
+    pivots.clear();
+    let unset = Pivot { bias: Motion::zero(), inertia_axis: Force::zero(), inverse: S::zero(), residual: S::zero() };
+    pivots.resize(model.nv(), unset);
     for (i, link) in model.tree().links.iter().enumerate() {
-        let vj = model.constants().links.subspace[i].apply(dofs(link, qvel));
-        let v = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p])) + vj;
-        let rigid = model.constants().links.inertia[i];
-        bias_acc.push(v.cross_motion(&vj));
-        bias_force.push(v.cross_force(&rigid.mul_motion(&v)));
-        inertia.push(rigid.to_matrix());
-        vel.push(v);
+        let parent = link.parent.map_or_else(Motion::zero, |p| velocity[p]);
+        // As in RNEA: the world dofs never turn, the others turn with the velocity before them.
+        let before = parent + joint_motion(kin, link.world_range(), qvel, None).velocity;
+        let mut v = before;
+        for d in link.turning_range() {
+            let joint = kin.dof_motion[d] * qvel[d];
+            pivots[d].bias = before.cross_motion(&joint);
+            v += joint;
+        }
+        inertia.push(placed[i].to_matrix());
+        bias_force.push(v.cross_force(&placed[i].mul_motion(&v)));
+        velocity.push(v);
     }
 }
 
-/// Inward: through each joint, the parent sees the articulated inertia less what the joint's
-/// own motion absorbs, and a bias force that includes the joint's applied force. Keeps
-/// `U = IA·S`, `D⁻¹` and `u = τ − Sᵀ pA` per link for the outward pass.
+/// Inward: through each degree of freedom, the link before it sees the articulated inertia less
+/// what the degree of freedom's own motion absorbs, and a bias force that includes its applied
+/// force.
 fn articulate<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
@@ -104,144 +127,45 @@ fn articulate<S: Scalar>(
     extra_diagonal: Option<&DVector<S>>,
     buffers: &mut AbaBuffers<S>,
 ) -> Result<(), StepError> {
-    let links = &model.tree().links;
-    let n = links.len();
-    let AbaBuffers { bias_acc, inertia, bias_force, u_cols, d_inv, u_res, .. } = buffers;
-    u_cols.clear();
-    u_cols.resize(n, [Vector6::zeros(); 3]);
-    d_inv.clear();
-    d_inv.resize(n, Matrix3::zeros());
-    u_res.clear();
-    u_res.resize(n, [S::zero(); 3]);
-    for (i, link) in links.iter().enumerate().rev() {
-        let cols = model.constants().links.subspace[i].cols();
-        let nd = cols.len();
-        let mut ia = inertia[i];
-        let mut joint_force = Force::zero();
-        if nd > 0 {
-            let armature = armature_of(model, link.joint);
-            let mut d = Matrix3::identity();
-            for (k, ck) in cols.iter().enumerate() {
-                u_cols[i][k] = ia * ck.to_vector();
-                u_res[i][k] = tau[link.dof_adr + k] - ck.dot(&bias_force[i]);
+    let AbaBuffers { inertia, bias_force, pivots, .. } = buffers;
+    let positive = |x: &S| (0..x.lanes()).all(|l| x.lane(l) > 0.0 && x.lane(l).is_finite());
+    for (i, link) in model.tree().links.iter().enumerate().rev() {
+        let (mut ia, mut pa) = (inertia[i], bias_force[i]);
+        let armature = link.joint.index().map_or_else(S::zero, |j| model.joints()[j].armature);
+        for d in (link.dof_adr..link.dof_adr + link.dof_num).rev() {
+            let s = kin.dof_motion[d].to_vector();
+            let u = ia * s;
+            let pivot = s.dot(&u) + armature + extra_diagonal.map_or_else(S::zero, |e| e[d]);
+            if !positive(&pivot) {
+                return Err(StepError::SingularMass { body: model.bodies()[link.body].name.clone() });
             }
-            for (k, ck) in cols.iter().enumerate() {
-                for l in 0..nd {
-                    d[(l, k)] = ck.to_vector().dot(&u_cols[i][l]);
-                }
-                d[(k, k)] += armature + extra_diagonal.map_or_else(S::zero, |e| e[link.dof_adr + k]);
-            }
-            d_inv[i] = inverse_spd(&d, nd)
-                .ok_or_else(|| StepError::SingularMass { body: model.bodies()[link.body].name.clone() })?;
-            for k in 0..nd {
-                for l in 0..nd {
-                    let w = d_inv[i][(k, l)];
-                    ia -= u_cols[i][k] * u_cols[i][l].transpose() * w;
-                    joint_force += Force::from_vector(&(u_cols[i][k] * (w * u_res[i][l])));
-                }
-            }
+            let (inverse, residual) = (pivot.recip(), tau[d] - kin.dof_motion[d].dot(&pa));
+            ia -= u * u.transpose() * inverse;
+            let Pivot { bias, .. } = pivots[d];
+            pa += Force::from_vector(&(ia * bias.to_vector() + u * (inverse * residual)));
+            pivots[d] = Pivot { bias, inertia_axis: Force::from_vector(&u), inverse, residual };
         }
-        let pa = bias_force[i] + Force::from_vector(&(ia * bias_acc[i].to_vector())) + joint_force;
         if let Some(p) = link.parent {
-            let x = &kin.local[i];
-            inertia[p] += x.inertia_to_parent(&ia);
-            bias_force[p] += x.force_to_parent(&pa);
+            inertia[p] += ia;
+            bias_force[p] += pa;
         }
     }
     Ok(())
 }
 
-/// Outward again: each link's acceleration from its parent's, and its joints' accelerations.
+/// Outward again: each degree of freedom's acceleration from the motion before it.
 fn accelerations<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, buffers: &mut AbaBuffers<S>, qacc: &mut DVector<S>) {
-    let AbaBuffers { bias_acc, u_cols, d_inv, u_res, acc, .. } = buffers;
-    acc.clear();
+    let AbaBuffers { acceleration, pivots, .. } = buffers;
+    acceleration.clear();
     let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
-    for (i, link) in model.tree().links.iter().enumerate() {
-        let parent_acc = link.parent.map_or(world_acc, |p| acc[p]);
-        let mut a = kin.local[i].motion_to_child(&parent_acc) + bias_acc[i];
-        let cols = model.constants().links.subspace[i].cols();
-        let av = a.to_vector();
-        let rhs: [S; 3] =
-            std::array::from_fn(|k| if k < cols.len() { u_res[i][k] - u_cols[i][k].dot(&av) } else { S::zero() });
-        for k in 0..cols.len() {
-            let qdd = (0..cols.len()).fold(S::zero(), |sum, l| sum + d_inv[i][(k, l)] * rhs[l]);
-            qacc[link.dof_adr + k] = qdd;
-            a += cols[k] * qdd;
+    for link in &model.tree().links {
+        let mut a = link.parent.map_or(world_acc, |p| acceleration[p]);
+        for d in link.dof_adr..link.dof_adr + link.dof_num {
+            let pivot = &pivots[d];
+            a += pivot.bias;
+            qacc[d] = pivot.inverse * (pivot.residual - a.dot(&pivot.inertia_axis));
+            a += kin.dof_motion[d] * qacc[d];
         }
-        acc.push(a);
-    }
-}
-
-/// The armature of the joint behind a link (per degree of freedom).
-fn armature_of<S: Scalar>(model: &Model<S>, joint: LinkJoint) -> S {
-    match joint {
-        LinkJoint::Weld => S::zero(),
-        LinkJoint::Joint(j) | LinkJoint::FreeTranslation(j) | LinkJoint::FreeRotation(j) => model.joints()[j].armature,
-    }
-}
-
-/// Inverse of the leading `n × n` block (n ≤ 3) of a symmetric matrix, or `None` where that
-/// block is not positive definite in some batch lane (Sylvester's criterion on real parts).
-pub(crate) fn inverse_spd<S: Scalar>(m: &Matrix3<S>, n: usize) -> Option<Matrix3<S>> {
-    let minor1 = m[(0, 0)];
-    let minor2 = m[(0, 0)] * m[(1, 1)] - m[(0, 1)] * m[(1, 0)];
-    let minors: &[S] = match n {
-        1 => &[minor1],
-        2 => &[minor1, minor2],
-        _ => &[minor1, minor2, determinant3(m)],
-    };
-    let positive = |x: &S| (0..x.lanes()).all(|l| x.lane(l) > 0.0 && x.lane(l).is_finite());
-    if !minors.iter().all(positive) {
-        return None;
-    }
-    let mut inv = Matrix3::zeros();
-    match n {
-        1 => inv[(0, 0)] = minor1.recip(),
-        2 => {
-            let det = minor2;
-            inv[(0, 0)] = m[(1, 1)] / det;
-            inv[(1, 1)] = m[(0, 0)] / det;
-            inv[(0, 1)] = -m[(0, 1)] / det;
-            inv[(1, 0)] = -m[(1, 0)] / det;
-        }
-        _ => {
-            let det = minors[2];
-            for r in 0..3 {
-                for c in 0..3 {
-                    // Adjugate: cofactor of (c, r).
-                    let (r1, r2) = ((c + 1) % 3, (c + 2) % 3);
-                    let (c1, c2) = ((r + 1) % 3, (r + 2) % 3);
-                    inv[(r, c)] = (m[(r1, c1)] * m[(r2, c2)] - m[(r1, c2)] * m[(r2, c1)]) / det;
-                }
-            }
-        }
-    }
-    Some(inv)
-}
-
-fn determinant3<S: Scalar>(m: &Matrix3<S>) -> S {
-    m[(0, 0)] * (m[(1, 1)] * m[(2, 2)] - m[(1, 2)] * m[(2, 1)])
-        - m[(0, 1)] * (m[(1, 0)] * m[(2, 2)] - m[(1, 2)] * m[(2, 0)])
-        + m[(0, 2)] * (m[(1, 0)] * m[(2, 1)] - m[(1, 1)] * m[(2, 0)])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use approx::assert_relative_eq;
-
-    #[test]
-    fn small_inverses() {
-        let m = Matrix3::new(4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0);
-        let inv = inverse_spd(&m, 3).expect("positive definite");
-        assert_relative_eq!(inv * m, Matrix3::identity(), epsilon = 1e-14);
-        let inv2 = inverse_spd(&m, 2).expect("positive definite");
-        assert_relative_eq!(
-            (inv2 * m).fixed_view::<2, 2>(0, 0).into_owned(),
-            nalgebra::Matrix2::identity(),
-            epsilon = 1e-14
-        );
-        assert!(inverse_spd(&Matrix3::new(1.0, 2.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, 1.0), 3).is_none());
-        assert!(inverse_spd(&Matrix3::<f64>::zeros(), 1).is_none());
+        acceleration.push(a);
     }
 }

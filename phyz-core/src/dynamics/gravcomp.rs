@@ -10,7 +10,6 @@ use super::rnea::add_link_forces_where;
 use crate::Scalar;
 use crate::math::Force;
 use crate::model::Model;
-use crate::model::tree::LinkJoint;
 
 /// Adds to `tau` the gravity compensation on the degrees of freedom of the joints whose
 /// `actuator_gravcomp` is `through_actuators`. None when gravity is off, or when springs and
@@ -38,10 +37,8 @@ pub fn add_gravity_compensation<S: Scalar>(
         let up = kin.world[i].rot.transpose() * (model.gravity * -(body.mass * body.gravcomp));
         forces[i] = Force::new(body.com.cross(&up), up);
     }
-    let joint = |link: usize| match links[link].joint {
-        LinkJoint::Joint(j) | LinkJoint::FreeTranslation(j) | LinkJoint::FreeRotation(j) => Some(j),
-        LinkJoint::Weld => None,
+    let reached = |link: usize| {
+        links[link].joint.index().is_some_and(|j| model.joints()[j].actuator_gravcomp == through_actuators)
     };
-    let reached = |link: usize| joint(link).is_some_and(|j| model.joints()[j].actuator_gravcomp == through_actuators);
     add_link_forces_where(model, kin, forces, tau, reached);
 }

@@ -20,8 +20,9 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
     let motion = match link.joint {
         LinkJoint::Weld => return *offset,
         // A free joint places the body directly in the world frame.
-        LinkJoint::FreeTranslation(_) => return Pose::translation(Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2])),
-        LinkJoint::FreeRotation(_) => return Pose::from_quat(&qpos_quat(qpos, q), Vector3::zeros()),
+        LinkJoint::Free(_) => {
+            return Pose::from_quat(&qpos_quat(qpos, q + 3), Vector3::new(qpos[q], qpos[q + 1], qpos[q + 2]));
+        }
         LinkJoint::Joint(j) => {
             let joint = &model.joints()[j];
             match joint.kind() {
@@ -31,7 +32,7 @@ fn joint_pose<S: Scalar>(model: &Model<S>, link: &Link, offset: &Pose<S>, qpos: 
                 }
                 JointKind::Slide => Pose::translation(joint.axis * (qpos[q] - joint.reference)),
                 JointKind::Ball => Pose::rotation_about(qpos_quat(qpos, q).to_rotation_matrix(), &joint.pos),
-                JointKind::Free => unreachable!("free joints are split into two links"),
+                JointKind::Free => unreachable!("a free joint's link is `LinkJoint::Free`"),
             }
         }
     };
@@ -132,8 +133,11 @@ impl<S: Scalar> Kinematics<S> {
                 Some(p) => rooted[p].compose(&pose),
                 None => Pose::new(pose.rot, Vector3::zeros()),
             };
-            for (k, col) in constants.subspace[i].cols().iter().enumerate() {
-                dof_motion[link.dof_adr + k] = relative.motion_to_parent(col);
+            for (d, axis) in link.world_range().zip([Vector3::x(), Vector3::y(), Vector3::z()]) {
+                dof_motion[d] = Motion::new(Vector3::zeros(), axis);
+            }
+            for (d, col) in link.turning_range().zip(constants.subspace[i].cols()) {
+                dof_motion[d] = relative.motion_to_parent(col);
             }
             let origin = if link.parent.is_some() { world[link.root].pos } else { pose.pos };
             world.push(Pose::new(relative.rot, relative.pos + origin));
@@ -207,6 +211,25 @@ pub(crate) fn dofs<'a, S: Scalar>(link: &Link, x: &'a DVector<S>) -> &'a [S] {
     &x.as_slice()[link.dof_adr..link.dof_adr + link.dof_num]
 }
 
+/// A link's joint motion `Σ S_k x_k` in its own frame, for a velocity-like vector `x`, in two
+/// parts: along its world dofs ([`Link::world_dofs`]), and along the motions that turn with it.
+#[inline]
+pub(crate) fn joint_motion<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    i: usize,
+    x: &DVector<S>,
+) -> (Motion<S>, Motion<S>) {
+    let link = &model.tree().links[i];
+    let (x, w) = (dofs(link, x), link.world_dofs());
+    let world = if w == 0 {
+        Motion::zero()
+    } else {
+        Motion::new(Vector3::zeros(), kin.world[i].rot.tr_mul(&Vector3::new(x[0], x[1], x[2])))
+    };
+    (world, model.constants().links.subspace[i].apply(&x[w..]))
+}
+
 /// Spatial velocity of every link, in the link's own frame.
 pub fn link_velocities<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>) -> Vec<Motion<S>> {
     let mut vel = Vec::new();
@@ -224,7 +247,8 @@ pub fn link_velocities_into<S: Scalar>(
     vel.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p]));
-        vel.push(inherited + model.constants().links.subspace[i].apply(dofs(link, qvel)));
+        let (world, turning) = joint_motion(model, kin, i, qvel);
+        vel.push(inherited + world + turning);
     }
 }
 
@@ -241,7 +265,8 @@ pub fn link_bias_accelerations<S: Scalar>(
     acc.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&acc[p]));
-        let joint = model.constants().links.subspace[i].apply(dofs(link, qvel));
-        acc.push(inherited + velocities[i].cross_motion(&joint));
+        // The motions that turn do so with the velocity before them; the world dofs' never turn.
+        let (_, turning) = joint_motion(model, kin, i, qvel);
+        acc.push(inherited + (velocities[i] - turning).cross_motion(&turning));
     }
 }

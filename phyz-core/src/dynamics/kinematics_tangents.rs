@@ -35,11 +35,17 @@ impl<S: Scalar> Kinematics<S> {
         let mut reached = vec![false; links.len()];
         for (k, &d) in columns.iter().enumerate() {
             let j = model.tree().dof_link[d];
-            let s = model.constants().links.subspace[j].cols()[d - links[j].dof_adr];
-            let s = Motion::new(s.ang.map(|x| x.lane(0)), s.lin.map(|x| x.lane(0)));
-            // The link's own joint: `local · exp(δ S×)`, S in the link's frame.
             let local = &kin.local[j];
-            set_pose_tangent(&mut self.local[j], k, &(local.rot * skew(&s.ang)), &(local.rot * s.lin));
+            if links[j].world_range().contains(&d) {
+                // A world dof moves the link along a world axis: its parent's frame is the world's.
+                let axis = Vector3::from_fn(|r, _| if r == d - links[j].dof_adr { 1.0 } else { 0.0 });
+                set_pose_tangent(&mut self.local[j], k, &Matrix3::zeros(), &axis);
+            } else {
+                // The link's own joint: `local · exp(δ S×)`, S in the link's frame.
+                let s = model.constants().links.subspace[j].cols()[d - links[j].turning_range().start];
+                let s = Motion::new(s.ang.map(|x| x.lane(0)), s.lin.map(|x| x.lane(0)));
+                set_pose_tangent(&mut self.local[j], k, &(local.rot * skew(&s.ang)), &(local.rot * s.lin));
+            }
             // Every link from j on turns by the twist t about the root origin, which itself
             // moves (by t's linear part) when j is the root link.
             let t = kin.dof_motion[d];
@@ -54,7 +60,8 @@ impl<S: Scalar> Kinematics<S> {
                 let (rot, moved) = (mat3_mul(&turn, &pose.rot), t.lin + t.ang.cross(&pose.pos));
                 set_pose_tangent(&mut self.rooted[i], k, &rot, &(moved - shift));
                 set_pose_tangent(&mut self.world[i], k, &rot, &moved);
-                for dof in links[i].dof_adr..links[i].dof_adr + links[i].dof_num {
+                // The world dofs' motions never turn.
+                for dof in links[i].turning_range() {
                     let m = kin.dof_motion[dof];
                     let turned = t.cross_motion(&m);
                     let change = Motion::new(turned.ang, turned.lin + m.ang.cross(&shift));

@@ -6,6 +6,8 @@
 //! ([`place_inertias`]). A link's velocity is then its parent's plus its joints' motions, and a
 //! subtree's force the plain sum of its links': no transform along the chain.
 
+use std::ops::Range;
+
 use nalgebra::DVector;
 
 use super::kinematics::{Kinematics, place_inertias};
@@ -83,20 +85,16 @@ pub fn rnea<S: Scalar>(
     force.clear();
     for (i, link) in tree.links.iter().enumerate() {
         let (vp, ap) = link.parent.map_or((Motion::zero(), world_acc), |p| (vel[p], acc[p]));
-        let (mut joint_vel, mut joint_acc) = (Motion::zero(), Motion::zero());
-        for d in link.dof_adr..link.dof_adr + link.dof_num {
-            let s = kin.dof_motion[d];
-            joint_vel += s * qvel[d];
-            if let Some(qacc) = qacc {
-                joint_acc += s * qacc[d];
-            }
-        }
+        let world = joint_motion(kin, link.world_range(), qvel, qacc);
+        let turning = joint_motion(kin, link.turning_range(), qvel, qacc);
         // The joints' velocity product `Σ ṡ_d q̇_d`: a hinge's or slide's axis turns with the
         // parent (`ṡ = v_parent × s`), a ball's with the link (`ṡ = v × s`), and over a ball's
         // three axes `v × v_J = v_parent × v_J`, so one term serves every kind (as MuJoCo's
-        // `cdof_dot`, made with the velocity before the joint).
-        let v = vp + joint_vel;
-        let a = ap + joint_acc + vp.cross_motion(&joint_vel);
+        // `cdof_dot`, made with the velocity before the joint). A free joint's translations
+        // along the world's axes never turn, and its rotations come after them.
+        let before = vp + world.velocity;
+        let v = before + turning.velocity;
+        let a = ap + world.acceleration + turning.acceleration + before.cross_motion(&turning.velocity);
         force.push(if link.last_of_body {
             let inertia = &inertia[i];
             inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v))
@@ -125,6 +123,33 @@ pub fn rnea<S: Scalar>(
     }
 }
 
+/// A joint's velocity and acceleration over some of its degrees of freedom, `Σ s_d q̇_d` and
+/// `Σ s_d q̈_d`, in its tree's rooted frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct JointMotion<S> {
+    pub velocity: Motion<S>,
+    pub acceleration: Motion<S>,
+}
+
+/// The joint motion over the degrees of freedom `dofs` (a link's world dofs, or the rest).
+#[inline]
+pub(crate) fn joint_motion<S: Scalar>(
+    kin: &Kinematics<S>,
+    dofs: Range<usize>,
+    qvel: &DVector<S>,
+    qacc: Option<&DVector<S>>,
+) -> JointMotion<S> {
+    let (mut velocity, mut acceleration) = (Motion::zero(), Motion::zero());
+    for d in dofs {
+        let s = kin.dof_motion[d];
+        velocity += s * qvel[d];
+        if let Some(qacc) = qacc {
+            acceleration += s * qacc[d];
+        }
+    }
+    JointMotion { velocity, acceleration }
+}
+
 /// Adds to `tau` the generalized forces `Jᵀ f` of spatial forces acting on each link (in the
 /// link's own frame, as the fluid forces and gravity compensation make them): each link's force is
 /// carried to its parent and projected on every joint axis it passes. `force` is spent: it ends
@@ -145,8 +170,13 @@ pub(crate) fn add_link_forces_where<S: Scalar>(
     let links = &model.tree().links;
     for (i, link) in links.iter().enumerate().rev() {
         if reached(i) {
-            for (k, col) in model.constants().links.subspace[i].cols().iter().enumerate() {
-                tau[link.dof_adr + k] += col.dot(&force[i]);
+            // The world dofs take the force's world components.
+            if link.world_dofs() > 0 {
+                let pull = kin.world[i].rot * force[i].lin;
+                link.world_range().zip(pull.iter()).for_each(|(d, &f)| tau[d] += f);
+            }
+            for (d, col) in link.turning_range().zip(model.constants().links.subspace[i].cols()) {
+                tau[d] += col.dot(&force[i]);
             }
         }
         if let Some(p) = link.parent {

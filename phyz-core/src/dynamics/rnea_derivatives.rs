@@ -36,7 +36,7 @@
 use nalgebra::{DMatrix, DVector, Matrix3, Matrix6, Vector6};
 
 use super::kinematics::{Kinematics, place_inertias};
-use super::rnea::{RootedLinks, rnea};
+use super::rnea::{RootedLinks, joint_motion, rnea};
 use crate::Scalar;
 use crate::math::{Force, Motion, SpatialInertia, mat3_mul, skew, zero_matrix, zero_vector};
 use crate::model::Model;
@@ -150,7 +150,7 @@ impl<S: Scalar> RneaDerivatives<S> {
         place_inertias(model, kin, &mut self.inertia);
         rnea(model, kin, &self.inertia, (qvel, qacc), &mut self.links, &mut self.tau);
         self.composites(model);
-        self.dof_terms(model, kin, qacc.is_some());
+        self.dof_terms(model, kin, qvel, qacc);
         self.wanted.clear();
         self.wanted.resize(nv, false);
         columns.into_iter().for_each(|c| self.wanted[c] = true);
@@ -182,30 +182,29 @@ impl<S: Scalar> RneaDerivatives<S> {
     }
 
     /// Each degree of freedom's vectors, from its link's composites (the position's perturbation
-    /// only where `position` asks for it).
-    fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>, position: bool) {
+    /// only where `qacc` is given). A free joint's world dofs act as a massless link of their own
+    /// before its rotations: theirs is the parent's `u`, `w`, and the rotations' the motion after
+    /// them.
+    fn dof_terms(&mut self, model: &Model<S>, kin: &Kinematics<S>, qvel: &DVector<S>, qacc: Option<&DVector<S>>) {
         let tree = model.tree();
         let world_acc = Motion::new(nalgebra::Vector3::zeros(), -model.gravity_acceleration());
         self.dofs.clear();
-        for (d, axis) in kin.dof_motion.iter().enumerate() {
-            let l = tree.dof_link[d];
-            let link = &self.rooted[l];
+        for (l, link) in tree.links.iter().enumerate() {
             // The parent's velocity `u` and acceleration `w` (the world's: at rest, gravity's).
-            let parent = tree.links[l].parent.map(|p| &self.rooted[p]);
+            let parent = link.parent.map(|p| &self.rooted[p]);
             let (u, w) = parent.map_or((Motion::zero(), world_acc), |p| (p.velocity, p.acceleration));
-            let subtree = |phi: &Motion<S>, psi: &Motion<S>| link.inertia.mul_motion(phi) + times(&link.rate, psi);
-            let position = if position {
-                let psi = u.cross_motion(axis);
-                let phi = w.cross_motion(axis) + u.cross_motion(&psi);
-                Perturbation { phi, psi, subtree: axis.cross_force(&link.force) + subtree(&phi, &psi) }
-            } else {
-                Perturbation { phi: Motion::zero(), psi: Motion::zero(), subtree: Force::zero() }
-            };
-            let phi = (link.velocity + u).cross_motion(axis);
-            let velocity = Perturbation { phi, psi: *axis, subtree: subtree(&phi, axis) };
-            let inertia_axis = link.inertia.mul_motion(axis);
-            let rate_axis = transpose_times(&link.rate, axis);
-            self.dofs.push(DofTerms { inertia_axis, rate_axis, position, velocity });
+            let world = joint_motion(kin, link.world_range(), qvel, qacc);
+            let after = (u + world.velocity, w + world.acceleration);
+            for d in link.dof_adr..link.dof_adr + link.dof_num {
+                debug_assert_eq!(self.dofs.len(), d, "the links' degrees of freedom in order");
+                let rooted = &self.rooted[l];
+                let terms = if link.world_range().contains(&d) {
+                    dof_terms(rooted, &kin.dof_motion[d], (u, w), &after.0, qacc.is_some())
+                } else {
+                    dof_terms(rooted, &kin.dof_motion[d], after, &rooted.velocity, qacc.is_some())
+                };
+                self.dofs.push(terms);
+            }
         }
     }
 
@@ -224,14 +223,14 @@ impl<S: Scalar> RneaDerivatives<S> {
                     }
                     dv[(j, k)] = dofs[k].velocity.beyond(&dofs[j]);
                 }
-                // τ_k along j's perturbation: k is on j's link (its axis turns too), or before it.
+                // τ_k along j's perturbation: k is on j's link (its axis turns too), or before it
+                // (a free joint's world dofs are before its rotations).
                 if k != j && wanted[j] {
+                    let link = &tree.links[tree.dof_link[j]];
+                    let beside = tree.dof_link[k] == tree.dof_link[j]
+                        && link.world_range().contains(&k) == link.world_range().contains(&j);
                     let entry = |p: &Perturbation<S>| {
-                        if tree.dof_link[k] == tree.dof_link[j] {
-                            p.beyond(&dofs[k])
-                        } else {
-                            kin.dof_motion[k].dot(&p.subtree)
-                        }
+                        if beside { p.beyond(&dofs[k]) } else { kin.dof_motion[k].dot(&p.subtree) }
                     };
                     if position {
                         dq[(k, j)] = entry(&dofs[j].position);
@@ -242,6 +241,30 @@ impl<S: Scalar> RneaDerivatives<S> {
             }
         }
     }
+}
+
+/// The vectors of a degree of freedom of motion `axis` on a link of composites `link`, the
+/// velocity `u` and acceleration `w` before it, and `v` the velocity of its link.
+fn dof_terms<S: Scalar>(
+    link: &Rooted<S>,
+    axis: &Motion<S>,
+    (u, w): (Motion<S>, Motion<S>),
+    v: &Motion<S>,
+    position: bool,
+) -> DofTerms<S> {
+    let subtree = |phi: &Motion<S>, psi: &Motion<S>| link.inertia.mul_motion(phi) + times(&link.rate, psi);
+    let position = if position {
+        let psi = u.cross_motion(axis);
+        let phi = w.cross_motion(axis) + u.cross_motion(&psi);
+        Perturbation { phi, psi, subtree: axis.cross_force(&link.force) + subtree(&phi, &psi) }
+    } else {
+        Perturbation { phi: Motion::zero(), psi: Motion::zero(), subtree: Force::zero() }
+    };
+    let phi = (*v + u).cross_motion(axis);
+    let velocity = Perturbation { phi, psi: *axis, subtree: subtree(&phi, axis) };
+    let inertia_axis = link.inertia.mul_motion(axis);
+    let rate_axis = transpose_times(&link.rate, axis);
+    DofTerms { inertia_axis, rate_axis, position, velocity }
 }
 
 /// A body's momentum rate matrix at velocity `v`: `h ×̄ + v ×* I − I v ×` (`h = I v`), the

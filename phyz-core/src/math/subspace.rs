@@ -4,7 +4,8 @@ use super::Motion;
 use crate::Scalar;
 
 /// The columns of a link's motion subspace `S` (at most 3), in the link's own frame: the joint
-/// velocity of the link is `Σ_k S_k q̇_k`. Constant in that frame for every joint phyz has.
+/// velocity of the link is `Σ_k S_k q̇_k`. Constant in that frame for the motions that turn
+/// with the link, the only ones it holds (a free joint's world-axis translations are not).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Subspace<S> {
     cols: [Motion<S>; 3],

@@ -40,7 +40,8 @@ pub struct LinkConstants<S> {
     /// The link's pose in its parent's frame before its joint moves: its body's offset for the
     /// body's first link, else none.
     pub offset: Vec<Pose<S>>,
-    /// The link's motion subspace.
+    /// The link's motion subspace: the motions of its degrees of freedom after its
+    /// [`Link::world_dofs`] (those turn with the link; the world dofs are the world's axes).
     pub subspace: Vec<Subspace<S>>,
 }
 
@@ -139,13 +140,13 @@ fn link_offset<S: Scalar>(model: &Model<S>, link: &Link) -> Pose<S> {
     if link.first_of_body { Pose::from_quat(&body.quat, body.pos) } else { Pose::identity() }
 }
 
-/// The motion subspace of a link, in its own frame.
+/// The motion subspace of a link, in its own frame, less its world dofs.
 fn subspace<S: Scalar>(model: &Model<S>, link: &Link) -> Subspace<S> {
     let (o, axes) = (Vector3::zeros(), [Vector3::x(), Vector3::y(), Vector3::z()]);
     match link.joint {
         LinkJoint::Weld => Subspace::new(&[]),
-        LinkJoint::FreeTranslation(_) => Subspace::new(&axes.map(|e| Motion::new(o, e))),
-        LinkJoint::FreeRotation(_) => Subspace::new(&axes.map(|e| Motion::new(e, o))),
+        // After its world-axis translations, a free joint turns about the body's origin.
+        LinkJoint::Free(_) => Subspace::new(&axes.map(|e| Motion::new(e, o))),
         LinkJoint::Joint(j) => {
             let joint = &model.joints()[j];
             let (p, a) = (joint.pos, joint.axis);
@@ -154,7 +155,7 @@ fn subspace<S: Scalar>(model: &Model<S>, link: &Link) -> Subspace<S> {
                 JointKind::Slide => Subspace::new(&[Motion::new(o, a)]),
                 // Rotation about the anchor p: the origin moves with ω × (0 - p) = p × ω.
                 JointKind::Ball => Subspace::new(&axes.map(|e| Motion::new(e, p.cross(&e)))),
-                JointKind::Free => unreachable!("free joints are split into two links"),
+                JointKind::Free => unreachable!("a free joint's link is `LinkJoint::Free`"),
             }
         }
     }

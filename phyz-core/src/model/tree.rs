@@ -1,12 +1,14 @@
 //! The kinematic tree the dynamics algorithms walk.
 //!
-//! MuJoCo lets a body carry several joints, applied in order, and a free joint has a
-//! configuration-dependent motion subspace in MuJoCo's coordinates (world-frame linear velocity).
-//! Featherstone's algorithms want one joint with a constant motion subspace per node. The tree
-//! therefore expands each body into a chain of *links*: one per joint (the last link carries the
-//! body's inertia and frame; the ones before it are massless), a free joint into a translation
-//! link with world-aligned axes followed by a rotation link, and a welded body into a single
-//! link with no degrees of freedom. Links are numbered so that a parent precedes its children.
+//! MuJoCo lets a body carry several joints, applied in order. The tree expands each body into a
+//! chain of *links*, one per joint (the last link carries the body's inertia and frame; the ones
+//! before it are massless), and a welded body into a single link with no degrees of freedom.
+//! Links are numbered so that a parent precedes its children.
+//!
+//! A free joint is one link of six degrees of freedom, as MuJoCo's free body is one body: three
+//! translations along the world's axes (MuJoCo's coordinates: world-frame linear velocity),
+//! which do not turn with the link ([`Link::world_dofs`]), then three rotations about the
+//! body's own axes.
 
 /// What moves a link relative to its parent link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,10 +17,18 @@ pub enum LinkJoint {
     Weld,
     /// A ball, hinge or slide joint (by joint index).
     Joint(usize),
-    /// The translational half of a free joint.
-    FreeTranslation(usize),
-    /// The rotational half of a free joint.
-    FreeRotation(usize),
+    /// A free joint (by joint index): translations along the world's axes, then rotations.
+    Free(usize),
+}
+
+impl LinkJoint {
+    /// The joint behind the link, if any.
+    pub fn index(self) -> Option<usize> {
+        match self {
+            LinkJoint::Weld => None,
+            LinkJoint::Joint(j) | LinkJoint::Free(j) => Some(j),
+        }
+    }
 }
 
 /// One node of the kinematic tree.
@@ -41,6 +51,28 @@ pub struct Link {
     pub dof_num: usize,
     /// First `qpos` coordinate used by this link.
     pub qpos_adr: usize,
+}
+
+impl Link {
+    /// How many of the link's first degrees of freedom move it along the world's axes (a free
+    /// joint's translations): their motions never turn, so they bring no velocity product, and
+    /// the link's other motions turn as if these came before them.
+    #[inline]
+    pub fn world_dofs(&self) -> usize {
+        if matches!(self.joint, LinkJoint::Free(_)) { 3 } else { 0 }
+    }
+
+    /// The link's world dofs, by index.
+    #[inline]
+    pub fn world_range(&self) -> std::ops::Range<usize> {
+        self.dof_adr..self.dof_adr + self.world_dofs()
+    }
+
+    /// The link's other degrees of freedom, whose motions turn with it, by index.
+    #[inline]
+    pub fn turning_range(&self) -> std::ops::Range<usize> {
+        self.dof_adr + self.world_dofs()..self.dof_adr + self.dof_num
+    }
 }
 
 /// The compiled tree: links, and the maps between bodies, links and degrees of freedom.
@@ -118,13 +150,8 @@ impl Tree {
             let mut parts = Vec::new();
             for j in body.joints() {
                 let joint = &joints[j];
-                match joint.kind {
-                    JointKind::Free => {
-                        parts.push((LinkJoint::FreeTranslation(j), joint.dof_adr, 3, joint.qpos_adr));
-                        parts.push((LinkJoint::FreeRotation(j), joint.dof_adr + 3, 3, joint.qpos_adr + 3));
-                    }
-                    kind => parts.push((LinkJoint::Joint(j), joint.dof_adr, kind.nv(), joint.qpos_adr)),
-                }
+                let link_joint = if joint.kind == JointKind::Free { LinkJoint::Free(j) } else { LinkJoint::Joint(j) };
+                parts.push((link_joint, joint.dof_adr, joint.kind.nv(), joint.qpos_adr));
             }
             if parts.is_empty() {
                 parts.push((LinkJoint::Weld, 0, 0, 0));
