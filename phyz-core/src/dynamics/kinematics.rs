@@ -133,11 +133,14 @@ impl<S: Scalar> Kinematics<S> {
                 Some(p) => rooted[p].compose(&pose),
                 None => Pose::new(pose.rot, Vector3::zeros()),
             };
-            for (d, axis) in link.world_range().zip([Vector3::x(), Vector3::y(), Vector3::z()]) {
-                dof_motion[d] = Motion::new(Vector3::zeros(), axis);
+            if link.world_dofs() > 0 {
+                for (d, axis) in link.world_range().zip([Vector3::x(), Vector3::y(), Vector3::z()]) {
+                    dof_motion[d] = Motion::new(Vector3::zeros(), axis);
+                }
             }
-            for (d, col) in link.turning_range().zip(constants.subspace[i].cols()) {
-                dof_motion[d] = relative.motion_to_parent(col);
+            let turning = link.turning_range().start;
+            for (k, col) in constants.subspace[i].cols().iter().enumerate() {
+                dof_motion[turning + k] = relative.motion_to_parent(col);
             }
             let origin = if link.parent.is_some() { world[link.root].pos } else { pose.pos };
             world.push(Pose::new(relative.rot, relative.pos + origin));

@@ -85,16 +85,20 @@ pub fn rnea<S: Scalar>(
     force.clear();
     for (i, link) in tree.links.iter().enumerate() {
         let (vp, ap) = link.parent.map_or((Motion::zero(), world_acc), |p| (vel[p], acc[p]));
-        let world = joint_motion(kin, link.world_range(), qvel, qacc);
+        let (mut before, mut a) = (vp, ap);
+        if link.world_dofs() > 0 {
+            let world = joint_motion(kin, link.world_range(), qvel, qacc);
+            before += world.velocity;
+            a += world.acceleration;
+        }
         let turning = joint_motion(kin, link.turning_range(), qvel, qacc);
         // The joints' velocity product `Σ ṡ_d q̇_d`: a hinge's or slide's axis turns with the
         // parent (`ṡ = v_parent × s`), a ball's with the link (`ṡ = v × s`), and over a ball's
         // three axes `v × v_J = v_parent × v_J`, so one term serves every kind (as MuJoCo's
         // `cdof_dot`, made with the velocity before the joint). A free joint's translations
         // along the world's axes never turn, and its rotations come after them.
-        let before = vp + world.velocity;
         let v = before + turning.velocity;
-        let a = ap + world.acceleration + turning.acceleration + before.cross_motion(&turning.velocity);
+        let a = a + turning.acceleration + before.cross_motion(&turning.velocity);
         force.push(if link.last_of_body {
             let inertia = &inertia[i];
             inertia.mul_motion(&a) + v.cross_force(&inertia.mul_motion(&v))

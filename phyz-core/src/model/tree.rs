@@ -51,6 +51,8 @@ pub struct Link {
     pub dof_num: usize,
     /// First `qpos` coordinate used by this link.
     pub qpos_adr: usize,
+    /// The first of its degrees of freedom after its world dofs ([`Link::world_dofs`]).
+    turning_adr: usize,
 }
 
 impl Link {
@@ -59,19 +61,19 @@ impl Link {
     /// the link's other motions turn as if these came before them.
     #[inline]
     pub fn world_dofs(&self) -> usize {
-        if matches!(self.joint, LinkJoint::Free(_)) { 3 } else { 0 }
+        self.turning_adr - self.dof_adr
     }
 
     /// The link's world dofs, by index.
     #[inline]
     pub fn world_range(&self) -> std::ops::Range<usize> {
-        self.dof_adr..self.dof_adr + self.world_dofs()
+        self.dof_adr..self.turning_adr
     }
 
     /// The link's other degrees of freedom, whose motions turn with it, by index.
     #[inline]
     pub fn turning_range(&self) -> std::ops::Range<usize> {
-        self.dof_adr + self.world_dofs()..self.dof_adr + self.dof_num
+        self.turning_adr..self.dof_adr + self.dof_num
     }
 }
 
@@ -176,6 +178,7 @@ impl Tree {
                     dof_adr,
                     dof_num,
                     qpos_adr,
+                    turning_adr: dof_adr + if matches!(joint, LinkJoint::Free(_)) { 3 } else { 0 },
                 });
                 parent = Some(index);
             }
