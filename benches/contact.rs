@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use phyz::contact::{
     ConstraintKind, ContactProblem, ContactRow, JointSpace, Material, Method, SolverConfig, Warm, solve,
 };
+use phyz::dynamics::TreeMatrix;
 use phyz::math::SparseRows;
 
 const G: f64 = 9.81;
@@ -47,7 +48,7 @@ fn boxes_problem(bodies: usize, contacts: &[BoxContact]) -> JointSpace<f64> {
         m.view_mut((6 * b + 3, 6 * b + 3), (3, 3)).copy_from(&inertia);
     }
     let free = DVector::from_fn(6 * bodies, |i, _| if i % 6 == 2 { -G * DT } else { 0.0 });
-    JointSpace { mass: m, jacobian: SparseRows::dense(&j), free }
+    JointSpace { mass: TreeMatrix::from_dense(&m), jacobian: SparseRows::dense(&j), free }
 }
 
 fn problem(joint: JointSpace<f64>, n: usize, config: &SolverConfig) -> ContactProblem<f64> {
@@ -95,7 +96,7 @@ fn random(seed: u64, config: &SolverConfig) -> ContactProblem<f64> {
     let l = DMatrix::from_fn(dofs, dofs, |_, _| next());
     let mass = (&l * l.transpose() + DMatrix::identity(dofs, dofs) * 0.2).try_inverse().expect("invertible");
     let free = DVector::from_fn(dofs, |_, _| 0.25 * next() - 0.05);
-    problem(JointSpace { mass, jacobian: SparseRows::dense(&j), free }, n, config)
+    problem(JointSpace { mass: TreeMatrix::from_dense(&mass), jacobian: SparseRows::dense(&j), free }, n, config)
 }
 
 /// (iterations, converged, seconds per solve) over `runs` repetitions.

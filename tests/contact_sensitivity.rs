@@ -11,6 +11,7 @@ use phyz::contact::{
     ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, NewtonWorkspace, Sensitivity,
     SensitivityError, Solution, SolverConfig, Warm, Zone, solve, solve_in, solve_scalar,
 };
+use phyz::dynamics::TreeMatrix;
 use phyz::math::SparseRows;
 use phyz::scalar::ImplicitRule;
 use proptest::prelude::*;
@@ -34,10 +35,12 @@ fn moved<S: Scalar>(problem: &ContactProblem<f64>, seed: u64, t: S) -> ContactPr
     let e = DMatrix::from_fn(nv, nv, |_, _| rng.uniform(-0.1, 0.1));
     let de = (&e + e.transpose()) * 0.5;
     let jacobian = joint.jacobian.to_dense();
+    let mut mass = DMatrix::zeros(0, 0);
+    joint.mass.to_dense(&mut mass);
     ContactProblem {
         constraints: problem.constraints.clone(),
         joint: JointSpace {
-            mass: DMatrix::from_fn(nv, nv, |i, j| c(joint.mass[(i, j)]) + t * c(de[(i, j)])),
+            mass: TreeMatrix::from_dense(&DMatrix::from_fn(nv, nv, |i, j| c(mass[(i, j)]) + t * c(de[(i, j)]))),
             jacobian: SparseRows::dense(&DMatrix::from_fn(m, nv, |i, j| {
                 c(jacobian[(i, j)]) + t * c(rng.uniform(-1.0, 1.0))
             })),
@@ -201,7 +204,7 @@ fn unconverged_fixed_sweep_and_singular_solves_refuse_derivatives() {
     // A mass matrix with a direction of almost no inertia: the Hessian is numerically singular.
     let row = ContactRow::from_material(ConstraintKind::Limit, &Material::default(), 1e-3, 0.0, 0.002, &config);
     let joint = JointSpace {
-        mass: DMatrix::from_diagonal(&DVector::from_column_slice(&[1.0, 1e-17])),
+        mass: TreeMatrix::from_dense(&DMatrix::from_diagonal(&DVector::from_column_slice(&[1.0, 1e-17]))),
         jacobian: SparseRows::dense(&DMatrix::from_row_slice(1, 2, &[1.0, 0.0])),
         free: DVector::from_column_slice(&[-0.1, 0.0]),
     };
@@ -221,7 +224,7 @@ fn depth_reaches_the_solution_through_the_regularizer_and_target() {
         let row = ContactRow::from_material(ConstraintKind::Limit, &material, depth, -0.01, 0.002, &config);
         let row = ContactRow { inverse_weight: Some(0.5), ..row };
         let joint = JointSpace {
-            mass: DMatrix::from_element(1, 1, 2.0),
+            mass: TreeMatrix::from_dense(&DMatrix::from_element(1, 1, 2.0)),
             jacobian: SparseRows::dense(&DMatrix::from_element(1, 1, 1.0)),
             free: DVector::from_element(1, -0.02),
         };

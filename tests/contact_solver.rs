@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, DVector, Matrix3, Vector3};
 use phyz::contact::{
     ConstraintKind, ContactProblem, ContactRow, Coupling, JointSpace, Material, Method, SolverConfig, Warm, Zone, solve,
 };
+use phyz::dynamics::TreeMatrix;
 use phyz::math::SparseRows;
 use proptest::prelude::*;
 
@@ -29,7 +30,7 @@ fn incline(alpha: f64, mu: f64, v0: [f64; 3], steps: usize, config: &SolverConfi
         let row = ContactRow::from_material(ConstraintKind::Contact, &material, depth, v.x, DT, config);
         let row = ContactRow { inverse_weight: Some(1.0 / m), ..row };
         let joint = JointSpace {
-            mass: DMatrix::identity(3, 3) * m,
+            mass: TreeMatrix::from_dense(&(DMatrix::identity(3, 3) * m)),
             jacobian: SparseRows::dense(&DMatrix::identity(3, 3)),
             free: DVector::from_column_slice(v_free.as_slice()),
         };
@@ -160,7 +161,7 @@ fn ring_problem(n: usize, config: &SolverConfig) -> ContactProblem<f64> {
         .map(|_| ContactRow::from_material(ConstraintKind::Contact, &material, 4e-4, 0.0, 0.002, config))
         .collect();
     ContactProblem::from_rows(
-        JointSpace { mass, jacobian: SparseRows::dense(&jacobian), free },
+        JointSpace { mass: TreeMatrix::from_dense(&mass), jacobian: SparseRows::dense(&jacobian), free },
         None,
         &rows,
         None,
@@ -213,7 +214,8 @@ fn check_conditions(problem: &ContactProblem<f64>, x: &DVector<f64>, f: &DVector
     // `M (x − x₀) − Jᵀ f` moves the velocity by nothing beyond the solver's accuracy (a cost
     // tolerance τ leaves steps of order √τ).
     let joint = &problem.joint;
-    let residual = &joint.mass * (x - &joint.free) - joint.jacobian.transpose_times(f);
+    let mut residual = -joint.jacobian.transpose_times(f);
+    joint.mass.mul_add((x - &joint.free).as_slice(), residual.as_mut_slice());
     let solution = phyz::contact::Solution {
         velocity: x.clone(),
         impulses: f.clone(),
@@ -284,6 +286,7 @@ fn coupling_modes_restrict_the_gauss_seidel_operator_only() {
         .collect();
     let bodies = [[Some(0), None]; 4];
     let jacobian = SparseRows::dense(&jacobian);
+    let mass = TreeMatrix::from_dense(&mass);
     let problem = ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &rows, Some(&bodies), &config);
     let run = |coupling| solve(&problem, &SolverConfig { coupling, ..config }, &Warm::default()).expect("ok");
     let (full, per_body, diagonal) = (run(Coupling::Full), run(Coupling::PerBody), run(Coupling::BlockDiagonal));
@@ -310,10 +313,20 @@ fn batch_lanes_solve_each_lane_alone() {
     let lanes = |get: &dyn Fn(&ContactProblem<f64>) -> f64| Lanes::<3>(std::array::from_fn(|l| get(&variants[l])));
     let (m, nv) = (base.rows(), base.dofs());
     let jacobians: Vec<DMatrix<f64>> = variants.iter().map(|p| p.joint.jacobian.to_dense()).collect();
+    let masses: Vec<DMatrix<f64>> = variants
+        .iter()
+        .map(|p| {
+            let mut m = DMatrix::zeros(0, 0);
+            p.joint.mass.to_dense(&mut m);
+            m
+        })
+        .collect();
     let batch: ContactProblem<Lanes<3>> = ContactProblem {
         constraints: base.constraints.clone(),
         joint: JointSpace {
-            mass: DMatrix::from_fn(nv, nv, |i, j| lanes(&|p| p.joint.mass[(i, j)])),
+            mass: TreeMatrix::from_dense(&DMatrix::from_fn(nv, nv, |i, j| {
+                Lanes::<3>(std::array::from_fn(|l| masses[l][(i, j)]))
+            })),
             jacobian: SparseRows::dense(&DMatrix::from_fn(m, nv, |i, j| {
                 Lanes::<3>(std::array::from_fn(|l| jacobians[l][(i, j)]))
             })),

@@ -267,7 +267,7 @@ fn the_sweeps_refuse_a_mass_matrix_that_is_not_positive_definite() {
         let row = ContactRow::from_material(ConstraintKind::Contact, &Material::default(), 1e-3, -0.1, 0.002, &config);
         let row = ContactRow { inverse_weight: Some(1.0), ..row };
         let joint = JointSpace {
-            mass,
+            mass: phyz::dynamics::TreeMatrix::from_dense(&mass),
             jacobian: SparseRows::dense(&DMatrix::identity(3, 3)),
             free: DVector::from_column_slice(&[-0.1, 0.0, 0.0]),
         };

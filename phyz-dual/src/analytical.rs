@@ -315,7 +315,8 @@ impl AnalyticalJacobians {
         let nv = self.model.nv();
         let n = out.forcing.ncols();
         let h = self.model.timestep;
-        let metric = &self.workspace.data.constraint_problem().joint.mass;
+        let mut metric = DMatrix::zeros(0, 0);
+        self.workspace.data.constraint_problem().joint.mass.to_dense(&mut metric);
         let velocity = |c: usize| (nv..2 * nv).contains(&c).then(|| c - nv);
         // `dg`, side by side: entry `i` of column `c` at `i·n + c` (`rule`'s layout).
         let dg = &mut self.dg;

@@ -232,6 +232,7 @@ pub fn random_contact_problem(
         specs.push(ContactRow::from_material(ConstraintKind::Limit, &Material::default(), depth, 0.0, 0.002, config));
     }
     let jacobian = phyz::math::SparseRows::dense(&jacobian);
+    let mass = phyz::dynamics::TreeMatrix::from_dense(&mass);
     ContactProblem::from_rows(JointSpace { mass, jacobian, free }, None, &specs, None, config)
 }
 

@@ -9,6 +9,8 @@
 
 use nalgebra::{DMatrix, DVector};
 
+use crate::dynamics::TreeMatrix;
+
 /// The Hessian is not positive definite (a non-positive or non-finite pivot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the contact problem's Hessian is not positive definite (singular mass matrix)")]
@@ -48,19 +50,22 @@ impl Envelope {
         self.lower.resize(n * n, 0.0);
     }
 
-    /// The envelope of the symmetric `m` (each row from its first nonzero), widened so that
-    /// each group of `columns` couples all its members: the first column of each row.
-    pub fn spanning<'a>(m: &DMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>) -> Vec<usize> {
+    /// The envelope of the symmetric `m` (each row from its first nonzero), widened so that each group of `columns` couples all its members: the first
+    /// column of each row.
+    pub fn spanning<'a>(m: &TreeMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>) -> Vec<usize> {
         let mut first = Vec::new();
         Self::spanning_into(m, columns, &mut first);
         first
     }
 
     /// [`Envelope::spanning`] written into `first`.
-    pub fn spanning_into<'a>(m: &DMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>, first: &mut Vec<usize>) {
-        let n = m.nrows();
+    pub fn spanning_into<'a>(
+        m: &TreeMatrix<f64>,
+        columns: impl IntoIterator<Item = &'a [usize]>,
+        first: &mut Vec<usize>,
+    ) {
         first.clear();
-        first.extend((0..n).map(|i| (0..i).find(|&j| m[(i, j)] != 0.0).unwrap_or(i)));
+        first.extend((0..m.dim()).map(|i| m.row(i).filter(|&(_, v)| v != 0.0).map(|(c, _)| c).fold(i, usize::min)));
         for group in columns {
             if let Some(&lowest) = group.iter().min() {
                 for &i in group {
@@ -75,12 +80,16 @@ impl Envelope {
         factor.factor
     }
 
-    /// Sets the lower triangle to that of `m` within the envelope.
-    pub fn fill(&mut self, m: &DMatrix<f64>) {
+    /// Sets the lower triangle to that of `m` (within the envelope, which holds its rows).
+    pub fn fill(&mut self, m: &TreeMatrix<f64>) {
         let n = self.n;
         for j in 0..n {
-            let rows = j * n + j..=j * n + self.last[j];
-            self.lower[rows.clone()].copy_from_slice(&m.as_slice()[rows]);
+            self.lower[j * n + j..j * n + self.last[j] + 1].fill(0.0);
+        }
+        for i in 0..n {
+            for (j, value) in m.row(i) {
+                self.lower[j * n + i] = value;
+            }
         }
     }
 
@@ -246,8 +255,9 @@ mod tests {
             let a = DMatrix::from_fn(n, n, |i, j| if !banded || coupled(i, j) { next() } else { 0.0 });
             let h = &a * a.transpose() + DMatrix::identity(n, n) * 0.5;
             let h = DMatrix::from_fn(n, n, |i, j| if !banded || coupled(i, j) { h[(i, j)] } else { 0.0 });
-            let mut envelope = Envelope::new(&Envelope::spanning(&h, std::iter::empty()));
-            envelope.fill(&h);
+            let tree = TreeMatrix::from_dense(&h);
+            let mut envelope = Envelope::new(&Envelope::spanning(&tree, std::iter::empty()));
+            envelope.fill(&tree);
             let factor = envelope.factorize().expect("positive definite");
             let b = DVector::from_fn(n, |i, _| i as f64 - 2.0);
             let dense = h.clone().cholesky().expect("positive definite").solve(&b);
@@ -260,7 +270,7 @@ mod tests {
             assert!((factor.matrix() - &h).amax() < 1e-12);
         }
         let mut indefinite = Envelope::new(&[0, 0]);
-        indefinite.fill(&DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]));
+        indefinite.fill(&TreeMatrix::from_dense(&DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0])));
         assert_eq!(indefinite.factorize().err(), Some(IndefiniteHessian));
     }
 }

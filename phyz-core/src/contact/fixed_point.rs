@@ -17,7 +17,7 @@
 //! [`implicit`](crate::scalar::AutodiffHooks::implicit) block as Newton's is: `Y = M⁻¹ Jᵀ` (residual `M Y − Jᵀ`), the impulses (residual `G`), and the
 //! velocity `x = x₀ + Y f` (residual `x − x₀ − Y f`, so `x` keeps the solver's value).
 
-use nalgebra::{Cholesky, DMatrix, DVector, Dyn, LU, Matrix3, Vector3};
+use nalgebra::{DMatrix, DVector, Dyn, LU, Matrix3, Vector3};
 use num_dual::Dual64;
 
 use super::config::SolverConfig;
@@ -28,6 +28,7 @@ use super::problem::{Constraint, ContactProblem, JointSpace};
 use super::sensitivity::SensitivityError;
 use super::solver::Solution;
 use crate::Scalar;
+use crate::dynamics::MassFactor;
 use crate::math::SparseRows;
 use crate::scalar::ImplicitRule;
 
@@ -62,15 +63,15 @@ pub(crate) fn differentiate<S: Scalar>(
 /// of `M Y − Jᵀ = 0`.
 pub(crate) fn response<S: Scalar>(joint: &JointSpace<S>, lanes: usize) -> Result<DMatrix<S>, SensitivityError> {
     let (nv, m) = (joint.free.len(), joint.jacobian.nrows());
-    let factors: Vec<Cholesky<f64, Dyn>> = (0..lanes)
-        .map(|lane| joint.mass.map(|x| x.lane(lane)).cholesky().ok_or(SensitivityError::SingularKkt))
+    let factors: Vec<MassFactor<f64>> = (0..lanes)
+        .map(|lane| MassFactor::of(&joint.mass.map(|x| x.lane(lane))).ok_or(SensitivityError::SingularKkt))
         .collect::<Result<_, _>>()?;
     // `Y` is dense whatever `J`'s sparsity.
     let jt = joint.jacobian.to_dense().transpose();
     let values: Vec<DMatrix<f64>> =
-        factors.iter().enumerate().map(|(lane, l)| l.solve(&jt.map(|x| x.lane(lane)))).collect();
+        factors.iter().enumerate().map(|(lane, l)| l.solve_columns(&jt.map(|x| x.lane(lane)))).collect();
     let mut y = DMatrix::from_fn(nv, m, |i, j| from_lanes::<S>(lanes, |l| values[l][(i, j)]));
-    let residual = &joint.mass * &y - &jt;
+    let residual = joint.mass.mul_columns(&y) - &jt;
     for (lane, factor) in factors.into_iter().enumerate() {
         S::implicit(y.as_mut_slice(), residual.as_slice(), lane, Box::new(MassSolve(factor)));
     }
@@ -307,15 +308,14 @@ impl Block {
 }
 
 /// The rule of `r = M Y − Jᵀ`: `dY = −M⁻¹ dr`, column by column (`M` is symmetric).
-struct MassSolve(Cholesky<f64, Dyn>);
+struct MassSolve(MassFactor<f64>);
 
 impl ImplicitRule for MassSolve {
     fn tangent(&self, dr: &mut [f64]) {
-        let nv = self.0.l_dirty().nrows();
+        let nv = self.0.dim();
         for column in dr.chunks_mut(nv.max(1)) {
-            let mut x = DVector::from_column_slice(column);
-            self.0.solve_mut(&mut x);
-            column.iter_mut().zip(x.iter()).for_each(|(c, x)| *c = -x);
+            self.0.solve_slice(column);
+            column.iter_mut().for_each(|c| *c = -*c);
         }
     }
     fn adjoint(&self, bar: &mut [f64]) {

@@ -279,7 +279,7 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     point.moved.copy_from(&point.x);
     point.moved -= &joint.free;
     zero_vector(&mut point.gradient, nv);
-    point.gradient.gemv(1.0, &joint.mass, &point.moved, 0.0);
+    joint.mass.mul_add(point.moved.as_slice(), point.gradient.as_mut_slice());
     point.cost = cost + 0.5 * point.moved.dot(&point.gradient);
     layout.subtract_transpose_times(problem, &point.impulses, &mut point.gradient);
 }
@@ -344,15 +344,9 @@ fn factorized_hessian(
 /// optimality conditions' derivative along the data (the right-hand side of the tangent rule).
 pub fn gradient<S: Scalar>(problem: &ContactProblem<S>, x: &DVector<S>, zones: &[Zone], lane: usize) -> DVector<S> {
     let joint = &problem.joint;
-    // `M (x − x₀)` column by column over `M`'s storage: nalgebra's generic product costs
-    // several times the arithmetic for a tangent-carrying scalar.
     let step = x - &joint.free;
     let mut out = -joint.jacobian.transpose_times(&impulses(problem, x, zones, lane));
-    if !step.is_empty() {
-        for (column, &s) in joint.mass.as_slice().chunks_exact(step.len()).zip(step.iter()) {
-            out.iter_mut().zip(column).for_each(|(o, &m)| *o += m * s);
-        }
-    }
+    joint.mass.mul_add(step.as_slice(), out.as_mut_slice());
     out
 }
 
@@ -586,7 +580,7 @@ fn line_search(
         buffers.rays.push(piece.ray(&buffers.direction.as_slice()[rows]));
     }
     zero_vector(&mut buffers.mass_search, problem.dofs());
-    buffers.mass_search.gemv(1.0, &problem.joint.mass, search, 0.0);
+    problem.joint.mass.mul_add(search.as_slice(), buffers.mass_search.as_mut_slice());
     let gauss = (buffers.mass_search.dot(&point.moved), search.dot(&buffers.mass_search));
     let line = Line { buffers, gauss };
     let mut samples = Samples { line, left: config.line_search_iterations };

@@ -29,6 +29,7 @@ use super::problem::{Constraint, ContactProblem};
 use super::row::{ConstraintKind, MIN_FRICTION};
 use super::solver::{Solution, SolveError};
 use crate::Scalar;
+use crate::dynamics::MassFactor;
 use crate::model::NoSlip;
 use crate::scalar::Mask;
 
@@ -111,10 +112,10 @@ fn run_lane<S: Scalar>(
     // In MuJoCo's forces over the sweeps.
     let h = real.units.timestep;
     let mut f = DVector::from_fn(real.rows(), |i, _| solution.impulses[own(i)] / h);
-    let factor = real.joint.mass.clone().cholesky().ok_or(SolveError::Sweep(SweepError::Mass))?;
+    let factor = MassFactor::of(&real.joint.mass).ok_or(SolveError::Sweep(SweepError::Mass))?;
     // `M⁻¹ Jᵀ` and the Delassus matrix are dense whatever `J`'s sparsity.
     let jacobian = real.joint.jacobian.to_dense();
-    let response = factor.solve(&jacobian.transpose());
+    let response = factor.solve_columns(&jacobian.transpose());
     let sweeps = Sweeps::new(&real, &jacobian, &response);
     // Until a sweep moves it, a cone's friction is where the soft solve left it.
     let mut on_ellipse: Vec<bool> = (0..real.constraints.len()).map(|c| sweeps.on_ellipse(c, &f)).collect();
@@ -187,7 +188,7 @@ fn islands(problem: &ContactProblem<f64>, trees: &[usize], separate: bool) -> Ve
             None => {
                 let inertia: f64 = (0..trees.len())
                     .filter(|&j| key.is_some_and(|k| root(&mut parent, trees[j]) == k))
-                    .map(|j| problem.joint.mass[(j, j)])
+                    .map(|j| problem.joint.mass.diagonal(j))
                     .sum();
                 let scale = if inertia > 0.0 { 1.0 / inertia } else { problem.units.scale };
                 islands.push((key, Island { constraints: vec![c], scale }));

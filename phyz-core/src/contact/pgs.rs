@@ -17,6 +17,7 @@ use super::friction::{FrictionError, solve_disc};
 use super::problem::{Constraint, ContactProblem};
 use super::row::ConstraintKind;
 use super::solver::Solution;
+use crate::dynamics::MassFactor;
 
 /// Sweeps that equilibrate the normal impulses alone before friction joins: on a redundant
 /// manifold the first sweeps would otherwise tip the body and seed friction impulses in the null
@@ -39,7 +40,7 @@ impl<'a> Dual<'a> {
         let joint = &problem.joint;
         // The Delassus matrix is dense whatever `J`'s sparsity.
         let jacobian = joint.jacobian.to_dense();
-        let minv_jt = joint.mass.clone().cholesky()?.solve(&jacobian.transpose());
+        let minv_jt = MassFactor::of(&joint.mass)?.solve_columns(&jacobian.transpose());
         Some(Dual {
             problem,
             delassus: &jacobian * minv_jt,
@@ -237,7 +238,7 @@ pub fn solve(
     }
     let joint = &problem.joint;
     let impulse = joint.jacobian.transpose_times(&f);
-    let velocity = &joint.free + joint.mass.clone().cholesky().ok_or(SweepError::Mass)?.solve(&impulse);
+    let velocity = &joint.free + MassFactor::of(&joint.mass).ok_or(SweepError::Mass)?.solve(&impulse);
     Ok(Solution {
         velocity,
         zones: dual.zones(&f),

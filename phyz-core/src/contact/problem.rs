@@ -12,13 +12,13 @@
 use std::any::Any;
 use std::borrow::Cow;
 
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
 use super::config::{Method, SolverConfig};
 use super::cost::Piece;
 use super::row::{ConstraintKind, ContactRow};
 use crate::Scalar;
-use crate::dynamics::MassFactor;
+use crate::dynamics::{MassFactor, TreeMatrix};
 use crate::math::{SparseRows, zero_vector};
 use crate::scalar::Mask;
 
@@ -44,8 +44,10 @@ impl Constraint {
 /// The joint-space data of a problem: metric, constraint Jacobian, free velocity.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JointSpace<S: Scalar> {
-    /// `M`: the mass matrix the impulses act through (`nv × nv`, symmetric positive definite).
-    pub mass: DMatrix<S>,
+    /// `M`: the mass matrix the impulses act through (symmetric positive definite), in the
+    /// tree's rows as the smooth stages make it (a hand-built problem's dense `M` is
+    /// [`TreeMatrix::from_dense`]): the solver's products and its Hessian read it there.
+    pub mass: TreeMatrix<S>,
     /// `J`: one row per constraint row, each over the degrees of freedom it reaches.
     pub jacobian: SparseRows<S>,
     /// `x₀`: the velocity after the step without constraint impulses.
@@ -161,7 +163,14 @@ impl<S: Scalar> ContactProblem<S> {
         let rows = [&self.target, &self.regularizer].into_iter().flat_map(|v| v.iter());
         let twist = self.twist.iter().flatten();
         S::prefetch(
-            mass.iter().chain(jacobian.values()).chain(free.iter()).chain(rows).chain(&self.mu).chain(twist).copied(),
+            mass.values()
+                .iter()
+                .chain(jacobian.values())
+                .chain(free.iter())
+                .chain(rows)
+                .chain(&self.mu)
+                .chain(twist)
+                .copied(),
         );
         let re = |x: &S| x.lane(lane);
         let kept: Vec<usize> = (0..self.constraints.len()).filter(|&c| self.present[c].lane(lane)).collect();
@@ -238,7 +247,7 @@ impl<S: Scalar> ContactProblem<S> {
         let (regularizer, target) = (&mut self.regularizer, &mut self.target);
         // Only rows without an inverse weight of their own need the mass matrix factorized.
         let weighted = rows.iter().all(|r| r.inverse_weight.is_some());
-        let factor = if weighted { None } else { MassFactor::dense(&joint.mass) };
+        let factor = if weighted { None } else { MassFactor::of(&joint.mass) };
         self.mu.clear();
         self.twist.clear();
         self.constraints.clear();

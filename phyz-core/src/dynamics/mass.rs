@@ -27,7 +27,7 @@ fn singular<S: Scalar>(model: &Model<S>, k: usize) -> StepError {
 /// row `k` holds entry `(k, k)`, then `(k, a)` for each ancestor `a` of `k`, nearest first.
 /// The composite rigid-body algorithm writes `M` in this order, and the factor keeps it: no
 /// `nv × nv` storage is touched on a step that does not need it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TreeMatrix<S> {
     /// Row `k` at `start[k]..start[k + 1]`.
     values: Vec<S>,
@@ -96,7 +96,7 @@ impl<S: Scalar> TreeMatrix<S> {
     }
 
     /// Adds `d` to the diagonal entry `(k, k)`.
-    pub(crate) fn add_diagonal(&mut self, k: usize, d: S) {
+    pub fn add_diagonal(&mut self, k: usize, d: S) {
         self.values[self.start[k]] += d;
     }
 
@@ -107,6 +107,80 @@ impl<S: Scalar> TreeMatrix<S> {
             let TreeMatrix { values, columns, start, .. } = self;
             values.extend(columns[start[k]..start[k + 1]].iter().map(|&c| m[(k, c)]));
         }
+    }
+
+    /// The dense symmetric `m` kept whole, laid out as a chain (each degree of freedom the
+    /// parent of the next): a matrix with no tree behind it.
+    pub fn from_dense(m: &DMatrix<S>) -> Self {
+        let mut out = TreeMatrix::default();
+        out.copy_dense(&chain(m.nrows()), m);
+        out
+    }
+
+    /// This matrix made `from`'s, in this value's storage (allocation-free once the layouts
+    /// match).
+    pub fn copy_from(&mut self, from: &TreeMatrix<S>) {
+        self.clear_for(&from.dof_parent);
+        self.values.extend_from_slice(&from.values);
+    }
+
+    /// Each entry mapped by `f` (a batch lane's value, a constant of another scalar).
+    pub fn map<T: Scalar>(&self, f: impl Fn(S) -> T) -> TreeMatrix<T> {
+        TreeMatrix {
+            values: self.values.iter().map(|&x| f(x)).collect(),
+            columns: self.columns.clone(),
+            column_start: self.column_start.clone(),
+            start: self.start.clone(),
+            dof_parent: self.dof_parent.clone(),
+        }
+    }
+
+    /// The stored entries, row after row.
+    pub fn values(&self) -> &[S] {
+        &self.values
+    }
+
+    /// The number of rows (and columns).
+    pub fn dim(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    /// The diagonal entry `(k, k)`.
+    pub fn diagonal(&self, k: usize) -> S {
+        self.values[self.start[k]]
+    }
+
+    /// Row `k`'s stored entries: `(k, k)` first, then `(k, a)` for each ancestor `a`, nearest
+    /// first, as `(column, value)` (the entries above the diagonal are their mirror).
+    pub fn row(&self, k: usize) -> impl Iterator<Item = (usize, S)> + '_ {
+        let range = self.start[k]..self.start[k + 1];
+        self.columns[range.clone()].iter().copied().zip(self.values[range].iter().copied())
+    }
+
+    /// `out += M x`, both of length [`TreeMatrix::dim`]: each stored entry once for itself and
+    /// once for its mirror.
+    pub fn mul_add(&self, x: &[S], out: &mut [S]) {
+        let n = self.dim();
+        assert!(x.len() == n && out.len() == n, "a product with a matrix of {n} rows");
+        for k in 0..n {
+            let (range, xk) = (self.start[k]..self.start[k + 1], x[k]);
+            let mut sum = self.values[range.start] * xk;
+            for (&v, &c) in self.values[range.start + 1..range.end].iter().zip(&self.columns[range.start + 1..]) {
+                sum += v * x[c];
+                out[c] += v * xk;
+            }
+            out[k] += sum;
+        }
+    }
+
+    /// `M B`, column by column.
+    pub fn mul_columns(&self, b: &DMatrix<S>) -> DMatrix<S> {
+        let mut out = DMatrix::zeros(b.nrows(), b.ncols());
+        let n = b.nrows().max(1);
+        for (column, x) in out.as_mut_slice().chunks_exact_mut(n).zip(b.as_slice().chunks_exact(n)) {
+            self.mul_add(x, column);
+        }
+        out
     }
 
     /// The whole matrix, written into `out` (resized to `n × n` if it is not).
@@ -121,6 +195,11 @@ impl<S: Scalar> TreeMatrix<S> {
             }
         }
     }
+}
+
+/// The tree of a chain of `n` degrees of freedom, each the parent of the next.
+fn chain(n: usize) -> Vec<Option<usize>> {
+    (0..n).map(|k| k.checked_sub(1)).collect()
 }
 
 /// `M = Lᵀ D L` with `L` unit lower-triangular along the tree (MuJoCo's `qLD` convention), in
@@ -168,12 +247,11 @@ impl<S: Scalar> MassFactor<S> {
         self.eliminate().map_err(|k| singular(model, k))
     }
 
-    /// Factorizes a dense symmetric positive definite matrix (every degree of freedom the
-    /// parent of the next: no sparsity to keep), or `None` if a pivot is not positive.
-    pub fn dense(m: &DMatrix<S>) -> Option<Self> {
+    /// Factorizes `m` in its own rows, or `None` if a pivot is not positive (in some batch
+    /// lane).
+    pub fn of(m: &TreeMatrix<S>) -> Option<Self> {
         let mut factor = Self::default();
-        let chain: Vec<Option<usize>> = (0..m.nrows()).map(|k| k.checked_sub(1)).collect();
-        factor.rows.copy_dense(&chain, m);
+        factor.rows.copy_from(m);
         factor.eliminate().ok().map(|()| factor)
     }
 
@@ -208,6 +286,11 @@ impl<S: Scalar> MassFactor<S> {
         }
     }
 
+    /// The number of degrees of freedom.
+    pub fn dim(&self) -> usize {
+        self.rows.dim()
+    }
+
     /// `M⁻¹ b`.
     pub fn solve(&self, b: &DVector<S>) -> DVector<S> {
         let mut x = b.clone();
@@ -220,8 +303,16 @@ impl<S: Scalar> MassFactor<S> {
         self.solve_slice(x.as_mut_slice());
     }
 
+    /// `M⁻¹ B`, column by column.
+    pub fn solve_columns(&self, b: &DMatrix<S>) -> DMatrix<S> {
+        let mut x = b.clone();
+        let n = x.nrows();
+        x.as_mut_slice().chunks_exact_mut(n.max(1)).for_each(|column| self.solve_slice(column));
+        x
+    }
+
     /// `x ← M⁻¹ x` on one vector's entries.
-    fn solve_slice(&self, x: &mut [S]) {
+    pub fn solve_slice(&self, x: &mut [S]) {
         let TreeMatrix { values, columns, start, .. } = &self.rows;
         let n = start.len() - 1;
         assert_eq!(x.len(), n, "a vector of {} entries solved with the factor of {n} degrees of freedom", x.len());

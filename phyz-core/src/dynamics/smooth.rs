@@ -161,13 +161,13 @@ impl<S: Scalar> Smooth<S> {
         self.implicit.correct(model, kinematics, &self.dense, &inputs, coriolis, qacc)
     }
 
-    /// The matrix [`Smooth::factor`] factorizes, `M` plus the extra diagonal, written dense
-    /// into `out`.
-    pub fn factored_into(&self, out: &mut DMatrix<S>) {
-        self.mass.to_dense(out);
+    /// The matrix [`Smooth::factor`] factorizes, `M` plus the extra diagonal, written into
+    /// `out` in the tree's rows.
+    pub fn factored_into(&self, out: &mut TreeMatrix<S>) {
+        out.copy_from(&self.mass);
         if self.is_damped {
             for (i, &e) in self.extra.iter().enumerate() {
-                out[(i, i)] += e;
+                out.add_diagonal(i, e);
             }
         }
     }

@@ -33,7 +33,7 @@ fn assemble<S: Scalar>(
         bare.factorize_tree(model, &smooth.mass, None)?;
         copy_vector(&mut joint.free, &smooth.force);
         bare.solve_in_place(&mut joint.free);
-        smooth.mass.to_dense(&mut joint.mass);
+        joint.mass.copy_from(&smooth.mass);
     } else {
         copy_vector(&mut joint.free, &smooth.acceleration);
         smooth.factored_into(&mut joint.mass);
@@ -120,7 +120,7 @@ pub(super) fn solve<S: Scalar>(
     *velocity -= &problem.joint.free;
     if split {
         zero_vector(impulse, model.nv());
-        impulse.gemv(S::one(), &problem.joint.mass, velocity, S::zero());
+        problem.joint.mass.mul_add(velocity.as_slice(), impulse.as_mut_slice());
         smooth.factor.solve_in_place(impulse);
         qacc.axpy(S::one() / dt, impulse, S::one());
     } else {

@@ -13,7 +13,7 @@ use crate::contact::{
     ContactProblem, ContactRow, JointSpace, NewtonWorkspace, Sensitivity, SensitivityError, Solution, SolverConfig,
     Warm,
 };
-use crate::dynamics::{Kinematics, MassFactor, Smooth};
+use crate::dynamics::{Kinematics, MassFactor, Smooth, TreeMatrix};
 use crate::math::SparseRows;
 use crate::model::{Model, State};
 use crate::scalar::Scalar;
@@ -173,7 +173,8 @@ impl<S: Scalar> Data<S> {
 
 impl<S: Scalar> Default for Data<S> {
     fn default() -> Self {
-        let joint = JointSpace { mass: DMatrix::zeros(0, 0), jacobian: SparseRows::default(), free: DVector::zeros(0) };
+        let joint =
+            JointSpace { mass: TreeMatrix::default(), jacobian: SparseRows::default(), free: DVector::zeros(0) };
         Data {
             smooth: Smooth::default(),
             qacc: DVector::zeros(0),
