@@ -157,19 +157,23 @@ impl<S: Scalar> TreeMatrix<S> {
         self.columns[range.clone()].iter().copied().zip(self.values[range].iter().copied())
     }
 
-    /// `out += M x`, both of length [`TreeMatrix::dim`]: each stored entry once for itself and
-    /// once for its mirror.
+    /// `out += M x`, both of length [`TreeMatrix::dim`]. Each entry of `out` sums its terms in
+    /// ascending column order, as a dense product does (row `k` takes its ancestors' columns,
+    /// farthest first, then its own; its descendants' come later, each row in turn): the
+    /// result is the dense product's to the last bit.
     pub fn mul_add(&self, x: &[S], out: &mut [S]) {
         let n = self.dim();
         assert!(x.len() == n && out.len() == n, "a product with a matrix of {n} rows");
         for k in 0..n {
             let (range, xk) = (self.start[k]..self.start[k + 1], x[k]);
-            let mut sum = self.values[range.start] * xk;
-            for (&v, &c) in self.values[range.start + 1..range.end].iter().zip(&self.columns[range.start + 1..]) {
+            let (diagonal, ancestors) = (self.values[range.start], range.start + 1..range.end);
+            let (before, rest) = out.split_at_mut(k);
+            let mut sum = rest[0];
+            for (&v, &c) in self.values[ancestors.clone()].iter().zip(&self.columns[ancestors]).rev() {
                 sum += v * x[c];
-                out[c] += v * xk;
+                before[c] += v * xk;
             }
-            out[k] += sum;
+            rest[0] = sum + diagonal * xk;
         }
     }
 
