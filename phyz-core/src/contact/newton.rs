@@ -39,8 +39,9 @@ struct Point {
     impulses: DVector<f64>,
     cost: f64,
     gradient: DVector<f64>,
-    /// `x − x₀`.
+    /// `x − x₀` and `M (x − x₀)`.
     moved: DVector<f64>,
+    mass_moved: DVector<f64>,
 }
 
 impl Default for Point {
@@ -53,6 +54,7 @@ impl Default for Point {
             cost: 0.0,
             gradient: DVector::zeros(0),
             moved: DVector::zeros(0),
+            mass_moved: DVector::zeros(0),
         }
     }
 }
@@ -262,6 +264,39 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     let joint = &problem.joint;
     layout.jacobian_times(problem, &point.x, &mut point.jar);
     point.jar -= &problem.target;
+    let nv = problem.dofs();
+    zero_vector(&mut point.moved, nv);
+    point.moved.copy_from(&point.x);
+    point.moved -= &joint.free;
+    zero_vector(&mut point.mass_moved, nv);
+    joint.mass.mul_add(point.moved.as_slice(), point.mass_moved.as_mut_slice());
+    evaluate_products(problem, layout, point);
+}
+
+/// [`evaluate`] at `from.x + α s` for the search `s` whose products `J s`, `M s` `line` holds:
+/// the point's own products are `from`'s moved along the line (as MuJoCo moves its `Jaref` and
+/// `Ma`), not formed again.
+fn evaluate_along(
+    problem: &ContactProblem<f64>,
+    layout: &Layout,
+    (from, alpha, search, line): (&Point, f64, &DVector<f64>, &LineBuffers),
+    point: &mut Point,
+) {
+    for (to, from, along) in [
+        (&mut point.x, &from.x, search),
+        (&mut point.jar, &from.jar, &line.direction),
+        (&mut point.moved, &from.moved, search),
+        (&mut point.mass_moved, &from.mass_moved, &line.mass_search),
+    ] {
+        copy_vector(to, from);
+        to.axpy(alpha, along, 1.0);
+    }
+    evaluate_products(problem, layout, point);
+}
+
+/// The cost, zones, impulses and gradient at `point`, whose `J x − target`, `x − x₀` and
+/// `M (x − x₀)` are in place.
+fn evaluate_products(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     zero_vector(&mut point.impulses, problem.rows());
     point.zones.clear();
     let mut cost = 0.0;
@@ -274,12 +309,7 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
         piece.force(zone, conic, &mut point.impulses.as_mut_slice()[at..at + constraint.kind.dim()]);
         point.zones.push(zone);
     }
-    let nv = problem.dofs();
-    zero_vector(&mut point.moved, nv);
-    point.moved.copy_from(&point.x);
-    point.moved -= &joint.free;
-    zero_vector(&mut point.gradient, nv);
-    joint.mass.mul_add(point.moved.as_slice(), point.gradient.as_mut_slice());
+    copy_vector(&mut point.gradient, &point.mass_moved);
     point.cost = cost + 0.5 * point.moved.dot(&point.gradient);
     layout.subtract_transpose_times(problem, &point.impulses, &mut point.gradient);
 }
@@ -440,9 +470,7 @@ pub fn solve_in(
             converged = decrement < measure.tolerance;
             break;
         }
-        copy_vector(&mut trial.x, &point.x);
-        trial.x.axpy(alpha, search, 1.0);
-        evaluate(problem, layout, trial);
+        evaluate_along(problem, layout, (point, alpha, search, line), trial);
         // The Hessian moves with the point only through its zones and a sliding cone's
         // deviations: with the zones unchanged and no cone sliding, it is the one factorized.
         let same = trial.zones == point.zones && !trial.zones.contains(&Zone::Cone);
