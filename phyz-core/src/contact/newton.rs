@@ -273,6 +273,16 @@ fn evaluate(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
     evaluate_products(problem, layout, point);
 }
 
+/// [`evaluate`] at the free velocity `x₀`, where the Gauss term and its gradient vanish.
+fn evaluate_free(problem: &ContactProblem<f64>, layout: &Layout, point: &mut Point) {
+    copy_vector(&mut point.x, &problem.joint.free);
+    layout.jacobian_times(problem, &point.x, &mut point.jar);
+    point.jar -= &problem.target;
+    zero_vector(&mut point.moved, problem.dofs());
+    zero_vector(&mut point.mass_moved, problem.dofs());
+    evaluate_products(problem, layout, point);
+}
+
 /// [`evaluate`] at `from.x + α s` for the search `s` whose products `J s`, `M s` `line` holds:
 /// the point's own products are `from`'s moved along the line (as MuJoCo moves its `Jaref` and
 /// `Ma`), not formed again.
@@ -446,8 +456,7 @@ pub fn solve_in(
     *factor_at_solution = false;
     layout.update(problem);
     let measure = Measure::new(problem, config);
-    copy_vector(&mut point.x, &problem.joint.free);
-    evaluate(problem, layout, point);
+    evaluate_free(problem, layout, point);
     if let Some(w) = warm.filter(|w| w.len() == problem.dofs()) {
         copy_vector(&mut trial.x, w);
         evaluate(problem, layout, trial);
