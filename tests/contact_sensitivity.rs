@@ -133,7 +133,7 @@ proptest! {
 /// it is. Without a cone sliding it is the same matrix, bit for bit, as a factorization at the
 /// solution (the Hessian reads only the zones there). Where a cone slides, it is offered only
 /// if it was made at the solution's own point; it then differs from a new factorization by the
-/// rounding of `J x` alone, so that check is to 1e-12 of the largest entry, stated before
+/// rounding of `J x` (moved along each line search as `J x + α J s`) alone, so that check is to 1e-12 of the largest entry, stated before
 /// measuring. Every case must occur among the problems, so that no check passes vacuously. A
 /// Gauss-Seidel solve in the same storage leaves nothing to reuse.
 #[test]

@@ -61,6 +61,8 @@ pub struct AnalyticalJacobians {
     /// [`Columns::shape`]).
     columns: Columns,
     dg: Vec<f64>,
+    /// The solve's mass matrix, dense (its velocity columns enter `dg`).
+    metric: DMatrix<f64>,
 }
 
 /// How the passes take the constraint stage.
@@ -137,6 +139,7 @@ impl AnalyticalJacobians {
             rnea: RneaDerivatives::default(),
             columns: Columns::empty(),
             dg: Vec::new(),
+            metric: DMatrix::zeros(0, 0),
         })
     }
 
@@ -315,8 +318,8 @@ impl AnalyticalJacobians {
         let nv = self.model.nv();
         let n = out.forcing.ncols();
         let h = self.model.timestep;
-        let mut metric = DMatrix::zeros(0, 0);
-        self.workspace.data.constraint_problem().joint.mass.to_dense(&mut metric);
+        let metric = &mut self.metric;
+        self.workspace.data.constraint_problem().joint.mass.to_dense(metric);
         let velocity = |c: usize| (nv..2 * nv).contains(&c).then(|| c - nv);
         // `dg`, side by side: entry `i` of column `c` at `i·n + c` (`rule`'s layout).
         let dg = &mut self.dg;

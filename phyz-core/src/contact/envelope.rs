@@ -50,8 +50,8 @@ impl Envelope {
         self.lower.resize(n * n, 0.0);
     }
 
-    /// The envelope of the symmetric `m` (each row from its first nonzero), widened so that each group of `columns` couples all its members: the first
-    /// column of each row.
+    /// The envelope of the symmetric `m` (each row from its first nonzero), widened so that
+    /// each group of `columns` couples all its members: the first column of each row.
     pub fn spanning<'a>(m: &TreeMatrix<f64>, columns: impl IntoIterator<Item = &'a [usize]>) -> Vec<usize> {
         let mut first = Vec::new();
         Self::spanning_into(m, columns, &mut first);
