@@ -16,8 +16,11 @@ For every gymnasium model and every tests/models/*.xml:
 Prints a Markdown table (model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco)
 on stdout; progress and warnings go to stderr.
 
-Also prints each engine's solver iterations per step (MuJoCo's summed over islands, from an
-untimed run). Extra MJCF files can be named by path (e.g. benches/models/box_stack.xml).
+Also prints each engine's solver iterations per step, from an untimed run: MuJoCo's
+`solver_niter` summed over islands, which an RK4 step leaves at its last stage's solve; phyz's
+`StepInfo::iterations`, the most over all of a step's solves. With RK4 (every gymnasium model)
+the two count different things; docs/results.md compares the engines per solve. Extra MJCF
+files can be named by path (e.g. benches/models/box_stack.xml).
 
 Usage:  python3 tools/bench_vs_mujoco.py [--constraints] [--steps 2000] [--reps 7] [--phyz PATH]
                                         [MODEL_NAME | PATH.xml ...]
@@ -207,6 +210,7 @@ def main():
     setting = "contacts and limits on (MuJoCo: elliptic cone)" if CONSTRAINTS else "constraints disabled in both"
     print(f"MuJoCo {mujoco.__version__} vs phyz, {setting}, {args.steps} steps, "
           f"median of {args.reps}; CPU: {cpu_name()}")
+    print("(solver iterations: MuJoCo's last solve of a step, phyz's most over a step's solves)")
     print()
     print("| model | mujoco µs/step | phyz µs/step | ratio phyz/mujoco | solver iterations/step mujoco / phyz |")
     print("|---|---:|---:|---:|---:|")
