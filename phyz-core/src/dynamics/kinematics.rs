@@ -217,7 +217,7 @@ pub(crate) fn dofs<'a, S: Scalar>(link: &Link, x: &'a DVector<S>) -> &'a [S] {
 /// A link's joint motion `Σ S_k x_k` in its own frame, for a velocity-like vector `x`, in two
 /// parts: along its world dofs ([`Link::world_dofs`]), and along the motions that turn with it.
 #[inline]
-pub(crate) fn joint_motion<S: Scalar>(
+pub(crate) fn link_joint_motion<S: Scalar>(
     model: &Model<S>,
     kin: &Kinematics<S>,
     i: usize,
@@ -250,7 +250,7 @@ pub fn link_velocities_into<S: Scalar>(
     vel.clear();
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&vel[p]));
-        let (world, turning) = joint_motion(model, kin, i, qvel);
+        let (world, turning) = link_joint_motion(model, kin, i, qvel);
         vel.push(inherited + world + turning);
     }
 }
@@ -269,7 +269,7 @@ pub fn link_bias_accelerations<S: Scalar>(
     for (i, link) in model.tree().links.iter().enumerate() {
         let inherited = link.parent.map_or_else(Motion::zero, |p| kin.local[i].motion_to_child(&acc[p]));
         // The motions that turn do so with the velocity before them; the world dofs' never turn.
-        let (_, turning) = joint_motion(model, kin, i, qvel);
+        let (_, turning) = link_joint_motion(model, kin, i, qvel);
         acc.push(inherited + (velocities[i] - turning).cross_motion(&turning));
     }
 }
