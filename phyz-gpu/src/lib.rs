@@ -18,6 +18,7 @@ pub mod layout;
 mod ops;
 mod route;
 mod solve;
+pub mod stages;
 
 pub use ops::{Schedule, SweepOps, sweep_blocks};
 pub use route::{GpuRoute, simulation};
@@ -30,4 +31,10 @@ use phyz_core::contact::ConstraintKind;
 pub enum GpuError {
     #[error("the GPU pass solves contacts of condim 1 and 3: a {kind:?} contact needs a Newton preset")]
     Unsupported { kind: ConstraintKind },
+    /// The model has what the device stages do not run (named), or sizes they cannot address.
+    #[error("the device stages cannot take this model: {0}")]
+    Model(String),
+    /// The device is not one the kernels run on, or it failed.
+    #[error("device: {0}")]
+    Device(String),
 }

@@ -1,0 +1,290 @@
+//! How a model and its worlds lie in device memory.
+//!
+//! A model is two buffers: integers (a header, then a record per link and per degree of
+//! freedom: the tree) and floats in the worlds' float type (gravity, then a record per link
+//! and per degree of freedom: what the model fixes). The worlds' numbers are one buffer of
+//! named arrays ([`Array`]), and item `i` of an array of world `w` lies at
+//! `(array start + i) · worlds + w`: the worlds of one item are neighbours, so a kernel that
+//! gives each world a unit reads and writes memory in runs (coalesced on a GPU, in SIMD lanes
+//! on llvmpipe).
+
+use phyz_core::Model;
+use phyz_core::model::JointKind;
+use phyz_core::model::tree::LinkJoint;
+
+use crate::GpuError;
+
+/// Positions in the integer buffer's header.
+pub mod header {
+    pub const LINKS: usize = 0;
+    pub const DOFS: usize = 1;
+    /// Where the link records start, in the integers.
+    pub const LINK_INTS: usize = 2;
+    /// Where the degree-of-freedom records start, in the integers.
+    pub const DOF_INTS: usize = 3;
+    /// Where the link records start, in the floats.
+    pub const LINK_FLOATS: usize = 4;
+    /// Where the degree-of-freedom records start, in the floats.
+    pub const DOF_FLOATS: usize = 5;
+    /// Where each [`super::Array`] starts among a world's items, by its number.
+    pub const ARRAYS: usize = 6;
+}
+
+/// A link's integers.
+pub mod link_int {
+    /// The parent link plus one; zero for a link attached to the world.
+    pub const PARENT: usize = 0;
+    /// What moves it ([`super::joint`]).
+    pub const JOINT: usize = 1;
+    pub const DOF_ADR: usize = 2;
+    pub const DOF_NUM: usize = 3;
+    /// Its first degrees of freedom that move it along the world's axes (a free joint's three).
+    pub const WORLD_DOFS: usize = 4;
+    pub const QPOS_ADR: usize = 5;
+    /// 1 for its body's first link (which starts from the body's offset), else 0.
+    pub const FIRST_OF_BODY: usize = 6;
+    /// 1 for its body's last link (which carries the body's inertia), else 0.
+    pub const LAST_OF_BODY: usize = 7;
+    /// The link at the root of its tree.
+    pub const ROOT: usize = 8;
+    pub const LEN: usize = 9;
+}
+
+/// A degree of freedom's integers.
+pub mod dof_int {
+    /// Its nearest ancestor degree of freedom plus one; zero for none.
+    pub const PARENT: usize = 0;
+    /// The link it moves.
+    pub const LINK: usize = 1;
+    /// Where its row starts among the mass matrix's tree entries ([`super::Array::Mass`]).
+    pub const ROW: usize = 2;
+    /// The length of that row: itself and its ancestors.
+    pub const DEPTH: usize = 3;
+    pub const LEN: usize = 4;
+}
+
+/// A link's floats.
+pub mod link_float {
+    /// The joint's axis and anchor in the link's frame, and its reference coordinate.
+    pub const AXIS: usize = 0;
+    pub const ANCHOR: usize = 3;
+    pub const REFERENCE: usize = 6;
+    /// The link's pose in its parent's before its joint moves: rotation by rows, then position.
+    pub const OFFSET_ROT: usize = 7;
+    pub const OFFSET_POS: usize = 16;
+    /// Its inertia in its own frame: mass, first moment, rotational inertia about the origin
+    /// (`xx yy zz xy xz yz`).
+    pub const INERTIA: usize = 19;
+    pub const LEN: usize = 29;
+}
+
+/// A degree of freedom's floats.
+pub mod dof_float {
+    /// Its motion in its link's frame (angular, then linear): unused for a world dof.
+    pub const MOTION: usize = 0;
+    pub const ARMATURE: usize = 6;
+    pub const LEN: usize = 7;
+}
+
+/// What moves a link, by code.
+pub mod joint {
+    pub const WELD: u32 = 0;
+    pub const HINGE: u32 = 1;
+    pub const SLIDE: u32 = 2;
+    pub const BALL: u32 = 3;
+    pub const FREE: u32 = 4;
+}
+
+/// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
+pub const INERTIA: usize = 10;
+
+/// The arrays each world holds, in order, with what each is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Array {
+    /// `qpos`.
+    Qpos,
+    /// `qvel`.
+    Qvel,
+    /// Each link's rotation (world axes), by rows: 9 a link.
+    Rotation,
+    /// Each link's origin relative to its tree's root origin (`Kinematics::rooted`): 3 a link.
+    Rooted,
+    /// Each link's origin in the world: 3 a link.
+    Position,
+    /// Each degree of freedom's motion in its tree's rooted frame (`Kinematics::dof_motion`):
+    /// angular then linear, 6 a dof.
+    Motion,
+    /// Each link's inertia placed in its tree's rooted frame: [`INERTIA`] a link.
+    Inertia,
+    /// Each link's composite (subtree) inertia, same frame: [`INERTIA`] a link.
+    Composite,
+    /// The mass matrix in the tree's rows (`TreeMatrix`'s order).
+    Mass,
+    /// Its `LᵀDL` factor in the same rows (`MassFactor`'s).
+    Factor,
+    /// RNEA's link velocities, accelerations and subtree forces, rooted frames: 6 a link each.
+    Velocity,
+    Acceleration,
+    Force,
+    /// The bias forces `C(q, q̇)`.
+    Bias,
+    /// A vector the factor solves in place.
+    Vector,
+}
+
+impl Array {
+    pub const ALL: [Array; 15] = [
+        Array::Qpos,
+        Array::Qvel,
+        Array::Rotation,
+        Array::Rooted,
+        Array::Position,
+        Array::Motion,
+        Array::Inertia,
+        Array::Composite,
+        Array::Mass,
+        Array::Factor,
+        Array::Velocity,
+        Array::Acceleration,
+        Array::Force,
+        Array::Bias,
+        Array::Vector,
+    ];
+
+    /// Its number in the header ([`header::ARRAYS`]).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A model packed for the device, and where each world array lies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packed {
+    pub ints: Vec<u32>,
+    pub floats: Vec<f64>,
+    /// Each array's first item and its length, in [`Array::ALL`]'s order.
+    pub arrays: Vec<(usize, usize)>,
+    /// Items a world holds.
+    pub items: usize,
+}
+
+impl Packed {
+    /// The device form of `model`. A mocap body is refused: its pose is the state's, which the
+    /// device arrays do not hold yet.
+    pub fn new(model: &Model<f64>) -> Result<Packed, GpuError> {
+        if let Some(body) = model.bodies().iter().find(|b| b.mocap().is_some()) {
+            return Err(GpuError::Model(format!("body '{}' is a mocap body", body.name)));
+        }
+        let tree = model.tree();
+        let constants = &model.constants().links;
+        let (nlink, nv) = (tree.links.len(), model.nv());
+        // The mass matrix's rows: each degree of freedom's chain of ancestors, itself first.
+        let mut rows = Vec::with_capacity(nv + 1);
+        rows.push(0);
+        for k in 0..nv {
+            let mut length = 0;
+            let mut d = Some(k);
+            while let Some(c) = d {
+                length += 1;
+                d = tree.dof_parent[c];
+            }
+            rows.push(rows[k] + length);
+        }
+        let entries = rows[nv];
+        let lengths = Array::ALL.map(|a| match a {
+            Array::Qpos => model.nq(),
+            Array::Qvel | Array::Bias | Array::Vector => nv,
+            Array::Rotation => 9 * nlink,
+            Array::Rooted | Array::Position => 3 * nlink,
+            Array::Motion => 6 * nv,
+            Array::Inertia | Array::Composite => INERTIA * nlink,
+            Array::Mass | Array::Factor => entries,
+            Array::Velocity | Array::Acceleration | Array::Force => 6 * nlink,
+        });
+        let mut arrays = Vec::with_capacity(lengths.len());
+        let mut items = 0;
+        for length in lengths {
+            arrays.push((items, length));
+            items += length;
+        }
+
+        let link_ints = header::ARRAYS + arrays.len();
+        let dof_ints = link_ints + nlink * link_int::LEN;
+        let link_floats = 3;
+        let dof_floats = link_floats + nlink * link_float::LEN;
+        let mut ints = vec![nlink, nv, link_ints, dof_ints, link_floats, dof_floats];
+        ints.extend(arrays.iter().map(|&(start, _)| start));
+        let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
+        for (i, link) in tree.links.iter().enumerate() {
+            let code = link_code(model, link.joint);
+            ints.extend([
+                link.parent.map_or(0, |p| p + 1),
+                code as usize,
+                link.dof_adr,
+                link.dof_num,
+                link.world_dofs(),
+                link.qpos_adr,
+                usize::from(link.first_of_body),
+                usize::from(link.last_of_body),
+                link.root,
+            ]);
+            let joint = link.joint.index().map(|j| &model.joints()[j]);
+            let (axis, anchor) = joint.map_or(([0.0; 3], [0.0; 3]), |j| (j.axis.into(), j.pos.into()));
+            floats.extend(axis);
+            floats.extend(anchor);
+            floats.push(joint.map_or(0.0, |j| j.reference));
+            let offset = &constants.offset[i];
+            floats.extend((0..3).flat_map(|r| (0..3).map(move |c| offset.rot[(r, c)])));
+            floats.extend(offset.pos.iter());
+            let inertia = &constants.inertia[i];
+            let rot = &inertia.rot_inertia;
+            floats.push(inertia.mass);
+            floats.extend(inertia.first_moment.iter());
+            floats.extend([rot[(0, 0)], rot[(1, 1)], rot[(2, 2)], rot[(0, 1)], rot[(0, 2)], rot[(1, 2)]]);
+        }
+        for k in 0..nv {
+            ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
+        }
+        for k in 0..nv {
+            let l = tree.dof_link[k];
+            let link = &tree.links[l];
+            // The world dofs' motions are the world's axes; the rest are the subspace's.
+            let motion = (k - link.dof_adr).checked_sub(link.world_dofs()).map(|t| constants.subspace[l].cols()[t]);
+            let (ang, lin) = motion.map_or(([0.0; 3], [0.0; 3]), |m| (m.ang.into(), m.lin.into()));
+            floats.extend(ang);
+            floats.extend(lin);
+            floats.push(link.joint.index().map_or(0.0, |j| model.joints()[j].armature));
+        }
+        let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
+        Ok(Packed { ints, floats, arrays, items })
+    }
+
+    /// The number of degrees of freedom.
+    pub fn nv(&self) -> usize {
+        self.ints[header::DOFS] as usize
+    }
+
+    /// Where `array` starts among a world's items, and its length.
+    pub fn array(&self, array: Array) -> (usize, usize) {
+        self.arrays[array.index()]
+    }
+}
+
+fn too_large() -> GpuError {
+    GpuError::Model("more items than 32-bit indices address".into())
+}
+
+/// The code of what moves a link.
+fn link_code(model: &Model<f64>, joint: LinkJoint) -> u32 {
+    match joint {
+        LinkJoint::Weld => joint::WELD,
+        LinkJoint::Free(_) => joint::FREE,
+        LinkJoint::Joint(j) => match model.joints()[j].kind() {
+            JointKind::Hinge => joint::HINGE,
+            JointKind::Slide => joint::SLIDE,
+            JointKind::Ball => joint::BALL,
+            JointKind::Free => joint::FREE,
+        },
+    }
+}

@@ -1,0 +1,188 @@
+//! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
+//! matrix, its factor and solves, and RNEA's bias forces so far (issue 30 builds the rest of the
+//! step on them: passive and actuator forces, collision, constraint rows, the Newton solve,
+//! integration).
+//!
+//! The engine stays one. Each kernel transcribes one CPU stage of `phyz_core::dynamics`, in the
+//! same frames and the same order of operations, and the tests hold it to that stage. What the
+//! device adds is the layout ([`layout`]): a model packed once into two buffers, every world's
+//! numbers in one buffer of named arrays, and one unit per world walking the tree. Walking the
+//! tree serially per world is what MuJoCo Warp does per branch; with thousands of worlds the
+//! device is full without splitting a world further, and a stage is one launch whatever the
+//! model's size.
+
+mod kinematics;
+pub mod layout;
+mod mass;
+mod real;
+mod rnea;
+mod world;
+
+use burn::backend::ops::{FloatTensorOps, IntTensorOps};
+use burn::backend::{DispatchDevice, read_sync};
+use burn::tensor::{DType, Device, TensorData};
+use burn_cubecl::cubecl::prelude::*;
+use burn_cubecl::tensor::CubeTensor;
+use burn_cubecl::{CubeBackend, CubeDevice};
+use phyz_core::{Model, State};
+
+use crate::GpuError;
+use crate::device::float_dtype;
+use layout::{Array, Packed};
+
+/// A model on a device: its tree and constants, packed once ([`layout`]).
+#[derive(Clone, Debug)]
+pub struct Stages {
+    packed: Packed,
+    ints: CubeTensor,
+    floats: CubeTensor,
+    device: CubeDevice,
+    dtype: DType,
+}
+
+/// The numbers of a batch of worlds on the device: every [`Array`] of each.
+#[derive(Clone, Debug)]
+pub struct Worlds {
+    data: CubeTensor,
+    count: usize,
+}
+
+impl Worlds {
+    /// How many worlds.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// A launch of one stage kernel over every world, in the float type `$float`.
+macro_rules! launch_stage {
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($arg:expr),*]) => {{
+        let client = $stages.device.client();
+        let cube_dim = CubeDim::new(&client, $worlds.count);
+        let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, $worlds.count, cube_dim);
+        // Safety: each unit writes only its own world's items of `data`, all inside the
+        // buffer the layout sized for `count` worlds, and reads the model's buffers at the
+        // offsets their own header gives.
+        unsafe {
+            $($kernel)::+::launch_unchecked::<$float>(
+                &client,
+                cube_count,
+                cube_dim,
+                $stages.ints.clone().into_tensor_arg(),
+                $($arg,)*
+                $worlds.data.clone().into_tensor_arg(),
+                $worlds.count as u32,
+            )
+        }
+    }};
+}
+
+/// [`launch_stage!`] in the stages' float type, with or without the model's floats.
+macro_rules! dispatch_stage {
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+, floats) => {
+        match $stages.dtype {
+            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, [$stages.floats.clone().into_tensor_arg()]),
+            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, [$stages.floats.clone().into_tensor_arg()]),
+        }
+    };
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+) => {
+        match $stages.dtype {
+            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, []),
+            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, []),
+        }
+    };
+}
+
+impl Stages {
+    /// `model` on `device` (a CubeCL device: wgpu, or CUDA where a build has it), in `f64`
+    /// where the device computes it, else `f32` ([`float_dtype`]).
+    pub fn new(model: &Model<f64>, device: &Device) -> Result<Stages, GpuError> {
+        let inner = device.clone().inner();
+        let DispatchDevice::Cube(cube) = inner.as_dispatch() else {
+            return Err(GpuError::Device(format!("{device:?} is not a CubeCL device")));
+        };
+        let dtype = float_dtype(device).0;
+        let packed = Packed::new(model)?;
+        let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), &cube);
+        let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
+        let floats = CubeBackend::float_from_data(floats, &cube);
+        Ok(Stages { packed, ints, floats, device: cube.clone(), dtype })
+    }
+
+    /// The float type the kernels compute in.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Worlds at `states` (their `qpos` and `qvel`), every other array zero.
+    pub fn worlds(&self, states: &[State<f64>]) -> Result<Worlds, GpuError> {
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        self.upload(states.len(), &[(Array::Qpos, &qpos), (Array::Qvel, &qvel)])
+    }
+
+    /// `count` worlds with the arrays `given` (each array's numbers, world by world), every
+    /// other array zero.
+    pub fn upload(&self, count: usize, given: &[(Array, &[&[f64]])]) -> Result<Worlds, GpuError> {
+        let items = self.packed.items;
+        if u32::try_from(items.saturating_mul(count)).is_err() {
+            return Err(GpuError::Model(format!("{count} worlds of {items} numbers exceed 32-bit indices")));
+        }
+        let mut host = vec![0.0; items * count];
+        for &(array, worlds) in given {
+            let (start, len) = self.packed.array(array);
+            for (w, values) in worlds.iter().enumerate().take(count) {
+                if values.len() != len {
+                    return Err(GpuError::Model(format!(
+                        "{array:?} of world {w} has {} numbers, not {len}",
+                        values.len()
+                    )));
+                }
+                for (i, &x) in values.iter().enumerate() {
+                    host[(start + i) * count + w] = x;
+                }
+            }
+        }
+        let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
+        Ok(Worlds { data: CubeBackend::float_from_data(data, &self.device), count })
+    }
+
+    /// Each world's `array`, read back (one transfer).
+    pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
+        let data = read_sync(CubeBackend::float_into_data(worlds.data.clone()))
+            .map_err(|e| GpuError::Device(format!("reading the worlds back: {e:?}")))?;
+        let host = data.convert::<f64>().try_into_vec::<f64>().map_err(|e| GpuError::Device(format!("{e:?}")))?;
+        let (start, len) = self.packed.array(array);
+        let n = worlds.count;
+        Ok((0..n).map(|w| (0..len).map(|i| host[(start + i) * n + w]).collect()).collect())
+    }
+
+    /// Forward kinematics and the links' inertias in their trees' rooted frames, from `qpos`.
+    pub fn kinematics(&self, worlds: &Worlds) {
+        dispatch_stage!(self, worlds, kinematics::kinematics, floats);
+    }
+
+    /// The composite inertias and the mass matrix, after [`Stages::kinematics`].
+    pub fn mass_matrix(&self, worlds: &Worlds) {
+        dispatch_stage!(self, worlds, mass::mass_matrix, floats);
+    }
+
+    /// The mass matrix's factor, after [`Stages::mass_matrix`].
+    pub fn factor(&self, worlds: &Worlds) {
+        if self.packed.nv() > 0 {
+            dispatch_stage!(self, worlds, mass::factor);
+        }
+    }
+
+    /// `M⁻¹ x` of each world's [`Array::Vector`], in place, after [`Stages::factor`].
+    pub fn solve(&self, worlds: &Worlds) {
+        if self.packed.nv() > 0 {
+            dispatch_stage!(self, worlds, mass::solve);
+        }
+    }
+
+    /// The bias forces from `qvel`, after [`Stages::kinematics`].
+    pub fn bias_forces(&self, worlds: &Worlds) {
+        dispatch_stage!(self, worlds, rnea::bias_forces, floats);
+    }
+}

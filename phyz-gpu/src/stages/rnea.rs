@@ -1,0 +1,89 @@
+//! Recursive Newton-Euler's bias forces, one unit per world (`dynamics::rnea::rnea` with no
+//! acceleration): link velocities and accelerations from the root out in the trees' rooted
+//! frames, then the subtrees' forces back in, projected on each degree of freedom's motion.
+
+use burn_cubecl::cubecl;
+use burn_cubecl::cubecl::prelude::*;
+
+use super::layout::{Array, INERTIA, header, link_int};
+use super::real::V3;
+use super::world::{Inertia, Spatial, World, start};
+
+/// `Σ s_d q̇_d` over the degrees of freedom `from..to`.
+#[cube]
+fn joint_velocity<F: Float>(
+    data: &mut Tensor<F>,
+    world: &World,
+    motion: usize,
+    qvel: usize,
+    from: usize,
+    to: usize,
+) -> Spatial<F> {
+    let mut v = Spatial::<F>::zero();
+    for d in from..to {
+        v = v.add(&Spatial::load(data, world.at(motion, 6 * d), world.count).scale(data[world.at(qvel, d)]));
+    }
+    v
+}
+
+/// Fills [`Array::Bias`] (`C(q, q̇)`: Coriolis, centrifugal and gravity) and RNEA's link
+/// arrays, from the kinematics' arrays and [`Array::Qvel`].
+#[cube(launch_unchecked)]
+pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let n = world.count;
+    let nlink = ints[header::LINKS] as usize;
+    let qvel = start(ints, comptime![Array::Qvel as usize]);
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let inertia = start(ints, comptime![Array::Inertia as usize]);
+    let velocity = start(ints, comptime![Array::Velocity as usize]);
+    let acceleration = start(ints, comptime![Array::Acceleration as usize]);
+    let force = start(ints, comptime![Array::Force as usize]);
+    let bias = start(ints, comptime![Array::Bias as usize]);
+    // The world's acceleration: gravity, reversed.
+    let gravity = Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) };
+    for i in 0..nlink {
+        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
+        let parent = ints[li + link_int::PARENT] as usize;
+        let mut before = Spatial::<F>::zero();
+        let mut a = gravity.clone();
+        if parent > 0 {
+            before = Spatial::load(data, world.at(velocity, 6 * (parent - 1)), n);
+            a = Spatial::load(data, world.at(acceleration, 6 * (parent - 1)), n);
+        }
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
+        let end = adr + ints[li + link_int::DOF_NUM] as usize;
+        // A free joint's translations never turn; the motions after them turn with the
+        // velocity before them (`rnea::rnea`'s velocity product).
+        before = before.add(&joint_velocity::<F>(data, &world, motion, qvel, adr, turning));
+        let vj = joint_velocity::<F>(data, &world, motion, qvel, turning, end);
+        let v = before.add(&vj);
+        let a = a.add(&before.cross_motion(&vj));
+        let mut f = Spatial::<F>::zero();
+        if ints[li + link_int::LAST_OF_BODY] == 1 {
+            let body = Inertia::<F>::load(data, world.at(inertia, INERTIA * i), n);
+            f = body.mul_motion(&a).add(&v.cross_force(&body.mul_motion(&v)));
+        }
+        v.store(data, world.at(velocity, 6 * i), n);
+        a.store(data, world.at(acceleration, 6 * i), n);
+        f.store(data, world.at(force, 6 * i), n);
+    }
+    for r in 0..nlink {
+        let i = nlink - 1 - r;
+        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
+        let f = Spatial::<F>::load(data, world.at(force, 6 * i), n);
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            data[world.at(bias, d)] = Spatial::<F>::load(data, world.at(motion, 6 * d), n).dot(&f);
+        }
+        let parent = ints[li + link_int::PARENT] as usize;
+        if parent > 0 {
+            let p = world.at(force, 6 * (parent - 1));
+            Spatial::<F>::load(data, p, n).add(&f).store(data, p, n);
+        }
+    }
+}
