@@ -1,6 +1,7 @@
 //! The step's stage kernels (`phyz_gpu::stages`) against the CPU stages they transcribe, on
-//! every gymnasium model, worlds at different random states: forward kinematics (link poses,
-//! dof motions, placed inertias), the mass matrix, its factor's solves, RNEA's bias forces.
+//! every gymnasium model, worlds at different random states and controls: forward kinematics
+//! (link poses, dof motions, placed inertias), the mass matrix, its factor's solves, RNEA's bias
+//! forces, the smooth forces and the unconstrained acceleration (a solve's, held as solves are).
 //!
 //! Tolerances, fixed before measuring, on each array of each world relative to
 //! `max(1, its largest entry)`: `f64` (Vulkan, lavapipe) 1e-10; `f32` (OpenGL, llvmpipe) 1e-4.
@@ -18,9 +19,10 @@
 
 use burn::tensor::{DType, Device};
 use nalgebra::DVector;
+use phyz_core::dynamics::Smooth;
 use phyz_core::dynamics::crba::mass_matrix_into;
 use phyz_core::dynamics::{MassFactor, TreeMatrix, bias_forces, forward_kinematics, place_inertias};
-use phyz_core::model::JointKind;
+use phyz_core::model::{JointKind, Point};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::Stages;
@@ -96,7 +98,7 @@ struct Cpu {
     mass: TreeMatrix<f64>,
 }
 
-fn cpu(model: &Model<f64>, s: &State<f64>) -> Cpu {
+fn cpu(model: &Model<f64>, s: &State<f64>, ctrl: &[f64]) -> Cpu {
     let kin = forward_kinematics(model, &s.qpos);
     let mut inertia = Vec::new();
     place_inertias(model, &kin, &mut inertia);
@@ -126,6 +128,10 @@ fn cpu(model: &Model<f64>, s: &State<f64>) -> Cpu {
         })
         .collect();
     let bias = bias_forces(model, &kin, &s.qvel).as_slice().to_vec();
+    let mut smooth = Smooth::default();
+    smooth.position(model, &s.qpos, None).expect("a positive definite mass matrix");
+    smooth.forces(model, Point { qpos: &s.qpos, qvel: &s.qvel, act: &s.act }, ctrl);
+    smooth.acceleration();
     let arrays = vec![
         (Array::Rotation, rotation),
         (Array::Rooted, rooted),
@@ -134,6 +140,8 @@ fn cpu(model: &Model<f64>, s: &State<f64>) -> Cpu {
         (Array::Inertia, inertia),
         (Array::Mass, mass.values().to_vec()),
         (Array::Bias, bias),
+        (Array::Force, smooth.force.as_slice().to_vec()),
+        (Array::SmoothAcceleration, smooth.acceleration.as_slice().to_vec()),
     ];
     Cpu { arrays, mass }
 }
@@ -152,45 +160,68 @@ fn stages_against_cpu(device: &Device) -> (f64, f64) {
         let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
         let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
         let b: Vec<&[f64]> = rhs.iter().map(|b| b.as_slice()).collect();
-        let worlds = stages
-            .upload(states.len(), &[(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Vector, &b)])
-            .expect("sizes match");
+        // Controls past their ranges now and then.
+        let ctrls: Vec<Vec<f64>> =
+            states.iter().map(|_| (0..model.nu()).map(|_| rng.uniform(-1.5, 1.5)).collect()).collect();
+        let ctrl: Vec<&[f64]> = ctrls.iter().map(|c| c.as_slice()).collect();
+        let given = [(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Vector, &b), (Array::Ctrl, &ctrl)];
+        let worlds = stages.upload(states.len(), &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
         stages.kinematics(&worlds);
         stages.mass_matrix(&worlds);
         stages.factor(&worlds);
         stages.solve(&worlds);
         stages.bias_forces(&worlds);
-        let expected: Vec<Cpu> = states.iter().map(|s| cpu(&model, s)).collect();
+        let forces = stages.smooth_acceleration(&worlds);
+        if let Err(e) = &forces {
+            eprintln!("{name}: {e}");
+            assert_eq!(name, "swimmer", "only the swimmer has forces the stage does not compute (a viscous medium)");
+        }
+        let expected: Vec<Cpu> = states.iter().zip(&ctrls).map(|(s, c)| cpu(&model, s, c)).collect();
         let mut line = format!("{name:>24}:");
         for (k, (array, _)) in expected[0].arrays.iter().enumerate() {
+            // The acceleration is a solve's, held as the solves are (below).
+            if *array == Array::SmoothAcceleration || (forces.is_err() && *array == Array::Force) {
+                continue;
+            }
             let gpu = stages.read(&worlds, *array).expect("readable");
             let w = (0..states.len()).map(|i| worst(&gpu[i], &expected[i].arrays[k].1)).fold(0.0, f64::max);
             line += &format!(" {array:?} {w:.1e}");
             overall = overall.max(w);
         }
-        let solved = stages.read(&worlds, Array::Vector).expect("readable");
+        // The solves: of the random right sides, and the smooth acceleration's of the forces.
         let mut solve: f64 = 0.0;
+        let solved = stages.read(&worlds, Array::Vector).expect("readable");
+        let accelerations = forces.is_ok().then(|| stages.read(&worlds, Array::SmoothAcceleration).expect("readable"));
         for (i, x) in solved.iter().enumerate() {
             let m = &expected[i].mass;
-            solve = solve.max(if stages.dtype() == DType::F64 {
-                let cpu = MassFactor::of(m).expect("positive definite").solve(&DVector::from_vec(rhs[i].clone()));
-                worst(x, cpu.as_slice())
-            } else {
-                let mut mx = vec![0.0; x.len()];
-                m.mul_add(x, &mut mx);
-                let mut dense = nalgebra::DMatrix::zeros(0, 0);
-                m.to_dense(&mut dense);
-                let norm = dense.row_iter().map(|r| r.iter().map(|v| v.abs()).sum::<f64>()).fold(0.0, f64::max);
-                let residual = mx.iter().zip(&rhs[i]).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-                let x_norm = x.iter().map(|v| v.abs()).fold(0.0, f64::max);
-                let b_norm = rhs[i].iter().map(|v| v.abs()).fold(0.0, f64::max);
-                residual / (norm * x_norm + b_norm)
-            });
+            solve = solve.max(solve_error(m, x, &rhs[i], stages.dtype()));
+            if let Some(a) = &accelerations {
+                let f = &expected[i].arrays.iter().find(|(array, _)| *array == Array::Force).expect("made").1;
+                solve = solve.max(solve_error(m, &a[i], f, stages.dtype()));
+            }
         }
-        eprintln!("{line} solve {solve:.1e}");
+        eprintln!("{line} solves {solve:.1e}");
         solves = solves.max(solve);
     }
     (overall, solves)
+}
+
+/// The error of `x` as the solution of `M x = b`: in `f64`, against the CPU factor's solve
+/// (relative to `max(1, its largest entry)`); in `f32`, its backward error
+/// `|M x − b| / (|M| |x| + |b|)` (infinity norms).
+fn solve_error(m: &TreeMatrix<f64>, x: &[f64], b: &[f64], dtype: DType) -> f64 {
+    if dtype == DType::F64 {
+        let cpu = MassFactor::of(m).expect("positive definite").solve(&DVector::from_column_slice(b));
+        return worst(x, cpu.as_slice());
+    }
+    let mut mx = vec![0.0; x.len()];
+    m.mul_add(x, &mut mx);
+    let mut dense = nalgebra::DMatrix::zeros(0, 0);
+    m.to_dense(&mut dense);
+    let norm = dense.row_iter().map(|r| r.iter().map(|v| v.abs()).sum::<f64>()).fold(0.0, f64::max);
+    let residual = mx.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    let largest = |v: &[f64]| v.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    residual / (norm * largest(x) + largest(b))
 }
 
 #[test]

@@ -11,6 +11,7 @@
 use phyz_core::Model;
 use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
+use phyz_core::model::{Term, Transmission};
 
 use crate::GpuError;
 
@@ -26,8 +27,12 @@ pub mod header {
     pub const LINK_FLOATS: usize = 4;
     /// Where the degree-of-freedom records start, in the floats.
     pub const DOF_FLOATS: usize = 5;
+    pub const ACTUATORS: usize = 6;
+    /// Where the actuator records start, in the integers and in the floats.
+    pub const ACTUATOR_INTS: usize = 7;
+    pub const ACTUATOR_FLOATS: usize = 8;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 6;
+    pub const ARRAYS: usize = 9;
 }
 
 /// A link's integers.
@@ -75,7 +80,11 @@ pub mod link_float {
     /// Its inertia in its own frame: mass, first moment, rotational inertia about the origin
     /// (`xx yy zz xy xz yz`).
     pub const INERTIA: usize = 19;
-    pub const LEN: usize = 29;
+    /// A hinge's or slide's spring: stiffness (zero where springs are disabled) and rest
+    /// coordinate.
+    pub const STIFFNESS: usize = 29;
+    pub const SPRING_REF: usize = 30;
+    pub const LEN: usize = 31;
 }
 
 /// A degree of freedom's floats.
@@ -83,7 +92,28 @@ pub mod dof_float {
     /// Its motion in its link's frame (angular, then linear): unused for a world dof.
     pub const MOTION: usize = 0;
     pub const ARMATURE: usize = 6;
-    pub const LEN: usize = 7;
+    /// Viscous damping (zero where dampers are disabled).
+    pub const DAMPING: usize = 7;
+    pub const LEN: usize = 8;
+}
+
+/// An actuator's integers: the hinge or slide it drives, by degree of freedom and coordinate.
+pub mod actuator_int {
+    pub const DOF: usize = 0;
+    pub const QPOS: usize = 1;
+    pub const LEN: usize = 2;
+}
+
+/// An actuator's floats: its gear, its force law `gain · u + bias` with each term
+/// `p₀ + p₁ l + p₂ l̇`, and the ranges its control and force are held to (infinite where
+/// there is none).
+pub mod actuator_float {
+    pub const GEAR: usize = 0;
+    pub const GAIN: usize = 1;
+    pub const BIAS: usize = 4;
+    pub const CTRL_RANGE: usize = 7;
+    pub const FORCE_RANGE: usize = 9;
+    pub const LEN: usize = 11;
 }
 
 /// What moves a link, by code.
@@ -126,15 +156,21 @@ pub enum Array {
     /// RNEA's link velocities, accelerations and subtree forces, rooted frames: 6 a link each.
     Velocity,
     Acceleration,
-    Force,
+    LinkForce,
     /// The bias forces `C(q, q̇)`.
     Bias,
     /// A vector the factor solves in place.
     Vector,
+    /// The controls.
+    Ctrl,
+    /// The passive and actuator forces less the bias forces (MuJoCo's `qfrc_smooth`).
+    Force,
+    /// The unconstrained acceleration `M⁻¹` of it (MuJoCo's `qacc_smooth`).
+    SmoothAcceleration,
 }
 
 impl Array {
-    pub const ALL: [Array; 15] = [
+    pub const ALL: [Array; 18] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -147,9 +183,12 @@ impl Array {
         Array::Factor,
         Array::Velocity,
         Array::Acceleration,
-        Array::Force,
+        Array::LinkForce,
         Array::Bias,
         Array::Vector,
+        Array::Ctrl,
+        Array::Force,
+        Array::SmoothAcceleration,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -167,6 +206,8 @@ pub struct Packed {
     pub arrays: Vec<(usize, usize)>,
     /// Items a world holds.
     pub items: usize,
+    /// What of the model the forces stage does not compute, if anything (named).
+    pub unsupported_forces: Option<String>,
 }
 
 impl Packed {
@@ -177,87 +218,36 @@ impl Packed {
             return Err(GpuError::Model(format!("body '{}' is a mocap body", body.name)));
         }
         let tree = model.tree();
-        let constants = &model.constants().links;
-        let (nlink, nv) = (tree.links.len(), model.nv());
-        // The mass matrix's rows: each degree of freedom's chain of ancestors, itself first.
-        let mut rows = Vec::with_capacity(nv + 1);
-        rows.push(0);
-        for k in 0..nv {
-            let mut length = 0;
-            let mut d = Some(k);
-            while let Some(c) = d {
-                length += 1;
-                d = tree.dof_parent[c];
-            }
-            rows.push(rows[k] + length);
-        }
-        let entries = rows[nv];
-        let lengths = Array::ALL.map(|a| match a {
-            Array::Qpos => model.nq(),
-            Array::Qvel | Array::Bias | Array::Vector => nv,
-            Array::Rotation => 9 * nlink,
-            Array::Rooted | Array::Position => 3 * nlink,
-            Array::Motion => 6 * nv,
-            Array::Inertia | Array::Composite => INERTIA * nlink,
-            Array::Mass | Array::Factor => entries,
-            Array::Velocity | Array::Acceleration | Array::Force => 6 * nlink,
-        });
-        let mut arrays = Vec::with_capacity(lengths.len());
+        let (nlink, nv, nu) = (tree.links.len(), model.nv(), model.nu());
+        let rows = tree_rows(&tree.dof_parent);
+        let mut arrays = Vec::with_capacity(Array::ALL.len());
         let mut items = 0;
-        for length in lengths {
+        for array in Array::ALL {
+            let length = array_length(model, array, rows[nv]);
             arrays.push((items, length));
             items += length;
         }
-
         let link_ints = header::ARRAYS + arrays.len();
         let dof_ints = link_ints + nlink * link_int::LEN;
+        let actuator_ints = dof_ints + nv * dof_int::LEN;
         let link_floats = 3;
         let dof_floats = link_floats + nlink * link_float::LEN;
-        let mut ints = vec![nlink, nv, link_ints, dof_ints, link_floats, dof_floats];
+        let actuator_floats = dof_floats + nv * dof_float::LEN;
+        let mut ints =
+            vec![nlink, nv, link_ints, dof_ints, link_floats, dof_floats, nu, actuator_ints, actuator_floats];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
-        for (i, link) in tree.links.iter().enumerate() {
-            let code = link_code(model, link.joint);
-            ints.extend([
-                link.parent.map_or(0, |p| p + 1),
-                code as usize,
-                link.dof_adr,
-                link.dof_num,
-                link.world_dofs(),
-                link.qpos_adr,
-                usize::from(link.first_of_body),
-                usize::from(link.last_of_body),
-                link.root,
-            ]);
-            let joint = link.joint.index().map(|j| &model.joints()[j]);
-            let (axis, anchor) = joint.map_or(([0.0; 3], [0.0; 3]), |j| (j.axis.into(), j.pos.into()));
-            floats.extend(axis);
-            floats.extend(anchor);
-            floats.push(joint.map_or(0.0, |j| j.reference));
-            let offset = &constants.offset[i];
-            floats.extend((0..3).flat_map(|r| (0..3).map(move |c| offset.rot[(r, c)])));
-            floats.extend(offset.pos.iter());
-            let inertia = &constants.inertia[i];
-            let rot = &inertia.rot_inertia;
-            floats.push(inertia.mass);
-            floats.extend(inertia.first_moment.iter());
-            floats.extend([rot[(0, 0)], rot[(1, 1)], rot[(2, 2)], rot[(0, 1)], rot[(0, 2)], rot[(1, 2)]]);
-        }
+        link_records(model, &mut ints, &mut floats);
         for k in 0..nv {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
         }
-        for k in 0..nv {
-            let l = tree.dof_link[k];
-            let link = &tree.links[l];
-            // The world dofs' motions are the world's axes; the rest are the subspace's.
-            let motion = (k - link.dof_adr).checked_sub(link.world_dofs()).map(|t| constants.subspace[l].cols()[t]);
-            let (ang, lin) = motion.map_or(([0.0; 3], [0.0; 3]), |m| (m.ang.into(), m.lin.into()));
-            floats.extend(ang);
-            floats.extend(lin);
-            floats.push(link.joint.index().map_or(0.0, |j| model.joints()[j].armature));
+        dof_floats_of(model, &mut floats);
+        let unsupported_forces = unsupported_forces(model).err();
+        if unsupported_forces.is_none() {
+            actuator_records(model, &mut ints, &mut floats);
         }
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
-        Ok(Packed { ints, floats, arrays, items })
+        Ok(Packed { ints, floats, arrays, items, unsupported_forces })
     }
 
     /// The number of degrees of freedom.
@@ -269,6 +259,164 @@ impl Packed {
     pub fn array(&self, array: Array) -> (usize, usize) {
         self.arrays[array.index()]
     }
+}
+
+/// Where each row of the mass matrix starts among its tree entries (each degree of freedom's
+/// chain of ancestors, itself first), and after the last, their number.
+fn tree_rows(dof_parent: &[Option<usize>]) -> Vec<usize> {
+    let mut rows = Vec::with_capacity(dof_parent.len() + 1);
+    rows.push(0);
+    for k in 0..dof_parent.len() {
+        let mut length = 0;
+        let mut d = Some(k);
+        while let Some(c) = d {
+            length += 1;
+            d = dof_parent[c];
+        }
+        rows.push(rows[k] + length);
+    }
+    rows
+}
+
+/// How many numbers `array` holds for one world of `model`, whose mass matrix has `entries`.
+fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
+    let (nlink, nv) = (model.tree().links.len(), model.nv());
+    match array {
+        Array::Qpos => model.nq(),
+        Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration => nv,
+        Array::Ctrl => model.nu(),
+        Array::Rotation => 9 * nlink,
+        Array::Rooted | Array::Position => 3 * nlink,
+        Array::Motion => 6 * nv,
+        Array::Inertia | Array::Composite => INERTIA * nlink,
+        Array::Mass | Array::Factor => entries,
+        Array::Velocity | Array::Acceleration | Array::LinkForce => 6 * nlink,
+    }
+}
+
+/// Each link's integers and floats.
+fn link_records(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) {
+    let constants = &model.constants().links;
+    let mut link_floats = Vec::new();
+    for (i, link) in model.tree().links.iter().enumerate() {
+        ints.extend([
+            link.parent.map_or(0, |p| p + 1),
+            link_code(model, link.joint) as usize,
+            link.dof_adr,
+            link.dof_num,
+            link.world_dofs(),
+            link.qpos_adr,
+            usize::from(link.first_of_body),
+            usize::from(link.last_of_body),
+            link.root,
+        ]);
+        let joint = link.joint.index().map(|j| &model.joints()[j]);
+        let (axis, anchor) = joint.map_or(([0.0; 3], [0.0; 3]), |j| (j.axis.into(), j.pos.into()));
+        link_floats.clear();
+        link_floats.extend(axis);
+        link_floats.extend(anchor);
+        link_floats.push(joint.map_or(0.0, |j| j.reference));
+        let offset = &constants.offset[i];
+        link_floats.extend((0..3).flat_map(|r| (0..3).map(move |c| offset.rot[(r, c)])));
+        link_floats.extend(offset.pos.iter());
+        let inertia = &constants.inertia[i];
+        let rot = &inertia.rot_inertia;
+        link_floats.push(inertia.mass);
+        link_floats.extend(inertia.first_moment.iter());
+        link_floats.extend([rot[(0, 0)], rot[(1, 1)], rot[(2, 2)], rot[(0, 1)], rot[(0, 2)], rot[(1, 2)]]);
+        let spring = joint.filter(|j| matches!(j.kind(), JointKind::Hinge | JointKind::Slide) && model.enabled.spring);
+        link_floats.push(spring.map_or(0.0, |j| j.stiffness));
+        link_floats.push(spring.map_or(0.0, |j| j.spring_ref));
+        debug_assert_eq!(link_floats.len(), link_float::LEN);
+        floats.extend_from_slice(&link_floats);
+    }
+}
+
+/// Each degree of freedom's floats: its motion in its link's frame, armature and damping.
+fn dof_floats_of(model: &Model<f64>, floats: &mut Vec<f64>) {
+    let tree = model.tree();
+    let constants = &model.constants().links;
+    for k in 0..model.nv() {
+        let l = tree.dof_link[k];
+        let link = &tree.links[l];
+        // The world dofs' motions are the world's axes; the rest are the subspace's.
+        let motion = (k - link.dof_adr).checked_sub(link.world_dofs()).map(|t| constants.subspace[l].cols()[t]);
+        let (ang, lin) = motion.map_or(([0.0; 3], [0.0; 3]), |m| (m.ang.into(), m.lin.into()));
+        floats.extend(ang);
+        floats.extend(lin);
+        let joint = link.joint.index().map(|j| &model.joints()[j]);
+        floats.push(joint.map_or(0.0, |j| j.armature));
+        floats.push(joint.filter(|_| model.enabled.damper).map_or(0.0, |j| j.damping));
+    }
+}
+
+/// Each actuator's integers and floats (none where actuation is disabled).
+fn actuator_records(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) {
+    for actuator in model.actuators() {
+        let (Transmission::Joint(j) | Transmission::JointInParent(j)) = actuator.transmission() else {
+            unreachable!("refused by `unsupported_forces`")
+        };
+        let joint = &model.joints()[j];
+        ints.extend([joint.dof_adr(), joint.qpos_adr()]);
+        let (Term::Affine(gain), Term::Affine(bias)) = (actuator.gain, actuator.bias) else {
+            unreachable!("refused by `unsupported_forces`")
+        };
+        let enabled = model.enabled.actuation;
+        floats.push(if enabled { actuator.gear[0] } else { 0.0 });
+        floats.extend(gain);
+        floats.extend(bias);
+        let unbounded = [f64::NEG_INFINITY, f64::INFINITY];
+        floats.extend(actuator.ctrl_range.filter(|_| model.enabled.clamp_ctrl).unwrap_or(unbounded));
+        floats.extend(actuator.force_range.unwrap_or(unbounded));
+    }
+}
+
+/// `Ok` where the forces stage computes every passive and actuator force `model` has: joint
+/// springs on hinges and slides, dampers, and actuators with an affine force law on a hinge or
+/// slide and no dynamics; else what it does not, named.
+fn unsupported_forces(model: &Model<f64>) -> Result<(), String> {
+    let enabled = &model.enabled;
+    if enabled.fluid && (model.medium.density > 0.0 || model.medium.viscosity > 0.0) {
+        return Err("fluid forces (the medium's density or viscosity)".into());
+    }
+    if let Some(body) = model.bodies().iter().find(|b| b.gravcomp != 0.0) {
+        return Err(format!("gravity compensation of body '{}'", body.name));
+    }
+    for joint in model.joints() {
+        let name = &joint.name;
+        let polynomial = joint.stiffness_poly.iter().chain(&joint.damping_poly).any(|&p| p != 0.0);
+        if polynomial && (enabled.spring || enabled.damper) {
+            return Err(format!("the polynomial spring or damper of joint '{name}'"));
+        }
+        if enabled.spring && joint.stiffness != 0.0 && matches!(joint.kind(), JointKind::Ball | JointKind::Free) {
+            return Err(format!("the spring of ball or free joint '{name}'"));
+        }
+        if joint.actuator_force_range.is_some() {
+            return Err(format!("the actuator force range of joint '{name}'"));
+        }
+    }
+    if let Some(tendon) =
+        model.tendons().iter().find(|t| (enabled.spring && t.stiffness != 0.0) || (enabled.damper && t.damping != 0.0))
+    {
+        return Err(format!("the spring or damper of tendon '{}'", tendon.name));
+    }
+    for actuator in model.actuators() {
+        let name = &actuator.name;
+        let joint = match actuator.transmission() {
+            Transmission::Joint(j) | Transmission::JointInParent(j) => &model.joints()[j],
+            _ => return Err(format!("actuator '{name}': a transmission other than a joint's")),
+        };
+        if !matches!(joint.kind(), JointKind::Hinge | JointKind::Slide) {
+            return Err(format!("actuator '{name}' on a ball or free joint"));
+        }
+        if actuator.act_adr().is_some() {
+            return Err(format!("actuator '{name}': activation dynamics"));
+        }
+        if !matches!((actuator.gain, actuator.bias), (Term::Affine(_), Term::Affine(_))) {
+            return Err(format!("actuator '{name}': a muscle's force law"));
+        }
+    }
+    Ok(())
 }
 
 fn too_large() -> GpuError {

@@ -110,8 +110,13 @@ pub(crate) fn solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: 
     if world.index >= world.count {
         terminate!();
     }
+    solve_in_place::<F>(ints, data, &world, start(ints, comptime![Array::Vector as usize]));
+}
+
+/// `x ← M⁻¹ x` for the world's vector starting at item `x`, with [`Array::Factor`].
+#[cube]
+pub fn solve_in_place<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, x: usize) {
     let factor = start(ints, comptime![Array::Factor as usize]);
-    let x = start(ints, comptime![Array::Vector as usize]);
     let nv = ints[header::DOFS] as usize;
     // x ← L⁻ᵀ x
     for r in 0..nv {

@@ -11,6 +11,7 @@
 //! device is full without splitting a world further, and a stage is one launch whatever the
 //! model's size.
 
+mod forces;
 mod kinematics;
 pub mod layout;
 mod mass;
@@ -184,5 +185,19 @@ impl Stages {
     /// The bias forces from `qvel`, after [`Stages::kinematics`].
     pub fn bias_forces(&self, worlds: &Worlds) {
         dispatch_stage!(self, worlds, rnea::bias_forces, floats);
+    }
+
+    /// The smooth forces (actuator and passive, less the bias forces) under [`Array::Ctrl`],
+    /// and the unconstrained acceleration, after [`Stages::factor`] and
+    /// [`Stages::bias_forces`]. A model with forces this stage does not compute is refused,
+    /// naming them.
+    pub fn smooth_acceleration(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        if let Some(what) = &self.packed.unsupported_forces {
+            return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
+        }
+        if self.packed.nv() > 0 {
+            dispatch_stage!(self, worlds, forces::smooth_acceleration, floats);
+        }
+        Ok(())
     }
 }

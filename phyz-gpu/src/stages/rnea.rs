@@ -41,7 +41,7 @@ pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
     let inertia = start(ints, comptime![Array::Inertia as usize]);
     let velocity = start(ints, comptime![Array::Velocity as usize]);
     let acceleration = start(ints, comptime![Array::Acceleration as usize]);
-    let force = start(ints, comptime![Array::Force as usize]);
+    let force = start(ints, comptime![Array::LinkForce as usize]);
     let bias = start(ints, comptime![Array::Bias as usize]);
     // The world's acceleration: gravity, reversed.
     let gravity = Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) };
