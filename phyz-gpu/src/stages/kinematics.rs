@@ -6,7 +6,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, INERTIA, dof_float, header, joint, link_float, link_int};
-use super::real::{M3, V3, sin_cos};
+use super::real::{M3, Quat, V3, sin_cos};
 use super::world::{Inertia, World, start};
 
 /// A rigid pose: `rot` maps the child's coordinates to the parent's, `pos` is the child's
@@ -24,21 +24,6 @@ impl<F: Float> Pose<F> {
     pub fn compose(&self, child: &Pose<F>) -> Pose<F> {
         Pose::<F> { rot: self.rot.mul(&child.rot), pos: self.rot.apply(&child.pos).add(&self.pos) }
     }
-}
-
-/// The unit quaternion at `at` of `qpos` as a rotation, normalized as `math::Quat::normalize`
-/// does (the identity for one of no length).
-#[cube]
-fn qpos_rotation<F: Float>(data: &mut Tensor<F>, world: &World, at: usize) -> M3<F> {
-    let n = world.count;
-    let (w, x, y, z) = (data[at], data[at + n], data[at + 2 * n], data[at + 3 * n]);
-    let norm = F::sqrt(w * w + x * x + y * y + z * z);
-    let mut out = M3::<F>::identity();
-    if norm >= F::new(1e-15) {
-        let inv = F::new(1.0) / norm;
-        out = M3::<F>::from_quat(w * inv, x * inv, y * inv, z * inv);
-    }
-    out
 }
 
 /// A rotation `rot` about the point `anchor`.
@@ -76,10 +61,10 @@ fn joint_pose<F: Float>(
     } else if code == joint::SLIDE {
         motion.pos = axis.scale(angle);
     } else if code == joint::BALL {
-        motion = rotation_about::<F>(qpos_rotation::<F>(data, world, q), &anchor);
+        motion = rotation_about::<F>(Quat::<F>::load_normalized(data, q, world.count).to_matrix(), &anchor);
     } else if code == joint::FREE {
         // A free joint places its body in the world frame directly.
-        motion.rot = qpos_rotation::<F>(data, world, q + 3 * world.count);
+        motion.rot = Quat::<F>::load_normalized(data, q + 3 * world.count, world.count).to_matrix();
         motion.pos = V3::load(data, q, world.count);
     }
     let mut pose = motion.clone();

@@ -1,8 +1,8 @@
 //! How a model and its worlds lie in device memory.
 //!
-//! A model is two buffers: integers (a header, then a record per link and per degree of
-//! freedom: the tree) and floats in the worlds' float type (gravity, then a record per link
-//! and per degree of freedom: what the model fixes). The worlds' numbers are one buffer of
+//! A model is two buffers: integers (a header, then a record per link, per degree of freedom and
+//! per actuator: the tree) and floats in the worlds' float type (gravity and the time step, then
+//! a record per link, per degree of freedom and per actuator: what the model fixes). The worlds' numbers are one buffer of
 //! named arrays ([`Array`]), and item `i` of an array of world `w` lies at
 //! `(array start + i) · worlds + w`: the worlds of one item are neighbours, so a kernel that
 //! gives each world a unit reads and writes memory in runs (coalesced on a GPU, in SIMD lanes
@@ -11,7 +11,7 @@
 use phyz_core::Model;
 use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
-use phyz_core::model::{Term, Transmission};
+use phyz_core::model::{Integrator, Term, Transmission};
 
 use crate::GpuError;
 
@@ -31,8 +31,10 @@ pub mod header {
     /// Where the actuator records start, in the integers and in the floats.
     pub const ACTUATOR_INTS: usize = 7;
     pub const ACTUATOR_FLOATS: usize = 8;
+    /// The number of position coordinates (`nq`).
+    pub const COORDS: usize = 9;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 9;
+    pub const ARRAYS: usize = 10;
 }
 
 /// A link's integers.
@@ -94,7 +96,10 @@ pub mod dof_float {
     pub const ARMATURE: usize = 6;
     /// Viscous damping (zero where dampers are disabled).
     pub const DAMPING: usize = 7;
-    pub const LEN: usize = 8;
+    /// What Euler adds to the mass matrix's diagonal to take damping implicitly, `dt · b`
+    /// (`integrator::euler_damping`; zero for the other integrators).
+    pub const IMPLICIT_DAMPING: usize = 8;
+    pub const LEN: usize = 9;
 }
 
 /// An actuator's integers: the hinge or slide it drives, by degree of freedom and coordinate.
@@ -124,6 +129,9 @@ pub mod joint {
     pub const BALL: u32 = 3;
     pub const FREE: u32 = 4;
 }
+
+/// Where the time step lies among the floats (after gravity's three).
+pub const TIMESTEP: usize = 3;
 
 /// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
 pub const INERTIA: usize = 10;
@@ -167,10 +175,19 @@ pub enum Array {
     Force,
     /// The unconstrained acceleration `M⁻¹` of it (MuJoCo's `qacc_smooth`).
     SmoothAcceleration,
+    /// The step's start, while the integrator evaluates its stages at other points.
+    StartQpos,
+    StartQvel,
+    /// RK4's stage slope (the stage velocity in the increment's coordinates), the weighted sums
+    /// of the slopes and of the accelerations, and the stage increment.
+    Slope,
+    SlopeMean,
+    AccelerationMean,
+    Increment,
 }
 
 impl Array {
-    pub const ALL: [Array; 18] = [
+    pub const ALL: [Array; 24] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -189,6 +206,12 @@ impl Array {
         Array::Ctrl,
         Array::Force,
         Array::SmoothAcceleration,
+        Array::StartQpos,
+        Array::StartQvel,
+        Array::Slope,
+        Array::SlopeMean,
+        Array::AccelerationMean,
+        Array::Increment,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -208,6 +231,9 @@ pub struct Packed {
     pub items: usize,
     /// What of the model the forces stage does not compute, if anything (named).
     pub unsupported_forces: Option<String>,
+    /// What of the model the device step does not run, if anything (named).
+    pub unsupported_step: Option<String>,
+    pub integrator: Integrator,
 }
 
 impl Packed {
@@ -230,13 +256,24 @@ impl Packed {
         let link_ints = header::ARRAYS + arrays.len();
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
-        let link_floats = 3;
+        let link_floats = 4;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
-        let mut ints =
-            vec![nlink, nv, link_ints, dof_ints, link_floats, dof_floats, nu, actuator_ints, actuator_floats];
+        let mut ints = vec![
+            nlink,
+            nv,
+            link_ints,
+            dof_ints,
+            link_floats,
+            dof_floats,
+            nu,
+            actuator_ints,
+            actuator_floats,
+            model.nq(),
+        ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
+        floats.push(model.timestep);
         link_records(model, &mut ints, &mut floats);
         for k in 0..nv {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
@@ -247,7 +284,8 @@ impl Packed {
             actuator_records(model, &mut ints, &mut floats);
         }
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
-        Ok(Packed { ints, floats, arrays, items, unsupported_forces })
+        let unsupported_step = unsupported_step(model).err();
+        Ok(Packed { ints, floats, arrays, items, unsupported_forces, unsupported_step, integrator: model.integrator })
     }
 
     /// The number of degrees of freedom.
@@ -282,8 +320,9 @@ fn tree_rows(dof_parent: &[Option<usize>]) -> Vec<usize> {
 fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
     let (nlink, nv) = (model.tree().links.len(), model.nv());
     match array {
-        Array::Qpos => model.nq(),
-        Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration => nv,
+        Array::Qpos | Array::StartQpos => model.nq(),
+        Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration | Array::StartQvel => nv,
+        Array::Slope | Array::SlopeMean | Array::AccelerationMean | Array::Increment => nv,
         Array::Ctrl => model.nu(),
         Array::Rotation => 9 * nlink,
         Array::Rooted | Array::Position => 3 * nlink,
@@ -346,7 +385,10 @@ fn dof_floats_of(model: &Model<f64>, floats: &mut Vec<f64>) {
         floats.extend(lin);
         let joint = link.joint.index().map(|j| &model.joints()[j]);
         floats.push(joint.map_or(0.0, |j| j.armature));
-        floats.push(joint.filter(|_| model.enabled.damper).map_or(0.0, |j| j.damping));
+        let damping = joint.filter(|_| model.enabled.damper).map_or(0.0, |j| j.damping);
+        floats.push(damping);
+        let euler = model.integrator == Integrator::Euler && model.enabled.euler_damp;
+        floats.push(if euler { model.timestep * damping } else { 0.0 });
     }
 }
 
@@ -417,6 +459,18 @@ fn unsupported_forces(model: &Model<f64>) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `Ok` where the device step runs `model`: its constraints disabled (the device has no
+/// constraint stage yet), integrated by Euler or RK4; else what it does not run, named.
+fn unsupported_step(model: &Model<f64>) -> Result<(), String> {
+    if model.enabled.constraint {
+        return Err("constraints (contacts, limits, equalities, friction losses): disable them".into());
+    }
+    match model.integrator {
+        Integrator::Euler | Integrator::Rk4 => Ok(()),
+        other => Err(format!("the {other:?} integrator")),
+    }
 }
 
 fn too_large() -> GpuError {

@@ -69,10 +69,11 @@ pub(crate) fn mass_matrix<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
     }
 }
 
-/// Fills [`Array::Factor`] with `M = Lᵀ D L` from [`Array::Mass`], eliminating from the leaves
-/// up as `MassFactor` does. A pivot that is not positive is left for the reader to find.
+/// Fills [`Array::Factor`] with `Lᵀ D L` of [`Array::Mass`] plus Euler's implicit damping on
+/// the diagonal, eliminating from the leaves up as `MassFactor` does. A pivot that is not
+/// positive is left for the reader to find.
 #[cube(launch_unchecked)]
-pub(crate) fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
+pub(crate) fn factor<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -83,6 +84,11 @@ pub(crate) fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds:
     let (last, depth) = row_of(ints, nv - 1);
     for e in 0..last + depth {
         data[world.at(factor, e)] = data[world.at(mass, e)];
+    }
+    let dof_floats = ints[header::DOF_FLOATS] as usize;
+    for k in 0..nv {
+        let (row, _) = row_of(ints, k);
+        data[world.at(factor, row)] += floats[dof_floats + k * dof_float::LEN + dof_float::IMPLICIT_DAMPING];
     }
     for r in 0..nv {
         let k = nv - 1 - r;

@@ -12,6 +12,7 @@
 //! model's size.
 
 mod forces;
+mod integrate;
 mod kinematics;
 pub mod layout;
 mod mass;
@@ -22,9 +23,11 @@ mod world;
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::backend::{DispatchDevice, read_sync};
 use burn::tensor::{DType, Device, TensorData};
+use burn_cubecl::cubecl::ir::FloatKind;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeDevice};
+use phyz_core::model::Integrator;
 use phyz_core::{Model, State};
 
 use crate::GpuError;
@@ -55,9 +58,10 @@ impl Worlds {
     }
 }
 
-/// A launch of one stage kernel over every world, in the float type `$float`.
+/// A launch of one stage kernel over every world in the float type `$float`: the model's
+/// integers, then `$pre`, the worlds' data and their count, then `$post`.
 macro_rules! launch_stage {
-    ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($arg:expr),*]) => {{
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
         let client = $stages.device.client();
         let cube_dim = CubeDim::new(&client, $worlds.count);
         let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, $worlds.count, cube_dim);
@@ -70,28 +74,36 @@ macro_rules! launch_stage {
                 cube_count,
                 cube_dim,
                 $stages.ints.clone().into_tensor_arg(),
-                $($arg,)*
+                $($pre,)*
                 $worlds.data.clone().into_tensor_arg(),
                 $worlds.count as u32,
+                $($post,)*
             )
         }
     }};
 }
 
-/// [`launch_stage!`] in the stages' float type, with or without the model's floats.
+/// [`launch_stage!`] in the stages' float type: with the model's floats (`floats`) or not,
+/// and with runtime float scalars after the count.
 macro_rules! dispatch_stage {
-    ($stages:expr, $worlds:expr, $($kernel:ident)::+, floats) => {
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+, floats $(, $scalar:expr)*) => {{
+        let floats = $stages.floats.clone();
         match $stages.dtype {
-            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, [$stages.floats.clone().into_tensor_arg()]),
-            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, [$stages.floats.clone().into_tensor_arg()]),
+            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, [floats.into_tensor_arg()], [$(scalar($scalar, FloatKind::F64)),*]),
+            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, [floats.into_tensor_arg()], [$(scalar($scalar, FloatKind::F32)),*]),
+        }
+    }};
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+ $(, $scalar:expr)*) => {
+        match $stages.dtype {
+            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, [], [$(scalar($scalar, FloatKind::F64)),*]),
+            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, [], [$(scalar($scalar, FloatKind::F32)),*]),
         }
     };
-    ($stages:expr, $worlds:expr, $($kernel:ident)::+) => {
-        match $stages.dtype {
-            DType::F64 => launch_stage!($stages, $worlds, $($kernel)::+, f64, []),
-            _ => launch_stage!($stages, $worlds, $($kernel)::+, f32, []),
-        }
-    };
+}
+
+/// `value` as a kernel's runtime scalar of the float kind `kind`.
+fn scalar(value: f64, kind: FloatKind) -> InputScalar {
+    InputScalar::new(value, ElemType::Float(kind))
 }
 
 impl Stages {
@@ -168,10 +180,11 @@ impl Stages {
         dispatch_stage!(self, worlds, mass::mass_matrix, floats);
     }
 
-    /// The mass matrix's factor, after [`Stages::mass_matrix`].
+    /// The factor of the mass matrix (with Euler's implicit damping), after
+    /// [`Stages::mass_matrix`].
     pub fn factor(&self, worlds: &Worlds) {
         if self.packed.nv() > 0 {
-            dispatch_stage!(self, worlds, mass::factor);
+            dispatch_stage!(self, worlds, mass::factor, floats);
         }
     }
 
@@ -185,6 +198,42 @@ impl Stages {
     /// The bias forces from `qvel`, after [`Stages::kinematics`].
     pub fn bias_forces(&self, worlds: &Worlds) {
         dispatch_stage!(self, worlds, rnea::bias_forces, floats);
+    }
+
+    /// The smooth stages at the worlds' `qpos`, `qvel` and controls: kinematics, the mass matrix
+    /// and its factor, the bias forces, the smooth forces and the unconstrained acceleration.
+    pub fn smooth(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.kinematics(worlds);
+        self.mass_matrix(worlds);
+        self.factor(worlds);
+        self.bias_forces(worlds);
+        self.smooth_acceleration(worlds)
+    }
+
+    /// One step of every world under the model's integrator (Euler or RK4), its controls held.
+    /// The device has no constraint stage yet: a model whose constraints are enabled is refused,
+    /// and so are the implicit integrators.
+    pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        if let Some(what) = &self.packed.unsupported_step {
+            return Err(GpuError::Model(format!("the device step does not run {what}")));
+        }
+        self.smooth(worlds)?;
+        if self.packed.nv() == 0 {
+            return Ok(());
+        }
+        if self.packed.integrator == Integrator::Euler {
+            dispatch_stage!(self, worlds, integrate::euler, floats);
+            return Ok(());
+        }
+        // RK4: the slopes of the start and of three points, weighted 1/6, 1/3, 1/3, 1/6.
+        dispatch_stage!(self, worlds, integrate::rk4_begin, 1.0 / 6.0);
+        for (c, w) in [(0.5, 1.0 / 3.0), (0.5, 1.0 / 3.0), (1.0, 1.0 / 6.0)] {
+            dispatch_stage!(self, worlds, integrate::rk4_point, floats, c);
+            self.smooth(worlds)?;
+            dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
+        }
+        dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
+        Ok(())
     }
 
     /// The smooth forces (actuator and passive, less the bias forces) under [`Array::Ctrl`],

@@ -180,3 +180,72 @@ impl<F: Float> M3<F> {
         )
     }
 }
+
+/// A quaternion `w + xi + yj + zk` (`math::Quat`).
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+pub struct Quat<F: Float> {
+    pub w: F,
+    pub x: F,
+    pub y: F,
+    pub z: F,
+}
+
+#[cube]
+impl<F: Float> Quat<F> {
+    /// The four numbers at `at`, `stride` apart, scaled to unit length as `Quat::normalize`
+    /// does (the identity for one of no length).
+    pub fn load_normalized(from: &mut Tensor<F>, at: usize, stride: usize) -> Quat<F> {
+        let (w, x, y, z) = (from[at], from[at + stride], from[at + 2 * stride], from[at + 3 * stride]);
+        let norm = F::sqrt(w * w + x * x + y * y + z * z);
+        let mut out = Quat::<F> { w: F::new(1.0), x: F::new(0.0), y: F::new(0.0), z: F::new(0.0) };
+        // As the CPU's test is written: a NaN norm stays NaN, for the step's checks to see.
+        let tiny = norm < exact::<F>(1e-15);
+        if !tiny {
+            let inv = F::new(1.0) / norm;
+            out = Quat::<F> { w: w * inv, x: x * inv, y: y * inv, z: z * inv };
+        }
+        out
+    }
+
+    pub fn store(&self, to: &mut Tensor<F>, at: usize, stride: usize) {
+        to[at] = self.w;
+        to[at + stride] = self.x;
+        to[at + 2 * stride] = self.y;
+        to[at + 3 * stride] = self.z;
+    }
+
+    /// `self · b`.
+    pub fn mul(&self, b: &Quat<F>) -> Quat<F> {
+        let a = self;
+        Quat::<F> {
+            w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+            x: a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+            y: a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+            z: a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w,
+        }
+    }
+
+    /// The rotation by `|v|` about `v`, smooth through zero (`Quat::from_rotation_vector`).
+    pub fn from_rotation_vector(v: &V3<F>) -> Quat<F> {
+        let theta_sq = v.dot(v);
+        let small = theta_sq < exact::<F>(1e-12);
+        let mut theta = F::new(1.0);
+        if !small {
+            theta = F::sqrt(theta_sq);
+        }
+        let sc = sin_cos::<F>(theta * F::new(0.5));
+        let mut sinc_half = sc.sin / theta;
+        let mut cos_half = sc.cos;
+        if small {
+            sinc_half = F::new(0.5) - theta_sq / F::new(48.0);
+            cos_half = F::new(1.0) - theta_sq / F::new(8.0);
+        }
+        Quat::<F> { w: cos_half, x: v.x * sinc_half, y: v.y * sinc_half, z: v.z * sinc_half }
+    }
+
+    /// Its rotation matrix.
+    pub fn to_matrix(&self) -> M3<F> {
+        M3::<F>::from_quat(self.w, self.x, self.y, self.z)
+    }
+}
