@@ -21,6 +21,7 @@ use burn::tensor::{DType, Device};
 use nalgebra::DVector;
 use phyz_core::dynamics::Smooth;
 use phyz_core::dynamics::crba::mass_matrix_into;
+use phyz_core::dynamics::integrator::euler_damping;
 use phyz_core::dynamics::{MassFactor, TreeMatrix, bias_forces, forward_kinematics, place_inertias};
 use phyz_core::model::{JointKind, Point};
 use phyz_core::{Model, State, mjcf};
@@ -92,7 +93,8 @@ fn worst(gpu: &[f64], cpu: &[f64]) -> f64 {
     gpu.iter().zip(cpu).map(|(g, c)| (g - c).abs()).fold(0.0, f64::max) / scale
 }
 
-/// What the CPU stages make of one state, in the device arrays' order.
+/// What the CPU stages make of one state, in the device arrays' order, and the matrix the
+/// factor solves with (the mass matrix, plus Euler's implicit damping).
 struct Cpu {
     arrays: Vec<(Array, Vec<f64>)>,
     mass: TreeMatrix<f64>,
@@ -129,7 +131,10 @@ fn cpu(model: &Model<f64>, s: &State<f64>, ctrl: &[f64]) -> Cpu {
         .collect();
     let bias = bias_forces(model, &kin, &s.qvel).as_slice().to_vec();
     let mut smooth = Smooth::default();
-    smooth.position(model, &s.qpos, None).expect("a positive definite mass matrix");
+    // Euler takes damping implicitly: the factor is of M + dt·B (`integrator::euler_damping`).
+    let mut damping = DVector::zeros(0);
+    let implicit = euler_damping(model, &s.qvel, &mut damping).then_some(&damping);
+    smooth.position(model, &s.qpos, implicit).expect("a positive definite mass matrix");
     smooth.forces(model, Point { qpos: &s.qpos, qvel: &s.qvel, act: &s.act }, ctrl);
     smooth.acceleration();
     let arrays = vec![
@@ -143,6 +148,10 @@ fn cpu(model: &Model<f64>, s: &State<f64>, ctrl: &[f64]) -> Cpu {
         (Array::Force, smooth.force.as_slice().to_vec()),
         (Array::SmoothAcceleration, smooth.acceleration.as_slice().to_vec()),
     ];
+    // The matrix the factor solves with.
+    for (k, &d) in implicit.into_iter().flatten().enumerate() {
+        mass.add_diagonal(k, d);
+    }
     Cpu { arrays, mass }
 }
 
