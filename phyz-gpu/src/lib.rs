@@ -11,6 +11,11 @@
 //! the same API, the device choosing the path). Under burn's autodiff the sweeps are one
 //! registered operation whose backward is the adjoint of each block's fixed point (`contact::fixed_point` in phyz-core: the derivative
 //! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
+//!
+//! [`stages`] is the step's stages as kernels over all worlds at once (issue 30, under way):
+//! kinematics, the mass matrix and its factor, RNEA, the smooth forces and acceleration, and the
+//! Euler and RK4 integrators, each held to the CPU stage it transcribes; a step without
+//! constraints runs on them today, and a model with anything they lack is refused by name.
 
 pub mod device;
 mod kernel;

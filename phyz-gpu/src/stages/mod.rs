@@ -160,6 +160,11 @@ impl Stages {
         Ok(Worlds { data: CubeBackend::float_from_data(data, &self.device), count })
     }
 
+    /// Waits for every launch so far to finish.
+    pub fn sync(&self) -> Result<(), GpuError> {
+        read_sync(self.device.client().sync()).map_err(|e| GpuError::Device(format!("{e:?}")))
+    }
+
     /// Each world's `array`, read back (one transfer).
     pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
         let data = read_sync(CubeBackend::float_into_data(worlds.data.clone()))

@@ -1,4 +1,5 @@
 //! Random constraint blocks for the kernel's tests and its throughput example.
+#![allow(dead_code)] // Each test binary uses part of it.
 
 use nalgebra::{Matrix3, Vector3};
 use phyz_core::contact::ConstraintKind;
