@@ -78,10 +78,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     type Stage = fn(&Stages, &phyz_gpu::stages::Worlds) -> Result<(), phyz_gpu::GpuError>;
     let launches: [(&str, Stage); 5] = [
-        ("kinematics", |s, w| Ok(s.kinematics(w))),
-        ("mass matrix", |s, w| Ok(s.mass_matrix(w))),
-        ("factor", |s, w| Ok(s.factor(w))),
-        ("bias forces", |s, w| Ok(s.bias_forces(w))),
+        ("kinematics", Stages::kinematics),
+        ("mass matrix", Stages::mass_matrix),
+        ("factor", Stages::factor),
+        ("bias forces", Stages::bias_forces),
         ("smooth acceleration", Stages::smooth_acceleration),
     ];
     for (name, launch) in launches {

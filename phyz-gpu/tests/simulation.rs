@@ -165,9 +165,11 @@ fn the_gpu_pass_in_the_engine_is_the_cpu_engine_in_f64() {
 }
 
 /// Steps of the `f32` run: llvmpipe runs the traced engine's thousands of small operations and
-/// host reads slowly (hopper: seconds a step, docs/gpu.md), so the gymnasium model runs 10.
+/// host reads slowly (hopper: seconds a step, docs/gpu.md), so the gymnasium model runs 3 and
+/// the spheres 100 (they ran 10 and 200 until the phyz-gpu tests were held to 3 minutes of the
+/// suite, issue 30; the hopper's 10 agreed to 9.1e-8, the spheres' 200 to 3.1e-6).
 fn f32_steps(name: &str) -> usize {
-    if name == "hopper" { 10 } else { 200 }
+    if name == "hopper" { 3 } else { 100 }
 }
 
 #[test]
@@ -256,9 +258,11 @@ fn chosen(model: Model<f64>, body: &str, geom: &str) -> Simulation {
 fn gradients_through_the_gpu_pass_are_the_cpu_engines() {
     let hopper = scenes().into_iter().find(|(name, ..)| *name == "hopper").expect("hopper");
     let (ball, ball_lanes) = ball();
+    // 10 and 2 steps (20 and 4 until the phyz-gpu tests were held to 3 minutes, issue 30:
+    // llvmpipe compiles each new shape of the traced graph for tens of seconds).
     let cases = [
-        ("ball", chosen(ball, "ball", "ball"), ball_lanes, 20),
-        ("hopper", chosen(hopper.1, "torso", "foot_geom"), hopper.2, 4),
+        ("ball", chosen(ball, "ball", "ball"), ball_lanes, 10),
+        ("hopper", chosen(hopper.1, "torso", "foot_geom"), hopper.2, 2),
     ];
     let cpu = Device::flex().autodiff();
     for (name, sim, starts, steps) in cases {

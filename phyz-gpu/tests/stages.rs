@@ -89,6 +89,8 @@ fn state(model: &Model<f64>, rng: &mut Rng, w: usize) -> State<f64> {
 /// The largest difference of `gpu` from `cpu`, relative to `max(1, cpu's largest entry)`.
 fn worst(gpu: &[f64], cpu: &[f64]) -> f64 {
     assert_eq!(gpu.len(), cpu.len());
+    // `f64::max` would pass over a NaN.
+    assert!(gpu.iter().all(|x| x.is_finite()), "the kernel wrote a number that is not finite");
     let scale = cpu.iter().fold(1.0_f64, |m, c| m.max(c.abs()));
     gpu.iter().zip(cpu).map(|(g, c)| (g - c).abs()).fold(0.0, f64::max) / scale
 }
@@ -175,16 +177,14 @@ fn stages_against_cpu(device: &Device) -> (f64, f64) {
         let ctrl: Vec<&[f64]> = ctrls.iter().map(|c| c.as_slice()).collect();
         let given = [(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Vector, &b), (Array::Ctrl, &ctrl)];
         let worlds = stages.upload(states.len(), &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
-        stages.kinematics(&worlds);
-        stages.mass_matrix(&worlds);
-        stages.factor(&worlds);
-        stages.solve(&worlds);
-        stages.bias_forces(&worlds);
+        stages.kinematics(&worlds).expect("launched");
+        stages.mass_matrix(&worlds).expect("launched");
+        stages.factor(&worlds).expect("launched");
+        stages.solve(&worlds).expect("launched");
+        stages.bias_forces(&worlds).expect("launched");
         let forces = stages.smooth_acceleration(&worlds);
-        if let Err(e) = &forces {
-            eprintln!("{name}: {e}");
-            assert_eq!(name, "swimmer", "only the swimmer has forces the stage does not compute (a viscous medium)");
-        }
+        // Only the swimmer has forces the stage does not compute (a viscous medium).
+        assert_eq!(forces.is_err(), name == "swimmer", "{name}: {forces:?}");
         let expected: Vec<Cpu> = states.iter().zip(&ctrls).map(|(s, c)| cpu(&model, s, c)).collect();
         let mut line = format!("{name:>24}:");
         for (k, (array, _)) in expected[0].arrays.iter().enumerate() {
@@ -219,6 +219,7 @@ fn stages_against_cpu(device: &Device) -> (f64, f64) {
 /// (relative to `max(1, its largest entry)`); in `f32`, its backward error
 /// `|M x − b| / (|M| |x| + |b|)` (infinity norms).
 fn solve_error(m: &TreeMatrix<f64>, x: &[f64], b: &[f64], dtype: DType) -> f64 {
+    assert!(x.iter().all(|x| x.is_finite()), "the kernel solved to a number that is not finite");
     if dtype == DType::F64 {
         let cpu = MassFactor::of(m).expect("positive definite").solve(&DVector::from_column_slice(b));
         return worst(x, cpu.as_slice());

@@ -8,7 +8,7 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, TIMESTEP, header, joint, link_int};
 use super::real::{Quat, V3, exact, sin_cos};
-use super::world::{World, start};
+use super::world::{World, check_finite, start};
 
 /// `to ← from ⊕ velocity · dt` on every joint (`position::integrate_position_into`): hinges and
 /// slides add, ball and free joints turn their unit quaternion by the body-frame rotation.
@@ -41,7 +41,8 @@ fn integrate_position<F: Float>(
         }
         if code == joint::BALL || code == joint::FREE {
             let omega = V3::<F>::load(data, world.at(velocity, spin), n).scale(dt);
-            let q0 = Quat::<F>::load_normalized(data, world.at(from, turn), n);
+            // Normalized as read, and again by `Quat::integrate`, as the CPU does.
+            let q0 = Quat::<F>::load_normalized(data, world.at(from, turn), n).normalize();
             q0.mul(&Quat::from_rotation_vector(&omega)).store(data, world.at(to, turn), n);
         }
     }
@@ -77,8 +78,8 @@ fn dexp_inv<F: Float>(theta: &V3<F>, omega: &V3<F>) -> V3<F> {
     omega.add(&cross.scale(F::new(0.5))).add(&theta.cross(&cross).scale(c))
 }
 
-/// Every rotational degree of freedom of a ball or free joint: `(first dof, none)` pairs are
-/// walked by the caller; this gives a link's first rotational dof, or `nv` for none.
+/// The first of the three rotational degrees of freedom of the link at `li` (its integers), if
+/// its joint is a ball or a free joint; `nv` otherwise.
 #[cube]
 fn rotation_dof(ints: &Tensor<u32>, li: usize) -> usize {
     let code = ints[li + link_int::JOINT];
@@ -190,9 +191,15 @@ pub(crate) fn rk4_rates<F: Float>(
     }
 }
 
-/// RK4's end: the start moved along the weighted slopes and accelerations.
+/// RK4's end: the start moved along the weighted slopes and accelerations; a result that is
+/// not finite fails the world.
 #[cube(launch_unchecked)]
-pub(crate) fn rk4_finish<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+pub(crate) fn rk4_finish<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -203,15 +210,25 @@ pub(crate) fn rk4_finish<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, d
     let acceleration_mean = start(ints, comptime![Array::AccelerationMean as usize]);
     let from = start(ints, comptime![Array::StartQpos as usize]);
     let slope_mean = start(ints, comptime![Array::SlopeMean as usize]);
-    integrate_position::<F>(ints, data, &world, from, slope_mean, start(ints, comptime![Array::Qpos as usize]), dt);
-    for d in 0..ints[header::DOFS] as usize {
+    let qpos = start(ints, comptime![Array::Qpos as usize]);
+    integrate_position::<F>(ints, data, &world, from, slope_mean, qpos, dt);
+    let nv = ints[header::DOFS] as usize;
+    for d in 0..nv {
         data[world.at(qvel, d)] = data[world.at(start_qvel, d)] + dt * data[world.at(acceleration_mean, d)];
     }
+    check_finite::<F>(ints, data, &world, qpos, ints[header::COORDS] as usize);
+    check_finite::<F>(ints, data, &world, qvel, nv);
 }
 
-/// Semi-implicit Euler's step, after the smooth stages: `v' = v + dt a`, `q' = q ⊕ v' dt`.
+/// Semi-implicit Euler's step, after the smooth stages: `v' = v + dt a`, `q' = q ⊕ v' dt`; a
+/// result that is not finite fails the world.
 #[cube(launch_unchecked)]
-pub(crate) fn euler<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -225,4 +242,6 @@ pub(crate) fn euler<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: 
     }
     let qpos = start(ints, comptime![Array::Qpos as usize]);
     integrate_position::<F>(ints, data, &world, qpos, qvel, qpos, dt);
+    check_finite::<F>(ints, data, &world, qpos, ints[header::COORDS] as usize);
+    check_finite::<F>(ints, data, &world, qvel, ints[header::DOFS] as usize);
 }

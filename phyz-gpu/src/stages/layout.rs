@@ -28,7 +28,7 @@ pub mod header {
     /// Where the degree-of-freedom records start, in the floats.
     pub const DOF_FLOATS: usize = 5;
     pub const ACTUATORS: usize = 6;
-    /// Where the actuator records start, in the integers and in the floats.
+    /// Where the actuator records start, in the integers, and in the floats.
     pub const ACTUATOR_INTS: usize = 7;
     pub const ACTUATOR_FLOATS: usize = 8;
     /// The number of position coordinates (`nq`).
@@ -173,7 +173,8 @@ pub enum Array {
     Ctrl,
     /// The passive and actuator forces less the bias forces (MuJoCo's `qfrc_smooth`).
     Force,
-    /// The unconstrained acceleration `M⁻¹` of it (MuJoCo's `qacc_smooth`).
+    /// The unconstrained acceleration: it solved with the factor (MuJoCo's `qacc_smooth`; under
+    /// Euler, of the mass matrix with the implicit damping).
     SmoothAcceleration,
     /// The step's start, while the integrator evaluates its stages at other points.
     StartQpos,
@@ -184,10 +185,25 @@ pub enum Array {
     SlopeMean,
     AccelerationMean,
     Increment,
+    /// What went wrong in the world, the first thing only ([`status`]).
+    Status,
+}
+
+/// A world's [`Array::Status`].
+pub mod status {
+    /// Nothing went wrong.
+    pub const FINE: u32 = 0;
+    /// Its state or controls were not finite when uploaded.
+    pub const NON_FINITE_INPUT: u32 = 1;
+    /// A pivot of its mass matrix's factor was not positive (a degree of freedom that moves no
+    /// mass).
+    pub const SINGULAR_MASS: u32 = 2;
+    /// A step left its position or velocity not finite.
+    pub const NON_FINITE_RESULT: u32 = 3;
 }
 
 impl Array {
-    pub const ALL: [Array; 24] = [
+    pub const ALL: [Array; 25] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -212,6 +228,7 @@ impl Array {
         Array::SlopeMean,
         Array::AccelerationMean,
         Array::Increment,
+        Array::Status,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -244,7 +261,11 @@ impl Packed {
             return Err(GpuError::Model(format!("body '{}' is a mocap body", body.name)));
         }
         let tree = model.tree();
-        let (nlink, nv, nu) = (tree.links.len(), model.nv(), model.nu());
+        let (nlink, nv) = (tree.links.len(), model.nv());
+        let unsupported_forces = unsupported_forces(model).err();
+        // The actuators the forces stage reads: none where actuation is off (their forces are
+        // zero whatever the controls), or where the stage is refused.
+        let nu = if model.enabled.actuation && unsupported_forces.is_none() { model.nu() } else { 0 };
         let rows = tree_rows(&tree.dof_parent);
         let mut arrays = Vec::with_capacity(Array::ALL.len());
         let mut items = 0;
@@ -256,7 +277,7 @@ impl Packed {
         let link_ints = header::ARRAYS + arrays.len();
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
-        let link_floats = 4;
+        let link_floats = TIMESTEP + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
         let mut ints = vec![
@@ -279,8 +300,7 @@ impl Packed {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
         }
         dof_floats_of(model, &mut floats);
-        let unsupported_forces = unsupported_forces(model).err();
-        if unsupported_forces.is_none() {
+        if nu > 0 {
             actuator_records(model, &mut ints, &mut floats);
         }
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
@@ -323,6 +343,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Qpos | Array::StartQpos => model.nq(),
         Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration | Array::StartQvel => nv,
         Array::Slope | Array::SlopeMean | Array::AccelerationMean | Array::Increment => nv,
+        Array::Status => 1,
         Array::Ctrl => model.nu(),
         Array::Rotation => 9 * nlink,
         Array::Rooted | Array::Position => 3 * nlink,
@@ -392,7 +413,7 @@ fn dof_floats_of(model: &Model<f64>, floats: &mut Vec<f64>) {
     }
 }
 
-/// Each actuator's integers and floats (none where actuation is disabled).
+/// Each actuator's integers and floats.
 fn actuator_records(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) {
     for actuator in model.actuators() {
         let (Transmission::Joint(j) | Transmission::JointInParent(j)) = actuator.transmission() else {
@@ -403,8 +424,7 @@ fn actuator_records(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<
         let (Term::Affine(gain), Term::Affine(bias)) = (actuator.gain, actuator.bias) else {
             unreachable!("refused by `unsupported_forces`")
         };
-        let enabled = model.enabled.actuation;
-        floats.push(if enabled { actuator.gear[0] } else { 0.0 });
+        floats.push(actuator.gear[0]);
         floats.extend(gain);
         floats.extend(bias);
         let unbounded = [f64::NEG_INFINITY, f64::INFINITY];
@@ -437,10 +457,12 @@ fn unsupported_forces(model: &Model<f64>) -> Result<(), String> {
             return Err(format!("the actuator force range of joint '{name}'"));
         }
     }
-    if let Some(tendon) =
-        model.tendons().iter().find(|t| (enabled.spring && t.stiffness != 0.0) || (enabled.damper && t.damping != 0.0))
-    {
-        return Err(format!("the spring or damper of tendon '{}'", tendon.name));
+    for tendon in model.tendons() {
+        let spring = tendon.stiffness != 0.0 || tendon.stiffness_poly.iter().any(|&p| p != 0.0);
+        let damper = tendon.damping != 0.0 || tendon.damping_poly.iter().any(|&p| p != 0.0);
+        if (enabled.spring && spring) || (enabled.damper && damper) {
+            return Err(format!("the spring or damper of tendon '{}'", tendon.name));
+        }
     }
     for actuator in model.actuators() {
         let name = &actuator.name;

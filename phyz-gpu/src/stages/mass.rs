@@ -5,8 +5,8 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::{Array, INERTIA, dof_float, dof_int, header, link_int};
-use super::world::{Inertia, Spatial, World, start};
+use super::layout::{Array, INERTIA, dof_float, dof_int, header, link_int, status};
+use super::world::{Inertia, Spatial, World, fail, start};
 
 /// The ancestor of degree of freedom `d` plus one (zero: none).
 #[cube]
@@ -71,9 +71,14 @@ pub(crate) fn mass_matrix<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
 
 /// Fills [`Array::Factor`] with `Lᵀ D L` of [`Array::Mass`] plus Euler's implicit damping on
 /// the diagonal, eliminating from the leaves up as `MassFactor` does. A pivot that is not
-/// positive is left for the reader to find.
+/// positive (or not finite) fails the world (`status::SINGULAR_MASS`).
 #[cube(launch_unchecked)]
-pub(crate) fn factor<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+pub(crate) fn factor<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -107,9 +112,18 @@ pub(crate) fn factor<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data:
             data[world.at(factor, row + t)] = scale;
         }
     }
+    // Checked once all are made, as `MassFactor` does.
+    for k in 0..nv {
+        let (row, _) = row_of(ints, k);
+        let pivot = data[world.at(factor, row)];
+        let positive = pivot > F::new(0.0);
+        if !positive || F::is_inf(pivot) {
+            fail::<F>(ints, data, &world, comptime![status::SINGULAR_MASS]);
+        }
+    }
 }
 
-/// Solves `M x = b` in place in [`Array::Vector`] with [`Array::Factor`] (`MassFactor::solve`).
+/// Solves in place in [`Array::Vector`] with [`Array::Factor`] (`MassFactor::solve`).
 #[cube(launch_unchecked)]
 pub(crate) fn solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };

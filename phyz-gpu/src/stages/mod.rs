@@ -1,7 +1,7 @@
 //! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
-//! matrix, its factor and solves, and RNEA's bias forces so far (issue 30 builds the rest of the
-//! step on them: passive and actuator forces, collision, constraint rows, the Newton solve,
-//! integration).
+//! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration, and
+//! the Euler and RK4 integrators so far (issue 30 builds the rest of the step on them:
+//! collision, constraint rows, the Newton solve, and the kernels' adjoints).
 //!
 //! The engine stays one. Each kernel transcribes one CPU stage of `phyz_core::dynamics`, in the
 //! same frames and the same order of operations, and the tests hold it to that stage. What the
@@ -22,7 +22,7 @@ mod world;
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::backend::{DispatchDevice, read_sync};
-use burn::tensor::{DType, Device, TensorData};
+use burn::tensor::{DType, Device, Slice, TensorData};
 use burn_cubecl::cubecl::ir::FloatKind;
 use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::tensor::CubeTensor;
@@ -44,11 +44,27 @@ pub struct Stages {
     dtype: DType,
 }
 
-/// The numbers of a batch of worlds on the device: every [`Array`] of each.
+/// The numbers of a batch of worlds on the device: every [`Array`] of each, laid out for one
+/// model's [`Stages`] (the kernels check the pairing: `items` and `dtype`).
 #[derive(Clone, Debug)]
 pub struct Worlds {
     data: CubeTensor,
     count: usize,
+    items: usize,
+    dtype: DType,
+}
+
+/// What went wrong in a world ([`Stages::failures`]): the first thing only. The other worlds
+/// step on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Its state or controls were not finite when uploaded.
+    NonFiniteInput,
+    /// A pivot of its mass matrix's factor was not positive: a degree of freedom that moves no
+    /// mass (the CPU step's `StepError::SingularMass`).
+    SingularMass,
+    /// A step left its position or velocity not finite (`StepError::NonFiniteResult`).
+    NonFiniteResult,
 }
 
 impl Worlds {
@@ -116,9 +132,9 @@ impl Stages {
         };
         let dtype = float_dtype(device).0;
         let packed = Packed::new(model)?;
-        let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), &cube);
+        let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), cube);
         let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
-        let floats = CubeBackend::float_from_data(floats, &cube);
+        let floats = CubeBackend::float_from_data(floats, cube);
         Ok(Stages { packed, ints, floats, device: cube.clone(), dtype })
     }
 
@@ -135,13 +151,15 @@ impl Stages {
     }
 
     /// `count` worlds with the arrays `given` (each array's numbers, world by world), every
-    /// other array zero.
+    /// other array zero. A world given a number that is not finite is failed
+    /// ([`Failure::NonFiniteInput`]); the others are not touched by it.
     pub fn upload(&self, count: usize, given: &[(Array, &[&[f64]])]) -> Result<Worlds, GpuError> {
         let items = self.packed.items;
         if u32::try_from(items.saturating_mul(count)).is_err() {
             return Err(GpuError::Model(format!("{count} worlds of {items} numbers exceed 32-bit indices")));
         }
         let mut host = vec![0.0; items * count];
+        let (status, _) = self.packed.array(Array::Status);
         for &(array, worlds) in given {
             let (start, len) = self.packed.array(array);
             for (w, values) in worlds.iter().enumerate().take(count) {
@@ -154,10 +172,38 @@ impl Stages {
                 for (i, &x) in values.iter().enumerate() {
                     host[(start + i) * count + w] = x;
                 }
+                if values.iter().any(|x| !x.is_finite()) && host[status * count + w] == 0.0 {
+                    host[status * count + w] = f64::from(layout::status::NON_FINITE_INPUT);
+                }
             }
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
-        Ok(Worlds { data: CubeBackend::float_from_data(data, &self.device), count })
+        Ok(Worlds { data: CubeBackend::float_from_data(data, &self.device), count, items, dtype: self.dtype })
+    }
+
+    /// Each world's `array`, read back (one transfer of that array alone).
+    pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
+        self.check(worlds)?;
+        let (start, len) = self.packed.array(array);
+        let n = worlds.count;
+        let range = Slice { start: (start * n) as isize, end: Some(((start + len) * n) as isize), step: 1 };
+        let view = CubeBackend::float_slice(worlds.data.clone(), &[range]);
+        let data = read_sync(CubeBackend::float_into_data(view))
+            .map_err(|e| GpuError::Device(format!("reading the worlds back: {e:?}")))?;
+        let host = data.convert::<f64>().try_into_vec::<f64>().map_err(|e| GpuError::Device(format!("{e:?}")))?;
+        Ok((0..n).map(|w| (0..len).map(|i| host[i * n + w]).collect()).collect())
+    }
+
+    /// The worlds that failed, each with the first thing that went wrong (one transfer).
+    pub fn failures(&self, worlds: &Worlds) -> Result<Vec<(usize, Failure)>, GpuError> {
+        let codes = self.read(worlds, Array::Status)?;
+        let failure = |code: f64| match code as u32 {
+            layout::status::NON_FINITE_INPUT => Some(Failure::NonFiniteInput),
+            layout::status::SINGULAR_MASS => Some(Failure::SingularMass),
+            layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
+            _ => None,
+        };
+        Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
     }
 
     /// Waits for every launch so far to finish.
@@ -165,59 +211,85 @@ impl Stages {
         read_sync(self.device.client().sync()).map_err(|e| GpuError::Device(format!("{e:?}")))
     }
 
-    /// Each world's `array`, read back (one transfer).
-    pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
-        let data = read_sync(CubeBackend::float_into_data(worlds.data.clone()))
-            .map_err(|e| GpuError::Device(format!("reading the worlds back: {e:?}")))?;
-        let host = data.convert::<f64>().try_into_vec::<f64>().map_err(|e| GpuError::Device(format!("{e:?}")))?;
-        let (start, len) = self.packed.array(array);
-        let n = worlds.count;
-        Ok((0..n).map(|w| (0..len).map(|i| host[(start + i) * n + w]).collect()).collect())
+    /// Whether `worlds` were laid out for these stages: the kernels index them by this model's
+    /// layout, unchecked.
+    fn check(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        if worlds.items != self.packed.items || worlds.dtype != self.dtype {
+            return Err(GpuError::Model("worlds laid out for another model or float type".into()));
+        }
+        Ok(())
     }
 
     /// Forward kinematics and the links' inertias in their trees' rooted frames, from `qpos`.
-    pub fn kinematics(&self, worlds: &Worlds) {
+    pub fn kinematics(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
         dispatch_stage!(self, worlds, kinematics::kinematics, floats);
+        Ok(())
     }
 
     /// The composite inertias and the mass matrix, after [`Stages::kinematics`].
-    pub fn mass_matrix(&self, worlds: &Worlds) {
+    pub fn mass_matrix(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
         dispatch_stage!(self, worlds, mass::mass_matrix, floats);
+        Ok(())
     }
 
     /// The factor of the mass matrix (with Euler's implicit damping), after
-    /// [`Stages::mass_matrix`].
-    pub fn factor(&self, worlds: &Worlds) {
+    /// [`Stages::mass_matrix`]; a world whose factor has a pivot that is not positive is failed
+    /// ([`Failure::SingularMass`]).
+    pub fn factor(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
         if self.packed.nv() > 0 {
             dispatch_stage!(self, worlds, mass::factor, floats);
         }
+        Ok(())
     }
 
-    /// `M⁻¹ x` of each world's [`Array::Vector`], in place, after [`Stages::factor`].
-    pub fn solve(&self, worlds: &Worlds) {
+    /// [`Stages::factor`]'s solve of each world's [`Array::Vector`], in place.
+    pub fn solve(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
         if self.packed.nv() > 0 {
             dispatch_stage!(self, worlds, mass::solve);
         }
+        Ok(())
     }
 
     /// The bias forces from `qvel`, after [`Stages::kinematics`].
-    pub fn bias_forces(&self, worlds: &Worlds) {
+    pub fn bias_forces(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
         dispatch_stage!(self, worlds, rnea::bias_forces, floats);
+        Ok(())
+    }
+
+    /// The smooth forces (actuator and passive, less the bias forces) under [`Array::Ctrl`],
+    /// and the unconstrained acceleration, after [`Stages::factor`] and
+    /// [`Stages::bias_forces`]. A model with forces this stage does not compute is refused,
+    /// naming them.
+    pub fn smooth_acceleration(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        if let Some(what) = &self.packed.unsupported_forces {
+            return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
+        }
+        if self.packed.nv() > 0 {
+            dispatch_stage!(self, worlds, forces::smooth_acceleration, floats);
+        }
+        Ok(())
     }
 
     /// The smooth stages at the worlds' `qpos`, `qvel` and controls: kinematics, the mass matrix
     /// and its factor, the bias forces, the smooth forces and the unconstrained acceleration.
     pub fn smooth(&self, worlds: &Worlds) -> Result<(), GpuError> {
-        self.kinematics(worlds);
-        self.mass_matrix(worlds);
-        self.factor(worlds);
-        self.bias_forces(worlds);
+        self.kinematics(worlds)?;
+        self.mass_matrix(worlds)?;
+        self.factor(worlds)?;
+        self.bias_forces(worlds)?;
         self.smooth_acceleration(worlds)
     }
 
     /// One step of every world under the model's integrator (Euler or RK4), its controls held.
     /// The device has no constraint stage yet: a model whose constraints are enabled is refused,
-    /// and so are the implicit integrators.
+    /// and so are the implicit integrators. A world that fails is marked ([`Stages::failures`])
+    /// and the others step on; nothing is read back.
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
@@ -238,20 +310,6 @@ impl Stages {
             dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
         }
         dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
-        Ok(())
-    }
-
-    /// The smooth forces (actuator and passive, less the bias forces) under [`Array::Ctrl`],
-    /// and the unconstrained acceleration, after [`Stages::factor`] and
-    /// [`Stages::bias_forces`]. A model with forces this stage does not compute is refused,
-    /// naming them.
-    pub fn smooth_acceleration(&self, worlds: &Worlds) -> Result<(), GpuError> {
-        if let Some(what) = &self.packed.unsupported_forces {
-            return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
-        }
-        if self.packed.nv() > 0 {
-            dispatch_stage!(self, worlds, forces::smooth_acceleration, floats);
-        }
         Ok(())
     }
 }

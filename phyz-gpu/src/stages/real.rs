@@ -4,7 +4,10 @@
 //! Vulkan's shader library has no `f64` sine or cosine (GLSL.std.450 defines them for 16- and
 //! 32-bit floats only), and lavapipe returns garbage for them in `f64`. Arithmetic, `sqrt` and
 //! `floor` are exact there, so [`sin_cos`] is written from those alone: a reduction by π/2 and
-//! the minimax polynomials of the C library's kernels, within an ulp or two on |x| < 10⁶.
+//! the minimax polynomials of the C library's kernels. In `f64` it is within an ulp or two for
+//! |x| < 10⁶ away from the multiples of π/2 (the library keeps the reduction's tail there, this
+//! does not); in `f32` the reduction's constants round to `f32` and it is within about
+//! `|x| · 4e-8`.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::ir::{ConstantValue, ElemType};
@@ -28,9 +31,9 @@ pub struct SinCos<F: Float> {
     pub cos: F,
 }
 
-/// `sin(x)` and `cos(x)`: `x = k·π/2 + r` with `|r| ≤ π/4` (π/2 in two parts, the first exact
-/// in 33 bits, so `k·π/2` loses nothing for |k| < 2²⁰), then the polynomials on `r`, swapped and
-/// signed by the quadrant `k mod 4`.
+/// `sin(x)` and `cos(x)`: `x = k·π/2 + r` with `|r| ≤ π/4` (π/2 in two parts, in `f64` the
+/// first exact in 33 bits, so `k·π/2` loses nothing for |k| < 2²⁰), then the polynomials on `r`,
+/// swapped and signed by the quadrant `k mod 4`.
 #[cube]
 pub fn sin_cos<F: Float>(x: F) -> SinCos<F> {
     let k = F::floor(x * exact::<F>(core::f64::consts::FRAC_2_PI) + exact::<F>(0.5));
@@ -39,8 +42,8 @@ pub fn sin_cos<F: Float>(x: F) -> SinCos<F> {
     let w = z * z;
     // The C library's kernels on [-π/4, π/4] (their tail term is zero here).
     let ps = exact::<F>(8.333_333_333_322_49e-3)
-        + z * (exact::<F>(-1.984_126_982_985_795e-4) + z * exact::<F>(2.755_731_370_707_007e-6))
-        + z * w * (exact::<F>(-2.505_076_025_340_686e-8) + z * exact::<F>(1.589_690_995_211_55e-10));
+        + z * (exact::<F>(-1.984_126_982_985_795e-4) + z * exact::<F>(2.755_731_370_707_006_8e-6))
+        + z * w * (exact::<F>(-2.505_076_025_340_686_3e-8) + z * exact::<F>(1.589_690_995_211_55e-10));
     let s = r + z * r * (exact::<F>(-1.666_666_666_666_663_2e-1) + z * ps);
     let pc = z
         * (exact::<F>(4.166_666_666_666_66e-2)
@@ -193,17 +196,21 @@ pub struct Quat<F: Float> {
 
 #[cube]
 impl<F: Float> Quat<F> {
-    /// The four numbers at `at`, `stride` apart, scaled to unit length as `Quat::normalize`
-    /// does (the identity for one of no length).
+    /// The four numbers at `at`, `stride` apart, normalized (`kinematics::qpos_quat`).
     pub fn load_normalized(from: &mut Tensor<F>, at: usize, stride: usize) -> Quat<F> {
-        let (w, x, y, z) = (from[at], from[at + stride], from[at + 2 * stride], from[at + 3 * stride]);
-        let norm = F::sqrt(w * w + x * x + y * y + z * z);
+        let q = Quat::<F> { w: from[at], x: from[at + stride], y: from[at + 2 * stride], z: from[at + 3 * stride] };
+        q.normalize()
+    }
+
+    /// Scaled to unit length as `Quat::normalize` does: the identity for one of no length.
+    pub fn normalize(&self) -> Quat<F> {
+        let norm = F::sqrt(self.w * self.w + self.x * self.x + self.y * self.y + self.z * self.z);
         let mut out = Quat::<F> { w: F::new(1.0), x: F::new(0.0), y: F::new(0.0), z: F::new(0.0) };
         // As the CPU's test is written: a NaN norm stays NaN, for the step's checks to see.
         let tiny = norm < exact::<F>(1e-15);
         if !tiny {
             let inv = F::new(1.0) / norm;
-            out = Quat::<F> { w: w * inv, x: x * inv, y: y * inv, z: z * inv };
+            out = Quat::<F> { w: self.w * inv, x: self.x * inv, y: self.y * inv, z: self.z * inv };
         }
         out
     }

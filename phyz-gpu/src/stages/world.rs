@@ -5,7 +5,7 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::header;
+use super::layout::{Array, header, status};
 use super::real::{M3, V3};
 
 /// The world a unit works on, among `count`.
@@ -21,6 +21,37 @@ impl World {
     /// Where item `item` of the array starting at `start` lies for this world.
     pub fn at(&self, start: usize, item: usize) -> usize {
         (start + item) * self.count + self.index
+    }
+}
+
+/// Sets the world's status to `code` (`layout::status`) unless an earlier failure is there.
+#[cube]
+pub fn fail<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, #[comptime] code: u32) {
+    let at = world.at(start(ints, comptime![Array::Status as usize]), 0);
+    if data[at] == F::new(0.0) {
+        data[at] = F::cast_from(code);
+    }
+}
+
+/// Sets the world's status to `layout::status::NON_FINITE_RESULT` if a number of the array
+/// starting at `array`, `len` long, is not finite.
+#[cube]
+pub fn check_finite<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    world: &World,
+    array: usize,
+    len: usize,
+) {
+    let mut finite = true;
+    for i in 0..len {
+        let x = data[world.at(array, i)];
+        if F::is_nan(x) || F::is_inf(x) {
+            finite = false;
+        }
+    }
+    if !finite {
+        fail::<F>(ints, data, world, comptime![status::NON_FINITE_RESULT]);
     }
 }
 
