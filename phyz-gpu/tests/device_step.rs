@@ -34,15 +34,10 @@ use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Failure, Stages};
 
 mod common;
-use common::Rng;
+use common::{GYMNASIUM, Rng, gymnasium};
 
 const STEPS: usize = 200;
 const READ_EVERY: usize = 20;
-
-fn model(name: &str) -> Model<f64> {
-    let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
-    mjcf::load(&path).expect("a gymnasium model loads")
-}
 
 /// What the gymnasium models lack: a ball joint with damping, a hinge with a reference angle, a
 /// spring's rest angle and armature, a sprung slide, servos (position, velocity, and a general
@@ -78,22 +73,9 @@ const FEATURES: &str = "
 /// The scenes: every gymnasium model the device takes, and [`FEATURES`] under RK4 and Euler,
 /// and with each flag the stages read switched off in turn.
 fn scenes() -> Vec<(String, Model<f64>)> {
-    let gymnasium = [
-        "ant",
-        "half_cheetah",
-        "hopper",
-        "humanoid",
-        "humanoidstandup",
-        "inverted_double_pendulum",
-        "inverted_pendulum",
-        "point",
-        "pusher",
-        "pusher_v5",
-        "reacher",
-        "walker2d",
-        "walker2d_v5",
-    ];
-    let mut scenes: Vec<(String, Model<f64>)> = gymnasium.iter().map(|&name| (name.into(), model(name))).collect();
+    // The swimmer is refused: its medium is viscous (see the refusal test below).
+    let taken = GYMNASIUM.into_iter().filter(|&name| name != "swimmer");
+    let mut scenes: Vec<(String, Model<f64>)> = taken.map(|name| (name.into(), gymnasium(name))).collect();
     let features = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
     let mut euler = features.clone();
     euler.integrator = Integrator::Euler;
@@ -228,11 +210,11 @@ fn the_device_step_is_the_cpu_step_in_f64() {
 #[test]
 fn a_model_with_constraints_or_forces_the_device_lacks_is_refused_by_name() {
     let device = opengl();
-    let hopper = Stages::new(&model("hopper"), &device).expect("packs");
-    let data = hopper.worlds(&[model("hopper").default_state()]).expect("sizes match");
+    let hopper = Stages::new(&gymnasium("hopper"), &device).expect("packs");
+    let data = hopper.worlds(&[gymnasium("hopper").default_state()]).expect("sizes match");
     let refused = hopper.step(&data).expect_err("hopper's contacts and limits are on");
     assert!(refused.to_string().contains("constraints"), "{refused}");
-    let mut swimmer = model("swimmer");
+    let mut swimmer = gymnasium("swimmer");
     swimmer.enabled.constraint = false;
     let stages = Stages::new(&swimmer, &device).expect("packs");
     let data = stages.worlds(&[swimmer.default_state()]).expect("sizes match");

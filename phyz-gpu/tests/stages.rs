@@ -24,35 +24,13 @@ use phyz_core::dynamics::crba::mass_matrix_into;
 use phyz_core::dynamics::integrator::euler_damping;
 use phyz_core::dynamics::{MassFactor, TreeMatrix, bias_forces, forward_kinematics, place_inertias};
 use phyz_core::model::{JointKind, Point};
-use phyz_core::{Model, State, mjcf};
+use phyz_core::{Model, State};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::Stages;
 use phyz_gpu::stages::layout::Array;
 
 mod common;
-use common::Rng;
-
-const MODELS: [&str; 14] = [
-    "ant",
-    "half_cheetah",
-    "hopper",
-    "humanoid",
-    "humanoidstandup",
-    "inverted_double_pendulum",
-    "inverted_pendulum",
-    "point",
-    "pusher",
-    "pusher_v5",
-    "reacher",
-    "swimmer",
-    "walker2d",
-    "walker2d_v5",
-];
-
-fn model(name: &str) -> Model<f64> {
-    let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
-    mjcf::load(&path).expect("a gymnasium model loads")
-}
+use common::{GYMNASIUM, Rng, gymnasium};
 
 /// World `w`'s state: the model's default for world 0, then random angles (up to ±40 radians
 /// in world 1, so the sine's reduction is crossed, else ±2), slides (±2 m), quaternions not of
@@ -162,8 +140,8 @@ fn cpu(model: &Model<f64>, s: &State<f64>, ctrl: &[f64]) -> Cpu {
 fn stages_against_cpu(device: &Device) -> (f64, f64) {
     let mut rng = Rng(11);
     let (mut overall, mut solves): (f64, f64) = (0.0, 0.0);
-    for name in MODELS {
-        let model = model(name);
+    for name in GYMNASIUM {
+        let model = gymnasium(name);
         let states: Vec<State<f64>> = (0..6).map(|w| state(&model, &mut rng, w)).collect();
         let rhs: Vec<Vec<f64>> =
             states.iter().map(|_| (0..model.nv()).map(|_| rng.uniform(-1.0, 1.0)).collect()).collect();

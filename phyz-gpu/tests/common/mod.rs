@@ -1,9 +1,11 @@
-//! Random constraint blocks for the kernel's tests and its throughput example.
+//! Random constraint blocks for the kernel's tests and its throughput example, and the
+//! gymnasium models the stage kernels' tests run.
 #![allow(dead_code)] // Each test binary uses part of it.
 
 use nalgebra::{Matrix3, Vector3};
 use phyz_core::contact::ConstraintKind;
 use phyz_core::contact::pgs::Block;
+use phyz_core::{Model, mjcf};
 
 /// A small deterministic generator (xorshift).
 pub struct Rng(pub u64);
@@ -43,4 +45,28 @@ pub fn random_blocks(seed: u64, n: usize) -> Vec<(Block, Vector3<f64>)> {
         ConstraintKind::Equality,
     ];
     (0..n).map(|i| random_block(&mut rng, kinds[i % kinds.len()])).collect()
+}
+
+/// The gymnasium models, by name.
+pub const GYMNASIUM: [&str; 14] = [
+    "ant",
+    "half_cheetah",
+    "hopper",
+    "humanoid",
+    "humanoidstandup",
+    "inverted_double_pendulum",
+    "inverted_pendulum",
+    "point",
+    "pusher",
+    "pusher_v5",
+    "reacher",
+    "swimmer",
+    "walker2d",
+    "walker2d_v5",
+];
+
+/// The gymnasium model `name`, as written.
+pub fn gymnasium(name: &str) -> Model<f64> {
+    let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
+    mjcf::load(&path).expect("a gymnasium model loads")
 }
