@@ -75,6 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     stages.sync()?;
     println!("device ({:?}) env_steps_per_s {:.0}", stages.dtype(), rate(clock.elapsed().as_secs_f64()));
+    println!("failed worlds {}", stages.failures(&worlds)?.len());
 
     type Stage = fn(&Stages, &phyz_gpu::stages::Worlds) -> Result<(), phyz_gpu::GpuError>;
     let launches: [(&str, Stage); 5] = [

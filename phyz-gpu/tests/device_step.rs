@@ -141,7 +141,7 @@ fn f32_drift(model: &Model<f64>, starts: &[State<f64>], ctrls: &[Vec<f64>]) -> f
 fn steps_against_cpu(device: &Device) -> f64 {
     let mut rng = Rng(5);
     let mut overall: f64 = 0.0;
-    let mut held = 0;
+    let (mut held, mut f32) = (0, false);
     for (name, mut model) in scenes() {
         model.enabled.constraint = false;
         let (mut states, ctrls) = worlds(&model, &mut rng, 4);
@@ -165,6 +165,11 @@ fn steps_against_cpu(device: &Device) -> f64 {
                 for array in [Array::Qpos, Array::Qvel] {
                     let gpu = stages.read(&data, array).expect("readable");
                     for (g, s) in gpu.iter().zip(&states) {
+                        // Every scene, held or not, stays finite (`f64::max` would pass a NaN).
+                        assert!(
+                            g.iter().all(|x| x.is_finite()),
+                            "{name}: the device stepped to a number that is not finite"
+                        );
                         let c = if array == Array::Qpos { &s.qpos } else { &s.qvel };
                         let w =
                             g.iter().zip(c.iter()).map(|(g, c)| (g - c).abs() / c.abs().max(1.0)).fold(0.0, f64::max);
@@ -173,7 +178,8 @@ fn steps_against_cpu(device: &Device) -> f64 {
                 }
             }
         }
-        let f32 = stages.dtype() == DType::F32;
+        assert_eq!(stages.failures(&data).expect("readable"), vec![], "{name}: no world fails");
+        f32 = stages.dtype() == DType::F32;
         let chaos = f32_drift(&model, &starts, &ctrls);
         let is_held = chaos <= if f32 { 1e-5 } else { 1e-2 };
         eprintln!(
@@ -184,7 +190,9 @@ fn steps_against_cpu(device: &Device) -> f64 {
             held += 1;
         }
     }
-    assert!(held >= 8, "only {held} scenes keep their rounding's drift small");
+    // As measured: 19 of the 21 scenes in f64, 14 in f32.
+    let least = if f32 { 12 } else { 18 };
+    assert!(held >= least, "only {held} scenes keep their rounding's drift small");
     overall
 }
 
@@ -222,8 +230,8 @@ fn a_model_with_constraints_or_forces_the_device_lacks_is_refused_by_name() {
     assert!(refused.to_string().contains("fluid"), "{refused}");
 }
 
-/// A world uploaded with a velocity that is not finite is reported, and the others step as they
-/// do without it, to the last bit.
+/// A world uploaded with a velocity that is not finite, or whose step overflows, is reported,
+/// and the others step as they do without it, to the last bit.
 #[test]
 fn a_failed_world_is_reported_and_the_others_step_on() {
     let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
@@ -246,5 +254,13 @@ fn a_failed_world_is_reported_and_the_others_step_on() {
     states[1].qvel[2] = f64::NAN;
     let (together, failures) = run(&states, &ctrls);
     assert_eq!(failures, vec![(1, Failure::NonFiniteInput)]);
+    assert_eq!([&together[0], &together[2]], [&alone[0], &alone[1]]);
+    assert_ne!(alone[0], states[0].qpos.as_slice(), "the worlds moved");
+    // A velocity whose square overflows f32: the step finds it, not the upload. RK4 evaluates
+    // the mass matrix at a point the infinite velocity has moved before the step ends, so its
+    // factor fails first (the CPU's factor would fail there too: a pivot that is not positive).
+    states[1].qvel[2] = 1e30;
+    let (together, failures) = run(&states, &ctrls);
+    assert!(matches!(failures[..], [(1, Failure::SingularMass | Failure::NonFiniteResult)]), "{failures:?}");
     assert_eq!([&together[0], &together[2]], [&alone[0], &alone[1]]);
 }

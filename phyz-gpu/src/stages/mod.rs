@@ -45,7 +45,9 @@ pub struct Stages {
 }
 
 /// The numbers of a batch of worlds on the device: every [`Array`] of each, laid out for one
-/// model's [`Stages`] (the kernels check the pairing: `items` and `dtype`).
+/// model's [`Stages`]. Each launch checks its size and float type against the stages' (what
+/// keeps the unchecked kernels inside the buffer); worlds of another model of the same size
+/// pass that check and come out meaningless. A clone shares the device buffer.
 #[derive(Clone, Debug)]
 pub struct Worlds {
     data: CubeTensor,
@@ -211,8 +213,8 @@ impl Stages {
         read_sync(self.device.client().sync()).map_err(|e| GpuError::Device(format!("{e:?}")))
     }
 
-    /// Whether `worlds` were laid out for these stages: the kernels index them by this model's
-    /// layout, unchecked.
+    /// Whether `worlds` have the size and float type of these stages' layout: the kernels index
+    /// them by it, unchecked.
     fn check(&self, worlds: &Worlds) -> Result<(), GpuError> {
         if worlds.items != self.packed.items || worlds.dtype != self.dtype {
             return Err(GpuError::Model("worlds laid out for another model or float type".into()));
@@ -293,6 +295,9 @@ impl Stages {
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
+        }
+        if let Some(what) = &self.packed.unsupported_forces {
+            return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
         }
         self.smooth(worlds)?;
         if self.packed.nv() == 0 {

@@ -28,7 +28,7 @@ impl World {
 #[cube]
 pub fn fail<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, #[comptime] code: u32) {
     let at = world.at(start(ints, comptime![Array::Status as usize]), 0);
-    if data[at] == F::new(0.0) {
+    if data[at] == F::cast_from(status::FINE) {
         data[at] = F::cast_from(code);
     }
 }
