@@ -10,6 +10,10 @@
 //! tree serially per world is what MuJoCo Warp does per branch; with thousands of worlds the
 //! device is full without splitting a world further, and a stage is one launch whatever the
 //! model's size.
+//!
+//! CubeCL cannot lend a mutable tensor where a shared one is expected, so the helpers that load
+//! from a buffer take it `&mut`, and the kernels take the model's floats `&mut` to pass them on;
+//! no kernel writes them.
 
 mod forces;
 mod integrate;
