@@ -96,7 +96,11 @@ pub(crate) fn kinematics<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, d
         let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
         let pose = joint_pose::<F>(ints, floats, data, &world, i);
         let parent = ints[li + link_int::PARENT] as usize;
-        // Relative to the root: composed along the chain from the root's rotation alone.
+        // Relative to the root (composed along the chain from the root's rotation alone), and
+        // the root's origin in the world: a root link's own.
+        let mut rot = pose.rot.clone();
+        let mut pos = V3::<F>::zero();
+        let mut origin = pose.pos.clone();
         if parent > 0 {
             let p = parent - 1;
             let up = Pose::<F> {
@@ -104,18 +108,13 @@ pub(crate) fn kinematics<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, d
                 pos: V3::load(data, world.at(rooted, 3 * p), n),
             };
             let relative = up.compose(&pose);
-            let root = ints[li + link_int::ROOT] as usize;
-            let origin = V3::<F>::load(data, world.at(position, 3 * root), n);
-            relative.rot.store(data, world.at(rotation, 9 * i), n);
-            relative.pos.store(data, world.at(rooted, 3 * i), n);
-            relative.pos.add(&origin).store(data, world.at(position, 3 * i), n);
-        } else {
-            pose.rot.store(data, world.at(rotation, 9 * i), n);
-            V3::<F>::zero().store(data, world.at(rooted, 3 * i), n);
-            pose.pos.store(data, world.at(position, 3 * i), n);
+            rot = relative.rot;
+            pos = relative.pos;
+            origin = V3::<F>::load(data, world.at(position, 3 * ints[li + link_int::ROOT] as usize), n);
         }
-        let rot = M3::<F>::load(data, world.at(rotation, 9 * i), n);
-        let pos = V3::<F>::load(data, world.at(rooted, 3 * i), n);
+        rot.store(data, world.at(rotation, 9 * i), n);
+        pos.store(data, world.at(rooted, 3 * i), n);
+        pos.add(&origin).store(data, world.at(position, 3 * i), n);
         let adr = ints[li + link_int::DOF_ADR] as usize;
         let world_dofs = ints[li + link_int::WORLD_DOFS] as usize;
         for t in 0..ints[li + link_int::DOF_NUM] as usize {
