@@ -33,17 +33,17 @@ fn rotation_about<F: Float>(rot: M3<F>, anchor: &V3<F>) -> Pose<F> {
     Pose::<F> { rot, pos }
 }
 
-/// Link `i`'s pose in its parent link's frame at the world's `qpos` (`kinematics::joint_pose`).
+/// The pose in its parent link's frame, at the world's `qpos`, of the link whose integers and
+/// floats start at `li` and `lf` (`kinematics::joint_pose`).
 #[cube]
 fn joint_pose<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     world: &World,
-    i: usize,
+    li: usize,
+    lf: usize,
 ) -> Pose<F> {
-    let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
-    let lf = ints[header::LINK_FLOATS] as usize + i * link_float::LEN;
     let code = ints[li + link_int::JOINT];
     let q = world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + link_int::QPOS_ADR] as usize);
     let offset = Pose::<F> {
@@ -94,7 +94,8 @@ pub(crate) fn kinematics<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, d
     let dof_floats = ints[header::DOF_FLOATS] as usize;
     for i in 0..ints[header::LINKS] as usize {
         let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
-        let pose = joint_pose::<F>(ints, floats, data, &world, i);
+        let lf = ints[header::LINK_FLOATS] as usize + i * link_float::LEN;
+        let pose = joint_pose::<F>(ints, floats, data, &world, li, lf);
         let parent = ints[li + link_int::PARENT] as usize;
         // Relative to the root (composed along the chain from the root's rotation alone), and
         // the root's origin in the world: a root link's own.
@@ -136,8 +137,7 @@ pub(crate) fn kinematics<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, d
         }
         let placed = world.at(inertia, INERTIA * i);
         if ints[li + link_int::LAST_OF_BODY] == 1 {
-            let lf = ints[header::LINK_FLOATS] as usize + i * link_float::LEN + link_float::INERTIA;
-            Inertia::<F>::load(floats, lf, 1).to_parent(&rot, &pos).store(data, placed, n);
+            Inertia::<F>::load(floats, lf + link_float::INERTIA, 1).to_parent(&rot, &pos).store(data, placed, n);
         } else {
             Inertia::<F>::zero().store(data, placed, n);
         }
