@@ -6,25 +6,8 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, INERTIA, dof_float, header, joint, link_float, link_int};
-use super::real::{M3, Quat, V3, sin_cos};
+use super::real::{M3, Pose, Quat, V3, sin_cos};
 use super::world::{Inertia, World, start};
-
-/// A rigid pose: `rot` maps the child's coordinates to the parent's, `pos` is the child's
-/// origin in the parent's.
-#[derive(CubeType, CubeTypeMut, Clone)]
-#[expand(derive(Clone))]
-pub struct Pose<F: Float> {
-    pub rot: M3<F>,
-    pub pos: V3<F>,
-}
-
-#[cube]
-impl<F: Float> Pose<F> {
-    /// `self ∘ child`.
-    pub fn compose(&self, child: &Pose<F>) -> Pose<F> {
-        Pose::<F> { rot: self.rot.mul(&child.rot), pos: self.rot.apply(&child.pos).add(&self.pos) }
-    }
-}
 
 /// A rotation `rot` about the point `anchor`.
 #[cube]

@@ -1,8 +1,9 @@
 //! How a model and its worlds lie in device memory.
 //!
-//! A model is two buffers: integers (a header, then a record per link, per degree of freedom and
-//! per actuator: the tree) and floats in the worlds' float type (gravity and the time step, then
-//! a record per link, per degree of freedom and per actuator: what the model fixes). The worlds' numbers are one buffer of
+//! A model is two buffers: integers (a header, then a record per link, per degree of freedom, per
+//! actuator and per candidate pair of geoms: the tree and who may touch) and floats in the
+//! worlds' float type (gravity and the time step, then a record per link, per degree of freedom,
+//! per actuator and per pair: what the model fixes). The worlds' numbers are one buffer of
 //! named arrays ([`Array`]), and item `i` of an array of world `w` lies at
 //! `(array start + i) · worlds + w`: the worlds of one item are neighbours, so a kernel that
 //! gives each world a unit reads and writes memory in runs (coalesced on a GPU, in SIMD lanes
@@ -13,6 +14,7 @@ use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
 use phyz_core::model::{Integrator, Term, Transmission};
 
+use super::pairs::{self, Pair, pair_float, pair_int};
 use crate::GpuError;
 
 /// Positions in the integer buffer's header.
@@ -33,8 +35,13 @@ pub mod header {
     pub const ACTUATOR_FLOATS: usize = 8;
     /// The number of position coordinates (`nq`).
     pub const COORDS: usize = 9;
+    /// The candidate pairs of geoms (`super::super::pairs`), and where their records start in
+    /// the integers and in the floats.
+    pub const PAIRS: usize = 10;
+    pub const PAIR_INTS: usize = 11;
+    pub const PAIR_FLOATS: usize = 12;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 10;
+    pub const ARRAYS: usize = 13;
 }
 
 /// A link's integers.
@@ -200,6 +207,8 @@ pub mod status {
     pub const SINGULAR_MASS: u32 = 2;
     /// A step left its position or velocity not finite.
     pub const NON_FINITE_RESULT: u32 = 3;
+    /// A contact found the contact pool full.
+    pub const POOL_OVERFLOW: u32 = 4;
 }
 
 impl Array {
@@ -250,6 +259,11 @@ pub struct Packed {
     pub unsupported_forces: Option<String>,
     /// What of the model the device step does not run, if anything (named).
     pub unsupported_step: Option<String>,
+    /// The candidate pairs of geoms the collision kernel tests, in its order.
+    pub pairs: Vec<Pair>,
+    /// A pair of geoms that may collide and the collision kernel has no closed form for
+    /// (named), if any.
+    pub unsupported_collision: Option<String>,
     pub integrator: Integrator,
 }
 
@@ -277,9 +291,11 @@ impl Packed {
         let link_ints = header::ARRAYS + arrays.len();
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
+        let pair_ints = actuator_ints + nu * actuator_int::LEN;
         let link_floats = TIMESTEP + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
+        let pair_floats = actuator_floats + nu * actuator_float::LEN;
         let mut ints = vec![
             nlink,
             nv,
@@ -291,6 +307,9 @@ impl Packed {
             actuator_ints,
             actuator_floats,
             model.nq(),
+            0,
+            pair_ints,
+            pair_floats,
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
@@ -303,9 +322,32 @@ impl Packed {
         if nu > 0 {
             actuator_records(model, &mut ints, &mut floats);
         }
+        let (pairs, unsupported_collision) = match pairs::pack(model, &mut ints, &mut floats) {
+            Ok(pairs) => (pairs, None),
+            Err(what) => {
+                ints.truncate(pair_ints);
+                floats.truncate(pair_floats);
+                (Vec::new(), Some(what))
+            }
+        };
+        ints[header::PAIRS] = pairs.len();
+        debug_assert_eq!(
+            (ints.len(), floats.len()),
+            (pair_ints + pairs.len() * pair_int::LEN, pair_floats + pairs.len() * pair_float::LEN)
+        );
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
         let unsupported_step = unsupported_step(model).err();
-        Ok(Packed { ints, floats, arrays, items, unsupported_forces, unsupported_step, integrator: model.integrator })
+        Ok(Packed {
+            ints,
+            floats,
+            arrays,
+            items,
+            unsupported_forces,
+            unsupported_step,
+            pairs,
+            unsupported_collision,
+            integrator: model.integrator,
+        })
     }
 
     /// The number of degrees of freedom.

@@ -1,7 +1,8 @@
 //! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
-//! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration, and
-//! the Euler and RK4 integrators so far (issue 30 builds the rest of the step on them:
-//! collision, constraint rows, the Newton solve, and the kernels' adjoints).
+//! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
+//! primitive collision into a contact pool, and the Euler and RK4 integrators so far (issue 30
+//! builds the rest of the step on them: constraint rows, the Newton solve, and the kernels'
+//! adjoints).
 //!
 //! The engine stays one. Each kernel transcribes one CPU stage of `phyz_core::dynamics`, in the
 //! same frames and the same order of operations, and the tests hold it to that stage. What the
@@ -15,11 +16,13 @@
 //! from a buffer take it `&mut`, and the kernels take the model's floats `&mut` to pass them on;
 //! no kernel writes them.
 
+mod collision;
 mod forces;
 mod integrate;
 mod kinematics;
 pub mod layout;
 mod mass;
+pub mod pairs;
 mod real;
 mod rnea;
 mod world;
@@ -36,6 +39,7 @@ use phyz_core::{Model, State};
 
 use crate::GpuError;
 use crate::device::float_dtype;
+use collision::{contact_float, contact_int};
 use layout::{Array, Packed};
 
 /// A model on a device: its tree and constants, packed once ([`layout`]).
@@ -46,6 +50,8 @@ pub struct Stages {
     floats: CubeTensor,
     device: CubeDevice,
     dtype: DType,
+    /// The contacts a world's share of the pool holds ([`Stages::set_pool`]).
+    pool_per_world: usize,
 }
 
 /// The numbers of a batch of worlds on the device: every [`Array`] of each, laid out for one
@@ -58,6 +64,34 @@ pub struct Worlds {
     count: usize,
     items: usize,
     dtype: DType,
+    pool: Pool,
+}
+
+/// The contacts of all worlds, in one pool ([`collision`]): a counter, then each slot's
+/// integers and floats.
+#[derive(Clone, Debug)]
+struct Pool {
+    counter: CubeTensor,
+    found: CubeTensor,
+    geometry: CubeTensor,
+    capacity: usize,
+}
+
+/// A contact the collision stage found ([`Stages::contacts`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contact {
+    /// Global geom indices, MuJoCo's first then second.
+    pub geoms: [usize; 2],
+    /// The explicit contact pair it comes from, if any.
+    pub explicit: Option<usize>,
+    /// Which point of the pair (the CPU detector's `feature`).
+    pub feature: usize,
+    /// The point midway between the surfaces; the normal from the first geom to the second; the
+    /// tangents; the penetration (negative: apart, within the margin).
+    pub point: [f64; 3],
+    pub normal: [f64; 3],
+    pub tangents: [[f64; 3]; 2],
+    pub depth: f64,
 }
 
 /// What went wrong in a world ([`Stages::failures`]): the first thing only. The other worlds
@@ -71,6 +105,8 @@ pub enum Failure {
     SingularMass,
     /// A step left its position or velocity not finite (`StepError::NonFiniteResult`).
     NonFiniteResult,
+    /// One of its contacts found the contact pool full ([`Stages::set_pool`]).
+    PoolOverflow,
 }
 
 impl Worlds {
@@ -83,13 +119,16 @@ impl Worlds {
 /// A launch of one stage kernel over every world in the float type `$float`: the model's
 /// integers, then `$pre`, the worlds' data and their count, then `$post`.
 macro_rules! launch_stage {
-    ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
+    ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {
+        launch_stage!($stages, $worlds, $worlds.count, $($kernel)::+, $float, [$($pre),*], [$($post),*])
+    };
+    ($stages:expr, $worlds:expr, $units:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
         let client = $stages.device.client();
-        let cube_dim = CubeDim::new(&client, $worlds.count);
-        let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, $worlds.count, cube_dim);
-        // Safety: each unit writes only its own world's items of `data`, all inside the
-        // buffer the layout sized for `count` worlds, and reads the model's buffers at the
-        // offsets their own header gives.
+        let cube_dim = CubeDim::new(&client, $units);
+        let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, $units, cube_dim);
+        // Safety: each unit writes only its own world's items of `data` (and the pool slots
+        // the pool's counter gives it), all inside the buffers the layout sized for `count`
+        // worlds, and reads the model's buffers at the offsets their own header gives.
         unsafe {
             $($kernel)::+::launch_unchecked::<$float>(
                 &client,
@@ -123,6 +162,11 @@ macro_rules! dispatch_stage {
     };
 }
 
+/// A device call's failure, as a [`GpuError`].
+fn device_error(e: impl std::fmt::Debug) -> GpuError {
+    GpuError::Device(format!("{e:?}"))
+}
+
 /// `value` as a kernel's runtime scalar of the float kind `kind`.
 fn scalar(value: f64, kind: FloatKind) -> InputScalar {
     InputScalar::new(value, ElemType::Float(kind))
@@ -141,7 +185,17 @@ impl Stages {
         let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), cube);
         let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
         let floats = CubeBackend::float_from_data(floats, cube);
-        Ok(Stages { packed, ints, floats, device: cube.clone(), dtype })
+        let pool_per_world = packed.pairs.iter().map(|p| p.points).sum();
+        Ok(Stages { packed, ints, floats, device: cube.clone(), dtype, pool_per_world })
+    }
+
+    /// Sizes the contact pool of the worlds uploaded from now on at `per_world` contacts a
+    /// world, shared by all: a world may make more where others make fewer. By default it is
+    /// the most contacts a world can make (every candidate pair's most), which never
+    /// overflows; a smaller pool saves memory, and a contact that finds it full fails its
+    /// world ([`Failure::PoolOverflow`]).
+    pub fn set_pool(&mut self, per_world: usize) {
+        self.pool_per_world = per_world;
     }
 
     /// The float type the kernels compute in.
@@ -184,7 +238,25 @@ impl Stages {
             }
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
-        Ok(Worlds { data: CubeBackend::float_from_data(data, &self.device), count, items, dtype: self.dtype })
+        let data = CubeBackend::float_from_data(data, &self.device);
+        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)? })
+    }
+
+    /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
+    fn pool(&self, count: usize) -> Result<Pool, GpuError> {
+        let capacity = self.pool_per_world.saturating_mul(count);
+        if u32::try_from(capacity.saturating_mul(contact_float::LEN)).is_err() {
+            return Err(GpuError::Model(format!("a pool of {capacity} contacts exceeds 32-bit indices")));
+        }
+        let slots = capacity.max(1);
+        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let geometry = TensorData::new(vec![0.0; slots * contact_float::LEN], [slots * contact_float::LEN]);
+        Ok(Pool {
+            counter: ints(1),
+            found: ints(slots * contact_int::LEN),
+            geometry: CubeBackend::float_from_data(geometry.convert_dtype(self.dtype), &self.device),
+            capacity,
+        })
     }
 
     /// Each world's `array`, read back (one transfer of that array alone).
@@ -207,6 +279,7 @@ impl Stages {
             layout::status::NON_FINITE_INPUT => Some(Failure::NonFiniteInput),
             layout::status::SINGULAR_MASS => Some(Failure::SingularMass),
             layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
+            layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
             _ => None,
         };
         Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
@@ -280,6 +353,91 @@ impl Stages {
             dispatch_stage!(self, worlds, forces::smooth_acceleration, floats);
         }
         Ok(())
+    }
+
+    /// Every world's contacts into the pool, after [`Stages::kinematics`]: each candidate pair's
+    /// within its margin. A model with a pair that may collide and has no closed form here is
+    /// refused, naming it.
+    pub fn collide(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        if let Some(what) = &self.packed.unsupported_collision {
+            return Err(GpuError::Model(format!("the collision stage has no closed form for {what}")));
+        }
+        let pool = &worlds.pool;
+        let client = self.device.client();
+        // Safety: one unit writes the counter's one number.
+        unsafe {
+            collision::clear_pool::launch_unchecked(
+                &client,
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(1),
+                pool.counter.clone().into_tensor_arg(),
+            )
+        }
+        let units = worlds.count * self.packed.pairs.len();
+        if units == 0 {
+            return Ok(());
+        }
+        let floats = self.floats.clone().into_tensor_arg();
+        let counter = pool.counter.clone().into_tensor_arg();
+        let found = pool.found.clone().into_tensor_arg();
+        let geometry = pool.geometry.clone().into_tensor_arg();
+        let capacity = pool.capacity as u32;
+        match self.dtype {
+            DType::F64 => {
+                launch_stage!(
+                    self,
+                    worlds,
+                    units,
+                    collision::collide,
+                    f64,
+                    [floats],
+                    [counter, found, geometry, capacity]
+                )
+            }
+            _ => launch_stage!(
+                self,
+                worlds,
+                units,
+                collision::collide,
+                f32,
+                [floats],
+                [counter, found, geometry, capacity]
+            ),
+        }
+        Ok(())
+    }
+
+    /// Each world's contacts in the pool, read back (three transfers), in the order of their
+    /// slots.
+    pub fn contacts(&self, worlds: &Worlds) -> Result<Vec<Vec<Contact>>, GpuError> {
+        self.check(worlds)?;
+        let pool = &worlds.pool;
+        let read_ints = |t: &CubeTensor| -> Result<Vec<u32>, GpuError> {
+            let data = read_sync(CubeBackend::int_into_data(t.clone())).map_err(device_error)?;
+            data.convert::<u32>().try_into_vec::<u32>().map_err(device_error)
+        };
+        let stored = (read_ints(&pool.counter)?[0] as usize).min(pool.capacity);
+        let found = read_ints(&pool.found)?;
+        let data = read_sync(CubeBackend::float_into_data(pool.geometry.clone())).map_err(device_error)?;
+        let geometry = data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)?;
+        let slots = pool.capacity.max(1);
+        let mut out = vec![Vec::new(); worlds.count];
+        for c in 0..stored {
+            let int = |field: usize| found[field * slots + c] as usize;
+            let v = |field: usize| std::array::from_fn(|i| geometry[(field + i) * slots + c]);
+            let pair = &self.packed.pairs[int(contact_int::PAIR)];
+            out[int(contact_int::WORLD)].push(Contact {
+                geoms: pair.geoms,
+                explicit: pair.explicit,
+                feature: int(contact_int::FEATURE),
+                point: v(contact_float::POINT),
+                normal: v(contact_float::NORMAL),
+                tangents: [v(contact_float::TANGENT1), v(contact_float::TANGENT2)],
+                depth: geometry[contact_float::DEPTH * slots + c],
+            });
+        }
+        Ok(out)
     }
 
     /// The smooth stages at the worlds' `qpos`, `qvel` and controls: kinematics, the mass matrix

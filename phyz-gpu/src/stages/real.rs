@@ -1,5 +1,5 @@
 //! The numbers a stage kernel computes with: constants at the float type's own precision, sine
-//! and cosine that hold in `f64` on every device, and 3-vectors and 3×3 matrices.
+//! and cosine that hold in `f64` on every device, 3-vectors, 3×3 matrices and rigid poses.
 //!
 //! Vulkan's shader library has no `f64` sine or cosine (GLSL.std.450 defines them for 16- and
 //! 32-bit floats only), and lavapipe returns garbage for them in `f64`. Arithmetic, `sqrt` and
@@ -117,6 +117,10 @@ impl<F: Float> V3<F> {
         self.x * o.x + self.y * o.y + self.z * o.z
     }
 
+    pub fn norm(&self) -> F {
+        F::sqrt(self.dot(self))
+    }
+
     pub fn cross(&self, o: &V3<F>) -> V3<F> {
         V3::<F> { x: self.y * o.z - self.z * o.y, y: self.z * o.x - self.x * o.z, z: self.x * o.y - self.y * o.x }
     }
@@ -164,6 +168,11 @@ impl<F: Float> M3<F> {
         }
     }
 
+    /// The third column: where a rotation takes the z axis.
+    pub fn z_axis(&self) -> V3<F> {
+        V3::new(self.r0.z, self.r1.z, self.r2.z)
+    }
+
     /// `self · v`.
     pub fn apply(&self, v: &V3<F>) -> V3<F> {
         V3::new(self.r0.dot(v), self.r1.dot(v), self.r2.dot(v))
@@ -181,6 +190,23 @@ impl<F: Float> M3<F> {
             self.r0.y * v.x + self.r1.y * v.y + self.r2.y * v.z,
             self.r0.z * v.x + self.r1.z * v.y + self.r2.z * v.z,
         )
+    }
+}
+
+/// A rigid pose: `rot` maps the child's coordinates to the parent's, `pos` is the child's
+/// origin in the parent's.
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+pub struct Pose<F: Float> {
+    pub rot: M3<F>,
+    pub pos: V3<F>,
+}
+
+#[cube]
+impl<F: Float> Pose<F> {
+    /// `self ∘ child`.
+    pub fn compose(&self, child: &Pose<F>) -> Pose<F> {
+        Pose::<F> { rot: self.rot.mul(&child.rot), pos: self.rot.apply(&child.pos).add(&self.pos) }
     }
 }
 

@@ -1,0 +1,287 @@
+//! The collision kernel (`Stages::collide`) against the CPU's detection and contact frames
+//! (`forward`'s `Data::contacts`): the same contacts in every world, each with the same point,
+//! normal, tangents and depth. Worlds at random poses near the ground and among each other,
+//! so that they hold different contact sets, on the gymnasium models the kernel has closed
+//! forms for and on a scene with every pair it handles (a plane against a sphere, a capsule and
+//! a box; spheres and capsules among each other, parallel capsules, coincident spheres; a box
+//! against a sphere; a margin).
+//!
+//! Tolerances, fixed before measuring, on each number relative to `max(1, |the CPU's|)`:
+//! `f64` (Vulkan, lavapipe) 1e-10; `f32` (OpenGL, llvmpipe) 1e-4, as for the other stage
+//! kernels. In `f32` a contact whose depth lies within 1e-4 of its pair's margin may be found on
+//! one side and not the other: only such a contact may go unmatched.
+
+use burn::tensor::{DType, Device};
+use nalgebra::DVector;
+use phyz_core::contact::SolverConfig;
+use phyz_core::model::JointKind;
+use phyz_core::sim::{ContactPoint, Data, forward};
+use phyz_core::{Model, State, mjcf};
+use phyz_gpu::device::{opengl, wgpu};
+use phyz_gpu::stages::{Contact, Failure, Stages};
+
+mod common;
+use common::{GYMNASIUM, Rng, gymnasium};
+
+/// Every pair the kernel has a closed form for. Boxes do not meet capsules (no closed form
+/// here): the box's `contype` and `conaffinity` are the second bit alone, the capsules' the
+/// first; spheres and the floor have both.
+const PAIRS: &str = r#"
+<mujoco model="primitive pairs">
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" contype="3" conaffinity="3"/>
+    <geom name="post" type="capsule" fromto="0.3 0.3 0 0.3 0.3 0.6" size="0.05" contype="1" conaffinity="1"/>
+    <body name="crate" pos="0 0 0.3"><freejoint/><geom type="box" size="0.2 0.15 0.1" contype="2" conaffinity="2"/></body>
+    <body name="ball" pos="0.3 0 0.3"><freejoint/><geom type="sphere" size="0.12" contype="3" conaffinity="3"/></body>
+    <body name="rod" pos="0 0.3 0.3"><freejoint/><geom type="capsule" size="0.06 0.2" contype="1" conaffinity="1"/></body>
+    <body name="twig" pos="-0.3 0 0.3">
+      <freejoint/><geom type="capsule" size="0.05 0.15" margin="0.02" contype="1" conaffinity="1"/>
+    </body>
+    <body name="pebble" pos="0 -0.3 0.3"><freejoint/><geom type="sphere" size="0.08" contype="3" conaffinity="3"/></body>
+  </worldbody>
+</mujoco>
+"#;
+
+fn pairs_scene() -> Model<f64> {
+    mjcf::parse(PAIRS, "primitive_pairs.xml").expect("the scene loads")
+}
+
+/// A random state of `model` near its ground: hinges within ±1.5 rad, slides within ±0.5 m
+/// (a root's vertical one lowered by up to 1 m), free bodies within 0.4 m of the origin
+/// horizontally and up to 0.5 m high (a gymnasium robot's root lowered from its rest height
+/// instead), turned anyhow.
+fn state(model: &Model<f64>, rng: &mut Rng, scene: bool) -> State<f64> {
+    let mut s = model.default_state();
+    for joint in model.joints() {
+        let a = joint.qpos_adr();
+        match joint.kind() {
+            JointKind::Hinge => s.qpos[a] += rng.uniform(-1.5, 1.5),
+            JointKind::Slide => s.qpos[a] += rng.uniform(-0.5, 0.5) - if joint.axis.z > 0.5 { 0.5 } else { 0.0 },
+            JointKind::Ball => (0..4).for_each(|k| s.qpos[a + k] = rng.uniform(-1.0, 1.0)),
+            JointKind::Free => {
+                if scene {
+                    s.qpos[a] = rng.uniform(-0.4, 0.4);
+                    s.qpos[a + 1] = rng.uniform(-0.4, 0.4);
+                    s.qpos[a + 2] = rng.uniform(0.0, 0.5);
+                } else {
+                    s.qpos[a + 2] -= rng.uniform(0.0, 1.0);
+                }
+                let q: [f64; 4] = std::array::from_fn(|_| rng.uniform(-1.0, 1.0));
+                let norm = q.iter().map(|x| x * x).sum::<f64>().sqrt();
+                (0..4).for_each(|k| s.qpos[a + 3 + k] = q[k] / norm);
+            }
+        }
+    }
+    s.qvel = DVector::zeros(model.nv());
+    s
+}
+
+/// The scene's crafted worlds: the rod and the twig parallel and side by side, overlapping
+/// along their axes; the ball and the pebble at one centre.
+fn crafted(model: &Model<f64>) -> Vec<State<f64>> {
+    let free =
+        |body: &str| model.joints().iter().find(|j| model.bodies()[j.body()].name == body).expect("a body").qpos_adr();
+    let place = |s: &mut State<f64>, body: &str, pos: [f64; 3], quat: [f64; 4]| {
+        let a = free(body);
+        (0..3).for_each(|k| s.qpos[a + k] = pos[k]);
+        (0..4).for_each(|k| s.qpos[a + 3 + k] = quat[k]);
+    };
+    let level = [0.5f64.sqrt(), 0.0, 0.5f64.sqrt(), 0.0];
+    let mut parallel = model.default_state();
+    place(&mut parallel, "rod", [0.0, 0.5, 0.4], level);
+    place(&mut parallel, "twig", [0.1, 0.5, 0.5], level);
+    let mut coincident = model.default_state();
+    place(&mut coincident, "ball", [-0.2, -0.2, 0.6], [1.0, 0.0, 0.0, 0.0]);
+    place(&mut coincident, "pebble", [-0.2, -0.2, 0.6], [0.8, 0.6, 0.0, 0.0]);
+    vec![parallel, coincident]
+}
+
+/// The CPU's contacts at `state`.
+fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> Vec<ContactPoint<f64>> {
+    let mut data = Data::default();
+    let ctrl = vec![0.0; model.nu()];
+    forward(model, state, &ctrl, &SolverConfig::mujoco_compat(), &mut data).expect("the CPU forward pass");
+    data.contacts().to_vec()
+}
+
+/// The largest difference between a device contact and a CPU one, each number relative to
+/// `max(1, |the CPU's|)`.
+fn difference(gpu: &Contact, cpu: &ContactPoint<f64>) -> f64 {
+    let f = &cpu.frame;
+    let pairs = [
+        (gpu.point, f.point),
+        (gpu.normal, f.normal),
+        (gpu.tangents[0], f.tangents[0]),
+        (gpu.tangents[1], f.tangents[1]),
+        ([gpu.depth, 0.0, 0.0], nalgebra::Vector3::new(f.depth, 0.0, 0.0)),
+    ];
+    pairs.iter().flat_map(|(g, c)| (0..3).map(move |i| (g[i] - c[i]).abs() / c[i].abs().max(1.0))).fold(0.0, f64::max)
+}
+
+/// The worst difference over one world's contacts, each CPU contact matched to the device
+/// contact of its geoms nearest it. Unmatched contacts on either side panic, unless (`slack`)
+/// their depth lies within `slack` of the margin `margin(geoms)` the pair's contacts are
+/// kept within.
+fn compare(gpu: &[Contact], cpu: &[ContactPoint<f64>], slack: f64, margin: impl Fn([usize; 2]) -> f64) -> f64 {
+    assert!(gpu.iter().all(|c| c.point.iter().chain(&c.normal).all(|x| x.is_finite())), "a number not finite");
+    let mut left: Vec<&Contact> = gpu.iter().collect();
+    let mut worst: f64 = 0.0;
+    for c in cpu {
+        let nearest = left
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.geoms == c.geoms)
+            .map(|(i, g)| (i, difference(g, c)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match nearest {
+            Some((i, d)) => {
+                worst = worst.max(d);
+                left.swap_remove(i);
+            }
+            None => {
+                let edge = (c.frame.depth + margin(c.geoms)).abs();
+                assert!(
+                    edge <= slack,
+                    "the device missed the CPU's contact {:?} at depth {:e}",
+                    c.geoms,
+                    c.frame.depth
+                );
+            }
+        }
+    }
+    for g in left {
+        let edge = (g.depth + margin(g.geoms)).abs();
+        assert!(edge <= slack, "the device found a contact {:?} at depth {:e} the CPU did not", g.geoms, g.depth);
+    }
+    worst
+}
+
+/// The margin of the pair of geoms `g` (the sum of theirs; the scenes have no explicit pairs).
+fn margin(model: &Model<f64>, g: [usize; 2]) -> f64 {
+    g.iter().map(|&g| model.geom(g).expect("a geom").margin).sum()
+}
+
+/// The device's contacts against the CPU's on every model the kernel has closed forms for, 12
+/// random worlds each (and the scene's crafted ones); the worst difference, and the contacts
+/// compared.
+fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
+    let mut models: Vec<(String, Model<f64>)> = GYMNASIUM.iter().map(|n| (n.to_string(), gymnasium(n))).collect();
+    models.push(("primitive pairs".into(), pairs_scene()));
+    let (mut worst, mut compared): (f64, usize) = (0.0, 0);
+    let mut rng = Rng(0x5eed_c011);
+    for (name, model) in &models {
+        let stages = Stages::new(model, device).expect("packs");
+        let scene = name == "primitive pairs";
+        let mut states: Vec<State<f64>> = (0..12).map(|_| state(model, &mut rng, scene)).collect();
+        if scene {
+            states.extend(crafted(model));
+        }
+        let worlds = stages.worlds(&states).expect("uploads");
+        stages.kinematics(&worlds).expect("launched");
+        if let Err(e) = stages.collide(&worlds) {
+            // The pushers' cylinders meet capsules and spheres: no closed form here.
+            assert!(name.starts_with("pusher") && e.to_string().contains("cylinder"), "{name}: {e}");
+            continue;
+        }
+        let found = stages.contacts(&worlds).expect("readable");
+        let mut line = (0.0_f64, 0);
+        let mut shapes = std::collections::BTreeSet::new();
+        for (w, s) in states.iter().enumerate() {
+            let cpu = cpu_contacts(model, s);
+            line = (line.0.max(compare(&found[w], &cpu, slack, |g| margin(model, g))), line.1 + cpu.len());
+            shapes.extend(cpu.iter().map(|c| c.geoms.map(|g| model.geom(g).expect("a geom").shape.name())));
+        }
+        if scene {
+            let every = [
+                ["plane", "sphere"],
+                ["plane", "capsule"],
+                ["plane", "box"],
+                ["sphere", "sphere"],
+                ["sphere", "capsule"],
+                ["capsule", "capsule"],
+                ["sphere", "box"],
+            ];
+            assert!(
+                every.iter().all(|p| shapes.contains(p)),
+                "the scene's worlds did not touch every pair: {shapes:?}"
+            );
+        }
+        eprintln!("{name:>24}: {} contacts, worst {:.1e}", line.1, line.0);
+        worst = worst.max(line.0);
+        compared += line.1;
+    }
+    (worst, compared)
+}
+
+#[test]
+fn collision_kernel_agrees_with_cpu_detection_in_f32() {
+    let (worst, compared) = against_cpu(&opengl(), 1e-4);
+    eprintln!("f32 contacts against the CPU: worst {worst:e} over {compared}");
+    assert!(compared > 200, "too few contacts to compare: {compared}");
+    assert!(worst <= 1e-4, "{worst:e}");
+}
+
+#[test]
+fn collision_kernel_agrees_with_cpu_detection_in_f64() {
+    if !wgpu().supports_dtype(DType::F64) {
+        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
+        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
+        return;
+    }
+    let (worst, compared) = against_cpu(&wgpu(), 0.0);
+    eprintln!("f64 contacts against the CPU: worst {worst:e} over {compared}");
+    assert!(compared > 200, "too few contacts to compare: {compared}");
+    assert!(worst <= 1e-10, "{worst:e}");
+}
+
+/// A pool too small for every world's contacts fails the worlds whose contacts did not fit, and
+/// holds every contact of the others; a world uploaded with a number that is not finite makes
+/// no contacts and takes no slot.
+#[test]
+fn a_full_pool_and_a_non_finite_world_fail_their_worlds_alone() {
+    let device = opengl();
+    let model = pairs_scene();
+    let mut rng = Rng(7);
+    let mut states: Vec<State<f64>> = (0..16).map(|_| state(&model, &mut rng, true)).collect();
+    states[3].qpos[0] = f64::NAN;
+    let expected: Vec<usize> =
+        states.iter().map(|s| if s.qpos[0].is_nan() { 0 } else { cpu_contacts(&model, s).len() }).collect();
+    let total: usize = expected.iter().sum();
+    let mut stages = Stages::new(&model, &device).expect("packs");
+    // Half the contacts the worlds make.
+    stages.set_pool(total / 2 / states.len());
+    let worlds = stages.worlds(&states).expect("uploads");
+    stages.kinematics(&worlds).expect("launched");
+    stages.collide(&worlds).expect("launched");
+    let found = stages.contacts(&worlds).expect("readable");
+    let failures = stages.failures(&worlds).expect("readable");
+    let failed = |w: usize| failures.iter().find(|(f, _)| *f == w).map(|(_, why)| *why);
+    assert_eq!(failed(3), Some(Failure::NonFiniteInput));
+    assert!(found[3].is_empty(), "the non-finite world made contacts");
+    let overflowed = failures.iter().filter(|(_, why)| *why == Failure::PoolOverflow).count();
+    assert!(overflowed > 0, "no world overflowed a pool of half the contacts");
+    for (w, s) in states.iter().enumerate().filter(|&(w, _)| failed(w).is_none()) {
+        let cpu = cpu_contacts(&model, s);
+        assert_eq!(found[w].len(), cpu.len(), "world {w} lost contacts without failing");
+        assert!(compare(&found[w], &cpu, 1e-4, |g| margin(&model, g)) <= 1e-4, "world {w}");
+    }
+    let stored: usize = found.iter().map(Vec::len).sum();
+    assert_eq!(stored, total / 2 / states.len() * states.len(), "the pool is not full");
+}
+
+/// A pair without a closed form on the device is refused by name when the stage runs.
+#[test]
+fn a_pair_without_a_closed_form_is_refused_by_name() {
+    let model = mjcf::parse(
+        r#"<mujoco><worldbody>
+             <body><freejoint/><geom name="brick" type="box" size="0.1 0.1 0.1"/></body>
+             <body pos="0 0 1"><freejoint/><geom name="stick" type="capsule" size="0.05 0.2"/></body>
+           </worldbody></mujoco>"#,
+        "box_capsule.xml",
+    )
+    .expect("loads");
+    let stages = Stages::new(&model, &opengl()).expect("packs");
+    let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
+    let error = stages.collide(&worlds).expect_err("refused").to_string();
+    assert!(error.contains("box ('brick')") && error.contains("capsule ('stick')"), "{error}");
+}
