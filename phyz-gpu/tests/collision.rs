@@ -1,6 +1,7 @@
 //! The collision kernel (`Stages::collide`) against the CPU's detection and contact frames
 //! (`forward`'s `Data::contacts`): the same contacts in every world, each with the same point,
-//! normal, tangents and depth. Worlds at random poses near the ground and among each other,
+//! normal, tangents and depth; and the contact rows kernel (`Stages::contact_rows`) against the
+//! CPU's constraint Jacobian, each contact's rows (pyramid edges or elliptic rows). Worlds at random poses near the ground and among each other,
 //! so that they hold different contact sets, on the gymnasium models the kernel has closed
 //! forms for and on a scene with every pair it handles (a plane against a sphere, a capsule and
 //! a box; spheres and capsules among each other, parallel capsules, coincident spheres; a box
@@ -14,7 +15,8 @@
 use burn::tensor::{DType, Device};
 use nalgebra::DVector;
 use phyz_core::contact::SolverConfig;
-use phyz_core::model::JointKind;
+use phyz_core::math::SparseRows;
+use phyz_core::model::{Cone, JointKind};
 use phyz_core::sim::{ContactPoint, Data, forward};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
@@ -23,27 +25,31 @@ use phyz_gpu::stages::{Contact, Failure, Stages};
 mod common;
 use common::{GYMNASIUM, Rng, gymnasium};
 
-/// Every pair the kernel has a closed form for. Boxes do not meet capsules (no closed form
-/// here): the box's `contype` and `conaffinity` are the second bit alone, the capsules' the
-/// first; spheres and the floor have both.
+/// Every pair the kernel has a closed form for, with contacts of each dimension (the capsules
+/// 1 between them, the ball 4, the pebble 6, the rest 3). Boxes do not meet capsules (no closed
+/// form here): the box's `contype` and `conaffinity` are the second bit alone, the capsules'
+/// the first; spheres and the floor have both.
 const PAIRS: &str = r#"
 <mujoco model="primitive pairs">
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1" contype="3" conaffinity="3"/>
     <geom name="post" type="capsule" fromto="0.3 0.3 0 0.3 0.3 0.6" size="0.05" contype="1" conaffinity="1"/>
     <body name="crate" pos="0 0 0.3"><freejoint/><geom type="box" size="0.2 0.15 0.1" contype="2" conaffinity="2"/></body>
-    <body name="ball" pos="0.3 0 0.3"><freejoint/><geom type="sphere" size="0.12" contype="3" conaffinity="3"/></body>
-    <body name="rod" pos="0 0.3 0.3"><freejoint/><geom type="capsule" size="0.06 0.2" contype="1" conaffinity="1"/></body>
+    <body name="ball" pos="0.3 0 0.3"><freejoint/><geom type="sphere" size="0.12" condim="4" contype="3" conaffinity="3"/></body>
+    <body name="rod" pos="0 0.3 0.3"><freejoint/><geom type="capsule" size="0.06 0.2" condim="1" contype="1" conaffinity="1"/></body>
     <body name="twig" pos="-0.3 0 0.3">
-      <freejoint/><geom type="capsule" size="0.05 0.15" margin="0.02" contype="1" conaffinity="1"/>
+      <freejoint/><geom type="capsule" size="0.05 0.15" margin="0.02" condim="1" contype="1" conaffinity="1"/>
     </body>
-    <body name="pebble" pos="0 -0.3 0.3"><freejoint/><geom type="sphere" size="0.08" contype="3" conaffinity="3"/></body>
+    <body name="pebble" pos="0 -0.3 0.3"><freejoint/><geom type="sphere" size="0.08" condim="6" contype="3" conaffinity="3"/></body>
   </worldbody>
 </mujoco>
 "#;
 
-fn pairs_scene() -> Model<f64> {
-    mjcf::parse(PAIRS, "primitive_pairs.xml").expect("the scene loads")
+/// The scene, its friction cone pyramidal (MuJoCo's default) or elliptic.
+fn pairs_scene(elliptic: bool) -> Model<f64> {
+    let text =
+        if elliptic { PAIRS.replace("<worldbody>", r#"<option cone="elliptic"/><worldbody>"#) } else { PAIRS.into() };
+    mjcf::parse(&text, "primitive_pairs.xml").expect("the scene loads")
 }
 
 /// A random state of `model` near its ground: hinges within ±1.5 rad, slides within ±0.5 m
@@ -96,12 +102,21 @@ fn crafted(model: &Model<f64>) -> Vec<State<f64>> {
     vec![parallel, coincident]
 }
 
-/// The CPU's contacts at `state`.
-fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> Vec<ContactPoint<f64>> {
+/// The CPU's contacts at `state`, and its constraint Jacobian.
+fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> (Vec<ContactPoint<f64>>, SparseRows<f64>) {
     let mut data = Data::default();
     let ctrl = vec![0.0; model.nu()];
     forward(model, state, &ctrl, &SolverConfig::mujoco_compat(), &mut data).expect("the CPU forward pass");
-    data.contacts().to_vec()
+    (data.contacts().to_vec(), data.constraint_jacobian().clone())
+}
+
+/// The rows a contact of dimension `condim` takes under `model`'s cone.
+fn dimension(model: &Model<f64>, condim: u8) -> usize {
+    match (condim, model.contact.cone) {
+        (1, _) => 1,
+        (c, Cone::Pyramidal) => 2 * (usize::from(c) - 1),
+        (c, Cone::Elliptic) => usize::from(c),
+    }
 }
 
 /// The largest difference between a device contact and a CPU one, each number relative to
@@ -122,10 +137,16 @@ fn difference(gpu: &Contact, cpu: &ContactPoint<f64>) -> f64 {
 /// contact of its geoms nearest it. Unmatched contacts on either side panic, unless (`slack`)
 /// their depth lies within `slack` of the margin `margin(geoms)` the pair's contacts are
 /// kept within.
-fn compare(gpu: &[Contact], cpu: &[ContactPoint<f64>], slack: f64, margin: impl Fn([usize; 2]) -> f64) -> f64 {
+fn compare<'a>(
+    gpu: &'a [Contact],
+    cpu: &'a [ContactPoint<f64>],
+    slack: f64,
+    margin: impl Fn([usize; 2]) -> f64,
+) -> (f64, Vec<(&'a Contact, &'a ContactPoint<f64>)>) {
     assert!(gpu.iter().all(|c| c.point.iter().chain(&c.normal).all(|x| x.is_finite())), "a number not finite");
     let mut left: Vec<&Contact> = gpu.iter().collect();
     let mut worst: f64 = 0.0;
+    let mut matched = Vec::new();
     for c in cpu {
         let nearest = left
             .iter()
@@ -136,7 +157,7 @@ fn compare(gpu: &[Contact], cpu: &[ContactPoint<f64>], slack: f64, margin: impl 
         match nearest {
             Some((i, d)) => {
                 worst = worst.max(d);
-                left.swap_remove(i);
+                matched.push((left.swap_remove(i), c));
             }
             None => {
                 let edge = (c.frame.depth + margin(c.geoms)).abs();
@@ -153,6 +174,29 @@ fn compare(gpu: &[Contact], cpu: &[ContactPoint<f64>], slack: f64, margin: impl 
         let edge = (g.depth + margin(g.geoms)).abs();
         assert!(edge <= slack, "the device found a contact {:?} at depth {:e} the CPU did not", g.geoms, g.depth);
     }
+    (worst, matched)
+}
+
+/// The worst difference between the rows of matched contacts, each entry relative to
+/// `max(1, |the CPU's|)`: the device's rows of world `rows` against the CPU's Jacobian rows
+/// `jacobian` (a contact's `dim` rows from its first). Both or neither have rows.
+fn compare_rows(
+    matched: &[(&Contact, &ContactPoint<f64>)],
+    rows: &[Vec<f64>],
+    jacobian: &SparseRows<f64>,
+    dim: impl Fn(u8) -> usize,
+) -> f64 {
+    let mut worst: f64 = 0.0;
+    for (g, c) in matched {
+        assert_eq!(g.row.is_some(), c.row.is_some(), "rows of {:?}: device {:?}, CPU {:?}", c.geoms, g.row, c.row);
+        let (Some(gr), Some(cr)) = (g.row, c.row) else { continue };
+        for k in 0..dim(c.condim) {
+            let cpu = jacobian.dense_row(cr + k);
+            assert!(rows[gr + k].iter().all(|x| x.is_finite()), "a row entry not finite");
+            let d = rows[gr + k].iter().zip(cpu.iter()).map(|(g, c)| (g - c).abs() / c.abs().max(1.0));
+            worst = d.fold(worst, f64::max);
+        }
+    }
     worst
 }
 
@@ -166,12 +210,13 @@ fn margin(model: &Model<f64>, g: [usize; 2]) -> f64 {
 /// compared.
 fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
     let mut models: Vec<(String, Model<f64>)> = GYMNASIUM.iter().map(|n| (n.to_string(), gymnasium(n))).collect();
-    models.push(("primitive pairs".into(), pairs_scene()));
+    models.push(("primitive pairs".into(), pairs_scene(false)));
+    models.push(("primitive pairs, elliptic".into(), pairs_scene(true)));
     let (mut worst, mut compared): (f64, usize) = (0.0, 0);
     let mut rng = Rng(0x5eed_c011);
     for (name, model) in &models {
         let stages = Stages::new(model, device).expect("packs");
-        let scene = name == "primitive pairs";
+        let scene = name.starts_with("primitive pairs");
         let mut states: Vec<State<f64>> = (0..12).map(|_| state(model, &mut rng, scene)).collect();
         if scene {
             states.extend(crafted(model));
@@ -183,13 +228,19 @@ fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
             assert!(name.starts_with("pusher") && e.to_string().contains("cylinder"), "{name}: {e}");
             continue;
         }
+        stages.contact_rows(&worlds).expect("launched");
         let found = stages.contacts(&worlds).expect("readable");
-        let mut line = (0.0_f64, 0);
-        let mut shapes = std::collections::BTreeSet::new();
+        let rows = stages.constraint_rows(&worlds).expect("readable");
+        let (mut line, mut row_line, mut count) = (0.0_f64, 0.0_f64, 0);
+        let (mut shapes, mut condims) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
         for (w, s) in states.iter().enumerate() {
-            let cpu = cpu_contacts(model, s);
-            line = (line.0.max(compare(&found[w], &cpu, slack, |g| margin(model, g))), line.1 + cpu.len());
+            let (cpu, jacobian) = cpu_contacts(model, s);
+            let (difference, matched) = compare(&found[w], &cpu, slack, |g| margin(model, g));
+            line = line.max(difference);
+            row_line = row_line.max(compare_rows(&matched, &rows[w], &jacobian, |c| dimension(model, c)));
+            count += cpu.len();
             shapes.extend(cpu.iter().map(|c| c.geoms.map(|g| model.geom(g).expect("a geom").shape.name())));
+            condims.extend(cpu.iter().map(|c| c.condim));
         }
         if scene {
             let every = [
@@ -205,10 +256,11 @@ fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
                 every.iter().all(|p| shapes.contains(p)),
                 "the scene's worlds did not touch every pair: {shapes:?}"
             );
+            assert!([1, 3, 4, 6].iter().all(|c| condims.contains(c)), "not every contact dimension: {condims:?}");
         }
-        eprintln!("{name:>24}: {} contacts, worst {:.1e}", line.1, line.0);
-        worst = worst.max(line.0);
-        compared += line.1;
+        eprintln!("{name:>26}: {count} contacts, worst {line:.1e}; their rows {row_line:.1e}");
+        worst = worst.max(line).max(row_line);
+        compared += count;
     }
     (worst, compared)
 }
@@ -240,12 +292,12 @@ fn collision_kernel_agrees_with_cpu_detection_in_f64() {
 #[test]
 fn a_full_pool_and_a_non_finite_world_fail_their_worlds_alone() {
     let device = opengl();
-    let model = pairs_scene();
+    let model = pairs_scene(false);
     let mut rng = Rng(7);
     let mut states: Vec<State<f64>> = (0..16).map(|_| state(&model, &mut rng, true)).collect();
     states[3].qpos[0] = f64::NAN;
     let expected: Vec<usize> =
-        states.iter().map(|s| if s.qpos[0].is_nan() { 0 } else { cpu_contacts(&model, s).len() }).collect();
+        states.iter().map(|s| if s.qpos[0].is_nan() { 0 } else { cpu_contacts(&model, s).0.len() }).collect();
     let total: usize = expected.iter().sum();
     let mut stages = Stages::new(&model, &device).expect("packs");
     // Half the contacts the worlds make.
@@ -261,9 +313,9 @@ fn a_full_pool_and_a_non_finite_world_fail_their_worlds_alone() {
     let overflowed = failures.iter().filter(|(_, why)| *why == Failure::PoolOverflow).count();
     assert!(overflowed > 0, "no world overflowed a pool of half the contacts");
     for (w, s) in states.iter().enumerate().filter(|&(w, _)| failed(w).is_none()) {
-        let cpu = cpu_contacts(&model, s);
+        let (cpu, _) = cpu_contacts(&model, s);
         assert_eq!(found[w].len(), cpu.len(), "world {w} lost contacts without failing");
-        assert!(compare(&found[w], &cpu, 1e-4, |g| margin(&model, g)) <= 1e-4, "world {w}");
+        assert!(compare(&found[w], &cpu, 1e-4, |g| margin(&model, g)).0 <= 1e-4, "world {w}");
     }
     let stored: usize = found.iter().map(Vec::len).sum();
     assert_eq!(stored, total / 2 / states.len() * states.len(), "the pool is not full");

@@ -17,14 +17,20 @@ use super::pairs::{kind, pair_float, pair_int};
 use super::real::{M3, Pose, V3, exact};
 use super::world::{World, fail, start};
 
-/// A contact's integers in the pool: its world, its pair, and which point of the pair it is
-/// (the CPU's `Contact::feature`). Field `k` of slot `c` lies at `k · capacity + c`.
+/// A contact's integers in the pool: its world, its pair, which point of the pair it is (the
+/// CPU's `Contact::feature`), and its first constraint row in its world's ([`NO_ROW`] for
+/// none; written by `super::rows`). Field `k` of slot `c` lies at `k · capacity + c`.
 pub mod contact_int {
     pub const WORLD: usize = 0;
     pub const PAIR: usize = 1;
     pub const FEATURE: usize = 2;
-    pub const LEN: usize = 3;
+    pub const ROW: usize = 3;
+    pub const LEN: usize = 4;
 }
+
+/// A contact without constraint rows: its geoms cannot move apart, or its world's rows were
+/// full.
+pub const NO_ROW: u32 = u32::MAX;
 
 /// A contact's floats in the pool, laid out as [`contact_int`]: the point midway between the
 /// surfaces, the normal from MuJoCo's first geom to its second, the two tangents, and the
@@ -128,6 +134,7 @@ pub(crate) fn collide<F: Float>(
                 found[contact_int::WORLD * m + c] = world.index as u32;
                 found[contact_int::PAIR * m + c] = pair as u32;
                 found[contact_int::FEATURE * m + c] = k;
+                found[contact_int::ROW * m + c] = NO_ROW;
                 store_frame::<F>(geometry, c, m, &touch, flipped);
             } else {
                 fail::<F>(ints, data, &world, comptime![status::POOL_OVERFLOW]);

@@ -209,6 +209,8 @@ pub mod status {
     pub const NON_FINITE_RESULT: u32 = 3;
     /// A contact found the contact pool full.
     pub const POOL_OVERFLOW: u32 = 4;
+    /// A contact's constraint rows found its world's block of rows full.
+    pub const ROW_OVERFLOW: u32 = 5;
 }
 
 impl Array {

@@ -25,6 +25,7 @@ mod mass;
 pub mod pairs;
 mod real;
 mod rnea;
+mod rows;
 mod world;
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
@@ -65,6 +66,17 @@ pub struct Worlds {
     items: usize,
     dtype: DType,
     pool: Pool,
+    rows: Rows,
+}
+
+/// Each world's block of constraint rows ([`rows`]): a counter per world, the rows dense over
+/// the degrees of freedom, and each row's contact (its pool slot).
+#[derive(Clone, Debug)]
+struct Rows {
+    counts: CubeTensor,
+    jacobian: CubeTensor,
+    contact: CubeTensor,
+    per_world: usize,
 }
 
 /// The contacts of all worlds, in one pool ([`collision`]): a counter, then each slot's
@@ -84,6 +96,10 @@ pub struct Contact {
     pub geoms: [usize; 2],
     /// The explicit contact pair it comes from, if any.
     pub explicit: Option<usize>,
+    /// Its first constraint row in its world's block ([`Stages::constraint_rows`]), after
+    /// [`Stages::contact_rows`]; `None` before, for a contact whose geoms cannot move apart,
+    /// and in a failed world.
+    pub row: Option<usize>,
     /// Which point of the pair (the CPU detector's `feature`).
     pub feature: usize,
     /// The point midway between the surfaces; the normal from the first geom to the second; the
@@ -107,6 +123,8 @@ pub enum Failure {
     NonFiniteResult,
     /// One of its contacts found the contact pool full ([`Stages::set_pool`]).
     PoolOverflow,
+    /// Its contacts' constraint rows did not fit its block of rows ([`Stages::set_pool`]).
+    RowOverflow,
 }
 
 impl Worlds {
@@ -162,6 +180,12 @@ macro_rules! dispatch_stage {
     };
 }
 
+/// An integer tensor, read back.
+fn read_ints(t: &CubeTensor) -> Result<Vec<u32>, GpuError> {
+    let data = read_sync(CubeBackend::int_into_data(t.clone())).map_err(device_error)?;
+    data.convert::<u32>().try_into_vec::<u32>().map_err(device_error)
+}
+
 /// A device call's failure, as a [`GpuError`].
 fn device_error(e: impl std::fmt::Debug) -> GpuError {
     GpuError::Device(format!("{e:?}"))
@@ -193,7 +217,9 @@ impl Stages {
     /// world, shared by all: a world may make more where others make fewer. By default it is
     /// the most contacts a world can make (every candidate pair's most), which never
     /// overflows; a smaller pool saves memory, and a contact that finds it full fails its
-    /// world ([`Failure::PoolOverflow`]).
+    /// world ([`Failure::PoolOverflow`]). Each world's block of constraint rows holds the rows
+    /// of `per_world` contacts of the most rows (or every pair's most, if fewer); a world whose
+    /// contacts' rows do not fit is failed ([`Failure::RowOverflow`]).
     pub fn set_pool(&mut self, per_world: usize) {
         self.pool_per_world = per_world;
     }
@@ -239,7 +265,29 @@ impl Stages {
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
         let data = CubeBackend::float_from_data(data, &self.device);
-        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)? })
+        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)?, rows: self.rows(count)? })
+    }
+
+    /// Empty blocks of constraint rows for `count` worlds ([`Stages::set_pool`]).
+    fn rows(&self, count: usize) -> Result<Rows, GpuError> {
+        let pairs = &self.packed.pairs;
+        let most = pairs.iter().map(|p| p.rows).max().unwrap_or(0);
+        let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
+        let per_world = every.min(self.pool_per_world.saturating_mul(most));
+        let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
+        if u32::try_from(entries).is_err() {
+            return Err(GpuError::Model(format!(
+                "{count} worlds of {per_world} constraint rows exceed 32-bit indices"
+            )));
+        }
+        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let jacobian = TensorData::new(vec![0.0; entries.max(1)], [entries.max(1)]).convert_dtype(self.dtype);
+        Ok(Rows {
+            counts: ints(count.max(1)),
+            jacobian: CubeBackend::float_from_data(jacobian, &self.device),
+            contact: ints((per_world * count).max(1)),
+            per_world,
+        })
     }
 
     /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
@@ -280,6 +328,7 @@ impl Stages {
             layout::status::SINGULAR_MASS => Some(Failure::SingularMass),
             layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
             layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
+            layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
             _ => None,
         };
         Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
@@ -408,15 +457,81 @@ impl Stages {
         Ok(())
     }
 
+    /// The constraint rows of every contact in the pool, after [`Stages::collide`] (and the
+    /// kinematics it followed): each into its world's block, in MuJoCo's form for the model's
+    /// cone under `mujoco_compat` (a frictionless contact's normal row; the pyramid's edges
+    /// `n ± f_k r_k`, each coefficient held at MuJoCo's least; the elliptic cone's own rows).
+    pub fn contact_rows(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        let (pool, rows) = (&worlds.pool, &worlds.rows);
+        let client = self.device.client();
+        let units = worlds.count.max(1);
+        let cube_dim = CubeDim::new(&client, units);
+        let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, units, cube_dim);
+        // Safety: unit `w` writes world `w`'s counter, inside the buffer of `count` counters.
+        unsafe {
+            rows::clear_rows::launch_unchecked(
+                &client,
+                cube_count,
+                cube_dim,
+                rows.counts.clone().into_tensor_arg(),
+                worlds.count as u32,
+            )
+        }
+        if pool.capacity == 0 {
+            return Ok(());
+        }
+        let floats = self.floats.clone().into_tensor_arg();
+        let [counter, found, geometry] =
+            [&pool.counter, &pool.found, &pool.geometry].map(|t| t.clone().into_tensor_arg());
+        let [counts, jacobian, contact] =
+            [&rows.counts, &rows.jacobian, &rows.contact].map(|t| t.clone().into_tensor_arg());
+        let (capacity, per_world) = (pool.capacity as u32, rows.per_world as u32);
+        match self.dtype {
+            DType::F64 => launch_stage!(
+                self,
+                worlds,
+                pool.capacity,
+                rows::contact_rows,
+                f64,
+                [floats],
+                [counter, found, geometry, capacity, counts, jacobian, contact, per_world]
+            ),
+            _ => launch_stage!(
+                self,
+                worlds,
+                pool.capacity,
+                rows::contact_rows,
+                f32,
+                [floats],
+                [counter, found, geometry, capacity, counts, jacobian, contact, per_world]
+            ),
+        }
+        Ok(())
+    }
+
+    /// Each world's constraint rows, read back (two transfers): dense over the degrees of
+    /// freedom, in the order of its block.
+    pub fn constraint_rows(&self, worlds: &Worlds) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
+        self.check(worlds)?;
+        let rows = &worlds.rows;
+        let (n, nv) = (worlds.count, self.packed.nv());
+        let counts = read_ints(&rows.counts)?;
+        let data = read_sync(CubeBackend::float_into_data(rows.jacobian.clone())).map_err(device_error)?;
+        let jacobian = data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)?;
+        Ok((0..n)
+            .map(|w| {
+                let count = (counts[w] as usize).min(rows.per_world);
+                (0..count).map(|r| (0..nv).map(|d| jacobian[(r * nv + d) * n + w]).collect()).collect()
+            })
+            .collect())
+    }
+
     /// Each world's contacts in the pool, read back (three transfers), in the order of their
     /// slots.
     pub fn contacts(&self, worlds: &Worlds) -> Result<Vec<Vec<Contact>>, GpuError> {
         self.check(worlds)?;
         let pool = &worlds.pool;
-        let read_ints = |t: &CubeTensor| -> Result<Vec<u32>, GpuError> {
-            let data = read_sync(CubeBackend::int_into_data(t.clone())).map_err(device_error)?;
-            data.convert::<u32>().try_into_vec::<u32>().map_err(device_error)
-        };
         let stored = (read_ints(&pool.counter)?[0] as usize).min(pool.capacity);
         let found = read_ints(&pool.found)?;
         let data = read_sync(CubeBackend::float_into_data(pool.geometry.clone())).map_err(device_error)?;
@@ -427,9 +542,11 @@ impl Stages {
             let int = |field: usize| found[field * slots + c] as usize;
             let v = |field: usize| std::array::from_fn(|i| geometry[(field + i) * slots + c]);
             let pair = &self.packed.pairs[int(contact_int::PAIR)];
+            let row = found[contact_int::ROW * slots + c];
             out[int(contact_int::WORLD)].push(Contact {
                 geoms: pair.geoms,
                 explicit: pair.explicit,
+                row: (row != collision::NO_ROW).then_some(row as usize),
                 feature: int(contact_int::FEATURE),
                 point: v(contact_float::POINT),
                 normal: v(contact_float::NORMAL),

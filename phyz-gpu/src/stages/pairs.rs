@@ -13,9 +13,11 @@
 //! by name.
 
 use phyz_core::Model;
-use phyz_core::collision::can_collide;
+use phyz_core::collision::{can_collide, contact_pair_material, pair_material};
+use phyz_core::contact::row::MIN_FRICTION;
 use phyz_core::math::Pose;
-use phyz_core::model::{Geom, Shape};
+use phyz_core::model::material::Material;
+use phyz_core::model::{Cone, Geom, Shape};
 
 /// What the kernel does with a pair, by code.
 pub mod kind {
@@ -31,19 +33,27 @@ pub mod kind {
     pub const BOX_SPHERE: u32 = 5;
 }
 
-/// A pair's integers: each geom's link plus one (zero: the world), the [`kind`], and 1 where
-/// the contact's frame is turned round, the geom tested first being MuJoCo's second.
+/// A pair's integers: each geom's link plus one (zero: the world), the [`kind`], 1 where the
+/// contact's frame is turned round (the geom tested first being MuJoCo's second), MuJoCo's
+/// `condim`, and the constraint rows each contact takes (zero where no degree of freedom moves
+/// one geom against the other).
 pub mod pair_int {
     pub const LINK1: usize = 0;
     pub const LINK2: usize = 1;
     pub const KIND: usize = 2;
     pub const FLIPPED: usize = 3;
-    pub const LEN: usize = 4;
+    pub const CONDIM: usize = 4;
+    pub const ROWS: usize = 5;
+    /// 1 where the rows are the edges of MuJoCo's pyramidal cone, 0 for the elliptic cone's
+    /// (or a frictionless contact's) own rows.
+    pub const PYRAMID: usize = 6;
+    pub const LEN: usize = 7;
 }
 
 /// A pair's floats: each geom's pose in its link's frame (rotation by rows, then position) and
 /// its size (a sphere's radius; a capsule's radius and half length; a box's half extents),
-/// and the margin within which the pair's contacts count.
+/// the margin within which the pair's contacts count, and the friction of each friction row
+/// (sliding twice, torsional, rolling twice), each held at MuJoCo's least (`MIN_FRICTION`).
 pub mod pair_float {
     pub const ROT1: usize = 0;
     pub const POS1: usize = 9;
@@ -52,7 +62,8 @@ pub mod pair_float {
     pub const POS2: usize = 24;
     pub const SIZE2: usize = 27;
     pub const MARGIN: usize = 30;
-    pub const LEN: usize = 31;
+    pub const FRICTION: usize = 31;
+    pub const LEN: usize = 36;
 }
 
 /// A candidate pair as the host reads its contacts back.
@@ -65,6 +76,8 @@ pub struct Pair {
     pub explicit: Option<usize>,
     /// The most contacts it makes.
     pub points: usize,
+    /// The constraint rows each of its contacts takes.
+    pub rows: usize,
 }
 
 /// A geom with its body and global index.
@@ -94,16 +107,33 @@ pub fn pack(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) ->
         for g2 in &entries[k + 1..] {
             let collides = g1.body != g2.body && can_collide(model, g1.body, g1.geom, g2.body, g2.geom);
             if collides && !named(g1.index, g2.index) {
-                let margin = g1.geom.margin + g2.geom.margin;
-                push(model, [g1, g2], margin, None, (ints, floats), &mut pairs)?;
+                // MuJoCo's condim: the higher priority's, else the larger.
+                let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
+                    std::cmp::Ordering::Greater => g1.geom.condim,
+                    std::cmp::Ordering::Less => g2.geom.condim,
+                    std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
+                };
+                let material = pair_material(g1.geom, g2.geom);
+                push(model, [g1, g2], (material, condim, None), (ints, floats), &mut pairs)?;
             }
         }
     }
     for (k, pair) in model.contact_pairs().iter().enumerate() {
         let [a, b] = pair.geoms.map(|g| &entries[g]);
-        push(model, [a, b], pair.margin, Some(k), (ints, floats), &mut pairs)?;
+        let material = contact_pair_material(pair, a.geom, b.geom);
+        push(model, [a, b], (material, pair.condim, Some(k)), (ints, floats), &mut pairs)?;
     }
     Ok(pairs)
+}
+
+/// The rows a contact of dimension `condim` takes under `cone`: a frictionless contact's normal
+/// row; the pyramid's two edges per friction row; the elliptic cone's own rows.
+fn rows_of(condim: u8, cone: Cone) -> usize {
+    match (condim, cone) {
+        (1, _) => 1,
+        (c, Cone::Pyramidal) => 2 * (usize::from(c) - 1),
+        (c, Cone::Elliptic) => usize::from(c),
+    }
 }
 
 /// Appends the record of geoms `g` (`g[0]` the lower index), or nothing for two planes
@@ -111,8 +141,7 @@ pub fn pack(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) ->
 fn push(
     model: &Model<f64>,
     [g1, g2]: [&Entry; 2],
-    margin: f64,
-    explicit: Option<usize>,
+    (material, condim, explicit): (Material<f64>, u8, Option<usize>),
     (ints, floats): (&mut Vec<usize>, &mut Vec<f64>),
     pairs: &mut Vec<Pair>,
 ) -> Result<(), String> {
@@ -148,16 +177,27 @@ fn push(
     // MuJoCo's orientation: the geom of the lower type first, of the lower body between equals.
     let key = |g: &Entry| (g.geom.shape.mujoco_type(), g.body);
     let oriented = if key(second) < key(first) { [second, first] } else { [first, second] };
-    let link = |g: &Entry| model.tree().body_link[g.body].map_or(0, |l| l + 1);
-    ints.extend([link(first), link(second), code as usize, usize::from(oriented[0].index != first.index)]);
+    let tree = model.tree();
+    let link = |g: &Entry| tree.body_link[g.body].map_or(0, |l| l + 1);
+    // The same chain of degrees of freedom behind both geoms: they cannot move apart, and
+    // their contacts take no rows (as the CPU's constraint stage).
+    let movable = tree.body_last_dof[g1.body] != tree.body_last_dof[g2.body];
+    let rows = if movable { rows_of(condim, model.contact.cone) } else { 0 };
+    let pyramid = condim > 1 && model.contact.cone == Cone::Pyramidal;
+    let flipped = oriented[0].index != first.index;
+    ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
+    ints.push(usize::from(pyramid));
     for g in [first, second] {
         let local = Pose::from_quat(&g.geom.quat, g.geom.pos);
         floats.extend((0..3).flat_map(|r| (0..3).map(move |c| local.rot[(r, c)])));
         floats.extend(local.pos.iter());
         floats.extend(size(&g.geom.shape));
     }
-    floats.push(margin);
-    pairs.push(Pair { geoms: oriented.map(|g| g.index), explicit, points });
+    floats.push(material.margin);
+    let held = |f: f64| f.max(MIN_FRICTION);
+    let (mu, torsion, rolling) = (held(material.friction), held(material.torsion), held(material.rolling));
+    floats.extend([mu, mu, torsion, rolling, rolling]);
+    pairs.push(Pair { geoms: oriented.map(|g| g.index), explicit, points, rows });
     Ok(())
 }
 
