@@ -182,7 +182,7 @@ fn add_chain<F: Float>(
                     entry += coefficient * along::<F>(frame, secondary, &lin, &ang);
                 }
                 let k = (at + d) * n + world.index;
-                jacobian[k] = jacobian[k] + sign * entry;
+                jacobian[k] += sign * entry;
             }
             l = ints[li + link_int::PARENT] as usize;
         }
