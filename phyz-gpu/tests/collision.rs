@@ -1,7 +1,7 @@
 //! The collision kernel (`Stages::collide`) against the CPU's detection and contact frames
 //! (`forward`'s `Data::contacts`): the same contacts in every world, each with the same point,
-//! normal, tangents and depth; and the contact rows kernel (`Stages::contact_rows`) against the
-//! CPU's constraint Jacobian, each contact's rows (pyramid edges or elliptic rows). Worlds at random poses near the ground and among each other,
+//! normal, tangents and depth; and the rows kernels (`Stages::rows`) against the CPU's
+//! constraint Jacobian: each contact's rows (pyramid edges or elliptic rows), and the limits'. Worlds at random poses near the ground and among each other,
 //! so that they hold different contact sets, on the gymnasium models the kernel has closed
 //! forms for and on a scene with every pair it handles (a plane against a sphere, a capsule and
 //! a box; spheres and capsules among each other, parallel capsules, coincident spheres; a box
@@ -14,7 +14,7 @@
 
 use burn::tensor::{DType, Device};
 use nalgebra::DVector;
-use phyz_core::contact::SolverConfig;
+use phyz_core::contact::{ConstraintKind, SolverConfig};
 use phyz_core::math::SparseRows;
 use phyz_core::model::{Cone, JointKind};
 use phyz_core::sim::{ContactPoint, Data, forward};
@@ -102,12 +102,39 @@ fn crafted(model: &Model<f64>) -> Vec<State<f64>> {
     vec![parallel, coincident]
 }
 
-/// The CPU's contacts at `state`, and its constraint Jacobian.
-fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> (Vec<ContactPoint<f64>>, SparseRows<f64>) {
+/// What the CPU's constraint stage makes of `state`.
+struct Cpu {
+    contacts: Vec<ContactPoint<f64>>,
+    jacobian: SparseRows<f64>,
+    /// The limits' rows, dense.
+    limits: Vec<Vec<f64>>,
+}
+
+fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> Cpu {
     let mut data = Data::default();
     let ctrl = vec![0.0; model.nu()];
     forward(model, state, &ctrl, &SolverConfig::mujoco_compat(), &mut data).expect("the CPU forward pass");
-    (data.contacts().to_vec(), data.constraint_jacobian().clone())
+    let problem = data.constraint_problem();
+    let jacobian = data.constraint_jacobian().clone();
+    let limits = problem
+        .constraints
+        .iter()
+        .zip(problem.offsets())
+        .filter(|(c, _)| c.kind == ConstraintKind::Limit)
+        .map(|(_, at)| jacobian.dense_row(at).iter().copied().collect())
+        .collect();
+    Cpu { contacts: data.contacts().to_vec(), jacobian, limits }
+}
+
+/// Whether the device's limit rows (the first of its block) are the CPU's, in any order, and
+/// the rest of its rows its contacts' (`contact_rows` of them).
+fn limits_agree(device: &[Vec<f64>], cpu: &[Vec<f64>], contact_rows: usize) -> bool {
+    let sorted = |rows: &[Vec<f64>]| {
+        let mut rows = rows.to_vec();
+        rows.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
+        rows
+    };
+    device.len() == cpu.len() + contact_rows && sorted(&device[..cpu.len()]) == sorted(cpu)
 }
 
 /// The rows a contact of dimension `condim` takes under `model`'s cone.
@@ -228,16 +255,19 @@ fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
             assert!(name.starts_with("pusher") && e.to_string().contains("cylinder"), "{name}: {e}");
             continue;
         }
-        stages.contact_rows(&worlds).expect("launched");
+        stages.rows(&worlds).expect("launched");
         let found = stages.contacts(&worlds).expect("readable");
-        let rows = stages.constraint_rows(&worlds).expect("readable");
-        let (mut line, mut row_line, mut count) = (0.0_f64, 0.0_f64, 0);
+        let rows = stages.read_rows(&worlds).expect("readable");
+        let (mut line, mut row_line, mut count, mut limits) = (0.0_f64, 0.0_f64, 0, 0);
         let (mut shapes, mut condims) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
         for (w, s) in states.iter().enumerate() {
-            let (cpu, jacobian) = cpu_contacts(model, s);
+            let Cpu { contacts: cpu, jacobian, limits: cpu_limits } = cpu_contacts(model, s);
             let (difference, matched) = compare(&found[w], &cpu, slack, |g| margin(model, g));
             line = line.max(difference);
             row_line = row_line.max(compare_rows(&matched, &rows[w], &jacobian, |c| dimension(model, c)));
+            let contact_rows = cpu.iter().filter(|c| c.row.is_some()).map(|c| dimension(model, c.condim)).sum();
+            assert!(limits_agree(&rows[w], &cpu_limits, contact_rows), "{name}, world {w}: the limit rows differ");
+            limits += cpu_limits.len();
             count += cpu.len();
             shapes.extend(cpu.iter().map(|c| c.geoms.map(|g| model.geom(g).expect("a geom").shape.name())));
             condims.extend(cpu.iter().map(|c| c.condim));
@@ -258,7 +288,7 @@ fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
             );
             assert!([1, 3, 4, 6].iter().all(|c| condims.contains(c)), "not every contact dimension: {condims:?}");
         }
-        eprintln!("{name:>26}: {count} contacts, worst {line:.1e}; their rows {row_line:.1e}");
+        eprintln!("{name:>26}: {count} contacts, worst {line:.1e}; their rows {row_line:.1e}; {limits} limit rows");
         worst = worst.max(line).max(row_line);
         compared += count;
     }
@@ -297,7 +327,7 @@ fn a_full_pool_and_a_non_finite_world_fail_their_worlds_alone() {
     let mut states: Vec<State<f64>> = (0..16).map(|_| state(&model, &mut rng, true)).collect();
     states[3].qpos[0] = f64::NAN;
     let expected: Vec<usize> =
-        states.iter().map(|s| if s.qpos[0].is_nan() { 0 } else { cpu_contacts(&model, s).0.len() }).collect();
+        states.iter().map(|s| if s.qpos[0].is_nan() { 0 } else { cpu_contacts(&model, s).contacts.len() }).collect();
     let total: usize = expected.iter().sum();
     let mut stages = Stages::new(&model, &device).expect("packs");
     // Half the contacts the worlds make.
@@ -313,7 +343,7 @@ fn a_full_pool_and_a_non_finite_world_fail_their_worlds_alone() {
     let overflowed = failures.iter().filter(|(_, why)| *why == Failure::PoolOverflow).count();
     assert!(overflowed > 0, "no world overflowed a pool of half the contacts");
     for (w, s) in states.iter().enumerate().filter(|&(w, _)| failed(w).is_none()) {
-        let (cpu, _) = cpu_contacts(&model, s);
+        let cpu = cpu_contacts(&model, s).contacts;
         assert_eq!(found[w].len(), cpu.len(), "world {w} lost contacts without failing");
         assert!(compare(&found[w], &cpu, 1e-4, |g| margin(&model, g)).0 <= 1e-4, "world {w}");
     }
@@ -336,4 +366,20 @@ fn a_pair_without_a_closed_form_is_refused_by_name() {
     let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
     let error = stages.collide(&worlds).expect_err("refused").to_string();
     assert!(error.contains("box ('brick')") && error.contains("capsule ('stick')"), "{error}");
+}
+
+/// A constraint the rows stage does not build is refused by name when the stage runs.
+#[test]
+fn a_constraint_without_rows_is_refused_by_name() {
+    let model = mjcf::parse(
+        r#"<mujoco><worldbody>
+             <body name="a"><joint name="hinge" type="hinge" frictionloss="0.1"/><geom size="0.1"/></body>
+           </worldbody></mujoco>"#,
+        "friction_loss.xml",
+    )
+    .expect("loads");
+    let stages = Stages::new(&model, &opengl()).expect("packs");
+    let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
+    let error = stages.rows(&worlds).expect_err("refused").to_string();
+    assert!(error.contains("friction loss of joint 'hinge'"), "{error}");
 }

@@ -1,9 +1,9 @@
 //! How a model and its worlds lie in device memory.
 //!
 //! A model is two buffers: integers (a header, then a record per link, per degree of freedom, per
-//! actuator and per candidate pair of geoms: the tree and who may touch) and floats in the
-//! worlds' float type (gravity and the time step, then a record per link, per degree of freedom,
-//! per actuator and per pair: what the model fixes). The worlds' numbers are one buffer of
+//! actuator, per candidate pair of geoms and per limit: the tree, who may touch and what holds)
+//! and floats in the worlds' float type (gravity and the time step, then a record per link, per
+//! degree of freedom, per actuator, per pair and per limit: what the model fixes). The worlds' numbers are one buffer of
 //! named arrays ([`Array`]), and item `i` of an array of world `w` lies at
 //! `(array start + i) · worlds + w`: the worlds of one item are neighbours, so a kernel that
 //! gives each world a unit reads and writes memory in runs (coalesced on a GPU, in SIMD lanes
@@ -14,7 +14,8 @@ use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
 use phyz_core::model::{Integrator, Term, Transmission};
 
-use super::pairs::{self, Pair, pair_float, pair_int};
+use super::constraints;
+use super::pairs::{self, Pair};
 use crate::GpuError;
 
 /// Positions in the integer buffer's header.
@@ -40,8 +41,13 @@ pub mod header {
     pub const PAIRS: usize = 10;
     pub const PAIR_INTS: usize = 11;
     pub const PAIR_FLOATS: usize = 12;
+    /// The limits of hinges and slides (`super::super::constraints`), and where their records
+    /// start in the integers and in the floats.
+    pub const LIMITS: usize = 13;
+    pub const LIMIT_INTS: usize = 14;
+    pub const LIMIT_FLOATS: usize = 15;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 13;
+    pub const ARRAYS: usize = 16;
 }
 
 /// A link's integers.
@@ -266,6 +272,10 @@ pub struct Packed {
     /// A pair of geoms that may collide and the collision kernel has no closed form for
     /// (named), if any.
     pub unsupported_collision: Option<String>,
+    /// The limits the rows stage builds.
+    pub limits: usize,
+    /// A constraint the rows stage does not build (named), if any.
+    pub unsupported_constraints: Option<String>,
     pub integrator: Integrator,
 }
 
@@ -312,6 +322,9 @@ impl Packed {
             0,
             pair_ints,
             pair_floats,
+            0,
+            0,
+            0,
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
@@ -333,10 +346,18 @@ impl Packed {
             }
         };
         ints[header::PAIRS] = pairs.len();
-        debug_assert_eq!(
-            (ints.len(), floats.len()),
-            (pair_ints + pairs.len() * pair_int::LEN, pair_floats + pairs.len() * pair_float::LEN)
-        );
+        let (limit_ints, limit_floats) = (ints.len(), floats.len());
+        let (limits, unsupported_constraints) = match constraints::pack(model, &mut ints, &mut floats) {
+            Ok(limits) => (limits, None),
+            Err(what) => {
+                ints.truncate(limit_ints);
+                floats.truncate(limit_floats);
+                (0, Some(what))
+            }
+        };
+        ints[header::LIMITS] = limits;
+        ints[header::LIMIT_INTS] = limit_ints;
+        ints[header::LIMIT_FLOATS] = limit_floats;
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
         let unsupported_step = unsupported_step(model).err();
         Ok(Packed {
@@ -348,6 +369,8 @@ impl Packed {
             unsupported_step,
             pairs,
             unsupported_collision,
+            limits,
+            unsupported_constraints,
             integrator: model.integrator,
         })
     }

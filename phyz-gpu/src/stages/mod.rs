@@ -17,6 +17,7 @@
 //! no kernel writes them.
 
 mod collision;
+mod constraints;
 mod forces;
 mod integrate;
 mod kinematics;
@@ -70,12 +71,12 @@ pub struct Worlds {
 }
 
 /// Each world's block of constraint rows ([`rows`]): a counter per world, the rows dense over
-/// the degrees of freedom, and each row's contact (its pool slot).
+/// the degrees of freedom, and where each row comes from.
 #[derive(Clone, Debug)]
 struct Rows {
     counts: CubeTensor,
     jacobian: CubeTensor,
-    contact: CubeTensor,
+    source: CubeTensor,
     per_world: usize,
 }
 
@@ -96,9 +97,9 @@ pub struct Contact {
     pub geoms: [usize; 2],
     /// The explicit contact pair it comes from, if any.
     pub explicit: Option<usize>,
-    /// Its first constraint row in its world's block ([`Stages::constraint_rows`]), after
-    /// [`Stages::contact_rows`]; `None` before, for a contact whose geoms cannot move apart,
-    /// and in a failed world.
+    /// Its first constraint row in its world's block ([`Stages::read_rows`]), after
+    /// [`Stages::rows`]; `None` before, for a contact whose geoms cannot move apart, and in a
+    /// failed world.
     pub row: Option<usize>,
     /// Which point of the pair (the CPU detector's `feature`).
     pub feature: usize,
@@ -265,15 +266,15 @@ impl Stages {
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
         let data = CubeBackend::float_from_data(data, &self.device);
-        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)?, rows: self.rows(count)? })
+        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)?, rows: self.row_blocks(count)? })
     }
 
     /// Empty blocks of constraint rows for `count` worlds ([`Stages::set_pool`]).
-    fn rows(&self, count: usize) -> Result<Rows, GpuError> {
+    fn row_blocks(&self, count: usize) -> Result<Rows, GpuError> {
         let pairs = &self.packed.pairs;
         let most = pairs.iter().map(|p| p.rows).max().unwrap_or(0);
         let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
-        let per_world = every.min(self.pool_per_world.saturating_mul(most));
+        let per_world = every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits;
         let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
         if u32::try_from(entries).is_err() {
             return Err(GpuError::Model(format!(
@@ -285,7 +286,7 @@ impl Stages {
         Ok(Rows {
             counts: ints(count.max(1)),
             jacobian: CubeBackend::float_from_data(jacobian, &self.device),
-            contact: ints((per_world * count).max(1)),
+            source: ints((per_world * count).max(1)),
             per_world,
         })
     }
@@ -457,12 +458,17 @@ impl Stages {
         Ok(())
     }
 
-    /// The constraint rows of every contact in the pool, after [`Stages::collide`] (and the
-    /// kinematics it followed): each into its world's block, in MuJoCo's form for the model's
-    /// cone under `mujoco_compat` (a frictionless contact's normal row; the pyramid's edges
-    /// `n ± f_k r_k`, each coefficient held at MuJoCo's least; the elliptic cone's own rows).
-    pub fn contact_rows(&self, worlds: &Worlds) -> Result<(), GpuError> {
+    /// The constraint rows of every world, after [`Stages::collide`] (and the kinematics it
+    /// followed): its limits within their margins, then its contacts' rows, in MuJoCo's form for
+    /// the model's cone under `mujoco_compat` (a frictionless contact's normal row; the
+    /// pyramid's edges `n ± f_k r_k`, each coefficient held at MuJoCo's least; the elliptic
+    /// cone's own rows). A model with constraints this stage does not build is refused, naming
+    /// them.
+    pub fn rows(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
+        if let Some(what) = &self.packed.unsupported_constraints {
+            return Err(GpuError::Model(format!("the rows stage does not build {what}")));
+        }
         let (pool, rows) = (&worlds.pool, &worlds.rows);
         let client = self.device.client();
         let units = worlds.count.max(1);
@@ -478,15 +484,39 @@ impl Stages {
                 worlds.count as u32,
             )
         }
+        let floats = || self.floats.clone().into_tensor_arg();
+        let block = || [&rows.counts, &rows.jacobian, &rows.source].map(|t| t.clone().into_tensor_arg());
+        let per_world = rows.per_world as u32;
+        if self.packed.limits > 0 {
+            let [counts, jacobian, source] = block();
+            match self.dtype {
+                DType::F64 => {
+                    launch_stage!(
+                        self,
+                        worlds,
+                        rows::limit_rows,
+                        f64,
+                        [floats()],
+                        [counts, jacobian, source, per_world]
+                    )
+                }
+                _ => launch_stage!(
+                    self,
+                    worlds,
+                    rows::limit_rows,
+                    f32,
+                    [floats()],
+                    [counts, jacobian, source, per_world]
+                ),
+            }
+        }
         if pool.capacity == 0 {
             return Ok(());
         }
-        let floats = self.floats.clone().into_tensor_arg();
         let [counter, found, geometry] =
             [&pool.counter, &pool.found, &pool.geometry].map(|t| t.clone().into_tensor_arg());
-        let [counts, jacobian, contact] =
-            [&rows.counts, &rows.jacobian, &rows.contact].map(|t| t.clone().into_tensor_arg());
-        let (capacity, per_world) = (pool.capacity as u32, rows.per_world as u32);
+        let [counts, jacobian, source] = block();
+        let capacity = pool.capacity as u32;
         match self.dtype {
             DType::F64 => launch_stage!(
                 self,
@@ -494,8 +524,8 @@ impl Stages {
                 pool.capacity,
                 rows::contact_rows,
                 f64,
-                [floats],
-                [counter, found, geometry, capacity, counts, jacobian, contact, per_world]
+                [floats()],
+                [counter, found, geometry, capacity, counts, jacobian, source, per_world]
             ),
             _ => launch_stage!(
                 self,
@@ -503,8 +533,8 @@ impl Stages {
                 pool.capacity,
                 rows::contact_rows,
                 f32,
-                [floats],
-                [counter, found, geometry, capacity, counts, jacobian, contact, per_world]
+                [floats()],
+                [counter, found, geometry, capacity, counts, jacobian, source, per_world]
             ),
         }
         Ok(())
@@ -512,7 +542,7 @@ impl Stages {
 
     /// Each world's constraint rows, read back (two transfers): dense over the degrees of
     /// freedom, in the order of its block.
-    pub fn constraint_rows(&self, worlds: &Worlds) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
+    pub fn read_rows(&self, worlds: &Worlds) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
         self.check(worlds)?;
         let rows = &worlds.rows;
         let (n, nv) = (worlds.count, self.packed.nv());

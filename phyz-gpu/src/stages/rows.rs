@@ -1,21 +1,29 @@
-//! Contact constraint rows, one unit per contact of the pool ([`super::collision`]): each
-//! contact's Jacobian rows written into its world's block of rows (the CPU's constraint stage,
-//! `sim::gather`: the relative velocity of the two bodies at the contact point along the
-//! frame, `add_relative_rows`, and MuJoCo's pyramidal edges `n ± f_k r_k`, `push_pyramid`).
+//! Constraint rows (the CPU's constraint stage, `sim::gather`): the limits of hinges and slides
+//! within their margins, one unit per world; then the contacts, one unit per contact of the
+//! pool ([`super::collision`]), each contact's rows the relative velocity of its two bodies at
+//! the contact point along its frame (`add_relative_rows`), or MuJoCo's pyramidal edges
+//! `n ± f_k r_k` of those (`push_pyramid`).
 //!
-//! A world's rows are dense over its degrees of freedom, as MuJoCo Warp's `efc_J`; a contact
-//! takes its rows through its world's atomic counter, so a world's contacts lie in its block in
-//! the order they reached it. A world whose rows do not fit its block is failed
+//! A world's rows are dense over its degrees of freedom, as MuJoCo Warp's `efc_J`, in a block of
+//! its own; each unit takes its rows through its world's atomic counter, in one add made at the
+//! same point by every unit (lavapipe's atomics taken in a loop's divergent branch handed two
+//! units one slot), so a world's contacts lie in its block in the order they reached it. Each
+//! row records where it comes from (`row_source`: a contact's pool slot, or [`LIMIT_ROW`] with
+//! `2 · limit + side`). A world whose rows do not fit its block is failed
 //! ([`status::ROW_OVERFLOW`]).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{NO_ROW, contact_float, contact_int};
+use super::constraints::{limit_float, limit_int};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{pair_float, pair_int};
 use super::real::V3;
 use super::world::{World, fail, start};
+
+/// The flag of a limit's row in `row_source`.
+pub const LIMIT_ROW: u32 = 1 << 31;
 
 /// Empties every world's block of rows before a rows launch.
 #[cube(launch_unchecked)]
@@ -23,6 +31,85 @@ pub(crate) fn clear_rows(counts: &mut Tensor<Atomic<u32>>, worlds: u32) {
     if ABSOLUTE_POS < worlds as usize {
         counts[ABSOLUTE_POS].store(0u32);
     }
+}
+
+/// The rows of the limits within their margins, after [`super::kinematics`] (which the
+/// contacts' rows follow): for each limited hinge or slide, its lower side (a row `+1` on its
+/// degree of freedom) where `lower − q > −margin`, its upper side (`−1`) where
+/// `q − upper > −margin`.
+#[cube(launch_unchecked)]
+pub(crate) fn limit_rows<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+    counts: &mut Tensor<Atomic<u32>>,
+    jacobian: &mut Tensor<F>,
+    row_source: &mut Tensor<u32>,
+    per_world: u32,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+        terminate!();
+    }
+    let limits = ints[header::LIMITS];
+    let mut count = 0u32;
+    for i in 0..limits {
+        let sides = active_sides::<F>(ints, floats, data, &world, i as usize);
+        count += sides % 2 + sides / 2;
+    }
+    let mut row = counts[world.index].fetch_add(count);
+    let nv = ints[header::DOFS] as usize;
+    for i in 0..limits {
+        let sides = active_sides::<F>(ints, floats, data, &world, i as usize);
+        let dof = ints[ints[header::LIMIT_INTS] as usize + i as usize * limit_int::LEN + limit_int::DOF] as usize;
+        for side in 0..2u32 {
+            // Bit `side` of `sides`: lower, upper.
+            if (sides >> side) % 2 == 1 {
+                if row < per_world {
+                    let at = row as usize * nv;
+                    for d in 0..nv {
+                        jacobian[(at + d) * world.count + world.index] = F::new(0.0);
+                    }
+                    let mut entry = F::new(1.0);
+                    if side == 1 {
+                        entry = F::new(-1.0);
+                    }
+                    jacobian[(at + dof) * world.count + world.index] = entry;
+                    row_source[row as usize * world.count + world.index] = LIMIT_ROW | (2 * i + side);
+                } else {
+                    fail::<F>(ints, data, &world, comptime![status::ROW_OVERFLOW]);
+                }
+                row += 1;
+            }
+        }
+    }
+}
+
+/// Which sides of limit `i` are within its margin, as bits: 1 the lower, 2 the upper.
+#[cube]
+fn active_sides<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    world: &World,
+    i: usize,
+) -> u32 {
+    let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
+    let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
+    let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
+    let margin = floats[lf + limit_float::MARGIN];
+    let mut sides = 0u32;
+    if floats[lf + limit_float::LOWER] - q > -margin {
+        sides += 1;
+    }
+    if q - floats[lf + limit_float::UPPER] > -margin {
+        sides += 2;
+    }
+    sides
 }
 
 /// The frame of a contact, and where its rows go.
@@ -36,8 +123,8 @@ pub struct Frame<F: Float> {
 }
 
 /// The rows of every contact in the pool (`counter`, `found`, `geometry`, `capacity` slots),
-/// after [`super::collision::collide`]: into `jacobian`, `per_world` rows a world, each row's
-/// contact into `row_contact`, and each contact's first row into the pool. Row `r`'s entry for
+/// after [`super::collision::collide`] and [`limit_rows`]: into `jacobian`, `per_world` rows a
+/// world, each row's contact into `row_source`, and each contact's first row into the pool. Row `r`'s entry for
 /// degree of freedom `d` of world `w` lies at `((r · nv + d) · worlds + w)`.
 #[cube(launch_unchecked)]
 pub(crate) fn contact_rows<F: Float>(
@@ -51,7 +138,7 @@ pub(crate) fn contact_rows<F: Float>(
     capacity: u32,
     counts: &mut Tensor<Atomic<u32>>,
     jacobian: &mut Tensor<F>,
-    row_contact: &mut Tensor<u32>,
+    row_source: &mut Tensor<u32>,
     per_world: u32,
 ) {
     let c = ABSOLUTE_POS;
@@ -94,7 +181,7 @@ pub(crate) fn contact_rows<F: Float>(
             let pyramid = ints[pi + pair_int::PYRAMID] == 1;
             for r in 0..rows {
                 let row = (first + r) as usize;
-                row_contact[row * world.count + world.index] = c as u32;
+                row_source[row * world.count + world.index] = c as u32;
                 // Which rows of the frame this one combines: the elliptic cone's own row r
                 // (normal, tangents, then spin and rolls); the pyramid's edge r, the normal
                 // plus or minus friction row r / 2 times its coefficient.
