@@ -1,7 +1,9 @@
 //! Environment steps per second of the device step (`phyz_gpu::stages`, constraints disabled:
-//! the device has no constraint stage yet) against the CPU engine on this machine's cores (`f64`,
+//! the device has no constraint solve yet) against the CPU engine on this machine's cores (`f64`,
 //! rayon over the worlds, the same model with constraints disabled): same batch, same run; then
-//! each stage kernel's time per launch.
+//! each stage kernel's time per launch, the contact stages' (collision into the pool, and the
+//! constraint rows) with the model's constraints enabled and a free root lowered to the floor,
+//! the worlds' contacts counted.
 //!
 //! `cargo run --release -p phyz-gpu --example stages -- MODEL.xml [--batch B --steps T --device wgpu|opengl]`
 //!
@@ -13,6 +15,7 @@ use std::time::Instant;
 use clap::Parser;
 use phyz_core::contact::SolverConfig;
 use phyz_core::mjcf;
+use phyz_core::model::JointKind;
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::Stages;
@@ -33,7 +36,8 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let mut model = mjcf::load(&args.model)?;
+    let constrained = mjcf::load(&args.model)?;
+    let mut model = constrained.clone();
     model.enabled.constraint = false;
     let (b, steps) = (args.batch, args.steps);
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
@@ -93,5 +97,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stages.sync()?;
         println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
     }
+
+    // The contact stages, at the worlds' states after the steps above, a free root lowered to
+    // a third of its starting height (the ant's and the humanoid's legs then touch the floor).
+    let contact = Stages::new(&constrained, &device)?;
+    let mut qpos = stages.read(&worlds, Array::Qpos)?;
+    if let Some(root) = constrained.joints().first().filter(|j| j.kind() == JointKind::Free) {
+        let z = root.qpos_adr() + 2;
+        qpos.iter_mut().for_each(|q| q[z] = starts[0].qpos[z] / 3.0);
+    }
+    let qpos: Vec<&[f64]> = qpos.iter().map(Vec::as_slice).collect();
+    let contacting = contact.upload(b, &[(Array::Qpos, &qpos)])?;
+    contact.kinematics(&contacting)?;
+    let contact_launches: [(&str, Stage); 2] = [("collision", Stages::collide), ("rows", Stages::rows)];
+    for (name, launch) in contact_launches {
+        launch(&contact, &contacting)?;
+        contact.sync()?;
+        let clock = Instant::now();
+        for _ in 0..steps {
+            launch(&contact, &contacting)?;
+        }
+        contact.sync()?;
+        println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
+    }
+    let found: usize = contact.contacts(&contacting)?.iter().map(Vec::len).sum();
+    let rows: usize = contact.read_rows(&contacting)?.iter().map(Vec::len).sum();
+    println!("  {found} contacts, {rows} constraint rows over {b} worlds");
     Ok(())
 }
