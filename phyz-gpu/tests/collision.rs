@@ -1,7 +1,8 @@
 //! The collision kernel (`Stages::collide`) against the CPU's detection and contact frames
 //! (`forward`'s `Data::contacts`): the same contacts in every world, each with the same point,
-//! normal, tangents and depth; and the rows kernels (`Stages::rows`) against the CPU's
-//! constraint Jacobian: each contact's rows (pyramid edges or elliptic rows), and the limits'. Worlds at random poses near the ground and among each other,
+//! normal, tangents and depth; and the rows stage (`Stages::rows`) against the CPU's
+//! constraint problem: each contact's rows (pyramid edges or elliptic rows) and the limits',
+//! their targets and regularizers (MuJoCo's impedance model, at random velocities). Worlds at random poses near the ground and among each other,
 //! so that they hold different contact sets, on the gymnasium models the kernel has closed
 //! forms for and on a scene with every pair it handles (a plane against a sphere, a capsule and
 //! a box; spheres and capsules among each other, parallel capsules, coincident spheres; a box
@@ -20,7 +21,7 @@ use phyz_core::model::{Cone, JointKind};
 use phyz_core::sim::{ContactPoint, Data, forward};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
-use phyz_gpu::stages::{Contact, Failure, Stages};
+use phyz_gpu::stages::{Contact, Failure, Stages, WorldRows};
 
 mod common;
 use common::{GYMNASIUM, Rng, gymnasium};
@@ -28,19 +29,31 @@ use common::{GYMNASIUM, Rng, gymnasium};
 /// Every pair the kernel has a closed form for, with contacts of each dimension (the capsules
 /// 1 between them, the ball 4, the pebble 6, the rest 3). Boxes do not meet capsules (no closed
 /// form here): the box's `contype` and `conaffinity` are the second bit alone, the capsules'
-/// the first; spheres and the floor have both.
+/// the first; spheres and the floor have both. Impedances of every form: a power of 3 and a
+/// wider curve throughout, a direct `solref` on the ball, a mixed `solimp` on the crate, an
+/// explicit pair (the pebble on the floor) with its own friction and `solreffriction`.
 const PAIRS: &str = r#"
 <mujoco model="primitive pairs">
+  <default><geom solimp="0.8 0.95 0.01 0.3 3"/></default>
+  <contact>
+    <pair geom1="floor" geom2="pebble" condim="6" friction="0.7 0.7 0.02 0.003 0.003" solreffriction="0.05 0.8"/>
+  </contact>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1" contype="3" conaffinity="3"/>
     <geom name="post" type="capsule" fromto="0.3 0.3 0 0.3 0.3 0.6" size="0.05" contype="1" conaffinity="1"/>
-    <body name="crate" pos="0 0 0.3"><freejoint/><geom type="box" size="0.2 0.15 0.1" contype="2" conaffinity="2"/></body>
-    <body name="ball" pos="0.3 0 0.3"><freejoint/><geom type="sphere" size="0.12" condim="4" contype="3" conaffinity="3"/></body>
+    <body name="crate" pos="0 0 0.3">
+      <freejoint/><geom type="box" size="0.2 0.15 0.1" solimp="0.5 0.99 0.02 0.6 3" contype="2" conaffinity="2"/>
+    </body>
+    <body name="ball" pos="0.3 0 0.3">
+      <freejoint/><geom type="sphere" size="0.12" condim="4" solref="-5000 -50" contype="3" conaffinity="3"/>
+    </body>
     <body name="rod" pos="0 0.3 0.3"><freejoint/><geom type="capsule" size="0.06 0.2" condim="1" contype="1" conaffinity="1"/></body>
     <body name="twig" pos="-0.3 0 0.3">
       <freejoint/><geom type="capsule" size="0.05 0.15" margin="0.02" condim="1" contype="1" conaffinity="1"/>
     </body>
-    <body name="pebble" pos="0 -0.3 0.3"><freejoint/><geom type="sphere" size="0.08" condim="6" contype="3" conaffinity="3"/></body>
+    <body name="pebble" pos="0 -0.3 0.3">
+      <freejoint/><geom name="pebble" type="sphere" size="0.08" condim="6" contype="3" conaffinity="3"/>
+    </body>
   </worldbody>
 </mujoco>
 "#;
@@ -78,7 +91,7 @@ fn state(model: &Model<f64>, rng: &mut Rng, scene: bool) -> State<f64> {
             }
         }
     }
-    s.qvel = DVector::zeros(model.nv());
+    s.qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-1.0, 1.0));
     s
 }
 
@@ -106,8 +119,11 @@ fn crafted(model: &Model<f64>) -> Vec<State<f64>> {
 struct Cpu {
     contacts: Vec<ContactPoint<f64>>,
     jacobian: SparseRows<f64>,
-    /// The limits' rows, dense.
-    limits: Vec<Vec<f64>>,
+    /// Each row's target velocity and regularizer.
+    target: Vec<f64>,
+    regularizer: Vec<f64>,
+    /// The limits' rows, in order.
+    limits: Vec<usize>,
 }
 
 fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> Cpu {
@@ -116,25 +132,35 @@ fn cpu_contacts(model: &Model<f64>, state: &State<f64>) -> Cpu {
     forward(model, state, &ctrl, &SolverConfig::mujoco_compat(), &mut data).expect("the CPU forward pass");
     let problem = data.constraint_problem();
     let jacobian = data.constraint_jacobian().clone();
-    let limits = problem
-        .constraints
-        .iter()
-        .zip(problem.offsets())
-        .filter(|(c, _)| c.kind == ConstraintKind::Limit)
-        .map(|(_, at)| jacobian.dense_row(at).iter().copied().collect())
-        .collect();
-    Cpu { contacts: data.contacts().to_vec(), jacobian, limits }
+    let limits = problem.constraints.iter().zip(problem.offsets()).filter(|(c, _)| c.kind == ConstraintKind::Limit);
+    Cpu {
+        contacts: data.contacts().to_vec(),
+        jacobian,
+        target: problem.target.iter().copied().collect(),
+        regularizer: problem.regularizer.iter().copied().collect(),
+        limits: limits.map(|(_, at)| at).collect(),
+    }
 }
 
-/// Whether the device's limit rows (the first of its block) are the CPU's, in any order, and
-/// the rest of its rows its contacts' (`contact_rows` of them).
-fn limits_agree(device: &[Vec<f64>], cpu: &[Vec<f64>], contact_rows: usize) -> bool {
-    let sorted = |rows: &[Vec<f64>]| {
-        let mut rows = rows.to_vec();
-        rows.sort_by(|a, b| a.partial_cmp(b).expect("finite"));
-        rows
-    };
-    device.len() == cpu.len() + contact_rows && sorted(&device[..cpu.len()]) == sorted(cpu)
+/// The largest difference of `gpu` from `cpu`, each relative to `max(1, |the CPU's|)`.
+fn relative(gpu: &[f64], cpu: &[f64]) -> f64 {
+    assert!(gpu.iter().all(|x| x.is_finite()), "a number not finite");
+    gpu.iter().zip(cpu).map(|(g, c)| (g - c).abs() / c.abs().max(1.0)).fold(0.0, f64::max)
+}
+
+/// The worst difference between device row `g` of `rows` and the CPU's row `c` (its Jacobian,
+/// target and regularizer).
+fn row_difference(rows: &WorldRows, g: usize, cpu: &Cpu, c: usize) -> f64 {
+    let jacobian = relative(&rows.jacobian[g], cpu.jacobian.dense_row(c).as_slice());
+    let target = relative(&[rows.target[g]], &[cpu.target[c]]);
+    jacobian.max(target).max(relative(&[rows.regularizer[g]], &[cpu.regularizer[c]]))
+}
+
+/// The worst difference between the device's limit rows (the first of its block, in the CPU's
+/// order) and the CPU's; the rest of the device's rows must be its contacts' (`contact_rows`).
+fn compare_limits(rows: &WorldRows, cpu: &Cpu, contact_rows: usize) -> f64 {
+    assert_eq!(rows.jacobian.len(), cpu.limits.len() + contact_rows, "rows that are neither limits' nor contacts'");
+    cpu.limits.iter().enumerate().map(|(g, &c)| row_difference(rows, g, cpu, c)).fold(0.0, f64::max)
 }
 
 /// The rows a contact of dimension `condim` takes under `model`'s cone.
@@ -209,8 +235,8 @@ fn compare<'a>(
 /// `jacobian` (a contact's `dim` rows from its first). Both or neither have rows.
 fn compare_rows(
     matched: &[(&Contact, &ContactPoint<f64>)],
-    rows: &[Vec<f64>],
-    jacobian: &SparseRows<f64>,
+    rows: &WorldRows,
+    cpu: &Cpu,
     dim: impl Fn(u8) -> usize,
 ) -> f64 {
     let mut worst: f64 = 0.0;
@@ -218,10 +244,7 @@ fn compare_rows(
         assert_eq!(g.row.is_some(), c.row.is_some(), "rows of {:?}: device {:?}, CPU {:?}", c.geoms, g.row, c.row);
         let (Some(gr), Some(cr)) = (g.row, c.row) else { continue };
         for k in 0..dim(c.condim) {
-            let cpu = jacobian.dense_row(cr + k);
-            assert!(rows[gr + k].iter().all(|x| x.is_finite()), "a row entry not finite");
-            let d = rows[gr + k].iter().zip(cpu.iter()).map(|(g, c)| (g - c).abs() / c.abs().max(1.0));
-            worst = d.fold(worst, f64::max);
+            worst = worst.max(row_difference(rows, gr + k, cpu, cr + k));
         }
     }
     worst
@@ -261,13 +284,14 @@ fn against_cpu(device: &Device, slack: f64) -> (f64, usize) {
         let (mut line, mut row_line, mut count, mut limits) = (0.0_f64, 0.0_f64, 0, 0);
         let (mut shapes, mut condims) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
         for (w, s) in states.iter().enumerate() {
-            let Cpu { contacts: cpu, jacobian, limits: cpu_limits } = cpu_contacts(model, s);
-            let (difference, matched) = compare(&found[w], &cpu, slack, |g| margin(model, g));
+            let expected = cpu_contacts(model, s);
+            let cpu = &expected.contacts;
+            let (difference, matched) = compare(&found[w], cpu, slack, |g| margin(model, g));
             line = line.max(difference);
-            row_line = row_line.max(compare_rows(&matched, &rows[w], &jacobian, |c| dimension(model, c)));
+            row_line = row_line.max(compare_rows(&matched, &rows[w], &expected, |c| dimension(model, c)));
             let contact_rows = cpu.iter().filter(|c| c.row.is_some()).map(|c| dimension(model, c.condim)).sum();
-            assert!(limits_agree(&rows[w], &cpu_limits, contact_rows), "{name}, world {w}: the limit rows differ");
-            limits += cpu_limits.len();
+            row_line = row_line.max(compare_limits(&rows[w], &expected, contact_rows));
+            limits += expected.limits.len();
             count += cpu.len();
             shapes.extend(cpu.iter().map(|c| c.geoms.map(|g| model.geom(g).expect("a geom").shape.name())));
             condims.extend(cpu.iter().map(|c| c.condim));
@@ -366,6 +390,19 @@ fn a_pair_without_a_closed_form_is_refused_by_name() {
     let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
     let error = stages.collide(&worlds).expect_err("refused").to_string();
     assert!(error.contains("box ('brick')") && error.contains("capsule ('stick')"), "{error}");
+    // Powers 2 and 3 mixed half and half: the device raises to whole powers only.
+    let model = mjcf::parse(
+        r#"<mujoco><worldbody>
+             <geom name="ground" type="plane" size="1 1 0.1" solimp="0.9 0.95 0.001 0.5 3"/>
+             <body><freejoint/><geom name="ball" size="0.1"/></body>
+           </worldbody></mujoco>"#,
+        "mixed_power.xml",
+    )
+    .expect("loads");
+    let stages = Stages::new(&model, &opengl()).expect("packs");
+    let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
+    let error = stages.collide(&worlds).expect_err("refused").to_string();
+    assert!(error.contains("solimp power 2.5") && error.contains("'ground'"), "{error}");
 }
 
 /// A constraint the rows stage does not build is refused by name when the stage runs.

@@ -5,6 +5,7 @@
 
 use phyz_core::Model;
 use phyz_core::model::JointKind;
+use phyz_core::model::material::{SolImp, SolRef};
 
 /// A limit's integers: the degree of freedom and the coordinate of its joint.
 pub mod limit_int {
@@ -13,12 +14,16 @@ pub mod limit_int {
     pub const LEN: usize = 2;
 }
 
-/// A limit's floats: its range, and the margin within which a side is active.
+/// A limit's floats: its range, the margin within which a side is active, its `solref` and
+/// `solimp`, and its degree of freedom's inverse weight (MuJoCo's `diagApprox`).
 pub mod limit_float {
     pub const LOWER: usize = 0;
     pub const UPPER: usize = 1;
     pub const MARGIN: usize = 2;
-    pub const LEN: usize = 3;
+    pub const SOLREF: usize = 3;
+    pub const SOLIMP: usize = 5;
+    pub const WEIGHT: usize = 10;
+    pub const LEN: usize = 11;
 }
 
 /// The limits of `model`'s hinges and slides appended to `ints` and `floats` (none where
@@ -54,6 +59,10 @@ pub fn pack(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) ->
         }
         ints.extend([joint.dof_adr(), joint.qpos_adr()]);
         floats.extend([lower, upper, joint.limit_margin]);
+        floats.extend(SolRef::from_mjcf(joint.solref_limit).0);
+        let what = || format!("the limit of joint '{}'", joint.name);
+        floats.extend(super::pairs::solimp(&SolImp::from_mjcf(joint.solimp_limit), what)?);
+        floats.push(model.constants().weights.dof[joint.dof_adr()]);
         count += 1;
     }
     Ok(count)

@@ -10,6 +10,7 @@
 //! on llvmpipe).
 
 use phyz_core::Model;
+use phyz_core::contact::SolverConfig;
 use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
 use phyz_core::model::{Integrator, Term, Transmission};
@@ -143,8 +144,13 @@ pub mod joint {
     pub const FREE: u32 = 4;
 }
 
-/// Where the time step lies among the floats (after gravity's three).
+/// Where the time step lies among the floats (after gravity's three); then MuJoCo's `impratio`
+/// (the ratio of a contact's friction impedance to its normal one), and the floor of a row's
+/// regularizer relative to its inverse weight (`SolverConfig::mujoco_compat`'s
+/// `regularization`).
 pub const TIMESTEP: usize = 3;
+pub const IMPRATIO: usize = 4;
+pub const REGULARIZATION: usize = 5;
 
 /// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
 pub const INERTIA: usize = 10;
@@ -304,7 +310,7 @@ impl Packed {
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
         let pair_ints = actuator_ints + nu * actuator_int::LEN;
-        let link_floats = TIMESTEP + 1;
+        let link_floats = REGULARIZATION + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
         let pair_floats = actuator_floats + nu * actuator_float::LEN;
@@ -328,7 +334,8 @@ impl Packed {
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
-        floats.push(model.timestep);
+        let regularization = SolverConfig::mujoco_compat().regularization;
+        floats.extend([model.timestep, model.contact.impratio, regularization]);
         link_records(model, &mut ints, &mut floats);
         for k in 0..nv {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);

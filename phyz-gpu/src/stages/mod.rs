@@ -19,6 +19,7 @@
 mod collision;
 mod constraints;
 mod forces;
+mod impedance;
 mod integrate;
 mod kinematics;
 pub mod layout;
@@ -71,13 +72,26 @@ pub struct Worlds {
 }
 
 /// Each world's block of constraint rows ([`rows`]): a counter per world, the rows dense over
-/// the degrees of freedom, and where each row comes from.
+/// the degrees of freedom, where each row comes from, and each row's target velocity and
+/// regularizer ([`impedance`]).
 #[derive(Clone, Debug)]
 struct Rows {
     counts: CubeTensor,
     jacobian: CubeTensor,
     source: CubeTensor,
+    target: CubeTensor,
+    regularizer: CubeTensor,
     per_world: usize,
+}
+
+/// One world's constraint rows, read back ([`Stages::read_rows`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorldRows {
+    /// The rows, dense over the degrees of freedom, in the order of the world's block.
+    pub jacobian: Vec<Vec<f64>>,
+    /// Each row's target velocity and regularizer `R`.
+    pub target: Vec<f64>,
+    pub regularizer: Vec<f64>,
 }
 
 /// The contacts of all worlds, in one pool ([`collision`]): a counter, then each slot's
@@ -282,11 +296,16 @@ impl Stages {
             )));
         }
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
-        let jacobian = TensorData::new(vec![0.0; entries.max(1)], [entries.max(1)]).convert_dtype(self.dtype);
+        let floats = |len: usize| {
+            let zeros = TensorData::new(vec![0.0; len.max(1)], [len.max(1)]).convert_dtype(self.dtype);
+            CubeBackend::float_from_data(zeros, &self.device)
+        };
         Ok(Rows {
             counts: ints(count.max(1)),
-            jacobian: CubeBackend::float_from_data(jacobian, &self.device),
+            jacobian: floats(entries),
             source: ints((per_world * count).max(1)),
+            target: floats(per_world * count),
+            regularizer: floats(per_world * count),
             per_world,
         })
     }
@@ -462,8 +481,9 @@ impl Stages {
     /// followed): its limits within their margins, then its contacts' rows, in MuJoCo's form for
     /// the model's cone under `mujoco_compat` (a frictionless contact's normal row; the
     /// pyramid's edges `n ± f_k r_k`, each coefficient held at MuJoCo's least; the elliptic
-    /// cone's own rows). A model with constraints this stage does not build is refused, naming
-    /// them.
+    /// cone's own rows); then each row's target velocity and regularizer from the worlds'
+    /// `qvel` ([`impedance`]). A model with constraints this stage does not build is refused,
+    /// naming them.
     pub fn rows(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         if let Some(what) = &self.packed.unsupported_constraints {
@@ -510,49 +530,76 @@ impl Stages {
                 ),
             }
         }
-        if pool.capacity == 0 {
-            return Ok(());
-        }
-        let [counter, found, geometry] =
-            [&pool.counter, &pool.found, &pool.geometry].map(|t| t.clone().into_tensor_arg());
-        let [counts, jacobian, source] = block();
+        let pool_args = || [&pool.counter, &pool.found, &pool.geometry].map(|t| t.clone().into_tensor_arg());
         let capacity = pool.capacity as u32;
+        if pool.capacity > 0 {
+            let [counter, found, geometry] = pool_args();
+            let [counts, jacobian, source] = block();
+            match self.dtype {
+                DType::F64 => launch_stage!(
+                    self,
+                    worlds,
+                    pool.capacity,
+                    rows::contact_rows,
+                    f64,
+                    [floats()],
+                    [counter, found, geometry, capacity, counts, jacobian, source, per_world]
+                ),
+                _ => launch_stage!(
+                    self,
+                    worlds,
+                    pool.capacity,
+                    rows::contact_rows,
+                    f32,
+                    [floats()],
+                    [counter, found, geometry, capacity, counts, jacobian, source, per_world]
+                ),
+            }
+        }
+        let [_, found, geometry] = pool_args();
+        let [counts, jacobian, source] = block();
+        let [target, regularizer] = [&rows.target, &rows.regularizer].map(|t| t.clone().into_tensor_arg());
         match self.dtype {
             DType::F64 => launch_stage!(
                 self,
                 worlds,
-                pool.capacity,
-                rows::contact_rows,
+                impedance::row_terms,
                 f64,
                 [floats()],
-                [counter, found, geometry, capacity, counts, jacobian, source, per_world]
+                [found, geometry, capacity, counts, jacobian, source, per_world, target, regularizer]
             ),
             _ => launch_stage!(
                 self,
                 worlds,
-                pool.capacity,
-                rows::contact_rows,
+                impedance::row_terms,
                 f32,
                 [floats()],
-                [counter, found, geometry, capacity, counts, jacobian, source, per_world]
+                [found, geometry, capacity, counts, jacobian, source, per_world, target, regularizer]
             ),
         }
         Ok(())
     }
 
-    /// Each world's constraint rows, read back (two transfers): dense over the degrees of
-    /// freedom, in the order of its block.
-    pub fn read_rows(&self, worlds: &Worlds) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
+    /// Each world's constraint rows, read back (four transfers): dense over the degrees of
+    /// freedom, in the order of its block, with their targets and regularizers.
+    pub fn read_rows(&self, worlds: &Worlds) -> Result<Vec<WorldRows>, GpuError> {
         self.check(worlds)?;
         let rows = &worlds.rows;
         let (n, nv) = (worlds.count, self.packed.nv());
         let counts = read_ints(&rows.counts)?;
-        let data = read_sync(CubeBackend::float_into_data(rows.jacobian.clone())).map_err(device_error)?;
-        let jacobian = data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)?;
+        let read = |t: &CubeTensor| -> Result<Vec<f64>, GpuError> {
+            let data = read_sync(CubeBackend::float_into_data(t.clone())).map_err(device_error)?;
+            data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)
+        };
+        let (jacobian, target, regularizer) = (read(&rows.jacobian)?, read(&rows.target)?, read(&rows.regularizer)?);
         Ok((0..n)
             .map(|w| {
                 let count = (counts[w] as usize).min(rows.per_world);
-                (0..count).map(|r| (0..nv).map(|d| jacobian[(r * nv + d) * n + w]).collect()).collect()
+                WorldRows {
+                    jacobian: (0..count).map(|r| (0..nv).map(|d| jacobian[(r * nv + d) * n + w]).collect()).collect(),
+                    target: (0..count).map(|r| target[r * n + w]).collect(),
+                    regularizer: (0..count).map(|r| regularizer[r * n + w]).collect(),
+                }
             })
             .collect())
     }

@@ -16,7 +16,7 @@ use phyz_core::Model;
 use phyz_core::collision::{can_collide, contact_pair_material, pair_material};
 use phyz_core::contact::row::MIN_FRICTION;
 use phyz_core::math::Pose;
-use phyz_core::model::material::Material;
+use phyz_core::model::material::{Material, SolImp};
 use phyz_core::model::{Cone, Geom, Shape};
 
 /// What the kernel does with a pair, by code.
@@ -52,8 +52,10 @@ pub mod pair_int {
 
 /// A pair's floats: each geom's pose in its link's frame (rotation by rows, then position) and
 /// its size (a sphere's radius; a capsule's radius and half length; a box's half extents),
-/// the margin within which the pair's contacts count, and the friction of each friction row
-/// (sliding twice, torsional, rolling twice), each held at MuJoCo's least (`MIN_FRICTION`).
+/// the margin within which the pair's contacts count, the friction of each friction row
+/// (sliding twice, torsional, rolling twice), each held at MuJoCo's least (`MIN_FRICTION`), the
+/// pair's `solref`, `solreffriction` and `solimp` (as the CPU mixes them), and the inverse
+/// weight of its contacts (MuJoCo's `diagApprox`: the two bodies' translational weights).
 pub mod pair_float {
     pub const ROT1: usize = 0;
     pub const POS1: usize = 9;
@@ -63,7 +65,11 @@ pub mod pair_float {
     pub const SIZE2: usize = 27;
     pub const MARGIN: usize = 30;
     pub const FRICTION: usize = 31;
-    pub const LEN: usize = 36;
+    pub const SOLREF: usize = 36;
+    pub const SOLREFFRICTION: usize = 38;
+    pub const SOLIMP: usize = 40;
+    pub const WEIGHT: usize = 45;
+    pub const LEN: usize = 46;
 }
 
 /// A candidate pair as the host reads its contacts back.
@@ -161,10 +167,6 @@ fn push(
         (Box { .. }, Sphere { .. }) => (g1, g2, kind::BOX_SPHERE, 1),
         (Sphere { .. }, Box { .. }) => (g2, g1, kind::BOX_SPHERE, 1),
         (s1, s2) => {
-            let label = |g: &Entry| match g.geom.name.as_str() {
-                "" => format!("geom {}", g.index),
-                name => format!("'{name}'"),
-            };
             return Err(format!(
                 "contacts between a {} ({}) and a {} ({})",
                 s1.name(),
@@ -197,6 +199,11 @@ fn push(
     let held = |f: f64| f.max(MIN_FRICTION);
     let (mu, torsion, rolling) = (held(material.friction), held(material.torsion), held(material.rolling));
     floats.extend([mu, mu, torsion, rolling, rolling]);
+    floats.extend(material.solref.0);
+    floats.extend(material.solreffriction);
+    floats.extend(solimp(&material.solimp, || format!("the contacts of {}", label(first)))?);
+    let weights = &model.constants().weights.body;
+    floats.push(weights[g1.body] + weights[g2.body]);
     pairs.push(Pair { geoms: oriented.map(|g| g.index), explicit, points, rows });
     Ok(())
 }
@@ -210,3 +217,25 @@ fn size(shape: &Shape<f64>) -> [f64; 3] {
         _ => [0.0; 3],
     }
 }
+
+/// A geom's name for messages: its own, quoted, or its index.
+fn label(g: &Entry) -> String {
+    match g.geom.name.as_str() {
+        "" => format!("geom {}", g.index),
+        name => format!("'{name}'"),
+    }
+}
+
+/// The five numbers of a `solimp`, whose power the device raises to by multiplication: `Err`
+/// (naming `what`, the constraints it is of) for a power that is not whole or above
+/// [`MAX_POWER`].
+pub(super) fn solimp(solimp: &SolImp<f64>, what: impl Fn() -> String) -> Result<[f64; 5], String> {
+    let SolImp { dmin, dmax, width, midpoint, power } = *solimp;
+    if power.fract() != 0.0 || power > f64::from(MAX_POWER) {
+        return Err(format!("the solimp power {power} of {} (whole powers up to {MAX_POWER} only)", what()));
+    }
+    Ok([dmin, dmax, width, midpoint, power])
+}
+
+/// The largest `solimp` power the device takes (MuJoCo's default is 2).
+pub const MAX_POWER: u32 = 16;
