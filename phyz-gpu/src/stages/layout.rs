@@ -13,7 +13,7 @@ use phyz_core::Model;
 use phyz_core::contact::SolverConfig;
 use phyz_core::model::JointKind;
 use phyz_core::model::tree::LinkJoint;
-use phyz_core::model::{Integrator, Term, Transmission};
+use phyz_core::model::{Cone, Integrator, Term, Transmission};
 
 use super::constraints;
 use super::pairs::{self, Pair};
@@ -47,8 +47,14 @@ pub mod header {
     pub const LIMITS: usize = 13;
     pub const LIMIT_INTS: usize = 14;
     pub const LIMIT_FLOATS: usize = 15;
+    /// 1 where the constraint solve runs in MuJoCo's split (Euler's implicit damping: the solve
+    /// in the bare mass matrix, its impulse through the damped one), else 0.
+    pub const SPLIT: usize = 16;
+    /// The Newton iterations and the line search's evaluations the solve may take.
+    pub const NEWTON_ITERATIONS: usize = 17;
+    pub const LINE_ITERATIONS: usize = 18;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 16;
+    pub const ARRAYS: usize = 19;
 }
 
 /// A link's integers.
@@ -145,12 +151,16 @@ pub mod joint {
 }
 
 /// Where the time step lies among the floats (after gravity's three); then MuJoCo's `impratio`
-/// (the ratio of a contact's friction impedance to its normal one), and the floor of a row's
+/// (the ratio of a contact's friction impedance to its normal one), the floor of a row's
 /// regularizer relative to its inverse weight (`SolverConfig::mujoco_compat`'s
-/// `regularization`).
+/// `regularization`), the solve's tolerance and the line search's (relative to it), and the
+/// scale its measures of progress take (MuJoCo's: one over the mean inertia times `nv`).
 pub const TIMESTEP: usize = 3;
 pub const IMPRATIO: usize = 4;
 pub const REGULARIZATION: usize = 5;
+pub const TOLERANCE: usize = 6;
+pub const LINE_TOLERANCE: usize = 7;
+pub const COST_SCALE: usize = 8;
 
 /// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
 pub const INERTIA: usize = 10;
@@ -206,6 +216,23 @@ pub enum Array {
     Increment,
     /// What went wrong in the world, the first thing only ([`status`]).
     Status,
+    /// The constraint solve's free velocity `x₀`, its point `x`, `x − x₀` and `M (x − x₀)`, its
+    /// gradient, search direction and `M s`, a trial point and its gradient, and its Hessian
+    /// (dense, `nv²`, the lower triangle its Cholesky factor).
+    Free,
+    Solution,
+    Moved,
+    MassMoved,
+    Gradient,
+    Search,
+    MassSearch,
+    Trial,
+    TrialGradient,
+    Hessian,
+    /// The acceleration with the constraint forces (MuJoCo's `qacc`).
+    Qacc,
+    /// Where the world's constraint solve stands (`newton::newton_item`).
+    Newton,
 }
 
 /// A world's [`Array::Status`].
@@ -223,10 +250,13 @@ pub mod status {
     pub const POOL_OVERFLOW: u32 = 4;
     /// A contact's constraint rows found its world's block of rows full.
     pub const ROW_OVERFLOW: u32 = 5;
+    /// The constraint solve did not converge within its iterations (the CPU step's
+    /// `ContactError::Unconverged`).
+    pub const UNCONVERGED: u32 = 6;
 }
 
 impl Array {
-    pub const ALL: [Array; 25] = [
+    pub const ALL: [Array; 37] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -252,6 +282,18 @@ impl Array {
         Array::AccelerationMean,
         Array::Increment,
         Array::Status,
+        Array::Free,
+        Array::Solution,
+        Array::Moved,
+        Array::MassMoved,
+        Array::Gradient,
+        Array::Search,
+        Array::MassSearch,
+        Array::Trial,
+        Array::TrialGradient,
+        Array::Hessian,
+        Array::Qacc,
+        Array::Newton,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -282,6 +324,10 @@ pub struct Packed {
     pub limits: usize,
     /// A constraint the rows stage does not build (named), if any.
     pub unsupported_constraints: Option<String>,
+    /// What of the constraint problem the solve does not handle (named), if anything.
+    pub unsupported_solve: Option<String>,
+    /// The Newton iterations the solve may take (`SolverConfig::mujoco_compat`'s).
+    pub newton_iterations: usize,
     pub integrator: Integrator,
 }
 
@@ -310,10 +356,14 @@ impl Packed {
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
         let pair_ints = actuator_ints + nu * actuator_int::LEN;
-        let link_floats = REGULARIZATION + 1;
+        let link_floats = COST_SCALE + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
         let pair_floats = actuator_floats + nu * actuator_float::LEN;
+        let config_iterations = {
+            let config = SolverConfig::mujoco_compat();
+            (config.max_iterations, config.line_search_iterations)
+        };
         let mut ints = vec![
             nlink,
             nv,
@@ -331,11 +381,16 @@ impl Packed {
             0,
             0,
             0,
+            usize::from(model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper),
+            config_iterations.0,
+            config_iterations.1,
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
-        let regularization = SolverConfig::mujoco_compat().regularization;
-        floats.extend([model.timestep, model.contact.impratio, regularization]);
+        let config = SolverConfig::mujoco_compat();
+        floats.extend([model.timestep, model.contact.impratio, config.regularization]);
+        let scale = 1.0 / (model.constants().weights.mean_inertia * nv.max(1) as f64);
+        floats.extend([config.tolerance, config.line_search_tolerance, scale]);
         link_records(model, &mut ints, &mut floats);
         for k in 0..nv {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
@@ -365,6 +420,9 @@ impl Packed {
         ints[header::LIMITS] = limits;
         ints[header::LIMIT_INTS] = limit_ints;
         ints[header::LIMIT_FLOATS] = limit_floats;
+        // The solve's rows are all unilateral but for an elliptic cone's contacts.
+        let elliptic = pairs.iter().any(|p| p.rows > 1) && model.contact.cone == Cone::Elliptic;
+        let unsupported_solve = elliptic.then(|| "elliptic friction cones (the model's `cone`)".to_string());
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
         let unsupported_step = unsupported_step(model).err();
         Ok(Packed {
@@ -378,6 +436,8 @@ impl Packed {
             unsupported_collision,
             limits,
             unsupported_constraints,
+            unsupported_solve,
+            newton_iterations: config_iterations.0,
             integrator: model.integrator,
         })
     }
@@ -417,6 +477,10 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Qpos | Array::StartQpos => model.nq(),
         Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration | Array::StartQvel => nv,
         Array::Slope | Array::SlopeMean | Array::AccelerationMean | Array::Increment => nv,
+        Array::Free | Array::Solution | Array::Moved | Array::MassMoved | Array::Gradient | Array::Search => nv,
+        Array::MassSearch | Array::Trial | Array::TrialGradient | Array::Qacc => nv,
+        Array::Hessian => nv * nv,
+        Array::Newton => super::newton::newton_item::LEN,
         Array::Status => 1,
         Array::Ctrl => model.nu(),
         Array::Rotation => 9 * nlink,

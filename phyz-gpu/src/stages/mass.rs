@@ -10,13 +10,13 @@ use super::world::{Inertia, Spatial, World, fail, start};
 
 /// The ancestor of degree of freedom `d` plus one (zero: none).
 #[cube]
-fn parent_of(ints: &Tensor<u32>, d: usize) -> usize {
+pub fn parent_of(ints: &Tensor<u32>, d: usize) -> usize {
     ints[ints[header::DOF_INTS] as usize + d * dof_int::LEN + dof_int::PARENT] as usize
 }
 
 /// Where row `d` starts, and its length.
 #[cube]
-fn row_of(ints: &Tensor<u32>, d: usize) -> (usize, usize) {
+pub fn row_of(ints: &Tensor<u32>, d: usize) -> (usize, usize) {
     let at = ints[header::DOF_INTS] as usize + d * dof_int::LEN;
     (ints[at + dof_int::ROW] as usize, ints[at + dof_int::DEPTH] as usize)
 }

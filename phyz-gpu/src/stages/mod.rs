@@ -24,6 +24,7 @@ mod integrate;
 mod kinematics;
 pub mod layout;
 mod mass;
+mod newton;
 pub mod pairs;
 mod real;
 mod rnea;
@@ -81,6 +82,9 @@ struct Rows {
     source: CubeTensor,
     target: CubeTensor,
     regularizer: CubeTensor,
+    /// The solve's deviations `J x − target` and `J s` of its search direction.
+    jar: CubeTensor,
+    direction: CubeTensor,
     per_world: usize,
 }
 
@@ -140,6 +144,8 @@ pub enum Failure {
     PoolOverflow,
     /// Its contacts' constraint rows did not fit its block of rows ([`Stages::set_pool`]).
     RowOverflow,
+    /// Its constraint solve did not converge within its iterations.
+    Unconverged,
 }
 
 impl Worlds {
@@ -201,6 +207,10 @@ fn read_ints(t: &CubeTensor) -> Result<Vec<u32>, GpuError> {
     data.convert::<u32>().try_into_vec::<u32>().map_err(device_error)
 }
 
+/// How many Newton iterations the host launches between reads of whether a world still
+/// iterates.
+const SOLVE_CHECK: usize = 4;
+
 /// A device call's failure, as a [`GpuError`].
 fn device_error(e: impl std::fmt::Debug) -> GpuError {
     GpuError::Device(format!("{e:?}"))
@@ -220,7 +230,10 @@ impl Stages {
             return Err(GpuError::Device(format!("{device:?} is not a CubeCL device")));
         };
         let dtype = float_dtype(device).0;
-        let packed = Packed::new(model)?;
+        let mut packed = Packed::new(model)?;
+        // The solve's tolerance, no finer than the float type resolves.
+        let tolerance = &mut packed.floats[layout::TOLERANCE];
+        *tolerance = tolerance.max(crate::device::epsilon(dtype));
         let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), cube);
         let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
         let floats = CubeBackend::float_from_data(floats, cube);
@@ -306,6 +319,8 @@ impl Stages {
             source: ints((per_world * count).max(1)),
             target: floats(per_world * count),
             regularizer: floats(per_world * count),
+            jar: floats(per_world * count),
+            direction: floats(per_world * count),
             per_world,
         })
     }
@@ -349,6 +364,7 @@ impl Stages {
             layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
             layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
             layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
+            layout::status::UNCONVERGED => Some(Failure::Unconverged),
             _ => None,
         };
         Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
@@ -578,6 +594,69 @@ impl Stages {
             ),
         }
         Ok(())
+    }
+
+    /// Every world's constraint problem solved, after [`Stages::rows`] and the smooth stages at
+    /// the same state ([`Stages::smooth`]): MuJoCo's Newton method from the free velocity
+    /// ([`newton`]), and the acceleration with the constraint forces into [`Array::Qacc`]. The
+    /// device solves problems whose rows are all unilateral (limits, frictionless contacts, the
+    /// pyramidal cone's edges): a model whose contacts have elliptic cones is refused. A world
+    /// that does not converge is failed ([`Failure::Unconverged`]).
+    pub fn solve_constraints(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        if let Some(what) = &self.packed.unsupported_solve {
+            return Err(GpuError::Model(format!("the constraint solve does not handle {what}")));
+        }
+        if self.packed.nv() == 0 {
+            return Ok(());
+        }
+        let rows = &worlds.rows;
+        let per_world = rows.per_world as u32;
+        let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
+        let floats = || self.floats.clone().into_tensor_arg();
+        macro_rules! solve_launch {
+            ($units:expr, $kernel:ident, [$($pre:expr),*], [$($post:expr),*]) => {
+                match self.dtype {
+                    DType::F64 => launch_stage!(self, worlds, $units, newton::$kernel, f64, [$($pre),*], [$($post),*]),
+                    _ => launch_stage!(self, worlds, $units, newton::$kernel, f32, [$($pre),*], [$($post),*]),
+                }
+            };
+        }
+        let n = worlds.count;
+        let hessian = || {
+            let block = [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
+            let [counts, jacobian, regularizer, jar] = block;
+            solve_launch!(n * self.packed.nv(), newton_hessian, [], [counts, jacobian, regularizer, jar, per_world]);
+        };
+        let direction = || solve_launch!(n, newton_direction, [floats()], []);
+        let [counts, jacobian, target, regularizer, jar] =
+            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
+        solve_launch!(n, newton_start, [floats()], [counts, jacobian, target, regularizer, jar, per_world]);
+        hessian();
+        direction();
+        // The iterations, until no world iterates (read every few: each read waits for the
+        // device) or the budget is spent.
+        for iteration in 1..=self.packed.newton_iterations {
+            let [counts, jacobian, regularizer, jar, line] =
+                [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
+            solve_launch!(n, newton_line, [floats()], [counts, jacobian, regularizer, jar, line, per_world]);
+            hessian();
+            direction();
+            if iteration % SOLVE_CHECK == 0 && !self.any_iterating(worlds)? {
+                break;
+            }
+        }
+        let [counts, jacobian, target, regularizer, jar] =
+            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
+        solve_launch!(n, newton_end, [floats()], [counts, jacobian, target, regularizer, jar, per_world]);
+        Ok(())
+    }
+
+    /// Whether a world's constraint solve is still iterating (one read).
+    fn any_iterating(&self, worlds: &Worlds) -> Result<bool, GpuError> {
+        let states = self.read(worlds, Array::Newton)?;
+        let iterating = f64::from(newton::solve_state::ITERATING);
+        Ok(states.iter().any(|s| s[newton::newton_item::STATE] == iterating))
     }
 
     /// Each world's constraint rows, read back (four transfers): dense over the degrees of

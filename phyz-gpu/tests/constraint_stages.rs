@@ -1,8 +1,11 @@
-//! The collision kernel (`Stages::collide`) against the CPU's detection and contact frames
+//! The constraint stages on the device against the CPU's. The collision kernel
+//! (`Stages::collide`) against the CPU's detection and contact frames
 //! (`forward`'s `Data::contacts`): the same contacts in every world, each with the same point,
 //! normal, tangents and depth; and the rows stage (`Stages::rows`) against the CPU's
 //! constraint problem: each contact's rows (pyramid edges or elliptic rows) and the limits',
-//! their targets and regularizers (MuJoCo's impedance model, at random velocities). Worlds at random poses near the ground and among each other,
+//! their targets and regularizers (MuJoCo's impedance model, at random velocities); and the
+//! Newton solve (`Stages::solve_constraints`) against the CPU's, by the acceleration with the
+//! constraint forces. Worlds at random poses near the ground and among each other,
 //! so that they hold different contact sets, on the gymnasium models the kernel has closed
 //! forms for and on a scene with every pair it handles (a plane against a sphere, a capsule and
 //! a box; spheres and capsules among each other, parallel capsules, coincident spheres; a box
@@ -11,16 +14,19 @@
 //! Tolerances, fixed before measuring, on each number relative to `max(1, |the CPU's|)`:
 //! `f64` (Vulkan, lavapipe) 1e-10; `f32` (OpenGL, llvmpipe) 1e-4, as for the other stage
 //! kernels. In `f32` a contact whose depth lies within 1e-4 of its pair's margin may be found on
-//! one side and not the other: only such a contact may go unmatched.
+//! one side and not the other: only such a contact may go unmatched. The solve's acceleration,
+//! relative to `max(1, its largest entry)`: `f64` 1e-9, `f32` 1e-3 (the device's `f32` solve
+//! stops at `f32`'s resolution, its tolerance held at `f32::EPSILON`).
 
 use burn::tensor::{DType, Device};
 use nalgebra::DVector;
 use phyz_core::contact::{ConstraintKind, SolverConfig};
 use phyz_core::math::SparseRows;
-use phyz_core::model::{Cone, JointKind};
-use phyz_core::sim::{ContactPoint, Data, forward};
+use phyz_core::model::{Cone, Integrator, JointKind};
+use phyz_core::sim::{ContactPoint, ContactState, Data, forward, step_with};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
+use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Contact, Failure, Stages, WorldRows};
 
 mod common;
@@ -419,4 +425,83 @@ fn a_constraint_without_rows_is_refused_by_name() {
     let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
     let error = stages.rows(&worlds).expect_err("refused").to_string();
     assert!(error.contains("friction loss of joint 'hinge'"), "{error}");
+}
+
+/// The CPU's acceleration with the constraint forces at `state` under `ctrl`, solved cold under
+/// `mujoco_compat`, as a step takes it: `forward`'s, but under Euler's implicit damping (which
+/// `forward` leaves out, as `mj_forward` does, and the device's factor holds) the step's
+/// `(v′ − v)/dt`.
+fn cpu_qacc(model: &Model<f64>, state: &State<f64>, ctrl: &[f64]) -> Vec<f64> {
+    let config = SolverConfig::mujoco_compat();
+    if model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper {
+        let (next, info) = step_with(model, state, ctrl, &mut ContactState::new(config)).expect("the CPU step");
+        assert!(info.converged, "the CPU's solve did not converge");
+        return next.qvel.iter().zip(&state.qvel).map(|(v1, v0)| (v1 - v0) / model.timestep).collect();
+    }
+    let mut data = Data::default();
+    let info = forward(model, state, ctrl, &config, &mut data).expect("the CPU forward pass");
+    assert!(info.converged, "the CPU's solve did not converge");
+    data.qacc().iter().copied().collect()
+}
+
+/// The device's constraint solve (`Stages::solve_constraints`, after the smooth stages,
+/// collision and the rows) against the CPU's forward pass under `mujoco_compat`: each world's
+/// acceleration `qacc` relative to `max(1, its largest entry)`, on every gymnasium model the
+/// device takes and the pyramidal scene; the worst, and the worlds compared.
+fn solve_against_cpu(device: &Device) -> (f64, usize) {
+    let mut models: Vec<(String, Model<f64>)> = GYMNASIUM.iter().map(|n| (n.to_string(), gymnasium(n))).collect();
+    models.push(("primitive pairs".into(), pairs_scene(false)));
+    let mut rng = Rng(0x50_1e);
+    let (mut worst, mut compared): (f64, usize) = (0.0, 0);
+    for (name, model) in &models {
+        let stages = Stages::new(model, device).expect("packs");
+        let states: Vec<State<f64>> = (0..12).map(|_| state(model, &mut rng, name.starts_with("primitive"))).collect();
+        let ctrls: Vec<Vec<f64>> =
+            states.iter().map(|_| (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect()).collect();
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        let ctrl: Vec<&[f64]> = ctrls.iter().map(Vec::as_slice).collect();
+        let given = [(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Ctrl, &ctrl)];
+        let worlds = stages.upload(states.len(), &given.map(|(a, v)| (a, v.as_slice()))).expect("uploads");
+        if let Err(e) = stages.smooth(&worlds).and_then(|_| stages.collide(&worlds)) {
+            // The swimmer's medium is viscous; the pushers' cylinders have no closed form here.
+            assert!(name == "swimmer" || name.starts_with("pusher"), "{name}: {e}");
+            continue;
+        }
+        stages.rows(&worlds).expect("launched");
+        stages.solve_constraints(&worlds).expect("launched");
+        assert_eq!(stages.failures(&worlds).expect("readable"), vec![], "{name}: failed worlds");
+        let qacc = stages.read(&worlds, Array::Qacc).expect("readable");
+        let mut line: f64 = 0.0;
+        for (w, (s, u)) in states.iter().zip(&ctrls).enumerate() {
+            let cpu = cpu_qacc(model, s, u);
+            let scale = cpu.iter().fold(1.0_f64, |m, x| m.max(x.abs()));
+            assert!(qacc[w].iter().all(|x| x.is_finite()), "{name}: a qacc not finite");
+            let d = qacc[w].iter().zip(&cpu).map(|(g, c)| (g - c).abs()).fold(0.0, f64::max) / scale;
+            line = line.max(d);
+        }
+        eprintln!("{name:>26}: qacc worst {line:.1e}");
+        worst = worst.max(line);
+        compared += states.len();
+    }
+    (worst, compared)
+}
+
+#[test]
+fn constraint_solve_agrees_with_the_cpu_in_f64() {
+    if !wgpu().supports_dtype(DType::F64) {
+        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
+        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
+        return;
+    }
+    let (worst, compared) = solve_against_cpu(&wgpu());
+    eprintln!("f64 constraint solve against the CPU: worst {worst:e} over {compared} worlds");
+    assert!(worst <= 1e-9, "{worst:e}");
+}
+
+#[test]
+fn constraint_solve_agrees_with_the_cpu_in_f32() {
+    let (worst, compared) = solve_against_cpu(&opengl());
+    eprintln!("f32 constraint solve against the CPU: worst {worst:e} over {compared} worlds");
+    assert!(worst <= 1e-3, "{worst:e}");
 }
