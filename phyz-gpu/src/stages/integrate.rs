@@ -111,7 +111,7 @@ pub(crate) fn rk4_begin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worl
     let start_qvel = start(ints, comptime![Array::StartQvel as usize]);
     let slope = start(ints, comptime![Array::Slope as usize]);
     let slope_mean = start(ints, comptime![Array::SlopeMean as usize]);
-    let acceleration = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    let acceleration = rates_acceleration(ints);
     let acceleration_mean = start(ints, comptime![Array::AccelerationMean as usize]);
     for d in 0..ints[header::DOFS] as usize {
         let v = data[world.at(qvel, d)];
@@ -142,7 +142,7 @@ pub(crate) fn rk4_point<F: Float>(
     let increment = start(ints, comptime![Array::Increment as usize]);
     let qvel = start(ints, comptime![Array::Qvel as usize]);
     let start_qvel = start(ints, comptime![Array::StartQvel as usize]);
-    let acceleration = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    let acceleration = rates_acceleration(ints);
     for d in 0..ints[header::DOFS] as usize {
         data[world.at(increment, d)] = data[world.at(slope, d)] * c;
         data[world.at(qvel, d)] = data[world.at(start_qvel, d)] + c * dt * data[world.at(acceleration, d)];
@@ -182,7 +182,7 @@ pub(crate) fn rk4_rates<F: Float>(
         }
     }
     let slope_mean = start(ints, comptime![Array::SlopeMean as usize]);
-    let acceleration = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    let acceleration = rates_acceleration(ints);
     let acceleration_mean = start(ints, comptime![Array::AccelerationMean as usize]);
     for d in 0..nv {
         let (s, a) = (data[world.at(slope, d)], data[world.at(acceleration, d)]);
@@ -235,7 +235,7 @@ pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     }
     let dt = floats[TIMESTEP];
     let qvel = start(ints, comptime![Array::Qvel as usize]);
-    let acceleration = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    let acceleration = rates_acceleration(ints);
     for d in 0..ints[header::DOFS] as usize {
         let a = data[world.at(acceleration, d)];
         data[world.at(qvel, d)] += dt * a;
@@ -244,4 +244,15 @@ pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     integrate_position::<F>(ints, data, &world, qpos, qvel, qpos, dt);
     check_finite::<F>(ints, data, &world, qpos, ints[header::COORDS] as usize);
     check_finite::<F>(ints, data, &world, qvel, ints[header::DOFS] as usize);
+}
+
+/// Where the acceleration the integrators read starts: the constraint solve's
+/// ([`Array::Qacc`]) where the step solves constraints, else the smooth one.
+#[cube]
+fn rates_acceleration(ints: &Tensor<u32>) -> usize {
+    let mut at = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    if ints[header::CONSTRAINED] == 1 {
+        at = start(ints, comptime![Array::Qacc as usize]);
+    }
+    at
 }

@@ -53,8 +53,11 @@ pub mod header {
     /// The Newton iterations and the line search's evaluations the solve may take.
     pub const NEWTON_ITERATIONS: usize = 17;
     pub const LINE_ITERATIONS: usize = 18;
+    /// 1 where the step solves constraints (the integrators then read [`super::Array::Qacc`],
+    /// else [`super::Array::SmoothAcceleration`]).
+    pub const CONSTRAINED: usize = 19;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 19;
+    pub const ARRAYS: usize = 20;
 }
 
 /// A link's integers.
@@ -328,6 +331,9 @@ pub struct Packed {
     pub unsupported_solve: Option<String>,
     /// The Newton iterations the solve may take (`SolverConfig::mujoco_compat`'s).
     pub newton_iterations: usize,
+    /// Whether the step solves constraints: they are enabled, and some pair of geoms may
+    /// collide or some limit hold.
+    pub constrained: bool,
     pub integrator: Integrator,
 }
 
@@ -384,6 +390,7 @@ impl Packed {
             usize::from(model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper),
             config_iterations.0,
             config_iterations.1,
+            0,
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
@@ -420,6 +427,8 @@ impl Packed {
         ints[header::LIMITS] = limits;
         ints[header::LIMIT_INTS] = limit_ints;
         ints[header::LIMIT_FLOATS] = limit_floats;
+        let constrained = model.enabled.constraint && (!pairs.is_empty() || limits > 0);
+        ints[header::CONSTRAINED] = usize::from(constrained);
         // The solve's rows are all unilateral but for an elliptic cone's contacts.
         let elliptic = pairs.iter().any(|p| p.rows > 1) && model.contact.cone == Cone::Elliptic;
         let unsupported_solve = elliptic.then(|| "elliptic friction cones (the model's `cone`)".to_string());
@@ -438,6 +447,7 @@ impl Packed {
             unsupported_constraints,
             unsupported_solve,
             newton_iterations: config_iterations.0,
+            constrained,
             integrator: model.integrator,
         })
     }
@@ -621,12 +631,9 @@ fn unsupported_forces(model: &Model<f64>) -> Result<(), String> {
     Ok(())
 }
 
-/// `Ok` where the device step runs `model`: its constraints disabled (the device has no
-/// constraint stage yet), integrated by Euler or RK4; else what it does not run, named.
+/// `Ok` where the device step integrates `model`: by Euler or RK4; else the integrator, named.
+/// (What its constraint stages do not handle is refused by them.)
 fn unsupported_step(model: &Model<f64>) -> Result<(), String> {
-    if model.enabled.constraint {
-        return Err("constraints (contacts, limits, equalities, friction losses): disable them".into());
-    }
     match model.integrator {
         Integrator::Euler | Integrator::Rk4 => Ok(()),
         other => Err(format!("the {other:?} integrator")),

@@ -723,10 +723,23 @@ impl Stages {
         self.smooth_acceleration(worlds)
     }
 
-    /// One step of every world under the model's integrator (Euler or RK4), its controls held.
-    /// The device has no constraint stage yet: a model whose constraints are enabled is refused,
-    /// and so are the implicit integrators. A world that fails is marked ([`Stages::failures`])
-    /// and the others step on; nothing is read back.
+    /// The acceleration an integrator reads at the worlds' state: the smooth stages, then where
+    /// the model is constrained collision, the rows and the solve (MuJoCo's model under
+    /// `mujoco_compat`, each solve from the free velocity).
+    fn rates(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.smooth(worlds)?;
+        if self.packed.constrained {
+            self.collide(worlds)?;
+            self.rows(worlds)?;
+            self.solve_constraints(worlds)?;
+        }
+        Ok(())
+    }
+
+    /// One step of every world under the model's integrator (Euler or RK4), its controls held,
+    /// with its constraints where they are enabled ([`Stages::rates`]); the implicit
+    /// integrators, and what the stages do not compute, are refused by name. A world that fails
+    /// is marked ([`Stages::failures`]) and the others step on.
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
@@ -734,7 +747,7 @@ impl Stages {
         if let Some(what) = &self.packed.unsupported_forces {
             return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
         }
-        self.smooth(worlds)?;
+        self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());
         }
@@ -746,7 +759,7 @@ impl Stages {
         dispatch_stage!(self, worlds, integrate::rk4_begin, 1.0 / 6.0);
         for (c, w) in [(0.5, 1.0 / 3.0), (0.5, 1.0 / 3.0), (1.0, 1.0 / 6.0)] {
             dispatch_stage!(self, worlds, integrate::rk4_point, floats, c);
-            self.smooth(worlds)?;
+            self.rates(worlds)?;
             dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
         }
         dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
