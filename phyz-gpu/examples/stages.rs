@@ -1,11 +1,9 @@
-//! Environment steps per second of the device step (`phyz_gpu::stages`, constraints disabled:
-//! the device has no constraint solve yet) against the CPU engine on this machine's cores (`f64`,
-//! rayon over the worlds, the same model with constraints disabled): same batch, same run; then
-//! each stage kernel's time per launch, the contact stages' (collision into the pool, and the
-//! constraint rows) with the model's constraints enabled and a free root lowered to the floor,
-//! the worlds' contacts counted.
+//! Environment steps per second of the device step (`phyz_gpu::stages`) against the CPU engine
+//! on this machine's cores (`f64`, rayon over the worlds), both under `mujoco_compat` with the
+//! model's constraints (or both without, `--no-constraints`): same batch, same run; then each
+//! stage kernel's time per launch at the worlds' final states.
 //!
-//! `cargo run --release -p phyz-gpu --example stages -- MODEL.xml [--batch B --steps T --device wgpu|opengl]`
+//! `cargo run --release -p phyz-gpu --example stages -- MODEL.xml [--batch B --steps T --device wgpu|opengl --no-constraints]`
 //!
 //! Each timing ends by waiting for the device (`Stages::sync`); one untimed step first lets it
 //! compile its kernels.
@@ -15,11 +13,10 @@ use std::time::Instant;
 use clap::Parser;
 use phyz_core::contact::SolverConfig;
 use phyz_core::mjcf;
-use phyz_core::model::JointKind;
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_gpu::device::{opengl, wgpu};
-use phyz_gpu::stages::Stages;
 use phyz_gpu::stages::layout::Array;
+use phyz_gpu::stages::{Stages, Worlds};
 use rayon::prelude::*;
 
 #[derive(Parser)]
@@ -32,13 +29,16 @@ struct Args {
     /// `wgpu` (Vulkan where the machine has it: f64 on lavapipe) or `opengl` (f32).
     #[arg(long, default_value = "opengl")]
     device: String,
+    /// Both engines without the model's constraints (the smooth dynamics alone).
+    #[arg(long)]
+    no_constraints: bool,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let constrained = mjcf::load(&args.model)?;
-    let mut model = constrained.clone();
-    model.enabled.constraint = false;
+    let mut model = mjcf::load(&args.model)?;
+    model.enabled.constraint &= !args.no_constraints;
+    let config = if args.no_constraints { SolverConfig::default() } else { SolverConfig::mujoco_compat() };
     let (b, steps) = (args.batch, args.steps);
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
     let starts: Vec<_> = (0..b)
@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let clock = Instant::now();
     starts.par_iter().zip(&ctrls).try_for_each(|(start, ctrl)| {
-        let (mut contact, mut workspace) = (ContactState::new(SolverConfig::default()), Workspace::default());
+        let (mut contact, mut workspace) = (ContactState::new(config), Workspace::default());
         let mut state = start.clone();
         for _ in 0..steps {
             step_in(&model, &state, ctrl, &mut contact, &mut workspace)?;
@@ -81,14 +81,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("device ({:?}) env_steps_per_s {:.0}", stages.dtype(), rate(clock.elapsed().as_secs_f64()));
     println!("failed worlds {}", stages.failures(&worlds)?.len());
 
-    type Stage = fn(&Stages, &phyz_gpu::stages::Worlds) -> Result<(), phyz_gpu::GpuError>;
-    let launches: [(&str, Stage); 5] = [
+    type Stage = fn(&Stages, &Worlds) -> Result<(), phyz_gpu::GpuError>;
+    let mut launches: Vec<(&str, Stage)> = vec![
         ("kinematics", Stages::kinematics),
         ("mass matrix", Stages::mass_matrix),
         ("factor", Stages::factor),
         ("bias forces", Stages::bias_forces),
         ("smooth acceleration", Stages::smooth_acceleration),
     ];
+    if model.enabled.constraint {
+        launches.extend([("collision", Stages::collide as Stage), ("rows", Stages::rows), ("solve", Stages::solve_constraints)]);
+    }
     for (name, launch) in launches {
         let clock = Instant::now();
         for _ in 0..steps {
@@ -97,31 +100,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stages.sync()?;
         println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
     }
-
-    // The contact stages, at the worlds' states after the steps above, a free root lowered to
-    // a third of its starting height (the ant's and the humanoid's legs then touch the floor).
-    let contact = Stages::new(&constrained, &device)?;
-    let mut qpos = stages.read(&worlds, Array::Qpos)?;
-    if let Some(root) = constrained.joints().first().filter(|j| j.kind() == JointKind::Free) {
-        let z = root.qpos_adr() + 2;
-        qpos.iter_mut().for_each(|q| q[z] = starts[0].qpos[z] / 3.0);
+    if model.enabled.constraint {
+        let found: usize = stages.contacts(&worlds)?.iter().map(Vec::len).sum();
+        let rows: usize = stages.read_rows(&worlds)?.iter().map(|w| w.jacobian.len()).sum();
+        println!("  {found} contacts, {rows} constraint rows over {b} worlds at the last state");
     }
-    let qpos: Vec<&[f64]> = qpos.iter().map(Vec::as_slice).collect();
-    let contacting = contact.upload(b, &[(Array::Qpos, &qpos)])?;
-    contact.kinematics(&contacting)?;
-    let contact_launches: [(&str, Stage); 2] = [("collision", Stages::collide), ("rows", Stages::rows)];
-    for (name, launch) in contact_launches {
-        launch(&contact, &contacting)?;
-        contact.sync()?;
-        let clock = Instant::now();
-        for _ in 0..steps {
-            launch(&contact, &contacting)?;
-        }
-        contact.sync()?;
-        println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
-    }
-    let found: usize = contact.contacts(&contacting)?.iter().map(Vec::len).sum();
-    let rows: usize = contact.read_rows(&contacting)?.iter().map(Vec::len).sum();
-    println!("  {found} contacts, {rows} constraint rows over {b} worlds");
     Ok(())
 }

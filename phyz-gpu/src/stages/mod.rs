@@ -1,8 +1,8 @@
 //! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
-//! primitive collision into a contact pool, and the Euler and RK4 integrators so far (issue 30
-//! builds the rest of the step on them: constraint rows, the Newton solve, and the kernels'
-//! adjoints).
+//! primitive collision into a contact pool, the constraint rows with their targets and
+//! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators (issue 30 builds the
+//! kernels' adjoints on them next).
 //!
 //! The engine stays one. Each kernel transcribes one CPU stage of `phyz_core::dynamics`, in the
 //! same frames and the same order of operations, and the tests hold it to that stage. What the
