@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# phyz-gpu on whatever GPU this machine has: the device step's stages (constraints off) against
-# the CPU engine; parity with the CPU gpu_equivalent engine, and env-steps/s forward and with
+# phyz-gpu on whatever GPU this machine has: the device step's stages (with constraints, under
+# mujoco_compat) against the CPU engine; parity with the CPU gpu_equivalent engine, and env-steps/s forward and with
 # backward, on the gymnasium ant and humanoid at batch 1,024 ... 32,768 (compare docs/gpu.md:
 # MJX on an H200, 0.29 M ant, 0.10 M humanoid at 32,768).
 # One script, finished within 8 minutes: every run gets what is left of the budget, and a run
@@ -36,8 +36,8 @@ bin=${CARGO_TARGET_DIR:-target}/release/examples
 if [ ! -x "$bin/parity" ] || [ ! -x "$bin/throughput" ] || [ ! -x "$bin/stages" ]; then
     run cargo build --release -q -p phyz-gpu --example parity --example throughput --example stages || exit 1
 fi
-# The step's stages as kernels (phyz_gpu::stages; constraints off until the device has its
-# constraint stage): env-steps/s against the CPU engine, and each stage's time a launch.
+# The step's stages as kernels (phyz_gpu::stages, with constraints under mujoco_compat):
+# env-steps/s against the CPU engine, and each stage's time a launch.
 for batch in 32768 4096; do
     for model in ant humanoid; do
         run "$bin/stages" "$models/$model.xml" --batch "$batch" --steps 10 --device "$device"

@@ -90,7 +90,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("smooth acceleration", Stages::smooth_acceleration),
     ];
     if model.enabled.constraint {
-        launches.extend([("collision", Stages::collide as Stage), ("rows", Stages::rows), ("solve", Stages::solve_constraints)]);
+        launches.extend([
+            ("collision", Stages::collide as Stage),
+            ("rows", Stages::rows),
+            ("solve", Stages::solve_constraints),
+        ]);
     }
     for (name, launch) in launches {
         let clock = Instant::now();

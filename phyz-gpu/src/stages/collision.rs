@@ -15,7 +15,7 @@ use burn_cubecl::cubecl::prelude::*;
 use super::layout::{Array, header, status};
 use super::pairs::{kind, pair_float, pair_int};
 use super::real::{M3, Pose, V3, exact};
-use super::world::{World, fail, start};
+use super::world::{World, fail, fine, start};
 
 /// A contact's integers in the pool: its world, its pair, which point of the pair it is (the
 /// CPU's `Contact::feature`), and its first constraint row in its world's ([`NO_ROW`] for
@@ -93,7 +93,7 @@ pub(crate) fn collide<F: Float>(
     }
     let world = World { index: ABSOLUTE_POS % n, count: n };
     let pair = ABSOLUTE_POS / n;
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;

@@ -15,11 +15,11 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
-use super::layout::{Array, IMPRATIO, REGULARIZATION, TIMESTEP, header, status};
+use super::layout::{Array, IMPRATIO, REGULARIZATION, TIMESTEP, header};
 use super::pairs::{pair_float, pair_int};
 use super::real::exact;
 use super::rows::LIMIT_ROW;
-use super::world::{World, start};
+use super::world::{World, fine, start};
 
 /// MuJoCo's impedance bounds (`mjMINIMP`, `mjMAXIMP`), the CPU's `MIN_IMPEDANCE` and
 /// `MAX_IMPEDANCE`.
@@ -75,7 +75,7 @@ pub(crate) fn row_terms<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let n = world.count;

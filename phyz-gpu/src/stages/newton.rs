@@ -27,7 +27,7 @@ use burn_cubecl::cubecl::prelude::*;
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
 use super::real::exact;
-use super::world::{World, fail, start};
+use super::world::{World, fail, fine, start};
 
 /// A denominator or a norm below this is zero (`f64::MIN_POSITIVE`'s square root in the CPU's
 /// line search; a curvature floor there too).
@@ -105,8 +105,8 @@ fn state_at(ints: &Tensor<u32>, world: &World, #[comptime] item: usize) -> usize
 /// Whether the world is fine and its solve iterating.
 #[cube]
 fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
-    let fine = data[world.at(start(ints, comptime![Array::Status as usize]), 0)] == F::cast_from(status::FINE);
-    fine && data[state_at(ints, world, comptime![newton_item::STATE])] == F::cast_from(solve_state::ITERATING)
+    fine::<F>(ints, data, world)
+        && data[state_at(ints, world, comptime![newton_item::STATE])] == F::cast_from(solve_state::ITERATING)
 }
 
 /// The solve's start, after [`super::rows`] and the smooth stages: the free velocity `x₀`, the
@@ -128,7 +128,7 @@ pub(crate) fn newton_start<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
@@ -300,7 +300,7 @@ pub(crate) fn newton_end<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);

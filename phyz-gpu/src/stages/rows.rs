@@ -20,7 +20,7 @@ use super::constraints::{limit_float, limit_int};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{pair_float, pair_int};
 use super::real::V3;
-use super::world::{World, fail, start};
+use super::world::{World, fail, fine, start};
 
 /// The flag of a limit's row in `row_source`.
 pub const LIMIT_ROW: u32 = 1 << 31;
@@ -52,7 +52,7 @@ pub(crate) fn limit_rows<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let limits = ints[header::LIMITS];
@@ -152,7 +152,7 @@ pub(crate) fn contact_rows<F: Float>(
     }
     let world = World { index: found[contact_int::WORLD * m + c] as usize, count: worlds as usize };
     found[contact_int::ROW * m + c] = NO_ROW;
-    if data[world.at(start(ints, comptime![Array::Status as usize]), 0)] != F::cast_from(status::FINE) {
+    if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let pi = ints[header::PAIR_INTS] as usize + found[contact_int::PAIR * m + c] as usize * pair_int::LEN;

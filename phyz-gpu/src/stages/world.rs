@@ -24,6 +24,12 @@ impl World {
     }
 }
 
+/// Whether nothing has gone wrong in the world (its status is `layout::status::FINE`).
+#[cube]
+pub fn fine<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
+    data[world.at(start(ints, comptime![Array::Status as usize]), 0)] == F::cast_from(status::FINE)
+}
+
 /// Sets the world's status to `code` (`layout::status`) unless an earlier failure is there.
 #[cube]
 pub fn fail<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, #[comptime] code: u32) {
