@@ -157,13 +157,16 @@ pub mod joint {
 /// (the ratio of a contact's friction impedance to its normal one), the floor of a row's
 /// regularizer relative to its inverse weight (`SolverConfig::mujoco_compat`'s
 /// `regularization`), the solve's tolerance and the line search's (relative to it), and the
-/// scale its measures of progress take (MuJoCo's: one over the mean inertia times `nv`).
+/// scale its measures of progress take (MuJoCo's: one over the mean inertia times `nv`), and the
+/// float type's smallest positive normal number (`Stages::new` sets it and the tolerance for
+/// the type).
 pub const TIMESTEP: usize = 3;
 pub const IMPRATIO: usize = 4;
 pub const REGULARIZATION: usize = 5;
 pub const TOLERANCE: usize = 6;
 pub const LINE_TOLERANCE: usize = 7;
 pub const COST_SCALE: usize = 8;
+pub const MIN_POSITIVE: usize = 9;
 
 /// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
 pub const INERTIA: usize = 10;
@@ -253,9 +256,9 @@ pub mod status {
     pub const POOL_OVERFLOW: u32 = 4;
     /// A contact's constraint rows found its world's block of rows full.
     pub const ROW_OVERFLOW: u32 = 5;
-    /// The constraint solve did not converge within its iterations (the CPU step's
-    /// `ContactError::Unconverged`).
-    pub const UNCONVERGED: u32 = 6;
+    /// The constraint solve's Hessian was not positive definite (the CPU's
+    /// `IndefiniteHessian`).
+    pub const INDEFINITE_HESSIAN: u32 = 6;
 }
 
 impl Array {
@@ -362,7 +365,7 @@ impl Packed {
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
         let pair_ints = actuator_ints + nu * actuator_int::LEN;
-        let link_floats = COST_SCALE + 1;
+        let link_floats = MIN_POSITIVE + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
         let pair_floats = actuator_floats + nu * actuator_float::LEN;
@@ -397,7 +400,7 @@ impl Packed {
         let config = SolverConfig::mujoco_compat();
         floats.extend([model.timestep, model.contact.impratio, config.regularization]);
         let scale = 1.0 / (model.constants().weights.mean_inertia * nv.max(1) as f64);
-        floats.extend([config.tolerance, config.line_search_tolerance, scale]);
+        floats.extend([config.tolerance, config.line_search_tolerance, scale, f64::MIN_POSITIVE]);
         link_records(model, &mut ints, &mut floats);
         for k in 0..nv {
             ints.extend([tree.dof_parent[k].map_or(0, |p| p + 1), tree.dof_link[k], rows[k], rows[k + 1] - rows[k]]);
@@ -427,11 +430,19 @@ impl Packed {
         ints[header::LIMITS] = limits;
         ints[header::LIMIT_INTS] = limit_ints;
         ints[header::LIMIT_FLOATS] = limit_floats;
-        let constrained = model.enabled.constraint && (!pairs.is_empty() || limits > 0);
+        // Constrained where some pair may collide or some limit hold, or where a constraint the
+        // stages do not take is there (the step then refuses it by name).
+        let refused = unsupported_collision.is_some() || unsupported_constraints.is_some();
+        let constrained = model.enabled.constraint && (!pairs.is_empty() || limits > 0 || refused);
         ints[header::CONSTRAINED] = usize::from(constrained);
-        // The solve's rows are all unilateral but for an elliptic cone's contacts.
+        // The solve's rows are all unilateral but for an elliptic cone's contacts; MuJoCo's
+        // no-slip pass after it has no kernel.
         let elliptic = pairs.iter().any(|p| p.rows > 1) && model.contact.cone == Cone::Elliptic;
-        let unsupported_solve = elliptic.then(|| "elliptic friction cones (the model's `cone`)".to_string());
+        let unsupported_solve = if elliptic {
+            Some("elliptic friction cones (the model's `cone`)".to_string())
+        } else {
+            (model.contact.noslip.iterations > 0).then(|| "MuJoCo's no-slip pass (`noslip_iterations`)".to_string())
+        };
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
         let unsupported_step = unsupported_step(model).err();
         Ok(Packed {

@@ -144,8 +144,8 @@ pub enum Failure {
     PoolOverflow,
     /// Its contacts' constraint rows did not fit its block of rows ([`Stages::set_pool`]).
     RowOverflow,
-    /// Its constraint solve did not converge within its iterations.
-    Unconverged,
+    /// Its constraint solve's Hessian was not positive definite (the CPU's `IndefiniteHessian`).
+    IndefiniteHessian,
 }
 
 impl Worlds {
@@ -231,9 +231,13 @@ impl Stages {
         };
         let dtype = float_dtype(device).0;
         let mut packed = Packed::new(model)?;
-        // The solve's tolerance, no finer than the float type resolves.
+        // The solve's tolerance, no finer than the float type resolves, and its least positive
+        // number.
         let tolerance = &mut packed.floats[layout::TOLERANCE];
         *tolerance = tolerance.max(crate::device::epsilon(dtype));
+        if dtype != DType::F64 {
+            packed.floats[layout::MIN_POSITIVE] = f64::from(f32::MIN_POSITIVE);
+        }
         let ints = CubeBackend::int_from_data(TensorData::new(packed.ints.clone(), [packed.ints.len()]), cube);
         let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
         let floats = CubeBackend::float_from_data(floats, cube);
@@ -364,7 +368,7 @@ impl Stages {
             layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
             layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
             layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
-            layout::status::UNCONVERGED => Some(Failure::Unconverged),
+            layout::status::INDEFINITE_HESSIAN => Some(Failure::IndefiniteHessian),
             _ => None,
         };
         Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
@@ -446,7 +450,7 @@ impl Stages {
     pub fn collide(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         if let Some(what) = &self.packed.unsupported_collision {
-            return Err(GpuError::Model(format!("the collision stage has no closed form for {what}")));
+            return Err(GpuError::Model(format!("the device's contact stages do not take {what}")));
         }
         let pool = &worlds.pool;
         let client = self.device.client();
@@ -601,7 +605,9 @@ impl Stages {
     /// ([`newton`]), and the acceleration with the constraint forces into [`Array::Qacc`]. The
     /// device solves problems whose rows are all unilateral (limits, frictionless contacts, the
     /// pyramidal cone's edges): a model whose contacts have elliptic cones is refused. A world
-    /// that does not converge is failed ([`Failure::Unconverged`]).
+    /// whose solve stops short of convergence keeps its last point, as the CPU's step does
+    /// ([`Stages::stopped_short`] names it); one whose Hessian is not positive definite fails
+    /// ([`Failure::IndefiniteHessian`]).
     pub fn solve_constraints(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         if let Some(what) = &self.packed.unsupported_solve {
@@ -654,9 +660,21 @@ impl Stages {
 
     /// Whether a world's constraint solve is still iterating (one read).
     fn any_iterating(&self, worlds: &Worlds) -> Result<bool, GpuError> {
+        Ok(!self.worlds_in(worlds, newton::solve_state::ITERATING)?.is_empty())
+    }
+
+    /// The worlds whose last constraint solve stopped short of convergence (out of iterations,
+    /// or no decrease along its direction) and kept its last point, as the CPU's step does
+    /// (its `StepInfo::converged` false): one read.
+    pub fn stopped_short(&self, worlds: &Worlds) -> Result<Vec<usize>, GpuError> {
+        self.worlds_in(worlds, newton::solve_state::STOPPED)
+    }
+
+    /// The worlds whose solve is in `state` (`newton::solve_state`).
+    fn worlds_in(&self, worlds: &Worlds, state: u32) -> Result<Vec<usize>, GpuError> {
         let states = self.read(worlds, Array::Newton)?;
-        let iterating = f64::from(newton::solve_state::ITERATING);
-        Ok(states.iter().any(|s| s[newton::newton_item::STATE] == iterating))
+        let state = f64::from(state);
+        Ok((0..worlds.count).filter(|&w| states[w][newton::newton_item::STATE] == state).collect())
     }
 
     /// Each world's constraint rows, read back (four transfers): dense over the degrees of

@@ -8,8 +8,12 @@
 //! Cholesky per world), steps along `−H⁻¹ g` with MuJoCo's exact line search on the
 //! piecewise-quadratic restriction, refactorizes only when a row changed zone, and stops as the
 //! CPU does (scaled cost improvement, gradient or Newton decrement below the tolerance); a
-//! converged run ends with the full Newton step where it keeps every zone. A world that does
-//! not converge within the iterations is failed ([`status::UNCONVERGED`]).
+//! converged run ends with the full Newton step where it keeps every zone. A world that stops
+//! short of convergence (out of iterations, or no decrease along the direction) keeps its last
+//! point, as the CPU's step and MuJoCo do, and says so in its solve state
+//! ([`solve_state::STOPPED`]); a Hessian that is not positive definite fails its world
+//! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
+//! its smooth acceleration, as the CPU's step skips the solve there.
 //!
 //! Each stage of an iteration is a launch over all worlds, as MuJoCo Warp iterates: the
 //! Hessian by a unit per world and column, the factor and direction, the line search and step,
@@ -24,14 +28,9 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, TIMESTEP, TOLERANCE, header, status};
+use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
-use super::real::exact;
 use super::world::{World, fail, fine, start};
-
-/// A denominator or a norm below this is zero (`f64::MIN_POSITIVE`'s square root in the CPU's
-/// line search; a curvature floor there too).
-const TINY: f64 = 1e-30;
 
 /// The rows of a world's block the solve reads and writes, and their number.
 #[derive(CubeType, CubeTypeMut, Clone)]
@@ -82,8 +81,11 @@ pub mod newton_item {
 pub mod solve_state {
     pub const ITERATING: u32 = 0;
     pub const CONVERGED: u32 = 1;
-    /// Stopped short of convergence: no further decrease, or out of iterations.
+    /// Stopped short of convergence (no further decrease, or out of iterations): its last point
+    /// kept.
     pub const STOPPED: u32 = 2;
+    /// Not solved: the world has no rows, or had failed.
+    pub const IDLE: u32 = 3;
 }
 
 /// The block of rows of the world a unit solves.
@@ -128,17 +130,29 @@ pub(crate) fn newton_start<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
+    let state = state_at(ints, &world, comptime![newton_item::STATE]);
+    data[state] = F::cast_from(solve_state::IDLE);
     if !fine::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::ITERATING);
+    if block.rows == 0 {
+        // Nothing to solve: the smooth acceleration, as the CPU's step takes it.
+        let (qacc, smooth) =
+            (start(ints, comptime![Array::Qacc as usize]), start(ints, comptime![Array::SmoothAcceleration as usize]));
+        for d in 0..block.nv {
+            data[world.at(qacc, d)] = data[world.at(smooth, d)];
+        }
+        terminate!();
+    }
     data[state_at(ints, &world, comptime![newton_item::ITERATIONS])] = F::new(0.0);
     data[state_at(ints, &world, comptime![newton_item::IMPROVEMENT])] = F::new(0.0);
     data[state_at(ints, &world, comptime![newton_item::CHANGED])] = F::new(1.0);
     if !free_velocity::<F>(ints, floats, data, &block) {
         fail::<F>(ints, data, &world, comptime![status::SINGULAR_MASS]);
+        terminate!();
     }
+    data[state] = F::cast_from(solve_state::ITERATING);
     let (x, free) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Free as usize]));
     let (moved, mass_moved) =
         (start(ints, comptime![Array::Moved as usize]), start(ints, comptime![Array::MassMoved as usize]));
@@ -229,9 +243,12 @@ pub(crate) fn newton_direction<F: Float>(
         converged = decreased || gradient < tolerance || decrement < tolerance;
     }
     let spent = iterations >= F::cast_from(ints[header::NEWTON_ITERATIONS]);
-    if converged && factored {
+    if !factored {
+        fail::<F>(ints, data, &world, comptime![status::INDEFINITE_HESSIAN]);
+        data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::IDLE);
+    } else if converged {
         data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::CONVERGED);
-    } else if spent || !factored {
+    } else if spent {
         data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::STOPPED);
     }
 }
@@ -280,9 +297,9 @@ pub(crate) fn newton_line<F: Float>(
     }
 }
 
-/// The solve's end: a converged world's last full Newton step where it keeps every zone, and its
-/// acceleration with the constraint forces into [`Array::Qacc`]; a world that did not converge
-/// is failed ([`status::UNCONVERGED`]).
+/// The solve's end: a converged world's last full Newton step where it keeps every zone, and the
+/// acceleration with the constraint forces of every world solved (converged or stopped short)
+/// into [`Array::Qacc`].
 #[cube(launch_unchecked)]
 pub(crate) fn newton_end<F: Float>(
     ints: &Tensor<u32>,
@@ -300,16 +317,15 @@ pub(crate) fn newton_end<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if !fine::<F>(ints, data, &world) {
+    let state = data[state_at(ints, &world, comptime![newton_item::STATE])];
+    if !fine::<F>(ints, data, &world) || state == F::cast_from(solve_state::IDLE) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    if data[state_at(ints, &world, comptime![newton_item::STATE])] == F::cast_from(solve_state::CONVERGED) {
+    if state == F::cast_from(solve_state::CONVERGED) {
         finish::<F>(ints, data, jacobian, target, regularizer, jar, &block);
-        acceleration::<F>(ints, floats, data, &block);
-    } else {
-        fail::<F>(ints, data, &world, comptime![status::UNCONVERGED]);
     }
+    acceleration::<F>(ints, floats, data, &block);
 }
 
 /// Entry `(i, j)`, `i ≥ j`, of the bare mass matrix: in row `i` of the tree where `j` is `i` or
@@ -583,19 +599,29 @@ pub struct Stop<F: Float> {
     pub improvement: F,
 }
 
+/// The line a search runs along: the Gauss term's `linear = sᵀ M (x − x₀)` and
+/// `quadratic = sᵀ M s`, and the float type's smallest positive number (the floor of a
+/// sample's curvature, as the CPU's `f64::MIN_POSITIVE`).
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+pub struct Line<F: Float> {
+    pub linear: F,
+    pub quadratic: F,
+    pub floor: F,
+}
+
 /// The cost along the line `x + α s`, relative to `α = 0`, with its slope and curvature: the
-/// Gauss term's `linear = sᵀ M (x − x₀)`, `quadratic = sᵀ M s`, and each row's `½ D (jar + α Js)²`
-/// while pressed (`newton::Line::at`).
+/// Gauss term and each row's `½ D (jar + α Js)²` while pressed (`newton::Line::at`).
 #[cube]
 fn sample<F: Float>(
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     direction: &mut Tensor<F>,
     block: &Block,
-    gauss: &Sample<F>,
+    line: &Line<F>,
     alpha: F,
 ) -> Sample<F> {
-    let (linear, quadratic) = (gauss.slope, gauss.curvature);
+    let (linear, quadratic) = (line.linear, line.quadratic);
     let half = F::new(0.5);
     let mut out = Sample::<F> {
         alpha,
@@ -637,11 +663,11 @@ fn newton_sample<F: Float>(
     jar: &mut Tensor<F>,
     direction: &mut Tensor<F>,
     block: &Block,
-    gauss: &Sample<F>,
+    line: &Line<F>,
     s: &Sample<F>,
 ) -> Sample<F> {
-    let alpha = s.alpha - s.slope / F::max(s.curvature, exact::<F>(TINY));
-    sample::<F>(regularizer, jar, direction, block, gauss, alpha)
+    let alpha = s.alpha - s.slope / F::max(s.curvature, line.floor);
+    sample::<F>(regularizer, jar, direction, block, line, alpha)
 }
 
 /// MuJoCo's exact line search along [`Array::Search`] (`newton::line_search`): Newton steps on
@@ -665,7 +691,7 @@ fn line_search<F: Float>(
     let mass_search = start(ints, comptime![Array::MassSearch as usize]);
     let norm = norm::<F>(ints, data, block, comptime![Array::Search as usize]);
     let mut stop = Stop::<F> { alpha: F::new(0.0), improvement: F::new(0.0) };
-    if norm >= exact::<F>(TINY) {
+    if norm >= F::sqrt(floats[MIN_POSITIVE]) {
         let dt = floats[TIMESTEP];
         let gtol = floats[TOLERANCE] * floats[LINE_TOLERANCE] * norm * dt / floats[COST_SCALE];
         for r in 0..block.rows {
@@ -682,8 +708,8 @@ fn line_search<F: Float>(
             linear += data[world.at(mass_search, d)] * data[world.at(moved, d)];
             quadratic += data[world.at(search, d)] * data[world.at(mass_search, d)];
         }
-        let gauss = Sample::<F> { alpha: F::new(0.0), cost: F::new(0.0), slope: linear, curvature: quadratic };
-        stop = search_line::<F>(ints, regularizer, jar, direction, block, &gauss, gtol);
+        let line = Line::<F> { linear, quadratic, floor: floats[MIN_POSITIVE] };
+        stop = search_line::<F>(ints, regularizer, jar, direction, block, &line, gtol);
     }
     stop
 }
@@ -696,12 +722,12 @@ fn search_line<F: Float>(
     jar: &mut Tensor<F>,
     direction: &mut Tensor<F>,
     block: &Block,
-    gauss: &Sample<F>,
+    line: &Line<F>,
     gtol: F,
 ) -> Stop<F> {
     let mut left = ints[header::LINE_ITERATIONS];
-    let p0 = sample::<F>(regularizer, jar, direction, block, gauss, F::new(0.0));
-    let mut p1 = newton_sample::<F>(regularizer, jar, direction, block, gauss, &p0);
+    let p0 = sample::<F>(regularizer, jar, direction, block, line, F::new(0.0));
+    let mut p1 = newton_sample::<F>(regularizer, jar, direction, block, line, &p0);
     left = spend(left, 2u32);
     let mut done = F::abs(p1.slope) < gtol && (p1.alpha == F::new(0.0) || p1.cost < F::new(0.0));
     let mut stop = Stop::<F> { alpha: p1.alpha, improvement: -p1.cost };
@@ -713,7 +739,7 @@ fn search_line<F: Float>(
     let mut p2 = p0.clone();
     while !done && p1.slope * sign <= -gtol && left > 0 {
         copy_sample::<F>(&mut p2, &p1);
-        let next = newton_sample::<F>(regularizer, jar, direction, block, gauss, &p1);
+        let next = newton_sample::<F>(regularizer, jar, direction, block, line, &p1);
         copy_sample::<F>(&mut p1, &next);
         left = spend(left, 1u32);
         if F::abs(p1.slope) < gtol && p1.cost < F::new(0.0) {
@@ -723,7 +749,7 @@ fn search_line<F: Float>(
     }
     if !done && left > 0 {
         let ends = Sample::<F> { alpha: p2.alpha, cost: p2.cost, slope: p2.slope, curvature: p2.curvature };
-        stop = bracketed::<F>(regularizer, jar, direction, block, gauss, &p0, p1, ends, gtol, left);
+        stop = bracketed::<F>(regularizer, jar, direction, block, line, &p0, p1, ends, gtol, left);
     }
     stop
 }
@@ -748,7 +774,7 @@ fn bracketed<F: Float>(
     jar: &mut Tensor<F>,
     direction: &mut Tensor<F>,
     block: &Block,
-    gauss: &Sample<F>,
+    line: &Line<F>,
     p0: &Sample<F>,
     first: Sample<F>,
     second: Sample<F>,
@@ -757,13 +783,13 @@ fn bracketed<F: Float>(
 ) -> Stop<F> {
     let mut p1 = first;
     let mut p2 = second;
-    let mut p1_next = newton_sample::<F>(regularizer, jar, direction, block, gauss, &p1);
+    let mut p1_next = newton_sample::<F>(regularizer, jar, direction, block, line, &p1);
     let mut p2_next = p1.clone();
     let mut left = spend(budget, 1u32);
     let mut done = false;
     let mut stop = Stop::<F> { alpha: F::new(0.0), improvement: F::new(0.0) };
     while !done && left > 0 {
-        let middle = sample::<F>(regularizer, jar, direction, block, gauss, F::new(0.5) * (p1.alpha + p2.alpha));
+        let middle = sample::<F>(regularizer, jar, direction, block, line, F::new(0.5) * (p1.alpha + p2.alpha));
         left = spend(left, 1u32);
         let (flat, best) = flattest::<F>(&p1_next, &p2_next, &middle, gtol);
         if flat {
@@ -779,13 +805,13 @@ fn bracketed<F: Float>(
             }
             if moves1 {
                 copy_sample::<F>(&mut p1, &to1);
-                let next = newton_sample::<F>(regularizer, jar, direction, block, gauss, &p1);
+                let next = newton_sample::<F>(regularizer, jar, direction, block, line, &p1);
                 copy_sample::<F>(&mut p1_next, &next);
                 left = spend(left, 1u32);
             }
             if moves2 {
                 copy_sample::<F>(&mut p2, &to2);
-                let next = newton_sample::<F>(regularizer, jar, direction, block, gauss, &p2);
+                let next = newton_sample::<F>(regularizer, jar, direction, block, line, &p2);
                 copy_sample::<F>(&mut p2_next, &next);
                 left = spend(left, 1u32);
             }
@@ -929,29 +955,27 @@ fn finish<F: Float>(
 
 /// The world's acceleration into [`Array::Qacc`]: `qacc_smooth` plus the velocity change over
 /// the step, `(x − x₀)/dt`; under MuJoCo's split the bare mass matrix's impulse `M (x − x₀)`
-/// through the damped factor, over `dt`.
+/// through the damped factor, over `dt` ([`Array::Trial`] and [`Array::TrialGradient`] its
+/// scratch).
 #[cube]
 fn acceleration<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, block: &Block) {
     let world = &block.world;
-    let (x, free, vector) = (
-        start(ints, comptime![Array::Solution as usize]),
-        start(ints, comptime![Array::Free as usize]),
-        start(ints, comptime![Array::Vector as usize]),
-    );
-    let (trial, qacc) = (start(ints, comptime![Array::Trial as usize]), start(ints, comptime![Array::Qacc as usize]));
-    let smooth = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    let (x, free) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Free as usize]));
+    let (trial, impulse) =
+        (start(ints, comptime![Array::Trial as usize]), start(ints, comptime![Array::TrialGradient as usize]));
+    let (qacc, smooth) =
+        (start(ints, comptime![Array::Qacc as usize]), start(ints, comptime![Array::SmoothAcceleration as usize]));
     for d in 0..block.nv {
-        data[world.at(vector, d)] = data[world.at(x, d)] - data[world.at(free, d)];
+        data[world.at(trial, d)] = data[world.at(x, d)] - data[world.at(free, d)];
     }
+    let mut change = trial;
     if ints[header::SPLIT] == 1 {
-        mass_times::<F>(ints, data, block, vector, trial);
-        for d in 0..block.nv {
-            data[world.at(vector, d)] = data[world.at(trial, d)];
-        }
-        solve_in_place::<F>(ints, data, world, vector);
+        mass_times::<F>(ints, data, block, trial, impulse);
+        solve_in_place::<F>(ints, data, world, impulse);
+        change = impulse;
     }
     let rate = F::new(1.0) / floats[TIMESTEP];
     for d in 0..block.nv {
-        data[world.at(qacc, d)] = rate * data[world.at(vector, d)] + data[world.at(smooth, d)];
+        data[world.at(qacc, d)] = rate * data[world.at(change, d)] + data[world.at(smooth, d)];
     }
 }

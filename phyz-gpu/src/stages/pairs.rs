@@ -142,8 +142,9 @@ fn rows_of(condim: u8, cone: Cone) -> usize {
     }
 }
 
-/// Appends the record of geoms `g` (`g[0]` the lower index), or nothing for two planes
-/// (MuJoCo tests none); `Err` for a pair without a closed form here.
+/// Appends the record of geoms `g` touching with `material`, or nothing for two planes or height
+/// fields (MuJoCo tests none); `Err` for a pair without a closed form here, or whose `solimp`
+/// the device cannot raise.
 fn push(
     model: &Model<f64>,
     [g1, g2]: [&Entry; 2],
@@ -154,7 +155,8 @@ fn push(
     use Shape::*;
     // Which geom the closed form takes first, its kind, and how many contacts it makes.
     let (first, second, code, points) = match (&g1.geom.shape, &g2.geom.shape) {
-        (Plane, Plane) => return Ok(()),
+        // As MuJoCo: a height field meets neither a plane nor another height field.
+        (Plane | HeightField { .. }, Plane | HeightField { .. }) => return Ok(()),
         (Plane, Sphere { .. }) => (g1, g2, kind::PLANE_SPHERE, 1),
         (Sphere { .. }, Plane) => (g2, g1, kind::PLANE_SPHERE, 1),
         (Plane, Capsule { .. }) => (g1, g2, kind::PLANE_CAPSULE, 2),
@@ -186,7 +188,9 @@ fn push(
     let movable = tree.body_last_dof[g1.body] != tree.body_last_dof[g2.body];
     let rows = if movable { rows_of(condim, model.contact.cone) } else { 0 };
     let pyramid = condim > 1 && model.contact.cone == Cone::Pyramidal;
-    let flipped = oriented[0].index != first.index;
+    // Turned round where MuJoCo's first geom is on another body than the one tested first (the
+    // CPU's `anchor.bodies()[0] != first.body`).
+    let flipped = oriented[0].body != first.body;
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
     ints.push(usize::from(pyramid));
     for g in [first, second] {
