@@ -119,36 +119,36 @@ pub(crate) fn row_terms<F: Float>(
                 solimp: pf + pair_float::SOLIMP,
                 weight: pf + pair_float::WEIGHT,
             };
-            let mu = floats[pf + pair_float::FRICTION];
             if ints[pi + pair_int::PYRAMID] == 1 || rows == 1 {
-                // A frictionless contact's normal row, or the pyramid's edges.
-                let edges = rows > 1;
-                for e in 0..rows {
-                    let v = pre_step::<F>(ints, data, jacobian, &world, r + e);
-                    let terms = unilateral::<F>(floats, &material, depth, v);
-                    let mut regularizer_e = terms.regularizer;
-                    if edges {
-                        let scaled = regularizer_e * (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu;
-                        regularizer_e = scaled / floats[IMPRATIO];
-                    }
-                    store::<F>(target, regularizer, &world, r + e, terms.target, regularizer_e);
-                }
+                edge_terms::<F>(
+                    ints,
+                    floats,
+                    data,
+                    jacobian,
+                    target,
+                    regularizer,
+                    &world,
+                    r,
+                    rows,
+                    pf,
+                    depth,
+                    &material,
+                );
             } else {
-                let v = pre_step::<F>(ints, data, jacobian, &world, r);
-                let terms = unilateral::<F>(floats, &material, depth, v);
-                store::<F>(target, regularizer, &world, r, terms.target, terms.regularizer);
-                let sliding = terms.regularizer / floats[IMPRATIO];
-                let reference = F::new(1.0) - floats[TIMESTEP] * friction_damping::<F>(floats, pf, terms.damping);
-                for k in 1..rows {
-                    let f = floats[pf + pair_float::FRICTION + (k - 1) as usize];
-                    let mut regularizer_k = sliding;
-                    if k > 2 {
-                        // MuJoCo's `R_k f_k² = R_1 μ²` on the spin and roll rows.
-                        regularizer_k = sliding * mu * mu / (f * f);
-                    }
-                    let v_k = pre_step::<F>(ints, data, jacobian, &world, r + k);
-                    store::<F>(target, regularizer, &world, r + k, v_k * reference, regularizer_k);
-                }
+                cone_terms::<F>(
+                    ints,
+                    floats,
+                    data,
+                    jacobian,
+                    target,
+                    regularizer,
+                    &world,
+                    r,
+                    rows,
+                    pf,
+                    depth,
+                    &material,
+                );
             }
             r += rows;
         }
@@ -303,4 +303,70 @@ fn whole_power<F: Float>(x: F, p: u32) -> F {
         out *= x;
     }
     out
+}
+
+/// The terms of a frictionless contact's normal row, or of the pyramid's edges (rows `r` on,
+/// `rows` of them), of the pair whose floats start at `pf`.
+#[cube]
+fn edge_terms<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    target: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    world: &World,
+    r: u32,
+    rows: u32,
+    pf: usize,
+    depth: F,
+    material: &Material,
+) {
+    let mu = floats[pf + pair_float::FRICTION];
+    for e in 0..rows {
+        let v = pre_step::<F>(ints, data, jacobian, world, r + e);
+        let terms = unilateral::<F>(floats, material, depth, v);
+        let mut regularizer_e = terms.regularizer;
+        if rows > 1 {
+            // Each edge's matches the elliptic cone's friction impedance (the CPU's `set_rows`).
+            let scaled = regularizer_e * (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu;
+            regularizer_e = scaled / floats[IMPRATIO];
+        }
+        store::<F>(target, regularizer, world, r + e, terms.target, regularizer_e);
+    }
+}
+
+/// The terms of an elliptic cone's rows (rows `r` on, `rows` of them): its normal row's, then
+/// its friction rows' at the normal's regularizer over `impratio` (MuJoCo's `R_k f_k² = R_1 μ²`
+/// on the spin and roll rows), each targeting its pre-step velocity damped by `1 − dt B_f`.
+#[cube]
+fn cone_terms<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    target: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    world: &World,
+    r: u32,
+    rows: u32,
+    pf: usize,
+    depth: F,
+    material: &Material,
+) {
+    let mu = floats[pf + pair_float::FRICTION];
+    let v = pre_step::<F>(ints, data, jacobian, world, r);
+    let terms = unilateral::<F>(floats, material, depth, v);
+    store::<F>(target, regularizer, world, r, terms.target, terms.regularizer);
+    let sliding = terms.regularizer / floats[IMPRATIO];
+    let reference = F::new(1.0) - floats[TIMESTEP] * friction_damping::<F>(floats, pf, terms.damping);
+    for k in 1..rows {
+        let f = floats[pf + pair_float::FRICTION + (k - 1) as usize];
+        let mut regularizer_k = sliding;
+        if k > 2 {
+            regularizer_k = sliding * mu * mu / (f * f);
+        }
+        let v_k = pre_step::<F>(ints, data, jacobian, world, r + k);
+        store::<F>(target, regularizer, world, r + k, v_k * reference, regularizer_k);
+    }
 }

@@ -364,11 +364,9 @@ impl Packed {
         let link_ints = header::ARRAYS + arrays.len();
         let dof_ints = link_ints + nlink * link_int::LEN;
         let actuator_ints = dof_ints + nv * dof_int::LEN;
-        let pair_ints = actuator_ints + nu * actuator_int::LEN;
         let link_floats = MIN_POSITIVE + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
-        let pair_floats = actuator_floats + nu * actuator_float::LEN;
         let config_iterations = {
             let config = SolverConfig::mujoco_compat();
             (config.max_iterations, config.line_search_iterations)
@@ -385,8 +383,8 @@ impl Packed {
             actuator_floats,
             model.nq(),
             0,
-            pair_ints,
-            pair_floats,
+            0,
+            0,
             0,
             0,
             0,
@@ -409,40 +407,7 @@ impl Packed {
         if nu > 0 {
             actuator_records(model, &mut ints, &mut floats);
         }
-        let (pairs, unsupported_collision) = match pairs::pack(model, &mut ints, &mut floats) {
-            Ok(pairs) => (pairs, None),
-            Err(what) => {
-                ints.truncate(pair_ints);
-                floats.truncate(pair_floats);
-                (Vec::new(), Some(what))
-            }
-        };
-        ints[header::PAIRS] = pairs.len();
-        let (limit_ints, limit_floats) = (ints.len(), floats.len());
-        let (limits, unsupported_constraints) = match constraints::pack(model, &mut ints, &mut floats) {
-            Ok(limits) => (limits, None),
-            Err(what) => {
-                ints.truncate(limit_ints);
-                floats.truncate(limit_floats);
-                (0, Some(what))
-            }
-        };
-        ints[header::LIMITS] = limits;
-        ints[header::LIMIT_INTS] = limit_ints;
-        ints[header::LIMIT_FLOATS] = limit_floats;
-        // Constrained where some pair may collide or some limit hold, or where a constraint the
-        // stages do not take is there (the step then refuses it by name).
-        let refused = unsupported_collision.is_some() || unsupported_constraints.is_some();
-        let constrained = model.enabled.constraint && (!pairs.is_empty() || limits > 0 || refused);
-        ints[header::CONSTRAINED] = usize::from(constrained);
-        // The solve's rows are all unilateral but for an elliptic cone's contacts; MuJoCo's
-        // no-slip pass after it has no kernel.
-        let elliptic = pairs.iter().any(|p| p.rows > 1) && model.contact.cone == Cone::Elliptic;
-        let unsupported_solve = if elliptic {
-            Some("elliptic friction cones (the model's `cone`)".to_string())
-        } else {
-            (model.contact.noslip.iterations > 0).then(|| "MuJoCo's no-slip pass (`noslip_iterations`)".to_string())
-        };
+        let constraints = Constraints::pack(model, &mut ints, &mut floats);
         let ints = ints.into_iter().map(|x| u32::try_from(x).map_err(|_| too_large())).collect::<Result<_, _>>()?;
         let unsupported_step = unsupported_step(model).err();
         Ok(Packed {
@@ -452,13 +417,13 @@ impl Packed {
             items,
             unsupported_forces,
             unsupported_step,
-            pairs,
-            unsupported_collision,
-            limits,
-            unsupported_constraints,
-            unsupported_solve,
+            pairs: constraints.pairs,
+            unsupported_collision: constraints.unsupported_collision,
+            limits: constraints.limits,
+            unsupported_constraints: constraints.unsupported_constraints,
+            unsupported_solve: constraints.unsupported_solve,
             newton_iterations: config_iterations.0,
-            constrained,
+            constrained: constraints.constrained,
             integrator: model.integrator,
         })
     }
@@ -471,6 +436,66 @@ impl Packed {
     /// Where `array` starts among a world's items, and its length.
     pub fn array(&self, array: Array) -> (usize, usize) {
         self.arrays[array.index()]
+    }
+}
+
+/// The records of the constraint stages (the candidate pairs of geoms, the limits) and what the
+/// stages take of the model.
+struct Constraints {
+    pairs: Vec<Pair>,
+    unsupported_collision: Option<String>,
+    limits: usize,
+    unsupported_constraints: Option<String>,
+    unsupported_solve: Option<String>,
+    constrained: bool,
+}
+
+impl Constraints {
+    /// The pairs' and limits' records appended to `ints` and `floats` (none of a kind the stages
+    /// refuse), their counts and starts written into the header.
+    fn pack(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) -> Constraints {
+        let (pair_ints, pair_floats) = (ints.len(), floats.len());
+        let (pairs, unsupported_collision) = match pairs::pack(model, ints, floats) {
+            Ok(pairs) => (pairs, None),
+            Err(what) => {
+                ints.truncate(pair_ints);
+                floats.truncate(pair_floats);
+                (Vec::new(), Some(what))
+            }
+        };
+        let (limit_ints, limit_floats) = (ints.len(), floats.len());
+        let (limits, unsupported_constraints) = match constraints::pack(model, ints, floats) {
+            Ok(limits) => (limits, None),
+            Err(what) => {
+                ints.truncate(limit_ints);
+                floats.truncate(limit_floats);
+                (0, Some(what))
+            }
+        };
+        // Constrained where some pair may collide or some limit hold, or where a constraint the
+        // stages do not take is there (the step then refuses it by name).
+        let refused = unsupported_collision.is_some() || unsupported_constraints.is_some();
+        let constrained = model.enabled.constraint && (!pairs.is_empty() || limits > 0 || refused);
+        for (at, value) in [
+            (header::PAIRS, pairs.len()),
+            (header::PAIR_INTS, pair_ints),
+            (header::PAIR_FLOATS, pair_floats),
+            (header::LIMITS, limits),
+            (header::LIMIT_INTS, limit_ints),
+            (header::LIMIT_FLOATS, limit_floats),
+            (header::CONSTRAINED, usize::from(constrained)),
+        ] {
+            ints[at] = value;
+        }
+        // The solve's rows are all unilateral but for an elliptic cone's contacts; MuJoCo's
+        // no-slip pass after it has no kernel.
+        let elliptic = pairs.iter().any(|p| p.rows > 1) && model.contact.cone == Cone::Elliptic;
+        let unsupported_solve = if elliptic {
+            Some("elliptic friction cones (the model's `cone`)".to_string())
+        } else {
+            (model.contact.noslip.iterations > 0).then(|| "MuJoCo's no-slip pass (`noslip_iterations`)".to_string())
+        };
+        Constraints { pairs, unsupported_collision, limits, unsupported_constraints, unsupported_solve, constrained }
     }
 }
 

@@ -183,6 +183,17 @@ macro_rules! launch_stage {
     }};
 }
 
+/// [`launch_stage!`] over `$units` units in the stages' float type, with tensor arguments
+/// (`$pre` before the worlds' data, `$post` after their count).
+macro_rules! launch_typed {
+    ($stages:expr, $worlds:expr, $units:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
+        match $stages.dtype {
+            DType::F64 => launch_stage!($stages, $worlds, $units, $($kernel)::+, f64, [$($pre),*], [$($post),*]),
+            _ => launch_stage!($stages, $worlds, $units, $($kernel)::+, f32, [$($pre),*], [$($post),*]),
+        }
+    };
+}
+
 /// [`launch_stage!`] in the stages' float type: with the model's floats (`floats`) or not,
 /// and with runtime float scalars after the count.
 macro_rules! dispatch_stage {
@@ -472,28 +483,7 @@ impl Stages {
         let found = pool.found.clone().into_tensor_arg();
         let geometry = pool.geometry.clone().into_tensor_arg();
         let capacity = pool.capacity as u32;
-        match self.dtype {
-            DType::F64 => {
-                launch_stage!(
-                    self,
-                    worlds,
-                    units,
-                    collision::collide,
-                    f64,
-                    [floats],
-                    [counter, found, geometry, capacity]
-                )
-            }
-            _ => launch_stage!(
-                self,
-                worlds,
-                units,
-                collision::collide,
-                f32,
-                [floats],
-                [counter, found, geometry, capacity]
-            ),
-        }
+        launch_typed!(self, worlds, units, collision::collide, [floats], [counter, found, geometry, capacity]);
         Ok(())
     }
 
@@ -529,74 +519,40 @@ impl Stages {
         let per_world = rows.per_world as u32;
         if self.packed.limits > 0 {
             let [counts, jacobian, source] = block();
-            match self.dtype {
-                DType::F64 => {
-                    launch_stage!(
-                        self,
-                        worlds,
-                        rows::limit_rows,
-                        f64,
-                        [floats()],
-                        [counts, jacobian, source, per_world]
-                    )
-                }
-                _ => launch_stage!(
-                    self,
-                    worlds,
-                    rows::limit_rows,
-                    f32,
-                    [floats()],
-                    [counts, jacobian, source, per_world]
-                ),
-            }
+            launch_typed!(
+                self,
+                worlds,
+                worlds.count,
+                rows::limit_rows,
+                [floats()],
+                [counts, jacobian, source, per_world]
+            );
         }
         let pool_args = || [&pool.counter, &pool.found, &pool.geometry].map(|t| t.clone().into_tensor_arg());
         let capacity = pool.capacity as u32;
         if pool.capacity > 0 {
             let [counter, found, geometry] = pool_args();
             let [counts, jacobian, source] = block();
-            match self.dtype {
-                DType::F64 => launch_stage!(
-                    self,
-                    worlds,
-                    pool.capacity,
-                    rows::contact_rows,
-                    f64,
-                    [floats()],
-                    [counter, found, geometry, capacity, counts, jacobian, source, per_world]
-                ),
-                _ => launch_stage!(
-                    self,
-                    worlds,
-                    pool.capacity,
-                    rows::contact_rows,
-                    f32,
-                    [floats()],
-                    [counter, found, geometry, capacity, counts, jacobian, source, per_world]
-                ),
-            }
+            launch_typed!(
+                self,
+                worlds,
+                pool.capacity,
+                rows::contact_rows,
+                [floats()],
+                [counter, found, geometry, capacity, counts, jacobian, source, per_world]
+            );
         }
         let [_, found, geometry] = pool_args();
         let [counts, jacobian, source] = block();
         let [target, regularizer] = [&rows.target, &rows.regularizer].map(|t| t.clone().into_tensor_arg());
-        match self.dtype {
-            DType::F64 => launch_stage!(
-                self,
-                worlds,
-                impedance::row_terms,
-                f64,
-                [floats()],
-                [found, geometry, capacity, counts, jacobian, source, per_world, target, regularizer]
-            ),
-            _ => launch_stage!(
-                self,
-                worlds,
-                impedance::row_terms,
-                f32,
-                [floats()],
-                [found, geometry, capacity, counts, jacobian, source, per_world, target, regularizer]
-            ),
-        }
+        launch_typed!(
+            self,
+            worlds,
+            worlds.count,
+            impedance::row_terms,
+            [floats()],
+            [found, geometry, capacity, counts, jacobian, source, per_world, target, regularizer]
+        );
         Ok(())
     }
 
@@ -620,24 +576,30 @@ impl Stages {
         let per_world = rows.per_world as u32;
         let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
         let floats = || self.floats.clone().into_tensor_arg();
-        macro_rules! solve_launch {
-            ($units:expr, $kernel:ident, [$($pre:expr),*], [$($post:expr),*]) => {
-                match self.dtype {
-                    DType::F64 => launch_stage!(self, worlds, $units, newton::$kernel, f64, [$($pre),*], [$($post),*]),
-                    _ => launch_stage!(self, worlds, $units, newton::$kernel, f32, [$($pre),*], [$($post),*]),
-                }
-            };
-        }
         let n = worlds.count;
         let hessian = || {
             let block = [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
             let [counts, jacobian, regularizer, jar] = block;
-            solve_launch!(n * self.packed.nv(), newton_hessian, [], [counts, jacobian, regularizer, jar, per_world]);
+            launch_typed!(
+                self,
+                worlds,
+                n * self.packed.nv(),
+                newton::newton_hessian,
+                [],
+                [counts, jacobian, regularizer, jar, per_world]
+            );
         };
-        let direction = || solve_launch!(n, newton_direction, [floats()], []);
+        let direction = || launch_typed!(self, worlds, n, newton::newton_direction, [floats()], []);
         let [counts, jacobian, target, regularizer, jar] =
             [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
-        solve_launch!(n, newton_start, [floats()], [counts, jacobian, target, regularizer, jar, per_world]);
+        launch_typed!(
+            self,
+            worlds,
+            n,
+            newton::newton_start,
+            [floats()],
+            [counts, jacobian, target, regularizer, jar, per_world]
+        );
         hessian();
         direction();
         // The iterations, until no world iterates (read every few: each read waits for the
@@ -645,7 +607,14 @@ impl Stages {
         for iteration in 1..=self.packed.newton_iterations {
             let [counts, jacobian, regularizer, jar, line] =
                 [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
-            solve_launch!(n, newton_line, [floats()], [counts, jacobian, regularizer, jar, line, per_world]);
+            launch_typed!(
+                self,
+                worlds,
+                n,
+                newton::newton_line,
+                [floats()],
+                [counts, jacobian, regularizer, jar, line, per_world]
+            );
             hessian();
             direction();
             if iteration % SOLVE_CHECK == 0 && !self.any_iterating(worlds)? {
@@ -654,7 +623,14 @@ impl Stages {
         }
         let [counts, jacobian, target, regularizer, jar] =
             [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
-        solve_launch!(n, newton_end, [floats()], [counts, jacobian, target, regularizer, jar, per_world]);
+        launch_typed!(
+            self,
+            worlds,
+            n,
+            newton::newton_end,
+            [floats()],
+            [counts, jacobian, target, regularizer, jar, per_world]
+        );
         Ok(())
     }
 

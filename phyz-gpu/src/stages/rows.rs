@@ -178,54 +178,10 @@ pub(crate) fn contact_rows<F: Float>(
                 a = ints[pi + pair_int::LINK2];
                 b = ints[pi + pair_int::LINK1];
             }
-            let pyramid = ints[pi + pair_int::PYRAMID] == 1;
             for r in 0..rows {
                 let row = (first + r) as usize;
                 row_source[row * world.count + world.index] = c as u32;
-                // Which rows of the frame this one combines: the elliptic cone's own row r
-                // (normal, tangents, then spin and rolls); the pyramid's edge r, the normal
-                // plus or minus friction row r / 2 times its coefficient.
-                let mut primary = r;
-                let mut secondary = r;
-                let mut coefficient = F::new(0.0);
-                if pyramid {
-                    primary = 0u32;
-                    secondary = r / 2 + 1;
-                    coefficient = floats[pf + pair_float::FRICTION + (r / 2) as usize];
-                    if r % 2 == 1 {
-                        coefficient = -coefficient;
-                    }
-                }
-                let at = row * ints[header::DOFS] as usize;
-                for d in 0..ints[header::DOFS] as usize {
-                    jacobian[(at + d) * world.count + world.index] = F::new(0.0);
-                }
-                add_chain::<F>(
-                    ints,
-                    data,
-                    jacobian,
-                    &world,
-                    &frame,
-                    b,
-                    at,
-                    primary,
-                    secondary,
-                    coefficient,
-                    F::new(1.0),
-                );
-                add_chain::<F>(
-                    ints,
-                    data,
-                    jacobian,
-                    &world,
-                    &frame,
-                    a,
-                    at,
-                    primary,
-                    secondary,
-                    coefficient,
-                    F::new(-1.0),
-                );
+                contact_row::<F>(ints, floats, data, jacobian, &world, &frame, a, b, pi, pf, r, row);
             }
         }
     }
@@ -292,4 +248,43 @@ fn along<F: Float>(frame: &Frame<F>, row: u32, lin: &V3<F>, ang: &V3<F>) -> F {
         direction = frame.t2.clone();
     }
     direction.dot(&v)
+}
+
+/// Row `r` of a contact (of the pair whose integers and floats start at `pi`, `pf`) at row
+/// `row` of its world's block: the second body's velocity at the contact point less the first's
+/// along the elliptic cone's frame row `r` (normal, tangents, then spin and rolls), or along the
+/// pyramid's edge `r`, the normal plus or minus friction row `r / 2 + 1` times its coefficient.
+#[cube]
+fn contact_row<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    world: &World,
+    frame: &Frame<F>,
+    first: u32,
+    second: u32,
+    pi: usize,
+    pf: usize,
+    r: u32,
+    row: usize,
+) {
+    let mut primary = r;
+    let mut secondary = r;
+    let mut coefficient = F::new(0.0);
+    if ints[pi + pair_int::PYRAMID] == 1 {
+        primary = 0u32;
+        secondary = r / 2 + 1;
+        coefficient = floats[pf + pair_float::FRICTION + (r / 2) as usize];
+        if r % 2 == 1 {
+            coefficient = -coefficient;
+        }
+    }
+    let at = row * ints[header::DOFS] as usize;
+    for d in 0..ints[header::DOFS] as usize {
+        jacobian[(at + d) * world.count + world.index] = F::new(0.0);
+    }
+    let one = F::new(1.0);
+    add_chain::<F>(ints, data, jacobian, world, frame, second, at, primary, secondary, coefficient, one);
+    add_chain::<F>(ints, data, jacobian, world, frame, first, at, primary, secondary, coefficient, -one);
 }
