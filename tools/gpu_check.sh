@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # phyz-gpu on whatever GPU this machine has: the device step's stages (with constraints, under
-# mujoco_compat) against the CPU engine; parity with the CPU gpu_equivalent engine, and env-steps/s forward and with
+# mujoco_compat) against the CPU engine; parity with the CPU engine under both presets (the
+# stages under mujoco_compat, the traced route under gpu_equivalent), and env-steps/s forward and with
 # backward, on the gymnasium ant and humanoid at batch 1,024 ... 32,768 (compare docs/gpu.md:
 # MJX on an H200, 0.29 M ant, 0.10 M humanoid at 32,768).
 # One script, finished within 8 minutes: every run gets what is left of the budget, and a run
@@ -44,7 +45,9 @@ for batch in 32768 4096; do
     done
 done
 for model in ant humanoid; do
-    run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 20 --device "$device"
+    for preset in mujoco_compat gpu_equivalent; do
+        run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 20 --device "$device" --preset "$preset"
+    done
 done
 # The largest batches first: batch 32,768 is the comparison with MJX.
 for batch in 32768 16384 4096 1024; do

@@ -16,6 +16,11 @@ use phyz_burn::{BatchState, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Run { args, model, device, sim, dtype } = Run::from_args()?;
+    if args.preset != "gpu_equivalent" {
+        return Err(
+            "this example times the gpu_equivalent route; the stages' (mujoco_compat) is the stages example".into()
+        );
+    }
     let (b, nq, nv, nu, steps) = (args.batch, model.nq(), model.nv(), model.nu(), args.steps);
     let mut rng = Rng(0x70a9_5eed);
     let starts = starts(&model, b, &mut rng);
@@ -23,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
 
     let clock = Instant::now();
-    let mut cpu = Cpu::new(&starts);
+    let mut cpu = Cpu::new(&starts, phyz_core::contact::SolverConfig::gpu_equivalent());
     for ctrl in &u {
         cpu.step(&model, ctrl)?;
     }

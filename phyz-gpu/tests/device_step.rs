@@ -316,3 +316,43 @@ fn a_failed_world_is_reported_and_the_others_step_on() {
     assert!(matches!(failures[..], [(1, Failure::SingularMass | Failure::NonFiniteResult)]), "{failures:?}");
     assert_eq!([&together[0], &together[2]], [&alone[0], &alone[1]]);
 }
+
+/// Controls written between steps (`Stages::write`) take effect as the CPU's per-step controls
+/// do, 20 steps of the features model (constraints off), to the `f64` or `f32` tolerance above;
+/// a control that is not finite is refused, naming its world.
+#[test]
+fn controls_written_between_steps_steer_the_worlds() {
+    let device = opengl();
+    let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
+    model.enabled.constraint = false;
+    let mut rng = Rng(11);
+    let (mut states, first) = worlds(&model, &mut rng, 3);
+    let stages = Stages::new(&model, &device).expect("packs");
+    let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+    let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+    let ctrl: Vec<&[f64]> = first.iter().map(Vec::as_slice).collect();
+    let mut data =
+        stages.upload(3, &[(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Ctrl, &ctrl)]).expect("uploads");
+    let mut runs: Vec<(ContactState, Workspace<f64>)> =
+        states.iter().map(|_| (ContactState::new(SolverConfig::default()), Workspace::default())).collect();
+    for _ in 0..20 {
+        let ctrls: Vec<Vec<f64>> = (0..3).map(|_| (0..model.nu()).map(|_| rng.uniform(-1.0, 1.0)).collect()).collect();
+        let given: Vec<&[f64]> = ctrls.iter().map(Vec::as_slice).collect();
+        stages.write(&mut data, Array::Ctrl, &given).expect("written");
+        stages.step(&data).expect("steps");
+        for ((state, u), (contact, workspace)) in states.iter_mut().zip(&ctrls).zip(&mut runs) {
+            step_in(&model, state, u, contact, workspace).expect("the CPU steps");
+            *state = workspace.next.clone();
+        }
+    }
+    let qvel = stages.read(&data, Array::Qvel).expect("readable");
+    let worst = qvel
+        .iter()
+        .zip(&states)
+        .flat_map(|(g, s)| g.iter().zip(s.qvel.iter()).map(|(g, c)| (g - c).abs() / c.abs().max(1.0)))
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-4, "{worst:e}");
+    let bad = [f64::NAN, 0.0, 0.0];
+    let refused = stages.write(&mut data, Array::Ctrl, &[&first[0], &bad[..model.nu()], &first[2]]);
+    assert!(refused.expect_err("not finite").to_string().contains("world 1"));
+}

@@ -1,5 +1,5 @@
 //! What the parity and throughput examples share: their arguments, the device, the lanes'
-//! perturbed starts and controls, and the CPU `gpu_equivalent` engine stepping each lane.
+//! perturbed starts and controls, and the CPU engine stepping each lane.
 
 use std::path::PathBuf;
 
@@ -29,6 +29,11 @@ pub struct Args {
     /// `wgpu` (the graphics API the machine prefers: Vulkan where it has it) or `opengl`.
     #[arg(long, default_value = "wgpu")]
     pub device: String,
+    /// The solver preset (parity only): `gpu_equivalent` (the traced route with the contact
+    /// kernel, against the CPU's `gpu_equivalent` engine) or `mujoco_compat` (the step's stages
+    /// as kernels, `phyz_gpu::stages`, against the CPU's `mujoco_compat` engine).
+    #[arg(long, default_value = "gpu_equivalent")]
+    pub preset: String,
 }
 
 /// A run: its arguments, the model, the device, the GPU simulation and its float type.
@@ -53,7 +58,7 @@ impl Run {
         };
         let sim = phyz_gpu::simulation(model.clone())?;
         let (dtype, why) = (sim.dtype(&device), phyz_gpu::device::float_dtype(&device).1);
-        println!("{}: {} lanes, {} steps; {why}", args.model.display(), args.batch, args.steps);
+        println!("{}: {} lanes, {} steps, {}; {why}", args.model.display(), args.batch, args.steps, args.preset);
         Ok(Run { args, model, device, sim, dtype })
     }
 }
@@ -113,16 +118,15 @@ pub fn flat(states: &[State<f64>]) -> (Vec<f64>, Vec<f64>) {
     )
 }
 
-/// The CPU `gpu_equivalent` engine in `f64`, each lane its own warm starts, rayon over the
+/// The CPU engine in `f64` under a solver preset, each lane its own warm starts, rayon over the
 /// lanes: one step of every lane under `ctrl` (row by row).
 pub struct Cpu {
     lanes: Vec<(State<f64>, ContactState, Workspace<f64>)>,
 }
 
 impl Cpu {
-    pub fn new(starts: &[State<f64>]) -> Cpu {
-        let lane =
-            |s: &State<f64>| (s.clone(), ContactState::new(SolverConfig::gpu_equivalent()), Workspace::default());
+    pub fn new(starts: &[State<f64>], config: SolverConfig) -> Cpu {
+        let lane = |s: &State<f64>| (s.clone(), ContactState::new(config), Workspace::default());
         Cpu { lanes: starts.iter().map(lane).collect() }
     }
 

@@ -357,6 +357,40 @@ impl Stages {
         })
     }
 
+    /// Writes `array` of every world (its numbers, world by world; the controls between steps,
+    /// say), the worlds' other numbers kept. A number that is not finite is refused, naming its
+    /// world; nothing is written then. Worlds that shared their buffer with a clone get their
+    /// own.
+    pub fn write(&self, worlds: &mut Worlds, array: Array, values: &[&[f64]]) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        let (start, len) = self.packed.array(array);
+        let n = worlds.count;
+        if values.len() != n {
+            return Err(GpuError::Model(format!("{array:?} given for {} worlds, not {n}", values.len())));
+        }
+        let mut host = vec![0.0; len * n];
+        for (w, world) in values.iter().enumerate() {
+            if world.len() != len {
+                return Err(GpuError::Model(format!("{array:?} of world {w} has {} numbers, not {len}", world.len())));
+            }
+            if let Some(i) = world.iter().position(|x| !x.is_finite()) {
+                return Err(GpuError::Model(format!("{array:?} of world {w} is not finite at {i}")));
+            }
+            world.iter().enumerate().for_each(|(i, &x)| host[i * n + w] = x);
+        }
+        if host.is_empty() {
+            return Ok(());
+        }
+        let value =
+            CubeBackend::float_from_data(TensorData::new(host, [len * n]).convert_dtype(self.dtype), &self.device);
+        let range = Slice { start: (start * n) as isize, end: Some(((start + len) * n) as isize), step: 1 };
+        // The worlds' buffer taken out (the value standing in), so that it is written in place
+        // where nothing else holds it.
+        let data = std::mem::replace(&mut worlds.data, value.clone());
+        worlds.data = CubeBackend::float_slice_assign(data, &[range], value);
+        Ok(())
+    }
+
     /// Each world's `array`, read back (one transfer of that array alone).
     pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
         self.check(worlds)?;

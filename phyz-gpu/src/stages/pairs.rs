@@ -169,13 +169,11 @@ fn push(
         (Box { .. }, Sphere { .. }) => (g1, g2, kind::BOX_SPHERE, 1),
         (Sphere { .. }, Box { .. }) => (g2, g1, kind::BOX_SPHERE, 1),
         (s1, s2) => {
-            return Err(format!(
-                "contacts between a {} ({}) and a {} ({})",
-                s1.name(),
-                label(g1),
-                s2.name(),
-                label(g2)
-            ));
+            let shape = |s: &Shape<f64>| {
+                let name = s.name();
+                if name.starts_with(['a', 'e', 'i', 'o', 'u']) { format!("an {name}") } else { format!("a {name}") }
+            };
+            return Err(format!("contacts between {} ({}) and {} ({})", shape(s1), label(g1), shape(s2), label(g2)));
         }
     };
     // MuJoCo's orientation: the geom of the lower type first, of the lower body between equals.
