@@ -623,7 +623,6 @@ impl Stages {
                 [counts, jacobian, regularizer, jar, per_world]
             );
         };
-        let direction = || launch_typed!(self, worlds, n, newton::newton_direction, [floats()], []);
         let [counts, jacobian, target, regularizer, jar] =
             [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
         launch_typed!(
@@ -634,23 +633,22 @@ impl Stages {
             [floats()],
             [counts, jacobian, target, regularizer, jar, per_world]
         );
-        hessian();
-        direction();
-        // The iterations, until no world iterates (read every few: each read waits for the
-        // device) or the budget is spent.
-        for iteration in 1..=self.packed.newton_iterations {
+        // Each iteration: the Hessian's columns where a row changed zone, then the direction,
+        // the convergence test and a step; until no world iterates (read every few: each read
+        // waits for the device) or the budget is spent (one launch past the last step allowed,
+        // whose direction tests convergence).
+        for iteration in 1..=self.packed.newton_iterations + 1 {
+            hessian();
             let [counts, jacobian, regularizer, jar, line] =
                 [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
             launch_typed!(
                 self,
                 worlds,
                 n,
-                newton::newton_line,
+                newton::newton_iterate,
                 [floats()],
                 [counts, jacobian, regularizer, jar, line, per_world]
             );
-            hessian();
-            direction();
             if iteration % SOLVE_CHECK == 0 && !self.any_iterating(worlds)? {
                 break;
             }

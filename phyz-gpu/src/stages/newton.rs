@@ -15,9 +15,9 @@
 //! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
 //! its smooth acceleration, as the CPU's step skips the solve there.
 //!
-//! Each stage of an iteration is a launch over all worlds, as MuJoCo Warp iterates: the
-//! Hessian by a unit per world and column, the factor and direction, the line search and step,
-//! by a unit per world; a world that stopped skips them. (One kernel looping over the whole
+//! An iteration is two launches over all worlds, as MuJoCo Warp iterates: the Hessian by a unit
+//! per world and column, then the factor, direction, line search and step by a unit per world; a
+//! world that stopped skips them. (One kernel looping over the whole
 //! solve exceeded llvmpipe's budget of 65,535 loop iterations an invocation, which silently ends
 //! every loop past it.)
 //!
@@ -206,58 +206,12 @@ pub(crate) fn newton_hessian<F: Float>(
     }
 }
 
-/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the
-/// direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s: at the
-/// start, gradient and decrement both below the tolerance; after a step, any of the cost's
-/// decrease, the gradient or the decrement).
+/// One iteration at the point, after the Hessian's columns were rebuilt where a row changed
+/// zone: the Newton direction and the convergence test ([`direction`]), then, for a world still
+/// iterating, MuJoCo's exact line search along it and the step ([`line_step`]). One launch for
+/// both: its loops stay far below llvmpipe's budget.
 #[cube(launch_unchecked)]
-pub(crate) fn newton_direction<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    worlds: u32,
-) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
-        terminate!();
-    }
-    if !iterating::<F>(ints, data, &world) {
-        terminate!();
-    }
-    let block = Block { world: world.clone(), rows: 0, nv: ints[header::DOFS] as usize };
-    let dt = floats[TIMESTEP];
-    let tolerance = floats[TOLERANCE];
-    let mut factored = true;
-    if data[state_at(ints, &world, comptime![newton_item::CHANGED])] == F::new(1.0) {
-        factored = cholesky::<F>(ints, data, &block);
-        data[state_at(ints, &world, comptime![newton_item::CHANGED])] = F::new(0.0);
-    }
-    let decrement = newton_step::<F>(ints, data, &block, floats[COST_SCALE] / (dt * dt));
-    let gradient = floats[COST_SCALE] / dt * norm::<F>(ints, data, &block, comptime![Array::Gradient as usize]);
-    data[state_at(ints, &world, comptime![newton_item::DECREMENT])] = decrement;
-    let iterations = data[state_at(ints, &world, comptime![newton_item::ITERATIONS])];
-    let improvement = data[state_at(ints, &world, comptime![newton_item::IMPROVEMENT])];
-    let mut converged = gradient < tolerance && decrement < tolerance;
-    if iterations > F::new(0.0) {
-        let decreased = improvement > F::new(0.0) && improvement < tolerance;
-        converged = decreased || gradient < tolerance || decrement < tolerance;
-    }
-    let spent = iterations >= F::cast_from(ints[header::NEWTON_ITERATIONS]);
-    if !factored {
-        fail::<F>(ints, data, &world, comptime![status::INDEFINITE_HESSIAN]);
-        data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::IDLE);
-    } else if converged {
-        data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::CONVERGED);
-    } else if spent {
-        data[state_at(ints, &world, comptime![newton_item::STATE])] = F::cast_from(solve_state::STOPPED);
-    }
-}
-
-/// One step: MuJoCo's exact line search along the direction, the point moved there, its
-/// gradient; a world whose search finds no decrease stops, converged where its decrement is
-/// below the tolerance.
-#[cube(launch_unchecked)]
-pub(crate) fn newton_line<F: Float>(
+pub(crate) fn newton_iterate<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -266,7 +220,7 @@ pub(crate) fn newton_line<F: Float>(
     jacobian: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
-    direction: &mut Tensor<F>,
+    line: &mut Tensor<F>,
     per_world: u32,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -277,23 +231,79 @@ pub(crate) fn newton_line<F: Float>(
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    let line = line_search::<F>(ints, floats, data, jacobian, regularizer, jar, direction, &block);
+    direction::<F>(ints, floats, data, &block);
+    if iterating::<F>(ints, data, &world) {
+        line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
+    }
+}
+
+/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the
+/// direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s: at the
+/// start, gradient and decrement both below the tolerance; after a step, any of the cost's
+/// decrease, the gradient or the decrement). A world converged, or out of iterations, stops.
+#[cube]
+fn direction<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, block: &Block) {
+    let world = &block.world;
+    let dt = floats[TIMESTEP];
+    let tolerance = floats[TOLERANCE];
+    let mut factored = true;
+    if data[state_at(ints, world, comptime![newton_item::CHANGED])] == F::new(1.0) {
+        factored = cholesky::<F>(ints, data, block);
+        data[state_at(ints, world, comptime![newton_item::CHANGED])] = F::new(0.0);
+    }
+    let decrement = newton_step::<F>(ints, data, block, floats[COST_SCALE] / (dt * dt));
+    let gradient = floats[COST_SCALE] / dt * norm::<F>(ints, data, block, comptime![Array::Gradient as usize]);
+    data[state_at(ints, world, comptime![newton_item::DECREMENT])] = decrement;
+    let iterations = data[state_at(ints, world, comptime![newton_item::ITERATIONS])];
+    let improvement = data[state_at(ints, world, comptime![newton_item::IMPROVEMENT])];
+    let mut converged = gradient < tolerance && decrement < tolerance;
+    if iterations > F::new(0.0) {
+        let decreased = improvement > F::new(0.0) && improvement < tolerance;
+        converged = decreased || gradient < tolerance || decrement < tolerance;
+    }
+    let spent = iterations >= F::cast_from(ints[header::NEWTON_ITERATIONS]);
+    if !factored {
+        fail::<F>(ints, data, world, comptime![status::INDEFINITE_HESSIAN]);
+        data[state_at(ints, world, comptime![newton_item::STATE])] = F::cast_from(solve_state::IDLE);
+    } else if converged {
+        data[state_at(ints, world, comptime![newton_item::STATE])] = F::cast_from(solve_state::CONVERGED);
+    } else if spent {
+        data[state_at(ints, world, comptime![newton_item::STATE])] = F::cast_from(solve_state::STOPPED);
+    }
+}
+
+/// One step: MuJoCo's exact line search along the direction, the point moved there, its
+/// gradient; a world whose search finds no decrease stops, converged where its decrement is
+/// below the tolerance.
+#[cube]
+fn line_step<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    jar: &mut Tensor<F>,
+    direction: &mut Tensor<F>,
+    block: &Block,
+) {
+    let world = &block.world;
+    let line = line_search::<F>(ints, floats, data, jacobian, regularizer, jar, direction, block);
     if line.alpha == F::new(0.0) {
-        let at = state_at(ints, &world, comptime![newton_item::STATE]);
-        if data[state_at(ints, &world, comptime![newton_item::DECREMENT])] < floats[TOLERANCE] {
+        let at = state_at(ints, world, comptime![newton_item::STATE]);
+        if data[state_at(ints, world, comptime![newton_item::DECREMENT])] < floats[TOLERANCE] {
             data[at] = F::cast_from(solve_state::CONVERGED);
         } else {
             data[at] = F::cast_from(solve_state::STOPPED);
         }
     } else {
-        if step_along::<F>(ints, data, jar, direction, &block, line.alpha) {
-            data[state_at(ints, &world, comptime![newton_item::CHANGED])] = F::new(1.0);
+        if step_along::<F>(ints, data, jar, direction, block, line.alpha) {
+            data[state_at(ints, world, comptime![newton_item::CHANGED])] = F::new(1.0);
         }
-        products::<F>(ints, data, jacobian, regularizer, jar, &block);
+        products::<F>(ints, data, jacobian, regularizer, jar, block);
         let dt = floats[TIMESTEP];
-        data[state_at(ints, &world, comptime![newton_item::IMPROVEMENT])] =
+        data[state_at(ints, world, comptime![newton_item::IMPROVEMENT])] =
             floats[COST_SCALE] / (dt * dt) * line.improvement;
-        data[state_at(ints, &world, comptime![newton_item::ITERATIONS])] += F::new(1.0);
+        data[state_at(ints, world, comptime![newton_item::ITERATIONS])] += F::new(1.0);
     }
 }
 
