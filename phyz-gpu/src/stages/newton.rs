@@ -195,14 +195,19 @@ pub(crate) fn newton_hessian<F: Float>(
     let block = block_of(ints, counts, &world, per_world);
     let h = start(ints, comptime![Array::Hessian as usize]);
     for i in j..nv {
-        let mut entry = mass_entry::<F>(ints, data, &world, i, j);
-        for r in 0..block.rows {
-            if jar[block.row(r)] < F::new(0.0) {
-                let weighted = (F::new(1.0) / regularizer[block.row(r)]) * jacobian[block.entry(r, j)];
-                entry += jacobian[block.entry(r, i)] * weighted;
+        data[world.at(h, i * nv + j)] = mass_entry::<F>(ints, data, &world, i, j);
+    }
+    // Row by row, as the CPU adds them; a row that does not reach column j (a contact reaches
+    // its two bodies' chains only) adds nothing to it.
+    for r in 0..block.rows {
+        let reach = jacobian[block.entry(r, j)];
+        if jar[block.row(r)] < F::new(0.0) && reach != F::new(0.0) {
+            let weighted = (F::new(1.0) / regularizer[block.row(r)]) * reach;
+            for i in j..nv {
+                let add = jacobian[block.entry(r, i)] * weighted;
+                data[world.at(h, i * nv + j)] += add;
             }
         }
-        data[world.at(h, i * nv + j)] = entry;
     }
 }
 
