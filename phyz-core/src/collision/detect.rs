@@ -87,6 +87,16 @@ pub fn pair_material<S: Scalar>(g1: &Geom<S>, g2: &Geom<S>) -> Material<S> {
     Material { solimp: mixed.solimp.clamped(), ..mixed }
 }
 
+/// MuJoCo's contact dimension of two geoms colliding by their `contype` and `conaffinity`: the
+/// higher priority's, else the larger.
+pub fn pair_condim<S, T>(g1: &Geom<S>, g2: &Geom<T>) -> u8 {
+    match g1.priority.cmp(&g2.priority) {
+        std::cmp::Ordering::Greater => g1.condim,
+        std::cmp::Ordering::Less => g2.condim,
+        std::cmp::Ordering::Equal => g1.condim.max(g2.condim),
+    }
+}
+
 /// The material an explicit contact pair touches with: its own friction, solref,
 /// solreffriction, solimp (held to MuJoCo's ranges) and margin; the restitution (phyz's own) the
 /// geoms' larger.
@@ -183,12 +193,7 @@ impl Detector {
             if apart(g1, g2, margin) {
                 continue;
             }
-            // MuJoCo's condim: the higher priority's, else the larger.
-            let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
-                std::cmp::Ordering::Greater => g1.geom.condim,
-                std::cmp::Ordering::Less => g2.geom.condim,
-                std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
-            };
+            let condim = pair_condim(&g1.geom, &g2.geom);
             let material = || pair_material(&g1.geom, &g2.geom);
             collide(model, [g1, g2], (margin, material), (condim, None), found, contacts)?;
         }

@@ -18,7 +18,9 @@ mod support;
 
 pub use anchor::{Anchor, ContactFrame, Surface, tangent_reference};
 pub use buffer::{ContactBuffer, Lifted, Overflow, Slot};
-pub use detect::{Contact, Detector, contact_pair_material, detect, detect_lane, geom_material, pair_material};
+pub use detect::{
+    Contact, Detector, contact_pair_material, detect, detect_lane, geom_material, pair_condim, pair_material,
+};
 pub use filter::can_collide;
 pub use ray::ray_hits_zone;
 pub use support::Piece;

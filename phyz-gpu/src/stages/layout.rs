@@ -326,17 +326,10 @@ pub struct Packed {
     /// A pair of geoms that may collide and the collision kernel has no closed form for
     /// (named), if any.
     pub unsupported_collision: Option<String>,
-    /// The limits the rows stage builds.
-    pub limits: usize,
     /// A constraint the rows stage does not build (named), if any.
     pub unsupported_constraints: Option<String>,
     /// What of the constraint problem the solve does not handle (named), if anything.
     pub unsupported_solve: Option<String>,
-    /// The Newton iterations the solve may take (`SolverConfig::mujoco_compat`'s).
-    pub newton_iterations: usize,
-    /// Whether the step solves constraints: they are enabled, and some pair of geoms may
-    /// collide or some limit hold.
-    pub constrained: bool,
     pub integrator: Integrator,
 }
 
@@ -367,10 +360,7 @@ impl Packed {
         let link_floats = MIN_POSITIVE + 1;
         let dof_floats = link_floats + nlink * link_float::LEN;
         let actuator_floats = dof_floats + nv * dof_float::LEN;
-        let config_iterations = {
-            let config = SolverConfig::mujoco_compat();
-            (config.max_iterations, config.line_search_iterations)
-        };
+        let config = SolverConfig::mujoco_compat();
         let mut ints = vec![
             nlink,
             nv,
@@ -389,13 +379,12 @@ impl Packed {
             0,
             0,
             usize::from(model.integrator == Integrator::Euler && model.enabled.euler_damp && model.enabled.damper),
-            config_iterations.0,
-            config_iterations.1,
+            config.max_iterations,
+            config.line_search_iterations,
             0,
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
-        let config = SolverConfig::mujoco_compat();
         floats.extend([model.timestep, model.contact.impratio, config.regularization]);
         let scale = 1.0 / (model.constants().weights.mean_inertia * nv.max(1) as f64);
         floats.extend([config.tolerance, config.line_search_tolerance, scale, f64::MIN_POSITIVE]);
@@ -419,11 +408,8 @@ impl Packed {
             unsupported_step,
             pairs: constraints.pairs,
             unsupported_collision: constraints.unsupported_collision,
-            limits: constraints.limits,
             unsupported_constraints: constraints.unsupported_constraints,
             unsupported_solve: constraints.unsupported_solve,
-            newton_iterations: config_iterations.0,
-            constrained: constraints.constrained,
             integrator: model.integrator,
         })
     }
@@ -433,21 +419,35 @@ impl Packed {
         self.ints[header::DOFS] as usize
     }
 
+    /// The limits the rows stage builds.
+    pub fn limits(&self) -> usize {
+        self.ints[header::LIMITS] as usize
+    }
+
+    /// The Newton iterations the solve may take (`SolverConfig::mujoco_compat`'s).
+    pub fn newton_iterations(&self) -> usize {
+        self.ints[header::NEWTON_ITERATIONS] as usize
+    }
+
+    /// Whether the step solves constraints: they are enabled, and some pair of geoms may collide
+    /// or some limit hold (or a constraint the stages refuse is there).
+    pub fn constrained(&self) -> bool {
+        self.ints[header::CONSTRAINED] == 1
+    }
+
     /// Where `array` starts among a world's items, and its length.
     pub fn array(&self, array: Array) -> (usize, usize) {
         self.arrays[array.index()]
     }
 }
 
-/// The records of the constraint stages (the candidate pairs of geoms, the limits) and what the
-/// stages take of the model.
+/// The records of the constraint stages (the candidate pairs of geoms, the limits; their counts
+/// and starts in the header) and what the stages do not take of the model.
 struct Constraints {
     pairs: Vec<Pair>,
     unsupported_collision: Option<String>,
-    limits: usize,
     unsupported_constraints: Option<String>,
     unsupported_solve: Option<String>,
-    constrained: bool,
 }
 
 impl Constraints {
@@ -495,7 +495,7 @@ impl Constraints {
         } else {
             (model.contact.noslip.iterations > 0).then(|| "MuJoCo's no-slip pass (`noslip_iterations`)".to_string())
         };
-        Constraints { pairs, unsupported_collision, limits, unsupported_constraints, unsupported_solve, constrained }
+        Constraints { pairs, unsupported_collision, unsupported_constraints, unsupported_solve }
     }
 }
 

@@ -316,7 +316,7 @@ impl Stages {
         let pairs = &self.packed.pairs;
         let most = pairs.iter().map(|p| p.rows).max().unwrap_or(0);
         let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
-        let per_world = every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits;
+        let per_world = every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits();
         let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
         if u32::try_from(entries).is_err() {
             return Err(GpuError::Model(format!(
@@ -551,7 +551,7 @@ impl Stages {
         let floats = || self.floats.clone().into_tensor_arg();
         let block = || [&rows.counts, &rows.jacobian, &rows.source].map(|t| t.clone().into_tensor_arg());
         let per_world = rows.per_world as u32;
-        if self.packed.limits > 0 {
+        if self.packed.limits() > 0 {
             let [counts, jacobian, source] = block();
             launch_typed!(
                 self,
@@ -637,7 +637,7 @@ impl Stages {
         // the convergence test and a step; until no world iterates (read every few: each read
         // waits for the device) or the budget is spent (one launch past the last step allowed,
         // whose direction tests convergence).
-        for iteration in 1..=self.packed.newton_iterations + 1 {
+        for iteration in 1..=self.packed.newton_iterations() + 1 {
             hessian();
             let [counts, jacobian, regularizer, jar, line] =
                 [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
@@ -754,7 +754,7 @@ impl Stages {
     /// `mujoco_compat`, each solve from the free velocity).
     fn rates(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.smooth(worlds)?;
-        if self.packed.constrained {
+        if self.packed.constrained() {
             self.collide(worlds)?;
             self.rows(worlds)?;
             self.solve_constraints(worlds)?;

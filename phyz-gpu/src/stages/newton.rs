@@ -662,7 +662,7 @@ fn sample<F: Float>(
     out
 }
 
-/// `to ← from`, number by number (a sample assigned whole inside a loop is not copied).
+/// `to ← from`, number by number.
 #[cube]
 fn copy_sample<F: Float>(to: &mut Sample<F>, from: &Sample<F>) {
     to.alpha = from.alpha;

@@ -13,7 +13,7 @@
 //! by name.
 
 use phyz_core::Model;
-use phyz_core::collision::{can_collide, contact_pair_material, pair_material};
+use phyz_core::collision::{can_collide, contact_pair_material, pair_condim, pair_material};
 use phyz_core::contact::row::MIN_FRICTION;
 use phyz_core::math::Pose;
 use phyz_core::model::material::{Material, SolImp};
@@ -113,12 +113,7 @@ pub fn pack(model: &Model<f64>, ints: &mut Vec<usize>, floats: &mut Vec<f64>) ->
         for g2 in &entries[k + 1..] {
             let collides = g1.body != g2.body && can_collide(model, g1.body, g1.geom, g2.body, g2.geom);
             if collides && !named(g1.index, g2.index) {
-                // MuJoCo's condim: the higher priority's, else the larger.
-                let condim = match g1.geom.priority.cmp(&g2.geom.priority) {
-                    std::cmp::Ordering::Greater => g1.geom.condim,
-                    std::cmp::Ordering::Less => g2.geom.condim,
-                    std::cmp::Ordering::Equal => g1.geom.condim.max(g2.geom.condim),
-                };
+                let condim = pair_condim(g1.geom, g2.geom);
                 let material = pair_material(g1.geom, g2.geom);
                 push(model, [g1, g2], (material, condim, None), (ints, floats), &mut pairs)?;
             }
