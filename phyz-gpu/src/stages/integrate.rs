@@ -8,7 +8,7 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, TIMESTEP, header, joint, link_int};
 use super::real::{Quat, V3, exact, sin_cos};
-use super::world::{World, check_finite, start};
+use super::world::{World, check_finite, rates_acceleration, start};
 
 /// `to ← from ⊕ velocity · dt` on every joint (`position::integrate_position_into`): hinges and
 /// slides add, ball and free joints turn their unit quaternion by the body-frame rotation.
@@ -244,15 +244,4 @@ pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     integrate_position::<F>(ints, data, &world, qpos, qvel, qpos, dt);
     check_finite::<F>(ints, data, &world, qpos, ints[header::COORDS] as usize);
     check_finite::<F>(ints, data, &world, qvel, ints[header::DOFS] as usize);
-}
-
-/// Where the acceleration the integrators read starts: the constraint solve's
-/// ([`Array::Qacc`]) where the step solves constraints, else the smooth one.
-#[cube]
-fn rates_acceleration(ints: &Tensor<u32>) -> usize {
-    let mut at = start(ints, comptime![Array::SmoothAcceleration as usize]);
-    if ints[header::CONSTRAINED] == 1 {
-        at = start(ints, comptime![Array::Qacc as usize]);
-    }
-    at
 }

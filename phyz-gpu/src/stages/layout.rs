@@ -56,8 +56,10 @@ pub mod header {
     /// 1 where the step solves constraints (the integrators then read [`super::Array::Qacc`],
     /// else [`super::Array::SmoothAcceleration`]).
     pub const CONSTRAINED: usize = 19;
+    /// The model's controls (`nu`; [`ACTUATORS`] is 0 where the forces stage reads none).
+    pub const CONTROLS: usize = 20;
     /// Where each [`super::Array`] starts among a world's items, by its number.
-    pub const ARRAYS: usize = 20;
+    pub const ARRAYS: usize = 21;
 }
 
 /// A link's integers.
@@ -171,6 +173,14 @@ pub const MIN_POSITIVE: usize = 9;
 /// Numbers of a spatial inertia: mass, first moment (3), rotational inertia (6).
 pub const INERTIA: usize = 10;
 
+/// Numbers of a momentum rate matrix: its three nonzero 3×3 blocks
+/// (`super::rnea_adjoint::Rate`).
+pub const RATE: usize = 27;
+
+/// Numbers of a degree of freedom's terms of inverse dynamics' derivatives: seven spatial
+/// vectors (`super::rnea_adjoint::term`).
+pub const TERMS: usize = 42;
+
 /// The arrays each world holds, in order, with what each is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -239,6 +249,16 @@ pub enum Array {
     Qacc,
     /// Where the world's constraint solve stands (`newton::newton_item`).
     Newton,
+    /// The backward's arrays: each link's composite momentum rate matrix (three 3×3 blocks,
+    /// [`RATE`] a link), each degree of freedom's terms of inverse dynamics' derivatives
+    /// ([`TERMS`] a dof), the multiplier `λ = K⁻¹ ā` of the step's acceleration, and the
+    /// cotangents of `qpos` (in tangent coordinates, `nv`), `qvel` and the controls.
+    Rate,
+    Terms,
+    Multiplier,
+    AdjointQpos,
+    AdjointQvel,
+    AdjointCtrl,
 }
 
 /// A world's [`Array::Status`].
@@ -262,7 +282,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 37] = [
+    pub const ALL: [Array; 43] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -300,6 +320,12 @@ impl Array {
         Array::Hessian,
         Array::Qacc,
         Array::Newton,
+        Array::Rate,
+        Array::Terms,
+        Array::Multiplier,
+        Array::AdjointQpos,
+        Array::AdjointQvel,
+        Array::AdjointCtrl,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -382,6 +408,7 @@ impl Packed {
             config.max_iterations,
             config.line_search_iterations,
             0,
+            model.nu(),
         ];
         ints.extend(arrays.iter().map(|&(start, _)| start));
         let mut floats: Vec<f64> = model.gravity_acceleration().iter().copied().collect();
@@ -525,10 +552,13 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Slope | Array::SlopeMean | Array::AccelerationMean | Array::Increment => nv,
         Array::Free | Array::Solution | Array::Moved | Array::MassMoved | Array::Gradient | Array::Search => nv,
         Array::MassSearch | Array::Trial | Array::TrialGradient | Array::Qacc => nv,
+        Array::Multiplier | Array::AdjointQpos | Array::AdjointQvel => nv,
+        Array::Rate => RATE * nlink,
+        Array::Terms => TERMS * nv,
         Array::Hessian => nv * nv,
         Array::Newton => super::newton::newton_item::LEN,
         Array::Status => 1,
-        Array::Ctrl => model.nu(),
+        Array::Ctrl | Array::AdjointCtrl => model.nu(),
         Array::Rotation => 9 * nlink,
         Array::Rooted | Array::Position => 3 * nlink,
         Array::Motion => 6 * nv,

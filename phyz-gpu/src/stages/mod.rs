@@ -16,6 +16,7 @@
 //! from a buffer take it `&mut`, and the kernels take the model's floats `&mut` to pass them on;
 //! no kernel writes them.
 
+mod backward;
 mod collision;
 mod constraints;
 mod forces;
@@ -28,6 +29,7 @@ mod newton;
 pub mod pairs;
 mod real;
 mod rnea;
+mod rnea_adjoint;
 mod rows;
 mod world;
 
@@ -474,6 +476,24 @@ impl Stages {
         Ok(())
     }
 
+    /// Inverse dynamics `M(q) q̈ + C(q, q̇)` into [`Array::Vector`] at the acceleration the
+    /// integrators read (the smooth one, or with constraints [`Array::Qacc`]), and RNEA's link
+    /// arrays at it; after the smooth stages.
+    pub fn inverse_dynamics(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        dispatch_stage!(self, worlds, rnea::inverse_dynamics, floats);
+        Ok(())
+    }
+
+    /// Takes `λᵀ ∂τ/∂q` from [`Array::AdjointQpos`] and `λᵀ ∂τ/∂q̇` from
+    /// [`Array::AdjointQvel`], `τ` inverse dynamics and `λ` in [`Array::Multiplier`]: after
+    /// [`Stages::inverse_dynamics`] ([`rnea_adjoint`]).
+    pub fn inverse_dynamics_adjoint(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        dispatch_stage!(self, worlds, rnea_adjoint::inverse_dynamics_adjoint, floats);
+        Ok(())
+    }
+
     /// The smooth forces (actuator and passive, less the bias forces) under [`Array::Ctrl`],
     /// and the unconstrained acceleration, after [`Stages::factor`] and
     /// [`Stages::bias_forces`]. A model with forces this stage does not compute is refused,
@@ -759,6 +779,44 @@ impl Stages {
             self.rows(worlds)?;
             self.solve_constraints(worlds)?;
         }
+        Ok(())
+    }
+
+    /// The step's backward: the cotangents of its end, in [`Array::AdjointQpos`] (tangent
+    /// coordinates: a quaternion's turn in its own frame, `nv` numbers) and
+    /// [`Array::AdjointQvel`], pulled back to its start, which the worlds hold (their `qpos`,
+    /// `qvel` and controls: keep them before [`Stages::step`]). On return those two arrays hold
+    /// the cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] the controls'. It
+    /// recomputes the smooth stages at the start ([`backward`]: no new factorization beyond
+    /// the forward's), and reads nothing back.
+    ///
+    /// It differentiates semi-implicit Euler's step without constraint rows: another integrator,
+    /// a model whose step solves constraints (the solve's rule has no kernel yet), and what the
+    /// step refuses are refused by name.
+    pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.check(worlds)?;
+        if let Some(what) = &self.packed.unsupported_step {
+            return Err(GpuError::Model(format!("the device step does not run {what}")));
+        }
+        if self.packed.integrator != Integrator::Euler {
+            return Err(GpuError::Model(format!(
+                "the device backward differentiates semi-implicit Euler, not {:?}",
+                self.packed.integrator
+            )));
+        }
+        if self.packed.constrained() {
+            return Err(GpuError::Model(
+                "the device backward does not differentiate the constraint solve: disable constraints".into(),
+            ));
+        }
+        self.smooth(worlds)?;
+        if self.packed.nv() == 0 {
+            return Ok(());
+        }
+        self.inverse_dynamics(worlds)?;
+        dispatch_stage!(self, worlds, backward::euler_adjoint, floats);
+        self.inverse_dynamics_adjoint(worlds)?;
+        dispatch_stage!(self, worlds, backward::forces_adjoint, floats);
         Ok(())
     }
 

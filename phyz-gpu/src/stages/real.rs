@@ -191,6 +191,37 @@ impl<F: Float> M3<F> {
             self.r0.z * v.x + self.r1.z * v.y + self.r2.z * v.z,
         )
     }
+
+    /// `[v]×`: the matrix of `x ↦ v × x`.
+    pub fn skew(v: &V3<F>) -> M3<F> {
+        let z = F::new(0.0);
+        M3::<F> { r0: V3::new(z, -v.z, v.y), r1: V3::new(v.z, z, -v.x), r2: V3::new(-v.y, v.x, z) }
+    }
+
+    /// `a bᵀ`.
+    pub fn outer(a: &V3<F>, b: &V3<F>) -> M3<F> {
+        M3::<F> { r0: b.scale(a.x), r1: b.scale(a.y), r2: b.scale(a.z) }
+    }
+
+    pub fn transpose(&self) -> M3<F> {
+        M3::<F> {
+            r0: V3::new(self.r0.x, self.r1.x, self.r2.x),
+            r1: V3::new(self.r0.y, self.r1.y, self.r2.y),
+            r2: V3::new(self.r0.z, self.r1.z, self.r2.z),
+        }
+    }
+
+    pub fn add(&self, b: &M3<F>) -> M3<F> {
+        M3::<F> { r0: self.r0.add(&b.r0), r1: self.r1.add(&b.r1), r2: self.r2.add(&b.r2) }
+    }
+
+    pub fn sub(&self, b: &M3<F>) -> M3<F> {
+        M3::<F> { r0: self.r0.sub(&b.r0), r1: self.r1.sub(&b.r1), r2: self.r2.sub(&b.r2) }
+    }
+
+    pub fn scale(&self, s: F) -> M3<F> {
+        M3::<F> { r0: self.r0.scale(s), r1: self.r1.scale(s), r2: self.r2.scale(s) }
+    }
 }
 
 /// A rigid pose: `rot` maps the child's coordinates to the parent's, `pos` is the child's

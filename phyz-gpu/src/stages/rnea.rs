@@ -1,17 +1,19 @@
-//! Recursive Newton-Euler's bias forces, one unit per world (`dynamics::rnea::rnea` with no
-//! acceleration): link velocities and accelerations from the root out in the trees' rooted
-//! frames, then the subtrees' forces back in, projected on each degree of freedom's motion.
+//! Recursive Newton-Euler, one unit per world (`dynamics::rnea::rnea`): link velocities and
+//! accelerations from the root out in the trees' rooted frames, then the subtrees' forces back
+//! in, projected on each degree of freedom's motion. Without an acceleration it gives the bias
+//! forces the step needs; with the step's acceleration, the link quantities its adjoint
+//! differentiates ([`super::rnea_adjoint`]).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::{Array, INERTIA, header, link_int};
+use super::layout::{Array, INERTIA, dof_float, header, link_int};
 use super::real::V3;
-use super::world::{Inertia, Spatial, World, start};
+use super::world::{Inertia, Spatial, World, rates_acceleration, start};
 
 /// `Σ s_d q̇_d` over the degrees of freedom `from..to`.
 #[cube]
-fn joint_velocity<F: Float>(
+pub fn joint_velocity<F: Float>(
     data: &mut Tensor<F>,
     world: &World,
     motion: usize,
@@ -34,15 +36,49 @@ pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
     if world.index >= world.count {
         terminate!();
     }
+    let bias = start(ints, comptime![Array::Bias as usize]);
+    newton_euler::<F>(ints, floats, data, &world, bias, false);
+}
+
+/// Fills [`Array::Vector`] with inverse dynamics `M(q) q̈ + C(q, q̇)` at the acceleration the
+/// integrators read (the smooth one, or the constrained one where the step solves
+/// constraints), and RNEA's link arrays at it.
+#[cube(launch_unchecked)]
+pub(crate) fn inverse_dynamics<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let tau = start(ints, comptime![Array::Vector as usize]);
+    newton_euler::<F>(ints, floats, data, &world, tau, true);
+}
+
+/// RNEA's passes into the link arrays and the generalized forces into the world's vector at
+/// `tau`, with the acceleration the integrators read (and the armature's share of the
+/// generalized forces) where `accelerated`, else none.
+#[cube]
+fn newton_euler<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    world: &World,
+    tau: usize,
+    #[comptime] accelerated: bool,
+) {
     let n = world.count;
     let nlink = ints[header::LINKS] as usize;
     let qvel = start(ints, comptime![Array::Qvel as usize]);
+    let qacc = rates_acceleration(ints);
     let motion = start(ints, comptime![Array::Motion as usize]);
     let inertia = start(ints, comptime![Array::Inertia as usize]);
     let velocity = start(ints, comptime![Array::Velocity as usize]);
     let acceleration = start(ints, comptime![Array::Acceleration as usize]);
     let force = start(ints, comptime![Array::LinkForce as usize]);
-    let bias = start(ints, comptime![Array::Bias as usize]);
     // The world's acceleration: gravity, reversed.
     let gravity = Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) };
     for i in 0..nlink {
@@ -59,8 +95,11 @@ pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
         let end = adr + ints[li + link_int::DOF_NUM] as usize;
         // A free joint's translations never turn; the motions after them turn with the
         // velocity before them (`rnea::rnea`'s velocity product).
-        before = before.add(&joint_velocity::<F>(data, &world, motion, qvel, adr, turning));
-        let vj = joint_velocity::<F>(data, &world, motion, qvel, turning, end);
+        before = before.add(&joint_velocity::<F>(data, world, motion, qvel, adr, turning));
+        if comptime![accelerated] {
+            a = a.add(&joint_velocity::<F>(data, world, motion, qacc, adr, end));
+        }
+        let vj = joint_velocity::<F>(data, world, motion, qvel, turning, end);
         let v = before.add(&vj);
         let a = a.add(&before.cross_motion(&vj));
         let mut f = Spatial::<F>::zero();
@@ -78,7 +117,12 @@ pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
         let f = Spatial::<F>::load(data, world.at(force, 6 * i), n);
         let adr = ints[li + link_int::DOF_ADR] as usize;
         for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
-            data[world.at(bias, d)] = Spatial::<F>::load(data, world.at(motion, 6 * d), n).dot(&f);
+            let mut t = Spatial::<F>::load(data, world.at(motion, 6 * d), n).dot(&f);
+            if comptime![accelerated] {
+                let armature = ints[header::DOF_FLOATS] as usize + d * dof_float::LEN + dof_float::ARMATURE;
+                t += floats[armature] * data[world.at(qacc, d)];
+            }
+            data[world.at(tau, d)] = t;
         }
         let parent = ints[li + link_int::PARENT] as usize;
         if parent > 0 {

@@ -175,7 +175,7 @@ impl<F: Float> Inertia<F> {
     }
 
     /// The rotational inertia as a matrix.
-    fn matrix(&self) -> M3<F> {
+    pub fn matrix(&self) -> M3<F> {
         M3::<F> {
             r0: V3::new(self.xx, self.xy, self.xz),
             r1: V3::new(self.xy, self.yy, self.yz),
@@ -210,4 +210,15 @@ impl<F: Float> Inertia<F> {
             yz: ri.r1.dot(&r.r2) - h.y * p.z - p.y * h.z - p.y * p.z * m,
         }
     }
+}
+
+/// Where the acceleration the integrators read starts: the constraint solve's
+/// ([`Array::Qacc`]) where the step solves constraints, else the smooth one.
+#[cube]
+pub fn rates_acceleration(ints: &Tensor<u32>) -> usize {
+    let mut at = start(ints, comptime![Array::SmoothAcceleration as usize]);
+    if ints[header::CONSTRAINED] == 1 {
+        at = start(ints, comptime![Array::Qacc as usize]);
+    }
+    at
 }

@@ -1,0 +1,155 @@
+//! The step's backward (its vector-Jacobian product), one unit per world: the cotangents of the
+//! step's end `(q̄', v̄')` pulled back to its start `(q̄, v̄)` and its controls `ū`.
+//!
+//! Semi-implicit Euler steps `v' = v + h q̈`, `q' = q ⊕ h v'`, its acceleration the balance
+//! `τ(q, v, q̈) + h B q̈ = f(q, v, u)` of inverse dynamics `τ = M q̈ + C` (armature in `M`),
+//! Euler's implicit damping `h B` and the applied forces `f`: `K q̈ = f − C`, `K = M + h B`. The backward
+//! takes the integration back ([`euler_adjoint`]: through `⊕`, then `ā = h v̄'`), and the
+//! acceleration by the implicit function theorem on that balance, with the step's own factor
+//! of `K` and no new one: `λ = K⁻¹ ā`, then `ū = λᵀ ∂f/∂u`, and `λᵀ (∂f − ∂τ)` along `q` and
+//! `v` ([`forces_adjoint`] and `rnea_adjoint::inverse_dynamics_adjoint`). This is the CPU's
+//! analytical Jacobians (`phyz_dual::AnalyticalJacobians`) turned into a product with a
+//! cotangent: the same stages, with no `nv × nv` matrix made.
+
+use burn_cubecl::cubecl;
+use burn_cubecl::cubecl::prelude::*;
+
+use super::layout::{Array, TIMESTEP, actuator_float, actuator_int, dof_float, header, joint, link_float, link_int};
+use super::mass::solve_in_place;
+use super::real::{Quat, V3, exact, sin_cos};
+use super::world::{World, rates_acceleration, start};
+
+/// `J_l(φ) x = x + a φ × x + b φ × (φ × x)`, `a = (1 − cos t)/t²`, `b = (t − sin t)/t³`
+/// (`t = |φ|`): the transpose of the rotation's right Jacobian, which carries a rotation
+/// vector's change `δφ` to the turn `J_r(φ) δφ` it adds in the body frame after `exp(φ)`.
+#[cube]
+fn left_jacobian<F: Float>(phi: &V3<F>, x: &V3<F>) -> V3<F> {
+    let t_sq = phi.dot(phi);
+    // Taylor series near zero, where the closed forms cancel.
+    let mut a = exact::<F>(0.5) - t_sq * (exact::<F>(1.0 / 24.0) - t_sq * exact::<F>(1.0 / 720.0));
+    let mut b = exact::<F>(1.0 / 6.0) - t_sq * (exact::<F>(1.0 / 120.0) - t_sq * exact::<F>(1.0 / 5040.0));
+    if t_sq >= exact::<F>(1e-2) {
+        let t = F::sqrt(t_sq);
+        let sc = sin_cos::<F>(t);
+        a = (F::new(1.0) - sc.cos) / t_sq;
+        b = (t - sc.sin) / (t_sq * t);
+    }
+    let cross = phi.cross(x);
+    x.add(&cross.scale(a)).add(&phi.cross(&cross).scale(b))
+}
+
+/// Semi-implicit Euler's step taken back, after the smooth stages at the step's start: on entry
+/// [`Array::AdjointQpos`] and [`Array::AdjointQvel`] hold the cotangents of `q'` and `v'`; on
+/// exit, what reaches `q` through `⊕` and the whole cotangent of `v'` (which reaches `v`
+/// directly), and [`Array::Multiplier`] holds `λ = K⁻¹ h v̄'`.
+///
+/// Through `q' = q ⊕ h v'`: a hinge, a slide and a free joint's position add (`v̄' += h q̄'`); a
+/// quaternion turns by `exp(h ω')` in its own frame, so its turn `δθ` reaches `q'` rotated
+/// back, `δθ' = R(hω')ᵀ δθ`, and a change of `ω'` as `δθ' = h J_r(hω') δω'`.
+#[cube(launch_unchecked)]
+pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let (n, dt) = (world.count, floats[TIMESTEP]);
+    let qvel = start(ints, comptime![Array::Qvel as usize]);
+    let qacc = rates_acceleration(ints);
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    for i in 0..ints[header::LINKS] as usize {
+        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
+        let code = ints[li + link_int::JOINT];
+        let d = ints[li + link_int::DOF_ADR] as usize;
+        let mut added = 0;
+        let mut spin = d;
+        if code == joint::HINGE || code == joint::SLIDE {
+            added = 1;
+        } else if code == joint::FREE {
+            added = 3;
+            spin = d + 3;
+        }
+        for k in d..d + added {
+            let pulled = data[world.at(adjoint_q, k)] * dt;
+            data[world.at(adjoint_v, k)] += pulled;
+        }
+        if code == joint::BALL || code == joint::FREE {
+            // The step's angular velocity `ω' = ω + h ω̇`, as the forward made it.
+            let omega = V3::<F>::load(data, world.at(qvel, spin), n)
+                .add(&V3::<F>::load(data, world.at(qacc, spin), n).scale(dt));
+            let phi = omega.scale(dt);
+            let turn = V3::<F>::load(data, world.at(adjoint_q, spin), n);
+            Quat::<F>::from_rotation_vector(&phi).to_matrix().apply(&turn).store(data, world.at(adjoint_q, spin), n);
+            let spun =
+                V3::<F>::load(data, world.at(adjoint_v, spin), n).add(&left_jacobian::<F>(&phi, &turn).scale(dt));
+            spun.store(data, world.at(adjoint_v, spin), n);
+        }
+    }
+    let lambda = start(ints, comptime![Array::Multiplier as usize]);
+    for d in 0..ints[header::DOFS] as usize {
+        data[world.at(lambda, d)] = data[world.at(adjoint_v, d)] * dt;
+    }
+    solve_in_place::<F>(ints, data, &world, lambda);
+}
+
+/// `λᵀ ∂f/∂q` and `λᵀ ∂f/∂q̇` of the applied forces (`λ` in [`Array::Multiplier`]) added to the
+/// cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] set to `λᵀ ∂f/∂u`: the
+/// derivatives of `forces::smooth_acceleration`'s forces. A control held to its range, or a
+/// force held to its own, passes on no derivative through what was held.
+#[cube(launch_unchecked)]
+pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let qpos = start(ints, comptime![Array::Qpos as usize]);
+    let qvel = start(ints, comptime![Array::Qvel as usize]);
+    let ctrl = start(ints, comptime![Array::Ctrl as usize]);
+    let lambda = start(ints, comptime![Array::Multiplier as usize]);
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    let adjoint_u = start(ints, comptime![Array::AdjointCtrl as usize]);
+    for a in 0..ints[header::CONTROLS] as usize {
+        data[world.at(adjoint_u, a)] = F::new(0.0);
+    }
+    for a in 0..ints[header::ACTUATORS] as usize {
+        let ai = ints[header::ACTUATOR_INTS] as usize + a * actuator_int::LEN;
+        let af = ints[header::ACTUATOR_FLOATS] as usize + a * actuator_float::LEN;
+        let d = ints[ai + actuator_int::DOF] as usize;
+        let gear = floats[af + actuator_float::GEAR];
+        let length = gear * data[world.at(qpos, ints[ai + actuator_int::QPOS] as usize)];
+        let velocity = gear * data[world.at(qvel, d)];
+        let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
+        let gain = floats[g] + floats[g + 1] * length + floats[g + 2] * velocity;
+        let bias = floats[b] + floats[b + 1] * length + floats[b + 2] * velocity;
+        let (c, f) = (af + actuator_float::CTRL_RANGE, af + actuator_float::FORCE_RANGE);
+        let raw = data[world.at(ctrl, a)];
+        let u = F::clamp(raw, floats[c], floats[c + 1]);
+        let pull = gain * u + bias;
+        if pull >= floats[f] && pull <= floats[f + 1] {
+            // The force `gear · pull` along the dof, `pull` affine in `gear · q` and `gear · q̇`.
+            let weight = data[world.at(lambda, d)] * gear;
+            data[world.at(adjoint_q, d)] += weight * gear * (floats[g + 1] * u + floats[b + 1]);
+            data[world.at(adjoint_v, d)] += weight * gear * (floats[g + 2] * u + floats[b + 2]);
+            if raw >= floats[c] && raw <= floats[c + 1] {
+                data[world.at(adjoint_u, a)] += weight * gain;
+            }
+        }
+    }
+    let dof_floats = ints[header::DOF_FLOATS] as usize;
+    for i in 0..ints[header::LINKS] as usize {
+        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
+        let lf = ints[header::LINK_FLOATS] as usize + i * link_float::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        let code = ints[li + link_int::JOINT];
+        if code == joint::HINGE || code == joint::SLIDE {
+            let pull = data[world.at(lambda, adr)] * floats[lf + link_float::STIFFNESS];
+            data[world.at(adjoint_q, adr)] -= pull;
+        }
+        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            let damping = floats[dof_floats + d * dof_float::LEN + dof_float::DAMPING];
+            let pull = data[world.at(lambda, d)] * damping;
+            data[world.at(adjoint_v, d)] -= pull;
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The device step's backward (`phyz_gpu::stages::Stages::step_backward`) against the CPU.
+//!
+//! - Its stages: inverse dynamics at the step's acceleration against the CPU's
+//!   `inverse_dynamics`, and its adjoint `λᵀ ∂τ/∂(q, q̇)` against the CPU's analytical
+//!   derivatives (`RneaDerivatives`) times the same random `λ`, on every gymnasium model the
+//!   device takes, worlds at random states.
+//! - The whole backward: the cotangents of a step's start and controls, from random cotangents
+//!   of its end, against the transposed step Jacobians that forward-mode dual numbers push
+//!   through the CPU's whole step (`phyz_dual::step_jacobians`, an independent method): the
+//!   gymnasium models' trees under semi-implicit Euler without constraints, and a model of what
+//!   they lack (a ball joint, a free body, springs, armature, servos with control and force
+//!   ranges, an affine gain), with and without Euler's implicit damping.
+//!
+//! Tolerances, fixed before measuring, relative to `max(1, the largest expected entry)`, worst
+//! over worlds: stages `f64` (Vulkan, lavapipe) 1e-10, `f32` (OpenGL, llvmpipe) 1e-4; the
+//! step's cotangents `f64` 1e-9, `f32` 1e-3.
+
+use burn::tensor::{DType, Device};
+use nalgebra::DVector;
+use phyz_core::dynamics::{RneaDerivatives, forward_kinematics, integrate_position, inverse_dynamics};
+use phyz_core::model::Integrator;
+use phyz_core::{Model, State, mjcf};
+use phyz_gpu::device::{opengl, wgpu};
+use phyz_gpu::stages::Stages;
+use phyz_gpu::stages::layout::Array;
+
+mod common;
+use common::{GYMNASIUM, Rng, gymnasium};
+
+/// What the gymnasium models lack, stepped by Euler: a damped ball joint, a hinge with a
+/// reference angle, a spring's rest angle and armature, a sprung slide, a position servo with
+/// control and force ranges, a geared velocity servo, an affine gain and bias, a free body.
+const FEATURES: &str = "
+<mujoco>
+  <option timestep='0.004'/>
+  <worldbody>
+    <body name='a' pos='0 0 1'>
+      <joint name='ball' type='ball' damping='0.3'/>
+      <geom type='capsule' size='0.05' fromto='0 0 0 0.3 0 0' mass='1'/>
+      <body name='b' pos='0.3 0 0' quat='0.9 0.1 0.3 0.2'>
+        <joint name='hinge' axis='0 1 0' pos='0.02 0 0' ref='0.1' stiffness='20' springref='0.4' damping='0.5' armature='0.01'/>
+        <geom type='box' size='0.1 0.05 0.02' pos='0.1 0 0' mass='0.5'/>
+        <body name='c' pos='0.2 0 0'>
+          <joint name='slide' type='slide' axis='1 0.5 0' stiffness='50' damping='1'/>
+          <geom type='sphere' size='0.05' mass='0.2'/>
+        </body>
+      </body>
+    </body>
+    <body name='free' pos='1 0 2'>
+      <freejoint/>
+      <geom type='ellipsoid' size='0.1 0.2 0.3' mass='2'/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint='hinge' kp='30' ctrlrange='-1 1' ctrllimited='true' forcerange='-5 5' forcelimited='true'/>
+    <velocity joint='slide' kv='4' gear='2'/>
+    <general joint='hinge' gaintype='affine' gainprm='2 0.5 0.1' biastype='affine' biasprm='0.3 -1 -0.2'/>
+  </actuator>
+</mujoco>";
+
+/// The gymnasium models the device takes (not the swimmer, whose medium is viscous), without
+/// constraints.
+fn gymnasium_models() -> impl Iterator<Item = (String, Model<f64>)> {
+    GYMNASIUM.into_iter().filter(|&name| name != "swimmer").map(|name| {
+        let mut model = gymnasium(name);
+        model.enabled.constraint = false;
+        (name.to_string(), model)
+    })
+}
+
+/// A random state: every joint moved by up to ±0.5 in tangent coordinates from the model's
+/// default (quaternions stay of unit length), velocities within ±2.
+fn random_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut s = model.default_state();
+    let turn = DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.5, 0.5));
+    s.qpos = integrate_position(model, &s.qpos, &turn, 1.0);
+    s.qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-2.0, 2.0));
+    s
+}
+
+/// `count` random vectors of `len` numbers within ±`reach`.
+fn random(rng: &mut Rng, count: usize, len: usize, reach: f64) -> Vec<Vec<f64>> {
+    (0..count).map(|_| (0..len).map(|_| rng.uniform(-reach, reach)).collect()).collect()
+}
+
+fn slices(v: &[Vec<f64>]) -> Vec<&[f64]> {
+    v.iter().map(|x| x.as_slice()).collect()
+}
+
+/// The largest difference of `gpu` from `cpu`, relative to `max(1, cpu's largest entry)`.
+fn worst(gpu: &[f64], cpu: &[f64]) -> f64 {
+    assert_eq!(gpu.len(), cpu.len());
+    assert!(gpu.iter().all(|x| x.is_finite()), "the kernel wrote a number that is not finite");
+    let scale = cpu.iter().fold(1.0_f64, |m, c| m.max(c.abs()));
+    gpu.iter().zip(cpu).map(|(g, c)| (g - c).abs()).fold(0.0, f64::max) / scale
+}
+
+/// Inverse dynamics and its adjoint on `device` against the CPU, worst over every model.
+fn adjoint_stages_against_cpu(device: &Device) -> f64 {
+    let mut rng = Rng(21);
+    let mut overall: f64 = 0.0;
+    for (name, model) in gymnasium_models() {
+        let count = 4;
+        let states: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
+        let ctrls = random(&mut rng, count, model.nu(), 1.5);
+        let lambdas = random(&mut rng, count, model.nv(), 1.0);
+        let stages = Stages::new(&model, device).expect("packs");
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        let (ctrl, lambda) = (slices(&ctrls), slices(&lambdas));
+        let given = [(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Ctrl, &ctrl), (Array::Multiplier, &lambda)];
+        let worlds = stages.upload(count, &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
+        stages.smooth(&worlds).expect("launched");
+        stages.inverse_dynamics(&worlds).expect("launched");
+        stages.inverse_dynamics_adjoint(&worlds).expect("launched");
+        let read = |array| stages.read(&worlds, array).expect("readable");
+        let (qacc, tau) = (read(Array::SmoothAcceleration), read(Array::Vector));
+        let (adjoint_q, adjoint_v) = (read(Array::AdjointQpos), read(Array::AdjointQvel));
+        let mut derivatives = RneaDerivatives::default();
+        let mut line = (0.0_f64, 0.0_f64);
+        for w in 0..count {
+            let kin = forward_kinematics(&model, &states[w].qpos);
+            let a = DVector::from_column_slice(&qacc[w]);
+            let expected = inverse_dynamics(&model, &kin, &states[w].qvel, &a);
+            line.0 = line.0.max(worst(&tau[w], expected.as_slice()));
+            derivatives.compute(&model, &kin, &states[w].qvel, &a);
+            let l = DVector::from_column_slice(&lambdas[w]);
+            let (q, v) = (-derivatives.dq.tr_mul(&l), -derivatives.dv.tr_mul(&l));
+            let both: Vec<f64> = q.iter().chain(v.iter()).copied().collect();
+            let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).copied().collect();
+            line.1 = line.1.max(worst(&got, &both));
+        }
+        eprintln!("{name:>24}: inverse dynamics {:.1e}, its adjoint {:.1e}", line.0, line.1);
+        overall = overall.max(line.0).max(line.1);
+    }
+    overall
+}
+
+/// The scenes the backward is held on: the gymnasium models' trees under Euler without
+/// constraints, [`FEATURES`], and [`FEATURES`] without Euler's implicit damping.
+fn backward_scenes() -> Vec<(String, Model<f64>)> {
+    let mut scenes: Vec<(String, Model<f64>)> = gymnasium_models()
+        .map(|(name, mut model)| {
+            model.integrator = Integrator::Euler;
+            (name, model)
+        })
+        .collect();
+    let mut features = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
+    features.enabled.constraint = false;
+    let mut undamped = features.clone();
+    undamped.enabled.euler_damp = false;
+    scenes.push(("features".into(), features));
+    scenes.push(("features, no eulerdamp".into(), undamped));
+    scenes
+}
+
+/// The step's backward on `device` against the CPU's forward-mode step Jacobians, worst over
+/// every scene.
+fn backward_against_cpu(device: &Device) -> f64 {
+    let mut rng = Rng(22);
+    let mut overall: f64 = 0.0;
+    for (name, model) in backward_scenes() {
+        let (count, nv) = (3, model.nv());
+        let states: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
+        // Controls past their ranges now and then.
+        let ctrls = random(&mut rng, count, model.nu(), 1.5);
+        let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
+        let stages = Stages::new(&model, device).expect("packs");
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        let (ctrl, q, v) = (slices(&ctrls), slices(&bar_q), slices(&bar_v));
+        let given = [
+            (Array::Qpos, &qpos),
+            (Array::Qvel, &qvel),
+            (Array::Ctrl, &ctrl),
+            (Array::AdjointQpos, &q),
+            (Array::AdjointQvel, &v),
+        ];
+        let worlds = stages.upload(count, &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
+        stages.step_backward(&worlds).expect("the backward runs");
+        let read = |array| stages.read(&worlds, array).expect("readable");
+        let (adjoint_q, adjoint_v, adjoint_u) =
+            (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::AdjointCtrl));
+        let mut scene: f64 = 0.0;
+        for w in 0..count {
+            let jacobians = phyz_dual::step_jacobians(&model, &states[w], &ctrls[w]).expect("the CPU differentiates");
+            let end = DVector::from_iterator(2 * nv, bar_q[w].iter().chain(&bar_v[w]).copied());
+            let (start, controls) = (jacobians.a.tr_mul(&end), jacobians.b.tr_mul(&end));
+            let expected: Vec<f64> = start.iter().chain(controls.iter()).copied().collect();
+            let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).chain(&adjoint_u[w]).copied().collect();
+            scene = scene.max(worst(&got, &expected));
+        }
+        eprintln!("{name:>24}: the step's cotangents {scene:.1e}");
+        overall = overall.max(scene);
+    }
+    overall
+}
+
+/// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
+/// requires it.
+fn has_f64(device: &Device) -> bool {
+    let has = device.supports_dtype(DType::F64);
+    if !has {
+        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
+        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
+    }
+    has
+}
+
+#[test]
+fn the_backward_stages_are_the_cpu_stages_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = adjoint_stages_against_cpu(&device);
+        assert!(worst <= 1e-10, "{worst:e}");
+    }
+}
+
+#[test]
+fn the_backward_stages_follow_the_cpu_stages_in_f32() {
+    let worst = adjoint_stages_against_cpu(&opengl());
+    assert!(worst <= 1e-4, "{worst:e}");
+}
+
+#[test]
+fn the_step_backward_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = backward_against_cpu(&device);
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
+}
+
+#[test]
+fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
+    let worst = backward_against_cpu(&opengl());
+    assert!(worst <= 1e-3, "{worst:e}");
+}
+
+#[test]
+fn a_backward_the_device_does_not_run_is_refused_by_name() {
+    let device = opengl();
+    let refusal = |model: &Model<f64>| {
+        let stages = Stages::new(model, &device).expect("packs");
+        let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
+        match stages.step_backward(&worlds) {
+            Err(e) => e.to_string(),
+            Ok(()) => panic!("the backward ran"),
+        }
+    };
+    let mut rk4 = gymnasium("hopper");
+    rk4.enabled.constraint = false;
+    assert!(refusal(&rk4).contains("Rk4"), "{}", refusal(&rk4));
+    let mut constrained = gymnasium("hopper");
+    constrained.integrator = Integrator::Euler;
+    assert!(refusal(&constrained).contains("constraint solve"), "{}", refusal(&constrained));
+}
