@@ -196,6 +196,52 @@ fn backward_against_cpu(device: &Device) -> f64 {
     overall
 }
 
+/// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against
+/// the CPU's step Jacobians chained backwards along the CPU's own rollout: the cotangents of
+/// the start and of every step's controls, from random cotangents of the end; [`FEATURES`],
+/// two worlds, 12 steps under random controls.
+fn rollout_against_cpu(device: &Device) -> f64 {
+    let mut rng = Rng(23);
+    let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
+    model.enabled.constraint = false;
+    let (count, steps, nv) = (2, 12, model.nv());
+    let starts: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
+    let controls: Vec<Vec<Vec<f64>>> = (0..steps).map(|_| random(&mut rng, count, model.nu(), 1.5)).collect();
+    let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
+    let stages = Stages::new(&model, device).expect("packs");
+    let mut worlds = stages.worlds(&starts).expect("uploads");
+    let tape = stages.rollout(&mut worlds, &controls).expect("steps");
+    stages.write(&mut worlds, Array::AdjointQpos, &slices(&bar_q)).expect("writes");
+    stages.write(&mut worlds, Array::AdjointQvel, &slices(&bar_v)).expect("writes");
+    let control_bars = stages.rollout_backward(&mut worlds, &tape).expect("the backward runs");
+    let read = |array| stages.read(&worlds, array).expect("readable");
+    let (adjoint_q, adjoint_v, qpos) = (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::Qpos));
+    let mut overall: f64 = 0.0;
+    for w in 0..count {
+        assert!(worst(&qpos[w], starts[w].qpos.as_slice()) < 1e-6, "the worlds are back at their start");
+        let mut state = starts[w].clone();
+        let mut jacobians = Vec::new();
+        for ctrl in &controls {
+            let j = phyz_dual::step_jacobians(&model, &state, &ctrl[w]).expect("the CPU differentiates");
+            state = j.next.clone();
+            jacobians.push(j);
+        }
+        let mut bar = DVector::from_iterator(2 * nv, bar_q[w].iter().chain(&bar_v[w]).copied());
+        let mut expected = vec![Vec::new(); steps];
+        for (t, j) in jacobians.iter().enumerate().rev() {
+            expected[t] = j.b.tr_mul(&bar).as_slice().to_vec();
+            bar = j.a.tr_mul(&bar);
+        }
+        let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).copied().collect();
+        overall = overall.max(worst(&got, bar.as_slice()));
+        for t in 0..steps {
+            overall = overall.max(worst(&control_bars[t][w], &expected[t]));
+        }
+    }
+    eprintln!("a rollout of {steps} steps, its cotangents against the CPU's: {overall:.1e}");
+    overall
+}
+
 /// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
 /// requires it.
 fn has_f64(device: &Device) -> bool {
@@ -234,6 +280,21 @@ fn the_step_backward_is_the_transposed_step_jacobian_in_f64() {
 #[test]
 fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
     let worst = backward_against_cpu(&opengl());
+    assert!(worst <= 1e-3, "{worst:e}");
+}
+
+#[test]
+fn a_rollout_backward_is_the_chained_step_jacobians_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = rollout_against_cpu(&device);
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
+}
+
+#[test]
+fn a_rollout_backward_follows_the_chained_step_jacobians_in_f32() {
+    let worst = rollout_against_cpu(&opengl());
     assert!(worst <= 1e-3, "{worst:e}");
 }
 

@@ -31,7 +31,10 @@ mod real;
 mod rnea;
 mod rnea_adjoint;
 mod rows;
+mod tape;
 mod world;
+
+pub use tape::{Checkpoint, Tape};
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::backend::{DispatchDevice, read_sync};
@@ -220,6 +223,17 @@ fn read_ints(t: &CubeTensor) -> Result<Vec<u32>, GpuError> {
     data.convert::<u32>().try_into_vec::<u32>().map_err(device_error)
 }
 
+/// A float tensor, read back in `f64`.
+fn read_floats(t: &CubeTensor) -> Result<Vec<f64>, GpuError> {
+    let data = read_sync(CubeBackend::float_into_data(t.clone())).map_err(device_error)?;
+    data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)
+}
+
+/// An array's `len` items of `count` worlds as laid out (item by item), world by world.
+fn by_world(host: &[f64], count: usize, len: usize) -> Vec<Vec<f64>> {
+    (0..count).map(|w| (0..len).map(|i| host[i * count + w]).collect()).collect()
+}
+
 /// How many Newton iterations the host launches between reads of whether a world still
 /// iterates.
 const SOLVE_CHECK: usize = 4;
@@ -365,7 +379,7 @@ impl Stages {
     /// own.
     pub fn write(&self, worlds: &mut Worlds, array: Array, values: &[&[f64]]) -> Result<(), GpuError> {
         self.check(worlds)?;
-        let (start, len) = self.packed.array(array);
+        let len = self.packed.array(array).1;
         let n = worlds.count;
         if values.len() != n {
             return Err(GpuError::Model(format!("{array:?} given for {} worlds, not {n}", values.len())));
@@ -385,25 +399,31 @@ impl Stages {
         }
         let value =
             CubeBackend::float_from_data(TensorData::new(host, [len * n]).convert_dtype(self.dtype), &self.device);
-        let range = Slice { start: (start * n) as isize, end: Some(((start + len) * n) as isize), step: 1 };
+        self.assign(worlds, array, value);
+        Ok(())
+    }
+
+    /// The items of `array` for `count` worlds, as a range of the worlds' buffer.
+    fn range(&self, array: Array, count: usize) -> Slice {
+        let (start, len) = self.packed.array(array);
+        Slice { start: (start * count) as isize, end: Some(((start + len) * count) as isize), step: 1 }
+    }
+
+    /// Writes `value` (`array`'s items of every world, as laid out) over `array` in `worlds`.
+    fn assign(&self, worlds: &mut Worlds, array: Array, value: CubeTensor) {
+        let range = self.range(array, worlds.count);
         // The worlds' buffer taken out (the value standing in), so that it is written in place
         // where nothing else holds it.
         let data = std::mem::replace(&mut worlds.data, value.clone());
         worlds.data = CubeBackend::float_slice_assign(data, &[range], value);
-        Ok(())
     }
 
     /// Each world's `array`, read back (one transfer of that array alone).
     pub fn read(&self, worlds: &Worlds, array: Array) -> Result<Vec<Vec<f64>>, GpuError> {
         self.check(worlds)?;
-        let (start, len) = self.packed.array(array);
         let n = worlds.count;
-        let range = Slice { start: (start * n) as isize, end: Some(((start + len) * n) as isize), step: 1 };
-        let view = CubeBackend::float_slice(worlds.data.clone(), &[range]);
-        let data = read_sync(CubeBackend::float_into_data(view))
-            .map_err(|e| GpuError::Device(format!("reading the worlds back: {e:?}")))?;
-        let host = data.convert::<f64>().try_into_vec::<f64>().map_err(|e| GpuError::Device(format!("{e:?}")))?;
-        Ok((0..n).map(|w| (0..len).map(|i| host[i * n + w]).collect()).collect())
+        let view = CubeBackend::float_slice(worlds.data.clone(), &[self.range(array, n)]);
+        Ok(by_world(&read_floats(&view)?, n, self.packed.array(array).1))
     }
 
     /// The worlds that failed, each with the first thing that went wrong (one transfer).
@@ -712,11 +732,8 @@ impl Stages {
         let rows = &worlds.rows;
         let (n, nv) = (worlds.count, self.packed.nv());
         let counts = read_ints(&rows.counts)?;
-        let read = |t: &CubeTensor| -> Result<Vec<f64>, GpuError> {
-            let data = read_sync(CubeBackend::float_into_data(t.clone())).map_err(device_error)?;
-            data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)
-        };
-        let (jacobian, target, regularizer) = (read(&rows.jacobian)?, read(&rows.target)?, read(&rows.regularizer)?);
+        let (jacobian, target, regularizer) =
+            (read_floats(&rows.jacobian)?, read_floats(&rows.target)?, read_floats(&rows.regularizer)?);
         Ok((0..n)
             .map(|w| {
                 let count = (counts[w] as usize).min(rows.per_world);
@@ -736,8 +753,7 @@ impl Stages {
         let pool = &worlds.pool;
         let stored = (read_ints(&pool.counter)?[0] as usize).min(pool.capacity);
         let found = read_ints(&pool.found)?;
-        let data = read_sync(CubeBackend::float_into_data(pool.geometry.clone())).map_err(device_error)?;
-        let geometry = data.convert::<f64>().try_into_vec::<f64>().map_err(device_error)?;
+        let geometry = read_floats(&pool.geometry)?;
         let slots = pool.capacity.max(1);
         let mut out = vec![Vec::new(); worlds.count];
         for c in 0..stored {
