@@ -3,7 +3,13 @@
 //! model's constraints (or both without, `--no-constraints`): same batch, same run; then each
 //! stage kernel's time per launch at the worlds' final states.
 //!
-//! `cargo run --release -p phyz-gpu --example stages -- MODEL.xml [--batch B --steps T --device wgpu|opengl --no-constraints]`
+//! With `--backward` (semi-implicit Euler without constraints: `--euler --no-constraints` turn
+//! a model's integrator and constraints off), also a rollout of `T` steps with its backward:
+//! on the CPU each world's steps, then each step's vector-Jacobian product in reverse
+//! (`phyz_dual::StepVjps`, which records the step again); on the device `Stages::rollout`
+//! (checkpoints) and `Stages::rollout_backward`.
+//!
+//! `cargo run --release -p phyz-gpu --example stages -- MODEL.xml [--batch B --steps T --device wgpu|opengl --no-constraints --euler --backward]`
 //!
 //! Each timing ends by waiting for the device (`Stages::sync`); one untimed step first lets it
 //! compile its kernels.
@@ -17,7 +23,12 @@ use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Stages, Worlds};
+use nalgebra::DVector;
+use phyz_core::{Model, State};
+use phyz_dual::{AnalyticalJacobians, Coordinates, StateTangent, StepVjps};
 use rayon::prelude::*;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Parser)]
 struct Args {
@@ -32,12 +43,21 @@ struct Args {
     /// Both engines without the model's constraints (the smooth dynamics alone).
     #[arg(long)]
     no_constraints: bool,
+    /// Both engines under semi-implicit Euler, whatever the model's integrator.
+    #[arg(long)]
+    euler: bool,
+    /// Also time a rollout with its backward, on both.
+    #[arg(long)]
+    backward: bool,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Error> {
     let args = Args::parse();
     let mut model = mjcf::load(&args.model)?;
     model.enabled.constraint &= !args.no_constraints;
+    if args.euler {
+        model.integrator = phyz_core::model::Integrator::Euler;
+    }
     let config = if args.no_constraints { SolverConfig::default() } else { SolverConfig::mujoco_compat() };
     let (b, steps) = (args.batch, args.steps);
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
@@ -80,6 +100,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     stages.sync()?;
     println!("device ({:?}) env_steps_per_s {:.0}", stages.dtype(), rate(clock.elapsed().as_secs_f64()));
     println!("failed worlds {}", stages.failures(&worlds)?.len());
+    if args.backward {
+        with_backward(&model, &stages, &starts, &ctrls, steps)?;
+    }
 
     type Stage = fn(&Stages, &Worlds) -> Result<(), phyz_gpu::GpuError>;
     let mut launches: Vec<(&str, Stage)> = vec![
@@ -89,6 +112,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("bias forces", Stages::bias_forces),
         ("smooth acceleration", Stages::smooth_acceleration),
     ];
+    if args.backward {
+        launches.extend([
+            ("inverse dynamics", Stages::inverse_dynamics as Stage),
+            ("its adjoint", Stages::inverse_dynamics_adjoint),
+        ]);
+    }
     if model.enabled.constraint {
         launches.extend([
             ("collision", Stages::collide as Stage),
@@ -110,4 +139,85 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {found} contacts, {rows} constraint rows over {b} worlds at the last state");
     }
     Ok(())
+}
+
+/// A rollout of `steps` steps from `starts` under `ctrls` held, with its backward from the
+/// cotangent of the end `(1, …, 1)`, on the CPU (2 threads) and on the device: env-steps/s.
+fn with_backward(
+    model: &Model<f64>,
+    stages: &Stages,
+    starts: &[State<f64>],
+    ctrls: &[Vec<f64>],
+    steps: usize,
+) -> Result<(), Error> {
+    let (b, nv) = (starts.len(), model.nv());
+    let rate = |seconds: f64| (b * steps) as f64 / seconds;
+    // Reverse mode (the step recorded again on a tape, one sweep back), and the analytical
+    // Jacobians (`A`, `B`, then `Aᵀ c`).
+    let reverse = cpu_backward(model, starts, ctrls, steps, || {
+        let mut vjps = StepVjps::new(model, &[])?;
+        Ok(move |state: &State<f64>, ctrl: &[f64], bar: StateTangent| {
+            Ok(vjps.at(Coordinates::Tangent, state, ctrl, &bar, &mut ContactState::default())?.state)
+        })
+    })?;
+    println!("cpu with backward, reverse mode (f64) env_steps_per_s {:.0}", rate(reverse));
+    let analytical = cpu_backward(model, starts, ctrls, steps, || {
+        let mut jacobians = AnalyticalJacobians::new(model)?;
+        Ok(move |state: &State<f64>, ctrl: &[f64], bar: StateTangent| {
+            let j = jacobians.at(state, ctrl, &mut ContactState::default())?;
+            let end = DVector::from_iterator(2 * nv, bar.qpos.iter().chain(bar.qvel.iter()).copied());
+            let back = j.a.tr_mul(&end);
+            let (qpos, qvel) = (back.rows(0, nv).into_owned(), back.rows(nv, nv).into_owned());
+            Ok(StateTangent { qpos, qvel, act: DVector::zeros(0) })
+        })
+    })?;
+    println!("cpu with backward, analytical Jacobians (f64) env_steps_per_s {:.0}", rate(analytical));
+
+    let qpos: Vec<&[f64]> = starts.iter().map(|s| s.qpos.as_slice()).collect();
+    let qvel: Vec<&[f64]> = starts.iter().map(|s| s.qvel.as_slice()).collect();
+    let ctrl: Vec<&[f64]> = ctrls.iter().map(|c| c.as_slice()).collect();
+    let mut worlds = stages.upload(b, &[(Array::Qpos, &qpos), (Array::Qvel, &qvel), (Array::Ctrl, &ctrl)])?;
+    let held: Vec<Vec<Vec<f64>>> = vec![ctrls.to_vec(); steps];
+    let ones = vec![vec![1.0; nv]; b];
+    let ones: Vec<&[f64]> = ones.iter().map(|o| o.as_slice()).collect();
+    // Once untimed, so that the backward's kernels are compiled.
+    let tape = stages.rollout(&mut worlds, &held[..1])?;
+    stages.rollout_backward(&mut worlds, &tape)?;
+    stages.sync()?;
+    let clock = Instant::now();
+    let tape = stages.rollout(&mut worlds, &held)?;
+    stages.write(&mut worlds, Array::AdjointQpos, &ones)?;
+    stages.write(&mut worlds, Array::AdjointQvel, &ones)?;
+    stages.rollout_backward(&mut worlds, &tape)?;
+    stages.sync()?;
+    println!("device with backward ({:?}) env_steps_per_s {:.0}", stages.dtype(), rate(clock.elapsed().as_secs_f64()));
+    Ok(())
+}
+
+/// Seconds for each world's rollout of `steps` steps on the CPU (rayon over the worlds), then
+/// its cotangent `(1, …, 1)` at the end pulled back step by step by a puller `make` gives each
+/// world.
+fn cpu_backward<P, M>(model: &Model<f64>, starts: &[State<f64>], ctrls: &[Vec<f64>], steps: usize, make: M) -> Result<f64, Error>
+where
+    M: Fn() -> Result<P, Error> + Sync,
+    P: FnMut(&State<f64>, &[f64], StateTangent) -> Result<StateTangent, Error>,
+{
+    let nv = model.nv();
+    let clock = Instant::now();
+    starts.par_iter().zip(ctrls).try_for_each(|(start, ctrl)| {
+        let mut pull = make()?;
+        let (mut workspace, mut states) = (Workspace::default(), vec![start.clone()]);
+        for t in 0..steps {
+            step_in(model, &states[t], ctrl, &mut ContactState::default(), &mut workspace)?;
+            states.push(workspace.next.clone());
+        }
+        let ones = DVector::from_element(nv, 1.0);
+        let mut bar = StateTangent { qpos: ones.clone(), qvel: ones, act: DVector::zeros(model.na()) };
+        for state in states[..steps].iter().rev() {
+            bar = pull(state, ctrl, bar)?;
+        }
+        std::hint::black_box(bar);
+        Ok::<_, Error>(())
+    })?;
+    Ok(clock.elapsed().as_secs_f64())
 }
