@@ -17,15 +17,15 @@
 use std::time::Instant;
 
 use clap::Parser;
+use nalgebra::DVector;
 use phyz_core::contact::SolverConfig;
 use phyz_core::mjcf;
 use phyz_core::sim::{ContactState, Workspace, step_in};
+use phyz_core::{Model, State};
+use phyz_dual::{AnalyticalJacobians, Coordinates, StateTangent, StepVjps};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Stages, Worlds};
-use nalgebra::DVector;
-use phyz_core::{Model, State};
-use phyz_dual::{AnalyticalJacobians, Coordinates, StateTangent, StepVjps};
 use rayon::prelude::*;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -197,7 +197,13 @@ fn with_backward(
 /// Seconds for each world's rollout of `steps` steps on the CPU (rayon over the worlds), then
 /// its cotangent `(1, …, 1)` at the end pulled back step by step by a puller `make` gives each
 /// world.
-fn cpu_backward<P, M>(model: &Model<f64>, starts: &[State<f64>], ctrls: &[Vec<f64>], steps: usize, make: M) -> Result<f64, Error>
+fn cpu_backward<P, M>(
+    model: &Model<f64>,
+    starts: &[State<f64>],
+    ctrls: &[Vec<f64>],
+    steps: usize,
+    make: M,
+) -> Result<f64, Error>
 where
     M: Fn() -> Result<P, Error> + Sync,
     P: FnMut(&State<f64>, &[f64], StateTangent) -> Result<StateTangent, Error>,

@@ -181,6 +181,10 @@ pub const RATE: usize = 27;
 /// vectors (`super::rnea_adjoint::term`).
 pub const TERMS: usize = 42;
 
+/// Numbers of a degree of freedom's sums in the adjoint of inverse dynamics: three spatial
+/// vectors (`super::rnea_adjoint::sum`).
+pub const SUMS: usize = 18;
+
 /// The arrays each world holds, in order, with what each is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -251,10 +255,12 @@ pub enum Array {
     Newton,
     /// The backward's arrays: each link's composite momentum rate matrix (three 3×3 blocks,
     /// [`RATE`] a link), each degree of freedom's terms of inverse dynamics' derivatives
-    /// ([`TERMS`] a dof), the multiplier `λ = K⁻¹ ā` of the step's acceleration, and the
-    /// cotangents of `qpos` (in tangent coordinates, `nv`), `qvel` and the controls.
+    /// ([`TERMS`] a dof) and their sums against `λ` ([`SUMS`] a dof), the multiplier
+    /// `λ = K⁻¹ ā` of the step's acceleration, and the cotangents of `qpos` (in tangent
+    /// coordinates, `nv`), `qvel` and the controls.
     Rate,
     Terms,
+    Sums,
     Multiplier,
     AdjointQpos,
     AdjointQvel,
@@ -282,7 +288,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 43] = [
+    pub const ALL: [Array; 44] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -322,6 +328,7 @@ impl Array {
         Array::Newton,
         Array::Rate,
         Array::Terms,
+        Array::Sums,
         Array::Multiplier,
         Array::AdjointQpos,
         Array::AdjointQvel,
@@ -555,6 +562,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Multiplier | Array::AdjointQpos | Array::AdjointQvel => nv,
         Array::Rate => RATE * nlink,
         Array::Terms => TERMS * nv,
+        Array::Sums => SUMS * nv,
         Array::Hessian => nv * nv,
         Array::Newton => super::newton::newton_item::LEN,
         Array::Status => 1,

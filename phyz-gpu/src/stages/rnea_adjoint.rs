@@ -6,15 +6,15 @@
 //!
 //! It transcribes the CPU's analytical derivatives (Carpentier and Mansard's composites in each
 //! tree's rooted frame; the CPU module's notes derive them): each link's composite inertia and
-//! momentum rate matrix, each degree of freedom's vectors, and the entry of each dof `j` and
-//! ancestor `k`, both ways. Each entry is summed against `λ` as it is made, so no `nv × nv`
-//! matrix is stored: the cost is the CPU's, `O(nv · depth)` dot products.
+//! momentum rate matrix, each degree of freedom's vectors, and the entries of each dof `j` and
+//! ancestor `k`, both ways, summed against `λ` through sums over the tree: no `nv × nv` matrix
+//! is made, and the cost is `O(nv)` where the matrices' is `O(nv · depth)`.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::{Array, INERTIA, RATE, TERMS, dof_int, header, link_int};
-use super::mass::{parent_of, row_of};
+use super::layout::{Array, INERTIA, RATE, SUMS, TERMS, dof_int, header, link_int};
+use super::mass::parent_of;
 use super::real::{M3, V3};
 use super::rnea::joint_velocity;
 use super::world::{Inertia, Spatial, World, rates_acceleration, start};
@@ -31,6 +31,15 @@ pub mod term {
     pub const POSITION_SUBTREE: usize = 24;
     pub const VELOCITY_PHI: usize = 30;
     pub const VELOCITY_SUBTREE: usize = 36;
+}
+
+/// Where each of a degree of freedom's sums lies among its [`SUMS`] numbers
+/// (`pull_back`): `Σ λ Ic S` and `Σ λ Bcᵀ S` over its subtree of dofs, and `Σ λ S` over its
+/// strict ancestors.
+pub mod sum {
+    pub const INERTIA: usize = 0;
+    pub const RATE: usize = 6;
+    pub const ANCESTORS: usize = 12;
 }
 
 /// A momentum rate matrix `h ×̄ + v ×* I − I v ×` (`rnea_derivatives::momentum_rate`): how a
@@ -225,67 +234,101 @@ fn store_terms<F: Float>(
     velocity_subtree.store(data, at + term::VELOCITY_SUBTREE * n, n);
 }
 
-/// The link of degree of freedom `d` and whether `d` is one of its world dofs (1) or not (0).
+/// The first degree of freedom of `d`'s group on its link: its link's world dofs, or the rest.
+/// The dofs of a group before `d` are the ancestors whose axes turn with `d`'s perturbation
+/// (`RneaDerivatives::entries`' "beside"), and the group's start's own ancestors the others.
 #[cube]
-fn dof_place(ints: &Tensor<u32>, d: usize) -> (usize, u32) {
+fn group_start(ints: &Tensor<u32>, d: usize) -> usize {
     let link = ints[ints[header::DOF_INTS] as usize + d * dof_int::LEN + dof_int::LINK] as usize;
     let li = ints[header::LINK_INTS] as usize + link * link_int::LEN;
-    let mut in_world = 0u32;
-    if d < ints[li + link_int::DOF_ADR] as usize + ints[li + link_int::WORLD_DOFS] as usize {
-        in_world = 1u32;
+    let adr = ints[li + link_int::DOF_ADR] as usize;
+    let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
+    let mut first = adr;
+    if d >= turning {
+        first = turning;
     }
-    (link, in_world)
+    first
 }
 
-/// `λᵀ ∂τ/∂q` and `λᵀ ∂τ/∂q̇` taken from the cotangents, entry by entry as
-/// `RneaDerivatives::entries` makes them: each dof `j` with itself and each ancestor `k`, `τ_j`
-/// along `k`'s perturbation (`j` is at or beyond `k`), and `τ_k` along `j`'s.
+/// `λᵀ ∂τ/∂q` and `λᵀ ∂τ/∂q̇` taken from the cotangents: the entries `RneaDerivatives::entries`
+/// makes, each dof `j` with itself and each ancestor `k` both ways, summed against `λ` by
+/// sums over the tree rather than entry by entry (`O(nv)`, not `O(nv · depth)`).
+///
+/// - `τ_j` along `k`'s perturbation (`j` at or beyond `k`): `φ_k · Ic S_j + ψ_k · Bcᵀ S_j`, so
+///   `k` takes `φ_k · Σ_j λ_j Ic S_j + ψ_k · Σ_j λ_j Bcᵀ S_j`, the sums over `k`'s subtree of
+///   dofs, gathered from the leaves.
+/// - `τ_k` along `j`'s (`k` a strict ancestor): for `k` beside `j` (before it in its group)
+///   `φ_j · Ic S_k + ψ_j · Bcᵀ S_k`, and for the others, the group's start's ancestors,
+///   `S_k · δF_j`: so `j` takes those against `Σ λ_k Ic S_k`, `Σ λ_k Bcᵀ S_k` over its group
+///   before it, and `δF_j · Σ λ_k S_k` over its group start's ancestors, gathered from the
+///   root.
 #[cube]
 fn pull_back<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) {
     let n = world.count;
+    let nv = ints[header::DOFS] as usize;
     let motion = start(ints, comptime![Array::Motion as usize]);
     let terms = start(ints, comptime![Array::Terms as usize]);
+    let sums = start(ints, comptime![Array::Sums as usize]);
     let lambda = start(ints, comptime![Array::Multiplier as usize]);
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
-    for j in 0..ints[header::DOFS] as usize {
-        let at_j = world.at(terms, TERMS * j);
-        let lambda_j = data[world.at(lambda, j)];
-        let inertia_j = Spatial::<F>::load(data, at_j + term::INERTIA_AXIS * n, n);
-        let rate_j = Spatial::<F>::load(data, at_j + term::RATE_AXIS * n, n);
-        let axis_j = Spatial::<F>::load(data, world.at(motion, 6 * j), n);
-        let place_j = dof_place(ints, j);
-        let (_, depth) = row_of(ints, j);
-        let mut k = j;
-        for t in 0..depth {
-            let at_k = world.at(terms, TERMS * k);
-            let axis_k = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
-            let position_k = Spatial::<F>::load(data, at_k + term::POSITION_PHI * n, n).dot(&inertia_j)
-                + Spatial::<F>::load(data, at_k + term::POSITION_PSI * n, n).dot(&rate_j);
-            let velocity_k =
-                Spatial::<F>::load(data, at_k + term::VELOCITY_PHI * n, n).dot(&inertia_j) + axis_k.dot(&rate_j);
-            data[world.at(adjoint_q, k)] -= lambda_j * position_k;
-            data[world.at(adjoint_v, k)] -= lambda_j * velocity_k;
-            if t > 0 {
-                let place_k = dof_place(ints, k);
-                let mut position_j = axis_k.dot(&Spatial::<F>::load(data, at_j + term::POSITION_SUBTREE * n, n));
-                let mut velocity_j = axis_k.dot(&Spatial::<F>::load(data, at_j + term::VELOCITY_SUBTREE * n, n));
-                if place_k.0 == place_j.0 && place_k.1 == place_j.1 {
-                    // On `j`'s link, its axis turns too.
-                    let inertia_k = Spatial::<F>::load(data, at_k + term::INERTIA_AXIS * n, n);
-                    let rate_k = Spatial::<F>::load(data, at_k + term::RATE_AXIS * n, n);
-                    position_j = Spatial::<F>::load(data, at_j + term::POSITION_PHI * n, n).dot(&inertia_k)
-                        + Spatial::<F>::load(data, at_j + term::POSITION_PSI * n, n).dot(&rate_k);
-                    velocity_j = Spatial::<F>::load(data, at_j + term::VELOCITY_PHI * n, n).dot(&inertia_k)
-                        + axis_j.dot(&rate_k);
-                }
-                let lambda_k = data[world.at(lambda, k)];
-                data[world.at(adjoint_q, j)] -= lambda_k * position_j;
-                data[world.at(adjoint_v, j)] -= lambda_k * velocity_j;
-            }
-            if t + 1 < depth {
-                k = parent_of(ints, k) - 1;
+    // Each dof's own weighted axes, then summed over its subtree (a dof's parent comes first);
+    // and the weighted motions of its strict ancestors, from the root.
+    for d in 0..nv {
+        let (at, to) = (world.at(terms, TERMS * d), world.at(sums, SUMS * d));
+        let l = data[world.at(lambda, d)];
+        Spatial::<F>::load(data, at + term::INERTIA_AXIS * n, n).scale(l).store(data, to + sum::INERTIA * n, n);
+        Spatial::<F>::load(data, at + term::RATE_AXIS * n, n).scale(l).store(data, to + sum::RATE * n, n);
+        let parent = parent_of(ints, d);
+        let mut above = Spatial::<F>::zero();
+        if parent > 0 {
+            let p = parent - 1;
+            let motion_p = Spatial::<F>::load(data, world.at(motion, 6 * p), n).scale(data[world.at(lambda, p)]);
+            above = Spatial::<F>::load(data, world.at(sums, SUMS * p) + sum::ANCESTORS * n, n).add(&motion_p);
+        }
+        above.store(data, to + sum::ANCESTORS * n, n);
+    }
+    for r in 0..nv {
+        let d = nv - 1 - r;
+        let parent = parent_of(ints, d);
+        if parent > 0 {
+            let (from, to) = (world.at(sums, SUMS * d), world.at(sums, SUMS * (parent - 1)));
+            for part in 0..2 {
+                let at = part * 6 * n;
+                let sum = Spatial::<F>::load(data, to + at, n).add(&Spatial::load(data, from + at, n));
+                sum.store(data, to + at, n);
             }
         }
+    }
+    for j in 0..nv {
+        let (at, own) = (world.at(terms, TERMS * j), world.at(sums, SUMS * j));
+        let axis = Spatial::<F>::load(data, world.at(motion, 6 * j), n);
+        let position_phi = Spatial::<F>::load(data, at + term::POSITION_PHI * n, n);
+        let position_psi = Spatial::<F>::load(data, at + term::POSITION_PSI * n, n);
+        let velocity_phi = Spatial::<F>::load(data, at + term::VELOCITY_PHI * n, n);
+        // Along j's own perturbation, τ of j's subtree of dofs (j included).
+        let inertia = Spatial::<F>::load(data, own + sum::INERTIA * n, n);
+        let rate = Spatial::<F>::load(data, own + sum::RATE * n, n);
+        let mut dq = position_phi.dot(&inertia) + position_psi.dot(&rate);
+        let mut dv = velocity_phi.dot(&inertia) + axis.dot(&rate);
+        // τ of its strict ancestors: those beside it, then the others.
+        let first = group_start(ints, j);
+        let mut beside_inertia = Spatial::<F>::zero();
+        let mut beside_rate = Spatial::<F>::zero();
+        for k in first..j {
+            let at_k = world.at(terms, TERMS * k);
+            let l = data[world.at(lambda, k)];
+            beside_inertia = beside_inertia.add(&Spatial::<F>::load(data, at_k + term::INERTIA_AXIS * n, n).scale(l));
+            beside_rate = beside_rate.add(&Spatial::<F>::load(data, at_k + term::RATE_AXIS * n, n).scale(l));
+        }
+        let others = Spatial::<F>::load(data, world.at(sums, SUMS * first) + sum::ANCESTORS * n, n);
+        dq += position_phi.dot(&beside_inertia)
+            + position_psi.dot(&beside_rate)
+            + others.dot(&Spatial::<F>::load(data, at + term::POSITION_SUBTREE * n, n));
+        dv += velocity_phi.dot(&beside_inertia)
+            + axis.dot(&beside_rate)
+            + others.dot(&Spatial::<F>::load(data, at + term::VELOCITY_SUBTREE * n, n));
+        data[world.at(adjoint_q, j)] -= dq;
+        data[world.at(adjoint_v, j)] -= dv;
     }
 }
