@@ -25,38 +25,15 @@ use phyz_gpu::stages::Stages;
 use phyz_gpu::stages::layout::Array;
 
 mod common;
-use common::{GYMNASIUM, Rng, gymnasium};
+use common::{FEATURES, GYMNASIUM, Rng, gymnasium};
 
-/// What the gymnasium models lack, stepped by Euler: a damped ball joint, a hinge with a
-/// reference angle, a spring's rest angle and armature, a sprung slide, a position servo with
-/// control and force ranges, a geared velocity servo, an affine gain and bias, a free body.
-const FEATURES: &str = "
-<mujoco>
-  <option timestep='0.004'/>
-  <worldbody>
-    <body name='a' pos='0 0 1'>
-      <joint name='ball' type='ball' damping='0.3'/>
-      <geom type='capsule' size='0.05' fromto='0 0 0 0.3 0 0' mass='1'/>
-      <body name='b' pos='0.3 0 0' quat='0.9 0.1 0.3 0.2'>
-        <joint name='hinge' axis='0 1 0' pos='0.02 0 0' ref='0.1' stiffness='20' springref='0.4' damping='0.5' armature='0.01'/>
-        <geom type='box' size='0.1 0.05 0.02' pos='0.1 0 0' mass='0.5'/>
-        <body name='c' pos='0.2 0 0'>
-          <joint name='slide' type='slide' axis='1 0.5 0' stiffness='50' damping='1'/>
-          <geom type='sphere' size='0.05' mass='0.2'/>
-        </body>
-      </body>
-    </body>
-    <body name='free' pos='1 0 2'>
-      <freejoint/>
-      <geom type='ellipsoid' size='0.1 0.2 0.3' mass='2'/>
-    </body>
-  </worldbody>
-  <actuator>
-    <position joint='hinge' kp='30' ctrlrange='-1 1' ctrllimited='true' forcerange='-5 5' forcelimited='true'/>
-    <velocity joint='slide' kv='4' gear='2'/>
-    <general joint='hinge' gaintype='affine' gainprm='2 0.5 0.1' biastype='affine' biasprm='0.3 -1 -0.2'/>
-  </actuator>
-</mujoco>";
+/// [`FEATURES`] under semi-implicit Euler without constraints.
+fn features() -> Model<f64> {
+    let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
+    model.integrator = Integrator::Euler;
+    model.enabled.constraint = false;
+    model
+}
 
 /// The gymnasium models the device takes (not the swimmer, whose medium is viscous), without
 /// constraints.
@@ -145,8 +122,7 @@ fn backward_scenes() -> Vec<(String, Model<f64>)> {
             (name, model)
         })
         .collect();
-    let mut features = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
-    features.enabled.constraint = false;
+    let features = features();
     let mut undamped = features.clone();
     undamped.enabled.euler_damp = false;
     scenes.push(("features".into(), features));
@@ -202,8 +178,7 @@ fn backward_against_cpu(device: &Device) -> f64 {
 /// two worlds, 12 steps under random controls.
 fn rollout_against_cpu(device: &Device) -> f64 {
     let mut rng = Rng(23);
-    let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
-    model.enabled.constraint = false;
+    let model = features();
     let (count, steps, nv) = (2, 12, model.nv());
     let starts: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
     let controls: Vec<Vec<Vec<f64>>> = (0..steps).map(|_| random(&mut rng, count, model.nu(), 1.5)).collect();

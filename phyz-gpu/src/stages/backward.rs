@@ -14,6 +14,7 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
+use super::forces::actuator_law;
 use super::layout::{Array, TIMESTEP, actuator_float, actuator_int, dof_float, header, joint, link_float, link_int};
 use super::mass::solve_in_place;
 use super::real::{Quat, V3, exact, sin_cos};
@@ -102,9 +103,6 @@ pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F
     if world.index >= world.count {
         terminate!();
     }
-    let qpos = start(ints, comptime![Array::Qpos as usize]);
-    let qvel = start(ints, comptime![Array::Qvel as usize]);
-    let ctrl = start(ints, comptime![Array::Ctrl as usize]);
     let lambda = start(ints, comptime![Array::Multiplier as usize]);
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
@@ -116,23 +114,18 @@ pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F
         let ai = ints[header::ACTUATOR_INTS] as usize + a * actuator_int::LEN;
         let af = ints[header::ACTUATOR_FLOATS] as usize + a * actuator_float::LEN;
         let d = ints[ai + actuator_int::DOF] as usize;
-        let gear = floats[af + actuator_float::GEAR];
-        let length = gear * data[world.at(qpos, ints[ai + actuator_int::QPOS] as usize)];
-        let velocity = gear * data[world.at(qvel, d)];
-        let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
-        let gain = floats[g] + floats[g + 1] * length + floats[g + 2] * velocity;
-        let bias = floats[b] + floats[b + 1] * length + floats[b + 2] * velocity;
+        let law = actuator_law::<F>(ints, floats, data, &world, a);
         let (c, f) = (af + actuator_float::CTRL_RANGE, af + actuator_float::FORCE_RANGE);
-        let raw = data[world.at(ctrl, a)];
-        let u = F::clamp(raw, floats[c], floats[c + 1]);
-        let pull = gain * u + bias;
+        let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
+        let u = F::clamp(law.ctrl, floats[c], floats[c + 1]);
+        let pull = law.gain * u + law.bias;
         if pull >= floats[f] && pull <= floats[f + 1] {
             // The force `gear · pull` along the dof, `pull` affine in `gear · q` and `gear · q̇`.
-            let weight = data[world.at(lambda, d)] * gear;
-            data[world.at(adjoint_q, d)] += weight * gear * (floats[g + 1] * u + floats[b + 1]);
-            data[world.at(adjoint_v, d)] += weight * gear * (floats[g + 2] * u + floats[b + 2]);
-            if raw >= floats[c] && raw <= floats[c + 1] {
-                data[world.at(adjoint_u, a)] += weight * gain;
+            let weight = data[world.at(lambda, d)] * law.gear;
+            data[world.at(adjoint_q, d)] += weight * law.gear * (floats[g + 1] * u + floats[b + 1]);
+            data[world.at(adjoint_v, d)] += weight * law.gear * (floats[g + 2] * u + floats[b + 2]);
+            if law.ctrl >= floats[c] && law.ctrl <= floats[c + 1] {
+                data[world.at(adjoint_u, a)] += weight * law.gain;
             }
         }
     }

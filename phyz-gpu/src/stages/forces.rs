@@ -11,29 +11,57 @@ use super::layout::{Array, actuator_float, actuator_int, dof_float, header, join
 use super::mass::solve_in_place;
 use super::world::{World, start};
 
-/// Adds each actuator's generalized force to [`Array::Force`]: its control held to its range,
-/// `gain · u + bias` with both affine in the joint's length `gear · q` and velocity, held to
-/// its force range, along the gear.
+/// An actuator's law at a world's state: its gear, its gain and bias (each affine in the
+/// joint's length `gear · q` and velocity `gear · q̇`), and its control as given.
+#[derive(CubeType, Clone)]
+pub struct Law<F: Float> {
+    pub gear: F,
+    pub gain: F,
+    pub bias: F,
+    pub ctrl: F,
+}
+
+/// Actuator `a`'s law.
 #[cube]
-fn add_actuator_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, world: &World) {
+pub fn actuator_law<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    world: &World,
+    a: usize,
+) -> Law<F> {
+    let ai = ints[header::ACTUATOR_INTS] as usize + a * actuator_int::LEN;
+    let af = ints[header::ACTUATOR_FLOATS] as usize + a * actuator_float::LEN;
+    let d = ints[ai + actuator_int::DOF] as usize;
     let qpos = start(ints, comptime![Array::Qpos as usize]);
     let qvel = start(ints, comptime![Array::Qvel as usize]);
     let ctrl = start(ints, comptime![Array::Ctrl as usize]);
+    let gear = floats[af + actuator_float::GEAR];
+    let length = gear * data[world.at(qpos, ints[ai + actuator_int::QPOS] as usize)];
+    let velocity = gear * data[world.at(qvel, d)];
+    let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
+    Law::<F> {
+        gear,
+        gain: floats[g] + floats[g + 1] * length + floats[g + 2] * velocity,
+        bias: floats[b] + floats[b + 1] * length + floats[b + 2] * velocity,
+        ctrl: data[world.at(ctrl, a)],
+    }
+}
+
+/// Adds each actuator's generalized force to [`Array::Force`]: its control held to its range,
+/// `gain · u + bias` held to its force range, along the gear.
+#[cube]
+fn add_actuator_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, world: &World) {
     let force = start(ints, comptime![Array::Force as usize]);
     for a in 0..ints[header::ACTUATORS] as usize {
         let ai = ints[header::ACTUATOR_INTS] as usize + a * actuator_int::LEN;
         let af = ints[header::ACTUATOR_FLOATS] as usize + a * actuator_float::LEN;
         let d = ints[ai + actuator_int::DOF] as usize;
-        let gear = floats[af + actuator_float::GEAR];
-        let length = gear * data[world.at(qpos, ints[ai + actuator_int::QPOS] as usize)];
-        let velocity = gear * data[world.at(qvel, d)];
-        let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
-        let gain = floats[g] + floats[g + 1] * length + floats[g + 2] * velocity;
-        let bias = floats[b] + floats[b + 1] * length + floats[b + 2] * velocity;
+        let law = actuator_law::<F>(ints, floats, data, world, a);
         let (c, f) = (af + actuator_float::CTRL_RANGE, af + actuator_float::FORCE_RANGE);
-        let u = F::clamp(data[world.at(ctrl, a)], floats[c], floats[c + 1]);
-        let pull = F::clamp(gain * u + bias, floats[f], floats[f + 1]);
-        data[world.at(force, d)] += gear * pull;
+        let u = F::clamp(law.ctrl, floats[c], floats[c + 1]);
+        let pull = F::clamp(law.gain * u + law.bias, floats[f], floats[f + 1]);
+        data[world.at(force, d)] += law.gear * pull;
     }
 }
 

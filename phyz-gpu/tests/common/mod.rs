@@ -70,3 +70,34 @@ pub fn gymnasium(name: &str) -> Model<f64> {
     let path = format!("{}/../../shared/models/gymnasium/{name}.xml", env!("CARGO_MANIFEST_DIR"));
     mjcf::load(&path).expect("a gymnasium model loads")
 }
+
+/// What the gymnasium models lack: a ball joint with damping, a hinge with a reference angle, a
+/// spring's rest angle and armature, a sprung slide, servos (position, velocity, and a general
+/// actuator with affine gain and bias) with control and force ranges, a free body.
+pub const FEATURES: &str = "
+<mujoco>
+  <option timestep='0.004' integrator='RK4'/>
+  <worldbody>
+    <body name='a' pos='0 0 1'>
+      <joint name='ball' type='ball' damping='0.3'/>
+      <geom type='capsule' size='0.05' fromto='0 0 0 0.3 0 0' mass='1'/>
+      <body name='b' pos='0.3 0 0' quat='0.9 0.1 0.3 0.2'>
+        <joint name='hinge' axis='0 1 0' pos='0.02 0 0' ref='0.1' stiffness='20' springref='0.4' damping='0.5' armature='0.01'/>
+        <geom type='box' size='0.1 0.05 0.02' pos='0.1 0 0' mass='0.5'/>
+        <body name='c' pos='0.2 0 0'>
+          <joint name='slide' type='slide' axis='1 0.5 0' stiffness='50' damping='1'/>
+          <geom type='sphere' size='0.05' mass='0.2'/>
+        </body>
+      </body>
+    </body>
+    <body name='free' pos='1 0 2'>
+      <freejoint/>
+      <geom type='ellipsoid' size='0.1 0.2 0.3' mass='2'/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint='hinge' kp='30' ctrlrange='-1 1' ctrllimited='true' forcerange='-5 5' forcelimited='true'/>
+    <velocity joint='slide' kv='4' gear='2'/>
+    <general joint='hinge' gaintype='affine' gainprm='2 0.5 0.1' biastype='affine' biasprm='0.3 -1 -0.2'/>
+  </actuator>
+</mujoco>";
