@@ -27,6 +27,38 @@ use phyz_gpu::stages::layout::Array;
 mod common;
 use common::{FEATURES, GYMNASIUM, Rng, gymnasium};
 
+/// A ball joint below a hinge (its dofs' parent moving, so their perturbations' `ψ` terms are
+/// not zero), a slide below it driven through its parent's frame, and a control range.
+const BALL_BELOW: &str = "
+<mujoco>
+  <option timestep='0.005'/>
+  <worldbody>
+    <body name='arm' pos='0 0 1'>
+      <joint name='shoulder' axis='0 1 0' damping='0.2'/>
+      <geom type='capsule' size='0.04' fromto='0 0 0 0.3 0 0' mass='1'/>
+      <body name='forearm' pos='0.3 0 0' quat='0.8 0.2 0.4 0.1'>
+        <joint name='ball' type='ball' armature='0.02'/>
+        <geom type='box' size='0.15 0.04 0.03' pos='0.15 0 0' mass='0.6'/>
+        <body name='hand' pos='0.3 0 0'>
+          <joint name='slide' type='slide' axis='0.3 1 0.2' stiffness='10'/>
+          <geom type='sphere' size='0.05' mass='0.3'/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint='shoulder' gear='3' ctrlrange='-1 1' ctrllimited='true'/>
+    <position joint='slide' kp='20'/>
+  </actuator>
+</mujoco>";
+
+/// [`BALL_BELOW`] under semi-implicit Euler without constraints.
+fn ball_below() -> Model<f64> {
+    let mut model = mjcf::parse(BALL_BELOW, "ball_below.xml").expect("the model loads");
+    model.enabled.constraint = false;
+    model
+}
+
 /// [`FEATURES`] under semi-implicit Euler without constraints.
 fn features() -> Model<f64> {
     let mut model = mjcf::parse(FEATURES, "features.xml").expect("the features model loads");
@@ -43,6 +75,11 @@ fn gymnasium_models() -> impl Iterator<Item = (String, Model<f64>)> {
         model.enabled.constraint = false;
         (name.to_string(), model)
     })
+}
+
+/// The gymnasium models the device takes, [`FEATURES`] and [`BALL_BELOW`], without constraints.
+fn stage_models() -> impl Iterator<Item = (String, Model<f64>)> {
+    gymnasium_models().chain([("features".to_string(), features()), ("ball below".to_string(), ball_below())])
 }
 
 /// A random state: every joint moved by up to ±0.5 in tangent coordinates from the model's
@@ -76,7 +113,7 @@ fn worst(gpu: &[f64], cpu: &[f64]) -> f64 {
 fn adjoint_stages_against_cpu(device: &Device) -> f64 {
     let mut rng = Rng(21);
     let mut overall: f64 = 0.0;
-    for (name, model) in gymnasium_models() {
+    for (name, model) in stage_models() {
         let count = 4;
         let states: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
         let ctrls = random(&mut rng, count, model.nu(), 1.5);
@@ -114,7 +151,8 @@ fn adjoint_stages_against_cpu(device: &Device) -> f64 {
 }
 
 /// The scenes the backward is held on: the gymnasium models' trees under Euler without
-/// constraints, [`FEATURES`], and [`FEATURES`] without Euler's implicit damping.
+/// constraints, [`BALL_BELOW`], [`FEATURES`], and [`FEATURES`] with Euler's implicit damping,
+/// control clamping or actuation switched off.
 fn backward_scenes() -> Vec<(String, Model<f64>)> {
     let mut scenes: Vec<(String, Model<f64>)> = gymnasium_models()
         .map(|(name, mut model)| {
@@ -122,11 +160,20 @@ fn backward_scenes() -> Vec<(String, Model<f64>)> {
             (name, model)
         })
         .collect();
+    scenes.push(("ball below".into(), ball_below()));
     let features = features();
-    let mut undamped = features.clone();
-    undamped.enabled.euler_damp = false;
+    type Flag = fn(&mut Model<f64>);
+    let flags: [(&str, Flag); 3] = [
+        ("eulerdamp", |m| m.enabled.euler_damp = false),
+        ("clampctrl", |m| m.enabled.clamp_ctrl = false),
+        ("actuation", |m| m.enabled.actuation = false),
+    ];
+    for (flag, off) in flags {
+        let mut model = features.clone();
+        off(&mut model);
+        scenes.push((format!("features, no {flag}"), model));
+    }
     scenes.push(("features".into(), features));
-    scenes.push(("features, no eulerdamp".into(), undamped));
     scenes
 }
 
@@ -138,8 +185,12 @@ fn backward_against_cpu(device: &Device) -> f64 {
     for (name, model) in backward_scenes() {
         let (count, nv) = (3, model.nv());
         let states: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
-        // Controls past their ranges now and then.
-        let ctrls = random(&mut rng, count, model.nu(), 1.5);
+        // Controls past their ranges now and then, and the first world's first exactly at 1 (the
+        // bound of the control ranges of most of these models), where nothing passes.
+        let mut ctrls = random(&mut rng, count, model.nu(), 1.5);
+        if let Some(u) = ctrls[0].first_mut() {
+            *u = 1.0;
+        }
         let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
         let stages = Stages::new(&model, device).expect("packs");
         let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();

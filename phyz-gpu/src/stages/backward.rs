@@ -3,13 +3,15 @@
 //!
 //! Semi-implicit Euler steps `v' = v + h q̈`, `q' = q ⊕ h v'`, its acceleration the balance
 //! `τ(q, v, q̈) + h B q̈ = f(q, v, u)` of inverse dynamics `τ = M q̈ + C` (armature in `M`),
-//! Euler's implicit damping `h B` and the applied forces `f`: `K q̈ = f − C`, `K = M + h B`. The backward
-//! takes the integration back ([`euler_adjoint`]: through `⊕`, then `ā = h v̄'`), and the
-//! acceleration by the implicit function theorem on that balance, with the step's own factor
-//! of `K` and no new one: `λ = K⁻¹ ā`, then `ū = λᵀ ∂f/∂u`, and `λᵀ (∂f − ∂τ)` along `q` and
-//! `v` ([`forces_adjoint`] and `rnea_adjoint::inverse_dynamics_adjoint`). This is the CPU's
-//! analytical Jacobians (`phyz_dual::AnalyticalJacobians`) turned into a product with a
-//! cotangent: the same stages, with no `nv × nv` matrix made.
+//! Euler's implicit damping `h B` and the applied forces `f`: `K q̈ = f − C`, `K = M + h B`.
+//! The backward takes the integration back ([`euler_adjoint`]: through `⊕`, then `ā = h v̄'`),
+//! and the acceleration by the implicit function theorem on that balance, with the factor of
+//! `K` the forward's stages make (recomputed at the step's start): `λ = K⁻¹ ā`, then
+//! `ū = λᵀ ∂f/∂u`, and `λᵀ (∂f − ∂τ)` along `q` and `v` ([`forces_adjoint`] and
+//! `rnea_adjoint::inverse_dynamics_adjoint`). This is the CPU's analytical Jacobians
+//! (`phyz_dual::AnalyticalJacobians`) turned into a product with a cotangent, with no `nv × nv`
+//! matrix made; the CPU differentiates the integration and the forces by dual numbers, which
+//! these two kernels write out.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
@@ -18,7 +20,7 @@ use super::forces::actuator_law;
 use super::layout::{Array, TIMESTEP, actuator_float, actuator_int, dof_float, header, joint, link_float, link_int};
 use super::mass::solve_in_place;
 use super::real::{Quat, V3, exact, sin_cos};
-use super::world::{World, rates_acceleration, start};
+use super::world::{World, check_finite, rates_acceleration, start};
 
 /// `J_l(φ) x = x + a φ × x + b φ × (φ × x)`, `a = (1 − cos t)/t²`, `b = (t − sin t)/t³`
 /// (`t = |φ|`): the transpose of the rotation's right Jacobian, which carries a rotation
@@ -27,8 +29,18 @@ use super::world::{World, rates_acceleration, start};
 fn left_jacobian<F: Float>(phi: &V3<F>, x: &V3<F>) -> V3<F> {
     let t_sq = phi.dot(phi);
     // Taylor series near zero, where the closed forms cancel.
-    let mut a = exact::<F>(0.5) - t_sq * (exact::<F>(1.0 / 24.0) - t_sq * exact::<F>(1.0 / 720.0));
-    let mut b = exact::<F>(1.0 / 6.0) - t_sq * (exact::<F>(1.0 / 120.0) - t_sq * exact::<F>(1.0 / 5040.0));
+    let mut a = exact::<F>(0.5)
+        - t_sq
+            * (exact::<F>(1.0 / 24.0)
+                - t_sq
+                    * (exact::<F>(1.0 / 720.0)
+                        - t_sq * (exact::<F>(1.0 / 40_320.0) - t_sq * exact::<F>(1.0 / 3_628_800.0))));
+    let mut b = exact::<F>(1.0 / 6.0)
+        - t_sq
+            * (exact::<F>(1.0 / 120.0)
+                - t_sq
+                    * (exact::<F>(1.0 / 5040.0)
+                        - t_sq * (exact::<F>(1.0 / 362_880.0) - t_sq * exact::<F>(1.0 / 39_916_800.0))));
     if t_sq >= exact::<F>(1e-2) {
         let t = F::sqrt(t_sq);
         let sc = sin_cos::<F>(t);
@@ -96,9 +108,15 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
 /// `λᵀ ∂f/∂q` and `λᵀ ∂f/∂q̇` of the applied forces (`λ` in [`Array::Multiplier`]) added to the
 /// cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] set to `λᵀ ∂f/∂u`: the
 /// derivatives of `forces::smooth_acceleration`'s forces. A control held to its range, or a
-/// force held to its own, passes on no derivative through what was held.
+/// force held to its own, passes on no derivative through what was held. A cotangent that is
+/// not finite fails the world (`status::NON_FINITE_RESULT`).
 #[cube(launch_unchecked)]
-pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+pub(crate) fn forces_adjoint<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -119,12 +137,14 @@ pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F
         let (g, b) = (af + actuator_float::GAIN, af + actuator_float::BIAS);
         let u = F::clamp(law.ctrl, floats[c], floats[c + 1]);
         let pull = law.gain * u + law.bias;
-        if pull >= floats[f] && pull <= floats[f + 1] {
+        // Held at a bound, as `Scalar::clamp` holds it (strictly inside: a number at its bound
+        // is the bound), nothing passes.
+        if pull > floats[f] && pull < floats[f + 1] {
             // The force `gear · pull` along the dof, `pull` affine in `gear · q` and `gear · q̇`.
             let weight = data[world.at(lambda, d)] * law.gear;
             data[world.at(adjoint_q, d)] += weight * law.gear * (floats[g + 1] * u + floats[b + 1]);
             data[world.at(adjoint_v, d)] += weight * law.gear * (floats[g + 2] * u + floats[b + 2]);
-            if law.ctrl >= floats[c] && law.ctrl <= floats[c + 1] {
+            if law.ctrl > floats[c] && law.ctrl < floats[c + 1] {
                 data[world.at(adjoint_u, a)] += weight * law.gain;
             }
         }
@@ -145,4 +165,8 @@ pub(crate) fn forces_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F
             data[world.at(adjoint_v, d)] -= pull;
         }
     }
+    let nv = ints[header::DOFS] as usize;
+    check_finite::<F>(ints, data, &world, adjoint_q, nv);
+    check_finite::<F>(ints, data, &world, adjoint_v, nv);
+    check_finite::<F>(ints, data, &world, adjoint_u, ints[header::CONTROLS] as usize);
 }

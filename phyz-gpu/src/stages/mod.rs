@@ -811,20 +811,7 @@ impl Stages {
     /// step refuses are refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        if let Some(what) = &self.packed.unsupported_step {
-            return Err(GpuError::Model(format!("the device step does not run {what}")));
-        }
-        if self.packed.integrator != Integrator::Euler {
-            return Err(GpuError::Model(format!(
-                "the device backward differentiates semi-implicit Euler, not {:?}",
-                self.packed.integrator
-            )));
-        }
-        if self.packed.constrained() {
-            return Err(GpuError::Model(
-                "the device backward does not differentiate the constraint solve: disable constraints".into(),
-            ));
-        }
+        self.backward_refusal()?;
         self.smooth(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());
@@ -836,17 +823,41 @@ impl Stages {
         Ok(())
     }
 
-    /// One step of every world under the model's integrator (Euler or RK4), its controls held,
-    /// with its constraints where they are enabled ([`Stages::rates`]); the implicit
-    /// integrators, and what the stages do not compute, are refused by name. A world that fails
-    /// is marked ([`Stages::failures`]) and the others step on.
-    pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
+    /// What the step runs but its backward does not, refused by name: the step's own refusals,
+    /// integrators other than semi-implicit Euler, and constraint rows.
+    fn backward_refusal(&self) -> Result<(), GpuError> {
+        self.step_refusal()?;
+        if self.packed.integrator != Integrator::Euler {
+            return Err(GpuError::Model(format!(
+                "the device backward differentiates semi-implicit Euler, not {:?}",
+                self.packed.integrator
+            )));
+        }
+        if self.packed.constrained() {
+            return Err(GpuError::Model(
+                "the device backward does not differentiate the constraint solve: disable constraints".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the step does not run, refused by name before anything is launched.
+    fn step_refusal(&self) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
         }
         if let Some(what) = &self.packed.unsupported_forces {
             return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
         }
+        Ok(())
+    }
+
+    /// One step of every world under the model's integrator (Euler or RK4), its controls held,
+    /// with its constraints where they are enabled ([`Stages::rates`]); the implicit
+    /// integrators, and what the stages do not compute, are refused by name. A world that fails
+    /// is marked ([`Stages::failures`]) and the others step on.
+    pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.step_refusal()?;
         self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());

@@ -8,8 +8,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, INERTIA, dof_float, header, link_int};
-use super::real::V3;
-use super::world::{Inertia, Spatial, World, rates_acceleration, start};
+use super::world::{Inertia, Spatial, World, rates_acceleration, start, world_acceleration};
 
 /// `Σ s_d q̇_d` over the degrees of freedom `from..to`.
 #[cube]
@@ -79,8 +78,7 @@ fn newton_euler<F: Float>(
     let velocity = start(ints, comptime![Array::Velocity as usize]);
     let acceleration = start(ints, comptime![Array::Acceleration as usize]);
     let force = start(ints, comptime![Array::LinkForce as usize]);
-    // The world's acceleration: gravity, reversed.
-    let gravity = Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) };
+    let gravity = world_acceleration::<F>(floats);
     for i in 0..nlink {
         let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
         let parent = ints[li + link_int::PARENT] as usize;

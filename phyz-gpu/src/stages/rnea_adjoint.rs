@@ -1,7 +1,7 @@
 //! The adjoint of inverse dynamics, one unit per world (`dynamics::rnea_derivatives`): given a
 //! multiplier `λ` on the degrees of freedom, `λᵀ ∂τ/∂q` and `λᵀ ∂τ/∂q̇` of
 //! `τ = RNEA(q, q̇, q̈)`, taken from the cotangents of `qpos` (tangent coordinates) and `qvel`.
-//! The step's backward pulls its acceleration's cotangent through `K q̈ = f − τ` this way
+//! The step's backward pulls its acceleration's cotangent through `τ + h B q̈ = f` this way
 //! ([`super::backward`]).
 //!
 //! It transcribes the CPU's analytical derivatives (Carpentier and Mansard's composites in each
@@ -15,9 +15,9 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, INERTIA, RATE, SUMS, TERMS, dof_int, header, link_int};
 use super::mass::parent_of;
-use super::real::{M3, V3};
+use super::real::M3;
 use super::rnea::joint_velocity;
-use super::world::{Inertia, Spatial, World, rates_acceleration, start};
+use super::world::{Inertia, Spatial, World, rates_acceleration, start, world_acceleration};
 
 /// Where each of a degree of freedom's vectors lies among its [`TERMS`] numbers: `Ic S` and
 /// `Bcᵀ S` of its link's composites, and for a perturbation of its position and of its
@@ -164,7 +164,7 @@ fn dof_terms<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Te
     let composite = start(ints, comptime![Array::Composite as usize]);
     let rate = start(ints, comptime![Array::Rate as usize]);
     let terms = start(ints, comptime![Array::Terms as usize]);
-    let gravity = Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) };
+    let gravity = world_acceleration::<F>(floats);
     for l in 0..ints[header::LINKS] as usize {
         let li = ints[header::LINK_INTS] as usize + l * link_int::LEN;
         let parent = ints[li + link_int::PARENT] as usize;

@@ -14,15 +14,17 @@ use crate::GpuError;
 /// The arrays a step's backward needs of its start.
 const START: [Array; 3] = [Array::Qpos, Array::Qvel, Array::Ctrl];
 
-/// Some arrays of every world, copied on the device ([`Stages::checkpoint`]).
+/// Some arrays of every world, copied on the device ([`Stages::checkpoint`]); an array of no
+/// numbers is not kept.
 #[derive(Clone, Debug)]
 pub struct Checkpoint {
     arrays: Vec<(Array, CubeTensor)>,
     count: usize,
+    /// The worlds' layout it was taken from: numbers a world holds.
+    items: usize,
 }
 
-/// A rollout's checkpoints, a step's start each ([`Stages::rollout`]), and the controls'
-/// cotangents its backward leaves on the device.
+/// A rollout's checkpoints, a step's start each ([`Stages::rollout`]).
 #[derive(Clone, Debug, Default)]
 pub struct Tape {
     starts: Vec<Checkpoint>,
@@ -44,16 +46,16 @@ impl Stages {
             (array, view.copy())
         };
         let kept = arrays.iter().filter(|&&a| self.packed.array(a).1 > 0).map(|&a| copy(a)).collect();
-        Ok(Checkpoint { arrays: kept, count: worlds.count })
+        Ok(Checkpoint { arrays: kept, count: worlds.count, items: worlds.items })
     }
 
-    /// Writes the arrays `checkpoint` kept back into `worlds` (the same number of worlds).
+    /// Writes the arrays `checkpoint` kept back into `worlds` (as many, of the same layout).
     pub fn restore(&self, worlds: &mut Worlds, checkpoint: &Checkpoint) -> Result<(), GpuError> {
         self.check(worlds)?;
-        if checkpoint.count != worlds.count {
+        if (checkpoint.count, checkpoint.items) != (worlds.count, worlds.items) {
             return Err(GpuError::Model(format!(
-                "a checkpoint of {} worlds restored into {}",
-                checkpoint.count, worlds.count
+                "a checkpoint of {} worlds of {} numbers restored into {} of {}",
+                checkpoint.count, checkpoint.items, worlds.count, worlds.items
             )));
         }
         for (array, value) in &checkpoint.arrays {
@@ -73,8 +75,10 @@ impl Stages {
     }
 
     /// Steps `worlds` once under each of `controls` in turn (each world's controls for that
-    /// step), keeping each step's start on the device for [`Stages::rollout_backward`].
+    /// step), keeping each step's start on the device for [`Stages::rollout_backward`]. A model
+    /// whose step has no backward here is refused before anything runs.
     pub fn rollout(&self, worlds: &mut Worlds, controls: &[Vec<Vec<f64>>]) -> Result<Tape, GpuError> {
+        self.backward_refusal()?;
         let mut tape = Tape::default();
         for ctrl in controls {
             let ctrl: Vec<&[f64]> = ctrl.iter().map(|c| c.as_slice()).collect();
@@ -91,6 +95,7 @@ impl Stages {
     /// their cotangents in those arrays; each step's controls' cotangents are returned, world
     /// by world, read back at the end.
     pub fn rollout_backward(&self, worlds: &mut Worlds, tape: &Tape) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
+        self.backward_refusal()?;
         let mut controls = Vec::with_capacity(tape.steps());
         for start in tape.starts.iter().rev() {
             self.restore(worlds, start)?;

@@ -222,3 +222,10 @@ pub fn rates_acceleration(ints: &Tensor<u32>) -> usize {
     }
     at
 }
+
+/// The acceleration RNEA starts the roots from: gravity, reversed (the model's floats begin
+/// with gravity).
+#[cube]
+pub fn world_acceleration<F: Float>(floats: &mut Tensor<F>) -> Spatial<F> {
+    Spatial::<F> { ang: V3::zero(), lin: V3::<F>::load(floats, 0, 1).scale(F::new(-1.0)) }
+}
