@@ -104,45 +104,12 @@ fn main() -> Result<(), Error> {
         with_backward(&model, &stages, &starts, &ctrls, steps)?;
     }
 
-    type Stage = fn(&Stages, &Worlds) -> Result<(), phyz_gpu::GpuError>;
-    let mut launches: Vec<(&str, Stage)> = vec![
-        ("kinematics", Stages::kinematics),
-        ("mass matrix", Stages::mass_matrix),
-        ("factor", Stages::factor),
-        ("bias forces", Stages::bias_forces),
-        ("smooth acceleration", Stages::smooth_acceleration),
-    ];
-    if args.backward {
-        launches.extend([
-            ("inverse dynamics", Stages::inverse_dynamics as Stage),
-            ("its adjoint", Stages::inverse_dynamics_adjoint),
-        ]);
-    }
-    if model.enabled.constraint {
-        launches.extend([
-            ("collision", Stages::collide as Stage),
-            ("rows", Stages::rows),
-            ("solve", Stages::solve_constraints),
-        ]);
-    }
-    for (name, launch) in launches {
-        let clock = Instant::now();
-        for _ in 0..steps {
-            launch(&stages, &worlds)?;
-        }
-        stages.sync()?;
-        println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
-    }
-    if model.enabled.constraint {
-        let found: usize = stages.contacts(&worlds)?.iter().map(Vec::len).sum();
-        let rows: usize = stages.read_rows(&worlds)?.iter().map(|w| w.jacobian.len()).sum();
-        println!("  {found} contacts, {rows} constraint rows over {b} worlds at the last state");
-    }
-    Ok(())
+    launch_times(&stages, &worlds, args.backward, model.enabled.constraint, steps)
 }
 
 /// A rollout of `steps` steps from `starts` under `ctrls` held, with its backward from the
-/// cotangent of the end `(1, …, 1)`, on the CPU (2 threads) and on the device: env-steps/s.
+/// cotangent of the end `(1, …, 1)`, on the CPU (rayon's threads) and on the device:
+/// env-steps/s.
 fn with_backward(
     model: &Model<f64>,
     stages: &Stages,
@@ -226,4 +193,50 @@ where
         Ok::<_, Error>(())
     })?;
     Ok(clock.elapsed().as_secs_f64())
+}
+
+/// Each stage kernel's time a launch at the worlds' state (the backward's with `backward`, the
+/// constraint stages' with `constrained`), and the contacts and rows at it.
+fn launch_times(
+    stages: &Stages,
+    worlds: &Worlds,
+    backward: bool,
+    constrained: bool,
+    steps: usize,
+) -> Result<(), Error> {
+    type Stage = fn(&Stages, &Worlds) -> Result<(), phyz_gpu::GpuError>;
+    let mut launches: Vec<(&str, Stage)> = vec![
+        ("kinematics", Stages::kinematics),
+        ("mass matrix", Stages::mass_matrix),
+        ("factor", Stages::factor),
+        ("bias forces", Stages::bias_forces),
+        ("smooth acceleration", Stages::smooth_acceleration),
+    ];
+    if backward {
+        launches.extend([
+            ("inverse dynamics", Stages::inverse_dynamics as Stage),
+            ("its adjoint", Stages::inverse_dynamics_adjoint),
+        ]);
+    }
+    if constrained {
+        launches.extend([
+            ("collision", Stages::collide as Stage),
+            ("rows", Stages::rows),
+            ("solve", Stages::solve_constraints),
+        ]);
+    }
+    for (name, launch) in launches {
+        let clock = Instant::now();
+        for _ in 0..steps {
+            launch(stages, worlds)?;
+        }
+        stages.sync()?;
+        println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
+    }
+    if constrained {
+        let found: usize = stages.contacts(&worlds)?.iter().map(Vec::len).sum();
+        let rows: usize = stages.read_rows(&worlds)?.iter().map(|w| w.jacobian.len()).sum();
+        println!("  {found} contacts, {rows} constraint rows over {} worlds at the last state", worlds.count());
+    }
+    Ok(())
 }

@@ -1,11 +1,13 @@
 //! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
 //! primitive collision into a contact pool, the constraint rows with their targets and
-//! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators (issue 30 builds the
-//! kernels' adjoints on them next).
+//! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the backward of
+//! Euler's step without constraints ([`backward`], [`rnea_adjoint`]), with rollouts kept by
+//! checkpoints ([`tape`]).
 //!
-//! The engine stays one. Each kernel transcribes one CPU stage of `phyz_core::dynamics`, in the
-//! same frames and the same order of operations, and the tests hold it to that stage. What the
+//! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
+//! in the same frames and the same order of operations, and the tests hold it to that stage; the
+//! backward's kernels are held to the CPU's derivatives. What the
 //! device adds is the layout ([`layout`]): a model packed once into two buffers, every world's
 //! numbers in one buffer of named arrays, and one unit per world walking the tree. Walking the
 //! tree serially per world is what MuJoCo Warp does per branch; with thousands of worlds the
@@ -803,8 +805,8 @@ impl Stages {
     /// [`Array::AdjointQvel`], pulled back to its start, which the worlds hold (their `qpos`,
     /// `qvel` and controls: keep them before [`Stages::step`]). On return those two arrays hold
     /// the cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] the controls'. It
-    /// recomputes the smooth stages at the start ([`backward`]: no new factorization beyond
-    /// the forward's), and reads nothing back.
+    /// recomputes the smooth stages at the start (the factor among them: [`backward`]), and
+    /// reads nothing back.
     ///
     /// It differentiates semi-implicit Euler's step without constraint rows: another integrator,
     /// a model whose step solves constraints (the solve's rule has no kernel yet), and what the
