@@ -17,8 +17,10 @@
 
 use burn::tensor::{DType, Device};
 use nalgebra::DVector;
+use phyz_core::contact::SolverConfig;
 use phyz_core::dynamics::{RneaDerivatives, forward_kinematics, integrate_position, inverse_dynamics};
 use phyz_core::model::Integrator;
+use phyz_core::sim::ContactState;
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages::Stages;
@@ -223,6 +225,79 @@ fn backward_against_cpu(device: &Device) -> f64 {
     overall
 }
 
+/// The gymnasium models with joint limits, contacts off, under Euler without its implicit
+/// damping (MuJoCo's split solve, which the backward refuses): their limits' rows under
+/// `mujoco_compat`.
+fn limited_models() -> Vec<(String, Model<f64>)> {
+    let limited = ["ant", "half_cheetah", "hopper", "humanoid", "walker2d", "reacher"];
+    limited
+        .into_iter()
+        .map(|name| {
+            let mut model = gymnasium(name);
+            model.enabled.contact = false;
+            model.enabled.euler_damp = false;
+            model.integrator = Integrator::Euler;
+            (name.to_string(), model)
+        })
+        .collect()
+}
+
+/// The constrained step's backward against the CPU's step Jacobians under `mujoco_compat`, on
+/// [`limited_models`] at states that press their limits (joints moved by up to ±1.5 from the
+/// default). Returns the worst and the worlds whose limits were pressed.
+fn limits_backward_against_cpu(device: &Device) -> (f64, usize) {
+    let mut rng = Rng(24);
+    let (mut overall, mut pressed): (f64, usize) = (0.0, 0);
+    for (name, model) in limited_models() {
+        let (count, nv) = (4, model.nv());
+        let states: Vec<State<f64>> = (0..count)
+            .map(|_| {
+                let mut s = model.default_state();
+                let turn = DVector::from_fn(nv, |_, _| rng.uniform(-1.5, 1.5));
+                s.qpos = integrate_position(&model, &s.qpos, &turn, 1.0);
+                s.qvel = DVector::from_fn(nv, |_, _| rng.uniform(-2.0, 2.0));
+                s
+            })
+            .collect();
+        let ctrls = random(&mut rng, count, model.nu(), 1.0);
+        let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
+        let stages = Stages::new(&model, device).expect("packs");
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        let (ctrl, q, v) = (slices(&ctrls), slices(&bar_q), slices(&bar_v));
+        let given = [
+            (Array::Qpos, &qpos),
+            (Array::Qvel, &qvel),
+            (Array::Ctrl, &ctrl),
+            (Array::AdjointQpos, &q),
+            (Array::AdjointQvel, &v),
+        ];
+        let worlds = stages.upload(count, &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
+        stages.step_backward(&worlds).expect("the backward runs");
+        let failed = stages.failures(&worlds).expect("readable");
+        assert!(failed.is_empty(), "{name}: {failed:?}");
+        let rows = stages.read_rows(&worlds).expect("readable");
+        let read = |array| stages.read(&worlds, array).expect("readable");
+        let (adjoint_q, adjoint_v, adjoint_u) =
+            (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::AdjointCtrl));
+        let mut scene: f64 = 0.0;
+        for w in 0..count {
+            pressed += usize::from(!rows[w].target.is_empty());
+            let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+            let jacobians = phyz_dual::step_jacobians_lanes::<8>(&model, &states[w], &ctrls[w], &[], &mut contact)
+                .expect("the CPU differentiates");
+            let end = DVector::from_iterator(2 * nv, bar_q[w].iter().chain(&bar_v[w]).copied());
+            let (start, controls) = (jacobians.a.tr_mul(&end), jacobians.b.tr_mul(&end));
+            let expected: Vec<f64> = start.iter().chain(controls.iter()).copied().collect();
+            let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).chain(&adjoint_u[w]).copied().collect();
+            scene = scene.max(worst(&got, &expected));
+        }
+        eprintln!("{name:>24}: the constrained step's cotangents {scene:.1e}");
+        overall = overall.max(scene);
+    }
+    (overall, pressed)
+}
+
 /// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against
 /// the CPU's step Jacobians chained backwards along the CPU's own rollout: the cotangents of
 /// the start and of every step's controls, from random cotangents of the end; [`FEATURES`],
@@ -310,6 +385,24 @@ fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
 }
 
 #[test]
+fn the_backward_through_limits_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let (worst, pressed) = limits_backward_against_cpu(&device);
+        eprintln!("worlds with pressed limits: {pressed}");
+        assert!(worst <= 1e-9, "{worst:e}");
+        assert!(pressed >= 12, "{pressed}");
+    }
+}
+
+#[test]
+fn the_backward_through_limits_follows_the_transposed_step_jacobian_in_f32() {
+    let (worst, pressed) = limits_backward_against_cpu(&opengl());
+    assert!(worst <= 1e-3, "{worst:e}");
+    assert!(pressed >= 12, "{pressed}");
+}
+
+#[test]
 fn a_rollout_backward_is_the_chained_step_jacobians_in_f64() {
     let device = wgpu();
     if has_f64(&device) {
@@ -338,7 +431,12 @@ fn a_backward_the_device_does_not_run_is_refused_by_name() {
     let mut rk4 = gymnasium("hopper");
     rk4.enabled.constraint = false;
     assert!(refusal(&rk4).contains("Rk4"), "{}", refusal(&rk4));
-    let mut constrained = gymnasium("hopper");
-    constrained.integrator = Integrator::Euler;
-    assert!(refusal(&constrained).contains("constraint solve"), "{}", refusal(&constrained));
+    let mut contacts = gymnasium("hopper");
+    contacts.integrator = Integrator::Euler;
+    assert!(refusal(&contacts).contains("not contacts"), "{}", refusal(&contacts));
+    // Limits under Euler's implicit damping: MuJoCo's split solve.
+    let mut split = gymnasium("walker2d");
+    split.integrator = Integrator::Euler;
+    split.enabled.contact = false;
+    assert!(refusal(&split).contains("split"), "{}", refusal(&split));
 }

@@ -51,10 +51,9 @@ fn left_jacobian<F: Float>(phi: &V3<F>, x: &V3<F>) -> V3<F> {
     x.add(&cross.scale(a)).add(&phi.cross(&cross).scale(b))
 }
 
-/// Semi-implicit Euler's step taken back, after the smooth stages at the step's start: on entry
-/// [`Array::AdjointQpos`] and [`Array::AdjointQvel`] hold the cotangents of `q'` and `v'`; on
-/// exit, what reaches `q` through `⊕` and the whole cotangent of `v'` (which reaches `v`
-/// directly), and [`Array::Multiplier`] holds `λ = K⁻¹ h v̄'`.
+/// Semi-implicit Euler's integration taken back, after the forward's stages at the step's
+/// start: on entry [`Array::AdjointQpos`] and [`Array::AdjointQvel`] hold the cotangents of `q'`
+/// and `v'`; on exit, what reaches `q` through `⊕` and the whole cotangent of `v'`.
 ///
 /// Through `q' = q ⊕ h v'`: a hinge, a slide and a free joint's position add (`v̄' += h q̄'`); a
 /// quaternion turns by `exp(h ω')` in its own frame, so its turn `δθ` reaches `q'` rotated
@@ -98,6 +97,24 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
             spun.store(data, world.at(adjoint_v, spin), n);
         }
     }
+}
+
+/// The unconstrained acceleration's backward, after [`euler_adjoint`]: [`Array::Multiplier`]
+/// set to `λ = K⁻¹ h v̄'` with the forward's factor of `K`. (A constrained step's is
+/// `constraint_adjoint`.)
+#[cube(launch_unchecked)]
+pub(crate) fn acceleration_adjoint<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let dt = floats[TIMESTEP];
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
     let lambda = start(ints, comptime![Array::Multiplier as usize]);
     for d in 0..ints[header::DOFS] as usize {
         data[world.at(lambda, d)] = data[world.at(adjoint_v, d)] * dt;

@@ -203,6 +203,50 @@ fn unilateral<F: Float>(floats: &mut Tensor<F>, material: &Material, depth: F, v
     Terms::<F> { target, regularizer, damping }
 }
 
+/// How a unilateral row's terms change with its depth (at pre-step velocity `v`, the target
+/// changes with `v` by `1 − dt B`): the backward's share of [`unilateral`].
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+pub struct Slopes<F: Float> {
+    /// The damping `B` of its reference.
+    pub damping: F,
+    /// `∂ target / ∂ depth` and `∂ (1/R) / ∂ depth`.
+    pub target: F,
+    pub conductance: F,
+}
+
+/// [`unilateral`]'s terms differentiated along the depth: the target through `K d(r) r`, the
+/// regularizer `(1 − d)/d · w` through the impedance; nothing where the row is not pressed past
+/// its margin or a bound holds the number (the impedance's, the regularizer's floors).
+#[cube]
+pub fn unilateral_slopes<F: Float>(floats: &mut Tensor<F>, material: &Material, depth: F) -> Slopes<F> {
+    let dt = floats[TIMESTEP];
+    let zero = F::new(0.0);
+    let pressed = F::max(depth + floats[material.margin], zero);
+    let d = impedance::<F>(floats, material.solimp, pressed);
+    let slope = impedance_slope::<F>(floats, material.solimp, pressed);
+    let dmax = floats[material.solimp + 1];
+    let stiffness = spring::<F>(floats, material.solref, dmax, dt);
+    let damping = damper::<F>(floats, material.solref, dmax, dt);
+    let w = floats[material.weight];
+    // The impedance lies within [MIN_IMPEDANCE, MAX_IMPEDANCE], inside `unilateral`'s bounds on
+    // the divisor: the regularizer is `(1 − d)/d · w` unless a floor holds it.
+    let live = (F::new(1.0) - d) / d * w;
+    let floor = F::max(w * floats[REGULARIZATION], exact::<F>(MIN_REGULARIZER));
+    let mut regularizer = floor;
+    let mut regularizer_slope = zero;
+    if live > floor {
+        regularizer = live;
+        regularizer_slope = -w / (d * d) * slope;
+    }
+    let mut out = Slopes::<F> { damping, target: zero, conductance: zero };
+    if pressed > zero {
+        out.target = dt * stiffness * (d + slope * pressed);
+        out.conductance = -regularizer_slope / (regularizer * regularizer);
+    }
+    out
+}
+
 /// MuJoCo's `K` of the reference acceleration for the `solref` at `at`, impedance ceiling
 /// `dmax` and step `dt` (`SolRef::stiffness_damping`): from a time constant (kept at least
 /// `2 dt`) and damping ratio where the first number is positive, else direct.
@@ -293,6 +337,42 @@ fn impedance<F: Float>(floats: &mut Tensor<F>, at: usize, r: F) -> F {
         d = F::new(0.5) * (dmin + dmax);
     }
     F::max(exact::<F>(MIN_IMPEDANCE), F::min(d, exact::<F>(MAX_IMPEDANCE)))
+}
+
+/// The slope of [`impedance`] at violation `r ≥ 0`: zero outside the sigmoid's span, for a curve
+/// of no width, and where a bound holds the impedance.
+#[cube]
+fn impedance_slope<F: Float>(floats: &mut Tensor<F>, at: usize, r: F) -> F {
+    let dmin = floats[at];
+    let dmax = floats[at + 1];
+    let width = floats[at + 2];
+    let midpoint = floats[at + 3];
+    let power = floats[at + 4];
+    let one = F::new(1.0);
+    let mut slope = F::new(0.0);
+    if width > exact::<F>(1e-15) {
+        let x = r / width;
+        if x > F::new(0.0) && x < one {
+            let p = u32::cast_from(power);
+            let pf = F::cast_from(p);
+            let mut y = x;
+            let mut dy = one;
+            if power > one {
+                if x <= midpoint {
+                    y = one / whole_power::<F>(midpoint, p - 1) * whole_power::<F>(x, p);
+                    dy = pf / whole_power::<F>(midpoint, p - 1) * whole_power::<F>(x, p - 1);
+                } else {
+                    y = one - one / whole_power::<F>(one - midpoint, p - 1) * whole_power::<F>(one - x, p);
+                    dy = pf / whole_power::<F>(one - midpoint, p - 1) * whole_power::<F>(one - x, p - 1);
+                }
+            }
+            let d = dmin + y * (dmax - dmin);
+            if d > exact::<F>(MIN_IMPEDANCE) && d < exact::<F>(MAX_IMPEDANCE) {
+                slope = dy * (dmax - dmin) / width;
+            }
+        }
+    }
+    slope
 }
 
 /// `x` to the whole power `p`, by multiplication (GLSL's `pow` has no `f64` form).

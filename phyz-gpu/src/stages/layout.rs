@@ -285,6 +285,9 @@ pub mod status {
     /// The constraint solve's Hessian was not positive definite (the CPU's
     /// `IndefiniteHessian`).
     pub const INDEFINITE_HESSIAN: u32 = 6;
+    /// The step's backward found its constraint solve stopped short of convergence, where the
+    /// solution has no derivative.
+    pub const UNCONVERGED_SOLVE: u32 = 7;
 }
 
 impl Array {

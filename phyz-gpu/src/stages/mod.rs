@@ -2,8 +2,8 @@
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
 //! primitive collision into a contact pool, the constraint rows with their targets and
 //! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the backward of
-//! Euler's step without constraints ([`backward`], [`rnea_adjoint`]), with rollouts kept by
-//! checkpoints ([`tape`]).
+//! Euler's step ([`backward`], [`rnea_adjoint`], through limits [`constraint_adjoint`]), with
+//! rollouts kept by checkpoints ([`tape`]).
 //!
 //! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
 //! in the same frames and the same order of operations, and the tests hold it to that stage; the
@@ -20,6 +20,7 @@
 
 mod backward;
 mod collision;
+mod constraint_adjoint;
 mod constraints;
 mod forces;
 mod impedance;
@@ -153,6 +154,9 @@ pub enum Failure {
     RowOverflow,
     /// Its constraint solve's Hessian was not positive definite (the CPU's `IndefiniteHessian`).
     IndefiniteHessian,
+    /// The step's backward found its constraint solve stopped short of convergence: the
+    /// solution it kept has no derivative (the CPU's backward refuses it too).
+    UnconvergedSolve,
 }
 
 impl Worlds {
@@ -438,6 +442,7 @@ impl Stages {
             layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
             layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
             layout::status::INDEFINITE_HESSIAN => Some(Failure::IndefiniteHessian),
+            layout::status::UNCONVERGED_SOLVE => Some(Failure::UnconvergedSolve),
             _ => None,
         };
         Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
@@ -805,21 +810,40 @@ impl Stages {
     /// [`Array::AdjointQvel`], pulled back to its start, which the worlds hold (their `qpos`,
     /// `qvel` and controls: keep them before [`Stages::step`]). On return those two arrays hold
     /// the cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] the controls'. It
-    /// recomputes the smooth stages at the start (the factor among them: [`backward`]), and
-    /// reads nothing back.
+    /// recomputes the forward's stages at the start ([`backward`]; with constraints the solve
+    /// too, whose Hessian factor the implicit rule reuses: [`constraint_adjoint`]) and reads
+    /// nothing back. A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
     ///
-    /// It differentiates semi-implicit Euler's step without constraint rows: another integrator,
-    /// a model whose step solves constraints (the solve's rule has no kernel yet), and what the
-    /// step refuses are refused by name.
+    /// It differentiates semi-implicit Euler's step, unconstrained or with joint limits under
+    /// `mujoco_compat`; another integrator, contacts, MuJoCo's split solve (Euler's implicit
+    /// damping with constraints) and what the step refuses are refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.backward_refusal()?;
-        self.smooth(worlds)?;
+        self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());
         }
         self.inverse_dynamics(worlds)?;
         dispatch_stage!(self, worlds, backward::euler_adjoint, floats);
+        if self.packed.constrained() {
+            let rows = &worlds.rows;
+            let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
+            let [counts, jacobian, source, target, regularizer] =
+                [&rows.counts, &rows.jacobian, &rows.source, &rows.target, &rows.regularizer].map(arg);
+            let per_world = rows.per_world as u32;
+            let floats = self.floats.clone().into_tensor_arg();
+            launch_typed!(
+                self,
+                worlds,
+                worlds.count,
+                constraint_adjoint::constraint_adjoint,
+                [floats],
+                [counts, jacobian, source, target, regularizer, per_world]
+            );
+        } else {
+            dispatch_stage!(self, worlds, backward::acceleration_adjoint, floats);
+        }
         self.inverse_dynamics_adjoint(worlds)?;
         dispatch_stage!(self, worlds, backward::forces_adjoint, floats);
         Ok(())
@@ -836,9 +860,18 @@ impl Stages {
             )));
         }
         if self.packed.constrained() {
-            return Err(GpuError::Model(
-                "the device backward does not differentiate the constraint solve: disable constraints".into(),
-            ));
+            if !self.packed.pairs.is_empty() {
+                return Err(GpuError::Model(
+                    "the device backward differentiates limit rows, not contacts: disable contacts".into(),
+                ));
+            }
+            if self.packed.ints[layout::header::SPLIT] == 1 {
+                return Err(GpuError::Model(
+                    "the device backward does not differentiate MuJoCo's split constraint solve \
+                     (Euler's implicit damping with dampers)"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }

@@ -90,7 +90,7 @@ pub mod solve_state {
 
 /// The block of rows of the world a unit solves.
 #[cube]
-fn block_of(ints: &Tensor<u32>, counts: &mut Tensor<Atomic<u32>>, world: &World, per_world: u32) -> Block {
+pub fn block_of(ints: &Tensor<u32>, counts: &mut Tensor<Atomic<u32>>, world: &World, per_world: u32) -> Block {
     let mut rows = counts[world.index].load();
     if per_world < rows {
         rows = per_world;
@@ -100,7 +100,7 @@ fn block_of(ints: &Tensor<u32>, counts: &mut Tensor<Atomic<u32>>, world: &World,
 
 /// Item `item` of the world's [`Array::Newton`].
 #[cube]
-fn state_at(ints: &Tensor<u32>, world: &World, #[comptime] item: usize) -> usize {
+pub fn state_at(ints: &Tensor<u32>, world: &World, #[comptime] item: usize) -> usize {
     world.at(start(ints, comptime![Array::Newton as usize]), item)
 }
 
@@ -417,7 +417,7 @@ fn dense_mass<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block)
 /// `to ← M x` with the bare mass matrix in the tree's rows (`TreeMatrix::mul_add` on zero),
 /// `x` and `to` the world's vectors starting at those items.
 #[cube]
-fn mass_times<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, x: usize, to: usize) {
+pub fn mass_times<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, x: usize, to: usize) {
     let world = &block.world;
     let mass = start(ints, comptime![Array::Mass as usize]);
     for d in 0..block.nv {
@@ -470,7 +470,7 @@ fn cholesky<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block) -
 
 /// `x ← (L Lᵀ)⁻¹ x` with [`cholesky`]'s factor, for the world's vector starting at item `x`.
 #[cube]
-fn cholesky_solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, x: usize) {
+pub fn cholesky_solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, x: usize) {
     let world = &block.world;
     let (h, nv) = (start(ints, comptime![Array::Hessian as usize]), block.nv);
     for i in 0..nv {
