@@ -23,7 +23,7 @@ use phyz_core::model::Integrator;
 use phyz_core::sim::ContactState;
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
-use phyz_gpu::stages::Stages;
+use phyz_gpu::stages::{Failure, Stages};
 use phyz_gpu::stages::layout::Array;
 
 mod common;
@@ -298,6 +298,104 @@ fn limits_backward_against_cpu(device: &Device) -> (f64, usize) {
     (overall, pressed)
 }
 
+/// Models whose bodies touch the floor (spheres, capsules, boxes on a plane that does not
+/// move), under Euler without its implicit damping: the step's backward through their contacts
+/// and limits under `mujoco_compat`.
+fn floor_models() -> Vec<(String, Model<f64>)> {
+    ["ant"]
+        .into_iter()
+        .map(|name| {
+            let mut model = gymnasium(name);
+            model.enabled.euler_damp = false;
+            model.integrator = Integrator::Euler;
+            (name.to_string(), model)
+        })
+        .collect()
+}
+
+/// A state of `model` pressed into the floor: its joints moved by up to ±0.3 from the default,
+/// its root lowered by 0.1 to 0.4 (a free joint's height, or a slide named `rootz`),
+/// velocities within ±1.
+fn pressed_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut s = model.default_state();
+    let turn = DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.3, 0.3));
+    s.qpos = integrate_position(model, &s.qpos, &turn, 1.0);
+    let height = model.joints().iter().find_map(|j| match j.kind() {
+        phyz_core::model::JointKind::Free => Some(j.qpos_adr() + 2),
+        _ if j.name == "rootz" => Some(j.qpos_adr()),
+        _ => None,
+    });
+    if let Some(z) = height {
+        s.qpos[z] -= rng.uniform(0.1, 0.4);
+    }
+    s.qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-1.0, 1.0));
+    s
+}
+
+/// The constrained step's backward against the CPU's step Jacobians under `mujoco_compat`.
+/// Returns the worst over the worlds whose solve converged, those worlds, and the contacts they
+/// had.
+fn constrained_backward_against_cpu(
+    device: &Device,
+    scenes: Vec<(String, Model<f64>)>,
+    state: fn(&Model<f64>, &mut Rng) -> State<f64>,
+) -> (f64, usize, usize) {
+    let mut rng = Rng(25);
+    let (mut overall, mut held, mut touching): (f64, usize, usize) = (0.0, 0, 0);
+    for (name, model) in scenes {
+        let (count, nv) = (4, model.nv());
+        let states: Vec<State<f64>> = (0..count).map(|_| state(&model, &mut rng)).collect();
+        let ctrls = random(&mut rng, count, model.nu(), 1.0);
+        let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
+        let stages = Stages::new(&model, device).expect("packs");
+        let qpos: Vec<&[f64]> = states.iter().map(|s| s.qpos.as_slice()).collect();
+        let qvel: Vec<&[f64]> = states.iter().map(|s| s.qvel.as_slice()).collect();
+        let (ctrl, q, v) = (slices(&ctrls), slices(&bar_q), slices(&bar_v));
+        let given = [
+            (Array::Qpos, &qpos),
+            (Array::Qvel, &qvel),
+            (Array::Ctrl, &ctrl),
+            (Array::AdjointQpos, &q),
+            (Array::AdjointQvel, &v),
+        ];
+        let worlds = stages.upload(count, &given.map(|(a, v)| (a, v.as_slice()))).expect("sizes match");
+        stages.step_backward(&worlds).expect("the backward runs");
+        let failed = stages.failures(&worlds).expect("readable");
+        let contacts = stages.contacts(&worlds).expect("readable");
+        let read = |array| stages.read(&worlds, array).expect("readable");
+        let (adjoint_q, adjoint_v, adjoint_u) = (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::AdjointCtrl));
+        let mut scene: f64 = 0.0;
+        for w in 0..count {
+            if let Some((_, failure)) = failed.iter().find(|(f, _)| *f == w) {
+                // Only a solve that stopped short is let pass: it has no derivative anywhere.
+                assert_eq!(*failure, Failure::UnconvergedSolve, "{name}, world {w}");
+                continue;
+            }
+            held += 1;
+            touching += contacts[w].len();
+            let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+            let jacobians = phyz_dual::step_jacobians_lanes::<8>(&model, &states[w], &ctrls[w], &[], &mut contact)
+                .expect("the CPU differentiates");
+            let end = DVector::from_iterator(2 * nv, bar_q[w].iter().chain(&bar_v[w]).copied());
+            let (start, controls) = (jacobians.a.tr_mul(&end), jacobians.b.tr_mul(&end));
+            let expected: Vec<f64> = start.iter().chain(controls.iter()).copied().collect();
+            let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).chain(&adjoint_u[w]).copied().collect();
+            scene = scene.max(worst(&got, &expected));
+            if std::env::var_os("DEBUG_BACKWARD").is_some() {
+                let parts = [(0, nv), (nv, 2 * nv), (2 * nv, got.len())];
+                let d: Vec<String> = parts.iter().map(|&(a, b)| format!("{:.1e}", worst(&got[a..b], &expected[a..b]))).collect();
+                eprintln!("  world {w}: q v u {d:?}");
+                eprintln!("  contacts {:?}", contacts[w].iter().map(|c| (c.geoms, c.feature, c.depth)).collect::<Vec<_>>());
+                let dq: Vec<String> = (0..nv).map(|i| format!("{:.1e}", got[i] - expected[i])).collect();
+                eprintln!("  dq {dq:?}");
+            }
+        }
+        eprintln!("{name:>24}: the constrained step's cotangents {scene:.1e}");
+        overall = overall.max(scene);
+    }
+    (overall, held, touching)
+}
+
 /// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against
 /// the CPU's step Jacobians chained backwards along the CPU's own rollout: the cotangents of
 /// the start and of every step's controls, from random cotangents of the end; [`FEATURES`],
@@ -400,6 +498,16 @@ fn the_backward_through_limits_follows_the_transposed_step_jacobian_in_f32() {
     let (worst, pressed) = limits_backward_against_cpu(&opengl());
     assert!(worst <= 1e-3, "{worst:e}");
     assert!(pressed >= 12, "{pressed}");
+}
+
+#[test]
+fn the_backward_through_contacts_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let (worst, held, touching) = constrained_backward_against_cpu(&device, floor_models(), pressed_state);
+        eprintln!("{held} worlds held, {touching} contacts");
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
 }
 
 #[test]

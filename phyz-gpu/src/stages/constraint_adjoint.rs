@@ -7,21 +7,30 @@
 //! the step's `v'`) gives `λ = H⁻¹ x̄` with `H = M + Σ D_r J_rᵀ J_r` the solve's own Hessian, and
 //! `−λᵀ ∂G`: through inverse dynamics and the forces with the multiplier `h λ` (the kernels the
 //! unconstrained backward runs), `M λ` to `v` through `(x − v)/h`, and each pressed row's share.
-//! A limit's row is constant (`±e_d`), its depth `∓q` past its bound: its share is its target's
-//! and regularizer's change with the depth ([`super::impedance::unilateral_slopes`]) and its
-//! target's with the pre-step velocity `J_r v`. Contact rows, whose Jacobians and frames move
-//! with the positions, are refused by the step's backward.
+//! A row's share has two parts ([`Pressed`]): its target's and regularizer's change with its
+//! depth ([`super::impedance::unilateral_slopes`]) times the depth's with the positions, and
+//! the change of `J_r w` with the positions at fixed `w = D e λ + μ D (x − (1 − h B) v)` (`e`
+//! the row's deviation, `μ = J_r λ`; the last term is its target's pre-step velocity `J_r v`).
+//! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's, on a
+//! plane that does not move (the floor), is the body's velocity at the contact point along a
+//! fixed direction (the normal, or a pyramid edge `n ± μ t`): the point rides on the body's
+//! sphere, capsule end or box corner, `c = p + (r − depth/2) n`, so `∂ depth = −n · ∂c`, and
+//! moving a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). Other contacts
+//! (between moving bodies, torsional and rolling rows) are refused by the step's backward.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
+use super::collision::{contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
-use super::impedance::{Material, unilateral_slopes};
-use super::layout::{Array, TIMESTEP, header, status};
+use super::impedance::{Material, Slopes, edge_scale, unilateral_slopes};
+use super::layout::{Array, TIMESTEP, header, link_int, status};
+use super::pairs::{kind, pair_float, pair_int};
+use super::real::{M3, V3};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
 use super::rows::LIMIT_ROW;
-use super::world::{World, fail, fine, start};
+use super::world::{Spatial, World, fail, fine, start};
 
 /// After the constrained forward at the step's start (the solve converged) and the
 /// integration's backward: [`Array::AdjointQvel`] holds `x̄` on entry and `M λ` plus the rows'
@@ -42,6 +51,9 @@ pub(crate) fn constraint_adjoint<F: Float>(
     target: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
     per_world: u32,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    capacity: u32,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
@@ -66,9 +78,14 @@ pub(crate) fn constraint_adjoint<F: Float>(
         cholesky_solve::<F>(ints, data, &block, lambda);
         mass_times::<F>(ints, data, &block, lambda, adjoint_v);
         for r in 0..block.rows {
-            let from = source[block.row(r)];
-            if from >= LIMIT_ROW {
-                limit_share::<F>(ints, floats, data, jacobian, target, regularizer, &block, r, from - LIMIT_ROW);
+            let pressed = pressed_row::<F>(ints, data, jacobian, target, regularizer, &block, r);
+            if pressed.deviation < F::new(0.0) {
+                let from = source[block.row(r)];
+                if from >= LIMIT_ROW {
+                    limit_share::<F>(ints, floats, data, jacobian, &pressed, from - LIMIT_ROW);
+                } else {
+                    contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
+                }
             }
         }
     } else {
@@ -79,24 +96,30 @@ pub(crate) fn constraint_adjoint<F: Float>(
     }
 }
 
-/// Row `r` of the block, side `side % 2` (lower, upper) of limit `side / 2`: where it is
-/// pressed at the solution, its share of `−λᵀ ∂G` added to the cotangents of `qpos` and `qvel`.
+/// A row of the block at the solution: its deviation `e = J_r x − t_r` (pressed where
+/// negative), `μ = J_r λ`, its conductance `D = 1/R`, and the block it lies in.
+#[derive(CubeType, Clone)]
+pub struct Pressed<F: Float> {
+    pub block: Block,
+    pub row: usize,
+    pub deviation: F,
+    pub along: F,
+    pub conductance: F,
+}
+
 #[cube]
-#[allow(clippy::too_many_arguments)]
-fn limit_share<F: Float>(
+fn pressed_row<F: Float>(
     ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     jacobian: &mut Tensor<F>,
     target: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
     block: &Block,
     r: usize,
-    side: u32,
-) {
+) -> Pressed<F> {
     let world = &block.world;
-    let (x, lambda) =
-        (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Multiplier as usize]));
+    let x = start(ints, comptime![Array::Solution as usize]);
+    let lambda = start(ints, comptime![Array::Multiplier as usize]);
     let mut deviation = -target[block.row(r)];
     let mut along = F::new(0.0);
     for d in 0..block.nv {
@@ -104,37 +127,272 @@ fn limit_share<F: Float>(
         deviation += j * data[world.at(x, d)];
         along += j * data[world.at(lambda, d)];
     }
-    if deviation < F::new(0.0) {
-        let i = (side / 2) as usize;
-        let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
-        let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
-        let dof = ints[li + limit_int::DOF] as usize;
-        let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
-        // The depth past the bound, and its change with `q`.
-        let mut depth = floats[lf + limit_float::LOWER] - q;
-        let mut turn = F::new(-1.0);
-        if side % 2 == 1 {
-            depth = q - floats[lf + limit_float::UPPER];
-            turn = F::new(1.0);
+    let conductance = F::new(1.0) / regularizer[block.row(r)];
+    Pressed::<F> { block: block.clone(), row: r, deviation, along, conductance }
+}
+
+/// The share that moves with the depth: `μ (∂D e − D ∂t)` per unit of depth, for a row whose
+/// regularizer is `scale` times its material's (a pyramid's edge).
+#[cube]
+fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, scale: F) -> F {
+    let d = pressed.conductance;
+    let conductance_slope = -(scale * slopes.regularizer) * d * d;
+    pressed.along * (conductance_slope * pressed.deviation - d * slopes.target)
+}
+
+/// The pressed row's share of its target's pre-step velocity, `μ D (1 − h B) J_r`, added to
+/// the cotangent of `qvel`.
+#[cube]
+fn velocity_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+) {
+    let block = &pressed.block;
+    let pull = pressed.along * pressed.conductance * (F::new(1.0) - floats[TIMESTEP] * damping);
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    for d in 0..block.nv {
+        let j = jacobian[block.entry(pressed.row, d)];
+        data[block.world.at(adjoint_v, d)] += pull * j;
+    }
+}
+
+/// A pressed limit row's share, side `side % 2` (lower, upper) of limit `side / 2`.
+#[cube]
+fn limit_share<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, jacobian: &mut Tensor<F>, pressed: &Pressed<F>, side: u32) {
+    let world = &pressed.block.world;
+    let i = (side / 2) as usize;
+    let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
+    let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
+    let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
+    // The depth past the bound, and its change with `q`.
+    let mut depth = floats[lf + limit_float::LOWER] - q;
+    let mut turn = F::new(-1.0);
+    if side % 2 == 1 {
+        depth = q - floats[lf + limit_float::UPPER];
+        turn = F::new(1.0);
+    }
+    let material = Material {
+        margin: lf + limit_float::MARGIN,
+        solref: lf + limit_float::SOLREF,
+        solimp: lf + limit_float::SOLIMP,
+        weight: lf + limit_float::WEIGHT,
+    };
+    let slopes = unilateral_slopes::<F>(floats, &material, depth);
+    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let dof = ints[li + limit_int::DOF] as usize;
+    data[world.at(adjoint_q, dof)] -= depth_weight::<F>(pressed, &slopes, F::new(1.0)) * turn;
+}
+
+/// A pressed contact row's share: the contact of pool slot `c`, between a plane that does not
+/// move (MuJoCo's first geom or its second) and a sphere, a capsule's end or a box's corner.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn contact_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    capacity: u32,
+    pressed: &Pressed<F>,
+    c: u32,
+) {
+    let (m, c) = (capacity as usize, c as usize);
+    let pair = found[contact_int::PAIR * m + c] as usize;
+    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
+    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
+    let rows = ints[pi + pair_int::ROWS];
+    let depth = geometry[contact_float::DEPTH * m + c];
+    let material = Material {
+        margin: pf + pair_float::MARGIN,
+        solref: pf + pair_float::SOLREF,
+        solimp: pf + pair_float::SOLIMP,
+        weight: pf + pair_float::WEIGHT,
+    };
+    let slopes = unilateral_slopes::<F>(floats, &material, depth);
+    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
+    let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
+    // The row: the moving body's velocity at the point along the normal or the pyramid's edge
+    // `n ± μ_k t_k`, negated where the moving geom is MuJoCo's first.
+    let mut sign = F::new(1.0);
+    if ints[pi + pair_int::FLIPPED] == 1 {
+        sign = F::new(-1.0);
+    }
+    let mut direction = normal.clone();
+    let mut turning = F::new(0.0);
+    let mut second = F::new(0.0);
+    if ints[pi + pair_int::PYRAMID] == 1 {
+        let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
+        let mut tangent = t1.clone();
+        if edge / 2 == 1 {
+            tangent = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
+            second = F::new(1.0);
         }
-        let material = Material {
-            margin: lf + limit_float::MARGIN,
-            solref: lf + limit_float::SOLREF,
-            solimp: lf + limit_float::SOLIMP,
-            weight: lf + limit_float::WEIGHT,
-        };
-        let slopes = unilateral_slopes::<F>(floats, &material, depth);
-        let conductance = F::new(1.0) / regularizer[block.row(r)];
-        let dt = floats[TIMESTEP];
-        // `t_r` moves with the pre-step velocity `J_r v` by `1 − h B`.
-        let pull = along * conductance * (F::new(1.0) - dt * slopes.damping);
-        let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
-        for d in 0..block.nv {
-            let j = jacobian[block.entry(r, d)];
-            data[world.at(adjoint_v, d)] += pull * j;
+        let mut coefficient = floats[pf + pair_float::FRICTION + (edge / 2) as usize];
+        if edge % 2 == 1 {
+            coefficient = -coefficient;
         }
-        let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-        let share = along * (slopes.conductance * deviation - conductance * slopes.target) * turn;
-        data[world.at(adjoint_q, dof)] -= share;
+        direction = normal.add(&tangent.scale(coefficient));
+        turning = sign * coefficient;
+    }
+    let code = ints[pi + pair_int::KIND];
+    let mut radius = floats[pf + pair_float::SIZE2];
+    if code == kind::PLANE_BOX {
+        radius = F::new(0.0);
+    }
+    // Only a capsule's tangents turn with it (its frame follows its axis, projected on the
+    // plane); a sphere's and a box's are fixed by the normal.
+    let link = ints[pi + pair_int::LINK2] as usize;
+    let mut axis = V3::<F>::zero();
+    if code == kind::PLANE_CAPSULE {
+        let rotation = start(ints, comptime![Array::Rotation as usize]);
+        let world = &pressed.block.world;
+        let body = M3::<F>::load(data, world.at(rotation, 9 * (link - 1)), world.count);
+        let local = pf + pair_float::ROT2;
+        axis = body.apply(&V3::new(floats[local + 2], floats[local + 5], floats[local + 8]));
+    } else {
+        turning = F::new(0.0);
+    }
+    let contact = Contact::<F> {
+        direction: direction.scale(sign),
+        normal: normal.clone(),
+        plane_normal: normal.scale(sign),
+        point: V3::load(geometry, contact_float::POINT * m + c, m),
+        radius,
+        depth,
+        weight: depth_weight::<F>(pressed, &slopes, edge_scale::<F>(floats, pf, rows)),
+        damping: slopes.damping,
+        axis,
+        t1,
+        turning,
+        second,
+    };
+    pull_contact::<F>(ints, floats, data, pressed, &contact, link);
+}
+
+/// How a capsule contact's edge direction turns with degree of freedom motion `axis_k`: the
+/// capsule's axis turns (`ω × a`), its projection on the plane gives `t1`, and `t2 = n × t1`.
+#[cube]
+fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>) -> V3<F> {
+    let n = contact.plane_normal.clone();
+    let a = contact.axis.clone();
+    let projected = a.sub(&n.scale(a.dot(&n)));
+    let da = turn.cross(&a);
+    let dp = da.sub(&n.scale(da.dot(&n)));
+    let t1 = contact.t1.clone();
+    let dt1 = dp.sub(&t1.scale(t1.dot(&dp))).scale(F::new(1.0) / projected.norm());
+    let mut out = dt1.clone();
+    if contact.second > F::new(0.0) {
+        out = contact.normal.cross(&dt1);
+    }
+    out
+}
+
+/// A pressed contact row on a plane that does not move, as [`pull_contact`] reads it.
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+struct Contact<F: Float> {
+    /// The row's direction along the moving body's velocity (signed), the contact's normal as
+    /// stored (MuJoCo's first geom to its second), and the plane's normal towards the body.
+    direction: V3<F>,
+    normal: V3<F>,
+    plane_normal: V3<F>,
+    point: V3<F>,
+    /// The moving geom's radius at the feature (a box corner's 0), and the depth.
+    radius: F,
+    depth: F,
+    /// `μ (∂D e − D ∂t)` per unit of depth ([`depth_weight`]), and the reference's damping.
+    weight: F,
+    damping: F,
+    /// A capsule's axis and the frame's first tangent; the edge's signed friction coefficient
+    /// where its tangent turns with the capsule (else 0), and 1 where that is the second.
+    axis: V3<F>,
+    t1: V3<F>,
+    turning: F,
+    second: F,
+}
+
+/// `w_d = D (e λ_d + μ (x_d − (1 − h B) v_d))`: the velocity whose image `J_r w` the row's
+/// share differentiates.
+#[cube]
+fn pulled_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, pressed: &Pressed<F>, damping: F, d: usize) -> F {
+    let world = &pressed.block.world;
+    let (x, v) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Qvel as usize]));
+    let lambda = start(ints, comptime![Array::Multiplier as usize]);
+    let kept = F::new(1.0) - floats[TIMESTEP] * damping;
+    let moved = data[world.at(x, d)] - kept * data[world.at(v, d)];
+    pressed.conductance * (pressed.deviation * data[world.at(lambda, d)] + pressed.along * moved)
+}
+
+/// The contact row's share along each degree of freedom `k` behind the moving geom's link
+/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it (`S_k × U_k`) and the
+/// point carried with the feature, plus the depth's share.
+#[cube]
+fn pull_contact<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, pressed: &Pressed<F>, contact: &Contact<F>, link: usize) {
+    let world = &pressed.block.world;
+    let n = world.count;
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let root = ints[link_ints + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
+    let origin = V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), n);
+    let point = contact.point.sub(&origin);
+    let feature = point.add(&contact.plane_normal.scale(contact.radius - contact.depth * F::new(0.5)));
+    // The body's motion under `w`, and its velocity at the point.
+    let mut body = Spatial::<F>::zero();
+    let mut l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            let w = pulled_velocity::<F>(ints, floats, data, pressed, contact.damping, d);
+            body = body.add(&Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(w));
+        }
+        l = ints[li + link_int::PARENT] as usize;
+    }
+    let spin = body.ang.clone();
+    let at_point = body.lin.add(&spin.cross(&point));
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let mut beyond = Spatial::<F>::zero();
+    l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
+        let end = adr + ints[li + link_int::DOF_NUM] as usize;
+        // The link's own turning motions turn with each of its dofs (a ball's axes with the
+        // link); a hinge's own `S × S` is zero.
+        let mut own = Spatial::<F>::zero();
+        let mut all = Spatial::<F>::zero();
+        for d in adr..end {
+            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n)
+                .scale(pulled_velocity::<F>(ints, floats, data, pressed, contact.damping, d));
+            if d >= turning {
+                own = own.add(&s);
+            }
+            all = all.add(&s);
+        }
+        let turned = beyond.add(&own);
+        for k in adr..end {
+            let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
+            let twist = axis.cross_motion(&turned);
+            let carried = axis.lin.add(&axis.ang.cross(&feature));
+            let deeper = -contact.plane_normal.dot(&carried);
+            let moved = carried.add(&contact.plane_normal.scale(deeper * F::new(0.5)));
+            let mut along = contact.direction.dot(&twist.lin.add(&twist.ang.cross(&point)))
+                + contact.direction.dot(&spin.cross(&moved));
+            if contact.turning != F::new(0.0) {
+                along += contact.turning * tangent_turn::<F>(contact, &axis.ang).dot(&at_point);
+            }
+            data[world.at(adjoint_q, k)] -= along + contact.weight * deeper;
+        }
+        beyond = beyond.add(&all);
+        l = ints[li + link_int::PARENT] as usize;
     }
 }

@@ -210,9 +210,9 @@ fn unilateral<F: Float>(floats: &mut Tensor<F>, material: &Material, depth: F, v
 pub struct Slopes<F: Float> {
     /// The damping `B` of its reference.
     pub damping: F,
-    /// `∂ target / ∂ depth` and `∂ (1/R) / ∂ depth`.
+    /// `∂ target / ∂ depth` and `∂ R / ∂ depth` (of the regularizer before a pyramid's scale).
     pub target: F,
-    pub conductance: F,
+    pub regularizer: F,
 }
 
 /// [`unilateral`]'s terms differentiated along the depth: the target through `K d(r) r`, the
@@ -233,18 +233,27 @@ pub fn unilateral_slopes<F: Float>(floats: &mut Tensor<F>, material: &Material, 
     // the divisor: the regularizer is `(1 − d)/d · w` unless a floor holds it.
     let live = (F::new(1.0) - d) / d * w;
     let floor = F::max(w * floats[REGULARIZATION], exact::<F>(MIN_REGULARIZER));
-    let mut regularizer = floor;
-    let mut regularizer_slope = zero;
-    if live > floor {
-        regularizer = live;
-        regularizer_slope = -w / (d * d) * slope;
-    }
-    let mut out = Slopes::<F> { damping, target: zero, conductance: zero };
+    let mut out = Slopes::<F> { damping, target: zero, regularizer: zero };
     if pressed > zero {
         out.target = dt * stiffness * (d + slope * pressed);
-        out.conductance = -regularizer_slope / (regularizer * regularizer);
+        if live > floor {
+            out.regularizer = -w / (d * d) * slope;
+        }
     }
     out
+}
+
+/// A pyramid edge's regularizer over its cone's normal one, `(1 + μ²) 2μ² / impratio` (the
+/// CPU's `set_rows`), for the pair whose floats start at `pf`; 1 for a frictionless contact's
+/// one row.
+#[cube]
+pub fn edge_scale<F: Float>(floats: &mut Tensor<F>, pf: usize, rows: u32) -> F {
+    let mu = floats[pf + pair_float::FRICTION];
+    let mut scale = F::new(1.0);
+    if rows > 1 {
+        scale = (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu / floats[IMPRATIO];
+    }
+    scale
 }
 
 /// MuJoCo's `K` of the reference acceleration for the `solref` at `at`, impedance ceiling
@@ -402,16 +411,11 @@ fn edge_terms<F: Float>(
     depth: F,
     material: &Material,
 ) {
-    let mu = floats[pf + pair_float::FRICTION];
     for e in 0..rows {
         let v = pre_step::<F>(ints, data, jacobian, world, r + e);
         let terms = unilateral::<F>(floats, material, depth, v);
-        let mut regularizer_e = terms.regularizer;
-        if rows > 1 {
-            // Each edge's matches the elliptic cone's friction impedance (the CPU's `set_rows`).
-            let scaled = regularizer_e * (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu;
-            regularizer_e = scaled / floats[IMPRATIO];
-        }
+        // Each edge's matches the elliptic cone's friction impedance.
+        let regularizer_e = terms.regularizer * edge_scale::<F>(floats, pf, rows);
         store::<F>(target, regularizer, world, r + e, terms.target, regularizer_e);
     }
 }

@@ -833,13 +833,15 @@ impl Stages {
                 [&rows.counts, &rows.jacobian, &rows.source, &rows.target, &rows.regularizer].map(arg);
             let per_world = rows.per_world as u32;
             let floats = self.floats.clone().into_tensor_arg();
+            let [found, geometry] = [&worlds.pool.found, &worlds.pool.geometry].map(arg);
+            let capacity = worlds.pool.capacity as u32;
             launch_typed!(
                 self,
                 worlds,
                 worlds.count,
                 constraint_adjoint::constraint_adjoint,
                 [floats],
-                [counts, jacobian, source, target, regularizer, per_world]
+                [counts, jacobian, source, target, regularizer, per_world, found, geometry, capacity]
             );
         } else {
             dispatch_stage!(self, worlds, backward::acceleration_adjoint, floats);
@@ -860,10 +862,8 @@ impl Stages {
             )));
         }
         if self.packed.constrained() {
-            if !self.packed.pairs.is_empty() {
-                return Err(GpuError::Model(
-                    "the device backward differentiates limit rows, not contacts: disable contacts".into(),
-                ));
+            if let Some(what) = self.packed.undifferentiated_contacts() {
+                return Err(GpuError::Model(format!("the device backward does not differentiate {what}")));
             }
             if self.packed.ints[layout::header::SPLIT] == 1 {
                 return Err(GpuError::Model(
