@@ -25,10 +25,10 @@ use super::collision::{contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
 use super::impedance::{Material, Slopes, edge_scale, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
-use super::pairs::{kind, pair_float, pair_int};
-use super::real::{M3, V3};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
+use super::pairs::{kind, pair_float, pair_int};
+use super::real::{M3, V3};
 use super::rows::LIMIT_ROW;
 use super::world::{Spatial, World, fail, fine, start};
 
@@ -162,7 +162,14 @@ fn velocity_share<F: Float>(
 
 /// A pressed limit row's share, side `side % 2` (lower, upper) of limit `side / 2`.
 #[cube]
-fn limit_share<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, jacobian: &mut Tensor<F>, pressed: &Pressed<F>, side: u32) {
+fn limit_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    side: u32,
+) {
     let world = &pressed.block.world;
     let i = (side / 2) as usize;
     let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
@@ -322,7 +329,14 @@ struct Contact<F: Float> {
 /// `w_d = D (e λ_d + μ (x_d − (1 − h B) v_d))`: the velocity whose image `J_r w` the row's
 /// share differentiates.
 #[cube]
-fn pulled_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, pressed: &Pressed<F>, damping: F, d: usize) -> F {
+fn pulled_velocity<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+    d: usize,
+) -> F {
     let world = &pressed.block.world;
     let (x, v) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Qvel as usize]));
     let lambda = start(ints, comptime![Array::Multiplier as usize]);
@@ -335,7 +349,14 @@ fn pulled_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &
 /// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it (`S_k × U_k`) and the
 /// point carried with the feature, plus the depth's share.
 #[cube]
-fn pull_contact<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, pressed: &Pressed<F>, contact: &Contact<F>, link: usize) {
+fn pull_contact<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    contact: &Contact<F>,
+    link: usize,
+) {
     let world = &pressed.block.world;
     let n = world.count;
     let link_ints = ints[header::LINK_INTS] as usize;
@@ -371,8 +392,14 @@ fn pull_contact<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut
         let mut own = Spatial::<F>::zero();
         let mut all = Spatial::<F>::zero();
         for d in adr..end {
-            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n)
-                .scale(pulled_velocity::<F>(ints, floats, data, pressed, contact.damping, d));
+            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(pulled_velocity::<F>(
+                ints,
+                floats,
+                data,
+                pressed,
+                contact.damping,
+                d,
+            ));
             if d >= turning {
                 own = own.add(&s);
             }

@@ -472,6 +472,13 @@ impl Packed {
         self.ints[header::CONSTRAINED] == 1
     }
 
+    /// Whether a degree of freedom is damped implicitly (Euler's damping, where the constraint
+    /// solve runs in MuJoCo's split; with no damping the split is the plain solve).
+    pub fn implicitly_damped(&self) -> bool {
+        let first = self.ints[header::DOF_FLOATS] as usize;
+        (0..self.nv()).any(|d| self.floats[first + d * dof_float::LEN + dof_float::IMPLICIT_DAMPING] != 0.0)
+    }
+
     /// The contacts the step's backward does not differentiate (named), if any: it takes those
     /// of a sphere, a capsule or a box on a plane that does not move, along the normal or a
     /// pyramid's sliding edges (condim 1 or 3).
@@ -479,11 +486,16 @@ impl Packed {
         let first = self.ints[header::PAIR_INTS] as usize;
         let pair = |p: usize, field: usize| self.ints[first + p * pairs::pair_int::LEN + field];
         self.pairs.iter().enumerate().find_map(|(p, record)| {
-            let on_floor = pair(p, pairs::pair_int::KIND) <= pairs::kind::PLANE_BOX && pair(p, pairs::pair_int::LINK1) == 0;
+            let on_floor =
+                pair(p, pairs::pair_int::KIND) <= pairs::kind::PLANE_BOX && pair(p, pairs::pair_int::LINK1) == 0;
             let sliding = pair(p, pairs::pair_int::CONDIM) <= 3;
             let [a, b] = record.geoms;
             (!on_floor || !sliding).then(|| {
-                let what = if on_floor { "torsional or rolling friction" } else { "contacts between moving bodies or with a moving plane" };
+                let what = if on_floor {
+                    "torsional or rolling friction"
+                } else {
+                    "contacts between moving bodies or with a moving plane"
+                };
                 format!("{what} (geoms {a} and {b})")
             })
         })

@@ -865,7 +865,7 @@ impl Stages {
             if let Some(what) = self.packed.undifferentiated_contacts() {
                 return Err(GpuError::Model(format!("the device backward does not differentiate {what}")));
             }
-            if self.packed.ints[layout::header::SPLIT] == 1 {
+            if self.packed.implicitly_damped() {
                 return Err(GpuError::Model(
                     "the device backward does not differentiate MuJoCo's split constraint solve \
                      (Euler's implicit damping with dampers)"
