@@ -3,8 +3,8 @@
 //! model's constraints (or both without, `--no-constraints`): same batch, same run; then each
 //! stage kernel's time per launch at the worlds' final states.
 //!
-//! With `--backward` (semi-implicit Euler without constraints: `--euler --no-constraints` turn
-//! a model's integrator and constraints off), also a rollout of `T` steps with its backward:
+//! With `--backward` (semi-implicit Euler: `--euler` sets it, damping explicit), also a rollout
+//! of `T` steps with its backward:
 //! on the CPU each world's steps, then each step's vector-Jacobian product in reverse
 //! (`phyz_dual::StepVjps`, which records the step again); on the device `Stages::rollout`
 //! (checkpoints) and `Stages::rollout_backward`.
@@ -43,7 +43,8 @@ struct Args {
     /// Both engines without the model's constraints (the smooth dynamics alone).
     #[arg(long)]
     no_constraints: bool,
-    /// Both engines under semi-implicit Euler, whatever the model's integrator.
+    /// Both engines under semi-implicit Euler, whatever the model's integrator, its damping
+    /// explicit.
     #[arg(long)]
     euler: bool,
     /// Also time a rollout with its backward, on both.
@@ -56,7 +57,9 @@ fn main() -> Result<(), Error> {
     let mut model = mjcf::load(&args.model)?;
     model.enabled.constraint &= !args.no_constraints;
     if args.euler {
+        // Damping taken explicitly: the backward does not take MuJoCo's split solve.
         model.integrator = phyz_core::model::Integrator::Euler;
+        model.enabled.euler_damp = false;
     }
     let config = if args.no_constraints { SolverConfig::default() } else { SolverConfig::mujoco_compat() };
     let (b, steps) = (args.batch, args.steps);
@@ -101,7 +104,7 @@ fn main() -> Result<(), Error> {
     println!("device ({:?}) env_steps_per_s {:.0}", stages.dtype(), rate(clock.elapsed().as_secs_f64()));
     println!("failed worlds {}", stages.failures(&worlds)?.len());
     if args.backward {
-        with_backward(&model, &stages, &starts, &ctrls, steps)?;
+        with_backward(&model, config, &stages, &starts, &ctrls, steps)?;
     }
 
     launch_times(&stages, &worlds, args.backward, model.enabled.constraint, steps)
@@ -112,6 +115,7 @@ fn main() -> Result<(), Error> {
 /// env-steps/s.
 fn with_backward(
     model: &Model<f64>,
+    config: SolverConfig,
     stages: &Stages,
     starts: &[State<f64>],
     ctrls: &[Vec<f64>],
@@ -121,17 +125,17 @@ fn with_backward(
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
     // Reverse mode (the step recorded again on a tape, one sweep back), and the analytical
     // Jacobians (`A`, `B`, then `Aᵀ c`).
-    let reverse = cpu_backward(model, starts, ctrls, steps, || {
+    let reverse = cpu_backward(model, config, starts, ctrls, steps, || {
         let mut vjps = StepVjps::new(model, &[])?;
         Ok(move |state: &State<f64>, ctrl: &[f64], bar: StateTangent| {
-            Ok(vjps.at(Coordinates::Tangent, state, ctrl, &bar, &mut ContactState::default())?.state)
+            Ok(vjps.at(Coordinates::Tangent, state, ctrl, &bar, &mut ContactState::new(config))?.state)
         })
     })?;
     println!("cpu with backward, reverse mode (f64) env_steps_per_s {:.0}", rate(reverse));
-    let analytical = cpu_backward(model, starts, ctrls, steps, || {
+    let analytical = cpu_backward(model, config, starts, ctrls, steps, || {
         let mut jacobians = AnalyticalJacobians::new(model)?;
         Ok(move |state: &State<f64>, ctrl: &[f64], bar: StateTangent| {
-            let j = jacobians.at(state, ctrl, &mut ContactState::default())?;
+            let j = jacobians.at(state, ctrl, &mut ContactState::new(config))?;
             let end = DVector::from_iterator(2 * nv, bar.qpos.iter().chain(bar.qvel.iter()).copied());
             let back = j.a.tr_mul(&end);
             let (qpos, qvel) = (back.rows(0, nv).into_owned(), back.rows(nv, nv).into_owned());
@@ -161,11 +165,13 @@ fn with_backward(
     Ok(())
 }
 
-/// Seconds for each world's rollout of `steps` steps on the CPU (rayon over the worlds), then
+/// Seconds for each world's rollout of `steps` steps on the CPU under `config` (rayon over the
+/// worlds, each step's solve cold as the device's), then
 /// its cotangent `(1, …, 1)` at the end pulled back step by step by a puller `make` gives each
 /// world.
 fn cpu_backward<P, M>(
     model: &Model<f64>,
+    config: SolverConfig,
     starts: &[State<f64>],
     ctrls: &[Vec<f64>],
     steps: usize,
@@ -181,7 +187,7 @@ where
         let mut pull = make()?;
         let (mut workspace, mut states) = (Workspace::default(), vec![start.clone()]);
         for t in 0..steps {
-            step_in(model, &states[t], ctrl, &mut ContactState::default(), &mut workspace)?;
+            step_in(model, &states[t], ctrl, &mut ContactState::new(config), &mut workspace)?;
             states.push(workspace.next.clone());
         }
         let ones = DVector::from_element(nv, 1.0);
