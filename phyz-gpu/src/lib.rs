@@ -13,9 +13,11 @@
 //! of what the sweeps converge to, linearized at their last iterate), never an unrolled sweep.
 //!
 //! [`stages`] is the step's stages as kernels over all worlds at once (issue 30, under way):
-//! kinematics, the mass matrix and its factor, RNEA, the smooth forces and acceleration, and the
-//! Euler and RK4 integrators, each held to the CPU stage it transcribes; a step without
-//! constraints runs on them today, and a model with anything they lack is refused by name.
+//! kinematics, the mass matrix and its factor, RNEA, the smooth forces and acceleration,
+//! primitive collision, the constraint rows and MuJoCo's Newton solve, the Euler and RK4
+//! integrators, and the adjoint kernels of Euler's step (through limits and contacts on a
+//! fixed plane), each held to the CPU stage or derivative it transcribes; a model with anything
+//! they lack is refused by name.
 
 pub mod device;
 mod kernel;
