@@ -13,7 +13,8 @@
 //! (configure the device's float type, see [`f64_device`]). A simulation given a
 //! [`DeviceRoute`] (phyz-gpu's, for wgpu devices) steps the states on the devices the route
 //! serves there instead, through the same API, in the float type the route names
-//! ([`Simulation::dtype`]).
+//! ([`Simulation::dtype`]); one given a [`DeviceStep`] (phyz-gpu's stages) has its device step
+//! whole batches, forward and backward.
 
 mod batch;
 pub mod check;
@@ -30,6 +31,7 @@ pub use error::BurnError;
 pub use op::{PhysicsOps, StepRecord};
 #[cfg(feature = "traced")]
 pub use route::DeviceRoute;
+pub use route::DeviceStep;
 pub use simulation::{Simulation, SolveCounts};
 pub use state::BatchState;
 

@@ -17,7 +17,7 @@ use crate::batch::{Counts, Shared};
 use crate::host::write_as;
 #[cfg(feature = "traced")]
 use crate::route::{DeviceRoute, Routed};
-use crate::route::{Host, Route};
+use crate::route::{DeviceStep, Host, Route, Stepped};
 use crate::state::{BatchState, lane_states};
 #[cfg(feature = "traced")]
 use crate::traced::TracedSimulation;
@@ -32,6 +32,8 @@ pub struct Simulation {
     /// Where states on some devices step instead of the host (phyz-gpu's kernels).
     #[cfg(feature = "traced")]
     route: Option<Routed>,
+    /// A device that steps whole batches itself; before `route` where both serve a device.
+    stepped: Option<Stepped>,
 }
 
 /// Lane solves run by a simulation's steps: forward, and backward (always zero: the backward
@@ -63,6 +65,7 @@ impl Simulation {
             shared: Arc::new(shared),
             #[cfg(feature = "traced")]
             route: None,
+            stepped: None,
         }
     }
 
@@ -73,7 +76,15 @@ impl Simulation {
     #[cfg(feature = "traced")]
     pub fn with_route(&self, route: Arc<dyn DeviceRoute>) -> Result<Self, BurnError> {
         let solver = route.solver(&self.config()).map_err(BurnError::Route)?;
-        Ok(Simulation { shared: self.shared.clone(), route: Some(Routed { route, solver }) })
+        Ok(Simulation { route: Some(Routed { route, solver }), ..self.clone() })
+    }
+
+    /// The same simulation, with its batches on the devices `step` serves stepped whole by that
+    /// device (phyz-gpu's stages), forward and backward. The device runs its own engine, held
+    /// to this one by its tests, under its own solver: say which (phyz-gpu's solves cold under
+    /// `mujoco_compat`, where the host warm-starts).
+    pub fn with_device_step(&self, step: Arc<dyn DeviceStep>) -> Self {
+        Simulation { stepped: Some(Stepped(step)), ..self.clone() }
     }
 
     /// The same simulation, stepped with the engine traced on tensors, every lane's warm starts
@@ -117,6 +128,7 @@ impl Simulation {
             shared: Arc::new(shared),
             #[cfg(feature = "traced")]
             route: self.route.clone(),
+            stepped: self.stepped.clone(),
         })
     }
 
@@ -224,6 +236,9 @@ impl Simulation {
 
     /// The route states on `device` step by: a device route that serves it, else the host.
     fn route(&self, device: &Device) -> &dyn Route {
+        if let Some(stepped) = self.stepped.as_ref().filter(|s| s.0.serves(device)) {
+            return stepped;
+        }
         #[cfg(feature = "traced")]
         if let Some(routed) = self.route.as_ref().filter(|r| r.route.serves(device)) {
             return routed;

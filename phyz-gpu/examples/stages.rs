@@ -240,8 +240,8 @@ fn launch_times(
         println!("  {name:>20}: {:.3} ms a launch", clock.elapsed().as_secs_f64() * 1e3 / steps as f64);
     }
     if constrained {
-        let found: usize = stages.contacts(&worlds)?.iter().map(Vec::len).sum();
-        let rows: usize = stages.read_rows(&worlds)?.iter().map(|w| w.jacobian.len()).sum();
+        let found: usize = stages.contacts(worlds)?.iter().map(Vec::len).sum();
+        let rows: usize = stages.read_rows(worlds)?.iter().map(|w| w.jacobian.len()).sum();
         println!("  {found} contacts, {rows} constraint rows over {} worlds at the last state", worlds.count());
     }
     Ok(())

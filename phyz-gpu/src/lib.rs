@@ -26,10 +26,12 @@ mod ops;
 mod route;
 mod solve;
 pub mod stages;
+mod stepped;
 
 pub use ops::{Schedule, SweepOps, sweep_blocks};
 pub use route::{GpuRoute, simulation};
 pub use solve::{KernelSolve, schedule};
+pub use stepped::{StageOps, StagesStep, stages_simulation};
 
 use phyz_core::contact::ConstraintKind;
 

@@ -1,11 +1,13 @@
 //! Routes: how a [`crate::Simulation`]'s batch steps. The host route steps each lane in `f64`
 //! on the host; a device route (feature `traced`) traces the engine on the device's tensors with
-//! one contact solve of every lane at once. The simulation picks a route by the device a state
-//! lives on and asks it everything that differs between routes, through [`Route`].
+//! one contact solve of every lane at once; a device step ([`DeviceStep`]) steps whole batches on
+//! its device. The simulation picks a route by the device a state lives on and asks it
+//! everything that differs between routes, through [`Route`].
 
 #[cfg(feature = "traced")]
 mod device;
 mod host;
+mod stepped;
 
 use std::sync::Arc;
 
@@ -19,6 +21,8 @@ pub use device::DeviceRoute;
 #[cfg(feature = "traced")]
 pub(crate) use device::Routed;
 pub(crate) use host::Host;
+pub use stepped::DeviceStep;
+pub(crate) use stepped::Stepped;
 
 /// A way to step a batch.
 pub(crate) trait Route {

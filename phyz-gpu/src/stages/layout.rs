@@ -456,6 +456,16 @@ impl Packed {
         self.ints[header::DOFS] as usize
     }
 
+    /// The number of position coordinates.
+    pub fn nq(&self) -> usize {
+        self.ints[header::COORDS] as usize
+    }
+
+    /// The number of controls.
+    pub fn nu(&self) -> usize {
+        self.ints[header::CONTROLS] as usize
+    }
+
     /// The limits the rows stage builds.
     pub fn limits(&self) -> usize {
         self.ints[header::LIMITS] as usize

@@ -37,6 +37,7 @@ mod rows;
 mod tape;
 mod world;
 
+pub(crate) use batch::STEPPED_EXTRA;
 pub use tape::{Checkpoint, Tape};
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
@@ -159,6 +160,22 @@ pub enum Failure {
     UnconvergedSolve,
 }
 
+impl Failure {
+    /// The failure a world's status code (`layout::status`) names; `None` for a fine world.
+    pub(crate) fn from_code(code: f64) -> Option<Failure> {
+        match code as u32 {
+            layout::status::NON_FINITE_INPUT => Some(Failure::NonFiniteInput),
+            layout::status::SINGULAR_MASS => Some(Failure::SingularMass),
+            layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
+            layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
+            layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
+            layout::status::INDEFINITE_HESSIAN => Some(Failure::IndefiniteHessian),
+            layout::status::UNCONVERGED_SOLVE => Some(Failure::UnconvergedSolve),
+            _ => None,
+        }
+    }
+}
+
 impl Worlds {
     /// How many worlds.
     pub fn count(&self) -> usize {
@@ -222,6 +239,8 @@ macro_rules! dispatch_stage {
         }
     };
 }
+
+mod batch;
 
 /// An integer tensor, read back.
 fn read_ints(t: &CubeTensor) -> Result<Vec<u32>, GpuError> {
@@ -435,17 +454,7 @@ impl Stages {
     /// The worlds that failed, each with the first thing that went wrong (one transfer).
     pub fn failures(&self, worlds: &Worlds) -> Result<Vec<(usize, Failure)>, GpuError> {
         let codes = self.read(worlds, Array::Status)?;
-        let failure = |code: f64| match code as u32 {
-            layout::status::NON_FINITE_INPUT => Some(Failure::NonFiniteInput),
-            layout::status::SINGULAR_MASS => Some(Failure::SingularMass),
-            layout::status::NON_FINITE_RESULT => Some(Failure::NonFiniteResult),
-            layout::status::POOL_OVERFLOW => Some(Failure::PoolOverflow),
-            layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
-            layout::status::INDEFINITE_HESSIAN => Some(Failure::IndefiniteHessian),
-            layout::status::UNCONVERGED_SOLVE => Some(Failure::UnconvergedSolve),
-            _ => None,
-        };
-        Ok(codes.iter().enumerate().filter_map(|(w, c)| failure(c[0]).map(|f| (w, f))).collect())
+        Ok(codes.iter().enumerate().filter_map(|(w, c)| Failure::from_code(c[0]).map(|f| (w, f))).collect())
     }
 
     /// Waits for every launch so far to finish.
@@ -853,7 +862,7 @@ impl Stages {
 
     /// What the step runs but its backward does not, refused by name: the step's own refusals,
     /// integrators other than semi-implicit Euler, and constraint rows.
-    fn backward_refusal(&self) -> Result<(), GpuError> {
+    pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
         self.step_refusal()?;
         if self.packed.integrator != Integrator::Euler {
             return Err(GpuError::Model(format!(
@@ -877,7 +886,7 @@ impl Stages {
     }
 
     /// What the step does not run, refused by name before anything is launched.
-    fn step_refusal(&self) -> Result<(), GpuError> {
+    pub(crate) fn step_refusal(&self) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
         }

@@ -255,8 +255,22 @@ pub struct Quat<F: Float> {
 impl<F: Float> Quat<F> {
     /// The four numbers at `at`, `stride` apart, normalized (`kinematics::qpos_quat`).
     pub fn load_normalized(from: &mut Tensor<F>, at: usize, stride: usize) -> Quat<F> {
-        let q = Quat::<F> { w: from[at], x: from[at + stride], y: from[at + 2 * stride], z: from[at + 3 * stride] };
-        q.normalize()
+        Quat::<F>::load(from, at, stride).normalize()
+    }
+
+    /// The four numbers at `at`, `stride` apart, as they are.
+    pub fn load(from: &mut Tensor<F>, at: usize, stride: usize) -> Quat<F> {
+        Quat::<F> { w: from[at], x: from[at + stride], y: from[at + 2 * stride], z: from[at + 3 * stride] }
+    }
+
+    /// `q*`: the vector part negated.
+    pub fn conjugate(&self) -> Quat<F> {
+        Quat::<F> { w: self.w, x: -self.x, y: -self.y, z: -self.z }
+    }
+
+    /// Every number times `s`.
+    pub fn scale(&self, s: F) -> Quat<F> {
+        Quat::<F> { w: self.w * s, x: self.x * s, y: self.y * s, z: self.z * s }
     }
 
     /// Scaled to unit length as `Quat::normalize` does: the identity for one of no length.

@@ -1,0 +1,269 @@
+//! phyz-burn's [`Simulation`] on the stages: states on a CubeCL device step there whole, every
+//! stage a kernel over all lanes, the step one burn operation whose backward is the stages'
+//! adjoint ([`Stages::step_backward`]), registered as its backward node under burn's autodiff.
+//! The lanes' tensors move in and out of the worlds' layout on the device; each step reads back
+//! one thing, its lanes' statuses, to report a failed lane as an error.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use burn::backend::autodiff::Autodiff;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Backend, Dispatch, TensorMetadata, backend_extension};
+use burn::tensor::{DType, Device, Shape, Tensor};
+use burn_cubecl::CubeBackend;
+use phyz_burn::{DeviceStep, Simulation};
+use phyz_core::Model;
+use phyz_core::contact::SolverConfig;
+
+use crate::GpuError;
+use crate::stages::{STEPPED_EXTRA, Stages, Worlds};
+
+/// A model's stages on one device, as a [`DeviceStep`] of phyz-burn's simulations. Cheap to
+/// clone (shared).
+#[derive(Clone, Debug)]
+pub struct StagesStep(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    stages: Stages,
+    device: Device,
+    /// The worlds of the last batch, kept for the next of the same size (one launch at a time
+    /// uses them).
+    worlds: Mutex<Option<Worlds>>,
+}
+
+/// A simulation of `model` under `SolverConfig::mujoco_compat`, whose batches on `device` (a
+/// CubeCL device) step on its stages ([`StagesStep`]), and on the host for other devices.
+/// Refused where the stages cannot step the model.
+pub fn stages_simulation(model: Model<f64>, device: &Device) -> Result<Simulation, GpuError> {
+    let step = StagesStep::new(&model, device)?;
+    Ok(Simulation::with_config(model, SolverConfig::mujoco_compat()).with_device_step(Arc::new(step)))
+}
+
+impl StagesStep {
+    /// `model`'s stages on `device`; refused where the device step cannot run the model.
+    pub fn new(model: &Model<f64>, device: &Device) -> Result<StagesStep, GpuError> {
+        let stages = Stages::new(model, device)?;
+        stages.step_refusal()?;
+        Ok(StagesStep(Arc::new(Shared { stages, device: device.clone().inner(), worlds: Mutex::new(None) })))
+    }
+
+    /// The worlds for a batch of `count`: the last ones where they have that size.
+    fn worlds(&self, count: usize) -> Result<Worlds, GpuError> {
+        let mut kept = self.0.worlds.lock().unwrap_or_else(PoisonError::into_inner);
+        match kept.as_ref() {
+            Some(worlds) if worlds.count() == count => Ok(worlds.clone()),
+            _ => {
+                let worlds = self.0.stages.upload(count, &[])?;
+                *kept = Some(worlds.clone());
+                Ok(worlds)
+            }
+        }
+    }
+}
+
+impl DeviceStep for StagesStep {
+    fn serves(&self, device: &Device) -> bool {
+        device.clone().inner() == self.0.device
+    }
+
+    fn dtype(&self, _device: &Device) -> DType {
+        self.0.stages.dtype()
+    }
+
+    fn step(&self, qpos: Tensor<2>, qvel: Tensor<2>, ctrl: Tensor<2>) -> Result<(Tensor<2>, Tensor<2>), String> {
+        let tracked = qpos.is_tracked() || qvel.is_tracked() || ctrl.is_tracked();
+        if tracked {
+            self.0.stages.backward_refusal().map_err(|e| e.to_string())?;
+        }
+        let (nq, nv) = (qpos.dims()[1], qvel.dims()[1]);
+        let out = Tensor::from_dispatch(Dispatch::stages_step(
+            qpos.into_dispatch(),
+            qvel.into_dispatch(),
+            ctrl.into_dispatch(),
+            self.clone(),
+        ));
+        // The one read of a step: each lane's status and solve state.
+        let statuses = out.clone().narrow(1, nq + nv, STEPPED_EXTRA).into_data().convert::<f64>();
+        let rows = statuses.try_to_vec::<f64>().map_err(|e| format!("{e:?}"))?;
+        let refused = rows.chunks(STEPPED_EXTRA).enumerate().find_map(|(lane, row)| {
+            self.0.stages.lane_refusal(row[0], row[1], tracked).map(|why| format!("batch lane {lane}: {why}"))
+        });
+        if let Some(why) = refused {
+            return Err(why);
+        }
+        Ok((out.clone().narrow(1, 0, nq), out.narrow(1, nq, nv)))
+    }
+}
+
+/// The shape of a stepped batch: each lane's `qpos`, `qvel`, status and solve state.
+fn stepped_shape(qpos: &Shape, qvel: &Shape) -> Shape {
+    Shape::new([qpos[0], qpos[1] + qvel[1] + STEPPED_EXTRA])
+}
+
+/// The shape of a pulled-back batch: each lane's cotangents of `qpos`, `qvel` and `ctrl`.
+fn pulled_shape(qpos: &Shape, qvel: &Shape, ctrl: &Shape) -> Shape {
+    Shape::new([qpos[0], qpos[1] + qvel[1] + ctrl[1]])
+}
+
+/// The stages' step of a batch as burn operations: on the CubeCL backends the kernels, lazily
+/// under operation fusion; under autodiff a registered node whose backward is
+/// [`StageOps::stages_step_backward`].
+#[backend_extension(Cube, Fusion, Autodiff)]
+pub trait StageOps: Backend {
+    /// Each lane's next `qpos`, `qvel`, status and solve state (`[batch, nq + nv + 2]`) from
+    /// its `qpos`, `qvel` and `ctrl`.
+    #[fusion(dtype = qpos, shape = stepped_shape(qpos, qvel))]
+    fn stages_step(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self>;
+
+    /// The cotangents of each lane's `qpos`, `qvel` and `ctrl` (`[batch, nq + nv + nu]`) from
+    /// those of its step's end (`bar_qpos`, `bar_qvel`), the step from `qpos`, `qvel`, `ctrl`
+    /// having reached `next` ([`StageOps::stages_step`]'s rows).
+    #[fusion(dtype = qpos, shape = pulled_shape(qpos, qvel, ctrl))]
+    fn stages_step_backward(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        next: FloatTensor<Self>,
+        bar_qpos: FloatTensor<Self>,
+        bar_qvel: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self>;
+}
+
+impl StageOps for CubeBackend {
+    fn stages_step(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self> {
+        let stages = &step.0.stages;
+        let worlds = step.worlds(qpos.shape()[0]).unwrap_or_else(|e| failed("step", e));
+        stages.load_states(&worlds, qpos, qvel, ctrl);
+        stages.step(&worlds).unwrap_or_else(|e| failed("step", e));
+        stages.store_states(&worlds)
+    }
+
+    fn stages_step_backward(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        next: FloatTensor<Self>,
+        bar_qpos: FloatTensor<Self>,
+        bar_qvel: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self> {
+        let stages = &step.0.stages;
+        let worlds = step.worlds(qpos.shape()[0]).unwrap_or_else(|e| failed("backward", e));
+        stages.load_states(&worlds, qpos.clone(), qvel, ctrl);
+        stages.load_cotangents(&worlds, bar_qpos, bar_qvel, next);
+        stages.step_backward(&worlds).unwrap_or_else(|e| failed("backward", e));
+        // burn's backward has no error channel: a lane that failed here (a cotangent that is
+        // not finite) is reported as the host route reports its backward's failures.
+        if let Some((lane, failure)) = stages.failures(&worlds).unwrap_or_else(|e| failed("backward", e)).first() {
+            panic!("phyz-gpu: the device step's backward failed at batch lane {lane}: {failure:?}");
+        }
+        stages.store_cotangents(&worlds, qpos)
+    }
+}
+
+/// What the forward checked before launching cannot fail here but through the device: burn's
+/// operations have no error channel.
+fn failed(what: &str, error: GpuError) -> ! {
+    panic!("phyz-gpu: the device {what} failed: {error}")
+}
+
+/// What the backward node keeps: the step's start and end.
+#[derive(Debug, Clone)]
+struct Kept<B: Backend> {
+    qpos: FloatTensor<B>,
+    qvel: FloatTensor<B>,
+    ctrl: FloatTensor<B>,
+    next: FloatTensor<B>,
+    step: StagesStep,
+}
+
+#[derive(Debug)]
+struct StepBackward;
+
+impl<B: StageOps> Backward<B, 3> for StepBackward {
+    type State = Kept<B>;
+
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [qpos_node, qvel_node, ctrl_node] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let Kept { qpos, qvel, ctrl, next, step } = ops.state;
+        let (batch, nq, nv, nu) = (qpos.shape()[0], qpos.shape()[1], qvel.shape()[1], ctrl.shape()[1]);
+        // The status columns of the forward's rows carry no derivative.
+        let bar_qpos = B::float_slice(grad.clone(), &[(0..batch).into(), (0..nq).into()]);
+        let bar_qvel = B::float_slice(grad, &[(0..batch).into(), (nq..nq + nv).into()]);
+        let pulled = B::stages_step_backward(qpos, qvel, ctrl, next, bar_qpos, bar_qvel, step);
+        let part =
+            |from: usize, len: usize| B::float_slice(pulled.clone(), &[(0..batch).into(), (from..from + len).into()]);
+        for (node, from, len) in [(qpos_node, 0, nq), (qvel_node, nq, nv), (ctrl_node, nq + nv, nu)] {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, part(from, len));
+            }
+        }
+    }
+}
+
+impl<B: StageOps, C: CheckpointStrategy> StageOps for Autodiff<B, C> {
+    fn stages_step(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self> {
+        let ((qpos, qpos_node), (qvel, qvel_node), (ctrl, ctrl_node)) =
+            (qpos.into_parts(), qvel.into_parts(), ctrl.into_parts());
+        // The step is costly and its state is its inputs and output: compute-bound, never
+        // recomputed by a checkpointing strategy.
+        match StepBackward.prepare::<C>([qpos_node, qvel_node, ctrl_node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let next = B::stages_step(qpos.clone(), qvel.clone(), ctrl.clone(), step.clone());
+                prep.finish(Kept { qpos, qvel, ctrl, next: next.clone(), step }, next)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::stages_step(qpos, qvel, ctrl, step)),
+        }
+    }
+
+    /// Not differentiated again: a gradient through the step's backward (its second
+    /// derivatives) fails by name.
+    fn stages_step_backward(
+        qpos: FloatTensor<Self>,
+        qvel: FloatTensor<Self>,
+        ctrl: FloatTensor<Self>,
+        next: FloatTensor<Self>,
+        bar_qpos: FloatTensor<Self>,
+        bar_qvel: FloatTensor<Self>,
+        step: StagesStep,
+    ) -> FloatTensor<Self> {
+        let [(qpos, a), (qvel, b), (ctrl, c), (next, d), (bar_qpos, e), (bar_qvel, f)] =
+            [qpos, qvel, ctrl, next, bar_qpos, bar_qvel].map(|t| t.into_parts());
+        let pulled = B::stages_step_backward(qpos, qvel, ctrl, next, bar_qpos, bar_qvel, step);
+        SecondOrder.prepare::<C>([a, b, c, d, e, f]).compute_bound().stateless(pulled)
+    }
+}
+
+/// The node of the step's backward under autodiff: its own derivative is not computed.
+#[derive(Debug)]
+struct SecondOrder;
+
+impl<B: Backend> Backward<B, 6> for SecondOrder {
+    type State = ();
+
+    fn backward(self, _: Ops<Self::State, 6>, _: &mut Gradients, _: &mut Checkpointer) {
+        panic!("phyz-gpu: the device step's second derivatives are not computed")
+    }
+}

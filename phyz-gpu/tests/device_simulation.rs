@@ -1,0 +1,165 @@
+//! phyz-burn's `Simulation` on the stages (`phyz_gpu::stages_simulation`): a step's next states
+//! and the gradients burn's autodiff takes through it (the stages' backward, registered as the
+//! step's node) against the host route's (the CPU engine, reverse mode by phyz-dual), lane by
+//! lane, from the same starts (both solves cold).
+//!
+//! Tolerances fixed before measuring, relative to `max(1, |x|)` for the states and to each
+//! gradient's largest entry for the gradients: `f64` (Vulkan, lavapipe) 1e-9 for both; `f32`
+//! (OpenGL, llvmpipe) 1e-4 for the states, 1e-3 for the gradients.
+
+mod common;
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use common::{FEATURES, Rng, gymnasium};
+use phyz_burn::{BurnError, Simulation};
+use phyz_core::contact::SolverConfig;
+use phyz_core::model::{Integrator, JointKind};
+use phyz_core::{Model, State, mjcf};
+use phyz_gpu::device::{opengl, wgpu};
+use phyz_gpu::stages_simulation;
+
+/// A scene's name, its model and its lanes' starts.
+type Scene = (&'static str, Model<f64>, Vec<State<f64>>);
+
+/// The scenes: the ant pressed into its floor (contacts and limits, Euler with its damping
+/// explicit), and the model of what the gymnasium models lack without constraints (a ball
+/// joint, a free body, springs, dampers, servos with ranges, affine gains), under Euler.
+fn scenes() -> Vec<Scene> {
+    let mut rng = Rng(41);
+    let mut ant = gymnasium("ant");
+    ant.integrator = Integrator::Euler;
+    ant.enabled.euler_damp = false;
+    let mut features = mjcf::parse(FEATURES, "features.xml").expect("loads");
+    features.integrator = Integrator::Euler;
+    features.enabled.constraint = false;
+    let mut out = Vec::new();
+    for (name, model, lower) in [("ant", ant, 0.3), ("features", features, 0.0)] {
+        let mut starts: Vec<State<f64>> = (0..4).map(|_| start(&model, &mut rng, lower)).collect();
+        // A lane whose quaternions are not of unit length: the step reads them normalized.
+        for joint in model.joints().iter().filter(|j| matches!(j.kind(), JointKind::Ball | JointKind::Free)) {
+            let at = joint.qpos_adr() + if joint.kind() == JointKind::Free { 3 } else { 0 };
+            for k in 0..4 {
+                starts[3].qpos[at + k] *= 1.3;
+            }
+        }
+        out.push((name, model, starts));
+    }
+    out
+}
+
+/// A start with joints moved up to ±0.5 from the default, velocities within ±1, free bodies
+/// lowered by up to `lower` (into the floor).
+fn start(model: &Model<f64>, rng: &mut Rng, lower: f64) -> State<f64> {
+    let mut s = model.default_state();
+    let turn = nalgebra::DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.5, 0.5));
+    s.qpos = phyz_core::dynamics::integrate_position(model, &s.qpos, &turn, 1.0);
+    for joint in model.joints().iter().filter(|j| j.kind() == JointKind::Free) {
+        s.qpos[joint.qpos_adr() + 2] -= rng.uniform(0.0, lower);
+    }
+    s.qvel = nalgebra::DVector::from_fn(model.nv(), |_, _| rng.uniform(-1.0, 1.0));
+    s
+}
+
+/// One step of `starts` under controls on `device` (autodiff), and the gradient of a weighted
+/// sum of its end with respect to the start's `qpos`, `qvel` and the controls: the end, then
+/// the three gradients, each lane after lane.
+fn step_and_gradients(sim: &Simulation, starts: &[State<f64>], device: &Device) -> [Vec<f64>; 4] {
+    let model = sim.model();
+    let dtype = sim.dtype(device);
+    let (batch, nq, nv, nu) = (starts.len(), model.nq(), model.nv(), model.nu());
+    let tensor = |values: Vec<f64>, cols: usize| {
+        Tensor::<2>::from_data(TensorData::new(values, [batch, cols]).convert_dtype(dtype), (device, dtype))
+    };
+    let weights = |n: usize, seed: usize| (0..batch * n).map(|i| ((i * 7 + seed) % 11) as f64 / 5.0 - 1.0).collect();
+    let qpos = tensor(starts.iter().flat_map(|s| s.qpos.iter().copied()).collect(), nq).require_grad();
+    let qvel = tensor(starts.iter().flat_map(|s| s.qvel.iter().copied()).collect(), nv).require_grad();
+    let ctrl = tensor((0..batch * nu).map(|i| 0.4 * ((i % 5) as f64 - 2.0)).collect(), nu).require_grad();
+    let state = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
+    let next = sim.step(&state, &ctrl).expect("the step");
+    let end: Vec<f64> = values(&next.qpos).into_iter().chain(values(&next.qvel)).collect();
+    let loss = (next.qpos * tensor(weights(nq, 1), nq)).sum() + (next.qvel * tensor(weights(nv, 4), nv)).sum();
+    let grads = loss.backward();
+    let grad = |t: &Tensor<2>| values(&t.grad(&grads).expect("a gradient"));
+    [end, grad(&qpos), grad(&qvel), grad(&ctrl)]
+}
+
+fn values(t: &Tensor<2>) -> Vec<f64> {
+    t.to_data().convert::<f64>().try_to_vec::<f64>().expect("f64")
+}
+
+/// The worst differences of the device's step and gradients from the host route's: the end
+/// relative to `max(1, |x|)`, each gradient relative to its largest entry.
+fn against_host(device: &Device) -> (f64, f64) {
+    let (mut states, mut gradients): (f64, f64) = (0.0, 0.0);
+    for (name, model, starts) in scenes() {
+        let host = Simulation::with_config(model.clone(), SolverConfig::mujoco_compat());
+        let reference = step_and_gradients(&host, &starts, &Device::flex().autodiff());
+        let sim = stages_simulation(model, device).expect("the stages take the model");
+        let got = step_and_gradients(&sim, &starts, &device.clone().autodiff());
+        let end = got[0].iter().zip(&reference[0]).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / b.abs().max(1.0)));
+        let mut pulled: f64 = 0.0;
+        for (g, r) in got[1..4].iter().zip(&reference[1..4]) {
+            assert_eq!(g.len(), r.len());
+            let scale = r.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            assert!(scale > 0.0 && g.iter().all(|x| x.is_finite()), "{name}: finite gradients, not all zero");
+            pulled = pulled.max(g.iter().zip(r).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale)));
+        }
+        eprintln!("{name}: the end {end:.1e}, the gradients {pulled:.1e}");
+        states = states.max(end);
+        gradients = gradients.max(pulled);
+    }
+    (states, gradients)
+}
+
+#[test]
+fn the_simulation_on_the_stages_is_the_host_route_in_f64() {
+    let device = wgpu();
+    if device.supports_dtype(DType::F64) {
+        let (states, gradients) = against_host(&device);
+        assert!(states <= 1e-9, "{states:e}");
+        assert!(gradients <= 1e-9, "{gradients:e}");
+    } else {
+        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
+        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
+    }
+}
+
+#[test]
+fn the_simulation_on_the_stages_follows_the_host_route_in_f32() {
+    let (states, gradients) = against_host(&opengl());
+    assert!(states <= 1e-4, "{states:e}");
+    assert!(gradients <= 1e-3, "{gradients:e}");
+}
+
+#[test]
+fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
+    let device = opengl();
+    // A model the stages do not step: refused when the simulation is made.
+    let swimmer = gymnasium("swimmer");
+    let refused = stages_simulation(swimmer, &device).expect_err("a viscous medium");
+    assert!(refused.to_string().contains("forces stage"), "{refused}");
+    // RK4 steps, but has no device backward: refused when the step is tracked.
+    let hopper = gymnasium("hopper");
+    let sim = stages_simulation(hopper.clone(), &device).expect("the stages step the hopper");
+    let autodiff = device.clone().autodiff();
+    let (qpos, qvel) = (sim.default_state(2, &autodiff).qpos, sim.default_state(2, &autodiff).qvel);
+    let ctrl = Tensor::<2>::zeros([2, hopper.nu()], (&autodiff, DType::F32));
+    let untracked = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
+    sim.step(&untracked, &ctrl).expect("an untracked RK4 step runs");
+    let tracked = sim.state(qpos.require_grad(), qvel).expect("a valid batch");
+    match sim.step(&tracked, &ctrl) {
+        Err(BurnError::Route(why)) => assert!(why.contains("Rk4"), "{why}"),
+        other => panic!("a tracked RK4 step: {other:?}"),
+    }
+    // A lane that is not finite fails the step, naming the lane.
+    let mut values = vec![0.0f32; 2 * hopper.nq()];
+    values[hopper.nq() + 1] = f32::NAN;
+    let qpos = Tensor::<2>::from_data(TensorData::new(values, [2, hopper.nq()]), (&device, DType::F32));
+    let qvel = Tensor::<2>::zeros([2, hopper.nv()], (&device, DType::F32));
+    let ctrl = Tensor::<2>::zeros([2, hopper.nu()], (&device, DType::F32));
+    let state = phyz_burn::BatchState::from_tensors(qpos, qvel, Tensor::<2>::zeros([2, 0], (&device, DType::F32)));
+    match sim.step(&state, &ctrl) {
+        Err(BurnError::Route(why)) => assert!(why.contains("lane 1") && why.contains("NonFiniteInput"), "{why}"),
+        other => panic!("a lane that is not finite: {other:?}"),
+    }
+}
