@@ -2,7 +2,8 @@
 # phyz-gpu on whatever GPU this machine has: the device step's stages (with constraints, under
 # mujoco_compat) against the CPU engine; parity with the CPU engine under both presets (the
 # stages under mujoco_compat, the traced route under gpu_equivalent), and env-steps/s forward and with
-# backward, on the gymnasium ant and humanoid at batch 1,024 ... 32,768 (compare docs/gpu.md:
+# backward through phyz-burn's Simulation (the stages' against the host route's), on the gymnasium
+# ant and humanoid at batch 1,024 ... 32,768 (compare docs/gpu.md:
 # MJX on an H200, 0.29 M ant, 0.10 M humanoid at 32,768).
 # One script, finished within 8 minutes: every run gets what is left of the budget, and a run
 # cut off says so. Usage: tools/gpu_check.sh [DEVICE] (wgpu, the default, or opengl).
@@ -49,8 +50,16 @@ for model in ant humanoid; do
         run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 20 --device "$device" --preset "$preset"
     done
 done
-# The largest batches first: batch 32,768 is the comparison with MJX.
+# Through phyz-burn's Simulation: the stages (mujoco_compat, Euler so that the backward runs)
+# and the traced route (gpu_equivalent). The largest batches first: batch 32,768 is the
+# comparison with MJX.
 for batch in 32768 16384 4096 1024; do
+    for model in ant humanoid; do
+        run "$bin/throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device" \
+            --preset mujoco_compat --euler
+    done
+done
+for batch in 32768 4096; do
     for model in ant humanoid; do
         run "$bin/throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device"
     done

@@ -1,8 +1,8 @@
 //! The GPU batch against the CPU engine (`f64`, each lane on its own) over `T` steps from
 //! per-lane perturbed starts under random controls, under a solver preset: `gpu_equivalent`
 //! (the traced route with the contact kernel, against the CPU's `gpu_equivalent` engine) or
-//! `mujoco_compat` (the step's stages as kernels, `phyz_gpu::stages`, against the CPU's
-//! `mujoco_compat` engine). Prints, last, `max difference X`: relative to `max(1, |x|)`, worst
+//! `mujoco_compat` (the step's stages as kernels through the same API,
+//! `phyz_gpu::stages_simulation`, against the CPU's `mujoco_compat` engine). Prints, last, `max difference X`: relative to `max(1, |x|)`, worst
 //! over lanes, steps and coordinates.
 //!
 //! `cargo run --release -p phyz-gpu --example parity -- MODEL.xml [--batch B --steps T --device wgpu|opengl --preset gpu_equivalent|mujoco_compat]`
@@ -11,8 +11,6 @@ mod batch;
 
 use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 use phyz_core::contact::SolverConfig;
-use phyz_gpu::stages::Stages;
-use phyz_gpu::stages::layout::Array;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = Run::from_args()?;
@@ -25,11 +23,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut rng = Rng(0x005e_ed0f_9a11);
     let starts = starts(&run.model, b, &mut rng);
     let mut cpu = Cpu::new(&starts, config);
-    let mut device = Lanes::new(&run, &starts, config)?;
+    let (nq, nv, nu) = (run.model.nq(), run.model.nv(), run.model.nu());
+    let (qpos, qvel) = flat(&starts);
+    let mut state =
+        run.sim.state(tensor(qpos, b, nq, &run.device, run.dtype), tensor(qvel, b, nv, &run.device, run.dtype))?;
     let mut worst: f64 = 0.0;
     for t in 1..=run.args.steps {
         let u = controls(&run.model, b, &mut rng);
-        let got = device.step(&run, &u)?;
+        state = run.sim.step(&state, &tensor(u.clone(), b, nu, &run.device, run.dtype))?;
+        let got: Vec<f64> = values(&state.qpos).into_iter().chain(values(&state.qvel)).collect();
         cpu.step(&run.model, &u)?;
         let (q, v) = flat(&cpu.states());
         if got.len() != q.len() + v.len() || got.iter().any(|x| !x.is_finite()) {
@@ -43,55 +45,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("max difference {worst:e}");
     Ok(())
-}
-
-/// The device's lanes under the preset: the traced route's batch state, or the stages' worlds.
-enum Lanes {
-    Traced(Box<phyz_burn::BatchState>),
-    Stages(Box<(Stages, phyz_gpu::stages::Worlds)>),
-}
-
-impl Lanes {
-    fn new(
-        run: &Run,
-        starts: &[phyz_core::State<f64>],
-        config: SolverConfig,
-    ) -> Result<Lanes, Box<dyn std::error::Error>> {
-        let (b, nq, nv) = (starts.len(), run.model.nq(), run.model.nv());
-        if config.mujoco_compat {
-            let stages = Stages::new(&run.model, &run.device)?;
-            let worlds = stages.worlds(starts)?;
-            return Ok(Lanes::Stages(Box::new((stages, worlds))));
-        }
-        let (qpos, qvel) = flat(starts);
-        let state =
-            run.sim.state(tensor(qpos, b, nq, &run.device, run.dtype), tensor(qvel, b, nv, &run.device, run.dtype))?;
-        Ok(Lanes::Traced(Box::new(state)))
-    }
-
-    /// One step of every lane under `u` (row by row); the lanes' positions, then velocities,
-    /// lane after lane.
-    fn step(&mut self, run: &Run, u: &[f64]) -> Result<Vec<f64>, Box<dyn std::error::Error>> {
-        let (b, nu) = (run.args.batch, run.model.nu());
-        match self {
-            Lanes::Traced(state) => {
-                **state = run.sim.step(state, &tensor(u.to_vec(), b, nu, &run.device, run.dtype))?;
-                Ok(values(&state.qpos).into_iter().chain(values(&state.qvel)).collect())
-            }
-            Lanes::Stages(lanes) => {
-                let (stages, worlds) = &mut **lanes;
-                let ctrl: Vec<&[f64]> = u.chunks(nu.max(1)).take(b).collect();
-                if nu > 0 {
-                    stages.write(worlds, Array::Ctrl, &ctrl)?;
-                }
-                stages.step(worlds)?;
-                let failed = stages.failures(worlds)?;
-                if let Some((w, why)) = failed.first() {
-                    return Err(format!("world {w} failed: {why:?}").into());
-                }
-                let [q, v] = [Array::Qpos, Array::Qvel].map(|a| stages.read(worlds, a));
-                Ok(q?.concat().into_iter().chain(v?.concat()).collect())
-            }
-        }
-    }
 }

@@ -29,14 +29,19 @@ pub struct Args {
     /// `wgpu` (the graphics API the machine prefers: Vulkan where it has it) or `opengl`.
     #[arg(long, default_value = "wgpu")]
     pub device: String,
-    /// The solver preset (parity only): `gpu_equivalent` (the traced route with the contact
-    /// kernel, against the CPU's `gpu_equivalent` engine) or `mujoco_compat` (the step's stages
-    /// as kernels, `phyz_gpu::stages`, against the CPU's `mujoco_compat` engine).
+    /// The solver preset: `gpu_equivalent` (the traced route with the contact kernel, against
+    /// the CPU's `gpu_equivalent` engine) or `mujoco_compat` (the step's stages as kernels,
+    /// `phyz_gpu::stages_simulation`, against the CPU's `mujoco_compat` engine).
     #[arg(long, default_value = "gpu_equivalent")]
     pub preset: String,
+    /// Both engines under semi-implicit Euler, whatever the model's integrator, its damping
+    /// explicit (what the stages' backward differentiates).
+    #[arg(long)]
+    pub euler: bool,
 }
 
-/// A run: its arguments, the model, the device, the GPU simulation and its float type.
+/// A run: its arguments, the model, the device, the GPU simulation (the traced route under
+/// `gpu_equivalent`, the stages under `mujoco_compat`) and its float type.
 pub struct Run {
     pub args: Args,
     pub model: Model<f64>,
@@ -50,13 +55,21 @@ impl Run {
     /// float type the device gives the physics, with why.
     pub fn from_args() -> Result<Run, Box<dyn std::error::Error>> {
         let args = Args::parse();
-        let model = phyz_core::mjcf::load(&args.model)?;
+        let mut model = phyz_core::mjcf::load(&args.model)?;
+        if args.euler {
+            model.integrator = phyz_core::model::Integrator::Euler;
+            model.enabled.euler_damp = false;
+        }
         let device = match args.device.as_str() {
             "wgpu" => phyz_gpu::device::wgpu(),
             "opengl" => phyz_gpu::device::opengl(),
             other => return Err(format!("unknown device {other}: wgpu or opengl").into()),
         };
-        let sim = phyz_gpu::simulation(model.clone())?;
+        let sim = match args.preset.as_str() {
+            "gpu_equivalent" => phyz_gpu::simulation(model.clone())?,
+            "mujoco_compat" => phyz_gpu::stages_simulation(model.clone(), &device)?,
+            other => return Err(format!("unknown preset {other}: gpu_equivalent or mujoco_compat").into()),
+        };
         let (dtype, why) = (sim.dtype(&device), phyz_gpu::device::float_dtype(&device).1);
         println!("{}: {} lanes, {} steps, {}; {why}", args.model.display(), args.batch, args.steps, args.preset);
         Ok(Run { args, model, device, sim, dtype })
