@@ -65,7 +65,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(clock.elapsed().as_secs_f64())
         };
         match timed() {
-            Ok(seconds) => println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(seconds)),
+            Ok(seconds) => {
+                println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(seconds));
+                if let Some(bytes) = phyz_gpu::device::memory_reserved(&device) {
+                    println!("  device memory reserved so far {:.1} MiB", bytes as f64 / (1 << 20) as f64);
+                }
+            }
             // What the device does not differentiate is said, and the run goes on.
             Err(refused) if label == "with backward" => println!("{label}: refused: {refused}"),
             Err(failed) => return Err(failed),

@@ -1,7 +1,9 @@
 //! The devices the GPU pass runs on, and the float type each gives it.
 
+use burn::backend::DispatchDevice;
 use burn::tensor::wgpu::WgpuBackend;
 use burn::tensor::{DType, Device, DeviceKind};
+use burn_cubecl::cubecl::MemoryScope;
 use burn_cubecl::cubecl::wgpu::WgpuDevice;
 
 /// wgpu on the graphics API the machine prefers: Vulkan where it has it (a GPU's driver, or
@@ -29,4 +31,15 @@ pub fn float_dtype(device: &Device) -> (DType, &'static str) {
 /// The unit roundoff of a float type: what places a swept impulse in its zone (`pgs::zone`).
 pub fn epsilon(dtype: DType) -> f64 {
     if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 }
+}
+
+/// The bytes `device`'s memory pools hold reserved, where it is a CubeCL device: pools keep the
+/// pages they took, so after a run this is its high-water mark of reserved memory (released
+/// only by a cleanup the run did not ask for).
+pub fn memory_reserved(device: &Device) -> Option<u64> {
+    let inner = device.clone().inner();
+    let DispatchDevice::Cube(cube) = inner.as_dispatch() else {
+        return None;
+    };
+    Some(cube.client().memory_report(MemoryScope::Device).usage().bytes_reserved)
 }
