@@ -52,17 +52,17 @@ impl StagesStep {
         Ok(StagesStep(Arc::new(Shared { stages, device: device.clone().inner(), worlds: Mutex::new(None) })))
     }
 
-    /// The worlds for a batch of `count`: the last ones where they have that size.
-    fn worlds(&self, count: usize) -> Result<Worlds, GpuError> {
+    /// `work` on the worlds for a batch of `count` (the last ones where they have that size),
+    /// which no other launch uses meanwhile.
+    fn with_worlds<T>(&self, count: usize, work: impl FnOnce(&Stages, &Worlds) -> T) -> Result<T, GpuError> {
         let mut kept = self.0.worlds.lock().unwrap_or_else(PoisonError::into_inner);
-        match kept.as_ref() {
-            Some(worlds) if worlds.count() == count => Ok(worlds.clone()),
-            _ => {
-                let worlds = self.0.stages.upload(count, &[])?;
-                *kept = Some(worlds.clone());
-                Ok(worlds)
-            }
-        }
+        let worlds = match kept.take() {
+            Some(worlds) if worlds.count() == count => worlds,
+            _ => self.0.stages.upload(count, &[])?,
+        };
+        let done = work(&self.0.stages, &worlds);
+        *kept = Some(worlds);
+        Ok(done)
     }
 }
 
@@ -147,11 +147,12 @@ impl StageOps for CubeBackend {
         ctrl: FloatTensor<Self>,
         step: StagesStep,
     ) -> FloatTensor<Self> {
-        let stages = &step.0.stages;
-        let worlds = step.worlds(qpos.shape()[0]).unwrap_or_else(|e| failed("step", e));
-        stages.load_states(&worlds, qpos, qvel, ctrl);
-        stages.step(&worlds).unwrap_or_else(|e| failed("step", e));
-        stages.store_states(&worlds)
+        let stepped = step.with_worlds(qpos.shape()[0], |stages, worlds| {
+            stages.load_states(worlds, qpos, qvel, ctrl);
+            stages.step(worlds)?;
+            Ok(stages.store_states(worlds))
+        });
+        stepped.and_then(|r| r).unwrap_or_else(|e| failed("step", e))
     }
 
     fn stages_step_backward(
@@ -163,17 +164,18 @@ impl StageOps for CubeBackend {
         bar_qvel: FloatTensor<Self>,
         step: StagesStep,
     ) -> FloatTensor<Self> {
-        let stages = &step.0.stages;
-        let worlds = step.worlds(qpos.shape()[0]).unwrap_or_else(|e| failed("backward", e));
-        stages.load_states(&worlds, qpos.clone(), qvel, ctrl);
-        stages.load_cotangents(&worlds, bar_qpos, bar_qvel, next);
-        stages.step_backward(&worlds).unwrap_or_else(|e| failed("backward", e));
-        // burn's backward has no error channel: a lane that failed here (a cotangent that is
-        // not finite) is reported as the host route reports its backward's failures.
-        if let Some((lane, failure)) = stages.failures(&worlds).unwrap_or_else(|e| failed("backward", e)).first() {
-            panic!("phyz-gpu: the device step's backward failed at batch lane {lane}: {failure:?}");
-        }
-        stages.store_cotangents(&worlds, qpos)
+        let pulled = step.with_worlds(qpos.shape()[0], |stages, worlds| {
+            stages.load_states(worlds, qpos.clone(), qvel, ctrl);
+            stages.load_cotangents(worlds, bar_qpos, bar_qvel, next);
+            stages.step_backward(worlds)?;
+            // burn's backward has no error channel: a lane that failed here (a cotangent that
+            // is not finite) is reported as the host route reports its backward's failures.
+            if let Some((lane, failure)) = stages.failures(worlds)?.first() {
+                panic!("phyz-gpu: the device step's backward failed at batch lane {lane}: {failure:?}");
+            }
+            Ok(stages.store_cotangents(worlds, qpos))
+        });
+        pulled.and_then(|r| r).unwrap_or_else(|e| failed("backward", e))
     }
 }
 
