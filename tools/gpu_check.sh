@@ -2,8 +2,8 @@
 # phyz-gpu on whatever GPU this machine has: the device step's stages (with constraints, under
 # mujoco_compat) against the CPU engine; parity with the CPU engine under both presets (the
 # stages under mujoco_compat, the traced route under gpu_equivalent), and env-steps/s forward and with
-# backward through phyz-burn's Simulation (the stages' against the host route's) with the device memory
-# reserved (the pools' high-water mark), on the gymnasium
+# backward through phyz-burn's Simulation (the stages' against the host route's) with the peak device memory
+# (the memory pools' high-water marks), on the gymnasium
 # ant and humanoid at batch 1,024 ... 32,768 (compare docs/gpu.md:
 # MJX on an H200, 0.29 M ant, 0.10 M humanoid at 32,768).
 # One script, finished within 8 minutes: every run gets what is left of the budget, and a run

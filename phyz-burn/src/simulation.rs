@@ -80,11 +80,12 @@ impl Simulation {
     }
 
     /// The same simulation, with its batches on the devices `step` serves stepped whole by that
-    /// device (phyz-gpu's stages), forward and backward. The device runs its own engine, held
-    /// to this one by its tests, under its own solver: say which (phyz-gpu's solves cold under
-    /// `mujoco_compat`, where the host warm-starts).
-    pub fn with_device_step(&self, step: Arc<dyn DeviceStep>) -> Self {
-        Simulation { stepped: Some(Stepped(step)), ..self.clone() }
+    /// device (phyz-gpu's stages), forward and backward: its own engine, held to this one by its
+    /// tests (phyz-gpu's solves each step cold, where the host warm-starts). Refused where the
+    /// device does not step this simulation's model under its preset.
+    pub fn with_device_step(&self, step: Arc<dyn DeviceStep>) -> Result<Self, BurnError> {
+        step.accepts(&self.shared.model, &self.config()).map_err(BurnError::Route)?;
+        Ok(Simulation { stepped: Some(Stepped(step)), ..self.clone() })
     }
 
     /// The same simulation, stepped with the engine traced on tensors, every lane's warm starts
@@ -243,8 +244,6 @@ impl Simulation {
         if let Some(routed) = self.route.as_ref().filter(|r| r.route.serves(device)) {
             return routed;
         }
-        #[cfg(not(feature = "traced"))]
-        let _ = device;
         &Host
     }
 }

@@ -10,19 +10,13 @@
 mod batch;
 
 use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
-use phyz_core::contact::SolverConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = Run::from_args()?;
-    let config = match run.args.preset.as_str() {
-        "gpu_equivalent" => SolverConfig::gpu_equivalent(),
-        "mujoco_compat" => SolverConfig::mujoco_compat(),
-        other => return Err(format!("unknown preset {other}: gpu_equivalent or mujoco_compat").into()),
-    };
     let b = run.args.batch;
     let mut rng = Rng(0x005e_ed0f_9a11);
     let starts = starts(&run.model, b, &mut rng);
-    let mut cpu = Cpu::new(&starts, config);
+    let mut cpu = Cpu::new(&starts, run.config);
     let (nq, nv, nu) = (run.model.nq(), run.model.nv(), run.model.nu());
     let (qpos, qvel) = flat(&starts);
     let mut state =

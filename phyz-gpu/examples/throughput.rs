@@ -16,12 +16,10 @@ use std::time::Instant;
 use batch::{Cpu, Rng, Run, controls, flat, starts, tensor, values};
 use burn::tensor::{DType, Device, Tensor};
 use phyz_burn::{BatchState, Simulation};
-use phyz_core::contact::SolverConfig;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let Run { args, model, device, sim, dtype } = Run::from_args()?;
-    let stages = args.preset == "mujoco_compat";
-    let config = if stages { SolverConfig::mujoco_compat() } else { SolverConfig::gpu_equivalent() };
+    let Run { args, model, device, sim, dtype, config } = Run::from_args()?;
+    let stages = config.mujoco_compat;
     let (b, nq, nv, nu, steps) = (args.batch, model.nq(), model.nv(), model.nu(), args.steps);
     let mut rng = Rng(0x70a9_5eed);
     let starts = starts(&model, b, &mut rng);
@@ -67,12 +65,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match timed() {
             Ok(seconds) => {
                 println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(seconds));
-                if let Some(bytes) = phyz_gpu::device::memory_reserved(&device) {
-                    println!("  device memory reserved so far {:.1} MiB", bytes as f64 / (1 << 20) as f64);
+                if let Some(bytes) = phyz_gpu::device::memory_peak(&device) {
+                    println!("  peak device memory so far {:.1} MiB", bytes as f64 / (1 << 20) as f64);
                 }
             }
-            // What the device does not differentiate is said, and the run goes on.
-            Err(refused) if label == "with backward" => println!("{label}: refused: {refused}"),
+            // A backward the device refuses (or that fails) is said, and the run goes on.
+            Err(why) if label == "with backward" => println!("{label}: not run: {why}"),
             Err(failed) => return Err(failed),
         }
     }

@@ -3,8 +3,8 @@
 use burn::backend::DispatchDevice;
 use burn::tensor::wgpu::WgpuBackend;
 use burn::tensor::{DType, Device, DeviceKind};
-use burn_cubecl::cubecl::MemoryScope;
 use burn_cubecl::cubecl::wgpu::WgpuDevice;
+use burn_cubecl::cubecl::{MemoryPoolKind, MemoryPoolReport, MemoryPoolsReport, MemoryScope};
 
 /// wgpu on the graphics API the machine prefers: Vulkan where it has it (a GPU's driver, or
 /// Mesa's lavapipe), which is where `f64` lives (SPIR-V with `shaderFloat64`).
@@ -33,13 +33,31 @@ pub fn epsilon(dtype: DType) -> f64 {
     if dtype == DType::F64 { f64::EPSILON } else { f32::EPSILON as f64 }
 }
 
-/// The bytes `device`'s memory pools hold reserved, where it is a CubeCL device: pools keep the
-/// pages they took, so after a run this is its high-water mark of reserved memory (released
-/// only by a cleanup the run did not ask for).
-pub fn memory_reserved(device: &Device) -> Option<u64> {
+/// The most device memory `device`'s pools have held reserved, in bytes, where it is a CubeCL
+/// device: a sliced pool's peak count of pages times their size, an exclusive pool's peak count
+/// times its largest allocation (a bound from above), and what the pools that keep their
+/// allocations (direct, persistent, dedicated) hold now.
+pub fn memory_peak(device: &Device) -> Option<u64> {
     let inner = device.clone().inner();
     let DispatchDevice::Cube(cube) = inner.as_dispatch() else {
         return None;
     };
-    Some(cube.client().memory_report(MemoryScope::Device).usage().bytes_reserved)
+    let report = cube.client().memory_report(MemoryScope::Device);
+    let pool_peak = |pool: &MemoryPoolReport| match pool.kind {
+        MemoryPoolKind::Sliced { page_size, .. } | MemoryPoolKind::Adaptive { page_size, .. } => {
+            pool.pages_peak * page_size
+        }
+        MemoryPoolKind::Exclusive { max_alloc_size } => pool.pages_peak * max_alloc_size,
+        MemoryPoolKind::Direct | MemoryPoolKind::Persistent => pool.usage.bytes_reserved,
+    };
+    let stream = |pools: &MemoryPoolsReport| {
+        pools.dynamic.iter().chain([&pools.persistent, &pools.dedicated]).map(pool_peak).sum::<u64>()
+    };
+    Some(
+        report
+            .streams
+            .iter()
+            .map(|s| stream(&s.pools) + s.auxiliary.iter().map(|a| stream(&a.pools)).sum::<u64>())
+            .sum(),
+    )
 }

@@ -31,7 +31,7 @@ mod stepped;
 pub use ops::{Schedule, SweepOps, sweep_blocks};
 pub use route::{GpuRoute, simulation};
 pub use solve::{KernelSolve, schedule};
-pub use stepped::{StageOps, StagesStep, stages_simulation};
+pub use stepped::{StagesStep, stages_simulation};
 
 use phyz_core::contact::ConstraintKind;
 

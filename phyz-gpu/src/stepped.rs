@@ -1,8 +1,9 @@
 //! phyz-burn's [`Simulation`] on the stages: states on a CubeCL device step there whole, every
 //! stage a kernel over all lanes, the step one burn operation whose backward is the stages'
 //! adjoint ([`Stages::step_backward`]), registered as its backward node under burn's autodiff.
-//! The lanes' tensors move in and out of the worlds' layout on the device; each step reads back
-//! one thing, its lanes' statuses, to report a failed lane as an error.
+//! The lanes' tensors move in and out of the worlds' layout on the device. Besides the solve's
+//! own reads (whether a world still iterates, every few Newton iterations), a step reads back
+//! its lanes' statuses, to report a failed lane as an error, and so does its backward.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -29,6 +30,8 @@ pub struct StagesStep(Arc<Shared>);
 
 #[derive(Debug)]
 struct Shared {
+    /// The model the stages were packed from: the one simulation it steps.
+    model: Model<f64>,
     stages: Stages,
     device: Device,
     /// The worlds of the last batch, kept for the next of the same size (one launch at a time
@@ -41,7 +44,9 @@ struct Shared {
 /// Refused where the stages cannot step the model.
 pub fn stages_simulation(model: Model<f64>, device: &Device) -> Result<Simulation, GpuError> {
     let step = StagesStep::new(&model, device)?;
-    Ok(Simulation::with_config(model, SolverConfig::mujoco_compat()).with_device_step(Arc::new(step)))
+    Simulation::with_config(model, SolverConfig::mujoco_compat())
+        .with_device_step(Arc::new(step))
+        .map_err(|e| GpuError::Model(e.to_string()))
 }
 
 impl StagesStep {
@@ -49,7 +54,24 @@ impl StagesStep {
     pub fn new(model: &Model<f64>, device: &Device) -> Result<StagesStep, GpuError> {
         let stages = Stages::new(model, device)?;
         stages.step_refusal()?;
-        Ok(StagesStep(Arc::new(Shared { stages, device: device.clone().inner(), worlds: Mutex::new(None) })))
+        let device = device.clone().inner();
+        Ok(StagesStep(Arc::new(Shared { model: model.clone(), stages, device, worlds: Mutex::new(None) })))
+    }
+
+    /// The lanes' count, where `qpos`, `qvel` and `ctrl` are a batch of the stages' model in
+    /// their float type on their device (the kernels index them unchecked), or why not.
+    fn batch_of(&self, qpos: &Tensor<2>, qvel: &Tensor<2>, ctrl: &Tensor<2>) -> Result<usize, String> {
+        let batch = qpos.dims()[0];
+        let widths = self.0.stages.lane_widths();
+        for ((what, tensor), width) in [("qpos", qpos), ("qvel", qvel), ("ctrl", ctrl)].into_iter().zip(widths) {
+            if tensor.dims() != [batch, width] {
+                return Err(format!("{what} has shape {:?}, the stages need [{batch}, {width}]", tensor.dims()));
+            }
+            if tensor.dtype() != self.0.stages.dtype() || !self.serves(&tensor.device()) {
+                return Err(format!("{what} is not in the stages' float type on their device"));
+            }
+        }
+        Ok(batch)
     }
 
     /// `work` on the worlds for a batch of `count` (the last ones where they have that size),
@@ -75,11 +97,25 @@ impl DeviceStep for StagesStep {
         self.0.stages.dtype()
     }
 
+    fn accepts(&self, model: &Model<f64>, config: &SolverConfig) -> Result<(), String> {
+        if *model != self.0.model {
+            return Err("the device stages were made for another model".into());
+        }
+        if *config != SolverConfig::mujoco_compat() {
+            return Err("the device stages solve under SolverConfig::mujoco_compat only".into());
+        }
+        Ok(())
+    }
+
     fn step(&self, qpos: Tensor<2>, qvel: Tensor<2>, ctrl: Tensor<2>) -> Result<(Tensor<2>, Tensor<2>), String> {
+        let batch = self.batch_of(&qpos, &qvel, &ctrl)?;
         let tracked = qpos.is_tracked() || qvel.is_tracked() || ctrl.is_tracked();
         if tracked {
             self.0.stages.backward_refusal().map_err(|e| e.to_string())?;
         }
+        // The worlds made here, so that a batch too large for them is an error, not a panic
+        // inside the operation.
+        self.with_worlds(batch, |_, _| ()).map_err(|e| e.to_string())?;
         let (nq, nv) = (qpos.dims()[1], qvel.dims()[1]);
         let out = Tensor::from_dispatch(Dispatch::stages_step(
             qpos.into_dispatch(),
@@ -87,7 +123,7 @@ impl DeviceStep for StagesStep {
             ctrl.into_dispatch(),
             self.clone(),
         ));
-        // The one read of a step: each lane's status and solve state.
+        // The step's read: each lane's status and solve state.
         let statuses = out.clone().narrow(1, nq + nv, STEPPED_EXTRA).into_data().convert::<f64>();
         let rows = statuses.try_to_vec::<f64>().map_err(|e| format!("{e:?}"))?;
         let refused = rows.chunks(STEPPED_EXTRA).enumerate().find_map(|(lane, row)| {
@@ -179,8 +215,8 @@ impl StageOps for CubeBackend {
     }
 }
 
-/// What the forward checked before launching cannot fail here but through the device: burn's
-/// operations have no error channel.
+/// What the step checked before building the operation (the model, the batch, its worlds)
+/// cannot fail here but through the device; burn's operations have no error channel.
 fn failed(what: &str, error: GpuError) -> ! {
     panic!("phyz-gpu: the device {what} failed: {error}")
 }

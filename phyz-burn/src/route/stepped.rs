@@ -6,6 +6,8 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use burn::tensor::{DType, Device, Tensor};
+use phyz_core::Model;
+use phyz_core::contact::SolverConfig;
 
 use super::Route;
 use crate::BurnError;
@@ -18,6 +20,9 @@ pub trait DeviceStep: Send + Sync + Debug {
     fn serves(&self, device: &Device) -> bool;
     /// The float type the physics runs in on `device`.
     fn dtype(&self, device: &Device) -> DType;
+    /// Whether this device steps `model` under `config` (what a simulation given it steps on
+    /// the host), or why not.
+    fn accepts(&self, model: &Model<f64>, config: &SolverConfig) -> Result<(), String>;
     /// The next `qpos` and `qvel` of every lane of `qpos` `[batch, nq]` and `qvel`
     /// `[batch, nv]` under `ctrl` `[batch, nu]`, in the route's float type. Where any input is
     /// tracked, what has no derivative (a solve stopped short, a stage without an adjoint) is
@@ -51,8 +56,8 @@ impl Route for Stepped {
         if shared.na() > 0 {
             return Err(BurnError::Route("a device step takes no activations".into()));
         }
-        let batch = state.batch();
-        let dtype = self.0.dtype(&state.qpos.device());
+        let (batch, device) = (state.batch(), state.qpos.device());
+        let dtype = self.0.dtype(&device);
         let given =
             [("qpos", &state.qpos, shared.nq()), ("qvel", &state.qvel, shared.nv()), ("ctrl", ctrl, shared.nu())];
         for (what, tensor, width) in given {
@@ -61,6 +66,9 @@ impl Route for Stepped {
             }
             if tensor.dtype() != dtype {
                 return Err(BurnError::DType { what, got: tensor.dtype() });
+            }
+            if tensor.device().inner() != device.clone().inner() {
+                return Err(BurnError::Route(format!("{what} is on another device than qpos")));
             }
         }
         let (qpos, qvel) =

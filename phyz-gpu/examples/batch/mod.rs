@@ -48,6 +48,8 @@ pub struct Run {
     pub device: Device,
     pub sim: phyz_burn::Simulation,
     pub dtype: DType,
+    /// The preset's solver settings, for the CPU engine beside it.
+    pub config: SolverConfig,
 }
 
 impl Run {
@@ -65,14 +67,14 @@ impl Run {
             "opengl" => phyz_gpu::device::opengl(),
             other => return Err(format!("unknown device {other}: wgpu or opengl").into()),
         };
-        let sim = match args.preset.as_str() {
-            "gpu_equivalent" => phyz_gpu::simulation(model.clone())?,
-            "mujoco_compat" => phyz_gpu::stages_simulation(model.clone(), &device)?,
+        let (sim, config) = match args.preset.as_str() {
+            "gpu_equivalent" => (phyz_gpu::simulation(model.clone())?, SolverConfig::gpu_equivalent()),
+            "mujoco_compat" => (phyz_gpu::stages_simulation(model.clone(), &device)?, SolverConfig::mujoco_compat()),
             other => return Err(format!("unknown preset {other}: gpu_equivalent or mujoco_compat").into()),
         };
         let (dtype, why) = (sim.dtype(&device), phyz_gpu::device::float_dtype(&device).1);
         println!("{}: {} lanes, {} steps, {}; {why}", args.model.display(), args.batch, args.steps, args.preset);
-        Ok(Run { args, model, device, sim, dtype })
+        Ok(Run { args, model, device, sim, dtype, config })
     }
 }
 

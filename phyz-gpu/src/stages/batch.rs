@@ -23,6 +23,58 @@ use super::{Failure, Stages, Worlds};
 /// Columns of a stepped row after `qpos` and `qvel`: the world's status, then its solve's.
 pub const STEPPED_EXTRA: usize = 2;
 
+/// Where a link's joint keeps its coordinates: `moved` numbers that add (a hinge's or a
+/// slide's one, a free joint's three translations) from `qpos` and `dof`, and for a ball or a
+/// free joint (`rotates`) its quaternion at `turn` and its rotation's dofs from `spin`.
+#[derive(CubeType, Clone)]
+pub struct Coordinates {
+    pub qpos: usize,
+    pub dof: usize,
+    pub moved: usize,
+    pub rotates: bool,
+    pub turn: usize,
+    pub spin: usize,
+}
+
+/// The coordinates of link `i`'s joint.
+#[cube]
+fn coordinates_of(ints: &Tensor<u32>, i: usize) -> Coordinates {
+    let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
+    let code = ints[li + link_int::JOINT];
+    let (d, a) = (ints[li + link_int::DOF_ADR] as usize, ints[li + link_int::QPOS_ADR] as usize);
+    let mut out = Coordinates { qpos: a, dof: d, moved: 0, rotates: false, turn: a, spin: d };
+    if code == joint::HINGE || code == joint::SLIDE {
+        out.moved = 1;
+    } else if code == joint::FREE {
+        out.moved = 3;
+        out.turn = a + 3;
+        out.spin = d + 3;
+    }
+    out.rotates = code == joint::BALL || code == joint::FREE;
+    out
+}
+
+/// `n` numbers of a row-major `from` (row `world.index`) into the world's items from `to`;
+/// `false` where one is not finite.
+#[cube]
+fn load_row<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    data: &mut Tensor<F>,
+    world: &World,
+    from: &mut Tensor<F>,
+    n: usize,
+    to: usize,
+) -> bool {
+    let mut finite = true;
+    for i in 0..n {
+        let x = from[world.index * n + i];
+        if F::is_nan(x) || F::is_inf(x) {
+            finite = false;
+        }
+        data[world.at(to, i)] = x;
+    }
+    finite
+}
+
 /// A unit per world: its row of `qpos`, `qvel` and `ctrl` into its items, its status fine, or
 /// `NON_FINITE_INPUT` where a number is not finite.
 #[cube(launch_unchecked)]
@@ -39,31 +91,10 @@ pub(crate) fn load_states<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
         terminate!();
     }
     let (nq, nv, nu) = (ints[header::COORDS] as usize, ints[header::DOFS] as usize, ints[header::CONTROLS] as usize);
-    let mut finite = true;
-    let to = start(ints, comptime![Array::Qpos as usize]);
-    for i in 0..nq {
-        let x = qpos[world.index * nq + i];
-        if F::is_nan(x) || F::is_inf(x) {
-            finite = false;
-        }
-        data[world.at(to, i)] = x;
-    }
-    let to = start(ints, comptime![Array::Qvel as usize]);
-    for i in 0..nv {
-        let x = qvel[world.index * nv + i];
-        if F::is_nan(x) || F::is_inf(x) {
-            finite = false;
-        }
-        data[world.at(to, i)] = x;
-    }
-    let to = start(ints, comptime![Array::Ctrl as usize]);
-    for i in 0..nu {
-        let x = ctrl[world.index * nu + i];
-        if F::is_nan(x) || F::is_inf(x) {
-            finite = false;
-        }
-        data[world.at(to, i)] = x;
-    }
+    let positions = load_row::<F>(data, &world, qpos, nq, start(ints, comptime![Array::Qpos as usize]));
+    let velocities = load_row::<F>(data, &world, qvel, nv, start(ints, comptime![Array::Qvel as usize]));
+    let controls = load_row::<F>(data, &world, ctrl, nu, start(ints, comptime![Array::Ctrl as usize]));
+    let finite = positions && velocities && controls;
     let mut code = F::cast_from(status::FINE);
     if !finite {
         code = F::cast_from(status::NON_FINITE_INPUT);
@@ -113,27 +144,16 @@ pub(crate) fn load_cotangents<F: Float>(
     let (bar, end) = (world.index * nq, world.index * (nq + nv + STEPPED_EXTRA));
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     for i in 0..ints[header::LINKS] as usize {
-        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
-        let (code, d, a) =
-            (ints[li + link_int::JOINT], ints[li + link_int::DOF_ADR] as usize, ints[li + link_int::QPOS_ADR] as usize);
-        let mut moved = 0;
-        let (mut turn, mut spin) = (a, d);
-        if code == joint::HINGE || code == joint::SLIDE {
-            moved = 1;
-        } else if code == joint::FREE {
-            moved = 3;
-            turn = a + 3;
-            spin = d + 3;
+        let c = coordinates_of(ints, i);
+        for k in 0..c.moved {
+            data[world.at(adjoint_q, c.dof + k)] = bar_qpos[bar + c.qpos + k];
         }
-        for k in 0..moved {
-            data[world.at(adjoint_q, d + k)] = bar_qpos[bar + a + k];
-        }
-        if code == joint::BALL || code == joint::FREE {
-            let q = Quat::<F>::load(next, end + turn, 1);
-            let pulled = q.conjugate().mul(&Quat::<F>::load(bar_qpos, bar + turn, 1));
-            data[world.at(adjoint_q, spin)] = pulled.x * F::new(0.5);
-            data[world.at(adjoint_q, spin + 1)] = pulled.y * F::new(0.5);
-            data[world.at(adjoint_q, spin + 2)] = pulled.z * F::new(0.5);
+        if c.rotates {
+            let q = Quat::<F>::load(next, end + c.turn, 1);
+            let pulled = q.conjugate().mul(&Quat::<F>::load(bar_qpos, bar + c.turn, 1));
+            data[world.at(adjoint_q, c.spin)] = pulled.x * F::new(0.5);
+            data[world.at(adjoint_q, c.spin + 1)] = pulled.y * F::new(0.5);
+            data[world.at(adjoint_q, c.spin + 2)] = pulled.z * F::new(0.5);
         }
     }
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
@@ -161,29 +181,18 @@ pub(crate) fn store_cotangents<F: Float>(
     let row = world.index * (nq + nv + nu);
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     for i in 0..ints[header::LINKS] as usize {
-        let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
-        let (code, d, a) =
-            (ints[li + link_int::JOINT], ints[li + link_int::DOF_ADR] as usize, ints[li + link_int::QPOS_ADR] as usize);
-        let mut moved = 0;
-        let (mut turn, mut spin) = (a, d);
-        if code == joint::HINGE || code == joint::SLIDE {
-            moved = 1;
-        } else if code == joint::FREE {
-            moved = 3;
-            turn = a + 3;
-            spin = d + 3;
+        let c = coordinates_of(ints, i);
+        for k in 0..c.moved {
+            out[row + c.qpos + k] = data[world.at(adjoint_q, c.dof + k)];
         }
-        for k in 0..moved {
-            out[row + a + k] = data[world.at(adjoint_q, d + k)];
-        }
-        if code == joint::BALL || code == joint::FREE {
-            let q = Quat::<F>::load(qpos, world.index * nq + turn, 1);
+        if c.rotates {
+            let q = Quat::<F>::load(qpos, world.index * nq + c.turn, 1);
             let norm_sq = q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z;
             let turned = Quat::<F> {
                 w: F::new(0.0),
-                x: data[world.at(adjoint_q, spin)],
-                y: data[world.at(adjoint_q, spin + 1)],
-                z: data[world.at(adjoint_q, spin + 2)],
+                x: data[world.at(adjoint_q, c.spin)],
+                y: data[world.at(adjoint_q, c.spin + 1)],
+                z: data[world.at(adjoint_q, c.spin + 2)],
             };
             // A quaternion of no length reads as the identity, whatever its numbers: no
             // derivative.
@@ -191,7 +200,7 @@ pub(crate) fn store_cotangents<F: Float>(
             if norm_sq > exact::<F>(1e-30) {
                 scale = F::new(2.0) / norm_sq;
             }
-            q.mul(&turned).scale(scale).store(out, row + turn, 1);
+            q.mul(&turned).scale(scale).store(out, row + c.turn, 1);
         }
     }
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
@@ -242,6 +251,11 @@ impl Stages {
         let qpos = into_contiguous(qpos).into_tensor_arg();
         launch_typed!(self, worlds, worlds.count, store_cotangents, [], [qpos, out.clone().into_tensor_arg()]);
         out
+    }
+
+    /// The widths of a lane's `qpos`, `qvel` and `ctrl`.
+    pub(crate) fn lane_widths(&self) -> [usize; 3] {
+        [self.packed.nq(), self.packed.nv(), self.packed.nu()]
     }
 
     /// Why a lane has no step (or, `tracked`, no derivative), from its status and solve state

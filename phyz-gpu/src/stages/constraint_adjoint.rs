@@ -23,7 +23,7 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
-use super::impedance::{Material, Slopes, edge_scale, unilateral_slopes};
+use super::impedance::{Material, Slopes, edge_regularizer, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
@@ -132,11 +132,12 @@ fn pressed_row<F: Float>(
 }
 
 /// The share that moves with the depth: `μ (∂D e − D ∂t)` per unit of depth, for a row whose
-/// regularizer is `scale` times its material's (a pyramid's edge).
+/// regularizer changes by `regularizer_slope` per unit of depth (its material's, or a pyramid
+/// edge's scaled from it).
 #[cube]
-fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, scale: F) -> F {
+fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, regularizer_slope: F) -> F {
     let d = pressed.conductance;
-    let conductance_slope = -(scale * slopes.regularizer) * d * d;
+    let conductance_slope = -regularizer_slope * d * d;
     pressed.along * (conductance_slope * pressed.deviation - d * slopes.target)
 }
 
@@ -192,7 +193,7 @@ fn limit_share<F: Float>(
     velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let dof = ints[li + limit_int::DOF] as usize;
-    data[world.at(adjoint_q, dof)] -= depth_weight::<F>(pressed, &slopes, F::new(1.0)) * turn;
+    data[world.at(adjoint_q, dof)] -= depth_weight::<F>(pressed, &slopes, slopes.regularizer) * turn;
 }
 
 /// A pressed contact row's share: the contact of pool slot `c`, between a plane that does not
@@ -274,7 +275,7 @@ fn contact_share<F: Float>(
         point: V3::load(geometry, contact_float::POINT * m + c, m),
         radius,
         depth,
-        weight: depth_weight::<F>(pressed, &slopes, edge_scale::<F>(floats, pf, rows)),
+        weight: depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer)),
         damping: slopes.damping,
         axis,
         t1,

@@ -243,17 +243,18 @@ pub fn unilateral_slopes<F: Float>(floats: &mut Tensor<F>, material: &Material, 
     out
 }
 
-/// A pyramid edge's regularizer over its cone's normal one, `(1 + μ²) 2μ² / impratio` (the
-/// CPU's `set_rows`), for the pair whose floats start at `pf`; 1 for a frictionless contact's
-/// one row.
+/// A pyramid edge's regularizer from its cone's normal one `normal`, `normal (1 + μ²) 2μ² /
+/// impratio` in the CPU's order of operations (`set_rows`), for the pair whose floats start at
+/// `pf`; `normal` itself for a frictionless contact's one row. Linear in `normal`, so it scales
+/// the regularizer's slope too.
 #[cube]
-pub fn edge_scale<F: Float>(floats: &mut Tensor<F>, pf: usize, rows: u32) -> F {
+pub fn edge_regularizer<F: Float>(floats: &mut Tensor<F>, pf: usize, rows: u32, normal: F) -> F {
     let mu = floats[pf + pair_float::FRICTION];
-    let mut scale = F::new(1.0);
+    let mut out = normal;
     if rows > 1 {
-        scale = (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu / floats[IMPRATIO];
+        out = normal * (F::new(1.0) + mu * mu) * F::new(2.0) * mu * mu / floats[IMPRATIO];
     }
-    scale
+    out
 }
 
 /// MuJoCo's `K` of the reference acceleration for the `solref` at `at`, impedance ceiling
@@ -415,7 +416,7 @@ fn edge_terms<F: Float>(
         let v = pre_step::<F>(ints, data, jacobian, world, r + e);
         let terms = unilateral::<F>(floats, material, depth, v);
         // Each edge's matches the elliptic cone's friction impedance.
-        let regularizer_e = terms.regularizer * edge_scale::<F>(floats, pf, rows);
+        let regularizer_e = edge_regularizer::<F>(floats, pf, rows, terms.regularizer);
         store::<F>(target, regularizer, world, r + e, terms.target, regularizer_e);
     }
 }

@@ -550,9 +550,7 @@ impl Stages {
     /// refused, naming it.
     pub fn collide(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        if let Some(what) = &self.packed.unsupported_collision {
-            return Err(GpuError::Model(format!("the device's contact stages do not take {what}")));
-        }
+        self.collision_refusal()?;
         let pool = &worlds.pool;
         let client = self.device.client();
         // Safety: one unit writes the counter's one number.
@@ -586,9 +584,7 @@ impl Stages {
     /// naming them.
     pub fn rows(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        if let Some(what) = &self.packed.unsupported_constraints {
-            return Err(GpuError::Model(format!("the rows stage does not build {what}")));
-        }
+        self.rows_refusal()?;
         let (pool, rows) = (&worlds.pool, &worlds.rows);
         let client = self.device.client();
         let units = worlds.count.max(1);
@@ -656,9 +652,7 @@ impl Stages {
     /// ([`Failure::IndefiniteHessian`]).
     pub fn solve_constraints(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        if let Some(what) = &self.packed.unsupported_solve {
-            return Err(GpuError::Model(format!("the constraint solve does not handle {what}")));
-        }
+        self.solve_refusal()?;
         if self.packed.nv() == 0 {
             return Ok(());
         }
@@ -885,7 +879,9 @@ impl Stages {
         Ok(())
     }
 
-    /// What the step does not run, refused by name before anything is launched.
+    /// What the step does not run, refused by name before anything is launched: its own, the
+    /// forces stage's, and where the model is constrained the contact stages', the rows' and
+    /// the solve's.
     pub(crate) fn step_refusal(&self) -> Result<(), GpuError> {
         if let Some(what) = &self.packed.unsupported_step {
             return Err(GpuError::Model(format!("the device step does not run {what}")));
@@ -893,7 +889,36 @@ impl Stages {
         if let Some(what) = &self.packed.unsupported_forces {
             return Err(GpuError::Model(format!("the forces stage does not compute {what}")));
         }
+        if self.packed.constrained() {
+            self.collision_refusal()?;
+            self.rows_refusal()?;
+            self.solve_refusal()?;
+        }
         Ok(())
+    }
+
+    /// The pairs of geoms the collision stage has no closed form for, refused by name.
+    fn collision_refusal(&self) -> Result<(), GpuError> {
+        match &self.packed.unsupported_collision {
+            Some(what) => Err(GpuError::Model(format!("the device's contact stages do not take {what}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// The constraints the rows stage does not build, refused by name.
+    fn rows_refusal(&self) -> Result<(), GpuError> {
+        match &self.packed.unsupported_constraints {
+            Some(what) => Err(GpuError::Model(format!("the rows stage does not build {what}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// What the constraint solve does not handle, refused by name.
+    fn solve_refusal(&self) -> Result<(), GpuError> {
+        match &self.packed.unsupported_solve {
+            Some(what) => Err(GpuError::Model(format!("the constraint solve does not handle {what}"))),
+            None => Ok(()),
+        }
     }
 
     /// One step of every world under the model's integrator (Euler or RK4), its controls held,
