@@ -11,6 +11,9 @@ use super::layout::Array;
 use super::{Stages, Worlds, by_world, read_floats};
 use crate::GpuError;
 
+/// An array's numbers, world by world.
+pub type ArrayValues = (Array, Vec<Vec<f64>>);
+
 /// The arrays a step's backward needs of its start.
 const START: [Array; 3] = [Array::Qpos, Array::Qvel, Array::Ctrl];
 
@@ -65,7 +68,7 @@ impl Stages {
     }
 
     /// Each checkpointed array's numbers, world by world (one transfer each).
-    pub fn read_checkpoint(&self, checkpoint: &Checkpoint) -> Result<Vec<(Array, Vec<Vec<f64>>)>, GpuError> {
+    pub fn read_checkpoint(&self, checkpoint: &Checkpoint) -> Result<Vec<ArrayValues>, GpuError> {
         let n = checkpoint.count;
         checkpoint
             .arrays
