@@ -49,7 +49,8 @@ impl BatchState {
 
     /// What the constraint solves did in the step that reached this state: one report per lane
     /// on the host route, one for the whole batch on a device route (its lanes solve together);
-    /// empty for a state no step reached. A [`crate::traced::TracedSimulation`] step reports
+    /// empty for a state no step reached, and for one a device step reached (it reports failed
+    /// lanes as errors, nothing else). A [`crate::traced::TracedSimulation`] step reports
     /// its own.
     pub fn info(&self) -> &[StepInfo] {
         &self.info
