@@ -336,13 +336,20 @@ const FLOOR: &str = "
 
 /// The scenes of the backward through contacts, under Euler without its implicit damping
 /// (MuJoCo's split solve, which the backward refuses): the ant (its torso and legs on the
-/// floor: spheres and capsules), and [`FLOOR`].
+/// floor: spheres and capsules), [`FLOOR`], and [`FLOOR`] soft: a solimp whose sigmoid spans
+/// 0.2 of depth and a margin, so that the impedance's and the regularizer's slopes are not zero
+/// at the pressed depths.
 fn floor_models() -> Vec<(String, Model<f64>)> {
     let mut ant = gymnasium("ant");
     ant.enabled.euler_damp = false;
     ant.integrator = Integrator::Euler;
     let floor = mjcf::parse(FLOOR, "floor.xml").expect("the floor model loads");
-    vec![("ant".into(), ant), ("floor".into(), floor)]
+    let soft = FLOOR.replace(
+        "<geom contype='1' conaffinity='0'/>",
+        "<geom contype='1' conaffinity='0' solimp='0.3 0.95 0.2 0.5 2' margin='0.01'/>",
+    );
+    let soft = mjcf::parse(&soft, "soft_floor.xml").expect("the soft floor model loads");
+    vec![("ant".into(), ant), ("floor".into(), floor), ("soft floor".into(), soft)]
 }
 
 /// A state of `model` pressed into the floor: its joints moved by up to ±0.6 from the default

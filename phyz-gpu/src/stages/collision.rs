@@ -45,7 +45,7 @@ pub mod contact_float {
 }
 
 /// MuJoCo's smallest value (`mjMINVAL`), as the CPU detector's.
-const MIN_VALUE: f64 = 1e-15;
+pub(crate) const MIN_VALUE: f64 = 1e-15;
 
 /// Below this squared sine of the angle between two capsules' axes they are parallel (the CPU
 /// detector's `PARALLEL`, MuJoCo 4's).

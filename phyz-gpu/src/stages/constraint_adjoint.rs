@@ -12,23 +12,24 @@
 //! the change of `J_r w` with the positions at fixed `w = D e λ + μ D (x − (1 − h B) v)` (`e`
 //! the row's deviation, `μ = J_r λ`; the last term is its target's pre-step velocity `J_r v`).
 //! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's, on a
-//! plane that does not move (the floor), is the body's velocity at the contact point along a
-//! fixed direction (the normal, or a pyramid edge `n ± μ t`): the point rides on the body's
-//! sphere, capsule end or box corner, `c = p + (r − depth/2) n`, so `∂ depth = −n · ∂c`, and
-//! moving a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). Other contacts
-//! (between moving bodies, torsional and rolling rows) are refused by the step's backward.
+//! plane no degree of freedom moves (the floor; MuJoCo's first geom), is the body's velocity at
+//! the contact point along the normal or a pyramid edge `n ± μ t` (a capsule's tangents turn
+//! with its axis): the contact point `c` lies midway between the plane and the body's sphere,
+//! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
+//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). Other contacts (between
+//! moving bodies, torsional and rolling rows) are refused by the step's backward.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{contact_float, contact_int};
+use super::collision::{MIN_VALUE, contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
 use super::impedance::{Material, Slopes, edge_regularizer, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
 use super::pairs::{kind, pair_float, pair_int};
-use super::real::{M3, V3};
+use super::real::{M3, V3, exact};
 use super::rows::LIMIT_ROW;
 use super::world::{Spatial, World, fail, fine, start};
 
@@ -196,8 +197,8 @@ fn limit_share<F: Float>(
     data[world.at(adjoint_q, dof)] -= depth_weight::<F>(pressed, &slopes, slopes.regularizer) * turn;
 }
 
-/// A pressed contact row's share: the contact of pool slot `c`, between a plane that does not
-/// move (MuJoCo's first geom or its second) and a sphere, a capsule's end or a box's corner.
+/// A pressed contact row's share: the contact of pool slot `c`, between a plane no degree of
+/// freedom moves (MuJoCo's first geom) and a sphere, a capsule's end or a box's corner.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn contact_share<F: Float>(
@@ -227,29 +228,7 @@ fn contact_share<F: Float>(
     velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
     let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
     let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
-    // The row: the moving body's velocity at the point along the normal or the pyramid's edge
-    // `n ± μ_k t_k`, negated where the moving geom is MuJoCo's first.
-    let mut sign = F::new(1.0);
-    if ints[pi + pair_int::FLIPPED] == 1 {
-        sign = F::new(-1.0);
-    }
-    let mut direction = normal.clone();
-    let mut turning = F::new(0.0);
-    let mut second = F::new(0.0);
-    if ints[pi + pair_int::PYRAMID] == 1 {
-        let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
-        let mut tangent = t1.clone();
-        if edge / 2 == 1 {
-            tangent = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
-            second = F::new(1.0);
-        }
-        let mut coefficient = floats[pf + pair_float::FRICTION + (edge / 2) as usize];
-        if edge % 2 == 1 {
-            coefficient = -coefficient;
-        }
-        direction = normal.add(&tangent.scale(coefficient));
-        turning = sign * coefficient;
-    }
+    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
     let code = ints[pi + pair_int::KIND];
     let mut radius = floats[pf + pair_float::SIZE2];
     if code == kind::PLANE_BOX {
@@ -259,19 +238,18 @@ fn contact_share<F: Float>(
     // plane); a sphere's and a box's are fixed by the normal.
     let link = ints[pi + pair_int::LINK2] as usize;
     let mut axis = V3::<F>::zero();
+    let mut turning = F::new(0.0);
     if code == kind::PLANE_CAPSULE {
         let rotation = start(ints, comptime![Array::Rotation as usize]);
         let world = &pressed.block.world;
         let body = M3::<F>::load(data, world.at(rotation, 9 * (link - 1)), world.count);
         let local = pf + pair_float::ROT2;
         axis = body.apply(&V3::new(floats[local + 2], floats[local + 5], floats[local + 8]));
-    } else {
-        turning = F::new(0.0);
+        turning = edge.turning;
     }
     let contact = Contact::<F> {
-        direction: direction.scale(sign),
-        normal: normal.clone(),
-        plane_normal: normal.scale(sign),
+        direction: edge.direction,
+        normal,
         point: V3::load(geometry, contact_float::POINT * m + c, m),
         radius,
         depth,
@@ -280,22 +258,73 @@ fn contact_share<F: Float>(
         axis,
         t1,
         turning,
-        second,
+        second: edge.second,
     };
     pull_contact::<F>(ints, floats, data, pressed, &contact, link);
+}
+
+/// A contact row's direction: the normal, or the pyramid's edge `n ± μ_k t_k` its row in the
+/// contact's block names, with its tangent's coefficient (`turning`) and whether that tangent is
+/// the second (`second`, 1 or 0).
+#[derive(CubeType, Clone)]
+struct Edge<F: Float> {
+    direction: V3<F>,
+    turning: F,
+    second: F,
+}
+
+/// The direction of the pressed row of the contact in pool slot `c` (of `m`), of the pair
+/// whose records start at `pi` and `pf`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn edge_of<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    m: usize,
+    c: usize,
+    pi: usize,
+    pf: usize,
+) -> Edge<F> {
+    let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
+    let mut out = Edge::<F> { direction: normal.clone(), turning: F::new(0.0), second: F::new(0.0) };
+    if ints[pi + pair_int::PYRAMID] == 1 {
+        let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
+        let mut tangent = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
+        if edge / 2 == 1 {
+            tangent = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
+            out.second = F::new(1.0);
+        }
+        let mut coefficient = floats[pf + pair_float::FRICTION + (edge / 2) as usize];
+        if edge % 2 == 1 {
+            coefficient = -coefficient;
+        }
+        out.direction = normal.add(&tangent.scale(coefficient));
+        out.turning = coefficient;
+    }
+    out
 }
 
 /// How a capsule contact's edge direction turns with degree of freedom motion `axis_k`: the
 /// capsule's axis turns (`ω × a`), its projection on the plane gives `t1`, and `t2 = n × t1`.
 #[cube]
 fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>) -> V3<F> {
-    let n = contact.plane_normal.clone();
+    let n = contact.normal.clone();
     let a = contact.axis.clone();
     let projected = a.sub(&n.scale(a.dot(&n)));
     let da = turn.cross(&a);
     let dp = da.sub(&n.scale(da.dot(&n)));
     let t1 = contact.t1.clone();
-    let dt1 = dp.sub(&t1.scale(t1.dot(&dp))).scale(F::new(1.0) / projected.norm());
+    // An axis along the normal leaves the frame on the world's x axis (`store_frame`), which
+    // does not turn.
+    let length = projected.norm();
+    let mut scale = F::new(0.0);
+    if length > exact::<F>(MIN_VALUE) {
+        scale = F::new(1.0) / length;
+    }
+    let dt1 = dp.sub(&t1.scale(t1.dot(&dp))).scale(scale);
     let mut out = dt1.clone();
     if contact.second > F::new(0.0) {
         out = contact.normal.cross(&dt1);
@@ -303,15 +332,14 @@ fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>) -> V3<F> {
     out
 }
 
-/// A pressed contact row on a plane that does not move, as [`pull_contact`] reads it.
+/// A pressed contact row on a plane no degree of freedom moves, as [`pull_contact`] reads it.
 #[derive(CubeType, CubeTypeMut, Clone)]
 #[expand(derive(Clone))]
 struct Contact<F: Float> {
-    /// The row's direction along the moving body's velocity (signed), the contact's normal as
-    /// stored (MuJoCo's first geom to its second), and the plane's normal towards the body.
+    /// The row's direction along the moving body's velocity, and the contact's normal (from the
+    /// plane, MuJoCo's first geom, towards the body).
     direction: V3<F>,
     normal: V3<F>,
-    plane_normal: V3<F>,
     point: V3<F>,
     /// The moving geom's radius at the feature (a box corner's 0), and the depth.
     radius: F,
@@ -365,7 +393,7 @@ fn pull_contact<F: Float>(
     let root = ints[link_ints + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
     let origin = V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), n);
     let point = contact.point.sub(&origin);
-    let feature = point.add(&contact.plane_normal.scale(contact.radius - contact.depth * F::new(0.5)));
+    let feature = point.add(&contact.normal.scale(contact.radius - contact.depth * F::new(0.5)));
     // The body's motion under `w`, and its velocity at the point.
     let mut body = Spatial::<F>::zero();
     let mut l = link;
@@ -411,8 +439,8 @@ fn pull_contact<F: Float>(
             let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
             let twist = axis.cross_motion(&turned);
             let carried = axis.lin.add(&axis.ang.cross(&feature));
-            let deeper = -contact.plane_normal.dot(&carried);
-            let moved = carried.add(&contact.plane_normal.scale(deeper * F::new(0.5)));
+            let deeper = -contact.normal.dot(&carried);
+            let moved = carried.add(&contact.normal.scale(deeper * F::new(0.5)));
             let mut along = contact.direction.dot(&twist.lin.add(&twist.ang.cross(&point)))
                 + contact.direction.dot(&spin.cross(&moved));
             if contact.turning != F::new(0.0) {

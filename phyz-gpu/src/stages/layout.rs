@@ -490,18 +490,21 @@ impl Packed {
     }
 
     /// The contacts the step's backward does not differentiate (named), if any: it takes those
-    /// of a sphere, a capsule or a box on a plane that does not move, along the normal or a
-    /// pyramid's sliding edges (condim 1 or 3).
+    /// of a sphere, a capsule or a box on a plane no degree of freedom moves, along the normal or
+    /// a pyramid's sliding edges (condim 1 or 3). Pairs that take no rows (geoms that cannot
+    /// move apart) pass.
     pub fn undifferentiated_contacts(&self) -> Option<String> {
         let first = self.ints[header::PAIR_INTS] as usize;
-        let pair = |p: usize, field: usize| self.ints[first + p * pairs::pair_int::LEN + field];
+        let pair = |p: usize, field: usize| self.ints[first + p * pairs::pair_int::LEN + field] as usize;
         self.pairs.iter().enumerate().find_map(|(p, record)| {
-            let on_floor =
-                pair(p, pairs::pair_int::KIND) <= pairs::kind::PLANE_BOX && pair(p, pairs::pair_int::LINK1) == 0;
+            let plane = pair(p, pairs::pair_int::KIND) <= pairs::kind::PLANE_BOX as usize;
+            // The plane is MuJoCo's first geom, so the pair is never turned round.
+            let fixed =
+                plane && !self.chain_moves(pair(p, pairs::pair_int::LINK1)) && pair(p, pairs::pair_int::FLIPPED) == 0;
             let sliding = pair(p, pairs::pair_int::CONDIM) <= 3;
             let [a, b] = record.geoms;
-            (!on_floor || !sliding).then(|| {
-                let what = if on_floor {
+            (pair(p, pairs::pair_int::ROWS) > 0 && !(fixed && sliding)).then(|| {
+                let what = if fixed {
                     "torsional or rolling friction"
                 } else {
                     "contacts between moving bodies or with a moving plane"
@@ -509,6 +512,21 @@ impl Packed {
                 format!("{what} (geoms {a} and {b})")
             })
         })
+    }
+
+    /// Whether some degree of freedom moves the link numbered `link` (plus one; 0 for the world)
+    /// or one of its ancestors.
+    fn chain_moves(&self, link: usize) -> bool {
+        let links = self.ints[header::LINK_INTS] as usize;
+        let mut l = link;
+        while l > 0 {
+            let li = links + (l - 1) * link_int::LEN;
+            if self.ints[li + link_int::DOF_NUM] > 0 {
+                return true;
+            }
+            l = self.ints[li + link_int::PARENT] as usize;
+        }
+        false
     }
 
     /// Where `array` starts among a world's items, and its length.

@@ -2,8 +2,9 @@
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
 //! primitive collision into a contact pool, the constraint rows with their targets and
 //! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the backward of
-//! Euler's step ([`backward`], [`rnea_adjoint`], through limits [`constraint_adjoint`]), with
-//! rollouts kept by checkpoints ([`tape`]).
+//! Euler's step ([`backward`], [`rnea_adjoint`], through limits and contacts on a fixed plane
+//! [`constraint_adjoint`]), with rollouts kept by checkpoints ([`tape`]) and batches of burn
+//! tensors moved in and out ([`batch`]).
 //!
 //! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
 //! in the same frames and the same order of operations, and the tests hold it to that stage; the
@@ -817,9 +818,10 @@ impl Stages {
     /// too, whose Hessian factor the implicit rule reuses: [`constraint_adjoint`]) and reads
     /// nothing back. A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
     ///
-    /// It differentiates semi-implicit Euler's step, unconstrained or with joint limits under
-    /// `mujoco_compat`; another integrator, contacts, MuJoCo's split solve (Euler's implicit
-    /// damping with constraints) and what the step refuses are refused by name.
+    /// It differentiates semi-implicit Euler's step, unconstrained or under `mujoco_compat` with
+    /// joint limits and sliding contacts on a plane no degree of freedom moves; another
+    /// integrator, other contacts, MuJoCo's split solve (Euler's implicit damping of a damped
+    /// dof with constraints) and what the step refuses are refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.backward_refusal()?;
@@ -855,7 +857,8 @@ impl Stages {
     }
 
     /// What the step runs but its backward does not, refused by name: the step's own refusals,
-    /// integrators other than semi-implicit Euler, and constraint rows.
+    /// integrators other than semi-implicit Euler, the contacts [`layout::Packed::undifferentiated_contacts`]
+    /// names, and MuJoCo's split where a dof is damped implicitly.
     pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
         self.step_refusal()?;
         if self.packed.integrator != Integrator::Euler {
