@@ -36,8 +36,8 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || tr
 # Prebuilt binaries where they were carried (a release build of burn's wgpu stack takes
 # minutes even on many cores), else a build; no runs without them.
 bin=${CARGO_TARGET_DIR:-target}/release/examples
-if [ ! -x "$bin/parity" ] || [ ! -x "$bin/throughput" ] || [ ! -x "$bin/stages" ]; then
-    run cargo build --release -q -p phyz-gpu --example parity --example throughput --example stages || exit 1
+if [ ! -x "$bin/parity" ] || [ ! -x "$bin/device_throughput" ] || [ ! -x "$bin/stages" ]; then
+    run cargo build --release -q -p phyz-gpu --example parity --example device_throughput --example stages || exit 1
 fi
 # The step's stages as kernels (phyz_gpu::stages, with constraints under mujoco_compat):
 # env-steps/s against the CPU engine, and each stage's time a launch.
@@ -56,13 +56,13 @@ done
 # comparison with MJX.
 for batch in 32768 16384 4096 1024; do
     for model in ant humanoid; do
-        run "$bin/throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device" \
+        run "$bin/device_throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device" \
             --preset mujoco_compat --euler
     done
 done
 for batch in 32768 4096; do
     for model in ant humanoid; do
-        run "$bin/throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device"
+        run "$bin/device_throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device"
     done
 done
 echo "total $((SECONDS - start)) s"

@@ -1,4 +1,4 @@
-//! What the parity and throughput examples share: their arguments, the device, the lanes'
+//! What the parity and device_throughput examples share: their arguments, the device, the lanes'
 //! perturbed starts and controls, and the CPU engine stepping each lane.
 
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub struct Args {
     /// Steps.
     #[arg(long, default_value_t = 100)]
     pub steps: usize,
-    /// Untimed steps first (throughput): the device compiles its kernels on first use, and a
+    /// Untimed steps first (device_throughput): the device compiles its kernels on first use, and a
     /// fused graph of a new shape (warm starts, new contacts) compiles again.
     #[arg(long, default_value_t = 1)]
     pub warmup: usize,

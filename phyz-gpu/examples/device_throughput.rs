@@ -5,7 +5,7 @@
 //! its backward needs `--euler`), and the host route's rollout with its backward (the same API
 //! on the CPU backend) is timed too.
 //!
-//! `cargo run --release -p phyz-gpu --example throughput -- MODEL.xml --batch B [--steps T --device wgpu|opengl --preset gpu_equivalent|mujoco_compat --euler]`
+//! `cargo run --release -p phyz-gpu --example device_throughput -- MODEL.xml --batch B [--steps T --device wgpu|opengl --preset gpu_equivalent|mujoco_compat --euler]`
 //!
 //! Each timing ends with the results read back (what makes the device finish its work).
 
