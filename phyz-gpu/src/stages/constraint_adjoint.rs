@@ -24,7 +24,7 @@ use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{MIN_VALUE, contact_float, contact_int};
 use super::constraints::{limit_float, limit_int};
-use super::impedance::{Material, Slopes, edge_regularizer, unilateral_slopes};
+use super::impedance::{MIN_REGULARIZER, Material, Slopes, edge_regularizer, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
@@ -98,7 +98,8 @@ pub(crate) fn constraint_adjoint<F: Float>(
 }
 
 /// A row of the block at the solution: its deviation `e = J_r x − t_r` (pressed where
-/// negative), `μ = J_r λ`, its conductance `D = 1/R`, and the block it lies in.
+/// negative), `μ = J_r λ`, its conductance `D = 1/R`, whether its regularizer is held at the
+/// least one (`floored`: it then does not move with the depth), and the block it lies in.
 #[derive(CubeType, Clone)]
 pub struct Pressed<F: Float> {
     pub block: Block,
@@ -106,6 +107,7 @@ pub struct Pressed<F: Float> {
     pub deviation: F,
     pub along: F,
     pub conductance: F,
+    pub floored: bool,
 }
 
 #[cube]
@@ -128,17 +130,21 @@ fn pressed_row<F: Float>(
         deviation += j * data[world.at(x, d)];
         along += j * data[world.at(lambda, d)];
     }
-    let conductance = F::new(1.0) / regularizer[block.row(r)];
-    Pressed::<F> { block: block.clone(), row: r, deviation, along, conductance }
+    let held = regularizer[block.row(r)];
+    let floored = !(held > exact::<F>(MIN_REGULARIZER));
+    Pressed::<F> { block: block.clone(), row: r, deviation, along, conductance: F::new(1.0) / held, floored }
 }
 
 /// The share that moves with the depth: `μ (∂D e − D ∂t)` per unit of depth, for a row whose
 /// regularizer changes by `regularizer_slope` per unit of depth (its material's, or a pyramid
-/// edge's scaled from it).
+/// edge's scaled from it) unless the least regularizer holds it (the rows stage's `store`).
 #[cube]
 fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, regularizer_slope: F) -> F {
     let d = pressed.conductance;
-    let conductance_slope = -regularizer_slope * d * d;
+    let mut conductance_slope = -regularizer_slope * d * d;
+    if pressed.floored {
+        conductance_slope = F::new(0.0);
+    }
     pressed.along * (conductance_slope * pressed.deviation - d * slopes.target)
 }
 

@@ -30,7 +30,7 @@ const MAX_IMPEDANCE: f64 = 0.9999;
 const MIN_DIVISOR: f64 = 1e-6;
 
 /// The smallest regularizer (MuJoCo's `mjMINVAL`, the CPU's `MIN_REGULARIZER`).
-const MIN_REGULARIZER: f64 = 1e-15;
+pub(crate) const MIN_REGULARIZER: f64 = 1e-15;
 
 /// Where a constraint's numbers lie among the model's floats: its margin, `solref` (2),
 /// `solimp` (5) and inverse weight.
