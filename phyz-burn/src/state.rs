@@ -31,7 +31,8 @@ pub(crate) enum Warm {
     /// One cache per lane: the host route steps each lane on its own.
     Lanes(Arc<Vec<ContactState>>),
     /// One cache for the batch, with its number of lanes: a device route steps the lanes
-    /// together.
+    /// together (made by the traced route only).
+    #[cfg_attr(not(feature = "traced"), allow(dead_code))]
     Batch(Arc<ContactState>, usize),
 }
 
