@@ -23,8 +23,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{MIN_VALUE, contact_float, contact_int};
-use super::constraints::{limit_float, limit_int};
-use super::impedance::{MIN_REGULARIZER, Material, Slopes, edge_regularizer, unilateral_slopes};
+use super::impedance::{MIN_REGULARIZER, Slopes, edge_regularizer, limit_side, pair_material, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
@@ -178,29 +177,12 @@ fn limit_share<F: Float>(
     pressed: &Pressed<F>,
     side: u32,
 ) {
-    let world = &pressed.block.world;
-    let i = (side / 2) as usize;
-    let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
-    let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
-    let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
-    // The depth past the bound, and its change with `q`.
-    let mut depth = floats[lf + limit_float::LOWER] - q;
-    let mut turn = F::new(-1.0);
-    if side % 2 == 1 {
-        depth = q - floats[lf + limit_float::UPPER];
-        turn = F::new(1.0);
-    }
-    let material = Material {
-        margin: lf + limit_float::MARGIN,
-        solref: lf + limit_float::SOLREF,
-        solimp: lf + limit_float::SOLIMP,
-        weight: lf + limit_float::WEIGHT,
-    };
-    let slopes = unilateral_slopes::<F>(floats, &material, depth);
+    let limit = limit_side::<F>(ints, floats, data, &pressed.block.world, side);
+    let slopes = unilateral_slopes::<F>(floats, &limit.material, limit.depth);
     velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-    let dof = ints[li + limit_int::DOF] as usize;
-    data[world.at(adjoint_q, dof)] -= depth_weight::<F>(pressed, &slopes, slopes.regularizer) * turn;
+    let weight = depth_weight::<F>(pressed, &slopes, slopes.regularizer);
+    data[pressed.block.world.at(adjoint_q, limit.dof)] -= weight * limit.turn;
 }
 
 /// A pressed contact row's share: the contact of pool slot `c`, between a plane no degree of
@@ -224,13 +206,7 @@ fn contact_share<F: Float>(
     let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
     let rows = ints[pi + pair_int::ROWS];
     let depth = geometry[contact_float::DEPTH * m + c];
-    let material = Material {
-        margin: pf + pair_float::MARGIN,
-        solref: pf + pair_float::SOLREF,
-        solimp: pf + pair_float::SOLIMP,
-        weight: pf + pair_float::WEIGHT,
-    };
-    let slopes = unilateral_slopes::<F>(floats, &material, depth);
+    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
     velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
     let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
     let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);

@@ -43,6 +43,55 @@ pub struct Material {
     pub weight: usize,
 }
 
+/// The material of the pair whose floats start at `pf`.
+#[cube]
+pub fn pair_material(pf: usize) -> Material {
+    Material {
+        margin: pf + pair_float::MARGIN,
+        solref: pf + pair_float::SOLREF,
+        solimp: pf + pair_float::SOLIMP,
+        weight: pf + pair_float::WEIGHT,
+    }
+}
+
+/// A side of a joint limit at a world's state: its material, its depth past the bound, its
+/// degree of freedom, and the depth's change with the coordinate (−1 below, +1 above).
+#[derive(CubeType, Clone)]
+pub struct LimitSide<F: Float> {
+    pub material: Material,
+    pub depth: F,
+    pub dof: usize,
+    pub turn: F,
+}
+
+/// Side `side % 2` (lower, upper) of limit `side / 2` at the world's `qpos`.
+#[cube]
+pub fn limit_side<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    world: &World,
+    side: u32,
+) -> LimitSide<F> {
+    let i = (side / 2) as usize;
+    let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
+    let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
+    let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
+    let mut depth = floats[lf + limit_float::LOWER] - q;
+    let mut turn = F::new(-1.0);
+    if side % 2 == 1 {
+        depth = q - floats[lf + limit_float::UPPER];
+        turn = F::new(1.0);
+    }
+    let material = Material {
+        margin: lf + limit_float::MARGIN,
+        solref: lf + limit_float::SOLREF,
+        solimp: lf + limit_float::SOLIMP,
+        weight: lf + limit_float::WEIGHT,
+    };
+    LimitSide::<F> { material, depth, dof: ints[li + limit_int::DOF] as usize, turn }
+}
+
 /// A unilateral row's target velocity and regularizer, and the damping `B` of its reference.
 #[derive(CubeType, CubeTypeMut, Clone)]
 #[expand(derive(Clone))]
@@ -88,22 +137,9 @@ pub(crate) fn row_terms<F: Float>(
     while r < count {
         let from = source[r as usize * n + world.index];
         if from >= LIMIT_ROW {
-            let i = ((from - LIMIT_ROW) / 2) as usize;
-            let li = ints[header::LIMIT_INTS] as usize + i * limit_int::LEN;
-            let lf = ints[header::LIMIT_FLOATS] as usize + i * limit_float::LEN;
-            let q = data[world.at(start(ints, comptime![Array::Qpos as usize]), ints[li + limit_int::QPOS] as usize)];
-            let mut depth = floats[lf + limit_float::LOWER] - q;
-            if from % 2 == 1 {
-                depth = q - floats[lf + limit_float::UPPER];
-            }
+            let limit = limit_side::<F>(ints, floats, data, &world, from - LIMIT_ROW);
             let v = pre_step::<F>(ints, data, jacobian, &world, r);
-            let material = Material {
-                margin: lf + limit_float::MARGIN,
-                solref: lf + limit_float::SOLREF,
-                solimp: lf + limit_float::SOLIMP,
-                weight: lf + limit_float::WEIGHT,
-            };
-            let terms = unilateral::<F>(floats, &material, depth, v);
+            let terms = unilateral::<F>(floats, &limit.material, limit.depth, v);
             store::<F>(target, regularizer, &world, r, terms.target, terms.regularizer);
             r += 1;
         } else {
@@ -113,12 +149,7 @@ pub(crate) fn row_terms<F: Float>(
             let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
             let rows = ints[pi + pair_int::ROWS];
             let depth = geometry[contact_float::DEPTH * m + c];
-            let material = Material {
-                margin: pf + pair_float::MARGIN,
-                solref: pf + pair_float::SOLREF,
-                solimp: pf + pair_float::SOLIMP,
-                weight: pf + pair_float::WEIGHT,
-            };
+            let material = pair_material(pf);
             if ints[pi + pair_int::PYRAMID] == 1 || rows == 1 {
                 edge_terms::<F>(
                     ints,
