@@ -15,7 +15,7 @@
 //! over worlds: stages `f64` (Vulkan, lavapipe) 1e-10, `f32` (OpenGL, llvmpipe) 1e-4; the
 //! step's cotangents `f64` 1e-9, `f32` 1e-3.
 
-use burn::tensor::{DType, Device};
+use burn::tensor::Device;
 use nalgebra::DVector;
 use phyz_core::contact::SolverConfig;
 use phyz_core::dynamics::{RneaDerivatives, forward_kinematics, integrate_position, inverse_dynamics};
@@ -27,7 +27,7 @@ use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Failure, Stages};
 
 mod common;
-use common::{FEATURES, GYMNASIUM, Rng, gymnasium};
+use common::{FEATURES, GYMNASIUM, Rng, gymnasium, has_f64};
 
 /// A ball joint below a hinge (its dofs' parent moving, so their perturbations' `ψ` terms are
 /// not zero), a slide below it driven through its parent's frame, and a control range.
@@ -466,17 +466,6 @@ fn rollout_against_cpu(device: &Device) -> f64 {
     }
     eprintln!("a rollout of {steps} steps, its cotangents against the CPU's: {overall:.1e}");
     overall
-}
-
-/// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
-/// requires it.
-fn has_f64(device: &Device) -> bool {
-    let has = device.supports_dtype(DType::F64);
-    if !has {
-        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
-        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
-    }
-    has
 }
 
 #[test]

@@ -101,3 +101,14 @@ pub const FEATURES: &str = "
     <general joint='hinge' gaintype='affine' gainprm='2 0.5 0.1' biastype='affine' biasprm='0.3 -1 -0.2'/>
   </actuator>
 </mujoco>";
+
+/// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
+/// requires it.
+pub fn has_f64(device: &burn::tensor::Device) -> bool {
+    let has = device.supports_dtype(burn::tensor::DType::F64);
+    if !has {
+        assert!(std::env::var_os("PHYZ_GPU_REQUIRE_F64").is_none(), "the device has no f64, and CI requires it");
+        eprintln!("skipped: this wgpu device has no f64 (Vulkan's shaderFloat64)");
+    }
+    has
+}
