@@ -179,14 +179,18 @@ fn backward_scenes() -> Vec<(String, Model<f64>)> {
     scenes
 }
 
-/// The step's backward on `device` against the CPU's forward-mode step Jacobians, worst over
-/// every scene.
-fn backward_against_cpu(device: &Device) -> f64 {
+/// The step's backward on `device` against the CPU's forward-mode step Jacobians at states
+/// `state` makes, worst over every scene.
+fn backward_against_cpu(
+    device: &Device,
+    scenes: Vec<(String, Model<f64>)>,
+    state: fn(&Model<f64>, &mut Rng) -> State<f64>,
+) -> f64 {
     let mut rng = Rng(22);
     let mut overall: f64 = 0.0;
-    for (name, model) in backward_scenes() {
+    for (name, model) in scenes {
         let (count, nv) = (3, model.nv());
-        let states: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
+        let states: Vec<State<f64>> = (0..count).map(|_| state(&model, &mut rng)).collect();
         // Controls past their ranges now and then, and the first world's first exactly at 1 (the
         // bound of the control ranges of most of these models), where nothing passes.
         let mut ctrls = random(&mut rng, count, model.nu(), 1.5);
@@ -225,10 +229,48 @@ fn backward_against_cpu(device: &Device) -> f64 {
     overall
 }
 
-/// The gymnasium models with joint limits, contacts off, under Euler without its implicit
-/// damping (MuJoCo's split solve, which the backward refuses): their limits' rows under
-/// `mujoco_compat`.
-fn limited_models() -> Vec<(String, Model<f64>)> {
+/// The scenes of [`backward_scenes`] under RK4 (the gymnasium models' own integrator, but for
+/// the half cheetah's), and a free body spinning so fast over a long step that RK4's last
+/// increment turns it by more than π ([`SPINNER`], [`spinning_state`]).
+fn rk4_scenes() -> Vec<(String, Model<f64>)> {
+    backward_scenes()
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with("features, no eulerdamp"))
+        .map(|(name, mut model)| {
+            model.integrator = Integrator::Rk4;
+            (name, model)
+        })
+        .collect()
+}
+
+/// A free box with three different moments of inertia (so its spin precesses), without
+/// gravity, over a long step.
+const SPINNER: &str = "
+<mujoco>
+  <option timestep='0.1' gravity='0 0 0' integrator='RK4'/>
+  <worldbody>
+    <body name='spinner'>
+      <freejoint/>
+      <geom type='box' size='0.3 0.2 0.1' mass='1'/>
+    </body>
+  </worldbody>
+</mujoco>";
+
+/// A random turn and place of [`SPINNER`], spinning at about 40 rad/s: RK4's last increment
+/// `h s` is past π, where `dexp⁻¹` wraps the rotation vector.
+fn spinning_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut s = random_state(model, rng);
+    let spin = [40.0, 10.0, -5.0];
+    for (k, w) in spin.into_iter().enumerate() {
+        s.qvel[3 + k] = w + rng.uniform(-2.0, 2.0);
+    }
+    s
+}
+
+/// The gymnasium models with joint limits, contacts off, under `integrator` (Euler without
+/// its implicit damping: MuJoCo's split solve, which the backward refuses): their limits' rows
+/// under `mujoco_compat`.
+fn limited_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
     let limited = ["ant", "half_cheetah", "hopper", "humanoid", "walker2d", "reacher"];
     limited
         .into_iter()
@@ -236,7 +278,7 @@ fn limited_models() -> Vec<(String, Model<f64>)> {
             let mut model = gymnasium(name);
             model.enabled.contact = false;
             model.enabled.euler_damp = false;
-            model.integrator = Integrator::Euler;
+            model.integrator = integrator;
             (name.to_string(), model)
         })
         .collect()
@@ -245,10 +287,10 @@ fn limited_models() -> Vec<(String, Model<f64>)> {
 /// The constrained step's backward against the CPU's step Jacobians under `mujoco_compat`, on
 /// [`limited_models`] at states that press their limits (joints moved by up to ±1.5 from the
 /// default). Returns the worst and the worlds whose limits were pressed.
-fn limits_backward_against_cpu(device: &Device) -> (f64, usize) {
+fn limits_backward_against_cpu(device: &Device, models: Vec<(String, Model<f64>)>) -> (f64, usize) {
     let mut rng = Rng(24);
     let (mut overall, mut pressed): (f64, usize) = (0.0, 0);
-    for (name, model) in limited_models() {
+    for (name, model) in models {
         let (count, nv) = (4, model.nv());
         let states: Vec<State<f64>> = (0..count)
             .map(|_| {
@@ -334,22 +376,25 @@ const FLOOR: &str = "
   </actuator>
 </mujoco>";
 
-/// The scenes of the backward through contacts, under Euler without its implicit damping
-/// (MuJoCo's split solve, which the backward refuses): the ant (its torso and legs on the
-/// floor: spheres and capsules), [`FLOOR`], and [`FLOOR`] soft: a solimp whose sigmoid spans
-/// 0.2 of depth and a margin, so that the impedance's and the regularizer's slopes are not zero
-/// at the pressed depths.
-fn floor_models() -> Vec<(String, Model<f64>)> {
-    let mut ant = gymnasium("ant");
-    ant.enabled.euler_damp = false;
-    ant.integrator = Integrator::Euler;
+/// The scenes of the backward through contacts, under `integrator` (Euler without its
+/// implicit damping: MuJoCo's split solve, which the backward refuses): the ant (its torso and
+/// legs on the floor: spheres and capsules), [`FLOOR`], and [`FLOOR`] soft: a solimp whose
+/// sigmoid spans 0.2 of depth and a margin, so that the impedance's and the regularizer's
+/// slopes are not zero at the pressed depths.
+fn floor_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
+    let ant = gymnasium("ant");
     let floor = mjcf::parse(FLOOR, "floor.xml").expect("the floor model loads");
     let soft = FLOOR.replace(
         "<geom contype='1' conaffinity='0'/>",
         "<geom contype='1' conaffinity='0' solimp='0.3 0.95 0.2 0.5 2' margin='0.01'/>",
     );
     let soft = mjcf::parse(&soft, "soft_floor.xml").expect("the soft floor model loads");
-    vec![("ant".into(), ant), ("floor".into(), floor), ("soft floor".into(), soft)]
+    let mut scenes = vec![("ant".into(), ant), ("floor".into(), floor), ("soft floor".into(), soft)];
+    for (_, model) in &mut scenes {
+        model.enabled.euler_damp = false;
+        model.integrator = integrator;
+    }
+    scenes
 }
 
 /// A state of `model` pressed into the floor: its joints moved by up to ±0.6 from the default
@@ -487,14 +532,46 @@ fn the_backward_stages_follow_the_cpu_stages_in_f32() {
 fn the_step_backward_is_the_transposed_step_jacobian_in_f64() {
     let device = wgpu();
     if has_f64(&device) {
-        let worst = backward_against_cpu(&device);
+        let worst = backward_against_cpu(&device, backward_scenes(), random_state);
         assert!(worst <= 1e-9, "{worst:e}");
     }
 }
 
 #[test]
 fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
-    let worst = backward_against_cpu(&opengl());
+    let worst = backward_against_cpu(&opengl(), backward_scenes(), random_state);
+    assert!(worst <= 1e-3, "{worst:e}");
+}
+
+/// RK4's backward, unconstrained, through limits and through contacts, worst over all.
+fn rk4_backward_against_cpu(device: &Device) -> f64 {
+    let spinner = mjcf::parse(SPINNER, "spinner.xml").expect("the spinner loads");
+    let smooth = backward_against_cpu(device, rk4_scenes(), random_state).max(backward_against_cpu(
+        device,
+        vec![("spinner".into(), spinner)],
+        spinning_state,
+    ));
+    let (limits, pressed) = limits_backward_against_cpu(device, limited_models(Integrator::Rk4));
+    assert!(pressed >= 12, "{pressed}");
+    let (contacts, held, touching) =
+        constrained_backward_against_cpu(device, floor_models(Integrator::Rk4), pressed_state);
+    assert!(held >= 12 && touching >= 30, "{held} worlds, {touching} contacts");
+    eprintln!("RK4: smooth {smooth:.1e}, limits {limits:.1e}, contacts {contacts:.1e}");
+    smooth.max(limits).max(contacts)
+}
+
+#[test]
+fn the_rk4_backward_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = rk4_backward_against_cpu(&device);
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
+}
+
+#[test]
+fn the_rk4_backward_follows_the_transposed_step_jacobian_in_f32() {
+    let worst = rk4_backward_against_cpu(&opengl());
     assert!(worst <= 1e-3, "{worst:e}");
 }
 
@@ -502,7 +579,7 @@ fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
 fn the_backward_through_limits_is_the_transposed_step_jacobian_in_f64() {
     let device = wgpu();
     if has_f64(&device) {
-        let (worst, pressed) = limits_backward_against_cpu(&device);
+        let (worst, pressed) = limits_backward_against_cpu(&device, limited_models(Integrator::Euler));
         eprintln!("worlds with pressed limits: {pressed}");
         assert!(worst <= 1e-9, "{worst:e}");
         assert!(pressed >= 12, "{pressed}");
@@ -511,7 +588,7 @@ fn the_backward_through_limits_is_the_transposed_step_jacobian_in_f64() {
 
 #[test]
 fn the_backward_through_limits_follows_the_transposed_step_jacobian_in_f32() {
-    let (worst, pressed) = limits_backward_against_cpu(&opengl());
+    let (worst, pressed) = limits_backward_against_cpu(&opengl(), limited_models(Integrator::Euler));
     assert!(worst <= 1e-3, "{worst:e}");
     assert!(pressed >= 12, "{pressed}");
 }
@@ -520,7 +597,8 @@ fn the_backward_through_limits_follows_the_transposed_step_jacobian_in_f32() {
 fn the_backward_through_contacts_is_the_transposed_step_jacobian_in_f64() {
     let device = wgpu();
     if has_f64(&device) {
-        let (worst, held, touching) = constrained_backward_against_cpu(&device, floor_models(), pressed_state);
+        let (worst, held, touching) =
+            constrained_backward_against_cpu(&device, floor_models(Integrator::Euler), pressed_state);
         eprintln!("{held} worlds held, {touching} contacts");
         assert!(worst <= 1e-9, "{worst:e}");
         assert!(held >= 14 && touching >= 30, "{held} worlds, {touching} contacts");
@@ -529,7 +607,8 @@ fn the_backward_through_contacts_is_the_transposed_step_jacobian_in_f64() {
 
 #[test]
 fn the_backward_through_contacts_follows_the_transposed_step_jacobian_in_f32() {
-    let (worst, held, touching) = constrained_backward_against_cpu(&opengl(), floor_models(), pressed_state);
+    let (worst, held, touching) =
+        constrained_backward_against_cpu(&opengl(), floor_models(Integrator::Euler), pressed_state);
     eprintln!("{held} worlds held, {touching} contacts");
     assert!(worst <= 1e-3, "{worst:e}");
     assert!(held >= 12 && touching >= 30, "{held} worlds, {touching} contacts");
@@ -561,9 +640,6 @@ fn a_backward_the_device_does_not_run_is_refused_by_name() {
             Ok(()) => panic!("the backward ran"),
         }
     };
-    let mut rk4 = gymnasium("hopper");
-    rk4.enabled.constraint = false;
-    assert!(refusal(&rk4).contains("Rk4"), "{}", refusal(&rk4));
     let mut contacts = gymnasium("hopper");
     contacts.integrator = Integrator::Euler;
     assert!(refusal(&contacts).contains("between moving bodies"), "{}", refusal(&contacts));

@@ -51,24 +51,32 @@ fn left_jacobian<F: Float>(phi: &V3<F>, x: &V3<F>) -> V3<F> {
     x.add(&cross.scale(a)).add(&phi.cross(&cross).scale(b))
 }
 
-/// Semi-implicit Euler's integration taken back, after the forward's stages at the step's
-/// start: on entry [`Array::AdjointQpos`] and [`Array::AdjointQvel`] hold the cotangents of `q'`
-/// and `v'`; on exit, what reaches `q` through `⊕` and the whole cotangent of `v'`.
-///
-/// Through `q' = q ⊕ h v'`: a hinge, a slide and a free joint's position add (`v̄' += h q̄'`); a
-/// quaternion turns by `exp(h ω')` in its own frame, so its turn `δθ` reaches `q'` rotated
-/// back, `δθ' = R(hω')ᵀ δθ`, and a change of `ω'` as `δθ' = h J_r(hω') δω'`.
-#[cube(launch_unchecked)]
-pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
-        terminate!();
-    }
-    let (n, dt) = (world.count, floats[TIMESTEP]);
-    let qvel = start(ints, comptime![Array::Qvel as usize]);
-    let qacc = rates_acceleration(ints);
-    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+/// The increment `h (v + s a)` that `⊕` added to a position, from the velocity array at
+/// `velocity` and the acceleration array at `acceleration` (`s` zero where there is none).
+#[derive(CubeType, Clone)]
+pub(crate) struct Increment<F: Float> {
+    pub velocity: usize,
+    pub acceleration: usize,
+    pub within: F,
+    pub h: F,
+}
+
+/// `q' = q ⊕ h u` taken back on every joint: the cotangent of `q'` at `adjoint_q` (tangent
+/// coordinates) becomes in place what reaches `q`, and what reaches `u` is added at
+/// `adjoint_u`. A hinge, a slide and a free joint's position add (`ū += h q̄'`); a quaternion
+/// turns by `exp(h ω)` in its own frame, so its turn `δθ` reaches `q'` rotated back,
+/// `δθ' = R(hω)ᵀ δθ`, and a change of `ω` as `δθ' = h J_r(hω) δω`.
+#[cube]
+pub(crate) fn position_adjoint<F: Float>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    world: &World,
+    increment: &Increment<F>,
+    adjoint_q: usize,
+    adjoint_u: usize,
+) {
+    let n = world.count;
+    let h = increment.h;
     for i in 0..ints[header::LINKS] as usize {
         let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
         let code = ints[li + link_int::JOINT];
@@ -82,20 +90,41 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
             spin = d + 3;
         }
         for k in d..d + added {
-            let pulled = data[world.at(adjoint_q, k)] * dt;
-            data[world.at(adjoint_v, k)] += pulled;
+            let pulled = data[world.at(adjoint_q, k)] * h;
+            data[world.at(adjoint_u, k)] += pulled;
         }
         if code == joint::BALL || code == joint::FREE {
-            // The step's angular velocity `ω' = ω + h ω̇`, as the forward made it.
-            let omega = V3::<F>::load(data, world.at(qvel, spin), n)
-                .add(&V3::<F>::load(data, world.at(qacc, spin), n).scale(dt));
-            let phi = omega.scale(dt);
+            let omega = V3::<F>::load(data, world.at(increment.velocity, spin), n)
+                .add(&V3::<F>::load(data, world.at(increment.acceleration, spin), n).scale(increment.within));
+            let phi = omega.scale(h);
             let turn = V3::<F>::load(data, world.at(adjoint_q, spin), n);
             Quat::<F>::from_rotation_vector(&phi).to_matrix().apply(&turn).store(data, world.at(adjoint_q, spin), n);
-            let spun =
-                V3::<F>::load(data, world.at(adjoint_v, spin), n).add(&left_jacobian::<F>(&phi, &turn).scale(dt));
-            spun.store(data, world.at(adjoint_v, spin), n);
+            let spun = V3::<F>::load(data, world.at(adjoint_u, spin), n).add(&left_jacobian::<F>(&phi, &turn).scale(h));
+            spun.store(data, world.at(adjoint_u, spin), n);
         }
+    }
+}
+
+/// Semi-implicit Euler's integration taken back, after the forward's stages at the step's
+/// start: on entry [`Array::AdjointQpos`] and [`Array::AdjointQvel`] hold the cotangents of `q'`
+/// and `v'`; on exit, what reaches `q` through `q' = q ⊕ h v'` ([`position_adjoint`], with the
+/// step's `v' = v + h q̈` as the forward made it) and the whole cotangent of `v'`. The
+/// controls' cotangents are begun at zero.
+#[cube(launch_unchecked)]
+pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let dt = floats[TIMESTEP];
+    let velocity = start(ints, comptime![Array::Qvel as usize]);
+    let increment = Increment::<F> { velocity, acceleration: rates_acceleration(ints), within: dt, h: dt };
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    position_adjoint::<F>(ints, data, &world, &increment, adjoint_q, adjoint_v);
+    let adjoint_u = start(ints, comptime![Array::AdjointCtrl as usize]);
+    for a in 0..ints[header::CONTROLS] as usize {
+        data[world.at(adjoint_u, a)] = F::new(0.0);
     }
 }
 
@@ -122,8 +151,8 @@ pub(crate) fn acceleration_adjoint<F: Float>(
     solve_in_place::<F>(ints, data, &world, lambda);
 }
 
-/// `λᵀ ∂f/∂q` and `λᵀ ∂f/∂q̇` of the applied forces (`λ` in [`Array::Multiplier`]) added to the
-/// cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] set to `λᵀ ∂f/∂u`: the
+/// `λᵀ ∂f/∂q`, `λᵀ ∂f/∂q̇` and `λᵀ ∂f/∂u` of the applied forces (`λ` in [`Array::Multiplier`])
+/// added to the cotangents of `qpos`, `qvel` and the controls: the
 /// derivatives of `forces::smooth_acceleration`'s forces. A control held to its range, or a
 /// force held to its own, passes on no derivative through what was held. A cotangent that is
 /// not finite fails the world (`status::NON_FINITE_RESULT`).
@@ -142,9 +171,6 @@ pub(crate) fn forces_adjoint<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
     let adjoint_u = start(ints, comptime![Array::AdjointCtrl as usize]);
-    for a in 0..ints[header::CONTROLS] as usize {
-        data[world.at(adjoint_u, a)] = F::new(0.0);
-    }
     for a in 0..ints[header::ACTUATORS] as usize {
         let ai = ints[header::ACTUATOR_INTS] as usize + a * actuator_int::LEN;
         let af = ints[header::ACTUATOR_FLOATS] as usize + a * actuator_float::LEN;

@@ -6,7 +6,7 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::layout::{Array, TIMESTEP, header, joint, link_int};
+use super::layout::{Array, RK4_POINTS, TIMESTEP, header, joint, link_int};
 use super::real::{Quat, V3, exact, sin_cos};
 use super::world::{World, check_finite, rates_acceleration, start};
 
@@ -48,20 +48,38 @@ fn integrate_position<F: Float>(
     }
 }
 
-/// `dexp⁻¹(θ) ω` (`math::quat::dexp_inv`): the angular velocity as a rate of the rotation
-/// vector `θ`, `θ` first brought to an angle of at most π.
+/// RK4's tableau: each point's place along the step (`c`) and its slope's weight (`w`).
+pub(crate) const RK4: [(f64, f64); RK4_POINTS] =
+    [(0.0, 1.0 / 6.0), (0.5, 1.0 / 3.0), (0.5, 1.0 / 3.0), (1.0, 1.0 / 6.0)];
+
+/// A rotation vector `θ` brought to an angle of at most π, `σ θ` with
+/// `σ = (t − 2πk)/t` (`t = |θ|`, `k` whole turns), and `g = 2πk/t³`, with which a change
+/// `δθ` moves it by `σ δθ + g θ (θ · δθ)`.
+#[derive(CubeType, Clone)]
+pub(crate) struct Wrapped<F: Float> {
+    pub theta: V3<F>,
+    pub scale: F,
+    pub slope: F,
+}
+
 #[cube]
-fn dexp_inv<F: Float>(theta: &V3<F>, omega: &V3<F>) -> V3<F> {
+pub(crate) fn wrapped<F: Float>(theta: &V3<F>) -> Wrapped<F> {
     let two_pi = exact::<F>(2.0 * core::f64::consts::PI);
     let t_sq = theta.dot(theta);
     let mut scale = F::new(1.0);
+    let mut slope = F::new(0.0);
     if t_sq > exact::<F>(core::f64::consts::PI * core::f64::consts::PI) {
         let t = F::sqrt(t_sq);
-        let turns = F::floor(t / two_pi + F::new(0.5));
-        scale = (t - turns * two_pi) / t;
+        let turns = F::floor(t / two_pi + F::new(0.5)) * two_pi;
+        scale = (t - turns) / t;
+        slope = turns / (t_sq * t);
     }
-    let theta = theta.scale(scale);
-    let t_sq = theta.dot(&theta);
+    Wrapped::<F> { theta: theta.scale(scale), scale, slope }
+}
+
+/// `c(t²) = (1 − (t/2) cot(t/2))/t²`, the coefficient of `θ × (θ × ω)` in `dexp⁻¹`.
+#[cube]
+pub(crate) fn dexp_coefficient<F: Float>(t_sq: F) -> F {
     let mut c = exact::<F>(1.0 / 12.0)
         + t_sq
             * (exact::<F>(1.0 / 720.0)
@@ -74,6 +92,15 @@ fn dexp_inv<F: Float>(theta: &V3<F>, omega: &V3<F>) -> V3<F> {
         let sc = sin_cos::<F>(half);
         c = (F::new(1.0) - half * sc.cos / sc.sin) / t_sq;
     }
+    c
+}
+
+/// `dexp⁻¹(θ) ω` (`math::quat::dexp_inv`): the angular velocity as a rate of the rotation
+/// vector `θ`, `θ` first brought to an angle of at most π.
+#[cube]
+pub(crate) fn dexp_inv<F: Float>(theta: &V3<F>, omega: &V3<F>) -> V3<F> {
+    let theta = wrapped::<F>(theta).theta;
+    let c = dexp_coefficient::<F>(theta.dot(&theta));
     let cross = theta.cross(omega);
     omega.add(&cross.scale(F::new(0.5))).add(&theta.cross(&cross).scale(c))
 }
@@ -81,7 +108,7 @@ fn dexp_inv<F: Float>(theta: &V3<F>, omega: &V3<F>) -> V3<F> {
 /// The first of the three rotational degrees of freedom of the link at `li` (its integers), if
 /// its joint is a ball or a free joint; `nv` otherwise.
 #[cube]
-fn rotation_dof(ints: &Tensor<u32>, li: usize) -> usize {
+pub(crate) fn rotation_dof(ints: &Tensor<u32>, li: usize) -> usize {
     let code = ints[li + link_int::JOINT];
     let d = ints[li + link_int::DOF_ADR] as usize;
     let mut out = ints[header::DOFS] as usize;
@@ -244,4 +271,47 @@ pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     integrate_position::<F>(ints, data, &world, qpos, qvel, qpos, dt);
     check_finite::<F>(ints, data, &world, qpos, ints[header::COORDS] as usize);
     check_finite::<F>(ints, data, &world, qvel, ints[header::DOFS] as usize);
+}
+
+/// Keeps the world's `qpos`, `qvel` and slope as RK4's point `point` (for its backward).
+#[cube(launch_unchecked)]
+pub(crate) fn rk4_keep<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, point: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let (nq, nv, k) = (ints[header::COORDS] as usize, ints[header::DOFS] as usize, point as usize);
+    let (qpos, kept_qpos) =
+        (start(ints, comptime![Array::Qpos as usize]), start(ints, comptime![Array::PointQpos as usize]));
+    for q in 0..nq {
+        data[world.at(kept_qpos, k * nq + q)] = data[world.at(qpos, q)];
+    }
+    let (qvel, kept_qvel) =
+        (start(ints, comptime![Array::Qvel as usize]), start(ints, comptime![Array::PointQvel as usize]));
+    let (slope, kept_slope) =
+        (start(ints, comptime![Array::Slope as usize]), start(ints, comptime![Array::PointSlope as usize]));
+    for d in 0..nv {
+        data[world.at(kept_qvel, k * nv + d)] = data[world.at(qvel, d)];
+        data[world.at(kept_slope, k * nv + d)] = data[world.at(slope, d)];
+    }
+}
+
+/// Puts the world back at RK4's point `point` as [`rk4_keep`] kept it (its `qpos` and `qvel`).
+#[cube(launch_unchecked)]
+pub(crate) fn rk4_restore<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, point: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let (nq, nv, k) = (ints[header::COORDS] as usize, ints[header::DOFS] as usize, point as usize);
+    let (qpos, kept_qpos) =
+        (start(ints, comptime![Array::Qpos as usize]), start(ints, comptime![Array::PointQpos as usize]));
+    for q in 0..nq {
+        data[world.at(qpos, q)] = data[world.at(kept_qpos, k * nq + q)];
+    }
+    let (qvel, kept_qvel) =
+        (start(ints, comptime![Array::Qvel as usize]), start(ints, comptime![Array::PointQvel as usize]));
+    for d in 0..nv {
+        data[world.at(qvel, d)] = data[world.at(kept_qvel, k * nv + d)];
+    }
 }

@@ -185,6 +185,10 @@ pub const TERMS: usize = 42;
 /// vectors (`super::rnea_adjoint::sum`).
 pub const SUMS: usize = 18;
 
+/// The points at which RK4 evaluates the acceleration: its start and three more
+/// (`super::integrate::RK4`).
+pub const RK4_POINTS: usize = 4;
+
 /// The arrays each world holds, in order, with what each is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -265,6 +269,20 @@ pub enum Array {
     AdjointQpos,
     AdjointQvel,
     AdjointCtrl,
+    /// RK4's backward (under RK4 only; empty otherwise): each of its four points' `qpos`,
+    /// `qvel` and slope as the forward made them (point after point), and the cotangents it
+    /// gathers on the way back: of the step's start (`qpos` in tangent coordinates), of the
+    /// slope and the acceleration of the point it takes back next, and of the weighted sums
+    /// of the slopes and of the accelerations.
+    PointQpos,
+    PointQvel,
+    PointSlope,
+    AdjointStartQpos,
+    AdjointStartQvel,
+    AdjointSlope,
+    AdjointQacc,
+    AdjointSlopeMean,
+    AdjointAccelerationMean,
 }
 
 /// A world's [`Array::Status`].
@@ -291,7 +309,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 44] = [
+    pub const ALL: [Array; 53] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -336,6 +354,15 @@ impl Array {
         Array::AdjointQpos,
         Array::AdjointQvel,
         Array::AdjointCtrl,
+        Array::PointQpos,
+        Array::PointQvel,
+        Array::PointSlope,
+        Array::AdjointStartQpos,
+        Array::AdjointStartQvel,
+        Array::AdjointSlope,
+        Array::AdjointQacc,
+        Array::AdjointSlopeMean,
+        Array::AdjointAccelerationMean,
     ];
 
     /// Its number in the header ([`header::ARRAYS`]).
@@ -613,6 +640,7 @@ fn tree_rows(dof_parent: &[Option<usize>]) -> Vec<usize> {
 /// How many numbers `array` holds for one world of `model`, whose mass matrix has `entries`.
 fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
     let (nlink, nv) = (model.tree().links.len(), model.nv());
+    let rk4 = usize::from(model.integrator == Integrator::Rk4);
     match array {
         Array::Qpos | Array::StartQpos => model.nq(),
         Array::Qvel | Array::Bias | Array::Vector | Array::Force | Array::SmoothAcceleration | Array::StartQvel => nv,
@@ -633,6 +661,10 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Inertia | Array::Composite => INERTIA * nlink,
         Array::Mass | Array::Factor => entries,
         Array::Velocity | Array::Acceleration | Array::LinkForce => 6 * nlink,
+        Array::PointQpos => rk4 * RK4_POINTS * model.nq(),
+        Array::PointQvel | Array::PointSlope => rk4 * RK4_POINTS * nv,
+        Array::AdjointStartQpos | Array::AdjointStartQvel | Array::AdjointSlope | Array::AdjointQacc => rk4 * nv,
+        Array::AdjointSlopeMean | Array::AdjointAccelerationMean => rk4 * nv,
     }
 }
 

@@ -32,6 +32,7 @@ mod mass;
 mod newton;
 pub mod pairs;
 mod real;
+mod rk4_backward;
 mod rnea;
 mod rnea_adjoint;
 mod rows;
@@ -814,13 +815,13 @@ impl Stages {
     /// [`Array::AdjointQvel`], pulled back to its start, which the worlds hold (their `qpos`,
     /// `qvel` and controls: keep them before [`Stages::step`]). On return those two arrays hold
     /// the cotangents of `qpos` and `qvel`, and [`Array::AdjointCtrl`] the controls'. It
-    /// recomputes the forward's stages at the start ([`backward`]; with constraints the solve
-    /// too, whose Hessian factor the implicit rule reuses: [`constraint_adjoint`]) and reads
-    /// nothing back. A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
+    /// recomputes the forward's stages ([`backward`]; with constraints the solve too, whose
+    /// Hessian factor the implicit rule reuses: [`constraint_adjoint`]) and reads nothing back.
+    /// A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
     ///
-    /// It differentiates semi-implicit Euler's step, unconstrained or under `mujoco_compat` with
-    /// joint limits and sliding contacts on a plane no degree of freedom moves; another
-    /// integrator, other contacts, MuJoCo's split solve (Euler's implicit damping of a damped
+    /// It differentiates semi-implicit Euler's step and RK4's ([`rk4_backward`]), unconstrained
+    /// or under `mujoco_compat` with joint limits and sliding contacts on a plane no degree of
+    /// freedom moves; other contacts, MuJoCo's split solve (Euler's implicit damping of a damped
     /// dof with constraints) and what the step refuses are refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
@@ -829,8 +830,44 @@ impl Stages {
         if self.packed.nv() == 0 {
             return Ok(());
         }
+        if self.packed.integrator == Integrator::Euler {
+            dispatch_stage!(self, worlds, backward::euler_adjoint, floats);
+            return self.acceleration_backward(worlds);
+        }
+        self.rk4_points(worlds, true)?;
+        dispatch_stage!(self, worlds, rk4_backward::rk4_end_adjoint, floats);
+        let kind = self.float_kind();
+        for (k, &(c, w)) in integrate::RK4.iter().enumerate().rev() {
+            // The forward left the worlds at the last point; the others are evaluated again.
+            if k + 1 < integrate::RK4.len() {
+                launch_typed!(self, worlds, worlds.count, integrate::rk4_restore, [], [k as u32]);
+                self.rates(worlds)?;
+            }
+            let floats = || self.floats.clone().into_tensor_arg();
+            let (point, c_at, w_at) = (k as u32, scalar(c, kind), scalar(w, kind));
+            launch_typed!(
+                self,
+                worlds,
+                worlds.count,
+                rk4_backward::rk4_point_cotangents,
+                [floats()],
+                [point, c_at, w_at]
+            );
+            self.acceleration_backward(worlds)?;
+            let c_at = scalar(c, kind);
+            launch_typed!(self, worlds, worlds.count, rk4_backward::rk4_point_pullback, [floats()], [point, c_at]);
+        }
+        dispatch_stage!(self, worlds, rk4_backward::rk4_finish_adjoint);
+        Ok(())
+    }
+
+    /// The backward of the acceleration at the worlds' state, its stages evaluated there: from
+    /// the cotangent `x̄` of the post-step velocity `x = v + h a` in [`Array::AdjointQvel`], the
+    /// multiplier (`λ = K⁻¹ h x̄`, or the solve's implicit rule), then what `x` passes to `q`,
+    /// `v` and the controls added to [`Array::AdjointQpos`], [`Array::AdjointQvel`] (which
+    /// keeps `x̄` where `x` passes it through) and [`Array::AdjointCtrl`].
+    fn acceleration_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.inverse_dynamics(worlds)?;
-        dispatch_stage!(self, worlds, backward::euler_adjoint, floats);
         if self.packed.constrained() {
             let rows = &worlds.rows;
             let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
@@ -856,17 +893,38 @@ impl Stages {
         Ok(())
     }
 
+    /// The stages' float type, as a scalar argument's kind.
+    fn float_kind(&self) -> FloatKind {
+        match self.dtype {
+            DType::F64 => FloatKind::F64,
+            _ => FloatKind::F32,
+        }
+    }
+
+    /// RK4's points after the stages at the step's start ([`Stages::rates`]): the first slope,
+    /// then each further point's move, stages and slope (`integrate::RK4`), each point kept
+    /// for the backward where `keep` asks. The worlds are left at the last point.
+    fn rk4_points(&self, worlds: &Worlds, keep: bool) -> Result<(), GpuError> {
+        let (_, first) = integrate::RK4[0];
+        dispatch_stage!(self, worlds, integrate::rk4_begin, first);
+        for (k, &(c, w)) in integrate::RK4.iter().enumerate() {
+            if k > 0 {
+                dispatch_stage!(self, worlds, integrate::rk4_point, floats, c);
+                self.rates(worlds)?;
+                dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
+            }
+            if keep {
+                launch_typed!(self, worlds, worlds.count, integrate::rk4_keep, [], [k as u32]);
+            }
+        }
+        Ok(())
+    }
+
     /// What the step runs but its backward does not, refused by name: the step's own refusals,
-    /// integrators other than semi-implicit Euler, the contacts [`layout::Packed::undifferentiated_contacts`]
+    /// the contacts [`layout::Packed::undifferentiated_contacts`]
     /// names, and MuJoCo's split where a dof is damped implicitly.
     pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
         self.step_refusal()?;
-        if self.packed.integrator != Integrator::Euler {
-            return Err(GpuError::Model(format!(
-                "the device backward differentiates semi-implicit Euler, not {:?}",
-                self.packed.integrator
-            )));
-        }
         if self.packed.constrained() {
             if let Some(what) = self.packed.undifferentiated_contacts() {
                 return Err(GpuError::Model(format!("the device backward does not differentiate {what}")));
@@ -938,13 +996,7 @@ impl Stages {
             dispatch_stage!(self, worlds, integrate::euler, floats);
             return Ok(());
         }
-        // RK4: the slopes of the start and of three points, weighted 1/6, 1/3, 1/3, 1/6.
-        dispatch_stage!(self, worlds, integrate::rk4_begin, 1.0 / 6.0);
-        for (c, w) in [(0.5, 1.0 / 3.0), (0.5, 1.0 / 3.0), (1.0, 1.0 / 6.0)] {
-            dispatch_stage!(self, worlds, integrate::rk4_point, floats, c);
-            self.rates(worlds)?;
-            dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
-        }
+        self.rk4_points(worlds, false)?;
         dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
         Ok(())
     }
