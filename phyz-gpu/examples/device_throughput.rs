@@ -1,9 +1,9 @@
 //! Environment steps per second of the GPU batch through phyz-burn's `Simulation`, forward and
 //! with the backward of a rollout, against the CPU engine on this machine's cores (`f64`, rayon
 //! over the lanes) under the same preset: same model, same batch, same run. Under
-//! `--preset mujoco_compat` the device runs the step's stages (`phyz_gpu::stages_simulation`;
-//! its backward needs `--euler`), and the host route's rollout with its backward (the same API
-//! on the CPU backend) is timed too.
+//! `--preset mujoco_compat` the device runs the step's stages (`phyz_gpu::stages_simulation`,
+//! under the model's own integrator or `--euler`'s), and the host route's rollout with its
+//! backward (the same API on the CPU backend) is timed too.
 //!
 //! `cargo run --release -p phyz-gpu --example device_throughput -- MODEL.xml --batch B [--steps T --device wgpu|opengl --preset gpu_equivalent|mujoco_compat --euler]`
 //!

@@ -123,11 +123,11 @@ impl DeviceStep for StagesStep {
             ctrl.into_dispatch(),
             self.clone(),
         ));
-        // The step's read: each lane's status and solve state.
+        // The step's read: each lane's status and what its solves came to.
         let statuses = out.clone().narrow(1, nq + nv, STEPPED_EXTRA).into_data().convert::<f64>();
         let rows = statuses.try_to_vec::<f64>().map_err(|e| format!("{e:?}"))?;
         let refused = rows.chunks(STEPPED_EXTRA).enumerate().find_map(|(lane, row)| {
-            self.0.stages.lane_refusal(row[0], row[1], tracked).map(|why| format!("batch lane {lane}: {why}"))
+            self.0.stages.lane_refusal(row, tracked).map(|why| format!("batch lane {lane}: {why}"))
         });
         if let Some(why) = refused {
             return Err(why);
@@ -136,7 +136,7 @@ impl DeviceStep for StagesStep {
     }
 }
 
-/// The shape of a stepped batch: each lane's `qpos`, `qvel`, status and solve state.
+/// The shape of a stepped batch: each lane's `qpos`, `qvel`, status and its solves' summary.
 fn stepped_shape(qpos: &Shape, qvel: &Shape) -> Shape {
     Shape::new([qpos[0], qpos[1] + qvel[1] + STEPPED_EXTRA])
 }

@@ -20,6 +20,16 @@ use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages_simulation;
 
+/// Two free spheres above a floor, overlapping.
+const TWO_SPHERES: &str = "
+<mujoco>
+  <worldbody>
+    <geom type='plane' size='5 5 0.1'/>
+    <body pos='0 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+    <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+  </worldbody>
+</mujoco>";
+
 /// A scene's name, its model and its lanes' starts.
 type Scene = (&'static str, Model<f64>, Vec<State<f64>>);
 
@@ -160,20 +170,34 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
     );
     let preset = Simulation::new(gymnasium("hopper"));
     assert!(matches!(preset.with_device_step(step), Err(BurnError::Route(why)) if why.contains("mujoco_compat")));
-    // The hopper's contacts between moving bodies step, but have no device backward: refused
-    // when the step is tracked.
-    let hopper = gymnasium("hopper");
-    let sim = stages_simulation(hopper.clone(), &device).expect("the stages step the hopper");
+    // A contact between moving bodies steps, but has no device backward: a tracked step
+    // whose lane presses one is refused, naming the lane.
+    let spheres = mjcf::parse(TWO_SPHERES, "two_spheres.xml").expect("loads");
+    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the spheres");
     let autodiff = device.clone().autodiff();
-    let (qpos, qvel) = (sim.default_state(2, &autodiff).qpos, sim.default_state(2, &autodiff).qvel);
-    let ctrl = Tensor::<2>::zeros([2, hopper.nu()], (&autodiff, DType::F32));
+    let mut qpos = [spheres.default_state().qpos.as_slice(), spheres.default_state().qpos.as_slice()].concat();
+    qpos[7] += 1.0;
+    let qpos =
+        Tensor::<2>::from_data(TensorData::new(qpos, [2, spheres.nq()]).convert::<f32>(), (&autodiff, DType::F32));
+    let qvel = Tensor::<2>::zeros([2, spheres.nv()], (&autodiff, DType::F32));
+    let ctrl = Tensor::<2>::zeros([2, 0], (&autodiff, DType::F32));
     let untracked = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
     sim.step(&untracked, &ctrl).expect("an untracked step runs");
     let tracked = sim.state(qpos.require_grad(), qvel).expect("a valid batch");
     match sim.step(&tracked, &ctrl) {
-        Err(BurnError::Route(why)) => assert!(why.contains("between moving bodies"), "{why}"),
-        other => panic!("a tracked step with contacts between moving bodies: {other:?}"),
+        Err(BurnError::Route(why)) => {
+            assert!(why.contains("lane 1") && why.contains("does not differentiate"), "{why}")
+        }
+        other => panic!("a tracked step pressing a contact between moving bodies: {other:?}"),
     }
+    // The hopper's pairs between moving bodies do not refuse its backward where none presses.
+    let hopper = gymnasium("hopper");
+    let sim = stages_simulation(hopper.clone(), &device).expect("the stages step the hopper");
+    let start = sim.default_state(2, &autodiff).require_grad();
+    let ctrl = Tensor::<2>::zeros([2, hopper.nu()], (&autodiff, DType::F32));
+    let next = sim.step(&start, &ctrl).expect("a tracked step of the hopper runs");
+    let grads = next.qvel.sum().backward();
+    assert!(start.qvel.grad(&grads).is_some(), "a gradient reaches the start");
     // A lane that is not finite fails the step, naming the lane.
     let mut values = vec![0.0f32; 2 * hopper.nq()];
     values[hopper.nq() + 1] = f32::NAN;

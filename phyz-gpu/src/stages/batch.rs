@@ -15,13 +15,15 @@ use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 
 use super::layout::{Array, header, joint, link_int, status};
-use super::newton::{newton_item, solve_state, state_at};
+use super::newton::step_solves;
 use super::real::{Quat, exact};
 use super::world::{World, start};
 use super::{Failure, Stages, Worlds};
 
-/// Columns of a stepped row after `qpos` and `qvel`: the world's status, then its solve's.
-pub const STEPPED_EXTRA: usize = 2;
+/// Columns of a stepped row after `qpos` and `qvel`: the world's status, then what its step's
+/// solves came to (`newton::step_solves`: one stopped short, rows of undifferentiated contacts
+/// pressed).
+pub const STEPPED_EXTRA: usize = 1 + step_solves::LEN;
 
 /// Where a link's joint keeps its coordinates: `moved` numbers that add (a hinge's or a
 /// slide's one, a free joint's three translations) from `qpos` and `dof`, and for a ball or a
@@ -102,7 +104,7 @@ pub(crate) fn load_states<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     data[world.at(start(ints, comptime![Array::Status as usize]), 0)] = code;
 }
 
-/// A unit per world: its `qpos`, `qvel`, status and solve state as a row of `out`
+/// A unit per world: its `qpos`, `qvel`, status and its step's solves as a row of `out`
 /// (`[worlds, nq + nv + STEPPED_EXTRA]`).
 #[cube(launch_unchecked)]
 pub(crate) fn store_states<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, out: &mut Tensor<F>) {
@@ -121,7 +123,10 @@ pub(crate) fn store_states<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, w
         out[row + nq + i] = data[world.at(from, i)];
     }
     out[row + nq + nv] = data[world.at(start(ints, comptime![Array::Status as usize]), 0)];
-    out[row + nq + nv + 1] = data[state_at(ints, &world, comptime![newton_item::STATE])];
+    let solves = start(ints, comptime![Array::StepSolves as usize]);
+    for i in 0..step_solves::LEN {
+        out[row + nq + nv + 1 + i] = data[world.at(solves, i)];
+    }
 }
 
 /// A unit per world: the stored cotangents of a step's end (`bar_qpos` `[worlds, nq]`,
@@ -258,17 +263,28 @@ impl Stages {
         [self.packed.nq(), self.packed.nv(), self.packed.nu()]
     }
 
-    /// Why a lane has no step (or, `tracked`, no derivative), from its status and solve state
-    /// as [`Stages::store_states`] gave them.
-    pub(crate) fn lane_refusal(&self, status: f64, solve: f64, tracked: bool) -> Option<String> {
-        if let Some(failure) = Failure::from_code(status) {
+    /// Why a lane has no step (or, `tracked`, no derivative), from its row's extra columns as
+    /// [`Stages::store_states`] gave them ([`STEPPED_EXTRA`]).
+    pub(crate) fn lane_refusal(&self, extra: &[f64], tracked: bool) -> Option<String> {
+        if let Some(failure) = Failure::from_code(extra[0]) {
             return Some(format!("{failure:?}"));
         }
-        let stopped = self.packed.constrained() && solve == f64::from(solve_state::STOPPED);
-        (tracked && stopped).then(|| {
-            "the constraint solve stopped short of convergence; a step whose gradient is tracked needs a \
-             converged solve, the point its derivative is taken at"
-                .to_string()
+        if !tracked || !self.packed.constrained() {
+            return None;
+        }
+        if extra[1 + step_solves::STOPPED] != 0.0 {
+            return Some(
+                "a constraint solve stopped short of convergence; a step whose gradient is tracked needs \
+                 converged solves, the points its derivative is taken at"
+                    .into(),
+            );
+        }
+        let pressed = extra[1 + step_solves::UNDIFFERENTIATED];
+        (pressed != 0.0).then(|| {
+            format!(
+                "{pressed} pressed rows of contacts the device backward does not differentiate (between \
+                 moving bodies, with a moving plane, or with torsional or rolling friction)"
+            )
         })
     }
 

@@ -16,13 +16,14 @@
 //! the contact point along the normal or a pyramid edge `n ± μ t` (a capsule's tangents turn
 //! with its axis): the contact point `c` lies midway between the plane and the body's sphere,
 //! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
-//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). Other contacts (between
-//! moving bodies, torsional and rolling rows) are refused by the step's backward.
+//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A world that presses
+//! another contact's rows (between moving bodies, with a moving plane, torsional or rolling)
+//! fails (`status::UNDIFFERENTIATED_CONTACT`).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{MIN_VALUE, contact_float, contact_int};
+use super::collision::{MIN_VALUE, contact_float, contact_int, differentiated};
 use super::impedance::{MIN_REGULARIZER, Slopes, edge_regularizer, limit_side, pair_material, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
@@ -83,8 +84,10 @@ pub(crate) fn constraint_adjoint<F: Float>(
                 let from = source[block.row(r)];
                 if from >= LIMIT_ROW {
                     limit_share::<F>(ints, floats, data, jacobian, &pressed, from - LIMIT_ROW);
-                } else {
+                } else if differentiated(ints, found, capacity, from) {
                     contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
+                } else {
+                    fail::<F>(ints, data, &world, comptime![status::UNDIFFERENTIATED_CONTACT]);
                 }
             }
         }

@@ -257,6 +257,8 @@ pub enum Array {
     Qacc,
     /// Where the world's constraint solve stands (`newton::newton_item`).
     Newton,
+    /// What the solves of the world's last step came to (`newton::step_solves`).
+    StepSolves,
     /// The backward's arrays: each link's composite momentum rate matrix (three 3×3 blocks,
     /// [`RATE`] a link), each degree of freedom's terms of inverse dynamics' derivatives
     /// ([`TERMS`] a dof) and their sums against `λ` ([`SUMS`] a dof), the multiplier
@@ -306,10 +308,13 @@ pub mod status {
     /// The step's backward found its constraint solve stopped short of convergence, where the
     /// solution has no derivative.
     pub const UNCONVERGED_SOLVE: u32 = 7;
+    /// The step's backward found a pressed row of a contact it does not differentiate
+    /// (`super::pairs::pair_int::DIFFERENTIATED`).
+    pub const UNDIFFERENTIATED_CONTACT: u32 = 8;
 }
 
 impl Array {
-    pub const ALL: [Array; 53] = [
+    pub const ALL: [Array; 54] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -347,6 +352,7 @@ impl Array {
         Array::Hessian,
         Array::Qacc,
         Array::Newton,
+        Array::StepSolves,
         Array::Rate,
         Array::Terms,
         Array::Sums,
@@ -516,46 +522,6 @@ impl Packed {
         (0..self.nv()).any(|d| self.floats[first + d * dof_float::LEN + dof_float::IMPLICIT_DAMPING] != 0.0)
     }
 
-    /// The contacts the step's backward does not differentiate (named), if any: it takes those
-    /// of a sphere, a capsule or a box on a plane no degree of freedom moves, along the normal or
-    /// a pyramid's sliding edges (condim 1 or 3). Pairs that take no rows (geoms that cannot
-    /// move apart) pass.
-    pub fn undifferentiated_contacts(&self) -> Option<String> {
-        let first = self.ints[header::PAIR_INTS] as usize;
-        let pair = |p: usize, field: usize| self.ints[first + p * pairs::pair_int::LEN + field] as usize;
-        self.pairs.iter().enumerate().find_map(|(p, record)| {
-            let plane = pair(p, pairs::pair_int::KIND) <= pairs::kind::PLANE_BOX as usize;
-            // The plane is MuJoCo's first geom, so the pair is never turned round.
-            let fixed =
-                plane && !self.chain_moves(pair(p, pairs::pair_int::LINK1)) && pair(p, pairs::pair_int::FLIPPED) == 0;
-            let sliding = pair(p, pairs::pair_int::CONDIM) <= 3;
-            let [a, b] = record.geoms;
-            (pair(p, pairs::pair_int::ROWS) > 0 && !(fixed && sliding)).then(|| {
-                let what = if fixed {
-                    "torsional or rolling friction"
-                } else {
-                    "contacts between moving bodies or with a moving plane"
-                };
-                format!("{what} (geoms {a} and {b})")
-            })
-        })
-    }
-
-    /// Whether some degree of freedom moves the link numbered `link` (plus one; 0 for the world)
-    /// or one of its ancestors.
-    fn chain_moves(&self, link: usize) -> bool {
-        let links = self.ints[header::LINK_INTS] as usize;
-        let mut l = link;
-        while l > 0 {
-            let li = links + (l - 1) * link_int::LEN;
-            if self.ints[li + link_int::DOF_NUM] > 0 {
-                return true;
-            }
-            l = self.ints[li + link_int::PARENT] as usize;
-        }
-        false
-    }
-
     /// Where `array` starts among a world's items, and its length.
     pub fn array(&self, array: Array) -> (usize, usize) {
         self.arrays[array.index()]
@@ -653,6 +619,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Sums => SUMS * nv,
         Array::Hessian => nv * nv,
         Array::Newton => super::newton::newton_item::LEN,
+        Array::StepSolves => super::newton::step_solves::LEN,
         Array::Status => 1,
         Array::Ctrl | Array::AdjointCtrl => model.nu(),
         Array::Rotation => 9 * nlink,

@@ -160,6 +160,9 @@ pub enum Failure {
     /// The step's backward found its constraint solve stopped short of convergence: the
     /// solution it kept has no derivative (the CPU's backward refuses it too).
     UnconvergedSolve,
+    /// The step's backward found a pressed row of a contact it does not differentiate: between
+    /// moving bodies, with a moving plane, or with torsional or rolling friction.
+    UndifferentiatedContact,
 }
 
 impl Failure {
@@ -173,6 +176,7 @@ impl Failure {
             layout::status::ROW_OVERFLOW => Some(Failure::RowOverflow),
             layout::status::INDEFINITE_HESSIAN => Some(Failure::IndefiniteHessian),
             layout::status::UNCONVERGED_SOLVE => Some(Failure::UnconvergedSolve),
+            layout::status::UNDIFFERENTIATED_CONTACT => Some(Failure::UndifferentiatedContact),
             _ => None,
         }
     }
@@ -705,15 +709,16 @@ impl Stages {
                 break;
             }
         }
-        let [counts, jacobian, target, regularizer, jar] =
-            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
+        let [counts, jacobian, target, regularizer, jar, source] =
+            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar, &rows.source].map(arg);
+        let (found, capacity) = (arg(&worlds.pool.found), worlds.pool.capacity as u32);
         launch_typed!(
             self,
             worlds,
             n,
             newton::newton_end,
             [floats()],
-            [counts, jacobian, target, regularizer, jar, per_world]
+            [counts, jacobian, target, regularizer, jar, per_world, source, found, capacity]
         );
         Ok(())
     }
@@ -821,8 +826,9 @@ impl Stages {
     ///
     /// It differentiates semi-implicit Euler's step and RK4's ([`rk4_backward`]), unconstrained
     /// or under `mujoco_compat` with joint limits and sliding contacts on a plane no degree of
-    /// freedom moves; other contacts, MuJoCo's split solve (Euler's implicit damping of a damped
-    /// dof with constraints) and what the step refuses are refused by name.
+    /// freedom moves. A world that presses another contact's rows fails
+    /// ([`Failure::UndifferentiatedContact`]); MuJoCo's split solve (Euler's implicit damping of
+    /// a damped dof with constraints) and what the step refuses are refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.backward_refusal()?;
@@ -921,14 +927,10 @@ impl Stages {
     }
 
     /// What the step runs but its backward does not, refused by name: the step's own refusals,
-    /// the contacts [`layout::Packed::undifferentiated_contacts`]
-    /// names, and MuJoCo's split where a dof is damped implicitly.
+    /// and MuJoCo's split where a dof is damped implicitly.
     pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
         self.step_refusal()?;
         if self.packed.constrained() {
-            if let Some(what) = self.packed.undifferentiated_contacts() {
-                return Err(GpuError::Model(format!("the device backward does not differentiate {what}")));
-            }
             if self.packed.implicitly_damped() {
                 return Err(GpuError::Model(
                     "the device backward does not differentiate MuJoCo's split constraint solve \
@@ -988,6 +990,7 @@ impl Stages {
     /// is marked ([`Stages::failures`]) and the others step on.
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.step_refusal()?;
+        dispatch_stage!(self, worlds, newton::begin_step);
         self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());

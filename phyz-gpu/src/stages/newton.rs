@@ -28,8 +28,10 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
+use super::collision::differentiated;
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
+use super::rows::LIMIT_ROW;
 use super::world::{World, fail, fine, start};
 
 /// The rows of a world's block the solve reads and writes, and their number.
@@ -75,6 +77,15 @@ pub mod newton_item {
     pub const ITERATIONS: usize = 3;
     pub const CHANGED: usize = 4;
     pub const LEN: usize = 5;
+}
+
+/// What the solves of a world's step came to, over all its evaluations (reset by
+/// [`begin_step`]): whether one stopped short of convergence (1 or 0), and how many rows of
+/// contacts the step's backward does not differentiate were pressed at their solutions.
+pub mod step_solves {
+    pub const STOPPED: usize = 0;
+    pub const UNDIFFERENTIATED: usize = 1;
+    pub const LEN: usize = 2;
 }
 
 /// Where a world's solve stands.
@@ -314,8 +325,9 @@ fn line_step<F: Float>(
 
 /// The solve's end: a converged world's last full Newton step where it keeps every zone, and the
 /// acceleration with the constraint forces of every world solved (converged or stopped short)
-/// into [`Array::Qacc`].
+/// into [`Array::Qacc`]; then what the solve came to added to the step's ([`step_solves`]).
 #[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn newton_end<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
@@ -327,6 +339,9 @@ pub(crate) fn newton_end<F: Float>(
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     per_world: u32,
+    source: &mut Tensor<u32>,
+    found: &mut Tensor<u32>,
+    capacity: u32,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
@@ -341,6 +356,36 @@ pub(crate) fn newton_end<F: Float>(
         finish::<F>(ints, data, jacobian, target, regularizer, jar, &block);
     }
     acceleration::<F>(ints, floats, data, &block);
+    let solves = start(ints, comptime![Array::StepSolves as usize]);
+    if state == F::cast_from(solve_state::STOPPED) {
+        data[world.at(solves, step_solves::STOPPED)] = F::new(1.0);
+    }
+    let x = start(ints, comptime![Array::Solution as usize]);
+    for r in 0..block.rows {
+        let from = source[block.row(r)];
+        if from < LIMIT_ROW && !differentiated(ints, found, capacity, from) {
+            let mut deviation = -target[block.row(r)];
+            for d in 0..block.nv {
+                deviation += jacobian[block.entry(r, d)] * data[world.at(x, d)];
+            }
+            if deviation < F::new(0.0) {
+                data[world.at(solves, step_solves::UNDIFFERENTIATED)] += F::new(1.0);
+            }
+        }
+    }
+}
+
+/// A step's beginning: its solves' summary ([`step_solves`]) cleared.
+#[cube(launch_unchecked)]
+pub(crate) fn begin_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let solves = start(ints, comptime![Array::StepSolves as usize]);
+    for i in 0..step_solves::LEN {
+        data[world.at(solves, i)] = F::new(0.0);
+    }
 }
 
 /// Entry `(i, j)`, `i ≥ j`, of the bare mass matrix: in row `i` of the tree where `j` is `i` or

@@ -47,7 +47,10 @@ pub mod pair_int {
     /// 1 where the rows are the edges of MuJoCo's pyramidal cone, 0 for the elliptic cone's
     /// (or a frictionless contact's) own rows.
     pub const PYRAMID: usize = 6;
-    pub const LEN: usize = 7;
+    /// 1 where the step's backward differentiates the pair's contacts
+    /// (`super::constraint_adjoint`); a world that presses another's rows fails its backward.
+    pub const DIFFERENTIATED: usize = 7;
+    pub const LEN: usize = 8;
 }
 
 /// A pair's floats: each geom's pose in its link's frame (rotation by rows, then position) and
@@ -184,8 +187,12 @@ fn push(
     // Turned round where MuJoCo's first geom is on another body than the one tested first (the
     // CPU's `anchor.bodies()[0] != first.body`).
     let flipped = oriented[0].body != first.body;
+    // The backward's contacts: a plane no degree of freedom moves, taken first, against a
+    // sphere, a capsule or a box, with sliding friction at most.
+    let fixed_plane = code <= kind::PLANE_BOX && tree.body_last_dof[first.body].is_none() && !flipped;
+    let differentiated = fixed_plane && condim <= 3;
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
-    ints.push(usize::from(pyramid));
+    ints.extend([usize::from(pyramid), usize::from(differentiated)]);
     for g in [first, second] {
         let local = Pose::from_quat(&g.geom.quat, g.geom.pos);
         floats.extend((0..3).flat_map(|r| (0..3).map(move |c| local.rot[(r, c)])));
