@@ -3,8 +3,8 @@
 //! model's constraints (or both without, `--no-constraints`): same batch, same run; then each
 //! stage kernel's time per launch at the worlds' final states.
 //!
-//! With `--backward` (semi-implicit Euler: `--euler` sets it, damping explicit), also a rollout
-//! of `T` steps with its backward:
+//! With `--backward` (under the model's integrator, or `--euler`'s with damping explicit), also
+//! a rollout of `T` steps with its backward:
 //! on the CPU each world's steps, then each step's vector-Jacobian product in reverse
 //! (`phyz_dual::StepVjps`, which records the step again); on the device `Stages::rollout`
 //! (checkpoints) and `Stages::rollout_backward`.
