@@ -63,6 +63,10 @@ pub struct Touch<F: Float> {
     pub depth: F,
     pub reference: V3<F>,
     pub valid: F,
+    /// Two spheres or capsules: where the contact's ends lie on the core segments, as
+    /// multiples of each half axis (the backward reads them).
+    pub along1: F,
+    pub along2: F,
 }
 
 /// Whether the step's backward differentiates the contact in pool slot `c` of `capacity`
@@ -154,7 +158,7 @@ pub(crate) fn collide<F: Float>(
 /// A geom's pose in the world: its link's (`link` plus one; zero, the world) composed with its
 /// pose in the link, whose floats start at `at`.
 #[cube]
-fn geom_pose<F: Float>(
+pub fn geom_pose<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -205,7 +209,7 @@ fn store_frame<F: Float>(geometry: &mut Tensor<F>, c: usize, m: usize, touch: &T
 /// Point `k` of the pair of kind `code` between geoms `g1` and `g2` of sizes `size1` and
 /// `size2`, in the closed form's order (the CPU's `feature`).
 #[cube]
-fn touch<F: Float>(code: u32, k: u32, g1: &Pose<F>, size1: &V3<F>, g2: &Pose<F>, size2: &V3<F>) -> Touch<F> {
+pub fn touch<F: Float>(code: u32, k: u32, g1: &Pose<F>, size1: &V3<F>, g2: &Pose<F>, size2: &V3<F>) -> Touch<F> {
     if code == kind::PLANE_SPHERE {
         let mut out = on_plane::<F>(g1, &g2.pos, size2.x);
         out.reference = default_reference::<F>(&out.normal);
@@ -250,13 +254,21 @@ fn on_plane<F: Float>(plane: &Pose<F>, centre: &V3<F>, radius: F) -> Touch<F> {
     let normal = plane.rot.z_axis();
     let depth = radius - centre.sub(&plane.pos).dot(&normal);
     let point = centre.sub(&normal.scale(radius - depth * F::new(0.5)));
-    Touch::<F> { point, normal, depth, reference: V3::zero(), valid: F::new(1.0) }
+    Touch::<F> {
+        point,
+        normal,
+        depth,
+        reference: V3::zero(),
+        valid: F::new(1.0),
+        along1: F::new(0.0),
+        along2: F::new(0.0),
+    }
 }
 
 /// The direction MuJoCo builds a contact's first tangent from when its detector sets none
 /// (`mju_makeFrame`): the y axis unless the normal is within 60° of it, then z.
 #[cube]
-fn default_reference<F: Float>(normal: &V3<F>) -> V3<F> {
+pub fn default_reference<F: Float>(normal: &V3<F>) -> V3<F> {
     let mut r = V3::<F>::new(F::new(0.0), F::new(0.0), F::new(1.0));
     if F::abs(normal.y) < F::new(0.5) {
         r = V3::<F>::new(F::new(0.0), F::new(1.0), F::new(0.0));
@@ -301,6 +313,8 @@ fn segments<F: Float>(k: u32, g1: &Pose<F>, size1: &V3<F>, g2: &Pose<F>, size2: 
             let d2 = a2.scale(F::new(2.0));
             let st = closest_on_segments::<F>(&p1, &d1, &p2, &d2);
             out = sphere_pair::<F>(&z1, &z2, &p1.add(&d1.scale(st.x)), &p2.add(&d2.scale(st.y)), size1.x, size2.x);
+            out.along1 = F::new(2.0) * st.x - F::new(1.0);
+            out.along2 = F::new(2.0) * st.y - F::new(1.0);
         }
     } else {
         // Each end of the second segment as the point of the first's line it projects to (as a
@@ -328,6 +342,8 @@ fn segments<F: Float>(k: u32, g1: &Pose<F>, size1: &V3<F>, g2: &Pose<F>, size2: 
             x2 = F::max(-one, F::min(g1.pos.add(&a1.scale(x)).sub(&g2.pos).dot(&a2) / bb, one));
         }
         out = sphere_pair::<F>(&z1, &z2, &g1.pos.add(&a1.scale(x1)), &g2.pos.add(&a2.scale(x2)), size1.x, size2.x);
+        out.along1 = x1;
+        out.along2 = x2;
     }
     out
 }
@@ -394,7 +410,15 @@ fn sphere_pair<F: Float>(z1: &V3<F>, z2: &V3<F>, c1: &V3<F>, c2: &V3<F>, r1: F, 
         depth = -xb.sub(&xa).dot(&normal);
         point = xb.add(&normal.scale(depth * half));
     }
-    Touch::<F> { point, normal, depth, reference: V3::zero(), valid: F::new(1.0) }
+    Touch::<F> {
+        point,
+        normal,
+        depth,
+        reference: V3::zero(),
+        valid: F::new(1.0),
+        along1: F::new(0.0),
+        along2: F::new(0.0),
+    }
 }
 
 /// A box with half extents `e` against a sphere of `radius` centred at `sphere`'s origin (the
@@ -424,6 +448,8 @@ fn box_sphere<F: Float>(cube: &Pose<F>, e: &V3<F>, sphere: &Pose<F>, radius: F) 
         depth: F::new(0.0),
         reference: V3::zero(),
         valid: F::new(1.0),
+        along1: F::new(0.0),
+        along2: F::new(0.0),
     };
     if outside <= 1 {
         // The face pushed through: the least inset, the first of equals; on the centre's side,

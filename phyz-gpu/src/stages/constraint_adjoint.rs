@@ -359,9 +359,95 @@ fn pulled_velocity<F: Float>(
     pressed.conductance * (pressed.deviation * data[world.at(lambda, d)] + pressed.along * moved)
 }
 
+/// The motion of the body of link `link` (plus one; 0, the world, has none) under `w`
+/// ([`pulled_velocity`]), in its tree's rooted frame.
+#[cube]
+pub(super) fn chain_motion<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+    link: usize,
+) -> Spatial<F> {
+    let world = &pressed.block.world;
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let mut body = Spatial::<F>::zero();
+    let mut l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
+            body = body.add(&Spatial::<F>::load(data, world.at(motion, 6 * d), world.count).scale(w));
+        }
+        l = ints[li + link_int::PARENT] as usize;
+    }
+    body
+}
+
+/// The share of `∂(J_r w)/∂q_k` that the motions beyond each degree of freedom `k` behind link
+/// `link` turning with it bring (`S_k × U_k`, `U_k` their sum under `w`): `sign` times the
+/// row's `direction` along that turned motion's velocity at `point` (from its tree's origin),
+/// taken from the cotangent of `qpos`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn twist_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+    link: usize,
+    direction: &V3<F>,
+    point: &V3<F>,
+    sign: F,
+) {
+    let world = &pressed.block.world;
+    let n = world.count;
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let mut beyond = Spatial::<F>::zero();
+    let mut l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
+        let end = adr + ints[li + link_int::DOF_NUM] as usize;
+        // The link's own turning motions turn with each of its dofs (a ball's axes with the
+        // link); a hinge's own `S × S` is zero.
+        let mut own = Spatial::<F>::zero();
+        let mut all = Spatial::<F>::zero();
+        for d in adr..end {
+            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
+            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(w);
+            if d >= turning {
+                own = own.add(&s);
+            }
+            all = all.add(&s);
+        }
+        let turned = beyond.add(&own);
+        for k in adr..end {
+            let twist = Spatial::<F>::load(data, world.at(motion, 6 * k), n).cross_motion(&turned);
+            data[world.at(adjoint_q, k)] -= sign * direction.dot(&twist.lin.add(&twist.ang.cross(point)));
+        }
+        beyond = beyond.add(&all);
+        l = ints[li + link_int::PARENT] as usize;
+    }
+}
+
+/// Where link `link`'s tree has its origin (the rooted frame's), in the world.
+#[cube]
+pub(super) fn tree_origin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, link: usize) -> V3<F> {
+    let root = ints[ints[header::LINK_INTS] as usize + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
+    V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), world.count)
+}
+
 /// The contact row's share along each degree of freedom `k` behind the moving geom's link
-/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it (`S_k × U_k`) and the
-/// point carried with the feature, plus the depth's share.
+/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it ([`twist_share`])
+/// and the point carried with the feature, plus the depth's share.
 #[cube]
 fn pull_contact<F: Float>(
     ints: &Tensor<u32>,
@@ -375,65 +461,28 @@ fn pull_contact<F: Float>(
     let n = world.count;
     let link_ints = ints[header::LINK_INTS] as usize;
     let motion = start(ints, comptime![Array::Motion as usize]);
-    let root = ints[link_ints + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
-    let origin = V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), n);
-    let point = contact.point.sub(&origin);
+    let point = contact.point.sub(&tree_origin::<F>(ints, data, world, link));
     let feature = point.add(&contact.normal.scale(contact.radius - contact.depth * F::new(0.5)));
-    // The body's motion under `w`, and its velocity at the point.
-    let mut body = Spatial::<F>::zero();
+    let body = chain_motion::<F>(ints, floats, data, pressed, contact.damping, link);
+    let spin = body.ang.clone();
+    let at_point = body.lin.add(&spin.cross(&point));
+    twist_share::<F>(ints, floats, data, pressed, contact.damping, link, &contact.direction, &point, F::new(1.0));
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let mut l = link;
     while l > 0 {
         let li = link_ints + (l - 1) * link_int::LEN;
         let adr = ints[li + link_int::DOF_ADR] as usize;
-        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
-            let w = pulled_velocity::<F>(ints, floats, data, pressed, contact.damping, d);
-            body = body.add(&Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(w));
-        }
-        l = ints[li + link_int::PARENT] as usize;
-    }
-    let spin = body.ang.clone();
-    let at_point = body.lin.add(&spin.cross(&point));
-    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-    let mut beyond = Spatial::<F>::zero();
-    l = link;
-    while l > 0 {
-        let li = link_ints + (l - 1) * link_int::LEN;
-        let adr = ints[li + link_int::DOF_ADR] as usize;
-        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
-        let end = adr + ints[li + link_int::DOF_NUM] as usize;
-        // The link's own turning motions turn with each of its dofs (a ball's axes with the
-        // link); a hinge's own `S × S` is zero.
-        let mut own = Spatial::<F>::zero();
-        let mut all = Spatial::<F>::zero();
-        for d in adr..end {
-            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(pulled_velocity::<F>(
-                ints,
-                floats,
-                data,
-                pressed,
-                contact.damping,
-                d,
-            ));
-            if d >= turning {
-                own = own.add(&s);
-            }
-            all = all.add(&s);
-        }
-        let turned = beyond.add(&own);
-        for k in adr..end {
+        for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
             let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
-            let twist = axis.cross_motion(&turned);
             let carried = axis.lin.add(&axis.ang.cross(&feature));
             let deeper = -contact.normal.dot(&carried);
             let moved = carried.add(&contact.normal.scale(deeper * F::new(0.5)));
-            let mut along = contact.direction.dot(&twist.lin.add(&twist.ang.cross(&point)))
-                + contact.direction.dot(&spin.cross(&moved));
+            let mut along = contact.direction.dot(&spin.cross(&moved));
             if contact.turning != F::new(0.0) {
                 along += contact.turning * tangent_turn::<F>(contact, &axis.ang).dot(&at_point);
             }
             data[world.at(adjoint_q, k)] -= along + contact.weight * deeper;
         }
-        beyond = beyond.add(&all);
         l = ints[li + link_int::PARENT] as usize;
     }
 }

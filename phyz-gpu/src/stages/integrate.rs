@@ -273,7 +273,8 @@ pub(crate) fn euler<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     check_finite::<F>(ints, data, &world, qvel, ints[header::DOFS] as usize);
 }
 
-/// Keeps the world's `qpos`, `qvel` and slope as RK4's point `point` (for its backward).
+/// Keeps the world's `qpos`, `qvel`, slope and warm start as RK4's point `point` (for its
+/// backward).
 #[cube(launch_unchecked)]
 pub(crate) fn rk4_keep<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, point: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -294,9 +295,15 @@ pub(crate) fn rk4_keep<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world
         data[world.at(kept_qvel, k * nv + d)] = data[world.at(qvel, d)];
         data[world.at(kept_slope, k * nv + d)] = data[world.at(slope, d)];
     }
+    let (warm, kept_warm) =
+        (start(ints, comptime![Array::WarmAcceleration as usize]), start(ints, comptime![Array::PointWarm as usize]));
+    for d in 0..nv + 1 {
+        data[world.at(kept_warm, k * (nv + 1) + d)] = data[world.at(warm, d)];
+    }
 }
 
-/// Puts the world back at RK4's point `point` as [`rk4_keep`] kept it (its `qpos` and `qvel`).
+/// Puts the world back at RK4's point `point` as [`rk4_keep`] kept it: its `qpos`, `qvel`, and
+/// the warm start its solve had.
 #[cube(launch_unchecked)]
 pub(crate) fn rk4_restore<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, point: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -313,5 +320,15 @@ pub(crate) fn rk4_restore<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, wo
         (start(ints, comptime![Array::Qvel as usize]), start(ints, comptime![Array::PointQvel as usize]));
     for d in 0..nv {
         data[world.at(qvel, d)] = data[world.at(kept_qvel, k * nv + d)];
+    }
+    // The warm start its solve had: the point before's, none at the start.
+    let (warm, kept_warm) =
+        (start(ints, comptime![Array::WarmAcceleration as usize]), start(ints, comptime![Array::PointWarm as usize]));
+    if k == 0 {
+        data[world.at(warm, nv)] = F::new(0.0);
+    } else {
+        for d in 0..nv + 1 {
+            data[world.at(warm, d)] = data[world.at(kept_warm, (k - 1) * (nv + 1) + d)];
+        }
     }
 }

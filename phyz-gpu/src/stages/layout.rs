@@ -259,6 +259,9 @@ pub enum Array {
     Newton,
     /// What the solves of the world's last step came to (`newton::step_solves`).
     StepSolves,
+    /// The warm start of the step's next solve: the last solve's acceleration `(x − v)/h`
+    /// (MuJoCo's `qacc_warmstart`), then 1 where the step has solved (`nv + 1` numbers).
+    WarmAcceleration,
     /// The backward's arrays: each link's composite momentum rate matrix (three 3×3 blocks,
     /// [`RATE`] a link), each degree of freedom's terms of inverse dynamics' derivatives
     /// ([`TERMS`] a dof) and their sums against `λ` ([`SUMS`] a dof), the multiplier
@@ -279,6 +282,8 @@ pub enum Array {
     PointQpos,
     PointQvel,
     PointSlope,
+    /// Each point's warm start after its solve ([`Array::WarmAcceleration`]'s numbers).
+    PointWarm,
     AdjointStartQpos,
     AdjointStartQvel,
     AdjointSlope,
@@ -314,7 +319,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 54] = [
+    pub const ALL: [Array; 56] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -353,6 +358,7 @@ impl Array {
         Array::Qacc,
         Array::Newton,
         Array::StepSolves,
+        Array::WarmAcceleration,
         Array::Rate,
         Array::Terms,
         Array::Sums,
@@ -363,6 +369,7 @@ impl Array {
         Array::PointQpos,
         Array::PointQvel,
         Array::PointSlope,
+        Array::PointWarm,
         Array::AdjointStartQpos,
         Array::AdjointStartQvel,
         Array::AdjointSlope,
@@ -620,6 +627,8 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Hessian => nv * nv,
         Array::Newton => super::newton::newton_item::LEN,
         Array::StepSolves => super::newton::step_solves::LEN,
+        Array::WarmAcceleration => nv + 1,
+        Array::PointWarm => rk4 * RK4_POINTS * (nv + 1),
         Array::Status => 1,
         Array::Ctrl | Array::AdjointCtrl => model.nu(),
         Array::Rotation => 9 * nlink,

@@ -832,6 +832,7 @@ impl Stages {
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.backward_refusal()?;
+        dispatch_stage!(self, worlds, newton::begin_step);
         self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());

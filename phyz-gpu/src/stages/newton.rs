@@ -173,7 +173,89 @@ pub(crate) fn newton_start<F: Float>(
         data[world.at(mass_moved, d)] = F::new(0.0);
     }
     deviations::<F>(data, jacobian, target, jar, &block, x);
+    if data[world.at(start(ints, comptime![Array::WarmAcceleration as usize]), block.nv)] == F::new(1.0) {
+        warm_start::<F>(ints, floats, data, jacobian, target, regularizer, jar, &block);
+    }
     products::<F>(ints, data, jacobian, regularizer, jar, &block);
+}
+
+/// The pressed rows' cost `Σ ½ D jar²` at the world's vector starting at item `x`, the rows'
+/// deviations there formed, not kept.
+#[cube]
+fn rows_cost<F: Float>(
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    target: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    block: &Block,
+    x: usize,
+) -> F {
+    let world = &block.world;
+    let mut cost = F::new(0.0);
+    for r in 0..block.rows {
+        let mut deviation = -target[block.row(r)];
+        for d in 0..block.nv {
+            deviation += jacobian[block.entry(r, d)] * data[world.at(x, d)];
+        }
+        if deviation < F::new(0.0) {
+            cost += F::new(0.5) * deviation * deviation / regularizer[block.row(r)];
+        }
+    }
+    cost
+}
+
+/// The start moved to the warm start `v + h a_w` where it costs less than the free velocity, as
+/// MuJoCo and the CPU choose (the Gauss term `½ (x − x₀)ᵀ M (x − x₀)` vanishes at `x₀`): on
+/// entry the point is `x₀` with its deviations; on exit the chosen point's `x`, `x − x₀`,
+/// `M (x − x₀)` and deviations.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn warm_start<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    target: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    jar: &mut Tensor<F>,
+    block: &Block,
+) {
+    let world = &block.world;
+    let (x, free) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Free as usize]));
+    let (trial, qvel) = (start(ints, comptime![Array::Trial as usize]), start(ints, comptime![Array::Qvel as usize]));
+    let warm = start(ints, comptime![Array::WarmAcceleration as usize]);
+    let (moved, mass_moved) =
+        (start(ints, comptime![Array::Moved as usize]), start(ints, comptime![Array::MassMoved as usize]));
+    let dt = floats[TIMESTEP];
+    let mut free_cost = F::new(0.0);
+    for r in 0..block.rows {
+        let deviation = jar[block.row(r)];
+        if deviation < F::new(0.0) {
+            free_cost += F::new(0.5) * deviation * deviation / regularizer[block.row(r)];
+        }
+    }
+    for d in 0..block.nv {
+        let point = data[world.at(qvel, d)] + dt * data[world.at(warm, d)];
+        data[world.at(trial, d)] = point;
+        data[world.at(moved, d)] = point - data[world.at(free, d)];
+    }
+    mass_times::<F>(ints, data, block, moved, mass_moved);
+    let mut gauss = F::new(0.0);
+    for d in 0..block.nv {
+        gauss += data[world.at(moved, d)] * data[world.at(mass_moved, d)];
+    }
+    let warm_cost = rows_cost::<F>(data, jacobian, target, regularizer, block, trial) + F::new(0.5) * gauss;
+    if warm_cost < free_cost {
+        for d in 0..block.nv {
+            data[world.at(x, d)] = data[world.at(trial, d)];
+        }
+        deviations::<F>(data, jacobian, target, jar, block, x);
+    } else {
+        for d in 0..block.nv {
+            data[world.at(moved, d)] = F::new(0.0);
+            data[world.at(mass_moved, d)] = F::new(0.0);
+        }
+    }
 }
 
 /// Column `j` of the Hessian `M + Σ D J_rᵀ J_r` over the pressed rows (its entries at and below
@@ -356,11 +438,18 @@ pub(crate) fn newton_end<F: Float>(
         finish::<F>(ints, data, jacobian, target, regularizer, jar, &block);
     }
     acceleration::<F>(ints, floats, data, &block);
+    // The next solve's warm start, as the CPU records it: `(x − v)/h`.
+    let (x, qvel) = (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Qvel as usize]));
+    let warm = start(ints, comptime![Array::WarmAcceleration as usize]);
+    let rate = F::new(1.0) / floats[TIMESTEP];
+    for d in 0..block.nv {
+        data[world.at(warm, d)] = (data[world.at(x, d)] - data[world.at(qvel, d)]) * rate;
+    }
+    data[world.at(warm, block.nv)] = F::new(1.0);
     let solves = start(ints, comptime![Array::StepSolves as usize]);
     if state == F::cast_from(solve_state::STOPPED) {
         data[world.at(solves, step_solves::STOPPED)] = F::new(1.0);
     }
-    let x = start(ints, comptime![Array::Solution as usize]);
     for r in 0..block.rows {
         let from = source[block.row(r)];
         if from < LIMIT_ROW && !differentiated(ints, found, capacity, from) {
@@ -375,7 +464,9 @@ pub(crate) fn newton_end<F: Float>(
     }
 }
 
-/// A step's beginning: its solves' summary ([`step_solves`]) cleared.
+/// A step's beginning: its solves' summary ([`step_solves`]) cleared, and no warm start kept
+/// (its first solve starts from the free velocity: the step is a function of its state and
+/// controls alone, which its backward recomputes).
 #[cube(launch_unchecked)]
 pub(crate) fn begin_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -386,6 +477,8 @@ pub(crate) fn begin_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, wor
     for i in 0..step_solves::LEN {
         data[world.at(solves, i)] = F::new(0.0);
     }
+    let warm = start(ints, comptime![Array::WarmAcceleration as usize]);
+    data[world.at(warm, ints[header::DOFS] as usize)] = F::new(0.0);
 }
 
 /// Entry `(i, j)`, `i ≥ j`, of the bare mass matrix: in row `i` of the tree where `j` is `i` or
