@@ -7,9 +7,11 @@
 //! - The whole backward: the cotangents of a step's start and controls, from random cotangents
 //!   of its end, against the transposed step Jacobians that forward-mode dual numbers push
 //!   through the CPU's whole step (`phyz_dual::step_jacobians`, an independent method): the
-//!   gymnasium models' trees under semi-implicit Euler without constraints, and a model of what
-//!   they lack (a ball joint, a free body, springs, armature, servos with control and force
-//!   ranges, an affine gain), with and without Euler's implicit damping.
+//!   gymnasium models' trees without constraints and a model of what they lack (a ball joint, a
+//!   free body, springs, armature, servos with control and force ranges, an affine gain), with
+//!   and without Euler's implicit damping; through joint limits; through contacts with the
+//!   floor and between moving spheres and capsules; under semi-implicit Euler and RK4.
+//! - A world that presses a contact the backward does not differentiate fails alone.
 //!
 //! Tolerances, fixed before measuring, relative to `max(1, the largest expected entry)`, worst
 //! over worlds: stages `f64` (Vulkan, lavapipe) 1e-10, `f32` (OpenGL, llvmpipe) 1e-4; the
@@ -445,6 +447,7 @@ fn constrained_backward_against_cpu(
         let (adjoint_q, adjoint_v, adjoint_u) =
             (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::AdjointCtrl));
         let mut scene: f64 = 0.0;
+        let (before, mut between) = (touching, 0);
         for w in 0..count {
             if let Some((_, failure)) = failed.iter().find(|(f, _)| *f == w) {
                 // Only a solve that stopped short is let pass: it has no derivative anywhere.
@@ -453,6 +456,7 @@ fn constrained_backward_against_cpu(
             }
             held += 1;
             touching += contacts[w].len();
+            between += contacts[w].iter().filter(|c| !c.geoms.contains(&0)).count();
             let mut contact = ContactState::new(SolverConfig::mujoco_compat());
             let jacobians = phyz_dual::step_jacobians_lanes::<8>(&model, &states[w], &ctrls[w], &[], &mut contact)
                 .expect("the CPU differentiates");
@@ -462,22 +466,104 @@ fn constrained_backward_against_cpu(
             let got: Vec<f64> = adjoint_q[w].iter().chain(&adjoint_v[w]).chain(&adjoint_u[w]).copied().collect();
             scene = scene.max(worst(&got, &expected));
         }
-        eprintln!("{name:>24}: the constrained step's cotangents {scene:.1e}");
+        eprintln!(
+            "{name:>24}: the constrained step's cotangents {scene:.1e}, {} contacts ({between} without geom 0)",
+            touching - before
+        );
         overall = overall.max(scene);
     }
     (overall, held, touching)
 }
 
-/// Two free spheres above a floor.
-const TWO_SPHERES: &str = "
+/// A free box and a free sphere above a floor.
+const BOX_AND_SPHERE: &str = "
 <mujoco>
   <option timestep='0.005'/>
   <worldbody>
     <geom type='plane' size='5 5 0.1'/>
-    <body pos='0 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
     <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
   </worldbody>
 </mujoco>";
+
+/// Pairs of spheres and capsules pressed into each other: on free bodies, two spheres (one
+/// frictionless), a sphere on a capsule, two capsules that cross; a capsule sliding along a
+/// fixed one, parallel (MuJoCo 4's two points); two spheres whose pair MuJoCo turns round (an
+/// explicit pair listed from the later body); and two hinged capsules below one free body
+/// (their contact moves with the dofs they share).
+const SELF_CONTACTS: [&str; 6] = [
+    "<body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1' mass='1'/></body>
+     <body pos='0.16 0.03 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.7' condim='1'/></body>",
+    "<body pos='1 0 1'><freejoint/><geom type='capsule' size='0.05' fromto='-0.2 0 0 0.2 0 0' mass='0.5'/></body>
+     <body pos='1.05 0.02 1.1'><freejoint/><geom type='sphere' size='0.07' mass='0.4'/></body>",
+    "<body pos='2 0 1'><freejoint/><geom type='capsule' size='0.05' fromto='-0.2 0 0 0.2 0 0' mass='0.5'/></body>
+     <body pos='2.03 0.02 1.07'><freejoint/><geom type='capsule' size='0.04' fromto='0 -0.15 0 0.03 0.15 0.02' mass='0.4'/></body>",
+    "<geom type='capsule' size='0.05' fromto='2.8 0 1 3.2 0 1'/>
+     <body pos='3.05 0 1.09'>
+       <joint type='slide' axis='1 0 0'/><joint type='slide' axis='0 1 0'/><joint type='slide' axis='0 0 1'/>
+       <geom type='capsule' size='0.05' fromto='-0.1 0 0 0.1 0 0' mass='0.3'/>
+     </body>",
+    "<body pos='4 0 1'><freejoint/><geom name='early' type='sphere' size='0.1' mass='1' contype='0' conaffinity='0'/></body>
+     <body pos='4.15 0.05 1'><freejoint/><geom name='late' type='sphere' size='0.1' mass='1' contype='0' conaffinity='0'/></body>",
+    "<body pos='5 0 1'>
+       <freejoint/>
+       <geom type='sphere' size='0.05' mass='1' contype='0' conaffinity='0'/>
+       <body pos='0 0.1 0'>
+         <joint type='hinge' axis='0 1 0'/>
+         <geom type='capsule' size='0.04' fromto='0 0 0 0.3 0 -0.05' mass='0.3'/>
+       </body>
+       <body pos='0 -0.05 0'>
+         <joint type='hinge' axis='1 0 0'/>
+         <geom type='capsule' size='0.04' fromto='0.15 0 0.1 0.15 0.2 -0.1' mass='0.3'/>
+       </body>
+     </body>",
+];
+
+/// A model of one of the [`SELF_CONTACTS`] groups, without gravity.
+fn self_contacts(group: &str) -> Model<f64> {
+    let flipped =
+        if group.contains("'late'") { "<contact><pair geom1='late' geom2='early' condim='3'/></contact>" } else { "" };
+    let xml = format!(
+        "<mujoco><option timestep='0.005' gravity='0 0 0'/><default><geom contype='1' conaffinity='1' condim='3' \
+         friction='0.7' solimp='0.3 0.95 0.2 0.5 2'/></default><worldbody>{group}</worldbody>{flipped}</mujoco>"
+    );
+    mjcf::parse(&xml, "self_contacts.xml").expect("the self contacts load")
+}
+
+/// A state of `model` folded into itself: its joints moved by up to ±1.2 from the default,
+/// velocities within ±0.5 (the humanoid's limbs then press into each other and its torso).
+fn folded_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut s = model.default_state();
+    let turn = DVector::from_fn(model.nv(), |d, _| if d < 6 { 0.0 } else { rng.uniform(-1.2, 1.2) });
+    s.qpos = integrate_position(model, &s.qpos, &turn, 1.0);
+    s.qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.5, 0.5));
+    s
+}
+
+/// A state of `model` near its default: joints moved by up to ±0.01, velocities within ±0.5.
+fn near_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
+    let mut s = model.default_state();
+    let turn = DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.01, 0.01));
+    s.qpos = integrate_position(model, &s.qpos, &turn, 1.0);
+    s.qvel = DVector::from_fn(model.nv(), |_, _| rng.uniform(-0.5, 0.5));
+    s
+}
+
+/// The scenes of the backward through contacts between moving bodies, under `integrator`:
+/// each of the [`SELF_CONTACTS`] alone (all in one model, its 68 dofs take the kernels' loops
+/// past llvmpipe's budget of iterations an invocation).
+fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
+    let names = ["spheres", "sphere on capsule", "crossed capsules", "parallel capsules", "turned round", "siblings"];
+    names
+        .into_iter()
+        .zip(SELF_CONTACTS)
+        .map(|(name, group)| {
+            let mut model = self_contacts(group);
+            model.integrator = integrator;
+            (name.to_string(), model)
+        })
+        .collect()
+}
 
 /// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against
 /// the CPU's step Jacobians chained backwards along the CPU's own rollout: the cotangents of
@@ -551,6 +637,40 @@ fn the_step_backward_is_the_transposed_step_jacobian_in_f64() {
 #[test]
 fn the_step_backward_follows_the_transposed_step_jacobian_in_f32() {
     let worst = backward_against_cpu(&opengl(), backward_scenes(), random_state);
+    assert!(worst <= 1e-3, "{worst:e}");
+}
+
+/// The backward through contacts between moving bodies under `integrator`: the self contacts
+/// near their start, the humanoid folded into itself.
+fn self_contacts_against_cpu(device: &Device, integrator: Integrator) -> f64 {
+    let (contacts, held, touching) =
+        constrained_backward_against_cpu(device, self_contact_models(integrator), near_state);
+    assert!(held >= 6 && touching >= 40, "{held} worlds, {touching} contacts");
+    let mut humanoid = gymnasium("humanoid");
+    humanoid.integrator = integrator;
+    humanoid.enabled.euler_damp = false;
+    let (walker, held, touching) =
+        constrained_backward_against_cpu(device, vec![("humanoid, folded".into(), humanoid)], folded_state);
+    // Off the floor: its contacts are its own.
+    assert!(held >= 4 && touching >= 4, "{held} worlds, {touching} contacts");
+    contacts.max(walker)
+}
+
+#[test]
+fn the_backward_through_moving_contacts_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = self_contacts_against_cpu(&device, Integrator::Euler)
+            .max(self_contacts_against_cpu(&device, Integrator::Rk4));
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
+}
+
+#[test]
+fn the_backward_through_moving_contacts_follows_the_transposed_step_jacobian_in_f32() {
+    let device = opengl();
+    let worst =
+        self_contacts_against_cpu(&device, Integrator::Euler).max(self_contacts_against_cpu(&device, Integrator::Rk4));
     assert!(worst <= 1e-3, "{worst:e}");
 }
 
@@ -642,10 +762,10 @@ fn a_rollout_backward_follows_the_chained_step_jacobians_in_f32() {
 
 #[test]
 fn a_world_pressing_a_contact_the_backward_does_not_differentiate_fails_alone() {
-    let model = mjcf::parse(TWO_SPHERES, "two_spheres.xml").expect("loads");
+    let model = mjcf::parse(BOX_AND_SPHERE, "box_and_sphere.xml").expect("loads");
     let stages = Stages::new(&model, &opengl()).expect("packs");
-    // The first world's spheres overlap (a contact between moving bodies); the second's are
-    // apart.
+    // The first world's box and sphere overlap (a contact between moving bodies the backward
+    // does not differentiate); the second's are apart.
     let mut apart = model.default_state();
     apart.qpos[7] += 1.0;
     let worlds = stages.worlds(&[model.default_state(), apart]).expect("uploads");

@@ -20,12 +20,12 @@ use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages_simulation;
 
-/// Two free spheres above a floor, overlapping.
-const TWO_SPHERES: &str = "
+/// A free box and a free sphere above a floor, overlapping.
+const BOX_AND_SPHERE: &str = "
 <mujoco>
   <worldbody>
     <geom type='plane' size='5 5 0.1'/>
-    <body pos='0 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
     <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
   </worldbody>
 </mujoco>";
@@ -170,10 +170,10 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
     );
     let preset = Simulation::new(gymnasium("hopper"));
     assert!(matches!(preset.with_device_step(step), Err(BurnError::Route(why)) if why.contains("mujoco_compat")));
-    // A contact between moving bodies steps, but has no device backward: a tracked step
-    // whose lane presses one is refused, naming the lane.
-    let spheres = mjcf::parse(TWO_SPHERES, "two_spheres.xml").expect("loads");
-    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the spheres");
+    // A box against a sphere between moving bodies steps, but has no device backward: a
+    // tracked step whose lane presses one is refused, naming the lane.
+    let spheres = mjcf::parse(BOX_AND_SPHERE, "box_and_sphere.xml").expect("loads");
+    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the box and sphere");
     let autodiff = device.clone().autodiff();
     let mut qpos = [spheres.default_state().qpos.as_slice(), spheres.default_state().qpos.as_slice()].concat();
     qpos[7] += 1.0;
@@ -188,9 +188,9 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
         Err(BurnError::Route(why)) => {
             assert!(why.contains("lane 1") && why.contains("does not differentiate"), "{why}")
         }
-        other => panic!("a tracked step pressing a contact between moving bodies: {other:?}"),
+        other => panic!("a tracked step pressing a box against a moving sphere: {other:?}"),
     }
-    // The hopper's pairs between moving bodies do not refuse its backward where none presses.
+    // The hopper's contacts between moving bodies (capsules) and with its floor differentiate.
     let hopper = gymnasium("hopper");
     let sim = stages_simulation(hopper.clone(), &device).expect("the stages step the hopper");
     let start = sim.default_state(2, &autodiff).require_grad();

@@ -31,6 +31,7 @@ use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, so
 use super::pairs::{kind, pair_float, pair_int};
 use super::real::{M3, V3, exact};
 use super::rows::LIMIT_ROW;
+use super::segment_adjoint::segment_share;
 use super::world::{Spatial, World, fail, fine, start};
 
 /// After the constrained forward at the step's start (the solve converged) and the
@@ -85,7 +86,13 @@ pub(crate) fn constraint_adjoint<F: Float>(
                 if from >= LIMIT_ROW {
                     limit_share::<F>(ints, floats, data, jacobian, &pressed, from - LIMIT_ROW);
                 } else if differentiated(ints, found, capacity, from) {
-                    contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
+                    let pair = found[contact_int::PAIR * capacity as usize + from as usize] as usize;
+                    let code = ints[ints[header::PAIR_INTS] as usize + pair * pair_int::LEN + pair_int::KIND];
+                    if code == kind::SPHERES || code == kind::CAPSULES {
+                        segment_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
+                    } else {
+                        contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
+                    }
                 } else {
                     fail::<F>(ints, data, &world, comptime![status::UNDIFFERENTIATED_CONTACT]);
                 }
@@ -141,7 +148,7 @@ fn pressed_row<F: Float>(
 /// regularizer changes by `regularizer_slope` per unit of depth (its material's, or a pyramid
 /// edge's scaled from it) unless the least regularizer holds it (the rows stage's `store`).
 #[cube]
-fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, regularizer_slope: F) -> F {
+pub(super) fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, regularizer_slope: F) -> F {
     let d = pressed.conductance;
     let mut conductance_slope = -regularizer_slope * d * d;
     if pressed.floored {
@@ -153,7 +160,7 @@ fn depth_weight<F: Float>(pressed: &Pressed<F>, slopes: &Slopes<F>, regularizer_
 /// The pressed row's share of its target's pre-step velocity, `μ D (1 − h B) J_r`, added to
 /// the cotangent of `qvel`.
 #[cube]
-fn velocity_share<F: Float>(
+pub(super) fn velocity_share<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -252,17 +259,17 @@ fn contact_share<F: Float>(
 /// contact's block names, with its tangent's coefficient (`turning`) and whether that tangent is
 /// the second (`second`, 1 or 0).
 #[derive(CubeType, Clone)]
-struct Edge<F: Float> {
-    direction: V3<F>,
-    turning: F,
-    second: F,
+pub(super) struct Edge<F: Float> {
+    pub direction: V3<F>,
+    pub turning: F,
+    pub second: F,
 }
 
 /// The direction of the pressed row of the contact in pool slot `c` (of `m`), of the pair
 /// whose records start at `pi` and `pf`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn edge_of<F: Float>(
+pub(super) fn edge_of<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     found: &mut Tensor<u32>,

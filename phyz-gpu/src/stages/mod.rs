@@ -36,6 +36,7 @@ mod rk4_backward;
 mod rnea;
 mod rnea_adjoint;
 mod rows;
+mod segment_adjoint;
 mod tape;
 mod world;
 

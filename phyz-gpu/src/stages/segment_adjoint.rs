@@ -1,0 +1,297 @@
+//! A pressed row's share in the constraint solve's backward for a contact between two spheres
+//! or capsules, either or both moving (`pairs::kind::SPHERES`, `CAPSULES`).
+//!
+//! The closed form (`collision::segments`) puts the contact between the points
+//! `P_i = c_i + x_i a_i` of the two core segments (`c_i` a geom's centre, `a_i` its half axis, a
+//! sphere's zero): `gap = P₂ − P₁`, normal `n = gap/|gap|`, depth `r₁ + r₂ − |gap|`, point
+//! `P₁ + n (r₁ − depth/2)`, first tangent from a fixed reference `r` made orthogonal to `n`,
+//! second `n × t₁`. Each `x_i` is either held (at a segment's end, or an end the parallel rule
+//! picked) or free: strictly inside and the closest for the other point (`gap · a_i = 0`).
+//! Moving the geoms (`∂c_i`, `∂a_i = ω_i × a_i`) moves the free ones by the derivative of
+//! those conditions, and with them the gap, the frame, the point and the depth ([`moved`]).
+//!
+//! A row's value is `d · (v_B(p) − v_A(p))` (`A`, `B` MuJoCo's first and second geoms' bodies,
+//! `d` the normal or a pyramid edge in the stored frame), so its change with a degree of
+//! freedom `k` at fixed `w` is the direction's change along the relative velocity, the
+//! direction along the relative spin about the point's move, and each body's own motions
+//! turning with `k` (`constraint_adjoint::twist_share`); plus the depth's share.
+
+use burn_cubecl::cubecl;
+use burn_cubecl::cubecl::prelude::*;
+
+use super::collision::{MIN_VALUE, contact_float, contact_int, default_reference, geom_pose, touch};
+use super::constraint_adjoint::{
+    Pressed, chain_motion, depth_weight, edge_of, tree_origin, twist_share, velocity_share,
+};
+use super::impedance::{edge_regularizer, pair_material, unilateral_slopes};
+use super::layout::{Array, header, link_int};
+use super::pairs::{pair_float, pair_int};
+use super::real::{V3, exact};
+use super::world::{Spatial, start};
+
+/// The contact's geometry as the closed form left it, in its own orientation (from the first
+/// geom it tests to the second).
+#[derive(CubeType, Clone)]
+struct Segments<F: Float> {
+    c1: V3<F>,
+    c2: V3<F>,
+    a1: V3<F>,
+    a2: V3<F>,
+    x1: F,
+    x2: F,
+    free1: bool,
+    free2: bool,
+    r1: F,
+    gap: V3<F>,
+    distance: F,
+    normal: V3<F>,
+    depth: F,
+    reference: V3<F>,
+    t1: V3<F>,
+    /// `|r − (r·n) n|`: the first tangent is fixed (the world's x axis) where it is too short.
+    length: F,
+    /// The trees' origins the two geoms' motions are about.
+    o1: V3<F>,
+    o2: V3<F>,
+}
+
+/// How the contact moves with motions `m1`, `m2` of its two geoms: its normal, tangents, point
+/// and depth, in the closed form's orientation.
+#[derive(CubeType, Clone)]
+struct Moved<F: Float> {
+    normal: V3<F>,
+    t1: V3<F>,
+    t2: V3<F>,
+    point: V3<F>,
+    depth: F,
+}
+
+#[cube]
+fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F> {
+    let dc1 = m1.lin.add(&m1.ang.cross(&s.c1.sub(&s.o1)));
+    let dc2 = m2.lin.add(&m2.ang.cross(&s.c2.sub(&s.o2)));
+    let da1 = m1.ang.cross(&s.a1);
+    let da2 = m2.ang.cross(&s.a2);
+    // The gap's change with both points held, and the free points' moves.
+    let e = dc2.add(&da2.scale(s.x2)).sub(&dc1).sub(&da1.scale(s.x1));
+    let alpha = e.dot(&s.a1) + s.gap.dot(&da1);
+    let beta = e.dot(&s.a2) + s.gap.dot(&da2);
+    let (aa, bb, ab) = (s.a1.dot(&s.a1), s.a2.dot(&s.a2), s.a1.dot(&s.a2));
+    let mut dx1 = F::new(0.0);
+    let mut dx2 = F::new(0.0);
+    if s.free1 && s.free2 {
+        let det = aa * bb - ab * ab;
+        dx1 = (alpha * bb - ab * beta) / det;
+        dx2 = (ab * alpha - aa * beta) / det;
+    } else if s.free1 {
+        dx1 = alpha / aa;
+    } else if s.free2 {
+        dx2 = -beta / bb;
+    }
+    let dgap = e.add(&s.a2.scale(dx2)).sub(&s.a1.scale(dx1));
+    let n = s.normal.clone();
+    let dnormal = dgap.sub(&n.scale(n.dot(&dgap))).scale(F::new(1.0) / s.distance);
+    let ddepth = -n.dot(&dgap);
+    let dp1 = dc1.add(&da1.scale(s.x1)).add(&s.a1.scale(dx1));
+    let half = F::new(0.5);
+    let dpoint = dp1.add(&dnormal.scale(s.r1 - s.depth * half)).sub(&n.scale(ddepth * half));
+    let mut dt1 = V3::<F>::zero();
+    if s.length > exact::<F>(MIN_VALUE) {
+        let r = s.reference.clone();
+        let dprojected = n.scale(-r.dot(&dnormal)).sub(&dnormal.scale(r.dot(&n)));
+        dt1 = dprojected.sub(&s.t1.scale(s.t1.dot(&dprojected))).scale(F::new(1.0) / s.length);
+    }
+    let dt2 = dnormal.cross(&s.t1).add(&n.cross(&dt1));
+    Moved::<F> { normal: dnormal, t1: dt1, t2: dt2, point: dpoint, depth: ddepth }
+}
+
+/// Whether link `l` is `link` or one of its ancestors (links plus one; 0 the world).
+#[cube]
+fn on_chain(ints: &Tensor<u32>, l: usize, link: usize) -> bool {
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let mut at = link;
+    let mut found = false;
+    while at > 0 {
+        if at == l {
+            found = true;
+        }
+        at = ints[link_ints + (at - 1) * link_int::LEN + link_int::PARENT] as usize;
+    }
+    found
+}
+
+/// The geometry of the contact in pool slot `c` of `m`, of the pair whose records start at
+/// `pi` and `pf`, the closed form evaluated again at the worlds' state.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn segments_at<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    found: &mut Tensor<u32>,
+    m: usize,
+    c: usize,
+    pi: usize,
+    pf: usize,
+) -> Segments<F> {
+    let world = &pressed.block.world;
+    let (link1, link2) = (ints[pi + pair_int::LINK1], ints[pi + pair_int::LINK2]);
+    let g1 = geom_pose::<F>(ints, floats, data, world, link1, pf + pair_float::ROT1);
+    let g2 = geom_pose::<F>(ints, floats, data, world, link2, pf + pair_float::ROT2);
+    let size1 = V3::<F>::load(floats, pf + pair_float::SIZE1, 1);
+    let size2 = V3::<F>::load(floats, pf + pair_float::SIZE2, 1);
+    let found_at = touch::<F>(ints[pi + pair_int::KIND], found[contact_int::FEATURE * m + c], &g1, &size1, &g2, &size2);
+    let a1 = g1.rot.z_axis().scale(size1.y);
+    let a2 = g2.rot.z_axis().scale(size2.y);
+    let (x1, x2) = (found_at.along1, found_at.along2);
+    let gap = g2.pos.add(&a2.scale(x2)).sub(&g1.pos.add(&a1.scale(x1)));
+    let n = found_at.normal.clone();
+    let reference = default_reference::<F>(&n);
+    let projected = reference.sub(&n.scale(reference.dot(&n)));
+    let length = projected.norm();
+    let mut t1 = V3::<F>::new(F::new(1.0), F::new(0.0), F::new(0.0));
+    if length > exact::<F>(MIN_VALUE) {
+        t1 = projected.scale(F::new(1.0) / length);
+    }
+    let mut o1 = V3::<F>::zero();
+    if link1 > 0 {
+        o1 = tree_origin::<F>(ints, data, world, link1 as usize);
+    }
+    let mut o2 = V3::<F>::zero();
+    if link2 > 0 {
+        o2 = tree_origin::<F>(ints, data, world, link2 as usize);
+    }
+    let one = F::new(1.0);
+    Segments::<F> {
+        free1: a1.dot(&a1) > F::new(0.0) && F::abs(x1) < one,
+        free2: a2.dot(&a2) > F::new(0.0) && F::abs(x2) < one,
+        c1: g1.pos,
+        c2: g2.pos,
+        a1,
+        a2,
+        x1,
+        x2,
+        r1: size1.x,
+        distance: gap.norm(),
+        gap,
+        normal: n,
+        depth: found_at.depth,
+        reference,
+        t1,
+        length,
+        o1,
+        o2,
+    }
+}
+
+/// What the row needs of the two bodies and of itself for each degree of freedom's share.
+#[derive(CubeType, Clone)]
+struct Row<F: Float> {
+    /// The stored frame's turn of the closed form's (−1 where the pair is flipped), the row's
+    /// direction in the stored frame, its tangent's coefficient and whether that is the second.
+    sign: F,
+    direction: V3<F>,
+    turning: F,
+    second: F,
+    /// `v_B(p) − v_A(p)` and `ω_B − ω_A` under `w`, and the depth's weight.
+    relative: V3<F>,
+    spin: V3<F>,
+    weight: F,
+}
+
+/// The share of degree of freedom `k`, moving the first geom by `m1` and the second by `m2`.
+#[cube]
+fn dof_share<F: Float>(s: &Segments<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> F {
+    let mv = moved::<F>(s, m1, m2);
+    let mut tangent = mv.t1.clone();
+    if row.second > F::new(0.0) {
+        tangent = mv.t2.scale(row.sign);
+    }
+    let direction = mv.normal.scale(row.sign).add(&tangent.scale(row.turning));
+    direction.dot(&row.relative) + row.direction.dot(&row.spin.cross(&mv.point)) + row.weight * mv.depth
+}
+
+/// A pressed row's share for the contact in pool slot `c` between two spheres or capsules.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn segment_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    capacity: u32,
+    pressed: &Pressed<F>,
+    c: u32,
+) {
+    let (m, c) = (capacity as usize, c as usize);
+    let pair = found[contact_int::PAIR * m + c] as usize;
+    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
+    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
+    let depth = geometry[contact_float::DEPTH * m + c];
+    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
+    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
+    let s = segments_at::<F>(ints, floats, data, pressed, found, m, c, pi, pf);
+    let (link1, link2) = (ints[pi + pair_int::LINK1] as usize, ints[pi + pair_int::LINK2] as usize);
+    let mut sign = F::new(1.0);
+    if ints[pi + pair_int::FLIPPED] == 1 {
+        sign = F::new(-1.0);
+    }
+    let damping = slopes.damping;
+    let v1 = chain_motion::<F>(ints, floats, data, pressed, damping, link1);
+    let v2 = chain_motion::<F>(ints, floats, data, pressed, damping, link2);
+    let point = V3::<F>::load(geometry, contact_float::POINT * m + c, m);
+    let (p1, p2) = (point.sub(&s.o1), point.sub(&s.o2));
+    let relative = v2.lin.add(&v2.ang.cross(&p2)).sub(&v1.lin.add(&v1.ang.cross(&p1))).scale(sign);
+    let rows = ints[pi + pair_int::ROWS];
+    let row = Row::<F> {
+        sign,
+        direction: edge.direction.clone(),
+        turning: edge.turning,
+        second: edge.second,
+        relative,
+        spin: v2.ang.sub(&v1.ang).scale(sign),
+        weight: depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer)),
+    };
+    // Each body's motions turning with the degrees of freedom behind it: the second's velocity
+    // counts in the row, the first's against it (the stored frame's own orientation).
+    twist_share::<F>(ints, floats, data, pressed, damping, link2, &edge.direction, &p2, sign);
+    twist_share::<F>(ints, floats, data, pressed, damping, link1, &edge.direction, &p1, -sign);
+    // The geometry's change: with the first geom's chain (the second's too where they share
+    // it), then with the rest of the second's.
+    let world = &pressed.block.world;
+    let (n, motion) = (world.count, start(ints, comptime![Array::Motion as usize]));
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let still = Spatial::<F>::zero();
+    let mut l = link1;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let shared = on_chain(ints, l, link2);
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
+            let mut m2 = still.clone();
+            if shared {
+                m2 = axis.clone();
+            }
+            data[world.at(adjoint_q, k)] -= dof_share::<F>(&s, &row, &axis, &m2);
+        }
+        l = ints[li + link_int::PARENT] as usize;
+    }
+    l = link2;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        if !on_chain(ints, l, link1) {
+            let adr = ints[li + link_int::DOF_ADR] as usize;
+            for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+                let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
+                data[world.at(adjoint_q, k)] -= dof_share::<F>(&s, &row, &still, &axis);
+            }
+        }
+        l = ints[li + link_int::PARENT] as usize;
+    }
+}
