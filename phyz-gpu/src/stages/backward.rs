@@ -11,7 +11,8 @@
 //! `rnea_adjoint::inverse_dynamics_adjoint`). This is the CPU's analytical Jacobians
 //! (`phyz_dual::AnalyticalJacobians`) turned into a product with a cotangent, with no `nv × nv`
 //! matrix made; the CPU differentiates the integration and the forces by dual numbers, which
-//! these two kernels write out.
+//! these two kernels write out. RK4's integration is taken back by `super::rk4_backward`
+//! around the same acceleration kernels, at each of its points.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;

@@ -1,9 +1,10 @@
 //! The step's stages as CubeCL kernels over all worlds at once: forward kinematics, the mass
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
 //! primitive collision into a contact pool, the constraint rows with their targets and
-//! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the backward of
-//! Euler's step ([`backward`], [`rnea_adjoint`], through limits and contacts on a fixed plane
-//! [`constraint_adjoint`]), with rollouts kept by checkpoints ([`tape`]) and batches of burn
+//! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the step's
+//! backward ([`backward`], [`rk4_backward`], [`rnea_adjoint`], through limits, contacts on a
+//! fixed plane and contacts between spheres and capsules: [`constraint_adjoint`],
+//! [`segment_adjoint`]), with rollouts kept by checkpoints ([`tape`]) and batches of burn
 //! tensors moved in and out ([`batch`]).
 //!
 //! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
