@@ -81,7 +81,8 @@ impl Simulation {
 
     /// The same simulation, with its batches on the devices `step` serves stepped whole by that
     /// device (phyz-gpu's stages), forward and backward: its own engine, held to this one by its
-    /// tests (phyz-gpu's solves each step cold, where the host warm-starts). Refused where the
+    /// tests (phyz-gpu's warm-starts a step's solves from its earlier ones only, where the host
+    /// also warm-starts across steps). Refused where the
     /// device does not step this simulation's model under its preset.
     pub fn with_device_step(&self, step: Arc<dyn DeviceStep>) -> Result<Self, BurnError> {
         step.accepts(&self.shared.model, &self.config()).map_err(BurnError::Route)?;

@@ -1,9 +1,9 @@
 //! phyz-burn's `Simulation` on the stages (`phyz_gpu::stages_simulation`): a rollout's end and
 //! the gradients burn's autodiff takes through it (the stages' backward, registered as each
 //! step's node) against the host route's (the CPU engine, reverse mode by phyz-dual), lane by
-//! lane, from the same starts: one step where contacts are solved (both solves cold; the ant
-//! under its own RK4 and under Euler), three where none are (the same simulation then steps a
-//! smaller batch too).
+//! lane, from the same starts: one step where contacts are solved (both first solves cold; the
+//! ant under its own RK4 and under Euler), three where none are (the same simulation then steps
+//! a smaller batch too).
 //!
 //! Tolerances fixed before measuring, relative to `max(1, |x|)` for the states and to each
 //! gradient's largest entry for the gradients: `f64` (Vulkan, lavapipe) 1e-9 for both; `f32`

@@ -30,7 +30,8 @@ pub trait DeviceStep: Send + Sync + Debug {
     fn step(&self, qpos: Tensor<2>, qvel: Tensor<2>, ctrl: Tensor<2>) -> Result<(Tensor<2>, Tensor<2>), String>;
 }
 
-/// A device step as a route: it keeps no warm starts (the device solves each step cold).
+/// A device step as a route: it keeps no warm starts between steps (the device starts each
+/// step's first solve cold).
 #[derive(Clone, Debug)]
 pub(crate) struct Stepped(pub Arc<dyn DeviceStep>);
 

@@ -53,12 +53,14 @@ fn left_jacobian<F: Float>(phi: &V3<F>, x: &V3<F>) -> V3<F> {
 }
 
 /// The increment `h (v + s a)` that `⊕` added to a position, from the velocity array at
-/// `velocity` and the acceleration array at `acceleration` (`s` zero where there is none).
+/// `velocity` and the acceleration array at `acceleration`, `s` its `acceleration_weight`
+/// (Euler's `v' = v + h a`: `s = h`; RK4 moves along a slope alone: `s = 0`, the acceleration
+/// array then any).
 #[derive(CubeType, Clone)]
 pub(crate) struct Increment<F: Float> {
     pub velocity: usize,
     pub acceleration: usize,
-    pub within: F,
+    pub acceleration_weight: F,
     pub h: F,
 }
 
@@ -95,8 +97,9 @@ pub(crate) fn position_adjoint<F: Float>(
             data[world.at(adjoint_u, k)] += pulled;
         }
         if code == joint::BALL || code == joint::FREE {
-            let omega = V3::<F>::load(data, world.at(increment.velocity, spin), n)
-                .add(&V3::<F>::load(data, world.at(increment.acceleration, spin), n).scale(increment.within));
+            let omega = V3::<F>::load(data, world.at(increment.velocity, spin), n).add(
+                &V3::<F>::load(data, world.at(increment.acceleration, spin), n).scale(increment.acceleration_weight),
+            );
             let phi = omega.scale(h);
             let turn = V3::<F>::load(data, world.at(adjoint_q, spin), n);
             Quat::<F>::from_rotation_vector(&phi).to_matrix().apply(&turn).store(data, world.at(adjoint_q, spin), n);
@@ -119,7 +122,7 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
     }
     let dt = floats[TIMESTEP];
     let velocity = start(ints, comptime![Array::Qvel as usize]);
-    let increment = Increment::<F> { velocity, acceleration: rates_acceleration(ints), within: dt, h: dt };
+    let increment = Increment::<F> { velocity, acceleration: rates_acceleration(ints), acceleration_weight: dt, h: dt };
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
     position_adjoint::<F>(ints, data, &world, &increment, adjoint_q, adjoint_v);
@@ -129,9 +132,10 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
     }
 }
 
-/// The unconstrained acceleration's backward, after [`euler_adjoint`]: [`Array::Multiplier`]
-/// set to `λ = K⁻¹ h v̄'` with the forward's factor of `K`. (A constrained step's is
-/// `constraint_adjoint`.)
+/// The unconstrained acceleration's backward, the cotangent `x̄` of the post-step velocity
+/// `x = v + h a` in [`Array::AdjointQvel`] (Euler's `v̄'`, after [`euler_adjoint`]; RK4's
+/// point's `ā/h`): [`Array::Multiplier`] set to `λ = K⁻¹ h x̄` with the forward's factor of
+/// `K`. (A constrained evaluation's is `constraint_adjoint`.)
 #[cube(launch_unchecked)]
 pub(crate) fn acceleration_adjoint<F: Float>(
     ints: &Tensor<u32>,

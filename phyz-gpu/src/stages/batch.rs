@@ -21,8 +21,8 @@ use super::world::{World, start};
 use super::{Failure, Stages, Worlds};
 
 /// Columns of a stepped row after `qpos` and `qvel`: the world's status, then what its step's
-/// solves came to (`newton::step_solves`: one stopped short, rows of undifferentiated contacts
-/// pressed).
+/// solves came to (`newton::step_solves`: one stopped short, one pressed an undifferentiated
+/// contact).
 pub const STEPPED_EXTRA: usize = 1 + step_solves::LEN;
 
 /// Where a link's joint keeps its coordinates: `moved` numbers that add (a hinge's or a
@@ -279,12 +279,10 @@ impl Stages {
                     .into(),
             );
         }
-        let pressed = extra[1 + step_solves::UNDIFFERENTIATED];
-        (pressed != 0.0).then(|| {
-            format!(
-                "{pressed} pressed rows of contacts the device backward does not differentiate (between \
-                 moving bodies, with a moving plane, or with torsional or rolling friction)"
-            )
+        (extra[1 + step_solves::UNDIFFERENTIATED] != 0.0).then(|| {
+            "it pressed a contact the device backward does not differentiate (a box against a sphere, a \
+             moving plane, or torsional or rolling friction)"
+                .into()
         })
     }
 

@@ -1,10 +1,10 @@
 //! The constraint solve's backward, one unit per world: the implicit function theorem at the
 //! solve's solution, with the Hessian factor its last Newton iteration left.
 //!
-//! Under `mujoco_compat` without MuJoCo's split, the post-step velocity `x` of a constrained
-//! step solves `G = h (τ(q, v, (x − v)/h) − f(q, v, u)) + Σ J_rᵀ D_r (J_r x − t_r) = 0` over its
-//! pressed rows (`D_r = 1/R_r`, `t_r` the row's target). So the cotangent `x̄` of `x` (which is
-//! the step's `v'`) gives `λ = H⁻¹ x̄` with `H = M + Σ D_r J_rᵀ J_r` the solve's own Hessian, and
+//! Under `mujoco_compat` without MuJoCo's split, the post-step velocity `x = v + h a` of a
+//! constrained evaluation solves `G = h (τ(q, v, (x − v)/h) − f(q, v, u)) + Σ J_rᵀ D_r (J_r x −
+//! t_r) = 0` over its pressed rows (`D_r = 1/R_r`, `t_r` the row's target). So the cotangent
+//! `x̄` of `x` (Euler's `v̄'`; RK4's point's `ā/h`) gives `λ = H⁻¹ x̄` with `H = M + Σ D_r J_rᵀ J_r` the solve's own Hessian, and
 //! `−λᵀ ∂G`: through inverse dynamics and the forces with the multiplier `h λ` (the kernels the
 //! unconstrained backward runs), `M λ` to `v` through `(x − v)/h`, and each pressed row's share.
 //! A row's share has two parts ([`Pressed`]): its target's and regularizer's change with its
@@ -16,9 +16,10 @@
 //! the contact point along the normal or a pyramid edge `n ± μ t` (a capsule's tangents turn
 //! with its axis): the contact point `c` lies midway between the plane and the body's sphere,
 //! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
-//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A world that presses
-//! another contact's rows (between moving bodies, with a moving plane, torsional or rolling)
-//! fails (`status::UNDIFFERENTIATED_CONTACT`).
+//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A contact between two
+//! spheres or capsules is `super::segment_adjoint`'s. A world that presses another contact's
+//! rows (a box against a sphere, a moving plane, torsional or rolling) fails
+//! (`status::UNDIFFERENTIATED_CONTACT`).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;

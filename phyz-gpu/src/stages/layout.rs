@@ -260,7 +260,8 @@ pub enum Array {
     /// What the solves of the world's last step came to (`newton::step_solves`).
     StepSolves,
     /// The warm start of the step's next solve: the last solve's acceleration `(x − v)/h`
-    /// (MuJoCo's `qacc_warmstart`), then 1 where the step has solved (`nv + 1` numbers).
+    /// (MuJoCo's `qacc_warmstart`), then 1 where the step has solved (`nv + 1` numbers; under
+    /// Euler, one solve a step, never read).
     WarmAcceleration,
     /// The backward's arrays: each link's composite momentum rate matrix (three 3×3 blocks,
     /// [`RATE`] a link), each degree of freedom's terms of inverse dynamics' derivatives
@@ -274,8 +275,9 @@ pub enum Array {
     AdjointQpos,
     AdjointQvel,
     AdjointCtrl,
-    /// RK4's backward (under RK4 only; empty otherwise): each of its four points' `qpos`,
-    /// `qvel` and slope as the forward made them (point after point), and the cotangents it
+    /// RK4's backward (under RK4 only; empty otherwise): each of its points' `qpos`, `qvel` and
+    /// slope as the forward made them (point after point; not the last, whose stages the
+    /// backward finds in place), and the cotangents it
     /// gathers on the way back: of the step's start (`qpos` in tangent coordinates), of the
     /// slope and the acceleration of the point it takes back next, and of the weighted sums
     /// of the slopes and of the accelerations.
@@ -628,7 +630,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Newton => super::newton::newton_item::LEN,
         Array::StepSolves => super::newton::step_solves::LEN,
         Array::WarmAcceleration => nv + 1,
-        Array::PointWarm => rk4 * RK4_POINTS * (nv + 1),
+        Array::PointWarm => rk4 * (RK4_POINTS - 1) * (nv + 1),
         Array::Status => 1,
         Array::Ctrl | Array::AdjointCtrl => model.nu(),
         Array::Rotation => 9 * nlink,
@@ -637,8 +639,8 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Inertia | Array::Composite => INERTIA * nlink,
         Array::Mass | Array::Factor => entries,
         Array::Velocity | Array::Acceleration | Array::LinkForce => 6 * nlink,
-        Array::PointQpos => rk4 * RK4_POINTS * model.nq(),
-        Array::PointQvel | Array::PointSlope => rk4 * RK4_POINTS * nv,
+        Array::PointQpos => rk4 * (RK4_POINTS - 1) * model.nq(),
+        Array::PointQvel | Array::PointSlope => rk4 * (RK4_POINTS - 1) * nv,
         Array::AdjointStartQpos | Array::AdjointStartQvel | Array::AdjointSlope | Array::AdjointQacc => rk4 * nv,
         Array::AdjointSlopeMean | Array::AdjointAccelerationMean => rk4 * nv,
     }

@@ -162,8 +162,9 @@ pub enum Failure {
     /// The step's backward found its constraint solve stopped short of convergence: the
     /// solution it kept has no derivative (the CPU's backward refuses it too).
     UnconvergedSolve,
-    /// The step's backward found a pressed row of a contact it does not differentiate: between
-    /// moving bodies, with a moving plane, or with torsional or rolling friction.
+    /// The step's backward found a pressed row of a contact it does not differentiate: a box
+    /// against a sphere, a moving plane, torsional or rolling friction, or two spheres whose
+    /// centres coincide.
     UndifferentiatedContact,
 }
 
@@ -652,14 +653,22 @@ impl Stages {
 
     /// Every world's constraint problem solved, after [`Stages::rows`] and the smooth stages at
     /// the same state ([`Stages::smooth`]): MuJoCo's Newton method from the free velocity
-    /// ([`newton`]), and the acceleration with the constraint forces into [`Array::Qacc`]. The
-    /// device solves problems whose rows are all unilateral (limits, frictionless contacts, the
-    /// pyramidal cone's edges): a model whose contacts have elliptic cones is refused. A world
-    /// whose solve stops short of convergence keeps its last point, as the CPU's step does
+    /// ([`newton`]; a solve on its own starts from there, as a step's first does), and the
+    /// acceleration with the constraint forces into [`Array::Qacc`]. The device solves problems
+    /// whose rows are all unilateral (limits, frictionless contacts, the pyramidal cone's
+    /// edges): a model whose contacts have elliptic cones is refused. A world whose solve stops
+    /// short of convergence keeps its last point, as the CPU's step does
     /// ([`Stages::stopped_short`] names it); one whose Hessian is not positive definite fails
     /// ([`Failure::IndefiniteHessian`]).
     pub fn solve_constraints(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
+        dispatch_stage!(self, worlds, newton::begin_step);
+        self.newton(worlds)
+    }
+
+    /// [`Stages::solve_constraints`] within a step: from the warm start its earlier solves left
+    /// where that costs less than the free velocity (RK4's later points).
+    fn newton(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.solve_refusal()?;
         if self.packed.nv() == 0 {
             return Ok(());
@@ -806,13 +815,13 @@ impl Stages {
 
     /// The acceleration an integrator reads at the worlds' state: the smooth stages, then where
     /// the model is constrained collision, the rows and the solve (MuJoCo's model under
-    /// `mujoco_compat`, each solve from the free velocity).
+    /// `mujoco_compat`, each solve warm from the step's earlier ones where that costs less).
     fn rates(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.smooth(worlds)?;
         if self.packed.constrained() {
             self.collide(worlds)?;
             self.rows(worlds)?;
-            self.solve_constraints(worlds)?;
+            self.newton(worlds)?;
         }
         Ok(())
     }
@@ -827,14 +836,18 @@ impl Stages {
     /// A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
     ///
     /// It differentiates semi-implicit Euler's step and RK4's ([`rk4_backward`]), unconstrained
-    /// or under `mujoco_compat` with joint limits and sliding contacts on a plane no degree of
-    /// freedom moves. A world that presses another contact's rows fails
-    /// ([`Failure::UndifferentiatedContact`]); MuJoCo's split solve (Euler's implicit damping of
-    /// a damped dof with constraints) and what the step refuses are refused by name.
+    /// or under `mujoco_compat` with joint limits and contacts with sliding friction at most
+    /// (condim 1 or 3): of a sphere, a capsule or a box on a plane no degree of freedom moves,
+    /// and between two spheres or capsules ([`segment_adjoint`]). A world that presses another
+    /// contact's rows fails ([`Failure::UndifferentiatedContact`]); MuJoCo's split solve
+    /// (Euler's implicit damping of a damped dof with constraints) and what the step refuses are
+    /// refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.backward_refusal()?;
-        dispatch_stage!(self, worlds, newton::begin_step);
+        if self.packed.constrained() {
+            dispatch_stage!(self, worlds, newton::begin_step);
+        }
         self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());
@@ -853,18 +866,18 @@ impl Stages {
                 self.rates(worlds)?;
             }
             let floats = || self.floats.clone().into_tensor_arg();
-            let (point, c_at, w_at) = (k as u32, scalar(c, kind), scalar(w, kind));
+            // A launch takes its scalars by value: each makes its own.
+            let (point, at) = (k as u32, |x: f64| scalar(x, kind));
             launch_typed!(
                 self,
                 worlds,
                 worlds.count,
                 rk4_backward::rk4_point_cotangents,
                 [floats()],
-                [point, c_at, w_at]
+                [point, at(c), at(w)]
             );
             self.acceleration_backward(worlds)?;
-            let c_at = scalar(c, kind);
-            launch_typed!(self, worlds, worlds.count, rk4_backward::rk4_point_pullback, [floats()], [point, c_at]);
+            launch_typed!(self, worlds, worlds.count, rk4_backward::rk4_point_pullback, [floats()], [point, at(c)]);
         }
         dispatch_stage!(self, worlds, rk4_backward::rk4_finish_adjoint);
         Ok(())
@@ -911,8 +924,8 @@ impl Stages {
     }
 
     /// RK4's points after the stages at the step's start ([`Stages::rates`]): the first slope,
-    /// then each further point's move, stages and slope (`integrate::RK4`), each point kept
-    /// for the backward where `keep` asks. The worlds are left at the last point.
+    /// then each further point's move, stages and slope (`integrate::RK4`), each point but the
+    /// last kept for the backward where `keep` asks. The worlds are left at the last point.
     fn rk4_points(&self, worlds: &Worlds, keep: bool) -> Result<(), GpuError> {
         let (_, first) = integrate::RK4[0];
         dispatch_stage!(self, worlds, integrate::rk4_begin, first);
@@ -922,7 +935,8 @@ impl Stages {
                 self.rates(worlds)?;
                 dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
             }
-            if keep {
+            // The backward evaluates the last point's stages once, where the forward leaves them.
+            if keep && k + 1 < integrate::RK4.len() {
                 launch_typed!(self, worlds, worlds.count, integrate::rk4_keep, [], [k as u32]);
             }
         }
@@ -993,7 +1007,9 @@ impl Stages {
     /// is marked ([`Stages::failures`]) and the others step on.
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.step_refusal()?;
-        dispatch_stage!(self, worlds, newton::begin_step);
+        if self.packed.constrained() {
+            dispatch_stage!(self, worlds, newton::begin_step);
+        }
         self.rates(worlds)?;
         if self.packed.nv() == 0 {
             return Ok(());

@@ -79,9 +79,9 @@ pub mod newton_item {
     pub const LEN: usize = 5;
 }
 
-/// What the solves of a world's step came to, over all its evaluations (reset by
-/// [`begin_step`]): whether one stopped short of convergence (1 or 0), and how many rows of
-/// contacts the step's backward does not differentiate were pressed at their solutions.
+/// What the solves of a world's last step came to, over all its evaluations (reset by
+/// [`begin_step`]): whether one stopped short of convergence, and whether one pressed a row of
+/// a contact the step's backward does not differentiate at its solution (1 or 0 each).
 pub mod step_solves {
     pub const STOPPED: usize = 0;
     pub const UNDIFFERENTIATED: usize = 1;
@@ -458,7 +458,7 @@ pub(crate) fn newton_end<F: Float>(
                 deviation += jacobian[block.entry(r, d)] * data[world.at(x, d)];
             }
             if deviation < F::new(0.0) {
-                data[world.at(solves, step_solves::UNDIFFERENTIATED)] += F::new(1.0);
+                data[world.at(solves, step_solves::UNDIFFERENTIATED)] = F::new(1.0);
             }
         }
     }

@@ -111,7 +111,7 @@ fn point_increment<F: Float>(ints: &Tensor<u32>, point: u32, c: F, dt: F) -> Inc
         before = point as usize - 1;
     }
     let slopes = start(ints, comptime![Array::PointSlope as usize]) + before * nv;
-    Increment::<F> { velocity: slopes, acceleration: slopes, within: F::new(0.0), h: c * dt }
+    Increment::<F> { velocity: slopes, acceleration: slopes, acceleration_weight: F::new(0.0), h: c * dt }
 }
 
 /// The end `q' = q ⊕ h S`, `v' = v + h A` taken back, after the forward's points were kept
@@ -135,7 +135,7 @@ pub(crate) fn rk4_end_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<
         data[world.at(at.acceleration, d)] = F::new(0.0);
     }
     let mean = start(ints, comptime![Array::SlopeMean as usize]);
-    let increment = Increment::<F> { velocity: mean, acceleration: mean, within: F::new(0.0), h: dt };
+    let increment = Increment::<F> { velocity: mean, acceleration: mean, acceleration_weight: F::new(0.0), h: dt };
     position_adjoint::<F>(ints, data, &world, &increment, at.q, at.slope_mean);
     for d in 0..ints[header::DOFS] as usize {
         data[world.at(at.start_q, d)] = data[world.at(at.q, d)];

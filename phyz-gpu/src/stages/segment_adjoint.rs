@@ -24,10 +24,10 @@ use super::constraint_adjoint::{
     Pressed, chain_motion, depth_weight, edge_of, tree_origin, twist_share, velocity_share,
 };
 use super::impedance::{edge_regularizer, pair_material, unilateral_slopes};
-use super::layout::{Array, header, link_int};
+use super::layout::{Array, header, link_int, status};
 use super::pairs::{pair_float, pair_int};
 use super::real::{V3, exact};
-use super::world::{Spatial, start};
+use super::world::{Spatial, fail, start};
 
 /// The contact's geometry as the closed form left it, in its own orientation (from the first
 /// geom it tests to the second).
@@ -260,36 +260,54 @@ pub(super) fn segment_share<F: Float>(
     // counts in the row, the first's against it (the stored frame's own orientation).
     twist_share::<F>(ints, floats, data, pressed, damping, link2, &edge.direction, &p2, sign);
     twist_share::<F>(ints, floats, data, pressed, damping, link1, &edge.direction, &p1, -sign);
-    // The geometry's change: with the first geom's chain (the second's too where they share
-    // it), then with the rest of the second's.
+    if s.distance < exact::<F>(MIN_VALUE) {
+        // Coincident centres: the normal comes from the axes, not the gap (no derivative here).
+        fail::<F>(ints, data, &pressed.block.world, comptime![status::UNDIFFERENTIATED_CONTACT]);
+    } else {
+        // The geometry's change: with the first geom's chain (the second's too where they
+        // share it), then with the rest of the second's.
+        geometry_share::<F>(ints, data, pressed, &s, &row, link1, link2, true);
+        geometry_share::<F>(ints, data, pressed, &s, &row, link2, link1, false);
+    }
+}
+
+/// The geometry's share ([`dof_share`]) of each degree of freedom behind link `link`: moving
+/// the first geom where `first` (the second too where `other`'s chain shares the dof), else
+/// the second alone, skipping the dofs `other`'s chain shares (the first's walk took them).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn geometry_share<F: Float>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    s: &Segments<F>,
+    row: &Row<F>,
+    link: usize,
+    other: usize,
+    #[comptime] first: bool,
+) {
     let world = &pressed.block.world;
     let (n, motion) = (world.count, start(ints, comptime![Array::Motion as usize]));
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let link_ints = ints[header::LINK_INTS] as usize;
     let still = Spatial::<F>::zero();
-    let mut l = link1;
+    let mut l = link;
     while l > 0 {
         let li = link_ints + (l - 1) * link_int::LEN;
-        let shared = on_chain(ints, l, link2);
-        let adr = ints[li + link_int::DOF_ADR] as usize;
-        for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
-            let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
-            let mut m2 = still.clone();
-            if shared {
-                m2 = axis.clone();
-            }
-            data[world.at(adjoint_q, k)] -= dof_share::<F>(&s, &row, &axis, &m2);
-        }
-        l = ints[li + link_int::PARENT] as usize;
-    }
-    l = link2;
-    while l > 0 {
-        let li = link_ints + (l - 1) * link_int::LEN;
-        if !on_chain(ints, l, link1) {
+        let shared = on_chain(ints, l, other);
+        if first || !shared {
             let adr = ints[li + link_int::DOF_ADR] as usize;
             for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
                 let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
-                data[world.at(adjoint_q, k)] -= dof_share::<F>(&s, &row, &still, &axis);
+                let mut m1 = still.clone();
+                let mut m2 = axis.clone();
+                if first {
+                    m1 = axis.clone();
+                    if !shared {
+                        m2 = still.clone();
+                    }
+                }
+                data[world.at(adjoint_q, k)] -= dof_share::<F>(s, row, &m1, &m2);
             }
         }
         l = ints[li + link_int::PARENT] as usize;
