@@ -947,14 +947,12 @@ impl Stages {
     /// and MuJoCo's split where a dof is damped implicitly.
     pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
         self.step_refusal()?;
-        if self.packed.constrained() {
-            if self.packed.implicitly_damped() {
-                return Err(GpuError::Model(
-                    "the device backward does not differentiate MuJoCo's split constraint solve \
-                     (Euler's implicit damping with dampers)"
-                        .into(),
-                ));
-            }
+        if self.packed.constrained() && self.packed.implicitly_damped() {
+            return Err(GpuError::Model(
+                "the device backward does not differentiate MuJoCo's split constraint solve \
+                 (Euler's implicit damping with dampers)"
+                    .into(),
+            ));
         }
         Ok(())
     }
