@@ -29,7 +29,7 @@ use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Failure, Stages};
 
 mod common;
-use common::{FEATURES, GYMNASIUM, Rng, gymnasium, has_f64};
+use common::{BOX_AND_SPHERE, FEATURES, GYMNASIUM, Rng, gymnasium, has_f64};
 
 /// A ball joint below a hinge (its dofs' parent moving, so their perturbations' `ψ` terms are
 /// not zero), a slide below it driven through its parent's frame, and a control range.
@@ -474,17 +474,6 @@ fn constrained_backward_against_cpu(
     }
     (overall, held, touching)
 }
-
-/// A free box and a free sphere above a floor.
-const BOX_AND_SPHERE: &str = "
-<mujoco>
-  <option timestep='0.005'/>
-  <worldbody>
-    <geom type='plane' size='5 5 0.1'/>
-    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
-    <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
-  </worldbody>
-</mujoco>";
 
 /// Pairs of spheres and capsules pressed into each other: on free bodies, two spheres (one
 /// frictionless), a sphere on a capsule, two capsules that cross; a capsule sliding along a

@@ -12,23 +12,13 @@
 mod common;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
-use common::{FEATURES, Rng, gymnasium, has_f64};
+use common::{BOX_AND_SPHERE, FEATURES, Rng, gymnasium, has_f64};
 use phyz_burn::{BurnError, Simulation};
 use phyz_core::contact::SolverConfig;
 use phyz_core::model::{Integrator, JointKind};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
 use phyz_gpu::stages_simulation;
-
-/// A free box and a free sphere above a floor, overlapping.
-const BOX_AND_SPHERE: &str = "
-<mujoco>
-  <worldbody>
-    <geom type='plane' size='5 5 0.1'/>
-    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
-    <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
-  </worldbody>
-</mujoco>";
 
 /// A scene's name, its model and its lanes' starts.
 type Scene = (&'static str, Model<f64>, Vec<State<f64>>);

@@ -69,6 +69,23 @@ pub struct Touch<F: Float> {
     pub along2: F,
 }
 
+#[cube]
+impl<F: Float> Touch<F> {
+    /// A contact found at `point` along `normal`, `depth` deep: no reference yet, at the
+    /// segments' starts.
+    pub fn at(point: V3<F>, normal: V3<F>, depth: F) -> Touch<F> {
+        Touch::<F> {
+            point,
+            normal,
+            depth,
+            reference: V3::zero(),
+            valid: F::new(1.0),
+            along1: F::new(0.0),
+            along2: F::new(0.0),
+        }
+    }
+}
+
 /// Whether the step's backward differentiates the contact in pool slot `c` of `capacity`
 /// (its pair's `pair_int::DIFFERENTIATED`).
 #[cube]
@@ -254,15 +271,7 @@ fn on_plane<F: Float>(plane: &Pose<F>, centre: &V3<F>, radius: F) -> Touch<F> {
     let normal = plane.rot.z_axis();
     let depth = radius - centre.sub(&plane.pos).dot(&normal);
     let point = centre.sub(&normal.scale(radius - depth * F::new(0.5)));
-    Touch::<F> {
-        point,
-        normal,
-        depth,
-        reference: V3::zero(),
-        valid: F::new(1.0),
-        along1: F::new(0.0),
-        along2: F::new(0.0),
-    }
+    Touch::<F>::at(point, normal, depth)
 }
 
 /// The direction MuJoCo builds a contact's first tangent from when its detector sets none
@@ -410,15 +419,7 @@ fn sphere_pair<F: Float>(z1: &V3<F>, z2: &V3<F>, c1: &V3<F>, c2: &V3<F>, r1: F, 
         depth = -xb.sub(&xa).dot(&normal);
         point = xb.add(&normal.scale(depth * half));
     }
-    Touch::<F> {
-        point,
-        normal,
-        depth,
-        reference: V3::zero(),
-        valid: F::new(1.0),
-        along1: F::new(0.0),
-        along2: F::new(0.0),
-    }
+    Touch::<F>::at(point, normal, depth)
 }
 
 /// A box with half extents `e` against a sphere of `radius` centred at `sphere`'s origin (the
@@ -442,15 +443,7 @@ fn box_sphere<F: Float>(cube: &Pose<F>, e: &V3<F>, sphere: &Pose<F>, radius: F) 
     if F::abs(centre.z) > e.z {
         outside += 1;
     }
-    let mut out = Touch::<F> {
-        point: V3::zero(),
-        normal: V3::zero(),
-        depth: F::new(0.0),
-        reference: V3::zero(),
-        valid: F::new(1.0),
-        along1: F::new(0.0),
-        along2: F::new(0.0),
-    };
+    let mut out = Touch::<F>::at(V3::zero(), V3::zero(), F::new(0.0));
     if outside <= 1 {
         // The face pushed through: the least inset, the first of equals; on the centre's side,
         // the negative one on a tie.

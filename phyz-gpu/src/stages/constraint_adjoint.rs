@@ -196,6 +196,45 @@ fn limit_share<F: Float>(
     data[pressed.block.world.at(adjoint_q, limit.dof)] -= weight * limit.turn;
 }
 
+/// What every pressed contact row's share reads of its contact (pool slot `c` of `m`): its
+/// pair's records (at `pi`, `pf`), its depth and the reference's damping there, its direction
+/// ([`edge_of`]) and its depth's weight ([`depth_weight`]). Its share through the target's
+/// pre-step velocity ([`velocity_share`]) is added on the way.
+#[derive(CubeType, Clone)]
+pub(super) struct ContactTerms<F: Float> {
+    pub pi: usize,
+    pub pf: usize,
+    pub depth: F,
+    pub damping: F,
+    pub weight: F,
+    pub edge: Edge<F>,
+}
+
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn contact_terms<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    m: usize,
+    c: usize,
+) -> ContactTerms<F> {
+    let pair = found[contact_int::PAIR * m + c] as usize;
+    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
+    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
+    let rows = ints[pi + pair_int::ROWS];
+    let depth = geometry[contact_float::DEPTH * m + c];
+    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
+    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
+    let weight = depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer));
+    ContactTerms::<F> { pi, pf, depth, damping: slopes.damping, weight, edge }
+}
+
 /// A pressed contact row's share: the contact of pool slot `c`, between a plane no degree of
 /// freedom moves (MuJoCo's first geom) and a sphere, a capsule's end or a box's corner.
 #[cube]
@@ -212,16 +251,10 @@ fn contact_share<F: Float>(
     c: u32,
 ) {
     let (m, c) = (capacity as usize, c as usize);
-    let pair = found[contact_int::PAIR * m + c] as usize;
-    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
-    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
-    let rows = ints[pi + pair_int::ROWS];
-    let depth = geometry[contact_float::DEPTH * m + c];
-    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
-    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let terms = contact_terms::<F>(ints, floats, data, jacobian, found, geometry, pressed, m, c);
+    let (pi, pf, edge) = (terms.pi, terms.pf, terms.edge.clone());
     let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
     let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
-    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
     let code = ints[pi + pair_int::KIND];
     let mut radius = floats[pf + pair_float::SIZE2];
     if code == kind::PLANE_BOX {
@@ -245,9 +278,9 @@ fn contact_share<F: Float>(
         normal,
         point: V3::load(geometry, contact_float::POINT * m + c, m),
         radius,
-        depth,
-        weight: depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer)),
-        damping: slopes.damping,
+        depth: terms.depth,
+        weight: terms.weight,
+        damping: terms.damping,
         axis,
         t1,
         turning,
@@ -259,7 +292,8 @@ fn contact_share<F: Float>(
 /// A contact row's direction: the normal, or the pyramid's edge `n ± μ_k t_k` its row in the
 /// contact's block names, with its tangent's coefficient (`turning`) and whether that tangent is
 /// the second (`second`, 1 or 0).
-#[derive(CubeType, Clone)]
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
 pub(super) struct Edge<F: Float> {
     pub direction: V3<F>,
     pub turning: F,

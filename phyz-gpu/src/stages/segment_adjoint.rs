@@ -20,10 +20,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{MIN_VALUE, contact_float, contact_int, default_reference, geom_pose, touch};
-use super::constraint_adjoint::{
-    Pressed, chain_motion, depth_weight, edge_of, tree_origin, twist_share, velocity_share,
-};
-use super::impedance::{edge_regularizer, pair_material, unilateral_slopes};
+use super::constraint_adjoint::{Pressed, chain_motion, contact_terms, tree_origin, twist_share};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{pair_float, pair_int};
 use super::real::{V3, exact};
@@ -227,26 +224,19 @@ pub(super) fn segment_share<F: Float>(
     c: u32,
 ) {
     let (m, c) = (capacity as usize, c as usize);
-    let pair = found[contact_int::PAIR * m + c] as usize;
-    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
-    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
-    let depth = geometry[contact_float::DEPTH * m + c];
-    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
-    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
-    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
+    let terms = contact_terms::<F>(ints, floats, data, jacobian, found, geometry, pressed, m, c);
+    let (pi, pf, edge, damping) = (terms.pi, terms.pf, terms.edge.clone(), terms.damping);
     let s = segments_at::<F>(ints, floats, data, pressed, found, m, c, pi, pf);
     let (link1, link2) = (ints[pi + pair_int::LINK1] as usize, ints[pi + pair_int::LINK2] as usize);
     let mut sign = F::new(1.0);
     if ints[pi + pair_int::FLIPPED] == 1 {
         sign = F::new(-1.0);
     }
-    let damping = slopes.damping;
     let v1 = chain_motion::<F>(ints, floats, data, pressed, damping, link1);
     let v2 = chain_motion::<F>(ints, floats, data, pressed, damping, link2);
     let point = V3::<F>::load(geometry, contact_float::POINT * m + c, m);
     let (p1, p2) = (point.sub(&s.o1), point.sub(&s.o2));
     let relative = v2.lin.add(&v2.ang.cross(&p2)).sub(&v1.lin.add(&v1.ang.cross(&p1))).scale(sign);
-    let rows = ints[pi + pair_int::ROWS];
     let row = Row::<F> {
         sign,
         direction: edge.direction.clone(),
@@ -254,7 +244,7 @@ pub(super) fn segment_share<F: Float>(
         second: edge.second,
         relative,
         spin: v2.ang.sub(&v1.ang).scale(sign),
-        weight: depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer)),
+        weight: terms.weight,
     };
     // Each body's motions turning with the degrees of freedom behind it: the second's velocity
     // counts in the row, the first's against it (the stored frame's own orientation).

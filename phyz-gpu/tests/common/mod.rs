@@ -102,6 +102,18 @@ pub const FEATURES: &str = "
   </actuator>
 </mujoco>";
 
+/// A free box and a free sphere above a floor, overlapping (a contact between moving bodies the
+/// device backward does not differentiate).
+pub const BOX_AND_SPHERE: &str = "
+<mujoco>
+  <option timestep='0.005'/>
+  <worldbody>
+    <geom type='plane' size='5 5 0.1'/>
+    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
+    <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+  </worldbody>
+</mujoco>";
+
 /// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
 /// requires it.
 pub fn has_f64(device: &burn::tensor::Device) -> bool {
