@@ -18,6 +18,16 @@ pub fn opengl() -> Device {
     Device::new(WgpuDevice::default().on(WgpuBackend::Gl))
 }
 
+/// Whether `device` is a CubeCL device that is no card: a software driver (Mesa's llvmpipe or
+/// lavapipe) or a CPU.
+pub fn is_software(device: &Device) -> bool {
+    let inner = device.clone().inner();
+    match inner.as_dispatch() {
+        DispatchDevice::Cube(cube) => cube.client().properties().identity.physical.is_none(),
+        _ => false,
+    }
+}
+
 /// The float type the physics gets on `device`: `f64` where the device computes it, else `f32`
 /// (wgpu has `f64` only on Vulkan with `shaderFloat64`) — with the reason, for the caller to say.
 pub fn float_dtype(device: &Device) -> (DType, &'static str) {
