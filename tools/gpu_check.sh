@@ -51,13 +51,13 @@ for model in ant humanoid; do
         run "$bin/parity" "$models/$model.xml" --batch 1024 --steps 20 --device "$device" --preset "$preset"
     done
 done
-# Through phyz-burn's Simulation: the stages (mujoco_compat, Euler so that the backward runs)
-# and the traced route (gpu_equivalent). The largest batches first: batch 32,768 is the
-# comparison with MJX.
+# Through phyz-burn's Simulation: the stages (mujoco_compat, the models' own RK4, forward and
+# backward) and the traced route (gpu_equivalent). The largest batches first: batch 32,768 is
+# the comparison with MJX.
 for batch in 32768 16384 4096 1024; do
     for model in ant humanoid; do
         run "$bin/device_throughput" "$models/$model.xml" --batch "$batch" --warmup 3 --steps 10 --device "$device" \
-            --preset mujoco_compat --euler
+            --preset mujoco_compat
     done
 done
 for batch in 32768 4096; do
