@@ -762,17 +762,8 @@ fn a_world_pressing_a_contact_the_backward_does_not_differentiate_fails_alone() 
 }
 
 #[test]
-fn a_backward_the_device_does_not_run_is_refused_by_name() {
+fn a_constrained_model_past_a_software_drivers_loop_budget_is_refused_by_name() {
     let device = opengl();
-    let refusal = |model: &Model<f64>| {
-        let stages = Stages::new(model, &device).expect("packs");
-        let worlds = stages.worlds(&[model.default_state()]).expect("uploads");
-        match stages.step_backward(&worlds) {
-            Err(e) => e.to_string(),
-            Ok(()) => panic!("the backward ran"),
-        }
-    };
-    // A constrained model whose solve runs a software driver's loops past their budget.
     let far: String =
         (0..2).map(|i| format!("<body pos='{i} 5 1'><freejoint/><geom type='sphere' size='0.1'/></body>")).collect();
     let big = self_contacts(&format!("{}{far}", SELF_CONTACTS.concat()));
@@ -780,9 +771,47 @@ fn a_backward_the_device_does_not_run_is_refused_by_name() {
         let refused = Stages::new(&big, &device).expect_err("71 dofs with constraints on llvmpipe");
         assert!(refused.to_string().contains("software driver"), "{refused}");
     }
-    // Limits under Euler's implicit damping: MuJoCo's split solve.
-    let mut split = gymnasium("walker2d");
-    split.integrator = Integrator::Euler;
-    split.enabled.contact = false;
-    assert!(refusal(&split).contains("split"), "{}", refusal(&split));
+}
+
+/// MuJoCo's split (Euler's implicit damping where damped dofs meet constraints) taken back: the
+/// damped gymnasium models through their limits (contacts off), and the floor scene with every
+/// joint damped and the half cheetah through contacts, under Euler with its implicit damping.
+fn split_against_cpu(device: &Device) -> f64 {
+    let limited: Vec<(String, Model<f64>)> = ["half_cheetah", "hopper", "walker2d", "humanoid"]
+        .into_iter()
+        .map(|name| {
+            let mut model = gymnasium(name);
+            model.enabled.contact = false;
+            model.integrator = Integrator::Euler;
+            (name.to_string(), model)
+        })
+        .collect();
+    let (limits, pressed) = limits_backward_against_cpu(device, limited);
+    assert!(pressed >= 12, "{pressed}");
+    let damped = FLOOR
+        .replace("<geom contype='1' conaffinity='0'/>", "<geom contype='1' conaffinity='0'/><joint damping='0.4'/>");
+    let mut floor = mjcf::parse(&damped, "damped_floor.xml").expect("the damped floor loads");
+    floor.integrator = Integrator::Euler;
+    let mut cheetah = gymnasium("half_cheetah");
+    cheetah.integrator = Integrator::Euler;
+    let scenes = vec![("damped floor".to_string(), floor), ("half_cheetah".to_string(), cheetah)];
+    let (contacts, held, touching) = constrained_backward_against_cpu(device, scenes, pressed_state);
+    assert!(held >= 12 && touching >= 20, "{held} worlds, {touching} contacts");
+    eprintln!("the split: limits {limits:.1e}, contacts {contacts:.1e}");
+    limits.max(contacts)
+}
+
+#[test]
+fn the_backward_through_the_split_is_the_transposed_step_jacobian_in_f64() {
+    let device = wgpu();
+    if has_f64(&device) {
+        let worst = split_against_cpu(&device);
+        assert!(worst <= 1e-9, "{worst:e}");
+    }
+}
+
+#[test]
+fn the_backward_through_the_split_follows_the_transposed_step_jacobian_in_f32() {
+    let worst = split_against_cpu(&opengl());
+    assert!(worst <= 1e-3, "{worst:e}");
 }

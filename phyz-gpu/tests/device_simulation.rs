@@ -24,7 +24,9 @@ use phyz_gpu::stages_simulation;
 type Scene = (&'static str, Model<f64>, Vec<State<f64>>);
 
 /// The scenes: the ant pressed into its floor (contacts and limits) under its own RK4 and
-/// under Euler with its damping explicit, and the model of what the gymnasium models lack
+/// under Euler with its damping explicit, the half cheetah as it comes (Euler's implicit
+/// damping with its limits and floor: MuJoCo's split), and the model of what the gymnasium
+/// models lack
 /// without constraints (a ball joint, a free body, springs, dampers, servos with ranges,
 /// affine gains), under Euler.
 fn scenes() -> Vec<Scene> {
@@ -37,7 +39,13 @@ fn scenes() -> Vec<Scene> {
     features.integrator = Integrator::Euler;
     features.enabled.constraint = false;
     let mut out = Vec::new();
-    for (name, model, lower) in [("ant, RK4", ant_rk4, 0.3), ("ant, Euler", ant, 0.3), ("features", features, 0.0)] {
+    let scenes = [
+        ("ant, RK4", ant_rk4, 0.3),
+        ("ant, Euler", ant, 0.3),
+        ("half_cheetah", gymnasium("half_cheetah"), 0.0),
+        ("features", features, 0.0),
+    ];
+    for (name, model, lower) in scenes {
         let mut starts: Vec<State<f64>> = (0..4).map(|_| start(&model, &mut rng, lower)).collect();
         // A lane whose quaternions are not of unit length: the step reads them normalized.
         for joint in model.joints().iter().filter(|j| matches!(j.kind(), JointKind::Ball | JointKind::Free)) {

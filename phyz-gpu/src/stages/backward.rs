@@ -20,6 +20,7 @@ use burn_cubecl::cubecl::prelude::*;
 use super::forces::actuator_law;
 use super::layout::{Array, TIMESTEP, actuator_float, actuator_int, dof_float, header, joint, link_float, link_int};
 use super::mass::solve_in_place;
+use super::newton::{Block, mass_times, newton_item, solve_state, state_at};
 use super::real::{Quat, V3, exact, sin_cos};
 use super::world::{World, check_finite, rates_acceleration, start};
 
@@ -129,6 +130,73 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
     let adjoint_u = start(ints, comptime![Array::AdjointCtrl as usize]);
     for a in 0..ints[header::CONTROLS] as usize {
         data[world.at(adjoint_u, a)] = F::new(0.0);
+    }
+}
+
+/// MuJoCo's split taken back, after [`euler_adjoint`] and before the acceleration's backward:
+/// under Euler's implicit damping with constraints the solve runs with the bare mass matrix `M`
+/// from `x₀ = v + h M⁻¹ f` and the step takes `q̈ = K⁻¹ M (x − v)/h` (`K = M + h B`), so
+/// `v' = v + K⁻¹ M (x − v)`. With `λ₁ = K⁻¹ v̄'` (the forward's factor): `x̄ = M λ₁` goes to the
+/// solve's backward (in [`Array::AdjointQvel`]), `v̄' − M λ₁` passes by it, and `q` takes
+/// `λ₁ᵀ ∂(M(q) u)/∂q` at `u = x − v'` ([`split_end`]). [`Array::Split`] keeps `u`, the share
+/// passing by and `λ₁`. A world without rows took the smooth step, `K q̈ = f − C`: its `u` and
+/// its shares are zero.
+#[cube(launch_unchecked)]
+pub(crate) fn split_begin<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let nv = ints[header::DOFS] as usize;
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    let split = start(ints, comptime![Array::Split as usize]);
+    let (kept, first) = (split + nv, split + 2 * nv);
+    for d in 0..3 * nv {
+        data[world.at(split, d)] = F::new(0.0);
+    }
+    if data[state_at(ints, &world, comptime![newton_item::STATE])] != F::cast_from(solve_state::IDLE) {
+        for d in 0..nv {
+            data[world.at(first, d)] = data[world.at(adjoint_v, d)];
+        }
+        solve_in_place::<F>(ints, data, &world, first);
+        let block = Block { world: world.clone(), rows: 0, nv };
+        mass_times::<F>(ints, data, &block, first, kept);
+        let (x, qvel) =
+            (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Qvel as usize]));
+        let qacc = rates_acceleration(ints);
+        let dt = floats[TIMESTEP];
+        for d in 0..nv {
+            let x_bar = data[world.at(kept, d)];
+            data[world.at(kept, d)] = data[world.at(adjoint_v, d)] - x_bar;
+            data[world.at(adjoint_v, d)] = x_bar;
+            let next = data[world.at(qvel, d)] + dt * data[world.at(qacc, d)];
+            data[world.at(split, d)] = data[world.at(x, d)] - next;
+        }
+    }
+}
+
+/// The end of the split's backward, after the acceleration's (whose solve left `h λ` in
+/// [`Array::Multiplier`]): the share of `v̄` that passed by the solve added back, and the
+/// multiplier set to `λ − λ₁` for inverse dynamics' adjoint of `M(q) u` (`mass_only`). That
+/// gives `q` the split's `λ₁ᵀ ∂(M u)/∂q`, less the solve's `λᵀ ∂(M u)/∂q`: the solve's balance
+/// holds inverse dynamics at its own acceleration `(x − v)/h`, which the acceleration's backward
+/// took at the step's `q̈`, `u/h` apart.
+#[cube(launch_unchecked)]
+pub(crate) fn split_end<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let nv = ints[header::DOFS] as usize;
+    let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
+    let lambda = start(ints, comptime![Array::Multiplier as usize]);
+    let split = start(ints, comptime![Array::Split as usize]);
+    let rate = F::new(1.0) / floats[TIMESTEP];
+    for d in 0..nv {
+        let passed = data[world.at(split + nv, d)];
+        data[world.at(adjoint_v, d)] += passed;
+        let solved = data[world.at(lambda, d)] * rate;
+        data[world.at(lambda, d)] = solved - data[world.at(split + 2 * nv, d)];
     }
 }
 

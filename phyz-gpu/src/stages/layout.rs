@@ -275,6 +275,10 @@ pub enum Array {
     AdjointQpos,
     AdjointQvel,
     AdjointCtrl,
+    /// MuJoCo's split taken back (`super::backward::split_begin`): `x − v'`, whose product with
+    /// the mass matrix inverse dynamics differentiates, the share of `v̄` that passes by the
+    /// solve, and `λ₁ = K⁻¹ v̄'` (`3 nv` numbers).
+    Split,
     /// RK4's backward (under RK4 only; empty otherwise): each of its points' `qpos`, `qvel` and
     /// slope as the forward made them (point after point; not the last, whose stages the
     /// backward finds in place), and the cotangents it
@@ -321,7 +325,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 56] = [
+    pub const ALL: [Array; 57] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -368,6 +372,7 @@ impl Array {
         Array::AdjointQpos,
         Array::AdjointQvel,
         Array::AdjointCtrl,
+        Array::Split,
         Array::PointQpos,
         Array::PointQvel,
         Array::PointSlope,
@@ -623,6 +628,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Free | Array::Solution | Array::Moved | Array::MassMoved | Array::Gradient | Array::Search => nv,
         Array::MassSearch | Array::Trial | Array::TrialGradient | Array::Qacc => nv,
         Array::Multiplier | Array::AdjointQpos | Array::AdjointQvel => nv,
+        Array::Split => 3 * nv,
         Array::Rate => RATE * nlink,
         Array::Terms => TERMS * nv,
         Array::Sums => SUMS * nv,

@@ -541,7 +541,8 @@ impl Stages {
     /// arrays at it; after the smooth stages.
     pub fn inverse_dynamics(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        dispatch_stage!(self, worlds, rnea::inverse_dynamics, floats);
+        let floats = self.floats.clone().into_tensor_arg();
+        launch_typed!(self, worlds, worlds.count, rnea::inverse_dynamics, [floats], [false]);
         Ok(())
     }
 
@@ -550,7 +551,21 @@ impl Stages {
     /// [`Stages::inverse_dynamics`] ([`rnea_adjoint`]).
     pub fn inverse_dynamics_adjoint(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        dispatch_stage!(self, worlds, rnea_adjoint::inverse_dynamics_adjoint, floats);
+        let floats = self.floats.clone().into_tensor_arg();
+        launch_typed!(self, worlds, worlds.count, rnea_adjoint::inverse_dynamics_adjoint, [floats], [false]);
+        Ok(())
+    }
+
+    /// MuJoCo's split taken back, around the acceleration's backward ([`backward::split_begin`],
+    /// [`backward::split_end`]): then `(λ₁ − λ)ᵀ ∂(M(q) u)/∂q` by inverse dynamics' adjoint
+    /// without velocity or gravity.
+    fn split_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        dispatch_stage!(self, worlds, backward::split_begin, floats);
+        self.acceleration_backward(worlds)?;
+        dispatch_stage!(self, worlds, backward::split_end, floats);
+        let floats = || self.floats.clone().into_tensor_arg();
+        launch_typed!(self, worlds, worlds.count, rnea::inverse_dynamics, [floats()], [true]);
+        launch_typed!(self, worlds, worlds.count, rnea_adjoint::inverse_dynamics_adjoint, [floats()], [true]);
         Ok(())
     }
 
@@ -854,12 +869,12 @@ impl Stages {
     /// or under `mujoco_compat` with joint limits and contacts with sliding friction at most
     /// (condim 1 or 3): of a sphere, a capsule or a box on a plane no degree of freedom moves,
     /// and between two spheres or capsules ([`segment_adjoint`]). A world that presses another
-    /// contact's rows fails ([`Failure::UndifferentiatedContact`]); MuJoCo's split solve
-    /// (Euler's implicit damping of a damped dof with constraints) and what the step refuses are
-    /// refused by name.
+    /// contact's rows fails ([`Failure::UndifferentiatedContact`]). Under Euler's implicit
+    /// damping of a damped dof with constraints (MuJoCo's split solve) it takes the split back
+    /// too ([`backward::split_begin`]). What the step refuses is refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
-        self.backward_refusal()?;
+        self.step_refusal()?;
         if self.packed.constrained() {
             dispatch_stage!(self, worlds, newton::begin_step);
         }
@@ -869,6 +884,9 @@ impl Stages {
         }
         if self.packed.integrator == Integrator::Euler {
             dispatch_stage!(self, worlds, backward::euler_adjoint, floats);
+            if self.packed.constrained() && self.packed.implicitly_damped() {
+                return self.split_backward(worlds);
+            }
             return self.acceleration_backward(worlds);
         }
         self.rk4_points(worlds, true)?;
@@ -954,20 +972,6 @@ impl Stages {
             if keep && k + 1 < integrate::RK4.len() {
                 launch_typed!(self, worlds, worlds.count, integrate::rk4_keep, [], [k as u32]);
             }
-        }
-        Ok(())
-    }
-
-    /// What the step runs but its backward does not, refused by name: the step's own refusals,
-    /// and MuJoCo's split where a dof is damped implicitly.
-    pub(crate) fn backward_refusal(&self) -> Result<(), GpuError> {
-        self.step_refusal()?;
-        if self.packed.constrained() && self.packed.implicitly_damped() {
-            return Err(GpuError::Model(
-                "the device backward does not differentiate MuJoCo's split constraint solve \
-                 (Euler's implicit damping with dampers)"
-                    .into(),
-            ));
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::layout::{Array, INERTIA, dof_float, header, link_int};
-use super::world::{Inertia, Spatial, World, rates_acceleration, start, world_acceleration};
+use super::world::{Inertia, Spatial, World, dynamics_acceleration, start, world_acceleration};
 
 /// `Σ s_d q̇_d` over the degrees of freedom `from..to`.
 #[cube]
@@ -36,30 +36,33 @@ pub(crate) fn bias_forces<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
         terminate!();
     }
     let bias = start(ints, comptime![Array::Bias as usize]);
-    newton_euler::<F>(ints, floats, data, &world, bias, false);
+    newton_euler::<F>(ints, floats, data, &world, bias, false, false);
 }
 
 /// Fills [`Array::Vector`] with inverse dynamics `M(q) q̈ + C(q, q̇)` at the acceleration the
 /// integrators read (the smooth one, or the constrained one where the step solves
-/// constraints), and RNEA's link arrays at it.
+/// constraints), and RNEA's link arrays at it; where `mass_only`, `M(q) u` (no velocity, no
+/// gravity, `u` as [`super::world::dynamics_acceleration`] says).
 #[cube(launch_unchecked)]
 pub(crate) fn inverse_dynamics<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     worlds: u32,
+    #[comptime] mass_only: bool,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
     }
     let tau = start(ints, comptime![Array::Vector as usize]);
-    newton_euler::<F>(ints, floats, data, &world, tau, true);
+    newton_euler::<F>(ints, floats, data, &world, tau, true, mass_only);
 }
 
 /// RNEA's passes into the link arrays and the generalized forces into the world's vector at
 /// `tau`, with the acceleration the integrators read (and the armature's share of the
-/// generalized forces) where `accelerated`, else none.
+/// generalized forces) where `accelerated`, else none; where `mass_only`, with neither velocity
+/// nor gravity and the acceleration [`dynamics_acceleration`] names.
 #[cube]
 fn newton_euler<F: Float>(
     ints: &Tensor<u32>,
@@ -68,17 +71,21 @@ fn newton_euler<F: Float>(
     world: &World,
     tau: usize,
     #[comptime] accelerated: bool,
+    #[comptime] mass_only: bool,
 ) {
     let n = world.count;
     let nlink = ints[header::LINKS] as usize;
     let qvel = start(ints, comptime![Array::Qvel as usize]);
-    let qacc = rates_acceleration(ints);
+    let qacc = dynamics_acceleration(ints, mass_only);
     let motion = start(ints, comptime![Array::Motion as usize]);
     let inertia = start(ints, comptime![Array::Inertia as usize]);
     let velocity = start(ints, comptime![Array::Velocity as usize]);
     let acceleration = start(ints, comptime![Array::Acceleration as usize]);
     let force = start(ints, comptime![Array::LinkForce as usize]);
-    let gravity = world_acceleration::<F>(floats);
+    let mut gravity = world_acceleration::<F>(floats);
+    if comptime![mass_only] {
+        gravity = Spatial::<F>::zero();
+    }
     for i in 0..nlink {
         let li = ints[header::LINK_INTS] as usize + i * link_int::LEN;
         let parent = ints[li + link_int::PARENT] as usize;
@@ -93,11 +100,14 @@ fn newton_euler<F: Float>(
         let end = adr + ints[li + link_int::DOF_NUM] as usize;
         // A free joint's translations never turn; the motions after them turn with the
         // velocity before them (`rnea::rnea`'s velocity product).
-        before = before.add(&joint_velocity::<F>(data, world, motion, qvel, adr, turning));
+        let mut vj = Spatial::<F>::zero();
+        if comptime![!mass_only] {
+            before = before.add(&joint_velocity::<F>(data, world, motion, qvel, adr, turning));
+            vj = joint_velocity::<F>(data, world, motion, qvel, turning, end);
+        }
         if comptime![accelerated] {
             a = a.add(&joint_velocity::<F>(data, world, motion, qacc, adr, end));
         }
-        let vj = joint_velocity::<F>(data, world, motion, qvel, turning, end);
         let v = before.add(&vj);
         let a = a.add(&before.cross_motion(&vj));
         let mut f = Spatial::<F>::zero();

@@ -17,7 +17,7 @@ use super::layout::{Array, INERTIA, RATE, SUMS, TERMS, dof_int, header, link_int
 use super::mass::parent_of;
 use super::real::M3;
 use super::rnea::joint_velocity;
-use super::world::{Inertia, Spatial, World, rates_acceleration, start, world_acceleration};
+use super::world::{Inertia, Spatial, World, dynamics_acceleration, start, world_acceleration};
 
 /// Where each of a degree of freedom's vectors lies among its [`TERMS`] numbers: `Ic S` and
 /// `Bcᵀ S` of its link's composites, and for a perturbation of its position and of its
@@ -108,20 +108,22 @@ impl<F: Float> Rate<F> {
 
 /// Subtracts `λᵀ ∂τ/∂q` from [`Array::AdjointQpos`] and `λᵀ ∂τ/∂q̇` from [`Array::AdjointQvel`],
 /// `λ` in [`Array::Multiplier`], after the smooth stages (the composite inertias) and
-/// `rnea::inverse_dynamics` (the link quantities at the acceleration the integrators read).
+/// `rnea::inverse_dynamics` with the same `mass_only` (the link quantities at the acceleration
+/// the integrators read; where `mass_only`, of `τ = M(q) u`, whose `∂τ/∂q̇` is zero).
 #[cube(launch_unchecked)]
 pub(crate) fn inverse_dynamics_adjoint<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     worlds: u32,
+    #[comptime] mass_only: bool,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
     }
     composite_rates::<F>(ints, data, &world);
-    dof_terms::<F>(ints, floats, data, &world);
+    dof_terms::<F>(ints, floats, data, &world, mass_only);
     pull_back::<F>(ints, data, &world);
 }
 
@@ -153,10 +155,16 @@ fn composite_rates<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &W
 /// free joint's world dofs act as a massless link of their own before its rotations, so theirs
 /// take the parent's velocity and acceleration, and the rotations' the motion after them.
 #[cube]
-fn dof_terms<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, world: &World) {
+fn dof_terms<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    world: &World,
+    #[comptime] mass_only: bool,
+) {
     let n = world.count;
     let qvel = start(ints, comptime![Array::Qvel as usize]);
-    let qacc = rates_acceleration(ints);
+    let qacc = dynamics_acceleration(ints, mass_only);
     let motion = start(ints, comptime![Array::Motion as usize]);
     let velocity = start(ints, comptime![Array::Velocity as usize]);
     let acceleration = start(ints, comptime![Array::Acceleration as usize]);
@@ -164,7 +172,10 @@ fn dof_terms<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Te
     let composite = start(ints, comptime![Array::Composite as usize]);
     let rate = start(ints, comptime![Array::Rate as usize]);
     let terms = start(ints, comptime![Array::Terms as usize]);
-    let gravity = world_acceleration::<F>(floats);
+    let mut gravity = world_acceleration::<F>(floats);
+    if comptime![mass_only] {
+        gravity = Spatial::<F>::zero();
+    }
     for l in 0..ints[header::LINKS] as usize {
         let li = ints[header::LINK_INTS] as usize + l * link_int::LEN;
         let parent = ints[li + link_int::PARENT] as usize;
@@ -176,7 +187,10 @@ fn dof_terms<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Te
         }
         let adr = ints[li + link_int::DOF_ADR] as usize;
         let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
-        let after_v = u.add(&joint_velocity::<F>(data, world, motion, qvel, adr, turning));
+        let mut after_v = u.clone();
+        if comptime![!mass_only] {
+            after_v = u.add(&joint_velocity::<F>(data, world, motion, qvel, adr, turning));
+        }
         let after_w = w.add(&joint_velocity::<F>(data, world, motion, qacc, adr, turning));
         let links = Links::<F> {
             inertia: Inertia::load(data, world.at(composite, INERTIA * l), n),

@@ -79,9 +79,9 @@ impl Stages {
 
     /// Steps `worlds` once under each of `controls` in turn (each world's controls for that
     /// step), keeping each step's start on the device for [`Stages::rollout_backward`]. A model
-    /// whose step has no backward here is refused before anything runs.
+    /// the step does not run is refused before anything runs.
     pub fn rollout(&self, worlds: &mut Worlds, controls: &[Vec<Vec<f64>>]) -> Result<Tape, GpuError> {
-        self.backward_refusal()?;
+        self.step_refusal()?;
         let mut tape = Tape::default();
         for ctrl in controls {
             let ctrl: Vec<&[f64]> = ctrl.iter().map(|c| c.as_slice()).collect();
@@ -98,7 +98,7 @@ impl Stages {
     /// their cotangents in those arrays; each step's controls' cotangents are returned, world
     /// by world, read back at the end.
     pub fn rollout_backward(&self, worlds: &mut Worlds, tape: &Tape) -> Result<Vec<Vec<Vec<f64>>>, GpuError> {
-        self.backward_refusal()?;
+        self.step_refusal()?;
         let mut controls = Vec::with_capacity(tape.steps());
         for start in tape.starts.iter().rev() {
             self.restore(worlds, start)?;

@@ -223,6 +223,19 @@ pub fn rates_acceleration(ints: &Tensor<u32>) -> usize {
     at
 }
 
+/// Where inverse dynamics (and its adjoint) reads its acceleration: the integrators' (the
+/// smooth one, or the constrained one), or where `mass_only` the vector whose product with the
+/// mass matrix it forms ([`Array::Split`]'s first `nv`: with no velocity and no gravity,
+/// inverse dynamics is `M u`).
+#[cube]
+pub fn dynamics_acceleration(ints: &Tensor<u32>, #[comptime] mass_only: bool) -> usize {
+    let mut at = rates_acceleration(ints);
+    if comptime![mass_only] {
+        at = start(ints, comptime![Array::Split as usize]);
+    }
+    at
+}
+
 /// The acceleration RNEA starts the roots from: gravity, reversed (the model's floats begin
 /// with gravity).
 #[cube]
