@@ -2,8 +2,8 @@
 //! the gradients burn's autodiff takes through it (the stages' backward, registered as each
 //! step's node) against the host route's (the CPU engine, reverse mode by phyz-dual), lane by
 //! lane, from the same starts: one step where contacts are solved (both first solves cold; the
-//! ant under its own RK4 and under Euler), three where none are (the same simulation then steps
-//! a smaller batch too).
+//! ant under its own RK4 and under Euler, the half cheetah under Euler's implicit damping:
+//! MuJoCo's split), three where none are (the same simulation then steps a smaller batch too).
 //!
 //! Tolerances fixed before measuring, relative to `max(1, |x|)` for the states and to each
 //! gradient's largest entry for the gradients: `f64` (Vulkan, lavapipe) 1e-9 for both; `f32`

@@ -12,7 +12,9 @@
 //! (`phyz_dual::AnalyticalJacobians`) turned into a product with a cotangent, with no `nv × nv`
 //! matrix made; the CPU differentiates the integration and the forces by dual numbers, which
 //! these two kernels write out. RK4's integration is taken back by `super::rk4_backward`
-//! around the same acceleration kernels, at each of its points.
+//! around the same acceleration kernels, at each of its points; MuJoCo's split (Euler's
+//! implicit damping where damped dofs meet constraints) by [`split_begin`] and [`split_end`]
+//! around them.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
@@ -133,14 +135,23 @@ pub(crate) fn euler_adjoint<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>
     }
 }
 
+/// Where the split's backward keeps its vectors in [`Array::Split`], `nv` numbers each: `u`
+/// (`x − v'`, whose product with the mass matrix inverse dynamics' adjoint takes back), the
+/// share of `v̄` that passes by the solve, and `λ₁`.
+pub mod split_item {
+    pub const CHANGE: usize = 0;
+    pub const PASSED: usize = 1;
+    pub const FIRST: usize = 2;
+    pub const LEN: usize = 3;
+}
+
 /// MuJoCo's split taken back, after [`euler_adjoint`] and before the acceleration's backward:
 /// under Euler's implicit damping with constraints the solve runs with the bare mass matrix `M`
 /// from `x₀ = v + h M⁻¹ f` and the step takes `q̈ = K⁻¹ M (x − v)/h` (`K = M + h B`), so
 /// `v' = v + K⁻¹ M (x − v)`. With `λ₁ = K⁻¹ v̄'` (the forward's factor): `x̄ = M λ₁` goes to the
-/// solve's backward (in [`Array::AdjointQvel`]), `v̄' − M λ₁` passes by it, and `q` takes
-/// `λ₁ᵀ ∂(M(q) u)/∂q` at `u = x − v'` ([`split_end`]). [`Array::Split`] keeps `u`, the share
-/// passing by and `λ₁`. A world without rows took the smooth step, `K q̈ = f − C`: its `u` and
-/// its shares are zero.
+/// solve's backward (in [`Array::AdjointQvel`]), `v̄' − M λ₁` passes by it, and `u = x − v'` is
+/// kept for `q`'s share ([`split_end`]). A world without rows took the smooth step,
+/// `K q̈ = f − C`: its `u` and its shares are zero.
 #[cube(launch_unchecked)]
 pub(crate) fn split_begin<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -150,37 +161,44 @@ pub(crate) fn split_begin<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, 
     let nv = ints[header::DOFS] as usize;
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
     let split = start(ints, comptime![Array::Split as usize]);
-    let (kept, first) = (split + nv, split + 2 * nv);
-    for d in 0..3 * nv {
+    let (change, passed, first) =
+        (split + split_item::CHANGE * nv, split + split_item::PASSED * nv, split + split_item::FIRST * nv);
+    for d in 0..split_item::LEN * nv {
         data[world.at(split, d)] = F::new(0.0);
     }
-    if data[state_at(ints, &world, comptime![newton_item::STATE])] != F::cast_from(solve_state::IDLE) {
+    if solved::<F>(ints, data, &world) {
         for d in 0..nv {
             data[world.at(first, d)] = data[world.at(adjoint_v, d)];
         }
         solve_in_place::<F>(ints, data, &world, first);
         let block = Block { world: world.clone(), rows: 0, nv };
-        mass_times::<F>(ints, data, &block, first, kept);
+        mass_times::<F>(ints, data, &block, first, passed);
         let (x, qvel) =
             (start(ints, comptime![Array::Solution as usize]), start(ints, comptime![Array::Qvel as usize]));
         let qacc = rates_acceleration(ints);
         let dt = floats[TIMESTEP];
         for d in 0..nv {
-            let x_bar = data[world.at(kept, d)];
-            data[world.at(kept, d)] = data[world.at(adjoint_v, d)] - x_bar;
+            let x_bar = data[world.at(passed, d)];
+            data[world.at(passed, d)] = data[world.at(adjoint_v, d)] - x_bar;
             data[world.at(adjoint_v, d)] = x_bar;
             let next = data[world.at(qvel, d)] + dt * data[world.at(qacc, d)];
-            data[world.at(split, d)] = data[world.at(x, d)] - next;
+            data[world.at(change, d)] = data[world.at(x, d)] - next;
         }
     }
 }
 
+/// Whether the world's constraint solve ran (it has rows and has not failed).
+#[cube]
+fn solved<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
+    data[state_at(ints, world, comptime![newton_item::STATE])] != F::cast_from(solve_state::IDLE)
+}
+
 /// The end of the split's backward, after the acceleration's (whose solve left `h λ` in
 /// [`Array::Multiplier`]): the share of `v̄` that passed by the solve added back, and the
-/// multiplier set to `λ − λ₁` for inverse dynamics' adjoint of `M(q) u` (`mass_only`). That
-/// gives `q` the split's `λ₁ᵀ ∂(M u)/∂q`, less the solve's `λᵀ ∂(M u)/∂q`: the solve's balance
-/// holds inverse dynamics at its own acceleration `(x − v)/h`, which the acceleration's backward
-/// took at the step's `q̈`, `u/h` apart.
+/// multiplier set to `λ − λ₁` (zero where nothing was solved) for inverse dynamics' adjoint of
+/// `M(q) u` (`mass_only`), which then gives `q` the split's `λ₁ᵀ ∂(M u)/∂q` less the solve's
+/// `λᵀ ∂(M u)/∂q`: the solve's balance holds inverse dynamics at its own acceleration
+/// `(x − v)/h`, which the acceleration's backward took at the step's `q̈`, `u/h` apart.
 #[cube(launch_unchecked)]
 pub(crate) fn split_end<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
@@ -191,13 +209,35 @@ pub(crate) fn split_end<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, da
     let adjoint_v = start(ints, comptime![Array::AdjointQvel as usize]);
     let lambda = start(ints, comptime![Array::Multiplier as usize]);
     let split = start(ints, comptime![Array::Split as usize]);
+    let (passed, first) = (split + split_item::PASSED * nv, split + split_item::FIRST * nv);
     let rate = F::new(1.0) / floats[TIMESTEP];
+    let solve = solved::<F>(ints, data, &world);
     for d in 0..nv {
-        let passed = data[world.at(split + nv, d)];
-        data[world.at(adjoint_v, d)] += passed;
-        let solved = data[world.at(lambda, d)] * rate;
-        data[world.at(lambda, d)] = solved - data[world.at(split + 2 * nv, d)];
+        let share = data[world.at(passed, d)];
+        data[world.at(adjoint_v, d)] += share;
+        let mut multiplier = F::new(0.0);
+        if solve {
+            multiplier = data[world.at(lambda, d)] * rate - data[world.at(first, d)];
+        }
+        data[world.at(lambda, d)] = multiplier;
     }
+}
+
+/// The step's cotangents at its start checked: one that is not finite fails the world (after
+/// the split's last shares, which come after [`forces_adjoint`]'s check).
+#[cube(launch_unchecked)]
+pub(crate) fn check_cotangents<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let nv = ints[header::DOFS] as usize;
+    check_finite::<F>(ints, data, &world, start(ints, comptime![Array::AdjointQpos as usize]), nv);
+    check_finite::<F>(ints, data, &world, start(ints, comptime![Array::AdjointQvel as usize]), nv);
 }
 
 /// The unconstrained acceleration's backward, the cotangent `x̄` of the post-step velocity

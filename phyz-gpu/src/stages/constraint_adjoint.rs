@@ -196,10 +196,9 @@ fn limit_share<F: Float>(
     data[pressed.block.world.at(adjoint_q, limit.dof)] -= weight * limit.turn;
 }
 
-/// What every pressed contact row's share reads of its contact (pool slot `c` of `m`): its
-/// pair's records (at `pi`, `pf`), its depth and the reference's damping there, its direction
-/// ([`edge_of`]) and its depth's weight ([`depth_weight`]). Its share through the target's
-/// pre-step velocity ([`velocity_share`]) is added on the way.
+/// What every pressed contact row's share reads of its contact: its pair's records (at `pi`,
+/// `pf`), its depth and the reference's damping there, its direction ([`edge_of`]) and its
+/// depth's weight ([`depth_weight`]).
 #[derive(CubeType, Clone)]
 pub(super) struct ContactTerms<F: Float> {
     pub pi: usize,
@@ -210,6 +209,8 @@ pub(super) struct ContactTerms<F: Float> {
     pub edge: Edge<F>,
 }
 
+/// The [`ContactTerms`] of the pressed row's contact in pool slot `c` of `m`; its share through
+/// the target's pre-step velocity ([`velocity_share`]) is added on the way.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn contact_terms<F: Float>(

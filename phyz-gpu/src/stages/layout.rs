@@ -628,7 +628,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Free | Array::Solution | Array::Moved | Array::MassMoved | Array::Gradient | Array::Search => nv,
         Array::MassSearch | Array::Trial | Array::TrialGradient | Array::Qacc => nv,
         Array::Multiplier | Array::AdjointQpos | Array::AdjointQvel => nv,
-        Array::Split => 3 * nv,
+        Array::Split => super::backward::split_item::LEN * nv,
         Array::Rate => RATE * nlink,
         Array::Terms => TERMS * nv,
         Array::Sums => SUMS * nv,

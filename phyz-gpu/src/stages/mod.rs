@@ -566,6 +566,7 @@ impl Stages {
         let floats = || self.floats.clone().into_tensor_arg();
         launch_typed!(self, worlds, worlds.count, rnea::inverse_dynamics, [floats()], [true]);
         launch_typed!(self, worlds, worlds.count, rnea_adjoint::inverse_dynamics_adjoint, [floats()], [true]);
+        dispatch_stage!(self, worlds, backward::check_cotangents);
         Ok(())
     }
 
@@ -692,6 +693,7 @@ impl Stages {
     /// ([`Failure::IndefiniteHessian`]).
     pub fn solve_constraints(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.check(worlds)?;
+        self.solve_refusal()?;
         dispatch_stage!(self, worlds, newton::begin_step);
         self.newton(worlds)
     }

@@ -2,7 +2,8 @@
 //! accelerations from the root out in the trees' rooted frames, then the subtrees' forces back
 //! in, projected on each degree of freedom's motion. Without an acceleration it gives the bias
 //! forces the step needs; with the step's acceleration, the link quantities its adjoint
-//! differentiates ([`super::rnea_adjoint`]).
+//! differentiates ([`super::rnea_adjoint`]); with neither velocity nor gravity (`mass_only`),
+//! the product `M(q) u` whose derivative MuJoCo's split's backward takes.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;

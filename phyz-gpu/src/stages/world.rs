@@ -225,8 +225,8 @@ pub fn rates_acceleration(ints: &Tensor<u32>) -> usize {
 
 /// Where inverse dynamics (and its adjoint) reads its acceleration: the integrators' (the
 /// smooth one, or the constrained one), or where `mass_only` the vector whose product with the
-/// mass matrix it forms ([`Array::Split`]'s first `nv`: with no velocity and no gravity,
-/// inverse dynamics is `M u`).
+/// mass matrix it forms (the split's `u = x − v'`, a velocity change, first in [`Array::Split`]:
+/// with no velocity and no gravity, inverse dynamics is `M u`).
 #[cube]
 pub fn dynamics_acceleration(ints: &Tensor<u32>, #[comptime] mass_only: bool) -> usize {
     let mut at = rates_acceleration(ints);
