@@ -555,21 +555,28 @@ fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
 
 /// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against
 /// the CPU's step Jacobians chained backwards along the CPU's own rollout: the cotangents of
-/// the start and of every step's controls, from random cotangents of the end; [`FEATURES`],
-/// two worlds, 12 steps under random controls.
-fn rollout_against_cpu(device: &Device) -> f64 {
+/// the start and of every step's controls, from random cotangents of the end; two worlds from
+/// starts `state` makes, `steps` steps under random controls. A constrained model's steps are
+/// differentiated under `mujoco_compat`, each from a fresh contact state: each step's first
+/// solve cold, as the device's.
+fn rollout_against_cpu(
+    device: &Device,
+    model: &Model<f64>,
+    state: fn(&Model<f64>, &mut Rng) -> State<f64>,
+    steps: usize,
+) -> f64 {
     let mut rng = Rng(23);
-    let model = features();
-    let (count, steps, nv) = (2, 12, model.nv());
-    let starts: Vec<State<f64>> = (0..count).map(|_| random_state(&model, &mut rng)).collect();
+    let (count, nv) = (2, model.nv());
+    let starts: Vec<State<f64>> = (0..count).map(|_| state(model, &mut rng)).collect();
     let controls: Vec<Vec<Vec<f64>>> = (0..steps).map(|_| random(&mut rng, count, model.nu(), 1.5)).collect();
     let (bar_q, bar_v) = (random(&mut rng, count, nv, 1.0), random(&mut rng, count, nv, 1.0));
-    let stages = Stages::new(&model, device).expect("packs");
+    let stages = Stages::new(model, device).expect("packs");
     let mut worlds = stages.worlds(&starts).expect("uploads");
     let tape = stages.rollout(&mut worlds, &controls).expect("steps");
     stages.write(&mut worlds, Array::AdjointQpos, &slices(&bar_q)).expect("writes");
     stages.write(&mut worlds, Array::AdjointQvel, &slices(&bar_v)).expect("writes");
     let control_bars = stages.rollout_backward(&mut worlds, &tape).expect("the backward runs");
+    assert_eq!(stages.failures(&worlds).expect("readable"), vec![], "no world fails");
     let read = |array| stages.read(&worlds, array).expect("readable");
     let (adjoint_q, adjoint_v, qpos) = (read(Array::AdjointQpos), read(Array::AdjointQvel), read(Array::Qpos));
     let mut overall: f64 = 0.0;
@@ -578,7 +585,13 @@ fn rollout_against_cpu(device: &Device) -> f64 {
         let mut state = starts[w].clone();
         let mut jacobians = Vec::new();
         for ctrl in &controls {
-            let j = phyz_dual::step_jacobians(&model, &state, &ctrl[w]).expect("the CPU differentiates");
+            let j = if model.enabled.constraint {
+                let mut contact = ContactState::new(SolverConfig::mujoco_compat());
+                phyz_dual::step_jacobians_lanes::<8>(model, &state, &ctrl[w], &[], &mut contact)
+            } else {
+                phyz_dual::step_jacobians(model, &state, &ctrl[w])
+            };
+            let j = j.expect("the CPU differentiates");
             state = j.next.clone();
             jacobians.push(j);
         }
@@ -596,6 +609,17 @@ fn rollout_against_cpu(device: &Device) -> f64 {
     }
     eprintln!("a rollout of {steps} steps, its cotangents against the CPU's: {overall:.1e}");
     overall
+}
+
+/// [`rollout_against_cpu`] on [`FEATURES`] (12 steps, no constraints) and on the ant under its
+/// own RK4 pressed into its floor (6 steps, contacts and limits solved at each of RK4's points).
+fn rollouts_against_cpu(device: &Device) -> f64 {
+    rollout_against_cpu(device, &features(), random_state, 12).max(rollout_against_cpu(
+        device,
+        &gymnasium("ant"),
+        pressed_state,
+        6,
+    ))
 }
 
 #[test]
@@ -737,14 +761,14 @@ fn the_backward_through_contacts_follows_the_transposed_step_jacobian_in_f32() {
 fn a_rollout_backward_is_the_chained_step_jacobians_in_f64() {
     let device = wgpu();
     if has_f64(&device) {
-        let worst = rollout_against_cpu(&device);
+        let worst = rollouts_against_cpu(&device);
         assert!(worst <= 1e-9, "{worst:e}");
     }
 }
 
 #[test]
 fn a_rollout_backward_follows_the_chained_step_jacobians_in_f32() {
-    let worst = rollout_against_cpu(&opengl());
+    let worst = rollouts_against_cpu(&opengl());
     assert!(worst <= 1e-3, "{worst:e}");
 }
 
