@@ -391,7 +391,17 @@ fn floor_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
         "<geom contype='1' conaffinity='0' solimp='0.3 0.95 0.2 0.5 2' margin='0.01'/>",
     );
     let soft = mjcf::parse(&soft, "soft_floor.xml").expect("the soft floor model loads");
-    let mut scenes = vec![("ant".into(), ant), ("floor".into(), floor), ("soft floor".into(), soft)];
+    let rolling = FLOOR.replace(
+        "<geom contype='1' conaffinity='0'/>",
+        "<geom contype='1' conaffinity='0' condim='6' friction='0.8 0.05 0.02'/>",
+    );
+    let rolling = mjcf::parse(&rolling, "rolling_floor.xml").expect("the rolling floor model loads");
+    let mut scenes = vec![
+        ("ant".into(), ant),
+        ("floor".into(), floor),
+        ("soft floor".into(), soft),
+        ("rolling floor".into(), rolling),
+    ];
     for (_, model) in &mut scenes {
         model.enabled.euler_damp = false;
         model.integrator = integrator;
@@ -510,11 +520,17 @@ const SELF_CONTACTS: [&str; 6] = [
 
 /// A model of one of the [`SELF_CONTACTS`] groups, without gravity.
 fn self_contacts(group: &str) -> Model<f64> {
+    self_contacts_of(group, 3)
+}
+
+/// [`self_contacts`] with contacts of dimension `condim` (but where a geom says its own).
+fn self_contacts_of(group: &str, condim: u8) -> Model<f64> {
     let flipped =
         if group.contains("'late'") { "<contact><pair geom1='late' geom2='early' condim='3'/></contact>" } else { "" };
     let xml = format!(
-        "<mujoco><option timestep='0.005' gravity='0 0 0'/><default><geom contype='1' conaffinity='1' condim='3' \
-         friction='0.7' solimp='0.3 0.95 0.2 0.5 2'/></default><worldbody>{group}</worldbody>{flipped}</mujoco>"
+        "<mujoco><option timestep='0.005' gravity='0 0 0'/><default><geom contype='1' conaffinity='1' \
+         condim='{condim}' friction='0.7 0.05 0.02' solimp='0.3 0.95 0.2 0.5 2'/></default><worldbody>{group}\
+         </worldbody>{flipped}</mujoco>"
     );
     mjcf::parse(&xml, "self_contacts.xml").expect("the self contacts load")
 }
@@ -542,15 +558,16 @@ fn near_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
 /// each of the [`SELF_CONTACTS`] alone, so that each reports its own error.
 fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
     let names = ["spheres", "sphere on capsule", "crossed capsules", "parallel capsules", "turned round", "siblings"];
-    names
-        .into_iter()
-        .zip(SELF_CONTACTS)
-        .map(|(name, group)| {
-            let mut model = self_contacts(group);
-            model.integrator = integrator;
-            (name.to_string(), model)
-        })
-        .collect()
+    let mut scenes: Vec<(String, Model<f64>)> =
+        names.into_iter().zip(SELF_CONTACTS).map(|(name, group)| (name.to_string(), self_contacts(group))).collect();
+    // Torsional friction, and torsional and rolling friction (condim 4 and 6).
+    for (name, group, condim) in [("crossed capsules, condim 4", 2, 4), ("siblings, condim 6", 5, 6)] {
+        scenes.push((name.to_string(), self_contacts_of(SELF_CONTACTS[group], condim)));
+    }
+    for (_, model) in &mut scenes {
+        model.integrator = integrator;
+    }
+    scenes
 }
 
 /// A rollout's backward through its checkpoints (`Stages::rollout`, `rollout_backward`) against

@@ -280,8 +280,8 @@ impl Stages {
             );
         }
         (extra[1 + step_solves::UNDIFFERENTIATED] != 0.0).then(|| {
-            "it pressed a contact the device backward does not differentiate (a box against a sphere, a \
-             moving plane, or torsional or rolling friction)"
+            "it pressed a contact the device backward does not differentiate (a box against a sphere, or a \
+             moving plane)"
                 .into()
         })
     }

@@ -18,7 +18,7 @@
 //! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
 //! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A contact between two
 //! spheres or capsules is `super::segment_adjoint`'s. A world that presses another contact's
-//! rows (a box against a sphere, a moving plane, torsional or rolling) fails
+//! rows (a box against a sphere, a moving plane) fails
 //! (`status::UNDIFFERENTIATED_CONTACT`).
 
 use burn_cubecl::cubecl;
@@ -265,17 +265,16 @@ fn contact_share<F: Float>(
     // plane); a sphere's and a box's are fixed by the normal.
     let link = ints[pi + pair_int::LINK2] as usize;
     let mut axis = V3::<F>::zero();
-    let mut turning = F::new(0.0);
-    if code == kind::PLANE_CAPSULE {
+    let turns = code == kind::PLANE_CAPSULE;
+    if turns {
         let rotation = start(ints, comptime![Array::Rotation as usize]);
         let world = &pressed.block.world;
         let body = M3::<F>::load(data, world.at(rotation, 9 * (link - 1)), world.count);
         let local = pf + pair_float::ROT2;
         axis = body.apply(&V3::new(floats[local + 2], floats[local + 5], floats[local + 8]));
-        turning = edge.turning;
     }
     let contact = Contact::<F> {
-        direction: edge.direction,
+        edge,
         normal,
         point: V3::load(geometry, contact_float::POINT * m + c, m),
         radius,
@@ -284,21 +283,25 @@ fn contact_share<F: Float>(
         damping: terms.damping,
         axis,
         t1,
-        turning,
-        second: edge.second,
+        turns,
     };
     pull_contact::<F>(ints, floats, data, pressed, &contact, link);
 }
 
-/// A contact row's direction: the normal, or the pyramid's edge `n ± μ_k t_k` its row in the
-/// contact's block names, with its tangent's coefficient (`turning`) and whether that tangent is
-/// the second (`second`, 1 or 0).
+/// A contact row's directions: along the relative velocity at the point (`direction`), the
+/// normal or a pyramid's sliding edge `n ± μ_k t_k`, with its tangent's coefficient (`turning`)
+/// and whether that tangent is the second (`second`, 1 or 0); and along the relative angular
+/// velocity (`angular`), a torsional or rolling edge's `± μ_k a` (`a` the normal, the first or
+/// the second tangent: `about` 0, 1, 2), its coefficient `spin` (else zero).
 #[derive(CubeType, CubeTypeMut, Clone)]
 #[expand(derive(Clone))]
 pub(super) struct Edge<F: Float> {
     pub direction: V3<F>,
     pub turning: F,
     pub second: F,
+    pub angular: V3<F>,
+    pub spin: F,
+    pub about: F,
 }
 
 /// The direction of the pressed row of the contact in pool slot `c` (of `m`), of the pair
@@ -317,28 +320,53 @@ pub(super) fn edge_of<F: Float>(
     pf: usize,
 ) -> Edge<F> {
     let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
-    let mut out = Edge::<F> { direction: normal.clone(), turning: F::new(0.0), second: F::new(0.0) };
+    let zero = F::new(0.0);
+    let mut out = Edge::<F> {
+        direction: normal.clone(),
+        turning: zero,
+        second: zero,
+        angular: V3::zero(),
+        spin: zero,
+        about: zero,
+    };
     if ints[pi + pair_int::PYRAMID] == 1 {
+        // Edge pairs over the friction rows: the tangents', then the spin's and the rolls'.
         let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
-        let mut tangent = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
-        if edge / 2 == 1 {
-            tangent = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
-            out.second = F::new(1.0);
-        }
-        let mut coefficient = floats[pf + pair_float::FRICTION + (edge / 2) as usize];
+        let k = edge / 2;
+        let mut coefficient = floats[pf + pair_float::FRICTION + k as usize];
         if edge % 2 == 1 {
             coefficient = -coefficient;
         }
-        out.direction = normal.add(&tangent.scale(coefficient));
-        out.turning = coefficient;
+        let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
+        let t2 = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
+        if k < 2 {
+            let mut tangent = t1.clone();
+            if k == 1 {
+                tangent = t2.clone();
+                out.second = F::new(1.0);
+            }
+            out.direction = normal.add(&tangent.scale(coefficient));
+            out.turning = coefficient;
+        } else {
+            out.about = F::cast_from(k - 2);
+            let mut axis = normal.clone();
+            if k == 3 {
+                axis = t1.clone();
+            } else if k == 4 {
+                axis = t2.clone();
+            }
+            out.angular = axis.scale(coefficient);
+            out.spin = coefficient;
+        }
     }
     out
 }
 
-/// How a capsule contact's edge direction turns with degree of freedom motion `axis_k`: the
-/// capsule's axis turns (`ω × a`), its projection on the plane gives `t1`, and `t2 = n × t1`.
+/// How a capsule contact's first tangent (or its second, where `second`) turns with degree of
+/// freedom motion `axis_k`: the capsule's axis turns (`ω × a`), its projection on the plane
+/// gives `t1`, and `t2 = n × t1`.
 #[cube]
-fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>) -> V3<F> {
+fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>, second: bool) -> V3<F> {
     let n = contact.normal.clone();
     let a = contact.axis.clone();
     let projected = a.sub(&n.scale(a.dot(&n)));
@@ -354,19 +382,19 @@ fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>) -> V3<F> {
     }
     let dt1 = dp.sub(&t1.scale(t1.dot(&dp))).scale(scale);
     let mut out = dt1.clone();
-    if contact.second > F::new(0.0) {
+    if second {
         out = contact.normal.cross(&dt1);
     }
     out
 }
 
 /// A pressed contact row on a plane no degree of freedom moves, as [`pull_contact`] reads it.
-#[derive(CubeType, CubeTypeMut, Clone)]
+#[derive(CubeType, Clone)]
 #[expand(derive(Clone))]
 struct Contact<F: Float> {
-    /// The row's direction along the moving body's velocity, and the contact's normal (from the
-    /// plane, MuJoCo's first geom, towards the body).
-    direction: V3<F>,
+    /// The row's directions ([`Edge`]), and the contact's normal (from the plane, MuJoCo's first
+    /// geom, towards the body).
+    edge: Edge<F>,
     normal: V3<F>,
     point: V3<F>,
     /// The moving geom's radius at the feature (a box corner's 0), and the depth.
@@ -375,12 +403,11 @@ struct Contact<F: Float> {
     /// `μ (∂D e − D ∂t)` per unit of depth ([`depth_weight`]), and the reference's damping.
     weight: F,
     damping: F,
-    /// A capsule's axis and the frame's first tangent; the edge's signed friction coefficient
-    /// where its tangent turns with the capsule (else 0), and 1 where that is the second.
+    /// A capsule's axis and the frame's first tangent, and whether the tangents turn with it
+    /// (a capsule's do).
     axis: V3<F>,
     t1: V3<F>,
-    turning: F,
-    second: F,
+    turns: bool,
 }
 
 /// `w_d = D (e λ_d + μ (x_d − (1 − h B) v_d))`: the velocity whose image `J_r w` the row's
@@ -432,8 +459,9 @@ pub(super) fn chain_motion<F: Float>(
 
 /// The share of `∂(J_r w)/∂q_k` that the motions beyond each degree of freedom `k` behind link
 /// `link` turning with it bring (`S_k × U_k`, `U_k` their sum under `w`): `sign` times the
-/// row's `direction` along that turned motion's velocity at `point` (from its tree's origin),
-/// taken from the cotangent of `qpos`.
+/// row's edge's `direction` along that turned motion's velocity at `point` (from its tree's
+/// origin) and its `angular` direction along its angular velocity, taken from the cotangent of
+/// `qpos`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn twist_share<F: Float>(
@@ -443,7 +471,7 @@ pub(super) fn twist_share<F: Float>(
     pressed: &Pressed<F>,
     damping: F,
     link: usize,
-    direction: &V3<F>,
+    edge: &Edge<F>,
     point: &V3<F>,
     sign: F,
 ) {
@@ -474,7 +502,8 @@ pub(super) fn twist_share<F: Float>(
         let turned = beyond.add(&own);
         for k in adr..end {
             let twist = Spatial::<F>::load(data, world.at(motion, 6 * k), n).cross_motion(&turned);
-            data[world.at(adjoint_q, k)] -= sign * direction.dot(&twist.lin.add(&twist.ang.cross(point)));
+            let along = edge.direction.dot(&twist.lin.add(&twist.ang.cross(point))) + edge.angular.dot(&twist.ang);
+            data[world.at(adjoint_q, k)] -= sign * along;
         }
         beyond = beyond.add(&all);
         l = ints[li + link_int::PARENT] as usize;
@@ -509,7 +538,7 @@ fn pull_contact<F: Float>(
     let body = chain_motion::<F>(ints, floats, data, pressed, contact.damping, link);
     let spin = body.ang.clone();
     let at_point = body.lin.add(&spin.cross(&point));
-    twist_share::<F>(ints, floats, data, pressed, contact.damping, link, &contact.direction, &point, F::new(1.0));
+    twist_share::<F>(ints, floats, data, pressed, contact.damping, link, &contact.edge, &point, F::new(1.0));
     let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
     let mut l = link;
     while l > 0 {
@@ -520,9 +549,14 @@ fn pull_contact<F: Float>(
             let carried = axis.lin.add(&axis.ang.cross(&feature));
             let deeper = -contact.normal.dot(&carried);
             let moved = carried.add(&contact.normal.scale(deeper * F::new(0.5)));
-            let mut along = contact.direction.dot(&spin.cross(&moved));
-            if contact.turning != F::new(0.0) {
-                along += contact.turning * tangent_turn::<F>(contact, &axis.ang).dot(&at_point);
+            let edge = &contact.edge;
+            let mut along = edge.direction.dot(&spin.cross(&moved));
+            if contact.turns && edge.turning != F::new(0.0) {
+                along += edge.turning * tangent_turn::<F>(contact, &axis.ang, edge.second > F::new(0.0)).dot(&at_point);
+            }
+            // A roll about a capsule's tangent turns with it (the plane's normal does not).
+            if contact.turns && edge.about > F::new(0.0) {
+                along += edge.spin * tangent_turn::<F>(contact, &axis.ang, edge.about > F::new(1.0)).dot(&spin);
             }
             data[world.at(adjoint_q, k)] -= along + contact.weight * deeper;
         }

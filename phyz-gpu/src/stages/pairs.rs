@@ -187,11 +187,10 @@ fn push(
     // Turned round where MuJoCo's first geom is on another body than the one tested first (the
     // CPU's `anchor.bodies()[0] != first.body`).
     let flipped = oriented[0].body != first.body;
-    // The backward's contacts, with sliding friction at most: a plane no degree of freedom
-    // moves, taken first, against a sphere, a capsule or a box; two spheres or capsules.
+    // The backward's contacts: a plane no degree of freedom moves, taken first, against a
+    // sphere, a capsule or a box; two spheres or capsules.
     let fixed_plane = code <= kind::PLANE_BOX && tree.body_last_dof[first.body].is_none() && !flipped;
-    let segments = code == kind::SPHERES || code == kind::CAPSULES;
-    let differentiated = (fixed_plane || segments) && condim <= 3;
+    let differentiated = fixed_plane || code == kind::SPHERES || code == kind::CAPSULES;
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
     ints.extend([usize::from(pyramid), usize::from(differentiated)]);
     for g in [first, second] {

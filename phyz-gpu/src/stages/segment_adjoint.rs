@@ -20,7 +20,7 @@ use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{MIN_VALUE, contact_float, contact_int, default_reference, geom_pose, touch};
-use super::constraint_adjoint::{Pressed, chain_motion, contact_terms, tree_origin, twist_share};
+use super::constraint_adjoint::{Edge, Pressed, chain_motion, contact_terms, tree_origin, twist_share};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{pair_float, pair_int};
 use super::real::{V3, exact};
@@ -185,12 +185,10 @@ fn segments_at<F: Float>(
 /// What the row needs of the two bodies and of itself for each degree of freedom's share.
 #[derive(CubeType, Clone)]
 struct Row<F: Float> {
-    /// The stored frame's turn of the closed form's (−1 where the pair is flipped), the row's
-    /// direction in the stored frame, its tangent's coefficient and whether that is the second.
+    /// The stored frame's turn of the closed form's (−1 where the pair is flipped), and the
+    /// row's directions in the stored frame.
     sign: F,
-    direction: V3<F>,
-    turning: F,
-    second: F,
+    edge: Edge<F>,
     /// `v_B(p) − v_A(p)` and `ω_B − ω_A` under `w`, and the depth's weight.
     relative: V3<F>,
     spin: V3<F>,
@@ -201,12 +199,24 @@ struct Row<F: Float> {
 #[cube]
 fn dof_share<F: Float>(s: &Segments<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> F {
     let mv = moved::<F>(s, m1, m2);
+    let edge = &row.edge;
+    // The stored frame: the normal and the second tangent turned where the pair is.
+    let (normal, t2) = (mv.normal.scale(row.sign), mv.t2.scale(row.sign));
     let mut tangent = mv.t1.clone();
-    if row.second > F::new(0.0) {
-        tangent = mv.t2.scale(row.sign);
+    if edge.second > F::new(0.0) {
+        tangent = t2.clone();
     }
-    let direction = mv.normal.scale(row.sign).add(&tangent.scale(row.turning));
-    direction.dot(&row.relative) + row.direction.dot(&row.spin.cross(&mv.point)) + row.weight * mv.depth
+    let mut axis = normal.clone();
+    if edge.about == F::new(1.0) {
+        axis = mv.t1.clone();
+    } else if edge.about == F::new(2.0) {
+        axis = t2;
+    }
+    let direction = normal.add(&tangent.scale(edge.turning));
+    direction.dot(&row.relative)
+        + edge.direction.dot(&row.spin.cross(&mv.point))
+        + axis.scale(edge.spin).dot(&row.spin)
+        + row.weight * mv.depth
 }
 
 /// A pressed row's share for the contact in pool slot `c` between two spheres or capsules.
@@ -237,19 +247,12 @@ pub(super) fn segment_share<F: Float>(
     let point = V3::<F>::load(geometry, contact_float::POINT * m + c, m);
     let (p1, p2) = (point.sub(&s.o1), point.sub(&s.o2));
     let relative = v2.lin.add(&v2.ang.cross(&p2)).sub(&v1.lin.add(&v1.ang.cross(&p1))).scale(sign);
-    let row = Row::<F> {
-        sign,
-        direction: edge.direction.clone(),
-        turning: edge.turning,
-        second: edge.second,
-        relative,
-        spin: v2.ang.sub(&v1.ang).scale(sign),
-        weight: terms.weight,
-    };
+    let row =
+        Row::<F> { sign, edge: edge.clone(), relative, spin: v2.ang.sub(&v1.ang).scale(sign), weight: terms.weight };
     // Each body's motions turning with the degrees of freedom behind it: the second's velocity
     // counts in the row, the first's against it (the stored frame's own orientation).
-    twist_share::<F>(ints, floats, data, pressed, damping, link2, &edge.direction, &p2, sign);
-    twist_share::<F>(ints, floats, data, pressed, damping, link1, &edge.direction, &p1, -sign);
+    twist_share::<F>(ints, floats, data, pressed, damping, link2, &edge, &p2, sign);
+    twist_share::<F>(ints, floats, data, pressed, damping, link1, &edge, &p1, -sign);
     if s.distance < exact::<F>(MIN_VALUE) {
         // Coincident centres: the normal comes from the axes, not the gap (no derivative here).
         fail::<F>(ints, data, &pressed.block.world, comptime![status::UNDIFFERENTIATED_CONTACT]);
