@@ -525,8 +525,13 @@ fn self_contacts(group: &str) -> Model<f64> {
 
 /// [`self_contacts`] with contacts of dimension `condim` (but where a geom says its own).
 fn self_contacts_of(group: &str, condim: u8) -> Model<f64> {
-    let flipped =
-        if group.contains("'late'") { "<contact><pair geom1='late' geom2='early' condim='3'/></contact>" } else { "" };
+    let flipped = if group.contains("'late'") {
+        format!(
+            "<contact><pair geom1='late' geom2='early' condim='{condim}' friction='0.7 0.7 0.05 0.02 0.02'/></contact>"
+        )
+    } else {
+        String::new()
+    };
     let xml = format!(
         "<mujoco><option timestep='0.005' gravity='0 0 0'/><default><geom contype='1' conaffinity='1' \
          condim='{condim}' friction='0.7 0.05 0.02' solimp='0.3 0.95 0.2 0.5 2'/></default><worldbody>{group}\
@@ -561,7 +566,13 @@ fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
     let mut scenes: Vec<(String, Model<f64>)> =
         names.into_iter().zip(SELF_CONTACTS).map(|(name, group)| (name.to_string(), self_contacts(group))).collect();
     // Torsional friction, and torsional and rolling friction (condim 4 and 6).
-    for (name, group, condim) in [("crossed capsules, condim 4", 2, 4), ("siblings, condim 6", 5, 6)] {
+    let rolling = [
+        ("sphere on capsule, condim 6", 1, 6),
+        ("crossed capsules, condim 4", 2, 4),
+        ("turned round, condim 6", 4, 6),
+        ("siblings, condim 6", 5, 6),
+    ];
+    for (name, group, condim) in rolling {
         scenes.push((name.to_string(), self_contacts_of(SELF_CONTACTS[group], condim)));
     }
     for (_, model) in &mut scenes {

@@ -13,8 +13,9 @@
 //! the row's deviation, `μ = J_r λ`; the last term is its target's pre-step velocity `J_r v`).
 //! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's, on a
 //! plane no degree of freedom moves (the floor; MuJoCo's first geom), is the body's velocity at
-//! the contact point along the normal or a pyramid edge `n ± μ t` (a capsule's tangents turn
-//! with its axis): the contact point `c` lies midway between the plane and the body's sphere,
+//! the contact point along the normal or a pyramid edge `n ± μ t`, plus for a torsional or
+//! rolling edge its angular velocity along `± μ a` (a capsule's tangents turn with its axis):
+//! the contact point `c` lies midway between the plane and the body's sphere,
 //! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
 //! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A contact between two
 //! spheres or capsules is `super::segment_adjoint`'s. A world that presses another contact's
@@ -304,8 +305,9 @@ pub(super) struct Edge<F: Float> {
     pub about: F,
 }
 
-/// The direction of the pressed row of the contact in pool slot `c` (of `m`), of the pair
-/// whose records start at `pi` and `pf`.
+/// The directions of the pressed row of the contact in pool slot `c` (of `m`), of the pair
+/// whose records start at `pi` and `pf`: its edge over friction row `k` (`rows::contact_row`'s
+/// `r / 2`; the frame's row `k + 1`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn edge_of<F: Float>(
@@ -518,8 +520,9 @@ pub(super) fn tree_origin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, wo
 }
 
 /// The contact row's share along each degree of freedom `k` behind the moving geom's link
-/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it ([`twist_share`])
-/// and the point carried with the feature, plus the depth's share.
+/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it ([`twist_share`]),
+/// the point carried with the feature and a capsule's tangents (and roll axes) turned with it,
+/// plus the depth's share.
 #[cube]
 fn pull_contact<F: Float>(
     ints: &Tensor<u32>,

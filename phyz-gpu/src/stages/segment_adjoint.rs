@@ -10,11 +10,12 @@
 //! Moving the geoms (`∂c_i`, `∂a_i = ω_i × a_i`) moves the free ones by the derivative of
 //! those conditions, and with them the gap, the frame, the point and the depth ([`moved`]).
 //!
-//! A row's value is `d · (v_B(p) − v_A(p))` (`A`, `B` MuJoCo's first and second geoms' bodies,
-//! `d` the normal or a pyramid edge in the stored frame), so its change with a degree of
-//! freedom `k` at fixed `w` is the direction's change along the relative velocity, the
-//! direction along the relative spin about the point's move, and each body's own motions
-//! turning with `k` (`constraint_adjoint::twist_share`); plus the depth's share.
+//! A row's value is `d · (v_B(p) − v_A(p)) + e · (ω_B − ω_A)` (`A`, `B` MuJoCo's first and
+//! second geoms' bodies; `d` the normal or a sliding pyramid edge, `e` a torsional or rolling
+//! edge's `± μ a` about the normal or a tangent, both in the stored frame), so its change with a
+//! degree of freedom `k` at fixed `w` is the directions' change along the relative velocity and
+//! spin, the direction along the relative spin about the point's move, and each body's own
+//! motions turning with `k` (`constraint_adjoint::twist_share`); plus the depth's share.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
