@@ -29,7 +29,7 @@ use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Failure, Stages};
 
 mod common;
-use common::{BOX_AND_SPHERE, FEATURES, GYMNASIUM, Rng, gymnasium, has_f64};
+use common::{FEATURES, GYMNASIUM, MOVING_PLANE, Rng, gymnasium, has_f64};
 
 /// A ball joint below a hinge (its dofs' parent moving, so their perturbations' `ψ` terms are
 /// not zero), a slide below it driven through its parent's frame, and a control range.
@@ -490,7 +490,7 @@ fn constrained_backward_against_cpu(
 /// fixed one, parallel (MuJoCo 4's two points); two spheres whose pair MuJoCo turns round (an
 /// explicit pair listed from the later body); and two hinged capsules below one free body
 /// (their contact moves with the dofs they share).
-const SELF_CONTACTS: [&str; 6] = [
+const SELF_CONTACTS: [&str; 9] = [
     "<body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1' mass='1'/></body>
      <body pos='0.16 0.03 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.7' condim='1'/></body>",
     "<body pos='1 0 1'><freejoint/><geom type='capsule' size='0.05' fromto='-0.2 0 0 0.2 0 0' mass='0.5'/></body>
@@ -516,6 +516,12 @@ const SELF_CONTACTS: [&str; 6] = [
          <geom type='capsule' size='0.04' fromto='0.15 0 0.1 0.15 0.2 -0.1' mass='0.3'/>
        </body>
      </body>",
+    "<body pos='6 0 1' euler='0.2 0.1 0.3'><freejoint/><geom type='box' size='0.1 0.12 0.08' mass='1'/></body>
+     <body pos='6.17 0.02 1.01'><freejoint/><geom type='sphere' size='0.09' mass='0.5'/></body>",
+    "<body pos='7 0 1'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>
+     <body pos='7.15 0.15 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.5'/></body>",
+    "<body pos='8 0 1'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>
+     <body pos='8.14 0.14 1.14'><freejoint/><geom type='sphere' size='0.08' mass='0.5'/></body>",
 ];
 
 /// A model of one of the [`SELF_CONTACTS`] groups, without gravity.
@@ -562,7 +568,17 @@ fn near_state(model: &Model<f64>, rng: &mut Rng) -> State<f64> {
 /// The scenes of the backward through contacts between moving bodies, under `integrator`:
 /// each of the [`SELF_CONTACTS`] alone, so that each reports its own error.
 fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
-    let names = ["spheres", "sphere on capsule", "crossed capsules", "parallel capsules", "turned round", "siblings"];
+    let names = [
+        "spheres",
+        "sphere on capsule",
+        "crossed capsules",
+        "parallel capsules",
+        "turned round",
+        "siblings",
+        "box and sphere, face",
+        "box and sphere, edge",
+        "box and sphere, corner",
+    ];
     let mut scenes: Vec<(String, Model<f64>)> =
         names.into_iter().zip(SELF_CONTACTS).map(|(name, group)| (name.to_string(), self_contacts(group))).collect();
     // Torsional friction, and torsional and rolling friction (condim 4 and 6).
@@ -802,12 +818,12 @@ fn a_rollout_backward_follows_the_chained_step_jacobians_in_f32() {
 
 #[test]
 fn a_world_pressing_a_contact_the_backward_does_not_differentiate_fails_alone() {
-    let model = mjcf::parse(BOX_AND_SPHERE, "box_and_sphere.xml").expect("loads");
+    let model = mjcf::parse(MOVING_PLANE, "moving_plane.xml").expect("loads");
     let stages = Stages::new(&model, &opengl()).expect("packs");
-    // The first world's box and sphere overlap (a contact between moving bodies the backward
-    // does not differentiate); the second's are apart.
+    // The first world's sphere presses the moving plane (a contact the backward does not
+    // differentiate); the second's is lifted off it.
     let mut apart = model.default_state();
-    apart.qpos[7] += 1.0;
+    apart.qpos[9] += 1.0;
     let worlds = stages.worlds(&[model.default_state(), apart]).expect("uploads");
     stages.step_backward(&worlds).expect("the backward runs");
     assert_eq!(stages.failures(&worlds).expect("readable"), vec![(0, Failure::UndifferentiatedContact)]);
@@ -818,7 +834,10 @@ fn a_constrained_model_past_a_software_drivers_loop_budget_is_refused_by_name() 
     let device = opengl();
     let far: String =
         (0..2).map(|i| format!("<body pos='{i} 5 1'><freejoint/><geom type='sphere' size='0.1'/></body>")).collect();
-    let big = self_contacts(&format!("{}{far}", SELF_CONTACTS.concat()));
+    // The spheres' and capsules' pairs (59 dofs), and two free bodies more.
+    let pairs = SELF_CONTACTS[..6].concat();
+    let big = self_contacts(&format!("{pairs}{far}"));
+    assert_eq!((self_contacts(&pairs).nv(), big.nv()), (59, 71));
     // CI runs on Mesa's software drivers and says so, so that a detection that breaks fails.
     if std::env::var_os("PHYZ_GPU_SOFTWARE").is_some() {
         assert!(phyz_gpu::device::is_software(&device), "CI's OpenGL is llvmpipe");
@@ -827,8 +846,8 @@ fn a_constrained_model_past_a_software_drivers_loop_budget_is_refused_by_name() 
         let refused = Stages::new(&big, &device).expect_err("71 dofs with constraints on llvmpipe");
         assert!(refused.to_string().contains("software driver"), "{refused}");
     }
-    // The same pairs without the bodies added (59 dofs) are taken.
-    assert!(Stages::new(&self_contacts(&SELF_CONTACTS.concat()), &device).is_ok());
+    // The same pairs without the bodies added are taken.
+    assert!(Stages::new(&self_contacts(&pairs), &device).is_ok());
 }
 
 /// A state of `model` at its default pose (moving, within ±0.5) or, half the time, with its

@@ -12,7 +12,7 @@
 mod common;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
-use common::{BOX_AND_SPHERE, FEATURES, Rng, gymnasium, has_f64};
+use common::{FEATURES, MOVING_PLANE, Rng, gymnasium, has_f64};
 use phyz_burn::{BurnError, Simulation};
 use phyz_core::contact::SolverConfig;
 use phyz_core::model::{Integrator, JointKind};
@@ -168,13 +168,13 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
     );
     let preset = Simulation::new(gymnasium("hopper"));
     assert!(matches!(preset.with_device_step(step), Err(BurnError::Route(why)) if why.contains("mujoco_compat")));
-    // A box against a sphere between moving bodies steps, but has no device backward: a
-    // tracked step whose lane presses one is refused, naming the lane.
-    let spheres = mjcf::parse(BOX_AND_SPHERE, "box_and_sphere.xml").expect("loads");
-    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the box and sphere");
+    // A sphere on a moving plane steps, but has no device backward: a tracked step whose lane
+    // presses one is refused, naming the lane (lane 0's sphere is lifted off its plane).
+    let spheres = mjcf::parse(MOVING_PLANE, "moving_plane.xml").expect("loads");
+    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the moving plane");
     let autodiff = device.clone().autodiff();
     let mut qpos = [spheres.default_state().qpos.as_slice(), spheres.default_state().qpos.as_slice()].concat();
-    qpos[7] += 1.0;
+    qpos[9] += 1.0;
     let qpos =
         Tensor::<2>::from_data(TensorData::new(qpos, [2, spheres.nq()]).convert::<f32>(), (&autodiff, DType::F32));
     let qvel = Tensor::<2>::zeros([2, spheres.nv()], (&autodiff, DType::F32));

@@ -422,60 +422,90 @@ fn sphere_pair<F: Float>(z1: &V3<F>, z2: &V3<F>, c1: &V3<F>, c2: &V3<F>, r1: F, 
     Touch::<F>::at(point, normal, depth)
 }
 
-/// A box with half extents `e` against a sphere of `radius` centred at `sphere`'s origin (the
-/// CPU detector's `box_sphere`). Over a face (or from inside), the face is the plane it rests
-/// on; over an edge or a corner, the box's closest point against the centre.
+/// Where a sphere centred at `centre` meets a box with half extents `e` (the CPU detector's
+/// `box_sphere`): over a face (or from inside: `face`), that face's outward normal and its
+/// centre point (`anchor`); over an edge or a corner, the box's closest point (`anchor`), each
+/// of its local coordinates `free` (1, else 0) where the centre lies within the box's extent
+/// along that axis (the point follows the centre there).
+#[derive(CubeType, Clone)]
+pub struct BoxFeature<F: Float> {
+    pub face: bool,
+    pub normal: V3<F>,
+    pub anchor: V3<F>,
+    pub free: V3<F>,
+}
+
 #[cube]
-fn box_sphere<F: Float>(cube: &Pose<F>, e: &V3<F>, sphere: &Pose<F>, radius: F) -> Touch<F> {
-    let centre = cube.rot.apply_transpose(&sphere.pos.sub(&cube.pos));
+pub fn box_feature<F: Float>(cube: &Pose<F>, e: &V3<F>, centre: &V3<F>) -> BoxFeature<F> {
+    let local = cube.rot.apply_transpose(&centre.sub(&cube.pos));
     let closest = V3::<F>::new(
-        F::max(-e.x, F::min(centre.x, e.x)),
-        F::max(-e.y, F::min(centre.y, e.y)),
-        F::max(-e.z, F::min(centre.z, e.z)),
+        F::max(-e.x, F::min(local.x, e.x)),
+        F::max(-e.y, F::min(local.y, e.y)),
+        F::max(-e.z, F::min(local.z, e.z)),
     );
+    let (one, zero) = (F::new(1.0), F::new(0.0));
+    let mut free = V3::<F>::new(one, one, one);
     let mut outside = 0u32;
-    if F::abs(centre.x) > e.x {
+    if F::abs(local.x) > e.x {
         outside += 1;
+        free.x = zero;
     }
-    if F::abs(centre.y) > e.y {
+    if F::abs(local.y) > e.y {
         outside += 1;
+        free.y = zero;
     }
-    if F::abs(centre.z) > e.z {
+    if F::abs(local.z) > e.z {
         outside += 1;
+        free.z = zero;
     }
-    let mut out = Touch::<F>::at(V3::zero(), V3::zero(), F::new(0.0));
+    let mut out = BoxFeature::<F> { face: outside <= 1, normal: V3::zero(), anchor: V3::zero(), free };
     if outside <= 1 {
         // The face pushed through: the least inset, the first of equals; on the centre's side,
         // the negative one on a tie.
-        let ix = e.x - F::abs(centre.x);
-        let iy = e.y - F::abs(centre.y);
-        let iz = e.z - F::abs(centre.z);
-        let mut face = V3::<F>::new(F::new(1.0), F::new(0.0), F::new(0.0));
-        let mut along = centre.x;
+        let ix = e.x - F::abs(local.x);
+        let iy = e.y - F::abs(local.y);
+        let iz = e.z - F::abs(local.z);
+        let mut face = V3::<F>::new(one, zero, zero);
+        let mut along = local.x;
         let mut extent = e.x;
         let mut least = ix;
         if iy < least {
-            face = V3::<F>::new(F::new(0.0), F::new(1.0), F::new(0.0));
-            along = centre.y;
+            face = V3::<F>::new(zero, one, zero);
+            along = local.y;
             extent = e.y;
             least = iy;
         }
         if iz < least {
-            face = V3::<F>::new(F::new(0.0), F::new(0.0), F::new(1.0));
-            along = centre.z;
+            face = V3::<F>::new(zero, zero, one);
+            along = local.z;
             extent = e.z;
         }
-        let mut side = F::new(1.0);
+        let mut side = one;
         if extent + along <= extent - along {
             side = F::new(-1.0);
         }
-        let normal = cube.rot.apply(&face.scale(side));
-        let origin = cube.pos.add(&cube.rot.apply(&face.scale(side * extent)));
-        out.depth = radius - sphere.pos.sub(&origin).dot(&normal);
+        out.normal = cube.rot.apply(&face.scale(side));
+        out.anchor = cube.pos.add(&cube.rot.apply(&face.scale(side * extent)));
+    } else {
+        out.anchor = cube.pos.add(&cube.rot.apply(&closest));
+    }
+    out
+}
+
+/// A box with half extents `e` against a sphere of `radius` centred at `sphere`'s origin (the
+/// CPU detector's `box_sphere`). Over a face (or from inside), the face is the plane it rests
+/// on; over an edge or a corner, the box's closest point against the centre ([`box_feature`]).
+#[cube]
+fn box_sphere<F: Float>(cube: &Pose<F>, e: &V3<F>, sphere: &Pose<F>, radius: F) -> Touch<F> {
+    let feature = box_feature::<F>(cube, e, &sphere.pos);
+    let mut out = Touch::<F>::at(V3::zero(), V3::zero(), F::new(0.0));
+    if feature.face {
+        let normal = feature.normal.clone();
+        out.depth = radius - sphere.pos.sub(&feature.anchor).dot(&normal);
         out.point = sphere.pos.sub(&normal.scale(radius - out.depth * F::new(0.5)));
         out.normal = normal;
     } else {
-        let corner = cube.pos.add(&cube.rot.apply(&closest));
+        let corner = feature.anchor.clone();
         let gap = sphere.pos.sub(&corner);
         let distance = gap.norm();
         out.normal = gap.scale(F::new(1.0) / distance);

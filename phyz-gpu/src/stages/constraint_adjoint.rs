@@ -18,9 +18,8 @@
 //! the contact point `c` lies midway between the plane and the body's sphere,
 //! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
 //! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A contact between two
-//! spheres or capsules is `super::segment_adjoint`'s. A world that presses another contact's
-//! rows (a box against a sphere, a moving plane) fails
-//! (`status::UNDIFFERENTIATED_CONTACT`).
+//! spheres or capsules, or a box and a sphere, is `super::segment_adjoint`'s. A world that
+//! presses another contact's rows (a moving plane's) fails (`status::UNDIFFERENTIATED_CONTACT`).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
@@ -90,7 +89,7 @@ pub(crate) fn constraint_adjoint<F: Float>(
                 } else if differentiated(ints, found, capacity, from) {
                     let pair = found[contact_int::PAIR * capacity as usize + from as usize] as usize;
                     let code = ints[ints[header::PAIR_INTS] as usize + pair * pair_int::LEN + pair_int::KIND];
-                    if code == kind::SPHERES || code == kind::CAPSULES {
+                    if code >= kind::SPHERES {
                         segment_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
                     } else {
                         contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);

@@ -188,9 +188,10 @@ fn push(
     // CPU's `anchor.bodies()[0] != first.body`).
     let flipped = oriented[0].body != first.body;
     // The backward's contacts: a plane no degree of freedom moves, taken first, against a
-    // sphere, a capsule or a box; two spheres or capsules.
+    // sphere, a capsule or a box; two spheres or capsules; a box and a sphere (the kinds from
+    // `SPHERES` on).
     let fixed_plane = code <= kind::PLANE_BOX && tree.body_last_dof[first.body].is_none() && !flipped;
-    let differentiated = fixed_plane || code == kind::SPHERES || code == kind::CAPSULES;
+    let differentiated = fixed_plane || code >= kind::SPHERES;
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
     ints.extend([usize::from(pyramid), usize::from(differentiated)]);
     for g in [first, second] {

@@ -1,5 +1,6 @@
 //! A pressed row's share in the constraint solve's backward for a contact between two spheres
-//! or capsules, either or both moving (`pairs::kind::SPHERES`, `CAPSULES`).
+//! or capsules, or a box and a sphere, either or both moving (`pairs::kind::SPHERES`,
+//! `CAPSULES`, `BOX_SPHERE`).
 //!
 //! The closed form (`collision::segments`) puts the contact between the points
 //! `P_i = c_i + x_i a_i` of the two core segments (`c_i` a geom's centre, `a_i` its half axis, a
@@ -9,6 +10,9 @@
 //! picked) or free: strictly inside and the closest for the other point (`gap · a_i = 0`).
 //! Moving the geoms (`∂c_i`, `∂a_i = ω_i × a_i`) moves the free ones by the derivative of
 //! those conditions, and with them the gap, the frame, the point and the depth ([`moved`]).
+//! A box against a sphere (`collision::box_feature`) is either a face, which turns and moves
+//! with the box, or the box's closest point, which moves with the box and, along its free
+//! axes, with the sphere's centre ([`box_shift`]).
 //!
 //! A row's value is `d · (v_B(p) − v_A(p)) + e · (ω_B − ω_A)` (`A`, `B` MuJoCo's first and
 //! second geoms' bodies; `d` the normal or a sliding pyramid edge, `e` a torsional or rolling
@@ -20,11 +24,11 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{MIN_VALUE, contact_float, contact_int, default_reference, geom_pose, touch};
+use super::collision::{MIN_VALUE, box_feature, contact_float, contact_int, default_reference, geom_pose, touch};
 use super::constraint_adjoint::{Edge, Pressed, chain_motion, contact_terms, tree_origin, twist_share};
 use super::layout::{Array, header, link_int, status};
-use super::pairs::{pair_float, pair_int};
-use super::real::{V3, exact};
+use super::pairs::{kind, pair_float, pair_int};
+use super::real::{M3, V3, exact};
 use super::world::{Spatial, fail, start};
 
 /// The contact's geometry as the closed form left it, in its own orientation (from the first
@@ -51,6 +55,24 @@ struct Segments<F: Float> {
     /// The trees' origins the two geoms' motions are about.
     o1: V3<F>,
     o2: V3<F>,
+    /// A box (the first geom) against a sphere of radius `r2` ([`box_feature`]): over a face,
+    /// or at the box's closest point, whose local axes `free` follow the centre; the box's
+    /// rotation.
+    boxed: bool,
+    face: bool,
+    anchor: V3<F>,
+    free: V3<F>,
+    rot1: M3<F>,
+    r2: F,
+}
+
+/// How the contact's normal, point and depth move with motions `m1`, `m2` of its two geoms.
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+struct Shift<F: Float> {
+    normal: V3<F>,
+    point: V3<F>,
+    depth: F,
 }
 
 /// How the contact moves with motions `m1`, `m2` of its two geoms: its normal, tangents, point
@@ -66,6 +88,26 @@ struct Moved<F: Float> {
 
 #[cube]
 fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F> {
+    let mut shift = segment_shift::<F>(s, m1, m2);
+    if s.boxed {
+        shift = box_shift::<F>(s, m1, m2);
+    }
+    let n = s.normal.clone();
+    let dnormal = shift.normal.clone();
+    let mut dt1 = V3::<F>::zero();
+    if s.length > exact::<F>(MIN_VALUE) {
+        let r = s.reference.clone();
+        let dprojected = n.scale(-r.dot(&dnormal)).sub(&dnormal.scale(r.dot(&n)));
+        dt1 = dprojected.sub(&s.t1.scale(s.t1.dot(&dprojected))).scale(F::new(1.0) / s.length);
+    }
+    let dt2 = dnormal.cross(&s.t1).add(&n.cross(&dt1));
+    Moved::<F> { normal: dnormal, t1: dt1, t2: dt2, point: shift.point, depth: shift.depth }
+}
+
+/// [`Shift`] of two spheres or capsules: the free points move by the derivative of their
+/// conditions (`gap · a_i = 0`).
+#[cube]
+fn segment_shift<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
     let dc1 = m1.lin.add(&m1.ang.cross(&s.c1.sub(&s.o1)));
     let dc2 = m2.lin.add(&m2.ang.cross(&s.c2.sub(&s.o2)));
     let da1 = m1.ang.cross(&s.a1);
@@ -93,14 +135,38 @@ fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F
     let dp1 = dc1.add(&da1.scale(s.x1)).add(&s.a1.scale(dx1));
     let half = F::new(0.5);
     let dpoint = dp1.add(&dnormal.scale(s.r1 - s.depth * half)).sub(&n.scale(ddepth * half));
-    let mut dt1 = V3::<F>::zero();
-    if s.length > exact::<F>(MIN_VALUE) {
-        let r = s.reference.clone();
-        let dprojected = n.scale(-r.dot(&dnormal)).sub(&dnormal.scale(r.dot(&n)));
-        dt1 = dprojected.sub(&s.t1.scale(s.t1.dot(&dprojected))).scale(F::new(1.0) / s.length);
+    Shift::<F> { normal: dnormal, point: dpoint, depth: ddepth }
+}
+
+/// [`Shift`] of a box against a sphere: over a face, the face turns and moves with the box;
+/// at an edge or a corner, the box's closest point moves with the box and, along its free
+/// axes, with the centre's move relative to the box.
+#[cube]
+fn box_shift<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
+    let n = s.normal.clone();
+    let half = F::new(0.5);
+    let at_anchor = m1.lin.add(&m1.ang.cross(&s.anchor.sub(&s.o1)));
+    let dc = m2.lin.add(&m2.ang.cross(&s.c2.sub(&s.o2)));
+    let mut out = Shift::<F> { normal: V3::zero(), point: V3::zero(), depth: F::new(0.0) };
+    if s.face {
+        let dnormal = m1.ang.cross(&n);
+        let ddepth = -dc.sub(&at_anchor).dot(&n) - s.c2.sub(&s.anchor).dot(&dnormal);
+        out.point = dc.sub(&dnormal.scale(s.r2 - s.depth * half)).add(&n.scale(ddepth * half));
+        out.normal = dnormal;
+        out.depth = ddepth;
+    } else {
+        let at_centre = m1.lin.add(&m1.ang.cross(&s.c2.sub(&s.o1)));
+        let relative = s.rot1.apply_transpose(&dc.sub(&at_centre));
+        let along = V3::<F>::new(relative.x * s.free.x, relative.y * s.free.y, relative.z * s.free.z);
+        let dcorner = at_anchor.add(&s.rot1.apply(&along));
+        let dgap = dc.sub(&dcorner);
+        let dnormal = dgap.sub(&n.scale(n.dot(&dgap))).scale(F::new(1.0) / s.distance);
+        let ddepth = -n.dot(&dgap);
+        out.point = dcorner.sub(&dnormal.scale(s.depth * half)).sub(&n.scale(ddepth * half));
+        out.normal = dnormal;
+        out.depth = ddepth;
     }
-    let dt2 = dnormal.cross(&s.t1).add(&n.cross(&dt1));
-    Moved::<F> { normal: dnormal, t1: dt1, t2: dt2, point: dpoint, depth: ddepth }
+    out
 }
 
 /// Whether link `l` is `link` or one of its ancestors (links plus one; 0 the world).
@@ -143,7 +209,17 @@ fn segments_at<F: Float>(
     let a1 = g1.rot.z_axis().scale(size1.y);
     let a2 = g2.rot.z_axis().scale(size2.y);
     let (x1, x2) = (found_at.along1, found_at.along2);
-    let gap = g2.pos.add(&a2.scale(x2)).sub(&g1.pos.add(&a1.scale(x1)));
+    let mut gap = g2.pos.add(&a2.scale(x2)).sub(&g1.pos.add(&a1.scale(x1)));
+    let boxed = ints[pi + pair_int::KIND] == kind::BOX_SPHERE;
+    let feature = box_feature::<F>(&g1, &size1, &g2.pos);
+    if boxed {
+        gap = g2.pos.sub(&feature.anchor);
+    }
+    let mut distance = gap.norm();
+    if boxed && feature.face {
+        // No division by the gap over a face.
+        distance = F::new(1.0);
+    }
     let n = found_at.normal.clone();
     let reference = default_reference::<F>(&n);
     let projected = reference.sub(&n.scale(reference.dot(&n)));
@@ -171,7 +247,7 @@ fn segments_at<F: Float>(
         x1,
         x2,
         r1: size1.x,
-        distance: gap.norm(),
+        distance,
         gap,
         normal: n,
         depth: found_at.depth,
@@ -180,6 +256,12 @@ fn segments_at<F: Float>(
         length,
         o1,
         o2,
+        boxed,
+        face: feature.face,
+        anchor: feature.anchor,
+        free: feature.free,
+        rot1: g1.rot,
+        r2: size2.x,
     }
 }
 
@@ -220,7 +302,8 @@ fn dof_share<F: Float>(s: &Segments<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spat
         + row.weight * mv.depth
 }
 
-/// A pressed row's share for the contact in pool slot `c` between two spheres or capsules.
+/// A pressed row's share for the contact in pool slot `c` between two spheres or capsules, or
+/// a box and a sphere.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn segment_share<F: Float>(

@@ -102,15 +102,18 @@ pub const FEATURES: &str = "
   </actuator>
 </mujoco>";
 
-/// A free box and a free sphere above a floor, overlapping (a contact between moving bodies the
-/// device backward does not differentiate).
-pub const BOX_AND_SPHERE: &str = "
+/// A free body carrying a plane and a free sphere pressed into it (a contact with a moving plane,
+/// which the device backward does not differentiate).
+pub const MOVING_PLANE: &str = "
 <mujoco>
-  <option timestep='0.005'/>
+  <option timestep='0.005' gravity='0 0 0'/>
   <worldbody>
-    <geom type='plane' size='5 5 0.1'/>
-    <body pos='0 0 0.5'><freejoint/><geom type='box' size='0.1 0.1 0.1'/></body>
-    <body pos='0.15 0 0.5'><freejoint/><geom type='sphere' size='0.1'/></body>
+    <body pos='0 0 0.5'>
+      <freejoint/>
+      <geom type='plane' size='1 1 0.1'/>
+      <geom type='sphere' size='0.05' mass='1' contype='0' conaffinity='0'/>
+    </body>
+    <body pos='0.3 0 0.58'><freejoint/><geom type='sphere' size='0.1'/></body>
   </worldbody>
 </mujoco>";
 
