@@ -10,7 +10,7 @@
 //!   gymnasium models' trees without constraints and a model of what they lack (a ball joint, a
 //!   free body, springs, armature, servos with control and force ranges, an affine gain), with
 //!   and without Euler's implicit damping; through joint limits; through contacts with the
-//!   floor and between moving spheres and capsules; under semi-implicit Euler and RK4.
+//!   floor and between moving spheres, capsules and boxes; under semi-implicit Euler and RK4.
 //! - A world that presses a contact the backward does not differentiate fails alone.
 //!
 //! Tolerances, fixed before measuring, relative to `max(1, the largest expected entry)`, worst
@@ -489,7 +489,8 @@ fn constrained_backward_against_cpu(
 /// frictionless), a sphere on a capsule, two capsules that cross; a capsule sliding along a
 /// fixed one, parallel (MuJoCo 4's two points); two spheres whose pair MuJoCo turns round (an
 /// explicit pair listed from the later body); and two hinged capsules below one free body
-/// (their contact moves with the dofs they share).
+/// (their contact moves with the dofs they share); a free box against a free sphere over a face,
+/// an edge and a corner.
 const SELF_CONTACTS: [&str; 9] = [
     "<body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1' mass='1'/></body>
      <body pos='0.16 0.03 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.7' condim='1'/></body>",
@@ -516,7 +517,7 @@ const SELF_CONTACTS: [&str; 9] = [
          <geom type='capsule' size='0.04' fromto='0.15 0 0.1 0.15 0.2 -0.1' mass='0.3'/>
        </body>
      </body>",
-    "<body pos='6 0 1' euler='0.2 0.1 0.3'><freejoint/><geom type='box' size='0.1 0.12 0.08' mass='1'/></body>
+    "<body pos='6 0 1' euler='12 6 18'><freejoint/><geom type='box' size='0.1 0.12 0.08' mass='1'/></body>
      <body pos='6.17 0.02 1.01'><freejoint/><geom type='sphere' size='0.09' mass='0.5'/></body>",
     "<body pos='7 0 1'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>
      <body pos='7.15 0.15 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.5'/></body>",

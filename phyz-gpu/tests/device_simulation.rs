@@ -170,14 +170,13 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
     assert!(matches!(preset.with_device_step(step), Err(BurnError::Route(why)) if why.contains("mujoco_compat")));
     // A sphere on a moving plane steps, but has no device backward: a tracked step whose lane
     // presses one is refused, naming the lane (lane 0's sphere is lifted off its plane).
-    let spheres = mjcf::parse(MOVING_PLANE, "moving_plane.xml").expect("loads");
-    let sim = stages_simulation(spheres.clone(), &device).expect("the stages step the moving plane");
+    let plane = mjcf::parse(MOVING_PLANE, "moving_plane.xml").expect("loads");
+    let sim = stages_simulation(plane.clone(), &device).expect("the stages step the moving plane");
     let autodiff = device.clone().autodiff();
-    let mut qpos = [spheres.default_state().qpos.as_slice(), spheres.default_state().qpos.as_slice()].concat();
+    let mut qpos = [plane.default_state().qpos.as_slice(), plane.default_state().qpos.as_slice()].concat();
     qpos[9] += 1.0;
-    let qpos =
-        Tensor::<2>::from_data(TensorData::new(qpos, [2, spheres.nq()]).convert::<f32>(), (&autodiff, DType::F32));
-    let qvel = Tensor::<2>::zeros([2, spheres.nv()], (&autodiff, DType::F32));
+    let qpos = Tensor::<2>::from_data(TensorData::new(qpos, [2, plane.nq()]).convert::<f32>(), (&autodiff, DType::F32));
+    let qvel = Tensor::<2>::zeros([2, plane.nv()], (&autodiff, DType::F32));
     let ctrl = Tensor::<2>::zeros([2, 0], (&autodiff, DType::F32));
     let untracked = sim.state(qpos.clone(), qvel.clone()).expect("a valid batch");
     sim.step(&untracked, &ctrl).expect("an untracked step runs");
@@ -186,7 +185,7 @@ fn what_the_stages_cannot_step_or_differentiate_is_refused_by_name() {
         Err(BurnError::Route(why)) => {
             assert!(why.contains("lane 1") && why.contains("does not differentiate"), "{why}")
         }
-        other => panic!("a tracked step pressing a box against a moving sphere: {other:?}"),
+        other => panic!("a tracked step pressing a moving plane: {other:?}"),
     }
     // The hopper's contacts between moving bodies (capsules) and with its floor differentiate.
     let hopper = gymnasium("hopper");

@@ -279,8 +279,9 @@ impl Stages {
                     .into(),
             );
         }
-        (extra[1 + step_solves::UNDIFFERENTIATED] != 0.0)
-            .then(|| "it pressed a contact the device backward does not differentiate (a moving plane)".into())
+        (extra[1 + step_solves::UNDIFFERENTIATED] != 0.0).then(|| {
+            "it pressed a contact the device backward does not differentiate (a plane on a moving body)".into()
+        })
     }
 
     /// A `[rows, cols]` tensor of the stages' float type, its numbers not set.

@@ -89,7 +89,8 @@ pub(crate) fn constraint_adjoint<F: Float>(
                 } else if differentiated(ints, found, capacity, from) {
                     let pair = found[contact_int::PAIR * capacity as usize + from as usize] as usize;
                     let code = ints[ints[header::PAIR_INTS] as usize + pair * pair_int::LEN + pair_int::KIND];
-                    if code >= kind::SPHERES {
+                    // A differentiated pair is a fixed plane's or one `pairs::between_moving` names.
+                    if code > kind::PLANE_BOX {
                         segment_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
                     } else {
                         contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);

@@ -869,8 +869,8 @@ impl Stages {
     /// It differentiates semi-implicit Euler's step and RK4's ([`rk4_backward`]), unconstrained
     /// or under `mujoco_compat` with joint limits and contacts (the pyramid's edges of every
     /// condim): of a sphere, a capsule or a box on a plane no degree of freedom moves, and
-    /// between two spheres or capsules or a box and a sphere ([`segment_adjoint`]). A world that
-    /// presses another
+    /// between two spheres or capsules or a box and a sphere ([`segment_adjoint`]). A world
+    /// that presses another
     /// contact's rows fails ([`Failure::UndifferentiatedContact`]). Under Euler's implicit
     /// damping of a damped dof with constraints (MuJoCo's split solve) it takes the split back
     /// too ([`backward::split_begin`]). What the step refuses is refused by name.

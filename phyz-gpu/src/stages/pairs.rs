@@ -188,10 +188,9 @@ fn push(
     // CPU's `anchor.bodies()[0] != first.body`).
     let flipped = oriented[0].body != first.body;
     // The backward's contacts: a plane no degree of freedom moves, taken first, against a
-    // sphere, a capsule or a box; two spheres or capsules; a box and a sphere (the kinds from
-    // `SPHERES` on).
+    // sphere, a capsule or a box; two spheres or capsules; a box and a sphere.
     let fixed_plane = code <= kind::PLANE_BOX && tree.body_last_dof[first.body].is_none() && !flipped;
-    let differentiated = fixed_plane || code >= kind::SPHERES;
+    let differentiated = fixed_plane || between_moving(code);
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
     ints.extend([usize::from(pyramid), usize::from(differentiated)]);
     for g in [first, second] {
@@ -211,6 +210,12 @@ fn push(
     floats.push(weights[g1.body] + weights[g2.body]);
     pairs.push(Pair { geoms: oriented.map(|g| g.index), explicit, points, rows });
     Ok(())
+}
+
+/// Whether the step's backward differentiates contacts of kind `code` whichever of their geoms
+/// move (`super::segment_adjoint`): two spheres or capsules, a box and a sphere.
+pub fn between_moving(code: u32) -> bool {
+    code == kind::SPHERES || code == kind::CAPSULES || code == kind::BOX_SPHERE
 }
 
 /// The three numbers of a shape's size the kernel reads.

@@ -88,10 +88,7 @@ struct Moved<F: Float> {
 
 #[cube]
 fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F> {
-    let mut shift = segment_shift::<F>(s, m1, m2);
-    if s.boxed {
-        shift = box_shift::<F>(s, m1, m2);
-    }
+    let shift = if s.boxed { box_shift::<F>(s, m1, m2) } else { segment_shift::<F>(s, m1, m2) };
     let n = s.normal.clone();
     let dnormal = shift.normal.clone();
     let mut dt1 = V3::<F>::zero();
