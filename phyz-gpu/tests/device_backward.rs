@@ -10,8 +10,9 @@
 //!   gymnasium models' trees without constraints and a model of what they lack (a ball joint, a
 //!   free body, springs, armature, servos with control and force ranges, an affine gain), with
 //!   and without Euler's implicit damping; through joint limits; through contacts with the
-//!   floor and between moving spheres, capsules and boxes; under semi-implicit Euler and RK4.
-//! - A world that presses a contact the backward does not differentiate fails alone.
+//!   floor, between moving spheres, capsules and boxes and with a moving plane; under
+//!   semi-implicit Euler and RK4.
+//! - A world that presses a contact with no derivative (coincident centres) fails alone.
 //!
 //! Tolerances, fixed before measuring, relative to `max(1, the largest expected entry)`, worst
 //! over worlds: stages `f64` (Vulkan, lavapipe) 1e-10, `f32` (OpenGL, llvmpipe) 1e-4; the
@@ -29,7 +30,7 @@ use phyz_gpu::stages::layout::Array;
 use phyz_gpu::stages::{Failure, Stages};
 
 mod common;
-use common::{FEATURES, GYMNASIUM, MOVING_PLANE, Rng, gymnasium, has_f64};
+use common::{FEATURES, GYMNASIUM, Rng, gymnasium, has_f64};
 
 /// A ball joint below a hinge (its dofs' parent moving, so their perturbations' `ψ` terms are
 /// not zero), a slide below it driven through its parent's frame, and a control range.
@@ -490,8 +491,8 @@ fn constrained_backward_against_cpu(
 /// fixed one, parallel (MuJoCo 4's two points); two spheres whose pair MuJoCo turns round (an
 /// explicit pair listed from the later body); and two hinged capsules below one free body
 /// (their contact moves with the dofs they share); a free box against a free sphere over a face,
-/// an edge and a corner.
-const SELF_CONTACTS: [&str; 9] = [
+/// an edge and a corner; a plane on a free body under a sphere, a capsule and a box.
+const SELF_CONTACTS: [&str; 10] = [
     "<body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1' mass='1'/></body>
      <body pos='0.16 0.03 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.7' condim='1'/></body>",
     "<body pos='1 0 1'><freejoint/><geom type='capsule' size='0.05' fromto='-0.2 0 0 0.2 0 0' mass='0.5'/></body>
@@ -523,6 +524,17 @@ const SELF_CONTACTS: [&str; 9] = [
      <body pos='7.15 0.15 1.02'><freejoint/><geom type='sphere' size='0.08' mass='0.5'/></body>",
     "<body pos='8 0 1'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>
      <body pos='8.14 0.14 1.14'><freejoint/><geom type='sphere' size='0.08' mass='0.5'/></body>",
+    "<body pos='9 0 1'>
+       <freejoint/>
+       <geom type='plane' size='1 1 0.1'/>
+       <geom type='sphere' size='0.05' mass='1' contype='0' conaffinity='0'/>
+     </body>
+     <body pos='9.3 0 1.08'><freejoint/><geom type='sphere' size='0.1' mass='0.5'/></body>
+     <body pos='8.6 0.1 1.04'>
+       <freejoint/>
+       <geom type='capsule' size='0.05' fromto='-0.1 0 0 0.1 0.02 0' mass='0.5' contype='2' conaffinity='1'/>
+     </body>
+     <body pos='9 0.5 1.09'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='0.5' contype='2' conaffinity='1'/></body>",
 ];
 
 /// A model of one of the [`SELF_CONTACTS`] groups, without gravity.
@@ -579,6 +591,7 @@ fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
         "box and sphere, face",
         "box and sphere, edge",
         "box and sphere, corner",
+        "a moving plane",
     ];
     let mut scenes: Vec<(String, Model<f64>)> =
         names.into_iter().zip(SELF_CONTACTS).map(|(name, group)| (name.to_string(), self_contacts(group))).collect();
@@ -817,14 +830,24 @@ fn a_rollout_backward_follows_the_chained_step_jacobians_in_f32() {
     assert!(worst <= 1e-3, "{worst:e}");
 }
 
+/// Two free spheres centred at the same point.
+const COINCIDENT: &str = "
+<mujoco>
+  <option timestep='0.005' gravity='0 0 0'/>
+  <worldbody>
+    <body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1'/></body>
+    <body pos='0 0 1'><freejoint/><geom type='sphere' size='0.1'/></body>
+  </worldbody>
+</mujoco>";
+
 #[test]
-fn a_world_pressing_a_contact_the_backward_does_not_differentiate_fails_alone() {
-    let model = mjcf::parse(MOVING_PLANE, "moving_plane.xml").expect("loads");
+fn a_world_pressing_a_contact_with_no_derivative_fails_alone() {
+    let model = mjcf::parse(COINCIDENT, "coincident.xml").expect("loads");
     let stages = Stages::new(&model, &opengl()).expect("packs");
-    // The first world's sphere presses the moving plane (a contact the backward does not
-    // differentiate); the second's is lifted off it.
+    // The first world's spheres share their centre (a contact with no derivative: its normal
+    // comes from the axes, not the gap); the second's are apart.
     let mut apart = model.default_state();
-    apart.qpos[9] += 1.0;
+    apart.qpos[7] += 0.15;
     let worlds = stages.worlds(&[model.default_state(), apart]).expect("uploads");
     stages.step_backward(&worlds).expect("the backward runs");
     assert_eq!(stages.failures(&worlds).expect("readable"), vec![(0, Failure::UndifferentiatedContact)]);

@@ -21,8 +21,7 @@ use super::world::{World, start};
 use super::{Failure, Stages, Worlds};
 
 /// Columns of a stepped row after `qpos` and `qvel`: the world's status, then what its step's
-/// solves came to (`newton::step_solves`: one stopped short, one pressed an undifferentiated
-/// contact).
+/// solves came to (`newton::step_solves`: one stopped short).
 pub const STEPPED_EXTRA: usize = 1 + step_solves::LEN;
 
 /// Where a link's joint keeps its coordinates: `moved` numbers that add (a hinge's or a
@@ -269,18 +268,11 @@ impl Stages {
         if let Some(failure) = Failure::from_code(extra[0]) {
             return Some(format!("{failure:?}"));
         }
-        if !tracked || !self.packed.constrained() {
-            return None;
-        }
-        if extra[1 + step_solves::STOPPED] != 0.0 {
-            return Some(
-                "a constraint solve stopped short of convergence; a step whose gradient is tracked needs \
-                 converged solves, the points its derivative is taken at"
-                    .into(),
-            );
-        }
-        (extra[1 + step_solves::UNDIFFERENTIATED] != 0.0).then(|| {
-            "it pressed a contact the device backward does not differentiate (a plane on a moving body)".into()
+        let stopped = self.packed.constrained() && extra[1 + step_solves::STOPPED] != 0.0;
+        (tracked && stopped).then(|| {
+            "a constraint solve stopped short of convergence; a step whose gradient is tracked needs \
+             converged solves, the points its derivative is taken at"
+                .into()
         })
     }
 

@@ -86,14 +86,6 @@ impl<F: Float> Touch<F> {
     }
 }
 
-/// Whether the step's backward differentiates the contact in pool slot `c` of `capacity`
-/// (its pair's `pair_int::DIFFERENTIATED`).
-#[cube]
-pub fn differentiated(ints: &Tensor<u32>, found: &mut Tensor<u32>, capacity: u32, c: u32) -> bool {
-    let pair = found[contact_int::PAIR * capacity as usize + c as usize] as usize;
-    ints[ints[header::PAIR_INTS] as usize + pair * pair_int::LEN + pair_int::DIFFERENTIATED] == 1
-}
-
 /// Resets the pool's counter before a collision launch.
 #[cube(launch_unchecked)]
 pub(crate) fn clear_pool(counter: &mut Tensor<Atomic<u32>>) {

@@ -11,28 +11,22 @@
 //! depth ([`super::impedance::unilateral_slopes`]) times the depth's with the positions, and
 //! the change of `J_r w` with the positions at fixed `w = D e λ + μ D (x − (1 − h B) v)` (`e`
 //! the row's deviation, `μ = J_r λ`; the last term is its target's pre-step velocity `J_r v`).
-//! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's, on a
-//! plane no degree of freedom moves (the floor; MuJoCo's first geom), is the body's velocity at
-//! the contact point along the normal or a pyramid edge `n ± μ t`, plus for a torsional or
-//! rolling edge its angular velocity along `± μ a` (a capsule's tangents turn with its axis):
-//! the contact point `c` lies midway between the plane and the body's sphere,
-//! capsule end or box corner `p`, `p = c + (r − depth/2) n`, so `∂ depth = −n · ∂p`, and moving
-//! a degree of freedom `k` turns the motions beyond it (`S_k × U_k`). A contact between two
-//! spheres or capsules, or a box and a sphere, is `super::segment_adjoint`'s. A world that
-//! presses another contact's rows (a moving plane's) fails (`status::UNDIFFERENTIATED_CONTACT`).
+//! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's row moves
+//! with its geometry: `super::contact_adjoint`'s, with the helpers here (the bodies' motion
+//! under `w`, the motions beyond a degree of freedom turning with it: `S_k × U_k`).
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{MIN_VALUE, contact_float, contact_int, differentiated};
+use super::collision::{contact_float, contact_int};
+use super::contact_adjoint::contact_share;
 use super::impedance::{MIN_REGULARIZER, Slopes, edge_regularizer, limit_side, pair_material, unilateral_slopes};
 use super::layout::{Array, TIMESTEP, header, link_int, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
-use super::pairs::{kind, pair_float, pair_int};
-use super::real::{M3, V3, exact};
+use super::pairs::{pair_float, pair_int};
+use super::real::{V3, exact};
 use super::rows::LIMIT_ROW;
-use super::segment_adjoint::segment_share;
 use super::world::{Spatial, World, fail, fine, start};
 
 /// After the constrained forward at the step's start (the solve converged) and the
@@ -86,17 +80,8 @@ pub(crate) fn constraint_adjoint<F: Float>(
                 let from = source[block.row(r)];
                 if from >= LIMIT_ROW {
                     limit_share::<F>(ints, floats, data, jacobian, &pressed, from - LIMIT_ROW);
-                } else if differentiated(ints, found, capacity, from) {
-                    let pair = found[contact_int::PAIR * capacity as usize + from as usize] as usize;
-                    let code = ints[ints[header::PAIR_INTS] as usize + pair * pair_int::LEN + pair_int::KIND];
-                    // A differentiated pair is a fixed plane's or one `pairs::between_moving` names.
-                    if code > kind::PLANE_BOX {
-                        segment_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
-                    } else {
-                        contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
-                    }
                 } else {
-                    fail::<F>(ints, data, &world, comptime![status::UNDIFFERENTIATED_CONTACT]);
+                    contact_share::<F>(ints, floats, data, jacobian, found, geometry, capacity, &pressed, from);
                 }
             }
         }
@@ -198,13 +183,12 @@ fn limit_share<F: Float>(
 }
 
 /// What every pressed contact row's share reads of its contact: its pair's records (at `pi`,
-/// `pf`), its depth and the reference's damping there, its direction ([`edge_of`]) and its
-/// depth's weight ([`depth_weight`]).
+/// `pf`), the reference's damping at its depth, its direction ([`edge_of`]) and its depth's
+/// weight ([`depth_weight`]).
 #[derive(CubeType, Clone)]
 pub(super) struct ContactTerms<F: Float> {
     pub pi: usize,
     pub pf: usize,
-    pub depth: F,
     pub damping: F,
     pub weight: F,
     pub edge: Edge<F>,
@@ -234,59 +218,7 @@ pub(super) fn contact_terms<F: Float>(
     velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
     let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
     let weight = depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer));
-    ContactTerms::<F> { pi, pf, depth, damping: slopes.damping, weight, edge }
-}
-
-/// A pressed contact row's share: the contact of pool slot `c`, between a plane no degree of
-/// freedom moves (MuJoCo's first geom) and a sphere, a capsule's end or a box's corner.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn contact_share<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    jacobian: &mut Tensor<F>,
-    found: &mut Tensor<u32>,
-    geometry: &mut Tensor<F>,
-    capacity: u32,
-    pressed: &Pressed<F>,
-    c: u32,
-) {
-    let (m, c) = (capacity as usize, c as usize);
-    let terms = contact_terms::<F>(ints, floats, data, jacobian, found, geometry, pressed, m, c);
-    let (pi, pf, edge) = (terms.pi, terms.pf, terms.edge.clone());
-    let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
-    let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
-    let code = ints[pi + pair_int::KIND];
-    let mut radius = floats[pf + pair_float::SIZE2];
-    if code == kind::PLANE_BOX {
-        radius = F::new(0.0);
-    }
-    // Only a capsule's tangents turn with it (its frame follows its axis, projected on the
-    // plane); a sphere's and a box's are fixed by the normal.
-    let link = ints[pi + pair_int::LINK2] as usize;
-    let mut axis = V3::<F>::zero();
-    let turns = code == kind::PLANE_CAPSULE;
-    if turns {
-        let rotation = start(ints, comptime![Array::Rotation as usize]);
-        let world = &pressed.block.world;
-        let body = M3::<F>::load(data, world.at(rotation, 9 * (link - 1)), world.count);
-        let local = pf + pair_float::ROT2;
-        axis = body.apply(&V3::new(floats[local + 2], floats[local + 5], floats[local + 8]));
-    }
-    let contact = Contact::<F> {
-        edge,
-        normal,
-        point: V3::load(geometry, contact_float::POINT * m + c, m),
-        radius,
-        depth: terms.depth,
-        weight: terms.weight,
-        damping: terms.damping,
-        axis,
-        t1,
-        turns,
-    };
-    pull_contact::<F>(ints, floats, data, pressed, &contact, link);
+    ContactTerms::<F> { pi, pf, damping: slopes.damping, weight, edge }
 }
 
 /// A contact row's directions: along the relative velocity at the point (`direction`), the
@@ -362,54 +294,6 @@ pub(super) fn edge_of<F: Float>(
         }
     }
     out
-}
-
-/// How a capsule contact's first tangent (or its second, where `second`) turns with degree of
-/// freedom motion `axis_k`: the capsule's axis turns (`ω × a`), its projection on the plane
-/// gives `t1`, and `t2 = n × t1`.
-#[cube]
-fn tangent_turn<F: Float>(contact: &Contact<F>, turn: &V3<F>, second: bool) -> V3<F> {
-    let n = contact.normal.clone();
-    let a = contact.axis.clone();
-    let projected = a.sub(&n.scale(a.dot(&n)));
-    let da = turn.cross(&a);
-    let dp = da.sub(&n.scale(da.dot(&n)));
-    let t1 = contact.t1.clone();
-    // An axis along the normal leaves the frame on the world's x axis (`store_frame`), which
-    // does not turn.
-    let length = projected.norm();
-    let mut scale = F::new(0.0);
-    if length > exact::<F>(MIN_VALUE) {
-        scale = F::new(1.0) / length;
-    }
-    let dt1 = dp.sub(&t1.scale(t1.dot(&dp))).scale(scale);
-    let mut out = dt1.clone();
-    if second {
-        out = contact.normal.cross(&dt1);
-    }
-    out
-}
-
-/// A pressed contact row on a plane no degree of freedom moves, as [`pull_contact`] reads it.
-#[derive(CubeType, Clone)]
-#[expand(derive(Clone))]
-struct Contact<F: Float> {
-    /// The row's directions ([`Edge`]), and the contact's normal (from the plane, MuJoCo's first
-    /// geom, towards the body).
-    edge: Edge<F>,
-    normal: V3<F>,
-    point: V3<F>,
-    /// The moving geom's radius at the feature (a box corner's 0), and the depth.
-    radius: F,
-    depth: F,
-    /// `μ (∂D e − D ∂t)` per unit of depth ([`depth_weight`]), and the reference's damping.
-    weight: F,
-    damping: F,
-    /// A capsule's axis and the frame's first tangent, and whether the tangents turn with it
-    /// (a capsule's do).
-    axis: V3<F>,
-    t1: V3<F>,
-    turns: bool,
 }
 
 /// `w_d = D (e λ_d + μ (x_d − (1 − h B) v_d))`: the velocity whose image `J_r w` the row's
@@ -517,52 +401,4 @@ pub(super) fn twist_share<F: Float>(
 pub(super) fn tree_origin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, link: usize) -> V3<F> {
     let root = ints[ints[header::LINK_INTS] as usize + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
     V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), world.count)
-}
-
-/// The contact row's share along each degree of freedom `k` behind the moving geom's link
-/// (`link` plus one): `∂(J_r w)/∂q_k`, the motions beyond `k` turned by it ([`twist_share`]),
-/// the point carried with the feature and a capsule's tangents (and roll axes) turned with it,
-/// plus the depth's share.
-#[cube]
-fn pull_contact<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    pressed: &Pressed<F>,
-    contact: &Contact<F>,
-    link: usize,
-) {
-    let world = &pressed.block.world;
-    let n = world.count;
-    let link_ints = ints[header::LINK_INTS] as usize;
-    let motion = start(ints, comptime![Array::Motion as usize]);
-    let point = contact.point.sub(&tree_origin::<F>(ints, data, world, link));
-    let feature = point.add(&contact.normal.scale(contact.radius - contact.depth * F::new(0.5)));
-    let body = chain_motion::<F>(ints, floats, data, pressed, contact.damping, link);
-    let spin = body.ang.clone();
-    let at_point = body.lin.add(&spin.cross(&point));
-    twist_share::<F>(ints, floats, data, pressed, contact.damping, link, &contact.edge, &point, F::new(1.0));
-    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-    let mut l = link;
-    while l > 0 {
-        let li = link_ints + (l - 1) * link_int::LEN;
-        let adr = ints[li + link_int::DOF_ADR] as usize;
-        for k in adr..adr + ints[li + link_int::DOF_NUM] as usize {
-            let axis = Spatial::<F>::load(data, world.at(motion, 6 * k), n);
-            let carried = axis.lin.add(&axis.ang.cross(&feature));
-            let deeper = -contact.normal.dot(&carried);
-            let moved = carried.add(&contact.normal.scale(deeper * F::new(0.5)));
-            let edge = &contact.edge;
-            let mut along = edge.direction.dot(&spin.cross(&moved));
-            if contact.turns && edge.turning != F::new(0.0) {
-                along += edge.turning * tangent_turn::<F>(contact, &axis.ang, edge.second > F::new(0.0)).dot(&at_point);
-            }
-            // A roll about a capsule's tangent turns with it (the plane's normal does not).
-            if contact.turns && edge.about > F::new(0.0) {
-                along += edge.spin * tangent_turn::<F>(contact, &axis.ang, edge.about > F::new(1.0)).dot(&spin);
-            }
-            data[world.at(adjoint_q, k)] -= along + contact.weight * deeper;
-        }
-        l = ints[li + link_int::PARENT] as usize;
-    }
 }

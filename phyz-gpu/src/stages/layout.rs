@@ -319,8 +319,8 @@ pub mod status {
     /// The step's backward found its constraint solve stopped short of convergence, where the
     /// solution has no derivative.
     pub const UNCONVERGED_SOLVE: u32 = 7;
-    /// The step's backward found a pressed row of a contact it does not differentiate
-    /// (`super::pairs::pair_int::DIFFERENTIATED`).
+    /// The step's backward found a pressed row of a contact with no derivative there (two
+    /// spheres whose centres coincide).
     pub const UNDIFFERENTIATED_CONTACT: u32 = 8;
 }
 

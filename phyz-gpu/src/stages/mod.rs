@@ -2,9 +2,9 @@
 //! matrix, its factor and solves, RNEA's bias forces, the smooth forces and acceleration,
 //! primitive collision into a contact pool, the constraint rows with their targets and
 //! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the step's
-//! backward ([`backward`], [`rk4_backward`], [`rnea_adjoint`], through limits, contacts on a
-//! fixed plane and contacts between spheres and capsules: [`constraint_adjoint`],
-//! [`segment_adjoint`]), with rollouts kept by checkpoints ([`tape`]) and batches of burn
+//! backward ([`backward`], [`rk4_backward`], [`rnea_adjoint`], through limits and every
+//! contact the collision stage finds: [`constraint_adjoint`], [`contact_adjoint`]), with
+//! rollouts kept by checkpoints ([`tape`]) and batches of burn
 //! tensors moved in and out ([`batch`]).
 //!
 //! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
@@ -24,6 +24,7 @@ mod backward;
 mod collision;
 mod constraint_adjoint;
 mod constraints;
+mod contact_adjoint;
 mod forces;
 mod impedance;
 mod integrate;
@@ -37,7 +38,6 @@ mod rk4_backward;
 mod rnea;
 mod rnea_adjoint;
 mod rows;
-mod segment_adjoint;
 mod tape;
 mod world;
 
@@ -162,8 +162,8 @@ pub enum Failure {
     /// The step's backward found its constraint solve stopped short of convergence: the
     /// solution it kept has no derivative (the CPU's backward refuses it too).
     UnconvergedSolve,
-    /// The step's backward found a pressed row of a contact it does not differentiate: a moving
-    /// plane, or two spheres whose centres coincide.
+    /// The step's backward found a pressed row of a contact with no derivative there: two
+    /// spheres whose centres coincide (their normal then comes from the axes, not the gap).
     UndifferentiatedContact,
 }
 
@@ -751,16 +751,15 @@ impl Stages {
                 break;
             }
         }
-        let [counts, jacobian, target, regularizer, jar, source] =
-            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar, &rows.source].map(arg);
-        let (found, capacity) = (arg(&worlds.pool.found), worlds.pool.capacity as u32);
+        let [counts, jacobian, target, regularizer, jar] =
+            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
         launch_typed!(
             self,
             worlds,
             n,
             newton::newton_end,
             [floats()],
-            [counts, jacobian, target, regularizer, jar, per_world, source, found, capacity]
+            [counts, jacobian, target, regularizer, jar, per_world]
         );
         Ok(())
     }
@@ -867,11 +866,9 @@ impl Stages {
     /// A world whose solve stopped short fails ([`Failure::UnconvergedSolve`]).
     ///
     /// It differentiates semi-implicit Euler's step and RK4's ([`rk4_backward`]), unconstrained
-    /// or under `mujoco_compat` with joint limits and contacts (the pyramid's edges of every
-    /// condim): of a sphere, a capsule or a box on a plane no degree of freedom moves, and
-    /// between two spheres or capsules or a box and a sphere ([`segment_adjoint`]). A world
-    /// that presses another
-    /// contact's rows fails ([`Failure::UndifferentiatedContact`]). Under Euler's implicit
+    /// or under `mujoco_compat` with joint limits and every contact the collision stage finds
+    /// (the pyramid's edges of every condim: [`contact_adjoint`]); a world that presses a contact
+    /// with no derivative there fails ([`Failure::UndifferentiatedContact`]). Under Euler's implicit
     /// damping of a damped dof with constraints (MuJoCo's split solve) it takes the split back
     /// too ([`backward::split_begin`]). What the step refuses is refused by name.
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {

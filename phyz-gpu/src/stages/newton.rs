@@ -28,10 +28,8 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::differentiated;
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
-use super::rows::LIMIT_ROW;
 use super::world::{World, fail, fine, start};
 
 /// The rows of a world's block the solve reads and writes, and their number.
@@ -80,12 +78,10 @@ pub mod newton_item {
 }
 
 /// What the solves of a world's last step came to, over all its evaluations (reset by
-/// [`begin_step`]): whether one stopped short of convergence, and whether one pressed a row of
-/// a contact the step's backward does not differentiate at its solution (1 or 0 each).
+/// [`begin_step`]): whether one stopped short of convergence (1 or 0).
 pub mod step_solves {
     pub const STOPPED: usize = 0;
-    pub const UNDIFFERENTIATED: usize = 1;
-    pub const LEN: usize = 2;
+    pub const LEN: usize = 1;
 }
 
 /// Where a world's solve stands.
@@ -409,7 +405,6 @@ fn line_step<F: Float>(
 /// acceleration with the constraint forces of every world solved (converged or stopped short)
 /// into [`Array::Qacc`]; then what the solve came to added to the step's ([`step_solves`]).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn newton_end<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
@@ -421,9 +416,6 @@ pub(crate) fn newton_end<F: Float>(
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     per_world: u32,
-    source: &mut Tensor<u32>,
-    found: &mut Tensor<u32>,
-    capacity: u32,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
@@ -449,18 +441,6 @@ pub(crate) fn newton_end<F: Float>(
     let solves = start(ints, comptime![Array::StepSolves as usize]);
     if state == F::cast_from(solve_state::STOPPED) {
         data[world.at(solves, step_solves::STOPPED)] = F::new(1.0);
-    }
-    for r in 0..block.rows {
-        let from = source[block.row(r)];
-        if from < LIMIT_ROW && !differentiated(ints, found, capacity, from) {
-            let mut deviation = -target[block.row(r)];
-            for d in 0..block.nv {
-                deviation += jacobian[block.entry(r, d)] * data[world.at(x, d)];
-            }
-            if deviation < F::new(0.0) {
-                data[world.at(solves, step_solves::UNDIFFERENTIATED)] = F::new(1.0);
-            }
-        }
     }
 }
 

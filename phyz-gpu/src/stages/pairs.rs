@@ -47,10 +47,7 @@ pub mod pair_int {
     /// 1 where the rows are the edges of MuJoCo's pyramidal cone, 0 for the elliptic cone's
     /// (or a frictionless contact's) own rows.
     pub const PYRAMID: usize = 6;
-    /// 1 where the step's backward differentiates the pair's contacts
-    /// (`super::constraint_adjoint`); a world that presses another's rows fails its backward.
-    pub const DIFFERENTIATED: usize = 7;
-    pub const LEN: usize = 8;
+    pub const LEN: usize = 7;
 }
 
 /// A pair's floats: each geom's pose in its link's frame (rotation by rows, then position) and
@@ -187,12 +184,8 @@ fn push(
     // Turned round where MuJoCo's first geom is on another body than the one tested first (the
     // CPU's `anchor.bodies()[0] != first.body`).
     let flipped = oriented[0].body != first.body;
-    // The backward's contacts: a plane no degree of freedom moves, taken first, against a
-    // sphere, a capsule or a box; two spheres or capsules; a box and a sphere.
-    let fixed_plane = code <= kind::PLANE_BOX && tree.body_last_dof[first.body].is_none() && !flipped;
-    let differentiated = fixed_plane || between_moving(code);
     ints.extend([link(first), link(second), code as usize, usize::from(flipped), usize::from(condim), rows]);
-    ints.extend([usize::from(pyramid), usize::from(differentiated)]);
+    ints.push(usize::from(pyramid));
     for g in [first, second] {
         let local = Pose::from_quat(&g.geom.quat, g.geom.pos);
         floats.extend((0..3).flat_map(|r| (0..3).map(move |c| local.rot[(r, c)])));
@@ -210,12 +203,6 @@ fn push(
     floats.push(weights[g1.body] + weights[g2.body]);
     pairs.push(Pair { geoms: oriented.map(|g| g.index), explicit, points, rows });
     Ok(())
-}
-
-/// Whether the step's backward differentiates contacts of kind `code` whichever of their geoms
-/// move (`super::segment_adjoint`): two spheres or capsules, a box and a sphere.
-pub fn between_moving(code: u32) -> bool {
-    code == kind::SPHERES || code == kind::CAPSULES || code == kind::BOX_SPHERE
 }
 
 /// The three numbers of a shape's size the kernel reads.

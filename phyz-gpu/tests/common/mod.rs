@@ -102,21 +102,6 @@ pub const FEATURES: &str = "
   </actuator>
 </mujoco>";
 
-/// A free body carrying a plane and a free sphere pressed into it (a contact with a moving plane,
-/// which the device backward does not differentiate).
-pub const MOVING_PLANE: &str = "
-<mujoco>
-  <option timestep='0.005' gravity='0 0 0'/>
-  <worldbody>
-    <body pos='0 0 0.5'>
-      <freejoint/>
-      <geom type='plane' size='1 1 0.1'/>
-      <geom type='sphere' size='0.05' mass='1' contype='0' conaffinity='0'/>
-    </body>
-    <body pos='0.3 0 0.58'><freejoint/><geom type='sphere' size='0.1'/></body>
-  </worldbody>
-</mujoco>";
-
 /// Whether `device` computes in `f64`; where it does not, a test in `f64` is skipped, unless CI
 /// requires it.
 pub fn has_f64(device: &burn::tensor::Device) -> bool {

@@ -1,6 +1,11 @@
-//! A pressed row's share in the constraint solve's backward for a contact between two spheres
-//! or capsules, or a box and a sphere, either or both moving (`pairs::kind::SPHERES`,
-//! `CAPSULES`, `BOX_SPHERE`).
+//! A pressed contact row's share in the constraint solve's backward, for every pair the
+//! collision stage takes (`pairs::kind`), either geom or both moving: a plane against a sphere,
+//! a capsule's end or a box's corner; two spheres or capsules; a box and a sphere.
+//!
+//! A plane's contact lies between the plane and the sphere of radius `r` (zero for a box's
+//! corner) centred at `c` on the other geom: depth `r − (c − p)·n`, point `c − n (r − depth/2)`;
+//! the plane turns and moves with its body, `c` with the other ([`plane_shift`]). Its frame's
+//! reference is fixed by the normal, or for a capsule its axis, which turns with it.
 //!
 //! The closed form (`collision::segments`) puts the contact between the points
 //! `P_i = c_i + x_i a_i` of the two core segments (`c_i` a geom's centre, `a_i` its half axis, a
@@ -24,7 +29,7 @@
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{MIN_VALUE, box_feature, contact_float, contact_int, default_reference, geom_pose, touch};
+use super::collision::{MIN_VALUE, box_feature, contact_float, contact_int, geom_pose, touch};
 use super::constraint_adjoint::{Edge, Pressed, chain_motion, contact_terms, tree_origin, twist_share};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{kind, pair_float, pair_int};
@@ -34,7 +39,7 @@ use super::world::{Spatial, fail, start};
 /// The contact's geometry as the closed form left it, in its own orientation (from the first
 /// geom it tests to the second).
 #[derive(CubeType, Clone)]
-struct Segments<F: Float> {
+struct Geometry<F: Float> {
     c1: V3<F>,
     c2: V3<F>,
     a1: V3<F>,
@@ -64,6 +69,11 @@ struct Segments<F: Float> {
     free: V3<F>,
     rot1: M3<F>,
     r2: F,
+    /// A plane (the first geom) against the sphere of radius `r2` centred at `anchor` (a
+    /// sphere, a capsule's end, a box's corner: `r2` zero) on the second; whether the frame's
+    /// reference turns with the second geom (a capsule's axis).
+    planar: bool,
+    turning_reference: bool,
 }
 
 /// How the contact's normal, point and depth move with motions `m1`, `m2` of its two geoms.
@@ -87,14 +97,24 @@ struct Moved<F: Float> {
 }
 
 #[cube]
-fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F> {
-    let shift = if s.boxed { box_shift::<F>(s, m1, m2) } else { segment_shift::<F>(s, m1, m2) };
+fn moved<F: Float>(s: &Geometry<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F> {
+    let shift = if s.planar {
+        plane_shift::<F>(s, m1, m2)
+    } else if s.boxed {
+        box_shift::<F>(s, m1, m2)
+    } else {
+        segment_shift::<F>(s, m1, m2)
+    };
     let n = s.normal.clone();
     let dnormal = shift.normal.clone();
     let mut dt1 = V3::<F>::zero();
     if s.length > exact::<F>(MIN_VALUE) {
         let r = s.reference.clone();
-        let dprojected = n.scale(-r.dot(&dnormal)).sub(&dnormal.scale(r.dot(&n)));
+        let mut dreference = V3::<F>::zero();
+        if s.turning_reference {
+            dreference = m2.ang.cross(&r);
+        }
+        let dprojected = dreference.sub(&n.scale(dreference.dot(&n) + r.dot(&dnormal))).sub(&dnormal.scale(r.dot(&n)));
         dt1 = dprojected.sub(&s.t1.scale(s.t1.dot(&dprojected))).scale(F::new(1.0) / s.length);
     }
     let dt2 = dnormal.cross(&s.t1).add(&n.cross(&dt1));
@@ -104,7 +124,7 @@ fn moved<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Moved<F
 /// [`Shift`] of two spheres or capsules: the free points move by the derivative of their
 /// conditions (`gap · a_i = 0`).
 #[cube]
-fn segment_shift<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
+fn segment_shift<F: Float>(s: &Geometry<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
     let dc1 = m1.lin.add(&m1.ang.cross(&s.c1.sub(&s.o1)));
     let dc2 = m2.lin.add(&m2.ang.cross(&s.c2.sub(&s.o2)));
     let da1 = m1.ang.cross(&s.a1);
@@ -135,11 +155,25 @@ fn segment_shift<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) ->
     Shift::<F> { normal: dnormal, point: dpoint, depth: ddepth }
 }
 
+/// [`Shift`] of a plane against a sphere centred at `anchor` (moving with the second geom): the
+/// plane turns and moves with the first.
+#[cube]
+fn plane_shift<F: Float>(s: &Geometry<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
+    let n = s.normal.clone();
+    let half = F::new(0.5);
+    let dnormal = m1.ang.cross(&n);
+    let at_plane = m1.lin.add(&m1.ang.cross(&s.c1.sub(&s.o1)));
+    let dc = m2.lin.add(&m2.ang.cross(&s.anchor.sub(&s.o2)));
+    let ddepth = -dc.sub(&at_plane).dot(&n) - s.anchor.sub(&s.c1).dot(&dnormal);
+    let point = dc.sub(&dnormal.scale(s.r2 - s.depth * half)).add(&n.scale(ddepth * half));
+    Shift::<F> { normal: dnormal, point, depth: ddepth }
+}
+
 /// [`Shift`] of a box against a sphere: over a face, the face turns and moves with the box;
 /// at an edge or a corner, the box's closest point moves with the box and, along its free
 /// axes, with the centre's move relative to the box.
 #[cube]
-fn box_shift<F: Float>(s: &Segments<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
+fn box_shift<F: Float>(s: &Geometry<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> Shift<F> {
     let n = s.normal.clone();
     let half = F::new(0.5);
     let at_anchor = m1.lin.add(&m1.ang.cross(&s.anchor.sub(&s.o1)));
@@ -185,7 +219,7 @@ fn on_chain(ints: &Tensor<u32>, l: usize, link: usize) -> bool {
 /// `pi` and `pf`, the closed form evaluated again at the worlds' state.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-fn segments_at<F: Float>(
+fn geometry_at<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -195,7 +229,7 @@ fn segments_at<F: Float>(
     c: usize,
     pi: usize,
     pf: usize,
-) -> Segments<F> {
+) -> Geometry<F> {
     let world = &pressed.block.world;
     let (link1, link2) = (ints[pi + pair_int::LINK1], ints[pi + pair_int::LINK2]);
     let g1 = geom_pose::<F>(ints, floats, data, world, link1, pf + pair_float::ROT1);
@@ -207,18 +241,29 @@ fn segments_at<F: Float>(
     let a2 = g2.rot.z_axis().scale(size2.y);
     let (x1, x2) = (found_at.along1, found_at.along2);
     let mut gap = g2.pos.add(&a2.scale(x2)).sub(&g1.pos.add(&a1.scale(x1)));
-    let boxed = ints[pi + pair_int::KIND] == kind::BOX_SPHERE;
+    let code = ints[pi + pair_int::KIND];
+    let (boxed, planar) = (code == kind::BOX_SPHERE, code <= kind::PLANE_BOX);
     let feature = box_feature::<F>(&g1, &size1, &g2.pos);
     if boxed {
         gap = g2.pos.sub(&feature.anchor);
     }
+    let n = found_at.normal.clone();
+    // A plane's contact: the centre of the sphere (or capsule end, or box corner) it presses,
+    // from the point the closed form put midway.
+    let mut radius = size2.x;
+    let mut anchor = feature.anchor.clone();
+    if code == kind::PLANE_BOX {
+        radius = F::new(0.0);
+    }
+    if planar {
+        anchor = found_at.point.add(&n.scale(radius - found_at.depth * F::new(0.5)));
+    }
     let mut distance = gap.norm();
-    if boxed && feature.face {
-        // No division by the gap over a face.
+    if (boxed && feature.face) || planar {
+        // No division by the gap over a face or a plane.
         distance = F::new(1.0);
     }
-    let n = found_at.normal.clone();
-    let reference = default_reference::<F>(&n);
+    let reference = found_at.reference.clone();
     let projected = reference.sub(&n.scale(reference.dot(&n)));
     let length = projected.norm();
     let mut t1 = V3::<F>::new(F::new(1.0), F::new(0.0), F::new(0.0));
@@ -234,7 +279,7 @@ fn segments_at<F: Float>(
         o2 = tree_origin::<F>(ints, data, world, link2 as usize);
     }
     let one = F::new(1.0);
-    Segments::<F> {
+    Geometry::<F> {
         free1: a1.dot(&a1) > F::new(0.0) && F::abs(x1) < one,
         free2: a2.dot(&a2) > F::new(0.0) && F::abs(x2) < one,
         c1: g1.pos,
@@ -255,10 +300,12 @@ fn segments_at<F: Float>(
         o2,
         boxed,
         face: feature.face,
-        anchor: feature.anchor,
+        anchor,
         free: feature.free,
         rot1: g1.rot,
-        r2: size2.x,
+        r2: radius,
+        planar,
+        turning_reference: code == kind::PLANE_CAPSULE,
     }
 }
 
@@ -277,7 +324,7 @@ struct Row<F: Float> {
 
 /// The share of degree of freedom `k`, moving the first geom by `m1` and the second by `m2`.
 #[cube]
-fn dof_share<F: Float>(s: &Segments<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> F {
+fn dof_share<F: Float>(s: &Geometry<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spatial<F>) -> F {
     let mv = moved::<F>(s, m1, m2);
     let edge = &row.edge;
     // The stored frame: the normal and the second tangent turned where the pair is.
@@ -299,11 +346,10 @@ fn dof_share<F: Float>(s: &Segments<F>, row: &Row<F>, m1: &Spatial<F>, m2: &Spat
         + row.weight * mv.depth
 }
 
-/// A pressed row's share for the contact in pool slot `c` between two spheres or capsules, or
-/// a box and a sphere.
+/// A pressed contact row's share for the contact in pool slot `c`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn segment_share<F: Float>(
+pub(super) fn contact_share<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -317,7 +363,7 @@ pub(super) fn segment_share<F: Float>(
     let (m, c) = (capacity as usize, c as usize);
     let terms = contact_terms::<F>(ints, floats, data, jacobian, found, geometry, pressed, m, c);
     let (pi, pf, edge, damping) = (terms.pi, terms.pf, terms.edge.clone(), terms.damping);
-    let s = segments_at::<F>(ints, floats, data, pressed, found, m, c, pi, pf);
+    let s = geometry_at::<F>(ints, floats, data, pressed, found, m, c, pi, pf);
     let (link1, link2) = (ints[pi + pair_int::LINK1] as usize, ints[pi + pair_int::LINK2] as usize);
     let mut sign = F::new(1.0);
     if ints[pi + pair_int::FLIPPED] == 1 {
@@ -354,7 +400,7 @@ fn geometry_share<F: Float>(
     ints: &Tensor<u32>,
     data: &mut Tensor<F>,
     pressed: &Pressed<F>,
-    s: &Segments<F>,
+    s: &Geometry<F>,
     row: &Row<F>,
     link: usize,
     other: usize,
