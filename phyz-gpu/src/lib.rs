@@ -16,8 +16,8 @@
 //! kinematics, the mass matrix and its factor, RNEA, the smooth forces and acceleration,
 //! primitive collision, the constraint rows and MuJoCo's Newton solve, the Euler and RK4
 //! integrators, and the adjoint kernels of the step (Euler's, MuJoCo's split, RK4's; through
-//! limits and every contact the collision stage finds), each held to the CPU stage or derivative it transcribes; a model with anything
-//! they lack is refused by name.
+//! limits and every contact the collision stage finds), each held to the CPU stage or
+//! derivative it transcribes; a model with anything they lack is refused by name.
 
 pub mod device;
 mod kernel;

@@ -204,7 +204,8 @@ impl StageOps for CubeBackend {
             stages.load_cotangents(worlds, bar_qpos, bar_qvel, next);
             stages.step_backward(worlds)?;
             // burn's backward has no error channel: a lane that failed here (a cotangent that
-            // is not finite) is reported as the host route reports its backward's failures.
+            // is not finite, a contact with no derivative) is reported as the host route
+            // reports its backward's failures.
             if let Some((lane, failure)) = stages.failures(worlds)?.first() {
                 panic!("phyz-gpu: the device step's backward failed at batch lane {lane}: {failure:?}");
             }

@@ -601,6 +601,7 @@ fn self_contact_models(integrator: Integrator) -> Vec<(String, Model<f64>)> {
         ("crossed capsules, condim 4", 2, 4),
         ("turned round, condim 6", 4, 6),
         ("siblings, condim 6", 5, 6),
+        ("a moving plane, condim 6", 9, 6),
     ];
     for (name, group, condim) in rolling {
         scenes.push((name.to_string(), self_contacts_of(SELF_CONTACTS[group], condim)));
@@ -845,7 +846,7 @@ fn a_world_pressing_a_contact_with_no_derivative_fails_alone() {
     let model = mjcf::parse(COINCIDENT, "coincident.xml").expect("loads");
     let stages = Stages::new(&model, &opengl()).expect("packs");
     // The first world's spheres share their centre (a contact with no derivative: its normal
-    // comes from the axes, not the gap); the second's are apart.
+    // comes from the axes, not the gap); the second's are off centre (its normal the gap's).
     let mut apart = model.default_state();
     apart.qpos[7] += 0.15;
     let worlds = stages.worlds(&[model.default_state(), apart]).expect("uploads");

@@ -320,7 +320,7 @@ pub mod status {
     /// solution has no derivative.
     pub const UNCONVERGED_SOLVE: u32 = 7;
     /// The step's backward found a pressed row of a contact with no derivative there (two
-    /// spheres whose centres coincide).
+    /// spheres or capsules whose cores meet).
     pub const UNDIFFERENTIATED_CONTACT: u32 = 8;
 }
 

@@ -4,8 +4,8 @@
 //! regularizers, MuJoCo's Newton solve, and the Euler and RK4 integrators; and the step's
 //! backward ([`backward`], [`rk4_backward`], [`rnea_adjoint`], through limits and every
 //! contact the collision stage finds: [`constraint_adjoint`], [`contact_adjoint`]), with
-//! rollouts kept by checkpoints ([`tape`]) and batches of burn
-//! tensors moved in and out ([`batch`]).
+//! rollouts kept by checkpoints ([`tape`]) and batches of burn tensors moved in and out
+//! ([`batch`]).
 //!
 //! The engine stays one. Each forward kernel transcribes one CPU stage of `phyz_core::dynamics`,
 //! in the same frames and the same order of operations, and the tests hold it to that stage; the
@@ -163,7 +163,8 @@ pub enum Failure {
     /// solution it kept has no derivative (the CPU's backward refuses it too).
     UnconvergedSolve,
     /// The step's backward found a pressed row of a contact with no derivative there: two
-    /// spheres whose centres coincide (their normal then comes from the axes, not the gap).
+    /// spheres or capsules whose cores meet (their normal then comes from the axes, not the
+    /// gap).
     UndifferentiatedContact,
 }
 
