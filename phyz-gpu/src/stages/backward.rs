@@ -224,7 +224,7 @@ pub(crate) fn split_end<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, da
 }
 
 /// The step's cotangents at its start checked: one that is not finite fails the world (after
-/// the split's last shares, which come after [`forces_adjoint`]'s check).
+/// the shares that come after [`forces_adjoint`]'s check: the split's, RK4's gathering).
 #[cube(launch_unchecked)]
 pub(crate) fn check_cotangents<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
     ints: &Tensor<u32>,
@@ -238,6 +238,8 @@ pub(crate) fn check_cotangents<F: Float + CubePrimitive<WithScalar<bool> = bool>
     let nv = ints[header::DOFS] as usize;
     check_finite::<F>(ints, data, &world, start(ints, comptime![Array::AdjointQpos as usize]), nv);
     check_finite::<F>(ints, data, &world, start(ints, comptime![Array::AdjointQvel as usize]), nv);
+    let controls = ints[header::CONTROLS] as usize;
+    check_finite::<F>(ints, data, &world, start(ints, comptime![Array::AdjointCtrl as usize]), controls);
 }
 
 /// The unconstrained acceleration's backward, the cotangent `x̄` of the post-step velocity

@@ -4,30 +4,28 @@
 //! Under `mujoco_compat` without MuJoCo's split, the post-step velocity `x = v + h a` of a
 //! constrained evaluation solves `G = h (τ(q, v, (x − v)/h) − f(q, v, u)) + Σ J_rᵀ D_r (J_r x −
 //! t_r) = 0` over its pressed rows (`D_r = 1/R_r`, `t_r` the row's target). So the cotangent
-//! `x̄` of `x` (Euler's `v̄'`; RK4's point's `ā/h`) gives `λ = H⁻¹ x̄` with `H = M + Σ D_r J_rᵀ J_r` the solve's own Hessian, and
-//! `−λᵀ ∂G`: through inverse dynamics and the forces with the multiplier `h λ` (the kernels the
-//! unconstrained backward runs), `M λ` to `v` through `(x − v)/h`, and each pressed row's share.
+//! `x̄` of `x` (Euler's `v̄'`; RK4's point's `ā/h`) gives `λ = H⁻¹ x̄` with
+//! `H = M + Σ D_r J_rᵀ J_r` the solve's own Hessian, and `−λᵀ ∂G`: through inverse dynamics and
+//! the forces with the multiplier `h λ` (the kernels the unconstrained backward runs), `M λ` to
+//! `v` through `(x − v)/h`, and each pressed row's share.
 //! A row's share has two parts ([`Pressed`]): its target's and regularizer's change with its
 //! depth ([`super::impedance::unilateral_slopes`]) times the depth's with the positions, and
 //! the change of `J_r w` with the positions at fixed `w = D e λ + μ D (x − (1 − h B) v)` (`e`
 //! the row's deviation, `μ = J_r λ`; the last term is its target's pre-step velocity `J_r v`).
 //! A limit's row is constant (`±e_d`) and its depth `∓q` past its bound. A contact's row moves
-//! with its geometry: `super::contact_adjoint`'s, with the helpers here (the bodies' motion
-//! under `w`, the motions beyond a degree of freedom turning with it: `S_k × U_k`).
+//! with its geometry: `super::contact_adjoint`'s.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::collision::{contact_float, contact_int};
 use super::contact_adjoint::contact_share;
-use super::impedance::{MIN_REGULARIZER, Slopes, edge_regularizer, limit_side, pair_material, unilateral_slopes};
-use super::layout::{Array, TIMESTEP, header, link_int, status};
+use super::impedance::{MIN_REGULARIZER, Slopes, limit_side, unilateral_slopes};
+use super::layout::{Array, TIMESTEP, header, status};
 use super::mass::solve_in_place;
 use super::newton::{Block, block_of, cholesky_solve, mass_times, newton_item, solve_state, state_at};
-use super::pairs::{pair_float, pair_int};
-use super::real::{V3, exact};
+use super::real::exact;
 use super::rows::LIMIT_ROW;
-use super::world::{Spatial, World, fail, fine, start};
+use super::world::{World, fail, fine, start};
 
 /// After the constrained forward at the step's start (the solve converged) and the
 /// integration's backward: [`Array::AdjointQvel`] holds `x̄` on entry and `M λ` plus the rows'
@@ -182,124 +180,10 @@ fn limit_share<F: Float>(
     data[pressed.block.world.at(adjoint_q, limit.dof)] -= weight * limit.turn;
 }
 
-/// What every pressed contact row's share reads of its contact: its pair's records (at `pi`,
-/// `pf`), the reference's damping at its depth, its direction ([`edge_of`]) and its depth's
-/// weight ([`depth_weight`]).
-#[derive(CubeType, Clone)]
-pub(super) struct ContactTerms<F: Float> {
-    pub pi: usize,
-    pub pf: usize,
-    pub damping: F,
-    pub weight: F,
-    pub edge: Edge<F>,
-}
-
-/// The [`ContactTerms`] of the pressed row's contact in pool slot `c` of `m`; its share through
-/// the target's pre-step velocity ([`velocity_share`]) is added on the way.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn contact_terms<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    jacobian: &mut Tensor<F>,
-    found: &mut Tensor<u32>,
-    geometry: &mut Tensor<F>,
-    pressed: &Pressed<F>,
-    m: usize,
-    c: usize,
-) -> ContactTerms<F> {
-    let pair = found[contact_int::PAIR * m + c] as usize;
-    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
-    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
-    let rows = ints[pi + pair_int::ROWS];
-    let depth = geometry[contact_float::DEPTH * m + c];
-    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
-    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
-    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
-    let weight = depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer));
-    ContactTerms::<F> { pi, pf, damping: slopes.damping, weight, edge }
-}
-
-/// A contact row's directions: along the relative velocity at the point (`direction`), the
-/// normal or a pyramid's sliding edge `n ± μ_k t_k`, with its tangent's coefficient (`turning`)
-/// and whether that tangent is the second (`second`, 1 or 0); and along the relative angular
-/// velocity (`angular`), a torsional or rolling edge's `± μ_k a` (`a` the normal, the first or
-/// the second tangent: `about` 0, 1, 2), its coefficient `spin` (else zero).
-#[derive(CubeType, CubeTypeMut, Clone)]
-#[expand(derive(Clone))]
-pub(super) struct Edge<F: Float> {
-    pub direction: V3<F>,
-    pub turning: F,
-    pub second: F,
-    pub angular: V3<F>,
-    pub spin: F,
-    pub about: F,
-}
-
-/// The directions of the pressed row of the contact in pool slot `c` (of `m`), of the pair
-/// whose records start at `pi` and `pf`: its edge over friction row `k` (`rows::contact_row`'s
-/// `r / 2`; the frame's row `k + 1`).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn edge_of<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    found: &mut Tensor<u32>,
-    geometry: &mut Tensor<F>,
-    pressed: &Pressed<F>,
-    m: usize,
-    c: usize,
-    pi: usize,
-    pf: usize,
-) -> Edge<F> {
-    let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
-    let zero = F::new(0.0);
-    let mut out = Edge::<F> {
-        direction: normal.clone(),
-        turning: zero,
-        second: zero,
-        angular: V3::zero(),
-        spin: zero,
-        about: zero,
-    };
-    if ints[pi + pair_int::PYRAMID] == 1 {
-        // Edge pairs over the friction rows: the tangents', then the spin's and the rolls'.
-        let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
-        let k = edge / 2;
-        let mut coefficient = floats[pf + pair_float::FRICTION + k as usize];
-        if edge % 2 == 1 {
-            coefficient = -coefficient;
-        }
-        let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
-        let t2 = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
-        if k < 2 {
-            let mut tangent = t1.clone();
-            if k == 1 {
-                tangent = t2.clone();
-                out.second = F::new(1.0);
-            }
-            out.direction = normal.add(&tangent.scale(coefficient));
-            out.turning = coefficient;
-        } else {
-            out.about = F::cast_from(k - 2);
-            let mut axis = normal.clone();
-            if k == 3 {
-                axis = t1.clone();
-            } else if k == 4 {
-                axis = t2.clone();
-            }
-            out.angular = axis.scale(coefficient);
-            out.spin = coefficient;
-        }
-    }
-    out
-}
-
 /// `w_d = D (e λ_d + μ (x_d − (1 − h B) v_d))`: the velocity whose image `J_r w` the row's
 /// share differentiates.
 #[cube]
-fn pulled_velocity<F: Float>(
+pub(super) fn pulled_velocity<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -313,92 +197,4 @@ fn pulled_velocity<F: Float>(
     let kept = F::new(1.0) - floats[TIMESTEP] * damping;
     let moved = data[world.at(x, d)] - kept * data[world.at(v, d)];
     pressed.conductance * (pressed.deviation * data[world.at(lambda, d)] + pressed.along * moved)
-}
-
-/// The motion of the body of link `link` (plus one; 0, the world, has none) under `w`
-/// ([`pulled_velocity`]), in its tree's rooted frame.
-#[cube]
-pub(super) fn chain_motion<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    pressed: &Pressed<F>,
-    damping: F,
-    link: usize,
-) -> Spatial<F> {
-    let world = &pressed.block.world;
-    let link_ints = ints[header::LINK_INTS] as usize;
-    let motion = start(ints, comptime![Array::Motion as usize]);
-    let mut body = Spatial::<F>::zero();
-    let mut l = link;
-    while l > 0 {
-        let li = link_ints + (l - 1) * link_int::LEN;
-        let adr = ints[li + link_int::DOF_ADR] as usize;
-        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
-            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
-            body = body.add(&Spatial::<F>::load(data, world.at(motion, 6 * d), world.count).scale(w));
-        }
-        l = ints[li + link_int::PARENT] as usize;
-    }
-    body
-}
-
-/// The share of `∂(J_r w)/∂q_k` that the motions beyond each degree of freedom `k` behind link
-/// `link` turning with it bring (`S_k × U_k`, `U_k` their sum under `w`): `sign` times the
-/// row's edge's `direction` along that turned motion's velocity at `point` (from its tree's
-/// origin) and its `angular` direction along its angular velocity, taken from the cotangent of
-/// `qpos`.
-#[cube]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn twist_share<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    pressed: &Pressed<F>,
-    damping: F,
-    link: usize,
-    edge: &Edge<F>,
-    point: &V3<F>,
-    sign: F,
-) {
-    let world = &pressed.block.world;
-    let n = world.count;
-    let link_ints = ints[header::LINK_INTS] as usize;
-    let motion = start(ints, comptime![Array::Motion as usize]);
-    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
-    let mut beyond = Spatial::<F>::zero();
-    let mut l = link;
-    while l > 0 {
-        let li = link_ints + (l - 1) * link_int::LEN;
-        let adr = ints[li + link_int::DOF_ADR] as usize;
-        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
-        let end = adr + ints[li + link_int::DOF_NUM] as usize;
-        // The link's own turning motions turn with each of its dofs (a ball's axes with the
-        // link); a hinge's own `S × S` is zero.
-        let mut own = Spatial::<F>::zero();
-        let mut all = Spatial::<F>::zero();
-        for d in adr..end {
-            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
-            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(w);
-            if d >= turning {
-                own = own.add(&s);
-            }
-            all = all.add(&s);
-        }
-        let turned = beyond.add(&own);
-        for k in adr..end {
-            let twist = Spatial::<F>::load(data, world.at(motion, 6 * k), n).cross_motion(&turned);
-            let along = edge.direction.dot(&twist.lin.add(&twist.ang.cross(point))) + edge.angular.dot(&twist.ang);
-            data[world.at(adjoint_q, k)] -= sign * along;
-        }
-        beyond = beyond.add(&all);
-        l = ints[li + link_int::PARENT] as usize;
-    }
-}
-
-/// Where link `link`'s tree has its origin (the rooted frame's), in the world.
-#[cube]
-pub(super) fn tree_origin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, link: usize) -> V3<F> {
-    let root = ints[ints[header::LINK_INTS] as usize + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
-    V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), world.count)
 }

@@ -24,17 +24,18 @@
 //! edge's `± μ a` about the normal or a tangent, both in the stored frame), so its change with a
 //! degree of freedom `k` at fixed `w` is the directions' change along the relative velocity and
 //! spin, the direction along the relative spin about the point's move, and each body's own
-//! motions turning with `k` (`constraint_adjoint::twist_share`); plus the depth's share.
+//! motions turning with `k` ([`twist_share`]); plus the depth's share.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
 use super::collision::{MIN_VALUE, box_feature, contact_float, contact_int, geom_pose, touch};
-use super::constraint_adjoint::{Edge, Pressed, chain_motion, contact_terms, tree_origin, twist_share};
+use super::constraint_adjoint::{Pressed, depth_weight, pulled_velocity, velocity_share};
+use super::impedance::{edge_regularizer, pair_material, unilateral_slopes};
 use super::layout::{Array, header, link_int, status};
 use super::pairs::{kind, pair_float, pair_int};
 use super::real::{M3, V3, exact};
-use super::world::{Spatial, fail, start};
+use super::world::{Spatial, World, fail, start};
 
 /// The contact's geometry as the closed form left it, in its own orientation (from the first
 /// geom it tests to the second).
@@ -432,4 +433,206 @@ fn geometry_share<F: Float>(
         }
         l = ints[li + link_int::PARENT] as usize;
     }
+}
+
+/// What every pressed contact row's share reads of its contact: its pair's records (at `pi`,
+/// `pf`), the reference's damping at its depth, its direction ([`edge_of`]) and its depth's
+/// weight ([`depth_weight`]).
+#[derive(CubeType, Clone)]
+struct ContactTerms<F: Float> {
+    pi: usize,
+    pf: usize,
+    damping: F,
+    weight: F,
+    edge: Edge<F>,
+}
+
+/// The [`ContactTerms`] of the pressed row's contact in pool slot `c` of `m`; its share through
+/// the target's pre-step velocity ([`velocity_share`]) is added on the way.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn contact_terms<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    m: usize,
+    c: usize,
+) -> ContactTerms<F> {
+    let pair = found[contact_int::PAIR * m + c] as usize;
+    let pi = ints[header::PAIR_INTS] as usize + pair * pair_int::LEN;
+    let pf = ints[header::PAIR_FLOATS] as usize + pair * pair_float::LEN;
+    let rows = ints[pi + pair_int::ROWS];
+    let depth = geometry[contact_float::DEPTH * m + c];
+    let slopes = unilateral_slopes::<F>(floats, &pair_material(pf), depth);
+    velocity_share::<F>(ints, floats, data, jacobian, pressed, slopes.damping);
+    let edge = edge_of::<F>(ints, floats, found, geometry, pressed, m, c, pi, pf);
+    let weight = depth_weight::<F>(pressed, &slopes, edge_regularizer::<F>(floats, pf, rows, slopes.regularizer));
+    ContactTerms::<F> { pi, pf, damping: slopes.damping, weight, edge }
+}
+
+/// A contact row's directions: along the relative velocity at the point (`direction`), the
+/// normal or a pyramid's sliding edge `n ± μ_k t_k`, with its tangent's coefficient (`turning`)
+/// and whether that tangent is the second (`second`, 1 or 0); and along the relative angular
+/// velocity (`angular`), a torsional or rolling edge's `± μ_k a` (`a` the normal, the first or
+/// the second tangent: `about` 0, 1, 2), its coefficient `spin` (else zero).
+#[derive(CubeType, CubeTypeMut, Clone)]
+#[expand(derive(Clone))]
+struct Edge<F: Float> {
+    direction: V3<F>,
+    turning: F,
+    second: F,
+    angular: V3<F>,
+    spin: F,
+    about: F,
+}
+
+/// The directions of the pressed row of the contact in pool slot `c` (of `m`), of the pair
+/// whose records start at `pi` and `pf`: its edge over friction row `k` (`rows::contact_row`'s
+/// `r / 2`; the frame's row `k + 1`).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn edge_of<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    found: &mut Tensor<u32>,
+    geometry: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    m: usize,
+    c: usize,
+    pi: usize,
+    pf: usize,
+) -> Edge<F> {
+    let normal = V3::<F>::load(geometry, contact_float::NORMAL * m + c, m);
+    let zero = F::new(0.0);
+    let mut out = Edge::<F> {
+        direction: normal.clone(),
+        turning: zero,
+        second: zero,
+        angular: V3::zero(),
+        spin: zero,
+        about: zero,
+    };
+    if ints[pi + pair_int::PYRAMID] == 1 {
+        // Edge pairs over the friction rows: the tangents', then the spin's and the rolls'.
+        let edge = pressed.row as u32 - found[contact_int::ROW * m + c];
+        let k = edge / 2;
+        let mut coefficient = floats[pf + pair_float::FRICTION + k as usize];
+        if edge % 2 == 1 {
+            coefficient = -coefficient;
+        }
+        let t1 = V3::<F>::load(geometry, contact_float::TANGENT1 * m + c, m);
+        let t2 = V3::<F>::load(geometry, contact_float::TANGENT2 * m + c, m);
+        if k < 2 {
+            let mut tangent = t1.clone();
+            if k == 1 {
+                tangent = t2.clone();
+                out.second = F::new(1.0);
+            }
+            out.direction = normal.add(&tangent.scale(coefficient));
+            out.turning = coefficient;
+        } else {
+            out.about = F::cast_from(k - 2);
+            let mut axis = normal.clone();
+            if k == 3 {
+                axis = t1.clone();
+            } else if k == 4 {
+                axis = t2.clone();
+            }
+            out.angular = axis.scale(coefficient);
+            out.spin = coefficient;
+        }
+    }
+    out
+}
+
+/// The motion of the body of link `link` (plus one; 0, the world, has none) under `w`
+/// ([`pulled_velocity`]), in its tree's rooted frame.
+#[cube]
+fn chain_motion<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+    link: usize,
+) -> Spatial<F> {
+    let world = &pressed.block.world;
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let mut body = Spatial::<F>::zero();
+    let mut l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        for d in adr..adr + ints[li + link_int::DOF_NUM] as usize {
+            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
+            body = body.add(&Spatial::<F>::load(data, world.at(motion, 6 * d), world.count).scale(w));
+        }
+        l = ints[li + link_int::PARENT] as usize;
+    }
+    body
+}
+
+/// The share of `∂(J_r w)/∂q_k` that the motions beyond each degree of freedom `k` behind link
+/// `link` turning with it bring (`S_k × U_k`, `U_k` their sum under `w`): `sign` times the
+/// row's edge's `direction` along that turned motion's velocity at `point` (from its tree's
+/// origin) and its `angular` direction along its angular velocity, taken from the cotangent of
+/// `qpos`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn twist_share<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    pressed: &Pressed<F>,
+    damping: F,
+    link: usize,
+    edge: &Edge<F>,
+    point: &V3<F>,
+    sign: F,
+) {
+    let world = &pressed.block.world;
+    let n = world.count;
+    let link_ints = ints[header::LINK_INTS] as usize;
+    let motion = start(ints, comptime![Array::Motion as usize]);
+    let adjoint_q = start(ints, comptime![Array::AdjointQpos as usize]);
+    let mut beyond = Spatial::<F>::zero();
+    let mut l = link;
+    while l > 0 {
+        let li = link_ints + (l - 1) * link_int::LEN;
+        let adr = ints[li + link_int::DOF_ADR] as usize;
+        let turning = adr + ints[li + link_int::WORLD_DOFS] as usize;
+        let end = adr + ints[li + link_int::DOF_NUM] as usize;
+        // The link's own turning motions turn with each of its dofs (a ball's axes with the
+        // link); a hinge's own `S × S` is zero.
+        let mut own = Spatial::<F>::zero();
+        let mut all = Spatial::<F>::zero();
+        for d in adr..end {
+            let w = pulled_velocity::<F>(ints, floats, data, pressed, damping, d);
+            let s = Spatial::<F>::load(data, world.at(motion, 6 * d), n).scale(w);
+            if d >= turning {
+                own = own.add(&s);
+            }
+            all = all.add(&s);
+        }
+        let turned = beyond.add(&own);
+        for k in adr..end {
+            let twist = Spatial::<F>::load(data, world.at(motion, 6 * k), n).cross_motion(&turned);
+            let along = edge.direction.dot(&twist.lin.add(&twist.ang.cross(point))) + edge.angular.dot(&twist.ang);
+            data[world.at(adjoint_q, k)] -= sign * along;
+        }
+        beyond = beyond.add(&all);
+        l = ints[li + link_int::PARENT] as usize;
+    }
+}
+
+/// Where link `link`'s tree has its origin (the rooted frame's), in the world.
+#[cube]
+fn tree_origin<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, link: usize) -> V3<F> {
+    let root = ints[ints[header::LINK_INTS] as usize + (link - 1) * link_int::LEN + link_int::ROOT] as usize;
+    V3::<F>::load(data, world.at(start(ints, comptime![Array::Position as usize]), 3 * root), world.count)
 }

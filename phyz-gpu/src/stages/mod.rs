@@ -913,6 +913,7 @@ impl Stages {
             launch_typed!(self, worlds, worlds.count, rk4_backward::rk4_point_pullback, [floats()], [point, at(c)]);
         }
         dispatch_stage!(self, worlds, rk4_backward::rk4_finish_adjoint);
+        dispatch_stage!(self, worlds, backward::check_cotangents);
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use super::backward::{Increment, position_adjoint};
 use super::integrate::{dexp_coefficient, rotation_dof, wrapped};
 use super::layout::{Array, TIMESTEP, header, joint, link_int};
 use super::real::{V3, exact, sin_cos};
-use super::world::{World, check_finite, start};
+use super::world::{World, start};
 
 /// `c'(t²)`, the slope of [`dexp_coefficient`] along `t²`, given `c` there: a series near
 /// zero, where the closed form cancels.
@@ -258,14 +258,10 @@ pub(crate) fn rk4_point_pullback<F: Float>(
     }
 }
 
-/// The start's cotangents, gathered, into [`Array::AdjointQpos`] and [`Array::AdjointQvel`];
-/// a cotangent that is not finite fails the world.
+/// The start's cotangents, gathered, into [`Array::AdjointQpos`] and [`Array::AdjointQvel`]
+/// (`backward::check_cotangents` checks them after).
 #[cube(launch_unchecked)]
-pub(crate) fn rk4_finish_adjoint<F: Float + CubePrimitive<WithScalar<bool> = bool>>(
-    ints: &Tensor<u32>,
-    data: &mut Tensor<F>,
-    worlds: u32,
-) {
+pub(crate) fn rk4_finish_adjoint<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
@@ -276,13 +272,4 @@ pub(crate) fn rk4_finish_adjoint<F: Float + CubePrimitive<WithScalar<bool> = boo
         data[world.at(at.q, d)] = data[world.at(at.start_q, d)];
         data[world.at(at.v, d)] = data[world.at(at.start_v, d)];
     }
-    check_finite::<F>(ints, data, &world, at.q, nv);
-    check_finite::<F>(ints, data, &world, at.v, nv);
-    check_finite::<F>(
-        ints,
-        data,
-        &world,
-        start(ints, comptime![Array::AdjointCtrl as usize]),
-        ints[header::CONTROLS] as usize,
-    );
 }
