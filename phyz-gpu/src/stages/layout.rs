@@ -241,8 +241,9 @@ pub enum Array {
     /// What went wrong in the world, the first thing only ([`status`]).
     Status,
     /// The constraint solve's free velocity `x₀`, its point `x`, `x − x₀` and `M (x − x₀)`, its
-    /// gradient, search direction and `M s`, a trial point and its gradient, and its Hessian
-    /// (dense, `nv²`, the lower triangle its Cholesky factor).
+    /// gradient, search direction and `M s`, a trial point and its gradient, the Cholesky
+    /// factor of its Hessian, and the bare mass matrix the Hessian is built on (both dense,
+    /// packed as `stages::dense` packs them).
     Free,
     Solution,
     Moved,
@@ -253,6 +254,7 @@ pub enum Array {
     Trial,
     TrialGradient,
     Hessian,
+    DenseMass,
     /// The acceleration with the constraint forces (MuJoCo's `qacc`).
     Qacc,
     /// Where the world's constraint solve stands (`newton::newton_item`).
@@ -325,7 +327,7 @@ pub mod status {
 }
 
 impl Array {
-    pub const ALL: [Array; 57] = [
+    pub const ALL: [Array; 58] = [
         Array::Qpos,
         Array::Qvel,
         Array::Rotation,
@@ -361,6 +363,7 @@ impl Array {
         Array::Trial,
         Array::TrialGradient,
         Array::Hessian,
+        Array::DenseMass,
         Array::Qacc,
         Array::Newton,
         Array::StepSolves,
@@ -632,7 +635,7 @@ fn array_length(model: &Model<f64>, array: Array, entries: usize) -> usize {
         Array::Rate => RATE * nlink,
         Array::Terms => TERMS * nv,
         Array::Sums => SUMS * nv,
-        Array::Hessian => nv * nv,
+        Array::Hessian | Array::DenseMass => super::dense::packed_len(nv),
         Array::Newton => super::newton::newton_item::LEN,
         Array::StepSolves => super::newton::step_solves::LEN,
         Array::WarmAcceleration => nv + 1,

@@ -25,6 +25,7 @@ mod collision;
 mod constraint_adjoint;
 mod constraints;
 mod contact_adjoint;
+mod dense;
 mod forces;
 mod impedance;
 mod integrate;
@@ -709,19 +710,7 @@ impl Stages {
         let per_world = rows.per_world as u32;
         let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
         let floats = || self.floats.clone().into_tensor_arg();
-        let n = worlds.count;
-        let hessian = || {
-            let block = [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
-            let [counts, jacobian, regularizer, jar] = block;
-            launch_typed!(
-                self,
-                worlds,
-                n * self.packed.nv(),
-                newton::newton_hessian,
-                [],
-                [counts, jacobian, regularizer, jar, per_world]
-            );
-        };
+        let (n, nv) = (worlds.count, self.packed.nv());
         let [counts, jacobian, target, regularizer, jar] =
             [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
         launch_typed!(
@@ -732,19 +721,41 @@ impl Stages {
             [floats()],
             [counts, jacobian, target, regularizer, jar, per_world]
         );
-        // Each iteration: the Hessian's columns where a row changed zone, then the direction,
-        // the convergence test and a step; until no world iterates (read every few: each read
+        // Each iteration: the Hessian's columns where a row changed zone, the direction and the
+        // convergence test, then a step; until no world iterates (read every few: each read
         // waits for the device) or the budget is spent (one launch past the last step allowed,
         // whose direction tests convergence).
         for iteration in 1..=self.packed.newton_iterations() + 1 {
-            hessian();
+            let [counts, jacobian, regularizer, jar] =
+                [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
+            if nv <= dense::UNROLLED_DOFS {
+                launch_typed!(
+                    self,
+                    worlds,
+                    n,
+                    newton::newton_hessian_small,
+                    [],
+                    [counts, jacobian, regularizer, jar, per_world, nv]
+                );
+            } else {
+                launch_typed!(
+                    self,
+                    worlds,
+                    n * nv,
+                    newton::newton_hessian,
+                    [],
+                    [counts, jacobian, regularizer, jar, per_world]
+                );
+            }
+            let [counts] = [&rows.counts].map(arg);
+            launch_typed!(self, worlds, n, newton::newton_direction, [floats()], [counts, per_world, nv]);
             let [counts, jacobian, regularizer, jar, line] =
                 [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
             launch_typed!(
                 self,
                 worlds,
                 n,
-                newton::newton_iterate,
+                newton::newton_line,
                 [floats()],
                 [counts, jacobian, regularizer, jar, line, per_world]
             );

@@ -15,11 +15,13 @@
 //! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
 //! its smooth acceleration, as the CPU's step skips the solve there.
 //!
-//! An iteration is two launches over all worlds, as MuJoCo Warp iterates: the Hessian by a unit
-//! per world and column, then the factor, direction, line search and step by a unit per world; a
-//! world that stopped skips them. (One kernel looping over the whole
-//! solve exceeded llvmpipe's budget of 65,535 loop iterations an invocation, which silently ends
-//! every loop past it.)
+//! An iteration is three launches over all worlds, as MuJoCo Warp iterates: the Hessian's
+//! columns where a row changed zone, by a unit per world and column (so that no unit's loops
+//! grow with `nv²`: llvmpipe ends every loop of an invocation after 65,535 iterations in all);
+//! then by a unit per world its factor where rebuilt, the direction and the convergence test;
+//! then the line search and the step. A world that stopped skips them. For a small model the
+//! factor and the direction are made in the unit's registers ([`super::dense`]); a larger one's
+//! in the worlds' buffer.
 //!
 //! The world's acceleration is then `qacc_smooth` plus the velocity change over the step:
 //! under Euler's implicit damping (MuJoCo's split), the bare mass matrix's impulse
@@ -27,7 +29,10 @@
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
+// The unit's own arrays (CubeCL's), beside the layout's arrays of the worlds' buffer.
+use burn_cubecl::cubecl::prelude::Array as Local;
 
+use super::dense::{self, packed_len};
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
 use super::world::{World, fail, fine, start};
@@ -155,6 +160,7 @@ pub(crate) fn newton_start<F: Float>(
     data[state_at(ints, &world, comptime![newton_item::ITERATIONS])] = F::new(0.0);
     data[state_at(ints, &world, comptime![newton_item::IMPROVEMENT])] = F::new(0.0);
     data[state_at(ints, &world, comptime![newton_item::CHANGED])] = F::new(1.0);
+    dense_mass::<F>(ints, data, &block);
     if !free_velocity::<F>(ints, floats, data, &block) {
         fail::<F>(ints, data, &world, comptime![status::SINGULAR_MASS]);
         terminate!();
@@ -255,9 +261,8 @@ fn warm_start<F: Float>(
 }
 
 /// Column `j` of the Hessian `M + Σ D J_rᵀ J_r` over the pressed rows (its entries at and below
-/// the diagonal), for the worlds whose rows changed zone since it was factorized: a unit per
-/// world and column, so that no unit's loops grow with `nv²` (llvmpipe ends every loop of an
-/// invocation after 65,535 iterations in all).
+/// the diagonal, packed), for the worlds whose rows changed zone since it was factorized: a unit
+/// per world and column.
 #[cube(launch_unchecked)]
 pub(crate) fn newton_hessian<F: Float>(
     ints: &Tensor<u32>,
@@ -282,9 +287,10 @@ pub(crate) fn newton_hessian<F: Float>(
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    let h = start(ints, comptime![Array::Hessian as usize]);
+    let (h, mass) =
+        (start(ints, comptime![Array::Hessian as usize]), start(ints, comptime![Array::DenseMass as usize]));
     for i in j..nv {
-        data[world.at(h, i * nv + j)] = mass_entry::<F>(ints, data, &world, i, j);
+        data[world.at(h, dense::at(i, j))] = data[world.at(mass, dense::at(i, j))];
     }
     // Row by row, as the CPU adds them; a row that does not reach column j (a contact reaches
     // its two bodies' chains only) adds nothing to it.
@@ -294,18 +300,80 @@ pub(crate) fn newton_hessian<F: Float>(
             let weighted = (F::new(1.0) / regularizer[block.row(r)]) * reach;
             for i in j..nv {
                 let add = jacobian[block.entry(r, i)] * weighted;
-                data[world.at(h, i * nv + j)] += add;
+                data[world.at(h, dense::at(i, j))] += add;
             }
         }
     }
 }
 
-/// One iteration at the point, after the Hessian's columns were rebuilt where a row changed
-/// zone: the Newton direction and the convergence test ([`direction`]), then, for a world still
-/// iterating, MuJoCo's exact line search along it and the step ([`line_step`]). One launch for
-/// both: its loops stay far below llvmpipe's budget.
+/// [`newton_hessian`] for a model of up to [`dense::UNROLLED_DOFS`] dofs, a unit per world: the
+/// Hessian summed in the unit's registers, row by row as the CPU adds them, then stored.
 #[cube(launch_unchecked)]
-pub(crate) fn newton_iterate<F: Float>(
+pub(crate) fn newton_hessian_small<F: Float>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+    counts: &mut Tensor<Atomic<u32>>,
+    jacobian: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    jar: &mut Tensor<F>,
+    per_world: u32,
+    #[comptime] nv: usize,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    if !iterating::<F>(ints, data, &world)
+        || data[state_at(ints, &world, comptime![newton_item::CHANGED])] == F::new(0.0)
+    {
+        terminate!();
+    }
+    let block = block_of(ints, counts, &world, per_world);
+    let mut h = Local::<F>::new(comptime!(packed_len(nv)));
+    let mass = start(ints, comptime![Array::DenseMass as usize]);
+    dense::load::<F>(&mut h, data, &world, mass, comptime!(packed_len(nv)));
+    let mut row = Local::<F>::new(nv);
+    for r in 0..block.rows {
+        if jar[block.row(r)] < F::new(0.0) {
+            #[unroll]
+            for d in 0..nv {
+                row[d] = jacobian[block.entry(r, d)];
+            }
+            dense::add_outer::<F>(&mut h, &row, F::new(1.0) / regularizer[block.row(r)], nv);
+        }
+    }
+    dense::store::<F>(&h, data, &world, start(ints, comptime![Array::Hessian as usize]), comptime!(packed_len(nv)));
+}
+
+/// An iteration's second launch, after [`newton_hessian`]: the Newton direction at the point
+/// and the convergence test ([`direction`]).
+#[cube(launch_unchecked)]
+pub(crate) fn newton_direction<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    worlds: u32,
+    counts: &mut Tensor<Atomic<u32>>,
+    per_world: u32,
+    #[comptime] nv: usize,
+) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    if !iterating::<F>(ints, data, &world) {
+        terminate!();
+    }
+    let block = block_of(ints, counts, &world, per_world);
+    direction::<F>(ints, floats, data, &block, nv);
+}
+
+/// An iteration's last launch, for a world still iterating: MuJoCo's exact line search along
+/// the direction and the step ([`line_step`]). (A launch of its own: with the direction's
+/// unrolled algebra in one kernel, llvmpipe took seconds to compile it.)
+#[cube(launch_unchecked)]
+pub(crate) fn newton_line<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
@@ -325,27 +393,31 @@ pub(crate) fn newton_iterate<F: Float>(
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    direction::<F>(ints, floats, data, &block);
-    if iterating::<F>(ints, data, &world) {
-        line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
-    }
+    line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
 }
 
-/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the
-/// direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s: at the
-/// start, gradient and decrement both below the tolerance; after a step, any of the cost's
-/// decrease, the gradient or the decrement). A world converged, or out of iterations, stops.
+/// The Newton direction at the point: the Hessian factorized where [`newton_hessian`] rebuilt
+/// it, the direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s:
+/// at the start, gradient and decrement both below the tolerance; after a step, any of the
+/// cost's decrease, the gradient or the decrement). A world converged, or out of iterations,
+/// stops.
 #[cube]
-fn direction<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, block: &Block) {
+fn direction<F: Float>(
+    ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
+    data: &mut Tensor<F>,
+    block: &Block,
+    #[comptime] nv: usize,
+) {
     let world = &block.world;
     let dt = floats[TIMESTEP];
     let tolerance = floats[TOLERANCE];
     let mut factored = true;
     if data[state_at(ints, world, comptime![newton_item::CHANGED])] == F::new(1.0) {
-        factored = cholesky::<F>(ints, data, block);
+        factored = factor::<F>(ints, data, block, nv);
         data[state_at(ints, world, comptime![newton_item::CHANGED])] = F::new(0.0);
     }
-    let decrement = newton_step::<F>(ints, data, block, floats[COST_SCALE] / (dt * dt));
+    let decrement = newton_step::<F>(ints, data, block, floats[COST_SCALE] / (dt * dt), nv);
     let gradient = floats[COST_SCALE] / dt * norm::<F>(ints, data, block, comptime![Array::Gradient as usize]);
     data[state_at(ints, world, comptime![newton_item::DECREMENT])] = decrement;
     let iterations = data[state_at(ints, world, comptime![newton_item::ITERATIONS])];
@@ -461,28 +533,10 @@ pub(crate) fn begin_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, wor
     data[world.at(warm, ints[header::DOFS] as usize)] = F::new(0.0);
 }
 
-/// Entry `(i, j)`, `i ≥ j`, of the bare mass matrix: in row `i` of the tree where `j` is `i` or
-/// an ancestor of it, else zero.
-#[cube]
-fn mass_entry<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World, i: usize, j: usize) -> F {
-    let mass = start(ints, comptime![Array::Mass as usize]);
-    let (row, depth) = row_of(ints, i);
-    let mut entry = F::new(0.0);
-    let mut c = i;
-    for t in 0..depth {
-        if t > 0 {
-            c = parent_of(ints, c) - 1;
-        }
-        if c == j {
-            entry = data[world.at(mass, row + t)];
-        }
-    }
-    entry
-}
-
 /// The free velocity `x₀` into [`Array::Free`]: `v + dt · qacc_smooth`, or under MuJoCo's split
-/// (Euler's implicit damping) `v + dt · M⁻¹ f` with the bare mass matrix, whose Cholesky factor
-/// is made in [`Array::Hessian`] for it. `false` where that matrix is not positive definite.
+/// (Euler's implicit damping) `v + dt · M⁻¹ f` with the bare mass matrix ([`Array::DenseMass`]),
+/// whose Cholesky factor is made in [`Array::Hessian`] for it. `false` where that matrix is not
+/// positive definite.
 #[cube]
 fn free_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mut Tensor<F>, block: &Block) -> bool {
     let world = &block.world;
@@ -491,7 +545,11 @@ fn free_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mu
     let qvel = start(ints, comptime![Array::Qvel as usize]);
     let mut ok = true;
     if ints[header::SPLIT] == 1 {
-        dense_mass::<F>(ints, data, block);
+        let (hessian, mass) =
+            (start(ints, comptime![Array::Hessian as usize]), start(ints, comptime![Array::DenseMass as usize]));
+        for e in 0..block.nv * (block.nv + 1) / 2 {
+            data[world.at(hessian, e)] = data[world.at(mass, e)];
+        }
         ok = cholesky::<F>(ints, data, block);
         let force = start(ints, comptime![Array::Force as usize]);
         for d in 0..block.nv {
@@ -512,22 +570,22 @@ fn free_velocity<F: Float>(ints: &Tensor<u32>, floats: &mut Tensor<F>, data: &mu
     ok
 }
 
-/// The bare mass matrix, dense, into the lower triangle of [`Array::Hessian`] (row by row).
+/// The bare mass matrix, dense and packed, into [`Array::DenseMass`].
 #[cube]
 fn dense_mass<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block) {
     let world = &block.world;
-    let (hessian, mass, nv) =
-        (start(ints, comptime![Array::Hessian as usize]), start(ints, comptime![Array::Mass as usize]), block.nv);
-    for e in 0..nv * nv {
-        data[world.at(hessian, e)] = F::new(0.0);
+    let (dense, mass, nv) =
+        (start(ints, comptime![Array::DenseMass as usize]), start(ints, comptime![Array::Mass as usize]), block.nv);
+    for e in 0..nv * (nv + 1) / 2 {
+        data[world.at(dense, e)] = F::new(0.0);
     }
     for k in 0..nv {
         let (row, depth) = row_of(ints, k);
-        data[world.at(hessian, k * nv + k)] = data[world.at(mass, row)];
+        data[world.at(dense, dense::at(k, k))] = data[world.at(mass, row)];
         let mut c = k;
         for t in 1..depth {
             c = parent_of(ints, c) - 1;
-            data[world.at(hessian, k * nv + c)] = data[world.at(mass, row + t)];
+            data[world.at(dense, dense::at(k, c))] = data[world.at(mass, row + t)];
         }
     }
 }
@@ -556,17 +614,18 @@ pub fn mass_times<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Bl
     }
 }
 
-/// The Cholesky factor `L` of the matrix in [`Array::Hessian`]'s lower triangle, in place;
-/// `false` where a pivot is not positive (the factor then holds ones there).
+/// The Cholesky factor `L` of the packed matrix in [`Array::Hessian`], in place, in the worlds'
+/// buffer (as [`dense::factor`] makes it in registers); `false` where a pivot is not positive
+/// (the factor then holds one there).
 #[cube]
 fn cholesky<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block) -> bool {
     let world = &block.world;
     let (h, nv) = (start(ints, comptime![Array::Hessian as usize]), block.nv);
     let mut ok = true;
     for j in 0..nv {
-        let mut pivot = data[world.at(h, j * nv + j)];
+        let mut pivot = data[world.at(h, dense::at(j, j))];
         for k in 0..j {
-            let l = data[world.at(h, j * nv + k)];
+            let l = data[world.at(h, dense::at(j, k))];
             pivot -= l * l;
         }
         if !(pivot > F::new(0.0)) {
@@ -574,19 +633,20 @@ fn cholesky<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block) -
             pivot = F::new(1.0);
         }
         let diagonal = F::sqrt(pivot);
-        data[world.at(h, j * nv + j)] = diagonal;
+        data[world.at(h, dense::at(j, j))] = diagonal;
         for i in j + 1..nv {
-            let mut t = data[world.at(h, i * nv + j)];
+            let mut t = data[world.at(h, dense::at(i, j))];
             for k in 0..j {
-                t -= data[world.at(h, i * nv + k)] * data[world.at(h, j * nv + k)];
+                t -= data[world.at(h, dense::at(i, k))] * data[world.at(h, dense::at(j, k))];
             }
-            data[world.at(h, i * nv + j)] = t / diagonal;
+            data[world.at(h, dense::at(i, j))] = t / diagonal;
         }
     }
     ok
 }
 
-/// `x ← (L Lᵀ)⁻¹ x` with [`cholesky`]'s factor, for the world's vector starting at item `x`.
+/// `x ← (L Lᵀ)⁻¹ x` with the solve's factor kept in [`Array::Hessian`], for the world's vector
+/// starting at item `x`.
 #[cube]
 pub fn cholesky_solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, x: usize) {
     let world = &block.world;
@@ -594,17 +654,17 @@ pub fn cholesky_solve<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block:
     for i in 0..nv {
         let mut t = data[world.at(x, i)];
         for k in 0..i {
-            t -= data[world.at(h, i * nv + k)] * data[world.at(x, k)];
+            t -= data[world.at(h, dense::at(i, k))] * data[world.at(x, k)];
         }
-        data[world.at(x, i)] = t / data[world.at(h, i * nv + i)];
+        data[world.at(x, i)] = t / data[world.at(h, dense::at(i, i))];
     }
     for r in 0..nv {
         let i = nv - 1 - r;
         let mut t = data[world.at(x, i)];
         for k in i + 1..nv {
-            t -= data[world.at(h, k * nv + i)] * data[world.at(x, k)];
+            t -= data[world.at(h, dense::at(k, i))] * data[world.at(x, k)];
         }
-        data[world.at(x, i)] = t / data[world.at(h, i * nv + i)];
+        data[world.at(x, i)] = t / data[world.at(h, dense::at(i, i))];
     }
 }
 
@@ -659,14 +719,35 @@ fn products<F: Float>(
 /// The Newton direction `−H⁻¹ g` into [`Array::Search`], and the scaled Newton decrement
 /// `max(−½ gᵀ s, 0)` (times `cost_scale`).
 #[cube]
-fn newton_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, cost_scale: F) -> F {
+fn newton_step<F: Float>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    block: &Block,
+    cost_scale: F,
+    #[comptime] nv: usize,
+) -> F {
     let world = &block.world;
     let (search, gradient) =
         (start(ints, comptime![Array::Search as usize]), start(ints, comptime![Array::Gradient as usize]));
     for d in 0..block.nv {
         data[world.at(search, d)] = data[world.at(gradient, d)];
     }
-    cholesky_solve::<F>(ints, data, block, search);
+    if comptime!(nv <= dense::UNROLLED_DOFS) {
+        let mut l = Local::<F>::new(comptime!(packed_len(nv)));
+        dense::load::<F>(
+            &mut l,
+            data,
+            world,
+            start(ints, comptime![Array::Hessian as usize]),
+            comptime!(packed_len(nv)),
+        );
+        let mut x = Local::<F>::new(nv);
+        dense::load::<F>(&mut x, data, world, search, nv);
+        dense::solve::<F>(&l, &mut x, nv);
+        dense::store::<F>(&x, data, world, search, nv);
+    } else {
+        cholesky_solve::<F>(ints, data, block, search);
+    }
     let mut dot = F::new(0.0);
     for d in 0..block.nv {
         let s = -data[world.at(search, d)];
@@ -674,6 +755,23 @@ fn newton_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block
         dot += data[world.at(gradient, d)] * s;
     }
     F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0))
+}
+
+/// The Cholesky factor `L` of the Hessian [`newton_hessian`] built in [`Array::Hessian`], in
+/// place: in the unit's registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in
+/// the worlds' buffer ([`cholesky`]). `false` where a pivot is not positive.
+#[cube]
+fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, #[comptime] nv: usize) -> bool {
+    if comptime!(nv <= dense::UNROLLED_DOFS) {
+        let kept = start(ints, comptime![Array::Hessian as usize]);
+        let mut h = Local::<F>::new(comptime!(packed_len(nv)));
+        dense::load::<F>(&mut h, data, &block.world, kept, comptime!(packed_len(nv)));
+        let ok = dense::factor::<F>(&mut h, nv);
+        dense::store::<F>(&h, data, &block.world, kept, comptime!(packed_len(nv)));
+        ok
+    } else {
+        cholesky::<F>(ints, data, block)
+    }
 }
 
 /// The Euclidean norm of the world's vector `array`.
