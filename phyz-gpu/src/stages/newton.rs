@@ -123,6 +123,13 @@ fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) 
         && data[state_at(ints, world, comptime![newton_item::STATE])] == F::cast_from(solve_state::ITERATING)
 }
 
+/// Whether the world's solve iterates and its Hessian is to be rebuilt (a row changed zone since
+/// it was factorized).
+#[cube]
+fn rebuilding<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
+    iterating::<F>(ints, data, world) && data[state_at(ints, world, comptime![newton_item::CHANGED])] == F::new(1.0)
+}
+
 /// The solve's start, after [`super::rows`] and the smooth stages: the free velocity `x₀`, the
 /// point there, its deviations and gradient; the Hessian marked for factorizing.
 #[cube(launch_unchecked)]
@@ -281,9 +288,7 @@ pub(crate) fn newton_hessian<F: Float>(
     }
     let world = World { index: ABSOLUTE_POS % n, count: n };
     let j = ABSOLUTE_POS / n;
-    if !iterating::<F>(ints, data, &world)
-        || data[state_at(ints, &world, comptime![newton_item::CHANGED])] == F::new(0.0)
-    {
+    if !rebuilding::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
@@ -324,9 +329,7 @@ pub(crate) fn newton_hessian_small<F: Float>(
     if world.index >= world.count {
         terminate!();
     }
-    if !iterating::<F>(ints, data, &world)
-        || data[state_at(ints, &world, comptime![newton_item::CHANGED])] == F::new(0.0)
-    {
+    if !rebuilding::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
