@@ -241,8 +241,8 @@ pub enum Array {
     /// What went wrong in the world, the first thing only ([`status`]).
     Status,
     /// The constraint solve's free velocity `x₀`, its point `x`, `x − x₀` and `M (x − x₀)`, its
-    /// gradient, search direction and `M s`, a trial point and its gradient, the Cholesky
-    /// factor of its Hessian, and the bare mass matrix the Hessian is built on (both dense,
+    /// gradient, search direction and `M s`, a trial point and its gradient, its Hessian
+    /// (factorized in place), and the bare mass matrix the Hessian is built on (both dense,
     /// packed as `stages::dense` packs them).
     Free,
     Solution,

@@ -721,10 +721,10 @@ impl Stages {
             [floats()],
             [counts, jacobian, target, regularizer, jar, per_world]
         );
-        // Each iteration: the Hessian's columns where a row changed zone, the direction and the
+        // Each iteration: the Hessian where a row changed zone, the direction and the
         // convergence test, then a step; until no world iterates (read every few: each read
-        // waits for the device) or the budget is spent (one launch past the last step allowed,
-        // whose direction tests convergence).
+        // waits for the device) or the budget is spent (one iteration past the last step
+        // allowed, whose direction tests convergence).
         for iteration in 1..=self.packed.newton_iterations() + 1 {
             let [counts, jacobian, regularizer, jar] =
                 [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);

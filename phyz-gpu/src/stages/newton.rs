@@ -15,13 +15,14 @@
 //! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
 //! its smooth acceleration, as the CPU's step skips the solve there.
 //!
-//! An iteration is three launches over all worlds, as MuJoCo Warp iterates: the Hessian's
-//! columns where a row changed zone, by a unit per world and column (so that no unit's loops
-//! grow with `nv²`: llvmpipe ends every loop of an invocation after 65,535 iterations in all);
-//! then by a unit per world its factor where rebuilt, the direction and the convergence test;
-//! then the line search and the step. A world that stopped skips them. For a small model the
-//! factor and the direction are made in the unit's registers ([`super::dense`]); a larger one's
-//! in the worlds' buffer.
+//! An iteration is three launches over all worlds, as MuJoCo Warp iterates: the Hessian where a
+//! row changed zone; then, by a unit per world, its factor where rebuilt, the direction and the
+//! convergence test; then the line search and the step. A world that stopped skips them. A model
+//! of up to [`dense::UNROLLED_DOFS`] dofs sums its Hessian, factors it and solves with it in the
+//! unit's registers ([`newton_hessian_small`], [`super::dense`]); a larger one's Hessian is built
+//! by a unit per world and column ([`newton_hessian`], so that no unit's loops grow with `nv²`:
+//! llvmpipe ends every loop of an invocation after 65,535 iterations in all) and factored in the
+//! worlds' buffer.
 //!
 //! The world's acceleration is then `qacc_smooth` plus the velocity change over the step:
 //! under Euler's implicit damping (MuJoCo's split), the bare mass matrix's impulse
@@ -349,7 +350,7 @@ pub(crate) fn newton_hessian_small<F: Float>(
     dense::store::<F>(&h, data, &world, start(ints, comptime![Array::Hessian as usize]), comptime!(packed_len(nv)));
 }
 
-/// An iteration's second launch, after [`newton_hessian`]: the Newton direction at the point
+/// An iteration's second launch, after [`newton_hessian`] or [`newton_hessian_small`]: the Newton direction at the point
 /// and the convergence test ([`direction`]).
 #[cube(launch_unchecked)]
 pub(crate) fn newton_direction<F: Float>(
@@ -399,8 +400,7 @@ pub(crate) fn newton_line<F: Float>(
     line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
 }
 
-/// The Newton direction at the point: the Hessian factorized where [`newton_hessian`] rebuilt
-/// it, the direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s:
+/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s:
 /// at the start, gradient and decrement both below the tolerance; after a step, any of the
 /// cost's decrease, the gradient or the decrement). A world converged, or out of iterations,
 /// stops.
@@ -760,8 +760,7 @@ fn newton_step<F: Float>(
     F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0))
 }
 
-/// The Cholesky factor `L` of the Hessian [`newton_hessian`] built in [`Array::Hessian`], in
-/// place: in the unit's registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in
+/// The Cholesky factor `L` of the Hessian built in [`Array::Hessian`], in place: in the unit's registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in
 /// the worlds' buffer ([`cholesky`]). `false` where a pivot is not positive.
 #[cube]
 fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, #[comptime] nv: usize) -> bool {
