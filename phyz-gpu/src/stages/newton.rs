@@ -350,8 +350,8 @@ pub(crate) fn newton_hessian_small<F: Float>(
     dense::store::<F>(&h, data, &world, start(ints, comptime![Array::Hessian as usize]), comptime!(packed_len(nv)));
 }
 
-/// An iteration's second launch, after [`newton_hessian`] or [`newton_hessian_small`]: the Newton direction at the point
-/// and the convergence test ([`direction`]).
+/// An iteration's second launch, after [`newton_hessian`] or [`newton_hessian_small`]: the
+/// Newton direction at the point and the convergence test ([`direction`]).
 #[cube(launch_unchecked)]
 pub(crate) fn newton_direction<F: Float>(
     ints: &Tensor<u32>,
