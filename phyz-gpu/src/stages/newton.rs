@@ -400,10 +400,10 @@ pub(crate) fn newton_line<F: Float>(
     line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
 }
 
-/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s:
-/// at the start, gradient and decrement both below the tolerance; after a step, any of the
-/// cost's decrease, the gradient or the decrement). A world converged, or out of iterations,
-/// stops.
+/// The Newton direction at the point: the Hessian factorized where it was rebuilt, the
+/// direction `−H⁻¹ g`, the decrement, and the convergence test (`newton::solve_in`'s: at the
+/// start, gradient and decrement both below the tolerance; after a step, any of the cost's
+/// decrease, the gradient or the decrement). A world converged, or out of iterations, stops.
 #[cube]
 fn direction<F: Float>(
     ints: &Tensor<u32>,
@@ -760,8 +760,9 @@ fn newton_step<F: Float>(
     F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0))
 }
 
-/// The Cholesky factor `L` of the Hessian built in [`Array::Hessian`], in place: in the unit's registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in
-/// the worlds' buffer ([`cholesky`]). `false` where a pivot is not positive.
+/// The Cholesky factor `L` of the Hessian built in [`Array::Hessian`], in place: in the unit's
+/// registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in the worlds' buffer
+/// ([`cholesky`]). `false` where a pivot is not positive.
 #[cube]
 fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, #[comptime] nv: usize) -> bool {
     if comptime!(nv <= dense::UNROLLED_DOFS) {
