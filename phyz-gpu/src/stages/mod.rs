@@ -27,6 +27,7 @@ mod constraints;
 mod contact_adjoint;
 mod dense;
 mod forces;
+mod gathered;
 mod impedance;
 mod integrate;
 mod kinematics;
@@ -84,6 +85,15 @@ pub struct Worlds {
     dtype: DType,
     pool: Pool,
     rows: Rows,
+    gathered: Gathered,
+}
+
+/// The worlds whose solve iterates, listed after each iteration, and the launch sizes over the
+/// list ([`gathered`]).
+#[derive(Clone, Debug)]
+struct Gathered {
+    list: CubeTensor,
+    launches: [CubeTensor; gathered::LAUNCHES],
 }
 
 /// Each world's block of constraint rows ([`rows`]): a counter per world, the rows dense over
@@ -199,18 +209,29 @@ macro_rules! launch_stage {
     ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {
         launch_stage!($stages, $worlds, $worlds.count, $($kernel)::+, $float, [$($pre),*], [$($post),*])
     };
+    ($stages:expr, $worlds:expr, listed $launch:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
+        // The cubes an earlier launch of `gathered::schedule` wrote.
+        let cube_count = CubeCount::Dynamic($launch.handle.clone().binding());
+        let cube_dim = CubeDim::new_1d(gathered::CUBE);
+        launch_stage!(@ $stages, $worlds, cube_count, cube_dim, $($kernel)::+, $float, [$($pre),*], [$($post),*])
+    }};
     ($stages:expr, $worlds:expr, $units:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
         let client = $stages.device.client();
         let cube_dim = CubeDim::new(&client, $units);
         let cube_count = burn_cubecl::cubecl::calculate_cube_count_elemwise(&client, $units, cube_dim);
+        launch_stage!(@ $stages, $worlds, cube_count, cube_dim, $($kernel)::+, $float, [$($pre),*], [$($post),*])
+    }};
+    (@ $stages:expr, $worlds:expr, $cube_count:expr, $cube_dim:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
+        let client = $stages.device.client();
         // Safety: each unit writes only its own world's items of `data` (and the pool slots
-        // the pool's counter gives it), all inside the buffers the layout sized for `count`
-        // worlds, and reads the model's buffers at the offsets their own header gives.
+        // the pool's counter gives it, or the list slots the list's counter gives it), all
+        // inside the buffers the layout sized for `count` worlds, and reads the model's
+        // buffers at the offsets their own header gives.
         unsafe {
             $($kernel)::+::launch_unchecked::<$float>(
                 &client,
-                cube_count,
-                cube_dim,
+                $cube_count,
+                $cube_dim,
                 $stages.ints.clone().into_tensor_arg(),
                 $($pre,)*
                 $worlds.data.clone().into_tensor_arg(),
@@ -224,6 +245,12 @@ macro_rules! launch_stage {
 /// [`launch_stage!`] over `$units` units in the stages' float type, with tensor arguments
 /// (`$pre` before the worlds' data, `$post` after their count).
 macro_rules! launch_typed {
+    ($stages:expr, $worlds:expr, listed $launch:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
+        match $stages.dtype {
+            DType::F64 => launch_stage!($stages, $worlds, listed $launch, $($kernel)::+, f64, [$($pre),*], [$($post),*]),
+            _ => launch_stage!($stages, $worlds, listed $launch, $($kernel)::+, f32, [$($pre),*], [$($post),*]),
+        }
+    };
     ($stages:expr, $worlds:expr, $units:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
         match $stages.dtype {
             DType::F64 => launch_stage!($stages, $worlds, $units, $($kernel)::+, f64, [$($pre),*], [$($post),*]),
@@ -374,7 +401,8 @@ impl Stages {
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
         let data = CubeBackend::float_from_data(data, &self.device);
-        Ok(Worlds { data, count, items, dtype: self.dtype, pool: self.pool(count)?, rows: self.row_blocks(count)? })
+        let (pool, rows, gathered) = (self.pool(count)?, self.row_blocks(count)?, self.gathered(count));
+        Ok(Worlds { data, count, items, dtype: self.dtype, pool, rows, gathered })
     }
 
     /// Empty blocks of constraint rows for `count` worlds ([`Stages::set_pool`]).
@@ -404,6 +432,16 @@ impl Stages {
             direction: floats(per_world * count),
             per_world,
         })
+    }
+
+    /// An empty list of `count` worlds' solves, and its launch sizes, each in a device buffer of
+    /// its own: an indirect dispatch may not read a buffer that the same dispatch binds, and the
+    /// allocator would otherwise place small buffers on shared pages.
+    fn gathered(&self, count: usize) -> Gathered {
+        let client = self.device.client();
+        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let launches = client.memory_dedicated_allocation((), |_| std::array::from_fn(|_| ints(3)));
+        Gathered { list: ints(gathered::list::WORLDS + count), launches }
     }
 
     /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
@@ -710,7 +748,7 @@ impl Stages {
         let per_world = rows.per_world as u32;
         let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
         let floats = || self.floats.clone().into_tensor_arg();
-        let (n, nv) = (worlds.count, self.packed.nv());
+        let n = worlds.count;
         let [counts, jacobian, target, regularizer, jar] =
             [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
         launch_typed!(
@@ -721,45 +759,15 @@ impl Stages {
             [floats()],
             [counts, jacobian, target, regularizer, jar, per_world]
         );
-        // Each iteration: the Hessian where a row changed zone, the direction and the
-        // convergence test, then a step; until no world iterates (read every few: each read
-        // waits for the device) or the budget is spent (one iteration past the last step
-        // allowed, whose direction tests convergence).
+        self.gather(worlds, false);
+        // Each iteration runs over the worlds still iterating, none once every world has
+        // stopped; the host reads how many are left every few iterations (each read waits for
+        // the device), and stops at the budget (one iteration past the last step allowed,
+        // whose direction tests convergence).
         for iteration in 1..=self.packed.newton_iterations() + 1 {
-            let [counts, jacobian, regularizer, jar] =
-                [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
-            if nv <= dense::UNROLLED_DOFS {
-                launch_typed!(
-                    self,
-                    worlds,
-                    n,
-                    newton::newton_hessian_small,
-                    [],
-                    [counts, jacobian, regularizer, jar, per_world, nv]
-                );
-            } else {
-                launch_typed!(
-                    self,
-                    worlds,
-                    n * nv,
-                    newton::newton_hessian,
-                    [],
-                    [counts, jacobian, regularizer, jar, per_world]
-                );
-            }
-            let [counts] = [&rows.counts].map(arg);
-            launch_typed!(self, worlds, n, newton::newton_direction, [floats()], [counts, per_world, nv]);
-            let [counts, jacobian, regularizer, jar, line] =
-                [&rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
-            launch_typed!(
-                self,
-                worlds,
-                n,
-                newton::newton_line,
-                [floats()],
-                [counts, jacobian, regularizer, jar, line, per_world]
-            );
-            if iteration % SOLVE_CHECK == 0 && !self.any_iterating(worlds)? {
+            self.newton_iteration(worlds);
+            self.gather(worlds, true);
+            if iteration % SOLVE_CHECK == 0 && self.still_iterating(worlds)? == 0 {
                 break;
             }
         }
@@ -776,9 +784,88 @@ impl Stages {
         Ok(())
     }
 
-    /// Whether a world's constraint solve is still iterating (one read).
-    fn any_iterating(&self, worlds: &Worlds) -> Result<bool, GpuError> {
-        Ok(!self.worlds_in(worlds, newton::solve_state::ITERATING)?.is_empty())
+    /// A Newton iteration of the worlds listed ([`gathered`]): the Hessian where a row changed
+    /// zone, the direction and the convergence test, then the line search and the step.
+    fn newton_iteration(&self, worlds: &Worlds) {
+        let (rows, gathered) = (&worlds.rows, &worlds.gathered);
+        let per_world = rows.per_world as u32;
+        let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
+        let floats = || self.floats.clone().into_tensor_arg();
+        let nv = self.packed.nv();
+        let [by_world, by_column, _] = &gathered.launches;
+        let [list, counts, jacobian, regularizer, jar] =
+            [&gathered.list, &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
+        if nv <= dense::UNROLLED_DOFS {
+            launch_typed!(
+                self,
+                worlds,
+                listed by_world,
+                newton::newton_hessian_small,
+                [],
+                [list, counts, jacobian, regularizer, jar, per_world, nv]
+            );
+        } else {
+            launch_typed!(
+                self,
+                worlds,
+                listed by_column,
+                newton::newton_hessian,
+                [],
+                [list, counts, jacobian, regularizer, jar, per_world]
+            );
+        }
+        let [list, counts] = [&gathered.list, &rows.counts].map(arg);
+        launch_typed!(self, worlds, listed by_world, newton::newton_direction, [floats()], [list, counts, per_world, nv]);
+        let [list, counts, jacobian, regularizer, jar, line] =
+            [&gathered.list, &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
+        launch_typed!(
+            self,
+            worlds,
+            listed by_world,
+            newton::newton_line,
+            [floats()],
+            [list, counts, jacobian, regularizer, jar, line, per_world]
+        );
+    }
+
+    /// Lists the worlds whose solve still iterates and writes the next iteration's launch sizes
+    /// ([`gathered`]); `after_iteration`: a gathering after an iteration, which runs only while
+    /// some world was listed.
+    fn gather(&self, worlds: &Worlds, after_iteration: bool) {
+        let gathered = &worlds.gathered;
+        let list = || gathered.list.clone().into_tensor_arg();
+        let [_, _, gathering] = &gathered.launches;
+        if after_iteration {
+            launch_typed!(self, worlds, listed gathering, gathered::gather, [], [list()]);
+        } else {
+            launch_typed!(self, worlds, worlds.count, gathered::gather, [], [list()]);
+        }
+        let client = self.device.client();
+        let [by_world, by_column, gathering] = gathered.launches.clone().map(|t| t.into_tensor_arg());
+        let (count, nv) = (worlds.count as u32, self.packed.nv() as u32);
+        // Safety: one unit writes the list's two counts and three numbers of each launch
+        // buffer, all inside them.
+        unsafe {
+            gathered::schedule::launch_unchecked(
+                &client,
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(1),
+                list(),
+                by_world,
+                by_column,
+                gathering,
+                count,
+                nv,
+            )
+        }
+    }
+
+    /// How many worlds' constraint solves still iterate (one read of one number).
+    fn still_iterating(&self, worlds: &Worlds) -> Result<u32, GpuError> {
+        let count =
+            Slice { start: gathered::list::LISTED as isize, end: Some(gathered::list::LISTED as isize + 1), step: 1 };
+        let listed = CubeBackend::int_slice(worlds.gathered.list.clone(), &[count]);
+        Ok(read_ints(&listed)?[0])
     }
 
     /// The worlds whose last constraint solve stopped short of convergence (out of iterations,

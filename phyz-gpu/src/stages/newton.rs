@@ -34,6 +34,7 @@ use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::prelude::Array as Local;
 
 use super::dense::{self, packed_len};
+use super::gathered::{listed, listed_world};
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
 use super::world::{World, fail, fine, start};
@@ -119,7 +120,7 @@ pub fn state_at(ints: &Tensor<u32>, world: &World, #[comptime] item: usize) -> u
 
 /// Whether the world is fine and its solve iterating.
 #[cube]
-fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
+pub(crate) fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
     fine::<F>(ints, data, world)
         && data[state_at(ints, world, comptime![newton_item::STATE])] == F::cast_from(solve_state::ITERATING)
 }
@@ -276,19 +277,20 @@ pub(crate) fn newton_hessian<F: Float>(
     ints: &Tensor<u32>,
     data: &mut Tensor<F>,
     worlds: u32,
+    list: &Tensor<u32>,
     counts: &mut Tensor<Atomic<u32>>,
     jacobian: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     per_world: u32,
 ) {
-    let n = worlds as usize;
+    let listed = listed(list);
     let nv = ints[header::DOFS] as usize;
-    if ABSOLUTE_POS >= n * nv {
+    if ABSOLUTE_POS >= listed * nv {
         terminate!();
     }
-    let world = World { index: ABSOLUTE_POS % n, count: n };
-    let j = ABSOLUTE_POS / n;
+    let world = listed_world(list, ABSOLUTE_POS % listed, worlds);
+    let j = ABSOLUTE_POS / listed;
     if !rebuilding::<F>(ints, data, &world) {
         terminate!();
     }
@@ -319,6 +321,7 @@ pub(crate) fn newton_hessian_small<F: Float>(
     ints: &Tensor<u32>,
     data: &mut Tensor<F>,
     worlds: u32,
+    list: &Tensor<u32>,
     counts: &mut Tensor<Atomic<u32>>,
     jacobian: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
@@ -326,10 +329,10 @@ pub(crate) fn newton_hessian_small<F: Float>(
     per_world: u32,
     #[comptime] nv: usize,
 ) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
+    if ABSOLUTE_POS >= listed(list) {
         terminate!();
     }
+    let world = listed_world(list, ABSOLUTE_POS, worlds);
     if !rebuilding::<F>(ints, data, &world) {
         terminate!();
     }
@@ -358,14 +361,15 @@ pub(crate) fn newton_direction<F: Float>(
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     worlds: u32,
+    list: &Tensor<u32>,
     counts: &mut Tensor<Atomic<u32>>,
     per_world: u32,
     #[comptime] nv: usize,
 ) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
+    if ABSOLUTE_POS >= listed(list) {
         terminate!();
     }
+    let world = listed_world(list, ABSOLUTE_POS, worlds);
     if !iterating::<F>(ints, data, &world) {
         terminate!();
     }
@@ -382,6 +386,7 @@ pub(crate) fn newton_line<F: Float>(
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     worlds: u32,
+    list: &Tensor<u32>,
     counts: &mut Tensor<Atomic<u32>>,
     jacobian: &mut Tensor<F>,
     regularizer: &mut Tensor<F>,
@@ -389,10 +394,10 @@ pub(crate) fn newton_line<F: Float>(
     line: &mut Tensor<F>,
     per_world: u32,
 ) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
+    if ABSOLUTE_POS >= listed(list) {
         terminate!();
     }
+    let world = listed_world(list, ABSOLUTE_POS, worlds);
     if !iterating::<F>(ints, data, &world) {
         terminate!();
     }
