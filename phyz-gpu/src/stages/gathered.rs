@@ -1,23 +1,26 @@
-//! The worlds whose constraint solve still iterates, gathered into a list after each Newton
-//! iteration, and the sizes of the next iteration's launches written on the device (an
-//! indirect dispatch reads them): an iteration then runs a unit per world still iterating, and
-//! none once every world has stopped, without the host reading anything.
+//! The worlds whose constraint solve still iterates, listed as each Newton iteration ends, and
+//! the sizes of the next iteration's launches written on the device (an indirect dispatch reads
+//! them): an iteration then runs a unit per world still iterating, and none once every world
+//! has stopped, without the host reading anything.
 //!
 //! Why a list and not a unit per world that returns early: a software driver (llvmpipe) runs a
 //! kernel's units in SIMD lanes and executes a branch's body under a mask, so a unit whose
 //! world has converged costs as much as one that iterates. Measured on the ant at 4,096 worlds,
 //! an iteration in which every world had converged cost 2.9 ms of launches over all worlds.
-//! A GPU skips a warp whose lanes all returned, but not one lane among working ones; a
-//! gathered list keeps the working worlds together there too.
+//! A GPU skips a warp whose lanes all returned, but not one lane among working ones; a list
+//! keeps the working worlds together there too.
+//!
+//! Two lists take turns: an iteration reads the worlds of one and lists those that go on in the
+//! other (the solve's start lists into the first), then [`schedule`] makes the other the next
+//! iteration's.
 
 use burn_cubecl::cubecl;
 use burn_cubecl::cubecl::prelude::*;
 
-use super::newton::iterating;
 use super::world::World;
 
-/// The list's layout: the number of worlds listed for the iteration under way, the number
-/// gathered so far for the next, then the worlds listed.
+/// A list's layout: the number of worlds listed for the iteration under way, the number
+/// listed so far for the next, then the worlds.
 pub mod list {
     pub const LISTED: usize = 0;
     pub const GATHERED: usize = 1;
@@ -32,9 +35,8 @@ pub const CUBE: u32 = 64;
 const MOST_CUBES_X: u32 = 65_535;
 
 /// How many launch sizes [`schedule`] writes, three numbers each (cubes along x, y, z): a unit
-/// per listed world; a unit per listed world and degree of freedom; and a unit per world while
-/// any world is listed (the next gathering), none after.
-pub const LAUNCHES: usize = 3;
+/// per listed world, and a unit per listed world and degree of freedom.
+pub const LAUNCHES: usize = 2;
 
 /// The world listed at `unit` of a launch over the list (`unit` below [`listed`]'s count).
 #[cube]
@@ -48,40 +50,25 @@ pub fn listed(list: &Tensor<u32>) -> usize {
     list[list::LISTED] as usize
 }
 
-/// Lists the worlds whose solve still iterates, a unit per world (in no set order: each world's
-/// iteration is its own).
-#[cube(launch_unchecked)]
-pub(crate) fn gather<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32, list: &mut Tensor<Atomic<u32>>) {
-    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
-    if world.index >= world.count {
-        terminate!();
-    }
-    if iterating::<F>(ints, data, &world) {
-        let slot = list[list::GATHERED].fetch_add(1) as usize;
-        list[list::WORLDS + slot].store(world.index as u32);
-    }
+/// Lists `world` in `next`, the list being filled for the next iteration (in no set order: each
+/// world's iteration is its own).
+#[cube]
+pub fn enlist(next: &mut Tensor<Atomic<u32>>, world: &World) {
+    let slot = next[list::GATHERED].fetch_add(1) as usize;
+    next[list::WORLDS + slot].store(world.index as u32);
 }
 
-/// One unit: the gathered worlds become the list, and the launch sizes over it are written
-/// ([`LAUNCHES`] buffers of three numbers, each its own device buffer, since a
+/// One unit: the worlds listed in `next` become the next iteration's, and the launch sizes over
+/// them are written ([`LAUNCHES`] buffers of three numbers, each its own device buffer, since a
 /// buffer an indirect dispatch reads may not be bound to the same dispatch).
 #[cube(launch_unchecked)]
-pub(crate) fn schedule(
-    list: &mut Tensor<u32>,
-    per_world: &mut Tensor<u32>,
-    per_column: &mut Tensor<u32>,
-    gathering: &mut Tensor<u32>,
-    worlds: u32,
-    dofs: u32,
-) {
+pub(crate) fn schedule(next: &mut Tensor<u32>, per_world: &mut Tensor<u32>, per_column: &mut Tensor<u32>, dofs: u32) {
     if ABSOLUTE_POS == 0 {
-        let count = list[list::GATHERED];
-        list[list::LISTED] = count;
-        list[list::GATHERED] = 0;
+        let count = next[list::GATHERED];
+        next[list::LISTED] = count;
+        next[list::GATHERED] = 0;
         spread(per_world, count);
         spread(per_column, count * dofs);
-        let next = if count > 0 { worlds } else { 0u32 };
-        spread(gathering, next);
     }
 }
 

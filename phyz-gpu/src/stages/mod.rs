@@ -88,11 +88,11 @@ pub struct Worlds {
     gathered: Gathered,
 }
 
-/// The worlds whose solve iterates, listed after each iteration, and the launch sizes over the
-/// list ([`gathered`]).
+/// The worlds whose solve iterates, listed as each iteration ends (two lists taking turns), and
+/// the launch sizes over the list ([`gathered`]).
 #[derive(Clone, Debug)]
 struct Gathered {
-    list: CubeTensor,
+    lists: [CubeTensor; 2],
     launches: [CubeTensor; gathered::LAUNCHES],
 }
 
@@ -441,7 +441,7 @@ impl Stages {
         let client = self.device.client();
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let launches = client.memory_dedicated_allocation((), |_| std::array::from_fn(|_| ints(3)));
-        Gathered { list: ints(gathered::list::WORLDS + count), launches }
+        Gathered { lists: std::array::from_fn(|_| ints(gathered::list::WORLDS + count)), launches }
     }
 
     /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
@@ -749,25 +749,27 @@ impl Stages {
         let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
         let floats = || self.floats.clone().into_tensor_arg();
         let n = worlds.count;
-        let [counts, jacobian, target, regularizer, jar] =
-            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar].map(arg);
+        let [counts, jacobian, target, regularizer, jar, first] =
+            [&rows.counts, &rows.jacobian, &rows.target, &rows.regularizer, &rows.jar, &worlds.gathered.lists[0]]
+                .map(arg);
         launch_typed!(
             self,
             worlds,
             n,
             newton::newton_start,
             [floats()],
-            [counts, jacobian, target, regularizer, jar, per_world]
+            [counts, jacobian, target, regularizer, jar, per_world, first]
         );
-        self.gather(worlds, false);
+        self.schedule(worlds, 0);
         // Each iteration runs over the worlds still iterating, none once every world has
         // stopped; the host reads how many are left every few iterations (each read waits for
         // the device), and stops at the budget (one iteration past the last step allowed,
         // whose direction tests convergence).
         for iteration in 1..=self.packed.newton_iterations() + 1 {
-            self.newton_iteration(worlds);
-            self.gather(worlds, true);
-            if iteration % SOLVE_CHECK == 0 && self.still_iterating(worlds)? == 0 {
+            let next = iteration % 2;
+            self.newton_iteration(worlds, 1 - next, next);
+            self.schedule(worlds, next);
+            if iteration % SOLVE_CHECK == 0 && self.still_iterating(worlds, next)? == 0 {
                 break;
             }
         }
@@ -784,17 +786,18 @@ impl Stages {
         Ok(())
     }
 
-    /// A Newton iteration of the worlds listed ([`gathered`]): the Hessian where a row changed
-    /// zone, the direction and the convergence test, then the line search and the step.
-    fn newton_iteration(&self, worlds: &Worlds) {
+    /// A Newton iteration of the worlds in list `listed` ([`gathered`]): the Hessian where a row
+    /// changed zone, the direction and the convergence test, then the line search and the step;
+    /// the worlds that go on are listed in list `next`.
+    fn newton_iteration(&self, worlds: &Worlds, listed: usize, next: usize) {
         let (rows, gathered) = (&worlds.rows, &worlds.gathered);
         let per_world = rows.per_world as u32;
         let arg = |t: &CubeTensor| t.clone().into_tensor_arg();
         let floats = || self.floats.clone().into_tensor_arg();
         let nv = self.packed.nv();
-        let [by_world, by_column, _] = &gathered.launches;
+        let [by_world, by_column] = &gathered.launches;
         let [list, counts, jacobian, regularizer, jar] =
-            [&gathered.list, &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
+            [&gathered.lists[listed], &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
         if nv <= dense::UNROLLED_DOFS {
             launch_typed!(
                 self,
@@ -814,35 +817,35 @@ impl Stages {
                 [list, counts, jacobian, regularizer, jar, per_world]
             );
         }
-        let [list, counts] = [&gathered.list, &rows.counts].map(arg);
+        let [list, counts] = [&gathered.lists[listed], &rows.counts].map(arg);
         launch_typed!(self, worlds, listed by_world, newton::newton_direction, [floats()], [list, counts, per_world, nv]);
-        let [list, counts, jacobian, regularizer, jar, line] =
-            [&gathered.list, &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar, &rows.direction].map(arg);
+        let [list, counts, jacobian, regularizer, jar, line, next] = [
+            &gathered.lists[listed],
+            &rows.counts,
+            &rows.jacobian,
+            &rows.regularizer,
+            &rows.jar,
+            &rows.direction,
+            &gathered.lists[next],
+        ]
+        .map(arg);
         launch_typed!(
             self,
             worlds,
             listed by_world,
             newton::newton_line,
             [floats()],
-            [list, counts, jacobian, regularizer, jar, line, per_world]
+            [list, counts, jacobian, regularizer, jar, line, per_world, next]
         );
     }
 
-    /// Lists the worlds whose solve still iterates and writes the next iteration's launch sizes
-    /// ([`gathered`]); `after_iteration`: a gathering after an iteration, which runs only while
-    /// some world was listed.
-    fn gather(&self, worlds: &Worlds, after_iteration: bool) {
+    /// Makes list `next` the next iteration's and writes the launch sizes over it
+    /// ([`gathered::schedule`]).
+    fn schedule(&self, worlds: &Worlds, next: usize) {
         let gathered = &worlds.gathered;
-        let list = || gathered.list.clone().into_tensor_arg();
-        let [_, _, gathering] = &gathered.launches;
-        if after_iteration {
-            launch_typed!(self, worlds, listed gathering, gathered::gather, [], [list()]);
-        } else {
-            launch_typed!(self, worlds, worlds.count, gathered::gather, [], [list()]);
-        }
         let client = self.device.client();
-        let [by_world, by_column, gathering] = gathered.launches.clone().map(|t| t.into_tensor_arg());
-        let (count, nv) = (worlds.count as u32, self.packed.nv() as u32);
+        let [by_world, by_column] = gathered.launches.clone().map(|t| t.into_tensor_arg());
+        let list = gathered.lists[next].clone().into_tensor_arg();
         // Safety: one unit writes the list's two counts and three numbers of each launch
         // buffer, all inside them.
         unsafe {
@@ -850,21 +853,20 @@ impl Stages {
                 &client,
                 CubeCount::Static(1, 1, 1),
                 CubeDim::new_1d(1),
-                list(),
+                list,
                 by_world,
                 by_column,
-                gathering,
-                count,
-                nv,
+                self.packed.nv() as u32,
             )
         }
     }
 
-    /// How many worlds' constraint solves still iterate (one read of one number).
-    fn still_iterating(&self, worlds: &Worlds) -> Result<u32, GpuError> {
-        let count =
-            Slice { start: gathered::list::LISTED as isize, end: Some(gathered::list::LISTED as isize + 1), step: 1 };
-        let listed = CubeBackend::int_slice(worlds.gathered.list.clone(), &[count]);
+    /// How many worlds list `next` holds for the next iteration: the worlds whose solve still
+    /// iterates (one read of one number).
+    fn still_iterating(&self, worlds: &Worlds, next: usize) -> Result<u32, GpuError> {
+        let at = gathered::list::LISTED as isize;
+        let count = Slice { start: at, end: Some(at + 1), step: 1 };
+        let listed = CubeBackend::int_slice(worlds.gathered.lists[next].clone(), &[count]);
         Ok(read_ints(&listed)?[0])
     }
 

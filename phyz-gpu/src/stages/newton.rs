@@ -15,9 +15,11 @@
 //! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
 //! its smooth acceleration, as the CPU's step skips the solve there.
 //!
-//! An iteration is three launches over all worlds, as MuJoCo Warp iterates: the Hessian where a
-//! row changed zone; then, by a unit per world, its factor where rebuilt, the direction and the
-//! convergence test; then the line search and the step. A world that stopped skips them. A model
+//! An iteration is three launches, as MuJoCo Warp iterates: the Hessian where a row changed
+//! zone; then, by a unit per world, its factor where rebuilt, the direction and the convergence
+//! test; then the line search and the step. They run over the worlds still iterating, listed on
+//! the device as the last iteration ended ([`super::gathered`]); a world that stopped is no
+//! longer listed, and once none is, the launches are empty. A model
 //! of up to [`dense::UNROLLED_DOFS`] dofs sums its Hessian, factors it and solves with it in the
 //! unit's registers ([`newton_hessian_small`], [`super::dense`]); a larger one's Hessian is built
 //! by a unit per world and column ([`newton_hessian`], so that no unit's loops grow with `nv²`:
@@ -34,7 +36,7 @@ use burn_cubecl::cubecl::prelude::*;
 use burn_cubecl::cubecl::prelude::Array as Local;
 
 use super::dense::{self, packed_len};
-use super::gathered::{listed, listed_world};
+use super::gathered::{enlist, listed, listed_world};
 use super::layout::{Array, COST_SCALE, LINE_TOLERANCE, MIN_POSITIVE, TIMESTEP, TOLERANCE, header, status};
 use super::mass::{parent_of, row_of, solve_in_place};
 use super::world::{World, fail, fine, start};
@@ -120,7 +122,7 @@ pub fn state_at(ints: &Tensor<u32>, world: &World, #[comptime] item: usize) -> u
 
 /// Whether the world is fine and its solve iterating.
 #[cube]
-pub(crate) fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
+fn iterating<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, world: &World) -> bool {
     fine::<F>(ints, data, world)
         && data[state_at(ints, world, comptime![newton_item::STATE])] == F::cast_from(solve_state::ITERATING)
 }
@@ -146,6 +148,7 @@ pub(crate) fn newton_start<F: Float>(
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     per_world: u32,
+    next: &mut Tensor<Atomic<u32>>,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
@@ -188,6 +191,7 @@ pub(crate) fn newton_start<F: Float>(
         warm_start::<F>(ints, floats, data, jacobian, target, regularizer, jar, &block);
     }
     products::<F>(ints, data, jacobian, regularizer, jar, &block);
+    enlist(next, &world);
 }
 
 /// The pressed rows' cost `Σ ½ D jar²` at the world's vector starting at item `x`, the rows'
@@ -393,6 +397,7 @@ pub(crate) fn newton_line<F: Float>(
     jar: &mut Tensor<F>,
     line: &mut Tensor<F>,
     per_world: u32,
+    next: &mut Tensor<Atomic<u32>>,
 ) {
     if ABSOLUTE_POS >= listed(list) {
         terminate!();
@@ -403,6 +408,9 @@ pub(crate) fn newton_line<F: Float>(
     }
     let block = block_of(ints, counts, &world, per_world);
     line_step::<F>(ints, floats, data, jacobian, regularizer, jar, line, &block);
+    if iterating::<F>(ints, data, &world) {
+        enlist(next, &world);
+    }
 }
 
 /// The Newton direction at the point: the Hessian factorized where it was rebuilt, the
