@@ -251,6 +251,22 @@ fn a_model_with_constraints_or_forces_the_device_lacks_is_refused_by_name() {
     assert!(refused.to_string().contains("fluid"), "{refused}");
 }
 
+/// A batch whose worlds' numbers would not fit one device buffer is refused before anything is
+/// allocated, naming the most worlds that fit (the device's own error named neither); a small
+/// batch is taken.
+#[test]
+fn a_batch_past_the_devices_buffers_is_refused_with_the_most_that_fit() {
+    let ant = gymnasium("ant");
+    let stages = Stages::new(&ant, &opengl()).expect("packs");
+    let too_many = 1 << 26;
+    let refused = stages.upload(too_many, &[]).expect_err("a buffer past the device's");
+    let text = refused.to_string();
+    assert!(text.contains("the worlds' numbers") && text.contains("at most"), "{text}");
+    let most: usize = text.rsplit("at most ").next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).expect("a count");
+    assert!(most > 0 && most < too_many, "{text}");
+    assert!(stages.worlds(&[ant.default_state()]).is_ok());
+}
+
 /// A world uploaded with a velocity that is not finite, or whose step overflows, is reported,
 /// and the others step as they do without it, to the last bit.
 #[test]

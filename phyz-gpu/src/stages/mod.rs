@@ -44,6 +44,7 @@ mod tape;
 mod world;
 
 pub(crate) use batch::STEPPED_EXTRA;
+pub use gathered::INDIRECT_FROM;
 pub use tape::{Checkpoint, Tape};
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
@@ -209,9 +210,9 @@ macro_rules! launch_stage {
     ($stages:expr, $worlds:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {
         launch_stage!($stages, $worlds, $worlds.count, $($kernel)::+, $float, [$($pre),*], [$($post),*])
     };
-    ($stages:expr, $worlds:expr, listed $launch:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
-        // The cubes an earlier launch of `gathered::schedule` wrote.
-        let cube_count = CubeCount::Dynamic($launch.handle.clone().binding());
+    ($stages:expr, $worlds:expr, listed $cube_count:expr, $($kernel:ident)::+, $float:ty, [$($pre:expr),*], [$($post:expr),*]) => {{
+        // The cubes of `Stages::listed_cubes`.
+        let cube_count = $cube_count;
         let cube_dim = CubeDim::new_1d(gathered::CUBE);
         launch_stage!(@ $stages, $worlds, cube_count, cube_dim, $($kernel)::+, $float, [$($pre),*], [$($post),*])
     }};
@@ -245,10 +246,10 @@ macro_rules! launch_stage {
 /// [`launch_stage!`] over `$units` units in the stages' float type, with tensor arguments
 /// (`$pre` before the worlds' data, `$post` after their count).
 macro_rules! launch_typed {
-    ($stages:expr, $worlds:expr, listed $launch:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
+    ($stages:expr, $worlds:expr, listed $cube_count:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
         match $stages.dtype {
-            DType::F64 => launch_stage!($stages, $worlds, listed $launch, $($kernel)::+, f64, [$($pre),*], [$($post),*]),
-            _ => launch_stage!($stages, $worlds, listed $launch, $($kernel)::+, f32, [$($pre),*], [$($post),*]),
+            DType::F64 => launch_stage!($stages, $worlds, listed $cube_count, $($kernel)::+, f64, [$($pre),*], [$($post),*]),
+            _ => launch_stage!($stages, $worlds, listed $cube_count, $($kernel)::+, f32, [$($pre),*], [$($post),*]),
         }
     };
     ($stages:expr, $worlds:expr, $units:expr, $($kernel:ident)::+, [$($pre:expr),*], [$($post:expr),*]) => {
@@ -377,9 +378,7 @@ impl Stages {
     /// ([`Failure::NonFiniteInput`]); the others are not touched by it.
     pub fn upload(&self, count: usize, given: &[(Array, &[&[f64]])]) -> Result<Worlds, GpuError> {
         let items = self.packed.items;
-        if u32::try_from(items.saturating_mul(count)).is_err() {
-            return Err(GpuError::Model(format!("{count} worlds of {items} numbers exceed 32-bit indices")));
-        }
+        self.fits("the worlds' numbers", count, items, self.dtype.size())?;
         let mut host = vec![0.0; items * count];
         let (status, _) = self.packed.array(Array::Status);
         for &(array, worlds) in given {
@@ -412,11 +411,7 @@ impl Stages {
         let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
         let per_world = every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits();
         let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
-        if u32::try_from(entries).is_err() {
-            return Err(GpuError::Model(format!(
-                "{count} worlds of {per_world} constraint rows exceed 32-bit indices"
-            )));
-        }
+        self.fits("the constraint rows' Jacobian", count, per_world * self.packed.nv(), self.dtype.size())?;
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let floats = |len: usize| {
             let zeros = TensorData::new(vec![0.0; len.max(1)], [len.max(1)]).convert_dtype(self.dtype);
@@ -444,12 +439,28 @@ impl Stages {
         Gathered { lists: std::array::from_fn(|_| ints(gathered::list::WORLDS + count)), launches }
     }
 
+    /// Refuses `count` worlds whose `what` would hold `per_world` numbers each, of `bytes` bytes,
+    /// in one buffer past what the kernels' 32-bit indices reach or what the device binds at
+    /// once (wgpu's largest storage binding), naming the most worlds that fit: the device would
+    /// otherwise fail the allocation or the launch with an error that names neither.
+    fn fits(&self, what: &str, count: usize, per_world: usize, bytes: usize) -> Result<(), GpuError> {
+        let binding = self.device.client().properties().memory.max_page_size / bytes as u64;
+        let most = binding.min(u64::from(u32::MAX));
+        let numbers = (per_world as u64).saturating_mul(count as u64);
+        if numbers <= most {
+            return Ok(());
+        }
+        Err(GpuError::Model(format!(
+            "{count} worlds: {what} would be {numbers} numbers in one buffer, past the {most} this device \
+             binds at once and 32-bit indices reach; at most {} worlds a batch",
+            most / per_world as u64
+        )))
+    }
+
     /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
     fn pool(&self, count: usize) -> Result<Pool, GpuError> {
         let capacity = self.pool_per_world.saturating_mul(count);
-        if u32::try_from(capacity.saturating_mul(contact_float::LEN)).is_err() {
-            return Err(GpuError::Model(format!("a pool of {capacity} contacts exceeds 32-bit indices")));
-        }
+        self.fits("the contact pool", count, self.pool_per_world * contact_float::LEN, self.dtype.size())?;
         let slots = capacity.max(1);
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let geometry = TensorData::new(vec![0.0; slots * contact_float::LEN], [slots * contact_float::LEN]);
@@ -787,8 +798,9 @@ impl Stages {
     }
 
     /// A Newton iteration of the worlds in list `listed` ([`gathered`]): the Hessian where a row
-    /// changed zone, the direction and the convergence test, then the line search and the step;
-    /// the worlds that go on are listed in list `next`.
+    /// changed zone (a small model's in the direction's launch), the direction and the
+    /// convergence test, then the line search and the step; the worlds that go on are listed in
+    /// list `next`.
     fn newton_iteration(&self, worlds: &Worlds, listed: usize, next: usize) {
         let (rows, gathered) = (&worlds.rows, &worlds.gathered);
         let per_world = rows.per_world as u32;
@@ -796,29 +808,29 @@ impl Stages {
         let floats = || self.floats.clone().into_tensor_arg();
         let nv = self.packed.nv();
         let [by_world, by_column] = &gathered.launches;
-        let [list, counts, jacobian, regularizer, jar] =
-            [&gathered.lists[listed], &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
-        if nv <= dense::UNROLLED_DOFS {
+        let by_world = || self.listed_cubes(worlds, by_world, 1);
+        if nv > dense::UNROLLED_DOFS {
+            let [list, counts, jacobian, regularizer, jar] =
+                [&gathered.lists[listed], &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
             launch_typed!(
                 self,
                 worlds,
-                listed by_world,
-                newton::newton_hessian_small,
-                [],
-                [list, counts, jacobian, regularizer, jar, per_world, nv]
-            );
-        } else {
-            launch_typed!(
-                self,
-                worlds,
-                listed by_column,
+                listed self.listed_cubes(worlds, by_column, nv),
                 newton::newton_hessian,
                 [],
                 [list, counts, jacobian, regularizer, jar, per_world]
             );
         }
-        let [list, counts] = [&gathered.lists[listed], &rows.counts].map(arg);
-        launch_typed!(self, worlds, listed by_world, newton::newton_direction, [floats()], [list, counts, per_world, nv]);
+        let [list, counts, jacobian, regularizer, jar] =
+            [&gathered.lists[listed], &rows.counts, &rows.jacobian, &rows.regularizer, &rows.jar].map(arg);
+        launch_typed!(
+            self,
+            worlds,
+            listed by_world(),
+            newton::newton_direction,
+            [floats()],
+            [list, counts, jacobian, regularizer, jar, per_world, nv]
+        );
         let [list, counts, jacobian, regularizer, jar, line, next] = [
             &gathered.lists[listed],
             &rows.counts,
@@ -832,11 +844,22 @@ impl Stages {
         launch_typed!(
             self,
             worlds,
-            listed by_world,
+            listed by_world(),
             newton::newton_line,
             [floats()],
             [list, counts, jacobian, regularizer, jar, line, per_world, next]
         );
+    }
+
+    /// The cubes of a launch of `per_world` units per listed world: as many as [`gathered::schedule`]
+    /// wrote in `launch` where the batch has [`gathered::INDIRECT_FROM`] worlds or more, else
+    /// enough for every world (the units past the list's end return).
+    fn listed_cubes(&self, worlds: &Worlds, launch: &CubeTensor, per_world: usize) -> CubeCount {
+        if worlds.count >= gathered::INDIRECT_FROM {
+            CubeCount::Dynamic(launch.handle.clone().binding())
+        } else {
+            CubeCount::Static((worlds.count * per_world).div_ceil(gathered::CUBE as usize) as u32, 1, 1)
+        }
     }
 
     /// Makes list `next` the next iteration's and writes the launch sizes over it

@@ -15,16 +15,16 @@
 //! ([`status::INDEFINITE_HESSIAN`], the CPU's `IndefiniteHessian`). A world without rows takes
 //! its smooth acceleration, as the CPU's step skips the solve there.
 //!
-//! An iteration is three launches, as MuJoCo Warp iterates: the Hessian where a row changed
-//! zone; then, by a unit per world, its factor where rebuilt, the direction and the convergence
-//! test; then the line search and the step. They run over the worlds still iterating, listed on
-//! the device as the last iteration ended ([`super::gathered`]); a world that stopped is no
-//! longer listed, and once none is, the launches are empty. A model
-//! of up to [`dense::UNROLLED_DOFS`] dofs sums its Hessian, factors it and solves with it in the
-//! unit's registers ([`newton_hessian_small`], [`super::dense`]); a larger one's Hessian is built
-//! by a unit per world and column ([`newton_hessian`], so that no unit's loops grow with `nv²`:
-//! llvmpipe ends every loop of an invocation after 65,535 iterations in all) and factored in the
-//! worlds' buffer.
+//! An iteration is a few launches, as MuJoCo Warp iterates: the Hessian where a row changed
+//! zone; its factor where rebuilt, the direction and the convergence test; then the line search
+//! and the step. They run over the worlds still iterating, listed on the device as the last
+//! iteration ended ([`super::gathered`]): a world that stopped is no longer listed, and once
+//! none is, the launches are empty. A model of up to [`dense::UNROLLED_DOFS`] dofs sums its
+//! Hessian, factors it and solves with it in the unit's registers, all in the launch that makes
+//! the direction ([`super::dense`]). A larger one's Hessian is built by a unit per world and
+//! column first ([`newton_hessian`], so that no unit's loops grow with `nv²`: llvmpipe ends
+//! every loop of an invocation after 65,535 iterations in all) and factored in the worlds'
+//! buffer.
 //!
 //! The world's acceleration is then `qacc_smooth` plus the velocity change over the step:
 //! under Euler's implicit damping (MuJoCo's split), the bare mass matrix's impulse
@@ -318,11 +318,13 @@ pub(crate) fn newton_hessian<F: Float>(
     }
 }
 
-/// [`newton_hessian`] for a model of up to [`dense::UNROLLED_DOFS`] dofs, a unit per world: the
-/// Hessian summed in the unit's registers, row by row as the CPU adds them, then stored.
+/// An iteration's launch that makes the Newton direction at the point and tests convergence
+/// ([`direction`]): the first for a model of up to [`dense::UNROLLED_DOFS`] dofs, which sums
+/// its Hessian here, else the second, after [`newton_hessian`].
 #[cube(launch_unchecked)]
-pub(crate) fn newton_hessian_small<F: Float>(
+pub(crate) fn newton_direction<F: Float>(
     ints: &Tensor<u32>,
+    floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
     worlds: u32,
     list: &Tensor<u32>,
@@ -337,48 +339,11 @@ pub(crate) fn newton_hessian_small<F: Float>(
         terminate!();
     }
     let world = listed_world(list, ABSOLUTE_POS, worlds);
-    if !rebuilding::<F>(ints, data, &world) {
-        terminate!();
-    }
-    let block = block_of(ints, counts, &world, per_world);
-    let mut h = Local::<F>::new(comptime!(packed_len(nv)));
-    let mass = start(ints, comptime![Array::DenseMass as usize]);
-    dense::load::<F>(&mut h, data, &world, mass, comptime!(packed_len(nv)));
-    let mut row = Local::<F>::new(nv);
-    for r in 0..block.rows {
-        if jar[block.row(r)] < F::new(0.0) {
-            #[unroll]
-            for d in 0..nv {
-                row[d] = jacobian[block.entry(r, d)];
-            }
-            dense::add_outer::<F>(&mut h, &row, F::new(1.0) / regularizer[block.row(r)], nv);
-        }
-    }
-    dense::store::<F>(&h, data, &world, start(ints, comptime![Array::Hessian as usize]), comptime!(packed_len(nv)));
-}
-
-/// An iteration's second launch, after [`newton_hessian`] or [`newton_hessian_small`]: the
-/// Newton direction at the point and the convergence test ([`direction`]).
-#[cube(launch_unchecked)]
-pub(crate) fn newton_direction<F: Float>(
-    ints: &Tensor<u32>,
-    floats: &mut Tensor<F>,
-    data: &mut Tensor<F>,
-    worlds: u32,
-    list: &Tensor<u32>,
-    counts: &mut Tensor<Atomic<u32>>,
-    per_world: u32,
-    #[comptime] nv: usize,
-) {
-    if ABSOLUTE_POS >= listed(list) {
-        terminate!();
-    }
-    let world = listed_world(list, ABSOLUTE_POS, worlds);
     if !iterating::<F>(ints, data, &world) {
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
-    direction::<F>(ints, floats, data, &block, nv);
+    direction::<F>(ints, floats, data, jacobian, regularizer, jar, &block, nv);
 }
 
 /// An iteration's last launch, for a world still iterating: MuJoCo's exact line search along
@@ -422,18 +387,23 @@ fn direction<F: Float>(
     ints: &Tensor<u32>,
     floats: &mut Tensor<F>,
     data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    jar: &mut Tensor<F>,
     block: &Block,
     #[comptime] nv: usize,
 ) {
     let world = &block.world;
     let dt = floats[TIMESTEP];
     let tolerance = floats[TOLERANCE];
-    let mut factored = true;
-    if data[state_at(ints, world, comptime![newton_item::CHANGED])] == F::new(1.0) {
-        factored = factor::<F>(ints, data, block, nv);
-        data[state_at(ints, world, comptime![newton_item::CHANGED])] = F::new(0.0);
-    }
-    let decrement = newton_step::<F>(ints, data, block, floats[COST_SCALE] / (dt * dt), nv);
+    let changed = data[state_at(ints, world, comptime![newton_item::CHANGED])] == F::new(1.0);
+    data[state_at(ints, world, comptime![newton_item::CHANGED])] = F::new(0.0);
+    let cost_scale = floats[COST_SCALE] / (dt * dt);
+    let (factored, decrement) = if comptime!(nv <= dense::UNROLLED_DOFS) {
+        direction_in_registers::<F>(ints, data, jacobian, regularizer, jar, block, changed, cost_scale, nv)
+    } else {
+        direction_in_buffer::<F>(ints, data, block, changed, cost_scale)
+    };
     let gradient = floats[COST_SCALE] / dt * norm::<F>(ints, data, block, comptime![Array::Gradient as usize]);
     data[state_at(ints, world, comptime![newton_item::DECREMENT])] = decrement;
     let iterations = data[state_at(ints, world, comptime![newton_item::ITERATIONS])];
@@ -732,62 +702,99 @@ fn products<F: Float>(
     }
 }
 
-/// The Newton direction `−H⁻¹ g` into [`Array::Search`], and the scaled Newton decrement
-/// `max(−½ gᵀ s, 0)` (times `cost_scale`).
+/// In the worlds' buffer: the Hessian [`newton_hessian`] built factorized where a row `changed`
+/// zone, and the Newton direction `−H⁻¹ g` into [`Array::Search`]. Returns whether the factor
+/// is positive definite, and the scaled decrement `max(−½ gᵀ s, 0)` (times `cost_scale`).
 #[cube]
-fn newton_step<F: Float>(
+fn direction_in_buffer<F: Float>(
     ints: &Tensor<u32>,
     data: &mut Tensor<F>,
     block: &Block,
+    changed: bool,
     cost_scale: F,
-    #[comptime] nv: usize,
-) -> F {
+) -> (bool, F) {
+    let mut factored = true;
+    if changed {
+        factored = cholesky::<F>(ints, data, block);
+    }
     let world = &block.world;
     let (search, gradient) =
         (start(ints, comptime![Array::Search as usize]), start(ints, comptime![Array::Gradient as usize]));
     for d in 0..block.nv {
         data[world.at(search, d)] = data[world.at(gradient, d)];
     }
-    if comptime!(nv <= dense::UNROLLED_DOFS) {
-        let mut l = Local::<F>::new(comptime!(packed_len(nv)));
-        dense::load::<F>(
-            &mut l,
-            data,
-            world,
-            start(ints, comptime![Array::Hessian as usize]),
-            comptime!(packed_len(nv)),
-        );
-        let mut x = Local::<F>::new(nv);
-        dense::load::<F>(&mut x, data, world, search, nv);
-        dense::solve::<F>(&l, &mut x, nv);
-        dense::store::<F>(&x, data, world, search, nv);
-    } else {
-        cholesky_solve::<F>(ints, data, block, search);
-    }
+    cholesky_solve::<F>(ints, data, block, search);
     let mut dot = F::new(0.0);
     for d in 0..block.nv {
         let s = -data[world.at(search, d)];
         data[world.at(search, d)] = s;
         dot += data[world.at(gradient, d)] * s;
     }
-    F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0))
+    (factored, F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0)))
 }
 
-/// The Cholesky factor `L` of the Hessian built in [`Array::Hessian`], in place: in the unit's
-/// registers for a model of up to [`dense::UNROLLED_DOFS`] dofs, else in the worlds' buffer
-/// ([`cholesky`]). `false` where a pivot is not positive.
+/// For a model of up to [`dense::UNROLLED_DOFS`] dofs, in the unit's registers: the Hessian's
+/// factor where a row `changed` zone (summed as the CPU adds each row, factorized, and kept in
+/// [`Array::Hessian`] for the iterations after and the backward's implicit rule), else the kept
+/// one; the Newton direction `−H⁻¹ g` into [`Array::Search`]. Returns whether the factor is
+/// positive definite, and the scaled decrement `max(−½ gᵀ s, 0)`.
 #[cube]
-fn factor<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, block: &Block, #[comptime] nv: usize) -> bool {
-    if comptime!(nv <= dense::UNROLLED_DOFS) {
-        let kept = start(ints, comptime![Array::Hessian as usize]);
-        let mut h = Local::<F>::new(comptime!(packed_len(nv)));
-        dense::load::<F>(&mut h, data, &block.world, kept, comptime!(packed_len(nv)));
-        let ok = dense::factor::<F>(&mut h, nv);
-        dense::store::<F>(&h, data, &block.world, kept, comptime!(packed_len(nv)));
-        ok
+fn direction_in_registers<F: Float>(
+    ints: &Tensor<u32>,
+    data: &mut Tensor<F>,
+    jacobian: &mut Tensor<F>,
+    regularizer: &mut Tensor<F>,
+    jar: &mut Tensor<F>,
+    block: &Block,
+    changed: bool,
+    cost_scale: F,
+    #[comptime] nv: usize,
+) -> (bool, F) {
+    let world = &block.world;
+    let kept = start(ints, comptime![Array::Hessian as usize]);
+    let mut l = Local::<F>::new(comptime!(packed_len(nv)));
+    let mut factored = true;
+    if changed {
+        dense::load::<F>(
+            &mut l,
+            data,
+            world,
+            start(ints, comptime![Array::DenseMass as usize]),
+            comptime!(packed_len(nv)),
+        );
+        let mut row = Local::<F>::new(nv);
+        for r in 0..block.rows {
+            if jar[block.row(r)] < F::new(0.0) {
+                #[unroll]
+                for d in 0..nv {
+                    row[d] = jacobian[block.entry(r, d)];
+                }
+                dense::add_outer::<F>(&mut l, &row, F::new(1.0) / regularizer[block.row(r)], nv);
+            }
+        }
+        factored = dense::factor::<F>(&mut l, nv);
+        dense::store::<F>(&l, data, world, kept, comptime!(packed_len(nv)));
     } else {
-        cholesky::<F>(ints, data, block)
+        dense::load::<F>(&mut l, data, world, kept, comptime!(packed_len(nv)));
     }
+    let (search, gradient) =
+        (start(ints, comptime![Array::Search as usize]), start(ints, comptime![Array::Gradient as usize]));
+    let mut g = Local::<F>::new(nv);
+    dense::load::<F>(&mut g, data, world, gradient, nv);
+    let mut x = Local::<F>::new(nv);
+    #[unroll]
+    for d in 0..nv {
+        x[d] = g[d];
+    }
+    dense::solve::<F>(&l, &mut x, nv);
+    let mut dot = F::new(0.0);
+    #[unroll]
+    for d in 0..nv {
+        let s = -x[d];
+        data[world.at(search, d)] = s;
+        dot += g[d] * s;
+    }
+    (factored, F::max(F::new(-0.5) * cost_scale * dot, F::new(0.0)))
 }
 
 /// The Euclidean norm of the world's vector `array`.
