@@ -262,7 +262,8 @@ fn a_batch_past_the_devices_buffers_is_refused_with_the_most_that_fit() {
     let refused = stages.upload(too_many, &[]).expect_err("a buffer past the device's");
     let text = refused.to_string();
     assert!(text.contains("the worlds' numbers") && text.contains("at most"), "{text}");
-    let most: usize = text.rsplit("at most ").next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).expect("a count");
+    let most: usize =
+        text.rsplit("at most ").next().and_then(|t| t.split(' ').next()).and_then(|n| n.parse().ok()).expect("a count");
     assert!(most > 0 && most < too_many, "{text}");
     assert!(stages.worlds(&[ant.default_state()]).is_ok());
 }

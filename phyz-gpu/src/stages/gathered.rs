@@ -84,9 +84,9 @@ pub(crate) fn schedule(next: &mut Tensor<u32>, per_world: &mut Tensor<u32>, per_
 /// one does not hold them.
 #[cube]
 fn spread(to: &mut Tensor<u32>, units: u32) {
-    let cubes = (units + CUBE - 1) / CUBE;
+    let cubes = units.div_ceil(CUBE);
     let x = if cubes < MOST_CUBES_X { cubes } else { MOST_CUBES_X };
-    let y = if x == 0 { 1u32 } else { (cubes + x - 1) / x };
+    let y = if x == 0 { 1u32 } else { cubes.div_ceil(x) };
     to[0] = x;
     to[1] = y;
     to[2] = 1;
