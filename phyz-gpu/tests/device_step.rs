@@ -251,8 +251,8 @@ fn a_model_with_constraints_or_forces_the_device_lacks_is_refused_by_name() {
     assert!(refused.to_string().contains("fluid"), "{refused}");
 }
 
-/// A batch whose worlds' numbers would not fit one device buffer is refused before anything is
-/// allocated, naming the most worlds that fit (the device's own error named neither); a small
+/// A batch whose worlds' numbers would not fit one device buffer is refused before any of its
+/// buffers is allocated, naming the most worlds that fit (the device's own error named neither); a small
 /// batch is taken.
 #[test]
 fn a_batch_past_the_devices_buffers_is_refused_with_the_most_that_fit() {

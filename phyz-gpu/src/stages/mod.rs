@@ -90,7 +90,8 @@ pub struct Worlds {
 }
 
 /// The worlds whose solve iterates, listed as each iteration ends (two lists taking turns), and
-/// the launch sizes over the list ([`gathered`]).
+/// the launch sizes over the list ([`gathered`]). Clones of the worlds share them, as they share
+/// the worlds' buffer: solve one at a time.
 #[derive(Clone, Debug)]
 struct Gathered {
     lists: [CubeTensor; 2],
@@ -378,7 +379,7 @@ impl Stages {
     /// ([`Failure::NonFiniteInput`]); the others are not touched by it.
     pub fn upload(&self, count: usize, given: &[(Array, &[&[f64]])]) -> Result<Worlds, GpuError> {
         let items = self.packed.items;
-        self.fits("the worlds' numbers", count, items, self.dtype.size())?;
+        self.check_sizes(count)?;
         let mut host = vec![0.0; items * count];
         let (status, _) = self.packed.array(Array::Status);
         for &(array, worlds) in given {
@@ -400,24 +401,20 @@ impl Stages {
         }
         let data = TensorData::new(host, [items * count]).convert_dtype(self.dtype);
         let data = CubeBackend::float_from_data(data, &self.device);
-        let (pool, rows, gathered) = (self.pool(count)?, self.row_blocks(count)?, self.gathered(count));
+        let (pool, rows, gathered) = (self.pool(count), self.row_blocks(count), self.gathered(count));
         Ok(Worlds { data, count, items, dtype: self.dtype, pool, rows, gathered })
     }
 
     /// Empty blocks of constraint rows for `count` worlds ([`Stages::set_pool`]).
-    fn row_blocks(&self, count: usize) -> Result<Rows, GpuError> {
-        let pairs = &self.packed.pairs;
-        let most = pairs.iter().map(|p| p.rows).max().unwrap_or(0);
-        let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
-        let per_world = every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits();
+    fn row_blocks(&self, count: usize) -> Rows {
+        let per_world = self.rows_per_world();
         let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
-        self.fits("the constraint rows' Jacobian", count, per_world * self.packed.nv(), self.dtype.size())?;
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let floats = |len: usize| {
             let zeros = TensorData::new(vec![0.0; len.max(1)], [len.max(1)]).convert_dtype(self.dtype);
             CubeBackend::float_from_data(zeros, &self.device)
         };
-        Ok(Rows {
+        Rows {
             counts: ints(count.max(1)),
             jacobian: floats(entries),
             source: ints((per_world * count).max(1)),
@@ -426,7 +423,7 @@ impl Stages {
             jar: floats(per_world * count),
             direction: floats(per_world * count),
             per_world,
-        })
+        }
     }
 
     /// An empty list of `count` worlds' solves, and its launch sizes, each in a device buffer of
@@ -437,6 +434,24 @@ impl Stages {
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let launches = client.memory_dedicated_allocation((), |_| std::array::from_fn(|_| ints(3)));
         Gathered { lists: std::array::from_fn(|_| ints(gathered::list::WORLDS + count)), launches }
+    }
+
+    /// How many constraint rows a world's block holds ([`Stages::set_pool`]).
+    fn rows_per_world(&self) -> usize {
+        let pairs = &self.packed.pairs;
+        let most = pairs.iter().map(|p| p.rows).max().unwrap_or(0);
+        let every: usize = pairs.iter().map(|p| p.points * p.rows).sum();
+        every.min(self.pool_per_world.saturating_mul(most)) + 2 * self.packed.limits()
+    }
+
+    /// Refuses `count` worlds whose buffers would not fit the device ([`Stages::fits`]) before
+    /// anything is allocated: the worlds' numbers, the rows' Jacobian, the contact pool.
+    fn check_sizes(&self, count: usize) -> Result<(), GpuError> {
+        let bytes = self.dtype.size();
+        self.fits("the worlds' numbers", count, self.packed.items, bytes)?;
+        let jacobian = self.rows_per_world().saturating_mul(self.packed.nv());
+        self.fits("the constraint rows' Jacobian", count, jacobian, bytes)?;
+        self.fits("the contact pool", count, self.pool_per_world.saturating_mul(contact_float::LEN), bytes)
     }
 
     /// Refuses `count` worlds whose `what` would hold `per_world` numbers each, of `bytes` bytes,
@@ -458,18 +473,17 @@ impl Stages {
     }
 
     /// An empty contact pool for `count` worlds (never of no slots: a buffer is not empty).
-    fn pool(&self, count: usize) -> Result<Pool, GpuError> {
+    fn pool(&self, count: usize) -> Pool {
         let capacity = self.pool_per_world.saturating_mul(count);
-        self.fits("the contact pool", count, self.pool_per_world * contact_float::LEN, self.dtype.size())?;
         let slots = capacity.max(1);
         let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
         let geometry = TensorData::new(vec![0.0; slots * contact_float::LEN], [slots * contact_float::LEN]);
-        Ok(Pool {
+        Pool {
             counter: ints(1),
             found: ints(slots * contact_int::LEN),
             geometry: CubeBackend::float_from_data(geometry.convert_dtype(self.dtype), &self.device),
             capacity,
-        })
+        }
     }
 
     /// Writes `array` of every world (its numbers, world by world; the controls between steps,

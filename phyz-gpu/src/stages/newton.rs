@@ -19,7 +19,7 @@
 //! zone; its factor where rebuilt, the direction and the convergence test; then the line search
 //! and the step. They run over the worlds still iterating, listed on the device as the last
 //! iteration ended ([`super::gathered`]): a world that stopped is no longer listed, and once
-//! none is, the launches are empty. A model of up to [`dense::UNROLLED_DOFS`] dofs sums its
+//! none is, a large batch's launches are empty. A model of up to [`dense::UNROLLED_DOFS`] dofs sums its
 //! Hessian, factors it and solves with it in the unit's registers, all in the launch that makes
 //! the direction ([`super::dense`]). A larger one's Hessian is built by a unit per world and
 //! column first ([`newton_hessian`], so that no unit's loops grow with `nv²`: llvmpipe ends
