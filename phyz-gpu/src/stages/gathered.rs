@@ -37,7 +37,7 @@ pub const CUBE: u32 = 64;
 /// (an indirect dispatch); fewer are launched over all worlds. A software driver pays for an
 /// indirect dispatch with a wait: measured on lavapipe, 4 ant worlds stepped 15% slower with
 /// indirect dispatches (user and system time), while at 2,048 humanoid worlds, whose solves
-/// take from one iteration to dozens, they stepped 10% faster. The units of a launch over all
+/// take from one iteration to dozens, they stepped 8–10% faster (two runs each, builds alternated). The units of a launch over all
 /// worlds that the list does not reach return at once (on a GPU they leave their warps idle).
 pub const INDIRECT_FROM: usize = 512;
 

@@ -409,7 +409,7 @@ impl Stages {
     fn row_blocks(&self, count: usize) -> Rows {
         let per_world = self.rows_per_world();
         let entries = per_world.saturating_mul(self.packed.nv()).saturating_mul(count);
-        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let ints = |len: usize| self.int_zeros(len);
         let floats = |len: usize| {
             let zeros = TensorData::new(vec![0.0; len.max(1)], [len.max(1)]).convert_dtype(self.dtype);
             CubeBackend::float_from_data(zeros, &self.device)
@@ -431,9 +431,14 @@ impl Stages {
     /// allocator would otherwise place small buffers on shared pages.
     fn gathered(&self, count: usize) -> Gathered {
         let client = self.device.client();
-        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let ints = |len: usize| self.int_zeros(len);
         let launches = client.memory_dedicated_allocation((), |_| std::array::from_fn(|_| ints(3)));
         Gathered { lists: std::array::from_fn(|_| ints(gathered::list::WORLDS + count)), launches }
+    }
+
+    /// `len` zeros in an integer buffer on the device.
+    fn int_zeros(&self, len: usize) -> CubeTensor {
+        CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device)
     }
 
     /// How many constraint rows a world's block holds ([`Stages::set_pool`]).
@@ -476,7 +481,7 @@ impl Stages {
     fn pool(&self, count: usize) -> Pool {
         let capacity = self.pool_per_world.saturating_mul(count);
         let slots = capacity.max(1);
-        let ints = |len: usize| CubeBackend::int_from_data(TensorData::new(vec![0u32; len], [len]), &self.device);
+        let ints = |len: usize| self.int_zeros(len);
         let geometry = TensorData::new(vec![0.0; slots * contact_float::LEN], [slots * contact_float::LEN]);
         Pool {
             counter: ints(1),
