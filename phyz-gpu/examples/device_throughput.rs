@@ -18,7 +18,9 @@ use burn::tensor::{DType, Device, Tensor};
 use phyz_burn::{BatchState, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let Run { args, model, device, sim, dtype, config } = Run::from_args()?;
+    let run = Run::from_args()?;
+    let Run { args, model, device, sim, dtype, config, .. } = &run;
+    let (model, device, sim, dtype, config) = (model.clone(), device.clone(), sim, *dtype, *config);
     let stages = config.mujoco_compat;
     let (b, nq, nv, nu, steps) = (args.batch, model.nq(), model.nv(), model.nu(), args.steps);
     let mut rng = Rng(0x70a9_5eed);
@@ -67,6 +69,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("{label} ({dtype:?}) env_steps_per_s {:.0}", rate(seconds));
                 if let Some(bytes) = phyz_gpu::device::memory_peak(&device) {
                     println!("  peak device memory so far {:.1} MiB", bytes as f64 / (1 << 20) as f64);
+                }
+                if let Some(retaken) = run.retaken() {
+                    println!("  steps taken again after a cut solve, so far: {retaken}");
                 }
             }
             // A backward the device refuses (or that fails) is said, and the run goes on.

@@ -38,5 +38,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("max difference {worst:e}");
+    if let Some(retaken) = run.retaken() {
+        println!("steps taken again after a cut solve: {retaken}");
+    }
     Ok(())
 }

@@ -1,9 +1,11 @@
 //! phyz-burn's [`Simulation`] on the stages: states on a CubeCL device step there whole, every
 //! stage a kernel over all lanes, the step one burn operation whose backward is the stages'
 //! adjoint ([`Stages::step_backward`]), registered as its backward node under burn's autodiff.
-//! The lanes' tensors move in and out of the worlds' layout on the device. Besides the solve's
-//! own reads (whether a world still iterates, every few Newton iterations), a step reads back
-//! its lanes' statuses, to report a failed lane as an error, and so does its backward.
+//! The lanes' tensors move in and out of the worlds' layout on the device. A step reads the
+//! device once: its lanes' statuses and what their solves came to, to report a failed lane as
+//! an error and to learn how many Newton iterations the next steps launch. A step with a solve
+//! cut short of them is taken again, its solves checked as they go (`stages::speculation`).
+//! Its backward reads its lanes' statuses once too.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -21,12 +23,16 @@ use phyz_core::Model;
 use phyz_core::contact::SolverConfig;
 
 use crate::GpuError;
-use crate::stages::{STEPPED_EXTRA, Stages, Worlds};
+use crate::stages::{Iterations, STEPPED_EXTRA, Stages, Worlds};
 
 /// A model's stages on one device, as a [`DeviceStep`] of phyz-burn's simulations. Cheap to
 /// clone (shared).
 #[derive(Clone, Debug)]
-pub struct StagesStep(Arc<Shared>);
+pub struct StagesStep {
+    shared: Arc<Shared>,
+    /// How the operation this goes into launches its solves' iterations.
+    iterations: Iterations,
+}
 
 #[derive(Debug)]
 struct Shared {
@@ -55,19 +61,31 @@ impl StagesStep {
         let stages = Stages::new(model, device)?;
         stages.step_refusal()?;
         let device = device.clone().inner();
-        Ok(StagesStep(Arc::new(Shared { model: model.clone(), stages, device, worlds: Mutex::new(None) })))
+        let iterations = stages.iterations();
+        let shared = Arc::new(Shared { model: model.clone(), stages, device, worlds: Mutex::new(None) });
+        Ok(StagesStep { shared, iterations })
+    }
+
+    /// The stages' steps ([`Stages::launch_iterations`], [`Stages::steps_retaken`]).
+    pub fn stages(&self) -> &Stages {
+        &self.shared.stages
+    }
+
+    /// The same stages, their solves' iterations launched as `iterations` says.
+    fn launching(&self, iterations: Iterations) -> StagesStep {
+        StagesStep { shared: self.shared.clone(), iterations }
     }
 
     /// The lanes' count, where `qpos`, `qvel` and `ctrl` are a batch of the stages' model in
     /// their float type on their device (the kernels index them unchecked), or why not.
     fn batch_of(&self, qpos: &Tensor<2>, qvel: &Tensor<2>, ctrl: &Tensor<2>) -> Result<usize, String> {
         let batch = qpos.dims()[0];
-        let widths = self.0.stages.lane_widths();
+        let widths = self.shared.stages.lane_widths();
         for ((what, tensor), width) in [("qpos", qpos), ("qvel", qvel), ("ctrl", ctrl)].into_iter().zip(widths) {
             if tensor.dims() != [batch, width] {
                 return Err(format!("{what} has shape {:?}, the stages need [{batch}, {width}]", tensor.dims()));
             }
-            if tensor.dtype() != self.0.stages.dtype() || !self.serves(&tensor.device()) {
+            if tensor.dtype() != self.shared.stages.dtype() || !self.serves(&tensor.device()) {
                 return Err(format!("{what} is not in the stages' float type on their device"));
             }
         }
@@ -77,12 +95,12 @@ impl StagesStep {
     /// `work` on the worlds for a batch of `count` (the last ones where they have that size),
     /// which no other launch uses meanwhile.
     fn with_worlds<T>(&self, count: usize, work: impl FnOnce(&Stages, &Worlds) -> T) -> Result<T, GpuError> {
-        let mut kept = self.0.worlds.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut kept = self.shared.worlds.lock().unwrap_or_else(PoisonError::into_inner);
         let worlds = match kept.take() {
             Some(worlds) if worlds.count() == count => worlds,
-            _ => self.0.stages.upload(count, &[])?,
+            _ => self.shared.stages.upload(count, &[])?,
         };
-        let done = work(&self.0.stages, &worlds);
+        let done = work(&self.shared.stages, &worlds);
         *kept = Some(worlds);
         Ok(done)
     }
@@ -90,15 +108,15 @@ impl StagesStep {
 
 impl DeviceStep for StagesStep {
     fn serves(&self, device: &Device) -> bool {
-        device.clone().inner() == self.0.device
+        device.clone().inner() == self.shared.device
     }
 
     fn dtype(&self, _device: &Device) -> DType {
-        self.0.stages.dtype()
+        self.shared.stages.dtype()
     }
 
     fn accepts(&self, model: &Model<f64>, config: &SolverConfig) -> Result<(), String> {
-        if *model != self.0.model {
+        if *model != self.shared.model {
             return Err("the device stages were made for another model".into());
         }
         if *config != SolverConfig::mujoco_compat() {
@@ -116,17 +134,21 @@ impl DeviceStep for StagesStep {
         // inside the operation.
         self.with_worlds(batch, |_, _| ()).map_err(|e| e.to_string())?;
         let (nq, nv) = (qpos.dims()[1], qvel.dims()[1]);
-        let out = Tensor::from_dispatch(Dispatch::stages_step(
-            qpos.into_dispatch(),
-            qvel.into_dispatch(),
-            ctrl.into_dispatch(),
-            self.clone(),
-        ));
-        // The step's read: each lane's status and what its solves came to.
-        let statuses = out.clone().narrow(1, nq + nv, STEPPED_EXTRA).into_data().convert::<f64>();
-        let rows = statuses.try_to_vec::<f64>().map_err(|e| format!("{e:?}"))?;
+        let stepped = |iterations| {
+            let step = self.launching(iterations);
+            let [qpos, qvel, ctrl] = [&qpos, &qvel, &ctrl].map(|t| t.clone().into_dispatch());
+            let out = Tensor::from_dispatch(Dispatch::stages_step(qpos, qvel, ctrl, step));
+            // The step's read: each lane's status and what its solves came to.
+            let statuses = out.clone().narrow(1, nq + nv, STEPPED_EXTRA).into_data().convert::<f64>();
+            statuses.try_to_vec::<f64>().map(|rows| (out, rows)).map_err(|e| format!("{e:?}"))
+        };
+        let stages = &self.shared.stages;
+        let (mut out, mut rows) = stepped(stages.iterations())?;
+        if !stages.learn(rows.chunks(STEPPED_EXTRA).map(|row| &row[1..])) {
+            (out, rows) = stepped(Iterations::Checked)?;
+        }
         let refused = rows.chunks(STEPPED_EXTRA).enumerate().find_map(|(lane, row)| {
-            self.0.stages.lane_refusal(row, tracked).map(|why| format!("batch lane {lane}: {why}"))
+            self.shared.stages.lane_refusal(row, tracked).map(|why| format!("batch lane {lane}: {why}"))
         });
         if let Some(why) = refused {
             return Err(why);
@@ -150,7 +172,7 @@ fn pulled_shape(qpos: &Shape, qvel: &Shape, ctrl: &Shape) -> Shape {
 /// [`StageOps::stages_step_backward`].
 #[backend_extension(Cube, Fusion, Autodiff)]
 pub trait StageOps: Backend {
-    /// Each lane's next `qpos`, `qvel`, status and solve state (`[batch, nq + nv + 2]`) from
+    /// Each lane's next `qpos`, `qvel`, status and solve state (`[batch, nq + nv + STEPPED_EXTRA]`) from
     /// its `qpos`, `qvel` and `ctrl`.
     #[fusion(dtype = qpos, shape = stepped_shape(qpos, qvel))]
     fn stages_step(
@@ -184,7 +206,7 @@ impl StageOps for CubeBackend {
     ) -> FloatTensor<Self> {
         let stepped = step.with_worlds(qpos.shape()[0], |stages, worlds| {
             stages.load_states(worlds, qpos, qvel, ctrl);
-            stages.step(worlds)?;
+            stages.launch_step(worlds, step.iterations)?;
             Ok(stages.store_states(worlds))
         });
         stepped.and_then(|r| r).unwrap_or_else(|e| failed("step", e))
@@ -200,13 +222,24 @@ impl StageOps for CubeBackend {
         step: StagesStep,
     ) -> FloatTensor<Self> {
         let pulled = step.with_worlds(qpos.shape()[0], |stages, worlds| {
-            stages.load_states(worlds, qpos.clone(), qvel, ctrl);
-            stages.load_cotangents(worlds, bar_qpos, bar_qvel, next);
-            stages.step_backward(worlds)?;
+            let backward = |iterations| {
+                stages.load_states(worlds, qpos.clone(), qvel.clone(), ctrl.clone());
+                stages.load_cotangents(worlds, bar_qpos.clone(), bar_qvel.clone(), next.clone());
+                stages.launch_backward(worlds, iterations)
+            };
+            // Launched as the forward steps now launch theirs; a cut takes the backward
+            // again, checked.
+            backward(stages.iterations())?;
+            let (mut failures, cut) = stages.outcomes(worlds)?;
+            if cut {
+                stages.retake();
+                backward(Iterations::Checked)?;
+                (failures, _) = stages.outcomes(worlds)?;
+            }
             // burn's backward has no error channel: a lane that failed here (a cotangent that
             // is not finite, a contact with no derivative) is reported as the host route
             // reports its backward's failures.
-            if let Some((lane, failure)) = stages.failures(worlds)?.first() {
+            if let Some((lane, failure)) = failures.first() {
                 panic!("phyz-gpu: the device step's backward failed at batch lane {lane}: {failure:?}");
             }
             Ok(stages.store_cotangents(worlds, qpos))

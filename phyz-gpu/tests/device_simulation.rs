@@ -11,6 +11,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use common::{FEATURES, Rng, gymnasium, has_f64};
 use phyz_burn::{BurnError, Simulation};
@@ -18,7 +20,7 @@ use phyz_core::contact::SolverConfig;
 use phyz_core::model::{Integrator, JointKind};
 use phyz_core::{Model, State, mjcf};
 use phyz_gpu::device::{opengl, wgpu};
-use phyz_gpu::stages_simulation;
+use phyz_gpu::{StagesStep, stages_simulation};
 
 /// A scene's name, its model and its lanes' starts.
 type Scene = (&'static str, Model<f64>, Vec<State<f64>>);
@@ -75,7 +77,13 @@ fn start(model: &Model<f64>, rng: &mut Rng, lower: f64) -> State<f64> {
 /// `steps` steps of `starts` under controls on `device` (autodiff), and the gradient of a
 /// weighted sum of the end with respect to the start's `qpos`, `qvel` and the controls: the
 /// end, then the three gradients, each lane after lane.
-fn rollout_and_gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, device: &Device) -> [Vec<f64>; 4] {
+fn rollout_and_gradients(
+    sim: &Simulation,
+    starts: &[State<f64>],
+    steps: usize,
+    device: &Device,
+    before_backward: &dyn Fn(),
+) -> [Vec<f64>; 4] {
     let model = sim.model();
     let dtype = sim.dtype(device);
     let (batch, nq, nv, nu) = (starts.len(), model.nq(), model.nv(), model.nu());
@@ -92,6 +100,7 @@ fn rollout_and_gradients(sim: &Simulation, starts: &[State<f64>], steps: usize, 
     }
     let end: Vec<f64> = values(&state.qpos).into_iter().chain(values(&state.qvel)).collect();
     let loss = (state.qpos * tensor(weights(nq, 1), nq)).sum() + (state.qvel * tensor(weights(nv, 4), nv)).sum();
+    before_backward();
     let grads = loss.backward();
     let grad = |t: &Tensor<2>| values(&t.grad(&grads).expect("a gradient"));
     [end, grad(&qpos), grad(&qvel), grad(&ctrl)]
@@ -107,14 +116,20 @@ fn against_host(device: &Device) -> (f64, f64) {
     let (mut states, mut gradients): (f64, f64) = (0.0, 0.0);
     for (name, model, starts) in scenes() {
         let host = Simulation::with_config(model.clone(), SolverConfig::mujoco_compat());
-        let sim = stages_simulation(model.clone(), device).expect("the stages take the model");
+        let step = Arc::new(StagesStep::new(&model, device).expect("the stages take the model"));
+        let sim = Simulation::with_config(model.clone(), SolverConfig::mujoco_compat());
+        let sim = sim.with_device_step(step.clone()).expect("the stages step the model");
+        // Each solve launches one Newton iteration at first, forward and backward: a solve that
+        // takes more is cut, and its step taken again (checked), which the comparison holds too.
+        let launch_one = || step.stages().launch_iterations(1);
         // The host warm-starts its solves from the second step, the device does not: several
         // steps only where nothing is solved. The smaller batch after reuses the simulation.
         let runs: Vec<(usize, &[State<f64>])> =
             if model.enabled.constraint { vec![(1, &starts)] } else { vec![(3, &starts), (2, &starts[..2])] };
         for (steps, lanes) in runs {
-            let reference = rollout_and_gradients(&host, lanes, steps, &Device::flex().autodiff());
-            let got = rollout_and_gradients(&sim, lanes, steps, &device.clone().autodiff());
+            let reference = rollout_and_gradients(&host, lanes, steps, &Device::flex().autodiff(), &|| ());
+            launch_one();
+            let got = rollout_and_gradients(&sim, lanes, steps, &device.clone().autodiff(), &launch_one);
             let end =
                 got[0].iter().zip(&reference[0]).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / b.abs().max(1.0)));
             let mut pulled: f64 = 0.0;
@@ -124,7 +139,14 @@ fn against_host(device: &Device) -> (f64, f64) {
                 assert!(scale > 0.0 && g.iter().all(|x| x.is_finite()), "{name}: finite gradients, not all zero");
                 pulled = pulled.max(g.iter().zip(r).fold(0.0f64, |m, (a, b)| m.max((a - b).abs() / scale)));
             }
-            eprintln!("{name}, {} lanes, {steps} steps: the end {end:.1e}, the gradients {pulled:.1e}", lanes.len());
+            let retaken = step.stages().steps_retaken();
+            eprintln!(
+                "{name}, {} lanes, {steps} steps: the end {end:.1e}, the gradients {pulled:.1e}, {retaken} retaken",
+                lanes.len()
+            );
+            if model.enabled.constraint {
+                assert!(retaken >= 2, "{name}: the step and its backward, cut at one iteration, were taken again");
+            }
             states = states.max(end);
             gradients = gradients.max(pulled);
         }

@@ -2,14 +2,17 @@
 //! perturbed starts and controls, and the CPU engine stepping each lane.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use clap::Parser;
 use nalgebra::DVector;
+use phyz_burn::Simulation;
 use phyz_core::contact::SolverConfig;
 use phyz_core::dynamics::integrate_position;
 use phyz_core::sim::{ContactState, Workspace, step_in};
 use phyz_core::{Model, State};
+use phyz_gpu::StagesStep;
 use rayon::prelude::*;
 
 #[derive(Parser)]
@@ -50,6 +53,8 @@ pub struct Run {
     pub dtype: DType,
     /// The preset's solver settings, for the CPU engine beside it.
     pub config: SolverConfig,
+    /// The device's stages, under `mujoco_compat`.
+    stages: Option<Arc<StagesStep>>,
 }
 
 impl Run {
@@ -67,14 +72,26 @@ impl Run {
             "opengl" => phyz_gpu::device::opengl(),
             other => return Err(format!("unknown device {other}: wgpu or opengl").into()),
         };
+        let mut stages = None;
         let (sim, config) = match args.preset.as_str() {
             "gpu_equivalent" => (phyz_gpu::simulation(model.clone())?, SolverConfig::gpu_equivalent()),
-            "mujoco_compat" => (phyz_gpu::stages_simulation(model.clone(), &device)?, SolverConfig::mujoco_compat()),
+            "mujoco_compat" => {
+                let step = Arc::new(StagesStep::new(&model, &device)?);
+                let sim = Simulation::with_config(model.clone(), SolverConfig::mujoco_compat());
+                stages = Some(step.clone());
+                (sim.with_device_step(step)?, SolverConfig::mujoco_compat())
+            }
             other => return Err(format!("unknown preset {other}: gpu_equivalent or mujoco_compat").into()),
         };
         let (dtype, why) = (sim.dtype(&device), phyz_gpu::device::float_dtype(&device).1);
         println!("{}: {} lanes, {} steps, {}; {why}", args.model.display(), args.batch, args.steps, args.preset);
-        Ok(Run { args, model, device, sim, dtype, config })
+        Ok(Run { args, model, device, sim, dtype, config, stages })
+    }
+
+    /// How many steps the device's stages took again so far, their solves cut short of the
+    /// Newton iterations launched (`Stages::steps_retaken`); `None` off the stages.
+    pub fn retaken(&self) -> Option<usize> {
+        self.stages.as_ref().map(|step| step.stages().steps_retaken())
     }
 }
 

@@ -21,7 +21,7 @@ use super::world::{World, start};
 use super::{Failure, Stages, Worlds};
 
 /// Columns of a stepped row after `qpos` and `qvel`: the world's status, then what its step's
-/// solves came to (`newton::step_solves`: one stopped short).
+/// solves came to (`newton::step_solves`).
 pub const STEPPED_EXTRA: usize = 1 + step_solves::LEN;
 
 /// Where a link's joint keeps its coordinates: `moved` numbers that add (a hinge's or a
@@ -226,7 +226,7 @@ impl Stages {
         launch_typed!(self, worlds, worlds.count, load_states, [], [qpos, qvel, ctrl]);
     }
 
-    /// Each world's `qpos`, `qvel`, status and solve state as a row: `[worlds, nq + nv + 2]`.
+    /// Each world's `qpos`, `qvel`, status and solve state as a row: `[worlds, nq + nv + STEPPED_EXTRA]`.
     pub(crate) fn store_states(&self, worlds: &Worlds) -> CubeTensor {
         let width = self.packed.nq() + self.packed.nv() + STEPPED_EXTRA;
         let out = self.empty(worlds.count, width);

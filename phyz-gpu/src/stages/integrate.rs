@@ -332,3 +332,23 @@ pub(crate) fn rk4_restore<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, wo
         }
     }
 }
+
+/// Puts the world back at the start of the step that [`rk4_begin`] began: its `qpos` and `qvel`
+/// (a step taken again after a cut solve, `speculation`).
+#[cube(launch_unchecked)]
+pub(crate) fn rk4_rewind<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
+    let world = World { index: ABSOLUTE_POS, count: worlds as usize };
+    if world.index >= world.count {
+        terminate!();
+    }
+    let (qpos, start_qpos) =
+        (start(ints, comptime![Array::Qpos as usize]), start(ints, comptime![Array::StartQpos as usize]));
+    for q in 0..ints[header::COORDS] as usize {
+        data[world.at(qpos, q)] = data[world.at(start_qpos, q)];
+    }
+    let (qvel, start_qvel) =
+        (start(ints, comptime![Array::Qvel as usize]), start(ints, comptime![Array::StartQvel as usize]));
+    for d in 0..ints[header::DOFS] as usize {
+        data[world.at(qvel, d)] = data[world.at(start_qvel, d)];
+    }
+}

@@ -324,6 +324,10 @@ pub mod status {
     /// The step's backward found a pressed row of a contact with no derivative there (two
     /// spheres or capsules whose cores meet).
     pub const UNDIFFERENTIATED_CONTACT: u32 = 8;
+    /// Not a failure: its constraint solve was still iterating after the iterations the host
+    /// launched (`Iterations::Launched`), so the stages after skip it and the step is taken
+    /// again; the next step's beginning clears it.
+    pub const CUT: u32 = 9;
 }
 
 impl Array {

@@ -40,12 +40,16 @@ mod rk4_backward;
 mod rnea;
 mod rnea_adjoint;
 mod rows;
+mod speculation;
 mod tape;
 mod world;
 
 pub(crate) use batch::STEPPED_EXTRA;
 pub use gathered::INDIRECT_FROM;
+pub(crate) use speculation::Iterations;
 pub use tape::{Checkpoint, Tape};
+
+use std::sync::Arc;
 
 use burn::backend::ops::{FloatTensorOps, IntTensorOps};
 use burn::backend::{DispatchDevice, read_sync};
@@ -61,6 +65,8 @@ use crate::GpuError;
 use crate::device::float_dtype;
 use collision::{contact_float, contact_int};
 use layout::{Array, Packed};
+use newton::step_solves;
+use speculation::Speculation;
 
 /// A model on a device: its tree and constants, packed once ([`layout`]).
 #[derive(Clone, Debug)]
@@ -72,6 +78,8 @@ pub struct Stages {
     dtype: DType,
     /// The contacts a world's share of the pool holds ([`Stages::set_pool`]).
     pool_per_world: usize,
+    /// How many Newton iterations a step's solves launch before its one read.
+    speculation: Arc<Speculation>,
 }
 
 /// The numbers of a batch of worlds on the device: every [`Array`] of each, laid out for one
@@ -348,7 +356,8 @@ impl Stages {
         let floats = TensorData::new(packed.floats.clone(), [packed.floats.len()]).convert_dtype(dtype);
         let floats = CubeBackend::float_from_data(floats, cube);
         let pool_per_world = packed.pairs.iter().map(|p| p.points).sum();
-        Ok(Stages { packed, ints, floats, device: cube.clone(), dtype, pool_per_world })
+        let speculation = Arc::new(Speculation::new(packed.newton_iterations() + 1));
+        Ok(Stages { packed, ints, floats, device: cube.clone(), dtype, pool_per_world, speculation })
     }
 
     /// Sizes the contact pool of the worlds uploaded from now on at `per_world` contacts a
@@ -546,8 +555,16 @@ impl Stages {
 
     /// The worlds that failed, each with the first thing that went wrong (one transfer).
     pub fn failures(&self, worlds: &Worlds) -> Result<Vec<(usize, Failure)>, GpuError> {
+        Ok(self.outcomes(worlds)?.0)
+    }
+
+    /// [`Stages::failures`], and whether a world's solve was cut (`layout::status::CUT`): one
+    /// transfer.
+    pub(crate) fn outcomes(&self, worlds: &Worlds) -> Result<(Vec<(usize, Failure)>, bool), GpuError> {
         let codes = self.read(worlds, Array::Status)?;
-        Ok(codes.iter().enumerate().filter_map(|(w, c)| Failure::from_code(c[0]).map(|f| (w, f))).collect())
+        let cut = codes.iter().any(|c| c[0] == f64::from(layout::status::CUT));
+        let failures = codes.iter().enumerate().filter_map(|(w, c)| Failure::from_code(c[0]).map(|f| (w, f)));
+        Ok((failures.collect(), cut))
     }
 
     /// Waits for every launch so far to finish.
@@ -764,12 +781,13 @@ impl Stages {
         self.check(worlds)?;
         self.solve_refusal()?;
         dispatch_stage!(self, worlds, newton::begin_step);
-        self.newton(worlds)
+        self.newton(worlds, Iterations::Checked, 0)
     }
 
     /// [`Stages::solve_constraints`] within a step: from the warm start its earlier solves left
-    /// where that costs less than the free velocity (RK4's later points).
-    fn newton(&self, worlds: &Worlds) -> Result<(), GpuError> {
+    /// where that costs less than the free velocity (RK4's later points), its iterations launched
+    /// as `iterations` says for the step's evaluation `point` ([`speculation`]).
+    fn newton(&self, worlds: &Worlds, iterations: Iterations, point: usize) -> Result<(), GpuError> {
         self.solve_refusal()?;
         if self.packed.nv() == 0 {
             return Ok(());
@@ -792,14 +810,21 @@ impl Stages {
         );
         self.schedule(worlds, 0);
         // Each iteration runs over the worlds still iterating, none once every world has
-        // stopped; the host reads how many are left every few iterations (each read waits for
-        // the device), and stops at the budget (one iteration past the last step allowed,
-        // whose direction tests convergence).
-        for iteration in 1..=self.packed.newton_iterations() + 1 {
+        // stopped. The budget is one iteration past the last step allowed, whose direction
+        // tests convergence. Checked, the host reads how many worlds are left every few
+        // iterations (each read waits for the device); launched, it reads nothing, and the
+        // solve's end cuts the worlds still iterating.
+        let budget = self.packed.newton_iterations() + 1;
+        let launched = match iterations {
+            Iterations::Checked => budget,
+            Iterations::Launched(counts) => counts[point].min(budget),
+        };
+        for iteration in 1..=launched {
             let next = iteration % 2;
             self.newton_iteration(worlds, 1 - next, next);
             self.schedule(worlds, next);
-            if iteration % SOLVE_CHECK == 0 && self.still_iterating(worlds, next)? == 0 {
+            let check = iterations == Iterations::Checked && iteration % SOLVE_CHECK == 0;
+            if check && self.still_iterating(worlds, next)? == 0 {
                 break;
             }
         }
@@ -811,7 +836,7 @@ impl Stages {
             n,
             newton::newton_end,
             [floats()],
-            [counts, jacobian, target, regularizer, jar, per_world]
+            [counts, jacobian, target, regularizer, jar, per_world, point as u32]
         );
         Ok(())
     }
@@ -989,12 +1014,12 @@ impl Stages {
     /// The acceleration an integrator reads at the worlds' state: the smooth stages, then where
     /// the model is constrained collision, the rows and the solve (MuJoCo's model under
     /// `mujoco_compat`, each solve warm from the step's earlier ones where that costs less).
-    fn rates(&self, worlds: &Worlds) -> Result<(), GpuError> {
+    fn rates(&self, worlds: &Worlds, iterations: Iterations, point: usize) -> Result<(), GpuError> {
         self.smooth(worlds)?;
         if self.packed.constrained() {
             self.collide(worlds)?;
             self.rows(worlds)?;
-            self.newton(worlds)?;
+            self.newton(worlds, iterations, point)?;
         }
         Ok(())
     }
@@ -1013,14 +1038,22 @@ impl Stages {
     /// (the pyramid's edges of every condim: [`contact_adjoint`]); a world that presses a contact
     /// with no derivative there fails ([`Failure::UndifferentiatedContact`]). Under Euler's implicit
     /// damping of a damped dof with constraints (MuJoCo's split solve) it takes the split back
-    /// too ([`backward::split_begin`]). What the step refuses is refused by name.
+    /// too ([`backward::split_begin`]). What the step refuses is refused by name. Its solves'
+    /// iterations are checked as they go (a read every few).
     pub fn step_backward(&self, worlds: &Worlds) -> Result<(), GpuError> {
+        self.launch_backward(worlds, Iterations::Checked)
+    }
+
+    /// [`Stages::step_backward`] with its solves' iterations launched as `iterations` says: a
+    /// world whose solve was cut is marked (`layout::status::CUT`) and its cotangents are not
+    /// computed.
+    pub(crate) fn launch_backward(&self, worlds: &Worlds, iterations: Iterations) -> Result<(), GpuError> {
         self.check(worlds)?;
         self.step_refusal()?;
         if self.packed.constrained() {
             dispatch_stage!(self, worlds, newton::begin_step);
         }
-        self.rates(worlds)?;
+        self.rates(worlds, iterations, 0)?;
         if self.packed.nv() == 0 {
             return Ok(());
         }
@@ -1031,14 +1064,14 @@ impl Stages {
             }
             return self.acceleration_backward(worlds);
         }
-        self.rk4_points(worlds, true)?;
+        self.rk4_points(worlds, true, iterations)?;
         dispatch_stage!(self, worlds, rk4_backward::rk4_end_adjoint, floats);
         let kind = self.float_kind();
         for (k, &(c, w)) in integrate::RK4.iter().enumerate().rev() {
             // The forward left the worlds at the last point; the others are evaluated again.
             if k + 1 < integrate::RK4.len() {
                 launch_typed!(self, worlds, worlds.count, integrate::rk4_restore, [], [k as u32]);
-                self.rates(worlds)?;
+                self.rates(worlds, iterations, k)?;
             }
             let floats = || self.floats.clone().into_tensor_arg();
             // A launch takes its scalars by value: each makes its own.
@@ -1102,13 +1135,13 @@ impl Stages {
     /// RK4's points after the stages at the step's start ([`Stages::rates`]): the first slope,
     /// then each further point's move, stages and slope (`integrate::RK4`), each point but the
     /// last kept for the backward where `keep` asks. The worlds are left at the last point.
-    fn rk4_points(&self, worlds: &Worlds, keep: bool) -> Result<(), GpuError> {
+    fn rk4_points(&self, worlds: &Worlds, keep: bool, iterations: Iterations) -> Result<(), GpuError> {
         let (_, first) = integrate::RK4[0];
         dispatch_stage!(self, worlds, integrate::rk4_begin, first);
         for (k, &(c, w)) in integrate::RK4.iter().enumerate() {
             if k > 0 {
                 dispatch_stage!(self, worlds, integrate::rk4_point, floats, c);
-                self.rates(worlds)?;
+                self.rates(worlds, iterations, k)?;
                 dispatch_stage!(self, worlds, integrate::rk4_rates, floats, w);
             }
             // The backward evaluates the last point's stages once, where the forward leaves them.
@@ -1165,21 +1198,96 @@ impl Stages {
     /// with its constraints where they are enabled ([`Stages::rates`]); the implicit
     /// integrators, and what the stages do not compute, are refused by name. A world that fails
     /// is marked ([`Stages::failures`]) and the others step on.
+    ///
+    /// A constrained step reads the device once, before its end, for what its solves came to:
+    /// its solves launch as many Newton iterations as recent steps needed ([`speculation`]), and
+    /// where one was cut short the step is taken again from its start, checking as it goes.
     pub fn step(&self, worlds: &Worlds) -> Result<(), GpuError> {
         self.step_refusal()?;
+        self.advance(worlds, self.iterations())?;
+        if self.packed.constrained() && self.packed.nv() > 0 {
+            let solves = self.read(worlds, Array::StepSolves)?;
+            if !self.learn(solves.iter().map(Vec::as_slice)) {
+                if self.packed.integrator != Integrator::Euler {
+                    dispatch_stage!(self, worlds, integrate::rk4_rewind);
+                }
+                self.advance(worlds, Iterations::Checked)?;
+            }
+        }
+        self.finish(worlds)
+    }
+
+    /// A step up to its end: its beginning, the rates at its start and, under RK4, at its
+    /// further points; the worlds' `qpos` and `qvel` are kept where the end reads them.
+    fn advance(&self, worlds: &Worlds, iterations: Iterations) -> Result<(), GpuError> {
         if self.packed.constrained() {
             dispatch_stage!(self, worlds, newton::begin_step);
         }
-        self.rates(worlds)?;
+        self.rates(worlds, iterations, 0)?;
+        if self.packed.nv() > 0 && self.packed.integrator != Integrator::Euler {
+            self.rk4_points(worlds, false, iterations)?;
+        }
+        Ok(())
+    }
+
+    /// A step's end after [`Stages::advance`]: the integrator's update of `qpos` and `qvel`.
+    fn finish(&self, worlds: &Worlds) -> Result<(), GpuError> {
         if self.packed.nv() == 0 {
             return Ok(());
         }
         if self.packed.integrator == Integrator::Euler {
             dispatch_stage!(self, worlds, integrate::euler, floats);
-            return Ok(());
+        } else {
+            dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
         }
-        self.rk4_points(worlds, false)?;
-        dispatch_stage!(self, worlds, integrate::rk4_finish, floats);
         Ok(())
+    }
+
+    /// A step whose solves launch `iterations`, reading nothing: a world whose solve was cut is
+    /// marked (`layout::status::CUT`) and keeps no step.
+    pub(crate) fn launch_step(&self, worlds: &Worlds, iterations: Iterations) -> Result<(), GpuError> {
+        self.step_refusal()?;
+        self.advance(worlds, iterations)?;
+        self.finish(worlds)
+    }
+
+    /// How the next step launches its solves' iterations.
+    pub(crate) fn iterations(&self) -> Iterations {
+        self.speculation.iterations()
+    }
+
+    /// What a step's solves came to, each world's [`step_solves`] as read back, learned for the
+    /// next steps' launches: `false` where one was cut (the step is to be taken again).
+    pub(crate) fn learn<'a>(&self, solves: impl Iterator<Item = &'a [f64]>) -> bool {
+        let mut took = [0; layout::RK4_POINTS];
+        for solve in solves {
+            if solve[step_solves::CUT] != 0.0 {
+                self.retake();
+                return false;
+            }
+            for (most, &took) in took.iter_mut().zip(&solve[step_solves::ITERATIONS..]) {
+                *most = (*most).max(took as usize);
+            }
+        }
+        self.speculation.took(took);
+        true
+    }
+
+    /// A step (or its backward) is taken again after a cut: the next steps launch more.
+    pub(crate) fn retake(&self) {
+        self.speculation.cut();
+    }
+
+    /// Sets the Newton iterations the next step's solves launch before its read (at least one,
+    /// at most the budget and the iteration that tests it); the steps after learn theirs from
+    /// what each step's solves took ([`speculation`]). A first step launches 16.
+    pub fn launch_iterations(&self, count: usize) {
+        self.speculation.launch(count);
+    }
+
+    /// How many steps were taken again because a solve was cut, so far, over this model's
+    /// stages and their clones.
+    pub fn steps_retaken(&self) -> usize {
+        self.speculation.retaken()
     }
 }

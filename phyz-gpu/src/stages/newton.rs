@@ -87,10 +87,15 @@ pub mod newton_item {
 }
 
 /// What the solves of a world's last step came to, over all its evaluations (reset by
-/// [`begin_step`]): whether one stopped short of convergence (1 or 0).
+/// [`begin_step`]): whether one stopped short of convergence (1 or 0), whether one was cut, still
+/// iterating after the iterations the host launched (1 or 0), and from [`ITERATIONS`] the host
+/// iterations each evaluation's solve took (its line steps and the iteration that ended it;
+/// RK4's points in order, Euler's one first).
 pub mod step_solves {
     pub const STOPPED: usize = 0;
-    pub const LEN: usize = 1;
+    pub const CUT: usize = 1;
+    pub const ITERATIONS: usize = 2;
+    pub const LEN: usize = ITERATIONS + super::super::layout::RK4_POINTS;
 }
 
 /// Where a world's solve stands.
@@ -461,7 +466,9 @@ fn line_step<F: Float>(
 
 /// The solve's end: a converged world's last full Newton step where it keeps every zone, and the
 /// acceleration with the constraint forces of every world solved (converged or stopped short)
-/// into [`Array::Qacc`]; then what the solve came to added to the step's ([`step_solves`]).
+/// into [`Array::Qacc`]; then what the solve came to added to the step's ([`step_solves`], the
+/// solve of the step's evaluation `point`). A world still iterating was cut short by the host's
+/// launches: it is marked (`status::CUT`) and gets no acceleration.
 #[cube(launch_unchecked)]
 pub(crate) fn newton_end<F: Float>(
     ints: &Tensor<u32>,
@@ -474,6 +481,7 @@ pub(crate) fn newton_end<F: Float>(
     regularizer: &mut Tensor<F>,
     jar: &mut Tensor<F>,
     per_world: u32,
+    point: u32,
 ) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
@@ -481,6 +489,12 @@ pub(crate) fn newton_end<F: Float>(
     }
     let state = data[state_at(ints, &world, comptime![newton_item::STATE])];
     if !fine::<F>(ints, data, &world) || state == F::cast_from(solve_state::IDLE) {
+        terminate!();
+    }
+    let solves = start(ints, comptime![Array::StepSolves as usize]);
+    if state == F::cast_from(solve_state::ITERATING) {
+        fail::<F>(ints, data, &world, comptime![status::CUT]);
+        data[world.at(solves, step_solves::CUT)] = F::new(1.0);
         terminate!();
     }
     let block = block_of(ints, counts, &world, per_world);
@@ -496,20 +510,26 @@ pub(crate) fn newton_end<F: Float>(
         data[world.at(warm, d)] = (data[world.at(x, d)] - data[world.at(qvel, d)]) * rate;
     }
     data[world.at(warm, block.nv)] = F::new(1.0);
-    let solves = start(ints, comptime![Array::StepSolves as usize]);
     if state == F::cast_from(solve_state::STOPPED) {
         data[world.at(solves, step_solves::STOPPED)] = F::new(1.0);
     }
+    let took = data[state_at(ints, &world, comptime![newton_item::ITERATIONS])] + F::new(1.0);
+    data[world.at(solves, step_solves::ITERATIONS + point as usize)] = took;
 }
 
-/// A step's beginning: its solves' summary ([`step_solves`]) cleared, and no warm start kept
-/// (its first solve starts from the free velocity: the step is a function of its state and
-/// controls alone, which its backward recomputes).
+/// A step's beginning: its solves' summary ([`step_solves`]) cleared, a cut from a step taken
+/// again cleared (`status::CUT`), and no warm start kept (its first solve starts from the free
+/// velocity: the step is a function of its state and controls alone, which its backward
+/// recomputes).
 #[cube(launch_unchecked)]
 pub(crate) fn begin_step<F: Float>(ints: &Tensor<u32>, data: &mut Tensor<F>, worlds: u32) {
     let world = World { index: ABSOLUTE_POS, count: worlds as usize };
     if world.index >= world.count {
         terminate!();
+    }
+    let code = world.at(start(ints, comptime![Array::Status as usize]), 0);
+    if data[code] == F::cast_from(status::CUT) {
+        data[code] = F::cast_from(status::FINE);
     }
     let solves = start(ints, comptime![Array::StepSolves as usize]);
     for i in 0..step_solves::LEN {
