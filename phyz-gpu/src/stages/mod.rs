@@ -314,7 +314,9 @@ fn by_world(host: &[f64], count: usize, len: usize) -> Vec<Vec<f64>> {
 const SOFTWARE_MAX_DOFS: usize = 64;
 
 /// How many Newton iterations the host launches between reads of whether a world still
-/// iterates.
+/// iterates (checked), or between submissions of the launches queued to the device (launched,
+/// [`speculation`]): left to grow, the queue cost llvmpipe twice the system time and some 20%
+/// of the ant's step at 4,096 worlds.
 const SOLVE_CHECK: usize = 4;
 
 /// A device call's failure, as a [`GpuError`].
@@ -823,9 +825,12 @@ impl Stages {
             let next = iteration % 2;
             self.newton_iteration(worlds, 1 - next, next);
             self.schedule(worlds, next);
-            let check = iterations == Iterations::Checked && iteration % SOLVE_CHECK == 0;
-            if check && self.still_iterating(worlds, next)? == 0 {
-                break;
+            if iteration % SOLVE_CHECK == 0 {
+                match iterations {
+                    Iterations::Checked if self.still_iterating(worlds, next)? == 0 => break,
+                    Iterations::Checked => {}
+                    Iterations::Launched(_) => self.device.client().flush().map_err(device_error)?,
+                }
             }
         }
         let [counts, jacobian, target, regularizer, jar] =
