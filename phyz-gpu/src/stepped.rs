@@ -227,9 +227,10 @@ impl StageOps for CubeBackend {
                 stages.load_cotangents(worlds, bar_qpos.clone(), bar_qvel.clone(), next.clone());
                 stages.launch_backward(worlds, iterations)
             };
-            // Launched as the forward steps now launch theirs; a cut takes the backward
-            // again, checked.
-            backward(stages.iterations())?;
+            // Launched as the forward launched its solves, which the backward takes again; a
+            // cut here (the pool's contacts in another order, the sums rounded otherwise) takes
+            // the backward again, checked.
+            backward(step.iterations)?;
             let (mut failures, cut) = stages.outcomes(worlds)?;
             if cut {
                 stages.retake();
@@ -336,5 +337,57 @@ impl<B: Backend> Backward<B, 6> for SecondOrder {
 
     fn backward(self, _: Ops<Self::State, 6>, _: &mut Gradients, _: &mut Checkpointer) {
         panic!("phyz-gpu: the device step's second derivatives are not computed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+
+    /// A ball pressed into the floor: its solve takes more than one Newton iteration.
+    const PRESSED: &str = r#"<mujoco><worldbody><geom type="plane" size="1 1 0.1"/>
+        <body pos="0 0 0.09"><freejoint/><geom type="sphere" size="0.1"/></body>
+        </worldbody></mujoco>"#;
+
+    /// The backward cut short (one Newton iteration launched where its solves take more) is
+    /// taken again, checked, and pulls back what the checked backward does, to the bit.
+    #[test]
+    fn a_backward_cut_short_is_taken_again() {
+        let model = phyz_core::mjcf::parse(PRESSED, "pressed.xml").expect("loads");
+        let device = crate::device::opengl();
+        let step = StagesStep::new(&model, &device).expect("the stages take the ball");
+        let rows = |values: Vec<f32>, cols: usize| {
+            let tensor = Tensor::<2>::from_data(TensorData::new(values, [2, cols]), (&device, DType::F32));
+            tensor.into_dispatch()
+        };
+        let (nq, nv) = (model.nq(), model.nv());
+        let qpos: Vec<f32> = [[0.0, 0.0, 0.09, 1.0, 0.0, 0.0, 0.0], [0.01, 0.0, 0.085, 1.0, 0.0, 0.0, 0.0]].concat();
+        let qvel = vec![0.1f32; 2 * nv];
+        let next = Dispatch::stages_step(
+            rows(qpos.clone(), nq),
+            rows(qvel.clone(), nv),
+            rows(vec![], 0),
+            step.launching(Iterations::Checked),
+        );
+        let backward = |iterations| {
+            let pulled = Dispatch::stages_step_backward(
+                rows(qpos.clone(), nq),
+                rows(qvel.clone(), nv),
+                rows(vec![], 0),
+                next.clone(),
+                rows(vec![1.0; 2 * nq], nq),
+                rows(vec![-0.5; 2 * nv], nv),
+                step.launching(iterations),
+            );
+            Tensor::<2>::from_dispatch(pulled).into_data().convert::<f64>().try_to_vec::<f64>().expect("f64")
+        };
+        let checked = backward(Iterations::Checked);
+        assert_eq!(step.stages().steps_retaken(), 0);
+        let cut = backward(Iterations::Launched([1; 4]));
+        assert_eq!(step.stages().steps_retaken(), 1, "the backward was cut and taken again");
+        assert!(checked.iter().all(|x| x.is_finite()) && checked.iter().any(|&x| x != 0.0));
+        assert_eq!(cut, checked);
     }
 }
