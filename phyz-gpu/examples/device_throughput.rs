@@ -19,19 +19,19 @@ use phyz_burn::{BatchState, Simulation};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = Run::from_args()?;
-    let Run { args, model, device, sim, dtype, config, .. } = &run;
-    let (model, device, sim, dtype, config) = (model.clone(), device.clone(), sim, *dtype, *config);
+    let (args, model, device, sim, dtype, config) =
+        (&run.args, &run.model, &run.device, &run.sim, run.dtype, run.config);
     let stages = config.mujoco_compat;
     let (b, nq, nv, nu, steps) = (args.batch, model.nq(), model.nv(), model.nu(), args.steps);
     let mut rng = Rng(0x70a9_5eed);
-    let starts = starts(&model, b, &mut rng);
-    let u: Vec<Vec<f64>> = (0..steps).map(|_| controls(&model, b, &mut rng)).collect();
+    let starts = starts(model, b, &mut rng);
+    let u: Vec<Vec<f64>> = (0..steps).map(|_| controls(model, b, &mut rng)).collect();
     let rate = |seconds: f64| (b * steps) as f64 / seconds;
 
     let clock = Instant::now();
     let mut cpu = Cpu::new(&starts, config);
     for ctrl in &u {
-        cpu.step(&model, ctrl)?;
+        cpu.step(model, ctrl)?;
     }
     std::hint::black_box(cpu.states());
     let threads = rayon::current_num_threads();
@@ -49,18 +49,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::hint::black_box(rollout(&host, state, &ctrl)?);
         println!("cpu with backward (host route, f64) env_steps_per_s {:.0}", rate(clock.elapsed().as_secs_f64()));
     }
-    for (label, device) in [("forward", device.clone()), ("with backward", device.autodiff())] {
+    for (label, device) in [("forward", device.clone()), ("with backward", device.clone().autodiff())] {
         let mut timed = || -> Result<f64, Box<dyn std::error::Error>> {
             let (qpos, qvel) = flat(&starts);
             let ctrl = |c: &Vec<f64>| tensor(c.clone(), b, nu, &device, dtype);
             let mut state = sim.state(tensor(qpos, b, nq, &device, dtype), tensor(qvel, b, nv, &device, dtype))?;
             // Untimed: the device compiles its kernels on first use.
-            let warmup: Vec<Vec<f64>> = (0..args.warmup).map(|_| controls(&model, b, &mut rng)).collect();
-            state = rollout(&sim, state, &warmup.iter().map(ctrl).collect::<Vec<_>>())?;
+            let warmup: Vec<Vec<f64>> = (0..args.warmup).map(|_| controls(model, b, &mut rng)).collect();
+            state = rollout(sim, state, &warmup.iter().map(ctrl).collect::<Vec<_>>())?;
             let ctrl: Vec<Tensor<2>> = u.iter().map(ctrl).collect();
             device.sync()?;
             let clock = Instant::now();
-            std::hint::black_box(rollout(&sim, state, &ctrl)?);
+            std::hint::black_box(rollout(sim, state, &ctrl)?);
             device.sync()?;
             Ok(clock.elapsed().as_secs_f64())
         };
