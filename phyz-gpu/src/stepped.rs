@@ -5,7 +5,7 @@
 //! device once: its lanes' statuses and what their solves came to, to report a failed lane as
 //! an error and to learn how many Newton iterations the next steps launch. A step with a solve
 //! cut short of them is taken again, its solves checked as they go (`stages::speculation`).
-//! Its backward reads its lanes' statuses once too.
+//! Its backward reads its lanes' statuses once too, and is taken again, checked, after a cut.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -145,7 +145,9 @@ impl DeviceStep for StagesStep {
         let stages = &self.shared.stages;
         let (mut out, mut rows) = stepped(stages.iterations())?;
         if !stages.learn(rows.chunks(STEPPED_EXTRA).map(|row| &row[1..])) {
+            // Taken again, checked: what its solves took is learned too.
             (out, rows) = stepped(Iterations::Checked)?;
+            stages.learn(rows.chunks(STEPPED_EXTRA).map(|row| &row[1..]));
         }
         let refused = rows.chunks(STEPPED_EXTRA).enumerate().find_map(|(lane, row)| {
             self.shared.stages.lane_refusal(row, tracked).map(|why| format!("batch lane {lane}: {why}"))
@@ -227,10 +229,15 @@ impl StageOps for CubeBackend {
                 stages.load_cotangents(worlds, bar_qpos.clone(), bar_qvel.clone(), next.clone());
                 stages.launch_backward(worlds, iterations)
             };
-            // Launched as the forward launched its solves, which the backward takes again; a
-            // cut here (the pool's contacts in another order, the sums rounded otherwise) takes
-            // the backward again, checked.
-            backward(step.iterations)?;
+            // Launched as the forward launched its solves, which the backward takes again (as
+            // the steps now launch theirs where the forward was taken again, checked); a cut
+            // here (the pool's contacts in another order, the sums rounded otherwise) takes the
+            // backward again, checked.
+            let launched = match step.iterations {
+                Iterations::Checked => stages.iterations(),
+                launched => launched,
+            };
+            backward(launched)?;
             let (mut failures, cut) = stages.outcomes(worlds)?;
             if cut {
                 stages.retake();
@@ -347,12 +354,13 @@ mod tests {
     use super::*;
 
     /// A ball pressed into the floor: its solve takes more than one Newton iteration.
-    const PRESSED: &str = r#"<mujoco><worldbody><geom type="plane" size="1 1 0.1"/>
+    const PRESSED: &str = r#"<mujoco><option integrator="RK4"/><worldbody><geom type="plane" size="1 1 0.1"/>
         <body pos="0 0 0.09"><freejoint/><geom type="sphere" size="0.1"/></body>
         </worldbody></mujoco>"#;
 
-    /// The backward cut short (one Newton iteration launched where its solves take more) is
-    /// taken again, checked, and pulls back what the checked backward does, to the bit.
+    /// The backward (RK4's, seven solves) with its solves' iterations launched pulls back what
+    /// the checked backward does, to the bit; cut short (one Newton iteration launched where its
+    /// solves take more) it is taken again, checked.
     #[test]
     fn a_backward_cut_short_is_taken_again() {
         let model = phyz_core::mjcf::parse(PRESSED, "pressed.xml").expect("loads");
@@ -384,6 +392,7 @@ mod tests {
             Tensor::<2>::from_dispatch(pulled).into_data().convert::<f64>().try_to_vec::<f64>().expect("f64")
         };
         let checked = backward(Iterations::Checked);
+        assert_eq!(backward(Iterations::Launched([20; 4])), checked);
         assert_eq!(step.stages().steps_retaken(), 0);
         let cut = backward(Iterations::Launched([1; 4]));
         assert_eq!(step.stages().steps_retaken(), 1, "the backward was cut and taken again");

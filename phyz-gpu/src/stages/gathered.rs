@@ -2,8 +2,8 @@
 //! the sizes of the next iteration's launches written on the device: from [`INDIRECT_FROM`]
 //! worlds on, an indirect dispatch reads them, so an iteration runs a unit per world still
 //! iterating, and none once every world has stopped (fewer worlds are launched over all of
-//! them, the units past the list's end returning at once). The host reads only the list's
-//! length, every few iterations, to stop launching.
+//! them, the units past the list's end returning at once). The host launches as many iterations
+//! as `speculation` says, or, checking, reads the list's length every few iterations to stop.
 //!
 //! Why a list and not a unit per world that returns early: a software driver (llvmpipe) runs a
 //! kernel's units in SIMD lanes and executes a branch's body under a mask, so a unit whose

@@ -1217,6 +1217,8 @@ impl Stages {
                     dispatch_stage!(self, worlds, integrate::rk4_rewind);
                 }
                 self.advance(worlds, Iterations::Checked)?;
+                // What the checked solves took is learned too (a further read, after a cut only).
+                self.learn(self.read(worlds, Array::StepSolves)?.iter().map(Vec::as_slice));
             }
         }
         self.finish(worlds)

@@ -10,8 +10,9 @@
 //! (`layout::status::CUT`: the stages after skip it), and the step reads once, at its end, what
 //! its solves came to. In the rare step that had a cut, the whole step is taken again from its
 //! start with the host checking as it goes ([`Iterations::Checked`]), and the next steps launch
-//! twice as many. Iterations launched past the last world's end cost their launches only (an
-//! empty list launches no units on the device).
+//! twice as many. Iterations launched past the last world's end cost their launches only: from
+//! `gathered::INDIRECT_FROM` worlds an empty list launches no units, and in smaller batches each
+//! unit returns at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -72,16 +73,18 @@ impl Speculation {
     /// larger need go by one iteration a step.
     pub(crate) fn took(&self, took: [usize; RK4_POINTS]) {
         for (launched, took) in self.launched.iter().zip(took) {
-            let last = launched.load(Ordering::Relaxed);
-            launched.store((took + SLACK).max(last.saturating_sub(1)).min(self.most), Ordering::Relaxed);
+            let next = |last: usize| Some((took + SLACK).max(last.saturating_sub(1)).min(self.most));
+            // Never fails: the update always gives a value.
+            let _ = launched.fetch_update(Ordering::Relaxed, Ordering::Relaxed, next);
         }
     }
 
     /// A step read back had a cut solve and is taken again: the next steps launch twice as many.
     pub(crate) fn cut(&self) {
         for launched in &self.launched {
-            let last = launched.load(Ordering::Relaxed);
-            launched.store((2 * last).min(self.most), Ordering::Relaxed);
+            let doubled = |last: usize| Some((2 * last).min(self.most));
+            // Never fails: the update always gives a value.
+            let _ = launched.fetch_update(Ordering::Relaxed, Ordering::Relaxed, doubled);
         }
         self.retaken.fetch_add(1, Ordering::Relaxed);
     }
