@@ -8,6 +8,7 @@
 pub use phyz_core::*;
 
 pub mod scenes;
+pub mod view;
 
 #[cfg(feature = "dual")]
 pub use phyz_dual as dual;

@@ -163,3 +163,48 @@ fn jacobian_writes_a_and_b_and_gradcheck_reports() {
     assert_eq!(worst.len(), 2, "{report}");
     assert!(worst.iter().all(|w| *w < 1e-6), "{report}");
 }
+
+#[test]
+fn simulate_and_view_write_the_same_page_for_one_trajectory() {
+    // `simulate --view` pages the run it steps; `view --trajectory` pages the CSV `simulate
+    // --out` wrote of the same run: both are one page, of every state, the libraries inside.
+    let dir = std::env::temp_dir().join(format!("phyz-cli-view-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (csv, stepped, read) = (dir.join("hopper.csv"), dir.join("stepped.html"), dir.join("read.html"));
+    let status = phyz()
+        .args(["simulate", "../shared/models/gymnasium/hopper.xml", "--steps", "50", "--out"])
+        .arg(&csv)
+        .arg("--view")
+        .arg(&stepped)
+        .current_dir(root())
+        .status()
+        .expect("runs");
+    assert!(status.success());
+    let status = phyz()
+        .args(["view", "../shared/models/gymnasium/hopper.xml", "--trajectory"])
+        .arg(&csv)
+        .arg("--out")
+        .arg(&read)
+        .current_dir(root())
+        .status()
+        .expect("runs");
+    assert!(status.success());
+    let (a, b) = (std::fs::read_to_string(&stepped).expect("page"), std::fs::read_to_string(&read).expect("page"));
+    // The CSV keeps every digit, so the poses agree to the page's six places.
+    assert_eq!(a, b, "the two pages differ");
+    assert!(a.contains("\"times\":[0,0.002,"), "51 states from t = 0");
+    // A trajectory that is not one is refused by name, and a model's page needs no trajectory.
+    let status = phyz()
+        .args(["view", "../shared/models/gymnasium/hopper.xml", "--trajectory", "Cargo.toml", "--out"])
+        .arg(&read)
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    assert!(!status.status.success());
+    assert!(
+        String::from_utf8_lossy(&status.stderr).contains("not a trajectory"),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

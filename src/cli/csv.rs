@@ -50,3 +50,39 @@ pub fn write_state(out: &mut impl Write, state: &State<f64>) -> std::io::Result<
     let values = std::iter::once(state.time).chain(state.qpos.iter().copied()).chain(state.qvel.iter().copied());
     writeln!(out, "{}", values.map(|x| x.to_string()).collect::<Vec<_>>().join(","))
 }
+
+/// A trajectory [`write_header`] and [`write_state`] wrote: states of a model with `nq`
+/// positions and `nv` velocities, made by `state` from each row's time, positions and velocities.
+pub fn read_trajectory(
+    path: &Path,
+    nq: usize,
+    nv: usize,
+    state: impl Fn(f64, &[f64], &[f64]) -> State<f64>,
+) -> Result<Vec<State<f64>>, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty());
+    match lines.next() {
+        Some((_, header)) if header.starts_with("time,") || header == "time" => {}
+        _ => return Err(format!("{}: not a trajectory (its first line is not `time,qpos0,…`)", path.display()).into()),
+    }
+    lines
+        .map(|(i, line)| {
+            let row: Vec<f64> = line
+                .split(',')
+                .map(|f| f.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+                .collect::<Option<_>>()
+                .ok_or_else(|| format!("{}:{}: not a row of finite numbers", path.display(), i + 1))?;
+            if row.len() != 1 + nq + nv {
+                return Err(format!(
+                    "{}:{}: {} numbers, the model's states have {}",
+                    path.display(),
+                    i + 1,
+                    row.len(),
+                    1 + nq + nv
+                )
+                .into());
+            }
+            Ok(state(row[0], &row[1..1 + nq], &row[1 + nq..]))
+        })
+        .collect()
+}

@@ -16,6 +16,7 @@ mod start;
 mod task;
 #[cfg(feature = "dual")]
 mod throw;
+mod view;
 
 use std::path::PathBuf;
 
@@ -48,8 +49,10 @@ enum Command {
         /// MJCF model file.
         model: PathBuf,
     },
-    /// Simulate a model and write its trajectory as CSV.
+    /// Simulate a model and write its trajectory as CSV, or as a page that plays it back.
     Simulate(simulate::SimulateArgs),
+    /// Write a self-contained HTML page that plays back a model's trajectory in 3D.
+    View(view::ViewArgs),
     /// Time the smooth-dynamics step of a model (prints `step_us <microseconds per step>`).
     Bench(bench::BenchArgs),
     /// Write a model's exact step Jacobians `A`, `B` at a state as JSON (tangent-space
@@ -120,6 +123,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(args),
         Command::Info { model } => info::run(&model),
         Command::Simulate(args) => simulate::run(args),
+        Command::View(args) => view::run(args),
         Command::Bench(args) => bench::run(args),
         #[cfg(feature = "dual")]
         Command::Jacobian(args) => jacobian::run(args),

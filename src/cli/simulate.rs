@@ -26,8 +26,11 @@ pub struct SimulateArgs {
     #[command(flatten)]
     constraints: ConstraintArgs,
     /// Output CSV: a header, then one row per state, the initial state first.
+    #[arg(long, required_unless_present = "view")]
+    out: Option<PathBuf>,
+    /// Also (or instead) write a page that plays the trajectory back in 3D (`phyz view`).
     #[arg(long)]
-    out: PathBuf,
+    view: Option<PathBuf>,
 }
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
@@ -54,10 +57,21 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
         }
         None => vec![key_ctrl.unwrap_or_else(|| vec![0.0; model.nu()])],
     };
-    let file = std::fs::File::create(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let mut out = BufWriter::new(file);
-    write_header(&mut out, model.nq(), model.nv())?;
-    write_state(&mut out, &state)?;
+    let mut out = match &args.out {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            write_header(&mut out, model.nq(), model.nv())?;
+            write_state(&mut out, &state)?;
+            Some(out)
+        }
+        None => None,
+    };
+    let mut states = Vec::new();
+    if args.view.is_some() {
+        states.reserve(args.steps + 1);
+        states.push(state.clone());
+    }
     let progress = ProgressBar::new(args.steps as u64);
     progress.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {eta} left")
@@ -67,12 +81,22 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     for i in 0..args.steps {
         let ctrl = controls.get(i).or(controls.last()).unwrap_or(&no_controls);
         state = step_with(&model, &state, ctrl, &mut contact).map_err(|e| format!("step {i}: {e}"))?.0;
-        write_state(&mut out, &state)?;
+        if let Some(out) = &mut out {
+            write_state(out, &state)?;
+        }
+        if args.view.is_some() {
+            states.push(state.clone());
+        }
         if i % 256 == 0 {
             progress.set_position(i as u64);
         }
     }
     progress.finish_and_clear();
-    out.flush()?;
+    if let Some(out) = &mut out {
+        out.flush()?;
+    }
+    if let Some(path) = &args.view {
+        phyz::view::write(path, &model, &states, &super::view::title(&args.model))?;
+    }
     Ok(())
 }

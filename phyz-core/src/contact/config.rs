@@ -27,6 +27,30 @@ pub enum Coupling {
     PerBody,
 }
 
+/// How a contact acts in the step it appears in.
+///
+/// A contact that appears within a step has been pressed for only part of it. MuJoCo's rule
+/// gives it its whole impedance `d` at once: the reference `a_ref = −B v − K d r` damps the
+/// approach for the whole step, and the row cancels `d` of the free acceleration into the
+/// surface, however shallow the contact. The step map then jumps where a contact's first step
+/// moves on the step grid, and the exact derivative of the map, which cannot see the jumps,
+/// misses how the contact's timing moves with the state: the jumps are as dense (one per
+/// step's travel) as they are small, so through a damped contact, or one under a load, the
+/// gradient is wrong by order one at any step size (`tests/analytic_gradients.rs`; the time of
+/// impact of Zhong et al.).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Onset {
+    /// MuJoCo's rule: a contact has its whole impedance from the step it appears in.
+    Step,
+    /// From the touch: an approaching contact's impedance is scaled by the part of its last
+    /// step's travel it has been pressed, `depth / (approach · dt)` (held at 1 from there), so
+    /// the force, and the step map, grow continuously from zero depth; a contact deeper than a
+    /// step's approach is MuJoCo's. For impacts: a slow approach ramps over a short travel,
+    /// `approach · dt`, and its derivative is as steep (a box resting on its corners gets
+    /// gradients of 1e4), where phyz's presets have their margin band's taper.
+    Touch,
+}
+
 /// Contact-solve settings. Use a preset and adjust.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SolverConfig {
@@ -55,6 +79,8 @@ pub struct SolverConfig {
     /// compared with MuJoCo step by step; it brings back MuJoCo's creep of a stuck block,
     /// `g sin α · dt · (1 − d)/d`.
     pub mujoco_compat: bool,
+    /// How a new contact acts in its first step (MuJoCo's `Step` in every preset).
+    pub onset: Onset,
 }
 
 /// Sweeps the GPU contact pass runs per step, with no early exit.
@@ -75,6 +101,7 @@ impl SolverConfig {
             line_search_iterations: 50,
             restitution_threshold: 0.05,
             mujoco_compat: false,
+            onset: Onset::Step,
         }
     }
 
@@ -85,7 +112,8 @@ impl SolverConfig {
     }
 
     /// MuJoCo's model (see [`SolverConfig::mujoco_compat`]): an oracle for comparing with
-    /// MuJoCo, not a preset to ship with.
+    /// MuJoCo, not a preset to ship with. With `onset: Onset::Touch` it is MuJoCo's model but
+    /// for how a contact acts in its first step: for gradients through impacts.
     pub fn mujoco_compat() -> Self {
         SolverConfig { mujoco_compat: true, ..Self::simulation() }
     }

@@ -28,7 +28,7 @@ pub mod sensitivity;
 pub mod solver;
 
 pub use crate::model::material::{Material, SolImp, SolRef};
-pub use config::{Coupling, GPU_SWEEPS, Method, SolverConfig};
+pub use config::{Coupling, GPU_SWEEPS, Method, Onset, SolverConfig};
 pub use cost::Zone;
 pub use differentiable::{ContactError, Source, solve_scalar, solve_scalar_in};
 pub use newton::NewtonWorkspace;

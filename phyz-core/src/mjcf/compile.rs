@@ -22,8 +22,8 @@ use crate::math::Quat;
 use crate::model::hfield;
 use crate::model::mesh::{ConvexHull, MeshError, MeshInertia, MeshOptions};
 use crate::model::{
-    ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_SOLIMP, DEFAULT_SOLREF, Dynamics,
-    EqualitySpec, Frame, Geom, HeightField, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder,
+    ActuatorSpec, BodySpec, Cone, ContactPairSpec, CoupledNames, DEFAULT_RGBA, DEFAULT_SOLIMP, DEFAULT_SOLREF,
+    Dynamics, EqualitySpec, Frame, Geom, HeightField, Integrator, JointKind, JointSpec, Keyframe, Model, ModelBuilder,
     ModelError, PathSpec, PointSpec, Sensor, SensorKind, Shape, Site, SiteZone, Target, TendonSpec, Term,
     is_fixed_servo,
 };
@@ -118,7 +118,7 @@ impl InertiaBounds {
 const SKIPPED: &[&str] = &["visual", "statistic", "custom"];
 
 /// Assets only rendering uses.
-const RENDERING_ASSETS: &[&str] = &["texture", "material", "skin"];
+const RENDERING_ASSETS: &[&str] = &["texture", "skin"];
 
 struct Compiler<'a> {
     parsed: &'a Parsed<'a>,
@@ -137,6 +137,8 @@ struct Compiler<'a> {
     meshes: HashMap<String, Result<Arc<ConvexHull>, MjcfError>>,
     /// `<hfield>` assets by name.
     hfields: HashMap<String, Arc<HeightField>>,
+    /// `<material>` colours by name (what a viewer draws a geom naming one in).
+    materials: HashMap<String, [f32; 4]>,
     /// What the compiler's constants at the reference configuration resolve.
     deferred: Deferred,
     /// Tendons read so far.
@@ -197,6 +199,7 @@ pub(super) fn compile<'a>(parsed: &'a Parsed<'a>) -> Result<Model<f64>, MjcfErro
         nkey: 0,
         meshes: HashMap::new(),
         hfields: HashMap::new(),
+        materials: HashMap::new(),
         target_ranges: HashMap::new(),
         deferred: Deferred::default(),
         tendon_count: 0,
@@ -822,6 +825,11 @@ impl<'a> Compiler<'a> {
                         return Err(el.invalid(format!("repeated name `{name}` in hfield")));
                     }
                 }
+                "material" => {
+                    el.check_attributes("material")?;
+                    let rgba = el.array::<4>("rgba")?.unwrap_or([1.0; 4]).map(|c| c as f32);
+                    self.materials.insert(el.string("name").unwrap_or_default(), rgba);
+                }
                 tag if RENDERING_ASSETS.contains(&tag) => {}
                 tag => return Err(el.unsupported(format!("asset <{tag}>"))),
             }
@@ -1022,6 +1030,11 @@ impl<'a> Compiler<'a> {
         };
         geom.priority = el.integer("priority")?.unwrap_or(0) as i32;
         geom.solmix = el.number_or("solmix", 1.0)?;
+        geom.rgba = self.colour(el)?;
+        if matches!(geom.shape, Shape::Plane) {
+            geom.plane_size = el.padded("size", [0.0; 3])?.map(|x| x as f32);
+        }
+        geom.group = el.integer("group")?.unwrap_or(0) as i32;
         let mass = el.number("mass")?;
         let density = el.number_or("density", 1000.0)?;
         if mass.is_some_and(|m| m < 0.0) || density < 0.0 {
@@ -1029,6 +1042,19 @@ impl<'a> Compiler<'a> {
         }
         let part = geom_mass(&geom.shape, density, mass).map(|(mass, inertia)| Part { mass, inertia, pos, quat });
         Ok((geom, part))
+    }
+
+    /// A geom's drawing colour, by MuJoCo's rule: its `rgba` where that differs from the
+    /// default, else its material's, else the default.
+    fn colour(&self, el: &Element<'_, '_>) -> Result<[f32; 4], MjcfError> {
+        let own = el.array::<4>("rgba")?.map(|c| c.map(|x| x as f32)).filter(|&c| c != DEFAULT_RGBA);
+        match (own, el.string("material")) {
+            (Some(rgba), _) => Ok(rgba),
+            (None, Some(name)) => {
+                self.materials.get(&name).copied().ok_or_else(|| el.invalid(format!("unknown material `{name}`")))
+            }
+            (None, None) => Ok(DEFAULT_RGBA),
+        }
     }
 
     /// True when the geom is left out of the model: one that can touch nothing (`contype` and

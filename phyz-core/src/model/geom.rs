@@ -113,7 +113,18 @@ pub struct Geom<S> {
     /// Coefficient of restitution (a phyz extension: MuJoCo has none, so MJCF models load with
     /// zero and behave as MuJoCo's).
     pub restitution: S,
+    /// Drawing colour, MuJoCo's `rgba` (or its material's): read by viewers, never by the
+    /// dynamics.
+    pub rgba: [f32; 4],
+    /// MuJoCo's visibility group: its viewer draws groups 0 to 2 unless asked otherwise.
+    pub group: i32,
+    /// A plane's MuJoCo `size` (half-extents and grid spacing), which only draws: a plane
+    /// collides everywhere. Zero where MuJoCo draws a plane without end.
+    pub plane_size: [f32; 3],
 }
+
+/// MuJoCo's colour of a geom that names neither a colour nor a material.
+pub const DEFAULT_RGBA: [f32; 4] = [0.5, 0.5, 0.5, 1.0];
 
 impl<S: Scalar> Geom<S> {
     /// A geom with MuJoCo's default contact parameters.
@@ -135,6 +146,9 @@ impl<S: Scalar> Geom<S> {
             priority: 0,
             solmix: 1.0,
             restitution: S::zero(),
+            rgba: DEFAULT_RGBA,
+            group: 0,
+            plane_size: [0.0; 3],
         }
     }
 
@@ -175,6 +189,9 @@ impl<S: Scalar> Geom<S> {
             priority: self.priority,
             solmix: self.solmix,
             restitution: f(self.restitution),
+            rgba: self.rgba,
+            group: self.group,
+            plane_size: self.plane_size,
         }
     }
 }

@@ -33,7 +33,7 @@ pub use builder::{
 pub use constants::{Constants, InverseWeights, LinkConstants};
 pub use equality::{Coupled, CoupledNames, Equality, EqualitySpec};
 pub use error::ModelError;
-pub use geom::{Geom, Shape};
+pub use geom::{DEFAULT_RGBA, Geom, Shape};
 pub use hfield::{HeightField, HeightFieldError};
 pub use joint::{Joint, JointKind};
 pub use options::{CcdOptions, Cone, ContactOptions, Enabled, Medium, NoSlip};
