@@ -52,7 +52,7 @@ pub fn page(model: &Model<f64>, states: &[State<f64>], title: &str) -> Result<St
             geom_json(&mut json, slot, geom);
         }
     }
-    json.push_str("],\"follow\":");
+    write!(json, "],\"bodies\":{},\"follow\":", drawn.len()).ok();
     match followed(model, &drawn) {
         Some(slot) => write!(json, "{slot}").ok(),
         None => write!(json, "null").ok(),
@@ -174,24 +174,19 @@ fn frames_json(out: &mut String, model: &Model<f64>, states: &[State<f64>], draw
     let mut kin = Kinematics::default();
     out.push_str(",\"times\":");
     numbers(out, states.iter().map(|s| s.time));
-    out.push_str(",\"poses\":[");
+    let mut poses = Vec::with_capacity(7 * drawn.len() * states.len());
     for (index, state) in states.iter().enumerate() {
         check(model, index, state)?;
         kin.set_mocap(model, &state.mocap_pos, &state.mocap_quat);
         kin.update(model, &state.qpos);
-        let poses = drawn.iter().flat_map(|&b| {
+        for &b in drawn {
             let pose = kin.body_pose(model, b);
             let q = UnitQuaternion::from_rotation_matrix(&Rotation3::from_matrix_unchecked(pose.rot));
-            [pose.pos.x, pose.pos.y, pose.pos.z, q.w, q.i, q.j, q.k]
-        });
-        if index > 0 {
-            out.push(',');
+            poses.extend([pose.pos.x, pose.pos.y, pose.pos.z, q.w, q.i, q.j, q.k]);
         }
-        let mut row = String::new();
-        numbers(&mut row, poses);
-        out.push_str(&row[1..row.len() - 1]);
     }
-    out.push(']');
+    out.push_str(",\"poses\":");
+    numbers(out, poses.into_iter());
     Ok(())
 }
 

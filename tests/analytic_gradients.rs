@@ -30,9 +30,10 @@
 //! - **averaged over the entry's phase** (the start moved across one step's travel in
 //!   [`PHASES`] even parts), the first-order error cancels, and the mean is within
 //!   [`AVERAGE_TOL`] of the analytic value;
-//! - against the **rigid** value, within the time the soft contact lasts and the averaging
-//!   tolerance, `|mean − rigid| ≤ τ + AVERAGE_TOL` (the soft answer itself sits up to `τ`
-//!   from the rigid one: the soft model's own physics, not an error).
+//!
+//! The rigid values are printed beside: the soft answer sits `e τ + ρ ≤ τ` from the rigid one in
+//! the speed derivatives and on it in the position derivatives (the soft model's own physics,
+//! not an error), so no separate bound on them could fail where the soft one holds.
 
 use nalgebra::DVector;
 use phyz::contact::{Onset, SolverConfig};
@@ -115,9 +116,9 @@ fn gradients_over_phases(model: &Model<f64>, q0: &[f64], v0: &[f64], coordinate:
         .collect()
 }
 
-/// Checks every phase's gradient pointwise, their mean against the soft analytic answer and
-/// the mean against the rigid one; `names` label the gradient's entries.
-fn check(case: &str, rows: &[Vec<f64>], soft: &[f64], rigid: &[f64], tau: f64, names: &[&str]) {
+/// Checks every phase's gradient pointwise and their mean against the soft analytic answer
+/// (printing the rigid one beside); `names` label the gradient's entries.
+fn check(case: &str, rows: &[Vec<f64>], soft: &[f64], rigid: &[f64], names: &[&str]) {
     let pointwise = K * DT * T;
     let mut failures = Vec::new();
     for (i, name) in names.iter().enumerate() {
@@ -133,9 +134,6 @@ fn check(case: &str, rows: &[Vec<f64>], soft: &[f64], rigid: &[f64], tau: f64, n
         }
         if (mean - soft[i]).abs() > AVERAGE_TOL {
             failures.push(format!("{name}: mean {mean} vs soft {}", soft[i]));
-        }
-        if (mean - rigid[i]).abs() > tau + AVERAGE_TOL {
-            failures.push(format!("{name}: mean {mean} vs rigid {} (bound τ + {AVERAGE_TOL}, τ = {tau})", rigid[i]));
         }
     }
     assert!(failures.is_empty(), "{case}: {failures:#?}");
@@ -161,7 +159,7 @@ fn a_ball_bouncing_once_reverses_its_start() {
     let response = Response::of(K, 0.0);
     let rows = gradients_over_phases(&model, &[0.5], &[-1.0], 0, Onset::Touch);
     let (ds, dv) = response.gap_gradient(T);
-    check("bounce", &rows, &[ds, dv], &[-1.0, -T], response.tau, &["y0", "vy0"]);
+    check("bounce", &rows, &[ds, dv], &[-1.0, -T], &["y0", "vy0"]);
 }
 
 #[test]
@@ -183,15 +181,7 @@ fn a_ball_meeting_the_ground_then_a_wall_keeps_each_restitution() {
     // x = 0.6 − s_wall: the gap's derivatives carry over with both signs flipped, so unchanged.
     let (wx, wv) = wall.gap_gradient(T);
     let rows = gradients_over_phases(&model, &q0, &v0, 0, Onset::Touch);
-    let tau = ground.tau.max(wall.tau);
-    check(
-        "wall (x_T)",
-        &rows,
-        &[wx, 0.0, wv, 0.0],
-        &[-wall.e, 0.0, -wall.e * T, 0.0],
-        tau,
-        &["x0", "z0", "vx0", "vz0"],
-    );
+    check("wall (x_T)", &rows, &[wx, 0.0, wv, 0.0], &[-wall.e, 0.0, -wall.e * T, 0.0], &["x0", "z0", "vx0", "vz0"]);
     let (gz, gv) = ground.gap_gradient(T);
     let rows = gradients_over_phases(&model, &q0, &v0, 1, Onset::Touch);
     check(
@@ -199,7 +189,6 @@ fn a_ball_meeting_the_ground_then_a_wall_keeps_each_restitution() {
         &rows,
         &[0.0, gz, 0.0, gv],
         &[0.0, -ground.e, 0.0, -ground.e * T],
-        tau,
         &["x0", "z0", "vx0", "vz0"],
     );
 }
@@ -229,7 +218,7 @@ fn two_balls(m1: f64, m2: f64, b: f64) {
     // Nimble's scene: x1 = 0, x2 = 0.52, v0 = 1, u0 = 0, T = 1.
     let rows = gradients_over_phases(&model, &[0.0, 0.0], &[1.0, 0.0], 1, Onset::Touch);
     let case = format!("two balls {m1} kg and {m2} kg, e {e:.3}");
-    check(&case, &rows, &soft, &rigid, response.tau, &["x1", "x2", "v0", "u0"]);
+    check(&case, &rows, &soft, &rigid, &["x1", "x2", "v0", "u0"]);
 }
 
 #[test]

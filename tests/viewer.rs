@@ -12,7 +12,8 @@ use phyz::sim::{ContactState, step_with};
 use phyz::{Model, State};
 
 /// A scene of every kind of geom phyz draws, in colours a screenshot can find: a red ball
-/// falls onto a blue floor among the others.
+/// falls onto a blue floor among the others (the camera follows it, off the origin), and last
+/// a body whose only geom is hidden.
 const SCENE: &str = "<mujoco><option timestep='0.005'/>\
     <asset><material name='floor' rgba='0.2 0.3 0.9 1'/>\
       <mesh name='tetra' vertex='0 0 0  0.2 0 0  0 0.2 0  0 0 0.2'/>\
@@ -25,10 +26,12 @@ const SCENE: &str = "<mujoco><option timestep='0.005'/>\
       <geom type='mesh' mesh='tetra' pos='0 -0.6 0'/>\
       <geom type='hfield' hfield='bumps' pos='0.9 0.9 0'/>\
       <geom type='capsule' size='0.05' fromto='-0.5 -0.5 0.05 -0.2 -0.8 0.05' group='3'/>\
-      <body name='ball' pos='0 0 0.8'><freejoint/><geom type='sphere' size='0.2' rgba='1 0 0 1'/></body>\
+      <body name='ball' pos='0.3 0.2 0.8'><freejoint/><geom type='sphere' size='0.2' rgba='1 0 0 1'/></body>\
+      <body name='ghost' pos='0 0 2'><freejoint/><geom type='sphere' size='0.05' group='3'/></body>\
     </worldbody></mujoco>";
 
-/// Drawn: every geom but the capsule, which is in group 3 (MuJoCo's viewer hides it too).
+/// Drawn: every geom but the capsule and the last body's ball, in group 3 (MuJoCo's viewer hides
+/// them too).
 const DRAWN: usize = 7;
 
 fn chromium() -> Option<PathBuf> {
@@ -45,7 +48,8 @@ fn chromium() -> Option<PathBuf> {
 /// Runs Chromium headless on `page` with `mode` (`--dump-dom` or `--screenshot=…`), software
 /// WebGL, no network, a fresh profile; returns its standard output.
 fn browse(chromium: &Path, dir: &Path, page: &Path, mode: &str) -> String {
-    let profile = dir.join(format!("profile-{}", mode.len()));
+    let profile = dir.join("profile");
+    let _ = std::fs::remove_dir_all(&profile);
     let output = Command::new(chromium)
         .args([
             "--headless",
@@ -103,7 +107,7 @@ fn the_page_carries_its_libraries_and_the_trajectory() {
     assert!(page.contains("const t=\"170\""), "three.js r170 is inlined");
     assert!(page.contains("class OrbitControls"), "the orbit controls are inlined");
     assert!(page.contains("<title>a &lt;scene&gt; · phyz</title>"));
-    assert_eq!(page.matches("\"kind\":").count(), 8, "every geom is in the data");
+    assert_eq!(page.matches("\"kind\":").count(), 9, "every geom is in the data");
     assert!(matches!(phyz::view::page(&model, &[], "empty"), Err(phyz::view::ViewError::Empty)));
     let mut bad = states[3].clone();
     bad.qpos[2] = f64::NAN;
@@ -119,30 +123,61 @@ fn the_page_plays_in_chromium_and_shows_the_model() {
     let page = dir.join("scene.html");
     phyz::view::write(&page, &model, &states, "scene").expect("the page is written");
 
-    let dom = browse(&chromium, &dir, &page, "--dump-dom");
-    let body = dom.split("<body").nth(1).and_then(|b| b.split('>').next()).expect("a body element");
-    eprintln!("<body{body}>");
-    assert!(!body.contains("data-errors"), "the page reported errors: {body}");
-    assert!(body.contains("data-status=\"ready\""), "the page did not draw: {body}");
-    assert!(body.contains(&format!("data-frames=\"{}\"", states.len())), "{body}");
-    assert!(body.contains(&format!("data-meshes=\"{DRAWN}\"")), "{body}");
+    let url = |fragment: &str| PathBuf::from(format!("{}{fragment}", page.display()));
+    let body = |fragment: &str| {
+        let dom = browse(&chromium, &dir, &url(fragment), "--dump-dom");
+        let body = dom.split("<body").nth(1).and_then(|b| b.split('>').next()).expect("a body element").to_string();
+        eprintln!("<body{body}>");
+        assert!(!body.contains("data-errors"), "the page reported errors: {body}");
+        assert!(body.contains("data-status=\"ready\""), "the page did not draw: {body}");
+        assert!(body.contains(&format!("data-frames=\"{}\"", states.len())), "{body}");
+        assert!(body.contains(&format!("data-meshes=\"{DRAWN}\"")), "{body}");
+        body
+    };
+    assert!(body("").contains("data-frame=\"0\""));
+    assert!(body("#frame=last").contains(&format!("data-frame=\"{}\"", states.len() - 1)));
 
-    let shot = dir.join("scene.png");
-    browse(&chromium, &dir, &page, &format!("--screenshot={}", shot.display()));
+    // The ball in the first frame and in the last, 0.2 s of falling later: it is there, and
+    // lower on the screen (the camera follows it across the floor, not down).
+    let first = screenshot(&chromium, &dir, &url(""), "first.png");
+    let last = screenshot(&chromium, &dir, &url("#frame=last"), "last.png");
+    let total = first.pixels;
+    eprintln!("{total} pixels: red (the ball) {} then {}, blue (the floor) {}", first.red, last.red, first.blue);
+    assert!(first.red > total / 500 && last.red > total / 500, "the ball is not in the screenshots");
+    assert!(first.blue > total / 20, "the floor is not in the screenshot ({} blue pixels)", first.blue);
+    eprintln!("the ball's centre on the screen: row {:.1}, then {:.1}", first.red_row, last.red_row);
+    assert!(last.red_row > first.red_row + 5.0, "the ball did not fall on the screen");
+}
+
+/// What a screenshot shows: its pixels, how many are the ball's red (and their mean row) and
+/// the floor's blue.
+struct Shot {
+    pixels: usize,
+    red: usize,
+    red_row: f64,
+    blue: usize,
+}
+
+fn screenshot(chromium: &Path, dir: &Path, page: &Path, name: &str) -> Shot {
+    let shot = dir.join(name);
+    browse(chromium, dir, page, &format!("--screenshot={}", shot.display()));
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).expect("a screenshot")));
     let mut reader = decoder.read_info().expect("a PNG");
     let mut pixels = vec![0; reader.output_buffer_size().expect("a size")];
     let info = reader.next_frame(&mut pixels).expect("pixels");
     let channels = info.color_type.samples();
-    let count = |test: &dyn Fn(i32, i32, i32) -> bool| {
-        let rgb = |p: &[u8]| (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
-        pixels[..info.buffer_size()].chunks(channels).map(rgb).filter(|&(r, g, b)| test(r, g, b)).count()
-    };
-    let total = (info.width * info.height) as usize;
-    // The red ball and the blue floor, lit: red well above the rest; blue above red and green.
-    let red = count(&|r, g, b| r > 120 && g < 60 && b < 60);
-    let blue = count(&|r, g, b| b > 100 && b > r + 40 && b > g + 20);
-    eprintln!("{total} pixels: {red} red (the ball), {blue} blue (the floor)");
-    assert!(red > total / 500, "the ball is not in the screenshot ({red} red pixels)");
-    assert!(blue > total / 20, "the floor is not in the screenshot ({blue} blue pixels)");
+    let width = info.width as usize;
+    let (mut red, mut rows, mut blue) = (0, 0.0, 0);
+    for (k, p) in pixels[..info.buffer_size()].chunks(channels).enumerate() {
+        let (r, g, b) = (i32::from(p[0]), i32::from(p[1]), i32::from(p[2]));
+        // The red ball and the blue floor, lit: red well above the rest; blue above both.
+        if r > 120 && g < 60 && b < 60 {
+            red += 1;
+            rows += (k / width) as f64;
+        }
+        if b > 100 && b > r + 40 && b > g + 20 {
+            blue += 1;
+        }
+    }
+    Shot { pixels: (info.width * info.height) as usize, red, red_row: rows / red.max(1) as f64, blue }
 }

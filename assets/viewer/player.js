@@ -46,15 +46,12 @@ function start(THREE, OrbitControls, data) {
   camera.up.set(0, 0, 1);
   const controls = new OrbitControls(camera, renderer.domElement);
 
-  const bodies = [];
-  const body = (slot) => {
-    while (bodies.length <= slot) {
-      const group = new THREE.Group();
-      scene.add(group);
-      bodies.push(group);
-    }
-    return bodies[slot];
-  };
+  // A group for every drawn body, shown or not, so that the frames' rows line up.
+  const bodies = Array.from({ length: data.bodies }, () => {
+    const group = new THREE.Group();
+    scene.add(group);
+    return group;
+  });
   for (const geom of data.geoms) {
     // MuJoCo's viewer draws groups 0 to 2, and nothing fully transparent.
     if (geom.group > 2 || geom.rgba[3] === 0) continue;
@@ -63,7 +60,7 @@ function start(THREE, OrbitControls, data) {
     const [w, x, y, z] = geom.quat;
     mesh.quaternion.set(x, y, z, w);
     mesh.userData.kind = geom.kind;
-    body(geom.body).add(mesh);
+    bodies[geom.body].add(mesh);
   }
 
   const frames = data.times.length;
@@ -106,7 +103,8 @@ function start(THREE, OrbitControls, data) {
   let frame = 0;
   let playing = false;
   let time = first;
-  const followed = new THREE.Vector3();
+  // Where the followed body was when the camera last moved with it.
+  const followed = data.follow === null ? new THREE.Vector3() : bodies[data.follow].position.clone();
   const show = (index) => {
     frame = index;
     pose(index);
@@ -156,7 +154,11 @@ function start(THREE, OrbitControls, data) {
   };
   window.addEventListener('resize', resize);
   resize();
-  show(0);
+  // `#frame=K` opens the page at frame K (clamped; `last` for the last).
+  const asked = /frame=(\d+|last)/.exec(window.location.hash);
+  const opening = asked ? (asked[1] === 'last' ? frames - 1 : Math.min(Number(asked[1]), frames - 1)) : 0;
+  show(opening);
+  time = data.times[opening];
 
   let last = performance.now();
   renderer.setAnimationLoop((now) => {
@@ -173,6 +175,7 @@ function start(THREE, OrbitControls, data) {
     }
     controls.update();
     renderer.render(scene, camera);
+    document.body.dataset.frame = String(frame);
     if (document.body.dataset.status !== 'ready') {
       document.body.dataset.status = 'ready';
       document.body.dataset.frames = String(frames);

@@ -42,12 +42,13 @@ pub enum Coupling {
 pub enum Onset {
     /// MuJoCo's rule: a contact has its whole impedance from the step it appears in.
     Step,
-    /// From the touch: an approaching contact's impedance is scaled by the part of its last
-    /// step's travel it has been pressed, `depth / (approach · dt)` (held at 1 from there), so
-    /// the force, and the step map, grow continuously from zero depth; a contact deeper than a
-    /// step's approach is MuJoCo's. For impacts: a slow approach ramps over a short travel,
-    /// `approach · dt`, and its derivative is as steep (a box resting on its corners gets
-    /// gradients of 1e4), where phyz's presets have their margin band's taper.
+    /// From the touch: an approaching contact's (or limit's) impedance is scaled by the part of
+    /// its last step's travel it has been pressed, `travel / (approach · dt)`, the travel counted
+    /// from the margin surface (held at 1 from there), so the force, and the step map, grow
+    /// continuously from the touch; a contact deeper than a step's approach is MuJoCo's. For
+    /// impacts: a slow approach ramps over a short travel, `approach · dt`, and its derivative
+    /// is as steep (a box resting on its corners got rollout gradients of 6e4), where phyz's
+    /// presets have their margin band's taper.
     Touch,
 }
 

@@ -128,8 +128,8 @@ impl<S: Scalar> ContactRow<S> {
     ///
     /// The bias is MuJoCo's reference dynamics in impulse form: the post-step normal velocity
     /// target `v_n + dt·a_ref` with `a_ref = −B v_n + K d·depth⁺`, so a body under a steady load
-    /// settles at MuJoCo's depth for the same solref/solimp in every preset; a new contact's
-    /// damping counts from its touch under [`Onset::Touch`]. An impact (approach
+    /// settles at MuJoCo's depth for the same solref/solimp in every preset; under
+    /// [`Onset::Touch`] a new contact's impedance grows from its touch. An impact (approach
     /// faster than the restitution threshold) blends towards a rigid rebound at `−e v_n`.
     pub fn from_material(
         kind: ConstraintKind,
@@ -154,16 +154,16 @@ impl<S: Scalar> ContactRow<S> {
         let (k, b) = material.solref.stiffness_damping(material.solimp.dmax, dt);
         let approach = (-v_n).max(zero);
         let pressed = violation.max(zero);
-        // From the touch, a contact pressed for part of its first step acts for that part: the
-        // travel since it began to act (at the margin surface, where phyz's taper starts too)
-        // over the step's, `travel / (approach · dt)`, scales its impedance (held at 1 once the
-        // contact is as deep as a step's approach).
+        // From the touch, a contact (or limit) pressed for part of its first step acts for that
+        // part: the travel since it began to act (at the margin surface, where phyz's taper
+        // starts too) over the step's, `travel / (approach · dt)`, scales its impedance (held at
+        // 1 once the contact is as deep as a step's approach). A friction loss has no touch.
         let d = match config.onset {
-            Onset::Step => d,
-            Onset::Touch => {
+            Onset::Touch if kind.collides() => {
                 let travel = (depth + material.margin).max(zero);
-                d * travel / (approach * dt).max(travel).max(S::from_f64(f64::MIN_POSITIVE))
+                d * (travel / (approach * dt).max(S::from_f64(f64::MIN_POSITIVE))).min(S::one())
             }
+            _ => d,
         };
         let reference = v_n + dt * (-b * v_n + k * d * pressed);
         let threshold = S::from_f64(config.restitution_threshold);

@@ -828,7 +828,10 @@ impl<'a> Compiler<'a> {
                 "material" => {
                     el.check_attributes("material")?;
                     let rgba = el.array::<4>("rgba")?.unwrap_or([1.0; 4]).map(|c| c as f32);
-                    self.materials.insert(el.string("name").unwrap_or_default(), rgba);
+                    let name = el.string("name").unwrap_or_default();
+                    if self.materials.insert(name.clone(), rgba).is_some() {
+                        return Err(el.invalid(format!("repeated name `{name}` in material")));
+                    }
                 }
                 tag if RENDERING_ASSETS.contains(&tag) => {}
                 tag => return Err(el.unsupported(format!("asset <{tag}>"))),
