@@ -47,4 +47,10 @@ pub enum BurnError {
     /// A device route refused the simulation or the state (see `Simulation::with_route`).
     #[error("device route: {0}")]
     Route(String),
+    /// A task was given a simulation of another model than its own.
+    #[error("{task} needs a model of (nq, nv, nu) = {expected:?}, not {got:?}")]
+    TaskModel { task: &'static str, expected: (usize, usize, usize), got: (usize, usize, usize) },
+    /// A learner's gradient overflowed: its update is refused, the networks kept.
+    #[error("{what} gradient is not finite (norm {norm})")]
+    NonFiniteGradient { what: &'static str, norm: f64 },
 }

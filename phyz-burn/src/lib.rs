@@ -20,6 +20,7 @@ mod batch;
 pub mod check;
 mod error;
 mod host;
+pub mod learn;
 mod op;
 mod route;
 mod simulation;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use burn::tensor::{DType, Tensor};
+use burn::tensor::{Bool, DType, Tensor, TensorData};
 use nalgebra::DVector;
 use phyz_core::State;
 use phyz_core::sim::{ContactState, StepInfo};
@@ -72,6 +72,32 @@ impl BatchState {
             qvel: self.qvel.require_grad(),
             act: self.act.require_grad(),
             ..self
+        }
+    }
+
+    /// This batch with the lanes marked in `replace` taken from `fresh` (a batch of as many
+    /// lanes): their tensors' rows, their warm starts. Gradients reach the kept lanes only.
+    pub fn with_lanes(&self, replace: &[bool], fresh: &BatchState) -> BatchState {
+        let choose = |kept: &Tensor<2>, new: &Tensor<2>| {
+            let [rows, cols] = kept.dims();
+            let mask: Vec<bool> = (0..rows).flat_map(|r| std::iter::repeat_n(replace[r], cols)).collect();
+            let mask = Tensor::<2, Bool>::from_data(TensorData::new(mask, [rows, cols]), &kept.device());
+            kept.clone().mask_where(mask, new.clone())
+        };
+        let warm = match (&self.warm, &fresh.warm) {
+            (Warm::Lanes(kept), Warm::Lanes(new)) if kept.len() == replace.len() && new.len() == replace.len() => {
+                let lanes = replace.iter().enumerate().map(|(l, &r)| if r { new[l].clone() } else { kept[l].clone() });
+                Warm::Lanes(Arc::new(lanes.collect()))
+            }
+            (warm, _) => warm.clone(),
+        };
+        BatchState {
+            qpos: choose(&self.qpos, &fresh.qpos),
+            qvel: choose(&self.qvel, &fresh.qvel),
+            act: choose(&self.act, &fresh.act),
+            time: self.time,
+            warm,
+            info: self.info.clone(),
         }
     }
 

@@ -1,0 +1,236 @@
+//! Control tasks on a [`Simulation`]: what a policy observes, what it is paid, when an episode
+//! ends and where one starts. Gymnasium's MuJoCo locomotion tasks, v5, are built in
+//! ([`Gymnasium`]), on the models as written.
+//!
+//! Observations and rewards are tensor expressions of the states, so that a learner through
+//! the physics (`shac`) differentiates them with the rollout, and one without (`ppo`) reads
+//! them detached.
+
+use burn::tensor::{DType, Device, Tensor, TensorData};
+
+use crate::{BatchState, BurnError, Simulation};
+
+/// Hopper's pay for each decision it ends healthy.
+const HEALTHY_REWARD: f64 = 1.0;
+
+/// A control task: a simulated system, its decisions and its rewards.
+pub trait Task {
+    /// The simulation a decision steps.
+    fn simulation(&self) -> &Simulation;
+    /// Simulation steps a decision holds its controls for (gymnasium's frame skip).
+    fn frame_skip(&self) -> usize;
+    /// Observations a decision is made from.
+    fn observations(&self) -> usize;
+    /// Controls a decision sets, each in `[−1, 1]`.
+    fn actions(&self) -> usize {
+        self.simulation().model().nu()
+    }
+    /// Decisions after which an episode is cut short (gymnasium's time limit).
+    fn episode_length(&self) -> usize {
+        1000
+    }
+    /// What each lane observes at `state`: `[batch, observations]`.
+    fn observe(&self, state: &BatchState) -> Tensor<2>;
+    /// Each lane's reward for the decision `action` taking it from `before` to `after`:
+    /// `[batch, 1]`.
+    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>) -> Tensor<2>;
+    /// The lanes whose episode ended at `state` (fell, or left the healthy range).
+    fn terminated(&self, state: &BatchState) -> Vec<bool>;
+    /// `lanes` fresh starts, drawn from `rng`, on `device`.
+    fn reset(&self, rng: &mut Rng, lanes: usize, device: &Device) -> Result<BatchState, BurnError>;
+
+    /// One decision: [`Task::frame_skip`] steps from `state` under `action`.
+    fn decide(&self, state: &BatchState, action: &Tensor<2>) -> Result<BatchState, BurnError> {
+        let sim = self.simulation();
+        let mut next = sim.step(state, action)?;
+        for _ in 1..self.frame_skip() {
+            next = sim.step(&next, action)?;
+        }
+        Ok(next)
+    }
+}
+
+/// A small seeded generator (xorshift64*) of the starts' noise: a task's episodes are
+/// reproducible from a seed.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `[−scale, scale)`.
+    pub fn symmetric(&mut self, scale: f64) -> f64 {
+        scale * (2.0 * self.uniform() - 1.0)
+    }
+    /// `0..n` in a uniformly random order (Fisher–Yates).
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, (self.uniform() * (i + 1) as f64) as usize);
+        }
+        order
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (a, b) = (self.uniform().max(f64::MIN_POSITIVE), self.uniform());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+}
+
+/// Which of gymnasium's locomotion tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locomotion {
+    /// `Hopper-v5`: a one-legged hopper in a plane, paid for forward speed while it stays up.
+    Hopper,
+    /// `HalfCheetah-v5`: a planar cheetah, paid for forward speed; it never falls.
+    HalfCheetah,
+}
+
+impl Locomotion {
+    /// Gymnasium's name of the task.
+    pub fn name(self) -> &'static str {
+        match self {
+            Locomotion::Hopper => "Hopper-v5",
+            Locomotion::HalfCheetah => "HalfCheetah-v5",
+        }
+    }
+}
+
+/// One of gymnasium's MuJoCo locomotion tasks, v5, with its default settings: its model as
+/// written, its observation, reward, health check, time limit and start noise.
+#[derive(Clone, Debug)]
+pub struct Gymnasium {
+    kind: Locomotion,
+    sim: Simulation,
+    /// The time a decision spans (s).
+    dt: f64,
+}
+
+impl Gymnasium {
+    /// The task on `sim`, a simulation of the task's model (gymnasium's `hopper.xml` or
+    /// `half_cheetah.xml`).
+    pub fn new(kind: Locomotion, sim: Simulation) -> Result<Self, BurnError> {
+        let expected = match kind {
+            Locomotion::Hopper => (6, 6, 3),
+            Locomotion::HalfCheetah => (9, 9, 6),
+        };
+        let model = sim.model();
+        let got = (model.nq(), model.nv(), model.nu());
+        if got != expected {
+            return Err(BurnError::TaskModel { task: kind.name(), expected, got });
+        }
+        let dt = model.timestep * Self::skip(kind) as f64;
+        Ok(Gymnasium { kind, sim, dt })
+    }
+
+    fn skip(kind: Locomotion) -> usize {
+        match kind {
+            Locomotion::Hopper => 4,
+            Locomotion::HalfCheetah => 5,
+        }
+    }
+
+    /// The task's kind.
+    pub fn kind(&self) -> Locomotion {
+        self.kind
+    }
+
+    /// Hopper's health: the torso above 0.7 m, within 0.2 rad of upright, and every position
+    /// but the first two and every velocity within ±100.
+    fn healthy(qpos: &[f64], qvel: &[f64]) -> bool {
+        let (z, angle) = (qpos[1], qpos[2]);
+        let bounded = qpos[2..].iter().chain(qvel).all(|x| x.abs() < 100.0);
+        bounded && z > 0.7 && angle.abs() < 0.2
+    }
+}
+
+impl Task for Gymnasium {
+    fn simulation(&self) -> &Simulation {
+        &self.sim
+    }
+
+    fn frame_skip(&self) -> usize {
+        Self::skip(self.kind)
+    }
+
+    fn observations(&self) -> usize {
+        let model = self.sim.model();
+        model.nq() - 1 + model.nv()
+    }
+
+    /// The positions but the forward one, and the velocities (hopper's clipped to ±10).
+    fn observe(&self, state: &BatchState) -> Tensor<2> {
+        let nq = state.qpos.dims()[1];
+        let qvel = match self.kind {
+            Locomotion::Hopper => state.qvel.clone().clamp(-10.0, 10.0),
+            Locomotion::HalfCheetah => state.qvel.clone(),
+        };
+        Tensor::cat(vec![state.qpos.clone().narrow(1, 1, nq - 1), qvel], 1)
+    }
+
+    /// Forward speed (of the root's x), less the control cost, plus hopper's 1 while healthy.
+    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>) -> Tensor<2> {
+        let x = |s: &BatchState| s.qpos.clone().narrow(1, 0, 1);
+        let speed = (x(after) - x(before)).div_scalar(self.dt);
+        let effort = action.clone().powi_scalar(2).sum_dim(1);
+        match self.kind {
+            Locomotion::Hopper => {
+                let alive: Vec<f64> =
+                    self.terminated(after).iter().map(|&t| if t { 0.0 } else { HEALTHY_REWARD }).collect();
+                let lanes = alive.len();
+                let alive = Tensor::from_data(TensorData::new(alive, [lanes, 1]), (&speed.device(), DType::F64));
+                speed + alive - effort.mul_scalar(1e-3)
+            }
+            Locomotion::HalfCheetah => speed - effort.mul_scalar(0.1),
+        }
+    }
+
+    fn terminated(&self, state: &BatchState) -> Vec<bool> {
+        match self.kind {
+            Locomotion::HalfCheetah => vec![false; state.batch()],
+            Locomotion::Hopper => {
+                let read = |t: &Tensor<2>| t.to_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
+                let (qpos, qvel) = (read(&state.qpos), read(&state.qvel));
+                let (nq, nv) = (state.qpos.dims()[1], state.qvel.dims()[1]);
+                (0..state.batch())
+                    .map(|l| !Self::healthy(&qpos[l * nq..(l + 1) * nq], &qvel[l * nv..(l + 1) * nv]))
+                    .collect()
+            }
+        }
+    }
+
+    /// Gymnasium's starts: the reference pose plus uniform noise of ±0.005 (hopper) or ±0.1
+    /// (cheetah) on the positions; on the velocities the same uniform noise (hopper) or 0.1
+    /// times a standard normal (cheetah).
+    fn reset(&self, rng: &mut Rng, lanes: usize, device: &Device) -> Result<BatchState, BurnError> {
+        let model = self.sim.model();
+        let reference = model.default_state();
+        let (nq, nv) = (model.nq(), model.nv());
+        let mut qpos = Vec::with_capacity(lanes * nq);
+        let mut qvel = Vec::with_capacity(lanes * nv);
+        for _ in 0..lanes {
+            match self.kind {
+                Locomotion::Hopper => {
+                    qpos.extend(reference.qpos.iter().map(|q| q + rng.symmetric(5e-3)));
+                    qvel.extend(reference.qvel.iter().map(|v| v + rng.symmetric(5e-3)));
+                }
+                Locomotion::HalfCheetah => {
+                    qpos.extend(reference.qpos.iter().map(|q| q + rng.symmetric(0.1)));
+                    qvel.extend(reference.qvel.iter().map(|v| v + 0.1 * rng.normal()));
+                }
+            }
+        }
+        let dtype = self.sim.dtype(device);
+        let tensor = |v: Vec<f64>, n: usize| Tensor::from_data(TensorData::new(v, [lanes, n]), (device, dtype));
+        self.sim.state(tensor(qpos, nq), tensor(qvel, nv))
+    }
+}
