@@ -53,4 +53,7 @@ pub enum BurnError {
     /// A learner's gradient overflowed: its update is refused, the networks kept.
     #[error("{what} gradient is not finite (norm {norm})")]
     NonFiniteGradient { what: &'static str, norm: f64 },
+    /// A learner's or an evaluation's setting that must be positive is zero.
+    #[error("`{0}` must be positive")]
+    ZeroSetting(&'static str),
 }

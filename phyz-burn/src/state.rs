@@ -77,7 +77,12 @@ impl BatchState {
 
     /// This batch with the lanes marked in `replace` taken from `fresh` (a batch of as many
     /// lanes): their tensors' rows, their warm starts. Gradients reach the kept lanes only.
-    pub fn with_lanes(&self, replace: &[bool], fresh: &BatchState) -> BatchState {
+    pub fn with_lanes(&self, replace: &[bool], fresh: &BatchState) -> Result<BatchState, BurnError> {
+        for got in [replace.len(), fresh.batch()] {
+            if got != self.batch() {
+                return Err(BurnError::Batch { expected: self.batch(), got });
+            }
+        }
         let choose = |kept: &Tensor<2>, new: &Tensor<2>| {
             let [rows, cols] = kept.dims();
             let mask: Vec<bool> = (0..rows).flat_map(|r| std::iter::repeat_n(replace[r], cols)).collect();
@@ -91,14 +96,14 @@ impl BatchState {
             }
             (warm, _) => warm.clone(),
         };
-        BatchState {
+        Ok(BatchState {
             qpos: choose(&self.qpos, &fresh.qpos),
             qvel: choose(&self.qvel, &fresh.qvel),
             act: choose(&self.act, &fresh.act),
             time: self.time,
             warm,
             info: self.info.clone(),
-        }
+        })
     }
 
     /// The same state with its tensors cut from the graph: gradients stop here.

@@ -74,7 +74,7 @@ pub(crate) fn restart<T: Task>(
         return Ok(next);
     }
     let fresh = task.reset(rng, ended.len(), device)?;
-    Ok(next.with_lanes(&ended, &fresh))
+    next.with_lanes(&ended, &fresh)
 }
 
 #[cfg(test)]

@@ -34,6 +34,9 @@ pub fn evaluate<T: Task>(
     device: &Device,
     mut controller: impl FnMut(Tensor<2>) -> Tensor<2>,
 ) -> Result<Evaluation, BurnError> {
+    if episodes == 0 {
+        return Err(BurnError::ZeroSetting("episodes"));
+    }
     let mut rng = Rng::new(seed);
     let mut state = task.reset(&mut rng, episodes, device)?;
     let mut returns = vec![0.0; episodes];
@@ -62,7 +65,7 @@ pub fn evaluate<T: Task>(
         // A fallen lane is done; it goes on from a fresh start, uncounted, so that nothing it
         // does afterwards can stop the others.
         state = if fallen.contains(&true) {
-            next.with_lanes(&fallen, &task.reset(&mut rng, episodes, device)?)
+            next.with_lanes(&fallen, &task.reset(&mut rng, episodes, device)?)?
         } else {
             next
         };

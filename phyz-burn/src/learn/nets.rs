@@ -108,7 +108,7 @@ impl Normalizer {
         (self.var[k] + 1e-8).sqrt()
     }
 
-    /// `observation` centred, scaled and held within ±10 (`[batch, size]`).
+    /// `observation` centred, scaled and held within ±10 (`[batch, size]`; CleanRL's clip).
     pub fn apply(&self, observation: Tensor<2>) -> Tensor<2> {
         let device = observation.device();
         let size = self.mean.len();

@@ -102,6 +102,15 @@ impl<'a, T: Task> Ppo<'a, T> {
     /// A learner whose rollouts run on `device` (floats `f64`, no autodiff) and whose updates
     /// run on `train_device` (its autodiff form).
     pub fn new(task: &'a T, config: PpoConfig, device: &Device, train_device: &Device) -> Result<Self, BurnError> {
+        let counts = [
+            ("lanes", config.lanes),
+            ("rollout", config.rollout),
+            ("epochs", config.epochs),
+            ("minibatches", config.minibatches),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Err(BurnError::ZeroSetting(name));
+        }
         train_device.seed(config.seed);
         let (n, a) = (task.observations(), task.actions());
         let critic_sizes: Vec<usize> = std::iter::once(n).chain(config.hidden.iter().copied()).chain([1]).collect();
@@ -142,8 +151,10 @@ impl<'a, T: Task> Ppo<'a, T> {
         Box::new(move |observation| policy.mean(normalizer.apply(observation)).clamp(-1.0, 1.0))
     }
 
-    /// One rollout and the update on it, at learning rate `lr`.
-    pub fn update(&mut self, lr: f64) -> Result<UpdateReport, BurnError> {
+    /// One rollout and the update on it, at `schedule` times the learning rate (1 at the
+    /// start, annealed towards 0 by the caller).
+    pub fn update(&mut self, schedule: f64) -> Result<UpdateReport, BurnError> {
+        let lr = self.config.lr * schedule;
         let batch = self.collect()?;
         let samples = batch.returns.len();
         let size = samples.div_ceil(self.config.minibatches);

@@ -74,7 +74,8 @@ pub struct WindowReport {
     /// The actor's loss: minus the window's mean discounted reward and closing value, per
     /// decision.
     pub actor_loss: f64,
-    /// The actor's gradient's global norm before the clip.
+    /// The actor's gradient's global norm before the clip; not finite where the window
+    /// stepped no actor.
     pub gradient_norm: f64,
     /// The critic's mean squared error on its last pass.
     pub critic_loss: f64,
@@ -104,6 +105,11 @@ impl<'a, T: Task> Shac<'a, T> {
     /// A learner on `device` (an autodiff device whose floats are `f64`), its lanes at fresh
     /// starts.
     pub fn new(task: &'a T, config: ShacConfig, device: &Device) -> Result<Self, BurnError> {
+        let counts =
+            [("lanes", config.lanes), ("horizon", config.horizon), ("critic_minibatches", config.critic_minibatches)];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Err(BurnError::ZeroSetting(name));
+        }
         device.seed(config.seed);
         let (n, a) = (task.observations(), task.actions());
         let actor = GaussianPolicy::new(n, &config.actor_hidden, a, config.initial_log_std, device);
@@ -146,19 +152,21 @@ impl<'a, T: Task> Shac<'a, T> {
         Box::new(move |observation| policy.act_deterministic(normalizer.apply(observation)))
     }
 
-    /// One window: the actor's step through the rollout, then the critic's.
-    pub fn window(&mut self, actor_lr: f64) -> Result<WindowReport, BurnError> {
+    /// One window: the actor's step through the rollout at `schedule` times its learning rate
+    /// (1 at the start, annealed towards 0 by the caller), then the critic's at its own. A
+    /// window whose actor gradient is not finite steps no actor (the report says so); the
+    /// critic still learns from its rollout.
+    pub fn window(&mut self, schedule: f64) -> Result<WindowReport, BurnError> {
         let rollout = self.roll_out()?;
         let mut grads = GradientsParams::from_grads(rollout.loss.clone().backward(), &self.actor);
         let norm = gradient_norm(&self.actor, &grads);
-        if !norm.is_finite() {
-            return Err(BurnError::NonFiniteGradient { what: "the actor's", norm });
+        if norm.is_finite() {
+            if norm > self.config.max_grad_norm {
+                scale_gradients(&self.actor, &mut grads, self.config.max_grad_norm / norm);
+            }
+            self.actor = self.actor_optim.step(self.config.actor_lr * schedule, self.actor.clone(), grads);
         }
-        if norm > self.config.max_grad_norm {
-            scale_gradients(&self.actor, &mut grads, self.config.max_grad_norm / norm);
-        }
-        self.actor = self.actor_optim.step(actor_lr, self.actor.clone(), grads);
-        let critic_loss = self.fit_critic(&rollout);
+        let critic_loss = self.fit_critic(&rollout, self.config.critic_lr);
         self.target = follow(self.target.clone(), &self.critic, self.config.target_alpha).no_grad();
         Ok(WindowReport {
             actor_loss: scalar(rollout.loss),
@@ -205,6 +213,8 @@ impl<T: Task> Shac<'_, T> {
         for t in 0..horizon {
             let raw = self.task.observe(&state);
             self.normalizer.update(&host(&raw.clone().detach()), lanes);
+            // The statistics learn as the window goes (docs/burn.md: a variant that froze them
+            // for the window did worse in one hopper run).
             let observation = self.normalizer.apply(raw);
             let noise = tensor(
                 (0..lanes * self.task.actions()).map(|_| self.rng.normal()).collect(),
@@ -245,7 +255,7 @@ impl<T: Task> Shac<'_, T> {
 
     /// The critic's regression on the window's TD(λ) returns; its last pass's mean squared
     /// error.
-    fn fit_critic(&mut self, rollout: &Rollout) -> f64 {
+    fn fit_critic(&mut self, rollout: &Rollout, lr: f64) -> f64 {
         let targets = td_lambda(rollout, self.config.gamma, self.config.lambda);
         // Off the graph: each minibatch's regression is a graph of its own.
         let observations = Tensor::cat(rollout.observations.clone(), 0).detach();
@@ -263,7 +273,7 @@ impl<T: Task> Shac<'_, T> {
                 let error = (self.critic.forward(inputs) - wanted).powi_scalar(2).mean();
                 total += scalar(error.clone().detach()) * chunk.len() as f64;
                 let grads = GradientsParams::from_grads(error.backward(), &self.critic);
-                self.critic = self.critic_optim.step(self.config.critic_lr, self.critic.clone(), grads);
+                self.critic = self.critic_optim.step(lr, self.critic.clone(), grads);
             }
             last = total / samples as f64;
         }
