@@ -35,12 +35,14 @@
 //! the speed derivatives and on it in the position derivatives (the soft model's own physics,
 //! not an error), so no separate bound on them could fail where the soft one holds.
 
-use nalgebra::DVector;
+mod common;
+
+use common::final_coordinate;
+use phyz::Model;
 use phyz::contact::{Onset, SolverConfig};
-use phyz::dual::{Cost, CostFunctions, Objective, rollout_gradient};
+use phyz::dual::rollout_gradient;
 use phyz::mjcf;
 use phyz::sim::ContactState;
-use phyz::{Model, State};
 
 const DT: f64 = 1e-4;
 const T: f64 = 1.0;
@@ -80,18 +82,6 @@ impl Response {
     /// `(∂s_T/∂s0, ∂s_T/∂ṡ0)` for a contact met before `T`.
     fn gap_gradient(&self, t: f64) -> (f64, f64) {
         (-self.e, self.rho - self.e * (t - self.tau))
-    }
-}
-
-/// `J = qpos[coordinate]` at the end.
-fn final_coordinate(nv: usize, coordinate: usize) -> impl Objective {
-    CostFunctions {
-        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost::zeros(nv, 0),
-        terminal: move |s: &State<f64>| {
-            let mut dq = DVector::zeros(nv);
-            dq[coordinate] = 1.0;
-            Cost { value: s.qpos[coordinate], dq, dv: DVector::zeros(nv), du: DVector::zeros(0) }
-        },
     }
 }
 

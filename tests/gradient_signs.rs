@@ -3,9 +3,12 @@
 //! rollout gradient is compared, for every coordinate of the initial state of every body, with
 //! central differences: same sign, and equal to 1e-6.
 
+mod common;
+
+use common::final_coordinate;
 use nalgebra::DVector;
 use phyz::contact::SolverConfig;
-use phyz::dual::{Cost, CostFunctions, Objective, rollout_gradient, rollout_value};
+use phyz::dual::{Objective, rollout_gradient, rollout_value};
 use phyz::dynamics::integrate_position;
 use phyz::mjcf;
 use phyz::sim::ContactState;
@@ -15,19 +18,6 @@ use phyz::{Model, State};
 /// absolutely at `TOL · FLOOR`.
 const TOL: f64 = 1e-6;
 const FLOOR: f64 = 1e-3;
-
-/// `J = the final position coordinate `coordinate` of the state (a world coordinate of a free
-/// body's position).
-fn final_coordinate(nv: usize, coordinate: usize) -> impl Objective {
-    CostFunctions {
-        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| Cost::zeros(nv, 0),
-        terminal: move |s: &State<f64>| {
-            let mut dq = DVector::zeros(nv);
-            dq[coordinate] = 1.0;
-            Cost { value: s.qpos[coordinate], dq, dv: DVector::zeros(nv), du: DVector::zeros(0) }
-        },
-    }
-}
 
 /// Checks `∂J/∂q0` and `∂J/∂v0` component by component against central differences.
 fn check(name: &str, model: &Model<f64>, start: &State<f64>, steps: usize, objective: &impl Objective) {

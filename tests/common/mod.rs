@@ -420,3 +420,16 @@ pub fn gymnasium_cases(rng: &mut Rng, steps: usize) -> Vec<GymnasiumCase> {
     }
     cases
 }
+
+/// `J = the final position coordinate `coordinate` of the state (a world coordinate of a free
+/// body's position).
+pub fn final_coordinate(nv: usize, coordinate: usize) -> impl phyz::dual::Objective {
+    phyz::dual::CostFunctions {
+        running: move |_t: usize, _s: &State<f64>, _u: &[f64]| phyz::dual::Cost::zeros(nv, 0),
+        terminal: move |s: &State<f64>| {
+            let mut dq = DVector::zeros(nv);
+            dq[coordinate] = 1.0;
+            phyz::dual::Cost { value: s.qpos[coordinate], dq, dv: DVector::zeros(nv), du: DVector::zeros(0) }
+        },
+    }
+}
