@@ -12,6 +12,7 @@
 //! held-out episode of the final policy (`phyz view`).
 //!
 //! `cargo run --release -p phyz-burn --example locomotion -- --task hopper --method shac --minutes 10`
+//! (`--onset touch` steps contacts that act from their touch; `--seed N`, `--eval-every S`)
 
 mod common;
 
@@ -25,7 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nalgebra::DVector;
 use phyz_burn::learn::{Evaluation, Gymnasium, Locomotion, Ppo, PpoConfig, Rng, Shac, ShacConfig, Task, evaluate};
 use phyz_burn::{BurnError, Simulation};
-use phyz_core::contact::SolverConfig;
+use phyz_core::contact::{Onset, SolverConfig};
 use plotters::style::RGBColor;
 
 const HELD_OUT_SEED: u64 = 0x05ee_d0ff;
@@ -56,7 +57,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "half_cheetah" => Locomotion::HalfCheetah,
         other => return Err(format!("no task `{other}` (hopper, half_cheetah)").into()),
     };
-    let sim = Simulation::with_config(gymnasium(&task_name)?, SolverConfig::mujoco_compat());
+    // `--onset touch`: MuJoCo's contact but for how a new contact acts in its first step
+    // (`Onset::Touch`, docs/contact.md).
+    let onset = match word("--onset", "step").as_str() {
+        "step" => Onset::Step,
+        "touch" => Onset::Touch,
+        other => return Err(format!("no onset `{other}` (step, touch)").into()),
+    };
+    let config = SolverConfig { onset, ..SolverConfig::mujoco_compat() };
+    let sim = Simulation::with_config(gymnasium(&task_name)?, config);
     let task = Gymnasium::new(kind, sim)?;
     let train = device()?;
     let plain = phyz_burn::f64_device(Device::flex())?;
