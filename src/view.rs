@@ -12,7 +12,7 @@ use std::path::Path;
 
 use nalgebra::{DVector, Rotation3, UnitQuaternion, Vector3};
 use phyz_core::dynamics::Kinematics;
-use phyz_core::model::{Geom, JointKind, Shape};
+use phyz_core::model::{Geom, Shape};
 use phyz_core::{Model, State};
 
 const THREE: &str = include_str!("../assets/viewer/three.module.min.js");
@@ -95,10 +95,10 @@ pub fn write(path: &Path, model: &Model<f64>, states: &[State<f64>], title: &str
     std::fs::write(path, text).map_err(|source| ViewError::Write { path: path.display().to_string(), source })
 }
 
-/// The drawn body a camera follows: the first that moves freely (a walker's torso).
+/// The drawn body a camera follows: the first that moves (bodies come parent first, so this is
+/// the root of the first moving tree: a walker's torso, planar or free).
 fn followed(model: &Model<f64>, drawn: &[usize]) -> Option<usize> {
-    let free = |b: usize| model.bodies()[b].joints().any(|j| model.joints()[j].kind() == JointKind::Free);
-    drawn.iter().position(|&b| free(b))
+    drawn.iter().position(|&b| !model.bodies()[b].joints().is_empty())
 }
 
 /// One geom: its kind, sizes, pose on its body, colour and group, and for a mesh or height
