@@ -47,8 +47,8 @@ pub fn evaluate<T: Task>(
     for _ in 0..task.episode_length() {
         let action = controller(task.observe(&state));
         let next = task.decide(&state, &action)?;
-        let rewards = host(&task.reward(&state, &next, &action));
         let fallen = task.terminated(&next);
+        let rewards = host(&task.reward(&state, &next, &action, &fallen));
         if running[0] {
             path.push(host(&next.qpos)[..nq].to_vec());
         }

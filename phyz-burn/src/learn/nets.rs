@@ -180,6 +180,11 @@ pub fn follow<M: Module>(follower: M, leader: &M, alpha: f64) -> M {
     follower.map(&mut Blend { leader: values.0.into_iter(), alpha })
 }
 
+/// Standard normal noise for `lanes` × `actions` controls, from `rng`.
+pub fn noise(rng: &mut super::task::Rng, lanes: usize, actions: usize, device: &Device) -> Tensor<2> {
+    tensor((0..lanes * actions).map(|_| rng.normal()).collect(), lanes, actions, device)
+}
+
 /// A one-element tensor's value.
 pub fn scalar(t: Tensor<1>) -> f64 {
     t.to_data().convert::<f64>().try_into_vec::<f64>().ok().and_then(|v| v.first().copied()).unwrap_or(f64::NAN)

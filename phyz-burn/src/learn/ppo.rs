@@ -10,7 +10,7 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{Device, Tensor};
 
 use super::episodes::{End, Episodes, restart};
-use super::nets::{GaussianPolicy, Mlp, Normalizer, gradient_norm, host, scalar, scale_gradients, tensor};
+use super::nets::{GaussianPolicy, Mlp, Normalizer, gradient_norm, host, noise, scalar, scale_gradients, tensor};
 use super::task::{Rng, Task};
 use crate::{BatchState, BurnError};
 
@@ -236,7 +236,7 @@ impl<'a, T: Task> Ppo<'a, T> {
             let raw = self.task.observe(&self.state);
             self.normalizer.update(&host(&raw), lanes);
             let observation = self.normalizer.apply(raw);
-            let noise = tensor((0..lanes * a).map(|_| self.rng.normal()).collect(), lanes, a, &self.device);
+            let noise = noise(&mut self.rng, lanes, a, &self.device);
             let action = net.actor.mean(observation.clone()) + noise * net.actor.std();
             batch.log_probs.extend(host(&log_prob(&net.actor, observation.clone(), action.clone())));
             batch.values.extend(host(&net.critic.forward(observation.clone())));
@@ -244,8 +244,8 @@ impl<'a, T: Task> Ppo<'a, T> {
             batch.actions.extend(host(&action));
             let applied = action.clamp(-1.0, 1.0);
             let next = self.task.decide(&self.state, &applied)?;
-            let reward = host(&self.task.reward(&self.state, &next, &applied));
             let fallen = self.task.terminated(&next);
+            let reward = host(&self.task.reward(&self.state, &next, &applied, &fallen));
             let after = host(&net.critic.forward(self.normalizer.apply(self.task.observe(&next))));
             let ends_now = self.episodes.record(&reward, &fallen, &mut batch.finished);
             rewards.push(self.scale_rewards(&reward, &ends_now));

@@ -16,7 +16,9 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 
 use super::episodes::{End, Episodes, restart};
-use super::nets::{GaussianPolicy, Mlp, Normalizer, follow, gradient_norm, host, scalar, scale_gradients, tensor};
+use super::nets::{
+    GaussianPolicy, Mlp, Normalizer, follow, gradient_norm, host, noise, scalar, scale_gradients, tensor,
+};
 use super::task::{Rng, Task};
 use crate::{BatchState, BurnError};
 
@@ -198,35 +200,24 @@ impl<T: Task> Shac<'_, T> {
     fn roll_out(&mut self) -> Result<Rollout, BurnError> {
         let (lanes, horizon, gamma) = (self.config.lanes, self.config.horizon, self.config.gamma);
         let device = self.device.clone();
-        let zeros = || Tensor::<2>::zeros([lanes, 1], (&device, DType::F64));
         let mut state = self.state.detach();
-        let mut loss = zeros();
+        let mut loss = Tensor::<2>::zeros([lanes, 1], (&device, DType::F64));
         let mut discount = vec![1.0; lanes];
-        let mut rollout = Rollout {
-            loss: Tensor::zeros([1], (&device, DType::F64)),
-            observations: Vec::new(),
-            rewards: Vec::new(),
-            ends: Vec::new(),
-            next_values: Vec::new(),
-            finished: Vec::new(),
-        };
+        let (mut observations, mut rewards_seen, mut ends_seen, mut next_values, mut finished) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for t in 0..horizon {
             let raw = self.task.observe(&state);
             self.normalizer.update(&host(&raw.clone().detach()), lanes);
             // The statistics learn as the window goes (docs/burn.md: a variant that froze them
             // for the window did worse in one hopper run).
             let observation = self.normalizer.apply(raw);
-            let noise = tensor(
-                (0..lanes * self.task.actions()).map(|_| self.rng.normal()).collect(),
-                lanes,
-                self.task.actions(),
-                &device,
-            );
+            let noise = noise(&mut self.rng, lanes, self.task.actions(), &device);
             let action = self.actor.act(observation.clone(), noise);
             let next = self.task.decide(&state, &action)?;
-            let reward = self.task.reward(&state, &next, &action);
+            let fallen = self.task.terminated(&next);
+            let reward = self.task.reward(&state, &next, &action, &fallen);
             let rewards = host(&reward.clone().detach());
-            let ends = self.episodes.record(&rewards, &self.task.terminated(&next), &mut rollout.finished);
+            let ends = self.episodes.record(&rewards, &fallen, &mut finished);
             let next_value = self.target.forward(self.normalizer.apply(self.task.observe(&next)));
             let values = host(&next_value.clone().detach());
             // The window's return: discounted rewards, and at each end of an episode inside the
@@ -242,15 +233,21 @@ impl<T: Task> Shac<'_, T> {
             for l in 0..lanes {
                 discount[l] = if ends[l] == End::Continues { discount[l] * gamma } else { 1.0 };
             }
-            rollout.observations.push(observation.detach());
-            rollout.rewards.push(rewards);
-            rollout.next_values.push(values);
+            observations.push(observation.detach());
+            rewards_seen.push(rewards);
+            next_values.push(values);
             state = restart(self.task, &mut self.rng, &self.device, next, &ends)?;
-            rollout.ends.push(ends);
+            ends_seen.push(ends);
         }
         self.state = state.detach();
-        rollout.loss = loss.sum().div_scalar((lanes * horizon) as f64);
-        Ok(rollout)
+        Ok(Rollout {
+            loss: loss.sum().div_scalar((lanes * horizon) as f64),
+            observations,
+            rewards: rewards_seen,
+            ends: ends_seen,
+            next_values,
+            finished,
+        })
     }
 
     /// The critic's regression on the window's TD(λ) returns; its last pass's mean squared

@@ -8,6 +8,7 @@
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
+use super::nets::host;
 use crate::{BatchState, BurnError, Simulation};
 
 /// Hopper's pay for each decision it ends healthy.
@@ -31,9 +32,9 @@ pub trait Task {
     }
     /// What each lane observes at `state`: `[batch, observations]`.
     fn observe(&self, state: &BatchState) -> Tensor<2>;
-    /// Each lane's reward for the decision `action` taking it from `before` to `after`:
-    /// `[batch, 1]`.
-    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>) -> Tensor<2>;
+    /// Each lane's reward for the decision `action` taking it from `before` to `after`, where
+    /// `fallen` is [`Task::terminated`] at `after`: `[batch, 1]`.
+    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>, fallen: &[bool]) -> Tensor<2>;
     /// The lanes whose episode ended at `state` (fell, or left the healthy range).
     fn terminated(&self, state: &BatchState) -> Vec<bool>;
     /// `lanes` fresh starts, drawn from `rng`, on `device`.
@@ -178,14 +179,13 @@ impl Task for Gymnasium {
     }
 
     /// Forward speed (of the root's x), less the control cost, plus hopper's 1 while healthy.
-    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>) -> Tensor<2> {
+    fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>, fallen: &[bool]) -> Tensor<2> {
         let x = |s: &BatchState| s.qpos.clone().narrow(1, 0, 1);
         let speed = (x(after) - x(before)).div_scalar(self.dt);
         let effort = action.clone().powi_scalar(2).sum_dim(1);
         match self.kind {
             Locomotion::Hopper => {
-                let alive: Vec<f64> =
-                    self.terminated(after).iter().map(|&t| if t { 0.0 } else { HEALTHY_REWARD }).collect();
+                let alive: Vec<f64> = fallen.iter().map(|&t| if t { 0.0 } else { HEALTHY_REWARD }).collect();
                 let lanes = alive.len();
                 let alive = Tensor::from_data(TensorData::new(alive, [lanes, 1]), (&speed.device(), DType::F64));
                 speed + alive - effort.mul_scalar(1e-3)
@@ -198,8 +198,7 @@ impl Task for Gymnasium {
         match self.kind {
             Locomotion::HalfCheetah => vec![false; state.batch()],
             Locomotion::Hopper => {
-                let read = |t: &Tensor<2>| t.to_data().convert::<f64>().try_into_vec::<f64>().unwrap_or_default();
-                let (qpos, qvel) = (read(&state.qpos), read(&state.qvel));
+                let (qpos, qvel) = (host(&state.qpos), host(&state.qvel));
                 let (nq, nv) = (state.qpos.dims()[1], state.qvel.dims()[1]);
                 (0..state.batch())
                     .map(|l| !Self::healthy(&qpos[l * nq..(l + 1) * nq], &qvel[l * nv..(l + 1) * nv]))
