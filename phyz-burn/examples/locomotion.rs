@@ -1,7 +1,7 @@
 //! Locomotion learned through contact: SHAC (a policy trained through phyz's differentiable
 //! rollout, `phyz_burn::learn::shac`) or PPO (the model-free baseline, `learn::ppo`) on
-//! gymnasium's v5 hopper or half-cheetah, their models as written and stepped under MuJoCo's
-//! contact model (`mujoco_compat`).
+//! gymnasium's v5 hopper, half-cheetah or ant, their models as written and stepped under
+//! MuJoCo's contact model (`mujoco_compat`).
 //!
 //! Training runs for a wall-clock budget. Every `--eval-every` seconds of training the policy
 //! (its mean action) is evaluated over whole episodes (gymnasium's 1,000 decisions, or until a
@@ -12,7 +12,8 @@
 //! held-out episode of the final policy (`phyz view`).
 //!
 //! `cargo run --release -p phyz-burn --example locomotion -- --task hopper --method shac --minutes 10`
-//! (`--onset touch` steps contacts that act from their touch; `--seed N`, `--eval-every S`)
+//! (`--onset touch` steps contacts that act from their touch; `--lanes N` sets SHAC's or PPO's
+//! lanes; `--tag T` names the run's files `TASK_METHOD_T`; `--seed N`, `--eval-every S`)
 
 mod common;
 
@@ -55,7 +56,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let kind = match task_name.as_str() {
         "hopper" => Locomotion::Hopper,
         "half_cheetah" => Locomotion::HalfCheetah,
-        other => return Err(format!("no task `{other}` (hopper, half_cheetah)").into()),
+        "ant" => Locomotion::Ant,
+        other => return Err(format!("no task `{other}` (hopper, half_cheetah, ant)").into()),
     };
     // `--onset touch`: MuJoCo's contact but for how a new contact acts in its first step
     // (`Onset::Touch`, docs/contact.md).
@@ -78,10 +80,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let budget = Duration::from_secs_f64(minutes * 60.0);
     let progress = ProgressBar::new(budget.as_secs());
     progress.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} s of training  {msg}")?);
+    let lanes = argument("--lanes", 64) as usize;
     let mut learner: Box<dyn Learner> = match method.as_str() {
-        "shac" => Box::new(Shac::new(&task, ShacConfig { seed, ..ShacConfig::default() }, &train)?),
-        "ppo" => Box::new(Ppo::new(&task, PpoConfig { seed, ..PpoConfig::default() }, &plain, &train)?),
+        "shac" => Box::new(Shac::new(&task, ShacConfig { seed, lanes, ..ShacConfig::default() }, &train)?),
+        "ppo" => Box::new(Ppo::new(&task, PpoConfig { seed, lanes, ..PpoConfig::default() }, &plain, &train)?),
         other => return Err(format!("no method `{other}` (shac, ppo)").into()),
+    };
+    let run = match word("--tag", "").as_str() {
+        "" => method.clone(),
+        tag => format!("{method}_{tag}"),
     };
     let mut points = Vec::new();
     let (mut trained, mut since_eval, mut recent) = (Duration::ZERO, Duration::ZERO, Vec::new());
@@ -138,9 +145,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let dir = Path::new("phyz-out").join("locomotion");
     std::fs::create_dir_all(&dir)?;
-    write_curve(&dir.join(format!("{task_name}_{method}.csv")), &points)?;
+    write_curve(&dir.join(format!("{task_name}_{run}.csv")), &points)?;
     plot_all(&dir, &task_name, kind)?;
-    let page = dir.join(format!("{task_name}_{method}.html"));
+    let page = dir.join(format!("{task_name}_{run}.html"));
     view(&task, &last, &page, &format!("{} · {method} · held-out return {:.0}", kind.name(), last.returns[0]))?;
     println!(
         "trained {decisions} env-steps in {:.0} s; curves and the episode's page in {}",
@@ -206,22 +213,37 @@ fn write_curve(path: &Path, points: &[Point]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The learning curves of every method with a CSV for the task, against env-steps and
-/// wall-clock, into `TASK.png` and `TASK_seconds.png`.
+/// The learning curves of every run with a CSV for the task (`TASK_RUN.csv`), against
+/// env-steps and wall-clock, into `TASK.png` and `TASK_seconds.png`.
 fn plot_all(dir: &Path, task: &str, kind: Locomotion) -> Result<(), Box<dyn std::error::Error>> {
-    let colours = [("shac", RGBColor(30, 90, 200)), ("ppo", RGBColor(200, 80, 30))];
-    // Each row of a method's curve: (env-steps, seconds, held-out return).
+    let colours = [
+        RGBColor(30, 90, 200),
+        RGBColor(200, 80, 30),
+        RGBColor(40, 160, 70),
+        RGBColor(150, 60, 170),
+        RGBColor(120, 120, 120),
+        RGBColor(220, 170, 20),
+    ];
+    // Each row of a run's curve: (env-steps, seconds, held-out return).
     type Rows = Vec<(f64, f64, f64)>;
-    let read = |method: &str| -> Option<Rows> {
-        let text = std::fs::read_to_string(dir.join(format!("{task}_{method}.csv"))).ok()?;
+    let read = |path: &Path| -> Option<Rows> {
+        let text = std::fs::read_to_string(path).ok()?;
         let rows = text.lines().skip(1).filter_map(|l| {
             let f: Vec<f64> = l.split(',').filter_map(|x| x.parse().ok()).collect();
             (f.len() >= 3).then(|| (f[0], f[1], f[2]))
         });
         Some(rows.collect())
     };
-    let runs: Vec<(&str, RGBColor, Rows)> =
-        colours.iter().filter_map(|&(m, c)| read(m).map(|rows| (m, c, rows))).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| Some(n.strip_prefix(&format!("{task}_"))?.strip_suffix(".csv")?.to_string()))
+        .collect();
+    names.sort();
+    let runs: Vec<(String, RGBColor, Rows)> = names
+        .into_iter()
+        .zip(colours.iter().cycle())
+        .filter_map(|(name, &c)| read(&dir.join(format!("{task}_{name}.csv"))).map(|rows| (name, c, rows)))
+        .collect();
     for (suffix, x_label, x) in [("", "env-steps", 0), ("_seconds", "training wall-clock (s)", 1)] {
         let curves: Vec<Curve> = runs
             .iter()

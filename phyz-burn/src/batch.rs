@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nalgebra::DVector;
+use phyz_core::dynamics::kinematics::Kinematics;
 use phyz_core::sim::{ContactState, SolveLog, StepInfo, Workspace, step_in};
 use phyz_core::{Model, ModelError, State};
 use phyz_dual::{Coordinates, DualError, StateTangent, StepVjp, StepVjps};
@@ -23,6 +24,8 @@ pub(crate) struct Shared {
     pub params: Vec<usize>,
     /// The model's parameter values.
     pub base: Vec<f64>,
+    /// Whether each lane's step records its bodies ([`BODY_RECORD`] numbers each).
+    pub record_bodies: bool,
     pub counts: Counts,
 }
 
@@ -99,6 +102,8 @@ pub(crate) struct LaneStep {
     pub info: StepInfo,
     pub contact: ContactState,
     pub start: Option<LaneStart>,
+    /// The step's record of its bodies, when the simulation asks for it (else empty).
+    pub bodies: Vec<f64>,
 }
 
 /// The cotangents a step's backward gives: of the packed state, the controls and the
@@ -140,19 +145,41 @@ pub(crate) fn step_batch(
         }
         let stepped = WORKSPACE.with(|w| {
             let w = &mut *w.borrow_mut();
-            step_in(&model, &states[l], lane_ctrl, &mut contact, w).map(|()| (w.next.clone(), w.info.clone()))
+            w.data.set_record_wrenches(shared.record_bodies);
+            step_in(&model, &states[l], lane_ctrl, &mut contact, w)?;
+            let data = &w.data;
+            let bodies = match shared.record_bodies {
+                true => record_bodies(&model, data.kinematics(), data.external_wrenches(&model)),
+                false => Vec::new(),
+            };
+            Ok((w.next.clone(), w.info.clone(), bodies))
         });
         let log = contact.take_solutions();
         shared.counts.forward.fetch_add(contact.solves() - before, Ordering::Relaxed);
-        let (next, info) = stepped.map_err(|source| BurnError::Step { lane: l, source })?;
+        let (next, info, bodies) = stepped.map_err(|source| BurnError::Step { lane: l, source })?;
         if tracked && !info.differentiable {
             return Err(BurnError::Unconverged { lane: l, residual: info.residual });
         }
         let start = tracked.then(|| LaneStart { state: states[l].clone(), ctrl: lane_ctrl.to_vec(), log });
-        Ok(LaneStep { next, info, contact, start })
+        Ok(LaneStep { next, info, contact, start, bodies })
     };
     let results: Vec<Result<LaneStep, BurnError>> = (0..states.len()).into_par_iter().map(lane).collect();
     results.into_iter().collect()
+}
+
+/// Numbers a body's record holds: its position (MuJoCo's `xpos`), then its external wrench
+/// from the constraints (`cfrc_ext`: torque, force).
+pub(crate) const BODY_RECORD: usize = 9;
+
+/// Each body's record at the pose `kin` holds, under the constraints' `wrenches` (zero
+/// without: a start, as MuJoCo's after a reset), body after body.
+pub(crate) fn record_bodies(model: &Model<f64>, kin: &Kinematics<f64>, wrenches: Option<Vec<[f64; 6]>>) -> Vec<f64> {
+    let mut out = Vec::with_capacity(BODY_RECORD * model.bodies().len());
+    for b in 0..model.bodies().len() {
+        out.extend(kin.body_pose(model, b).pos.iter());
+        out.extend(wrenches.as_ref().map_or([0.0; 6], |w| w[b]));
+    }
+    out
 }
 
 /// Lane `l`'s model: the simulation's, the shared parameters' (`common`), or its own.

@@ -7,13 +7,14 @@ use std::sync::atomic::Ordering;
 
 use burn::tensor::{DType, Device, Tensor};
 use nalgebra::DVector;
-use phyz_core::Model;
 use phyz_core::contact::SolverConfig;
+use phyz_core::dynamics::forward_kinematics;
 use phyz_core::sim::ContactState;
+use phyz_core::{Model, State};
 use phyz_dual::{Parameter, check_differentiable};
 
 use crate::BurnError;
-use crate::batch::{Counts, Shared};
+use crate::batch::{Counts, Shared, record_bodies};
 use crate::host::write_as;
 #[cfg(feature = "traced")]
 use crate::route::{DeviceRoute, Routed};
@@ -55,8 +56,14 @@ impl Simulation {
     /// Gauss-Seidel pass has no derivative).
     pub fn with_config(model: Model<f64>, config: SolverConfig) -> Self {
         let base = model.parameters();
-        let shared =
-            Shared { model, contact: ContactState::new(config), params: Vec::new(), base, counts: Counts::default() };
+        let shared = Shared {
+            model,
+            contact: ContactState::new(config),
+            params: Vec::new(),
+            base,
+            record_bodies: false,
+            counts: Counts::default(),
+        };
         Simulation::from_shared(shared)
     }
 
@@ -75,6 +82,7 @@ impl Simulation {
     /// simulation's contact preset.
     #[cfg(feature = "traced")]
     pub fn with_route(&self, route: Arc<dyn DeviceRoute>) -> Result<Self, BurnError> {
+        self.host_only_records()?;
         let solver = route.solver(&self.config()).map_err(BurnError::Route)?;
         Ok(Simulation { route: Some(Routed { route, solver }), ..self.clone() })
     }
@@ -85,8 +93,43 @@ impl Simulation {
     /// also warm-starts across steps). Refused where the
     /// device does not step this simulation's model under its preset.
     pub fn with_device_step(&self, step: Arc<dyn DeviceStep>) -> Result<Self, BurnError> {
+        self.host_only_records()?;
         step.accepts(&self.shared.model, &self.config()).map_err(BurnError::Route)?;
         Ok(Simulation { stepped: Some(Stepped(step)), ..self.clone() })
+    }
+
+    /// The same simulation, its states recording each body's position and external wrench from
+    /// the constraints at their step's last evaluation, as MuJoCo's `mjData` holds them after
+    /// `mj_step` and `mj_rnePostConstraint` (`xpos`, `cfrc_ext`: RK4's fourth stage), and a
+    /// start's at the start itself with no wrench: [`BatchState::body_positions`] and
+    /// [`BatchState::external_wrenches`], what gymnasium's ant reads. The host route records
+    /// them; a simulation with a device route or step is refused, as a device route is refused
+    /// one that records.
+    pub fn with_body_records(&self) -> Result<Self, BurnError> {
+        #[cfg(feature = "traced")]
+        let routed = self.route.is_some() || self.stepped.is_some();
+        #[cfg(not(feature = "traced"))]
+        let routed = self.stepped.is_some();
+        if routed {
+            return Err(BurnError::Route("bodies are recorded on the host route only".into()));
+        }
+        let s = &self.shared;
+        let shared = Shared {
+            model: s.model.clone(),
+            contact: s.contact.clone(),
+            params: s.params.clone(),
+            base: s.base.clone(),
+            record_bodies: true,
+            counts: Counts::default(),
+        };
+        Ok(Simulation::from_shared(shared))
+    }
+
+    fn host_only_records(&self) -> Result<(), BurnError> {
+        if self.shared.record_bodies {
+            return Err(BurnError::Route("this simulation records its bodies, which only the host route does".into()));
+        }
+        Ok(())
     }
 
     /// The same simulation, stepped with the engine traced on tensors, every lane's warm starts
@@ -124,6 +167,7 @@ impl Simulation {
             contact: s.contact.clone(),
             params: indices.to_vec(),
             base: s.base.clone(),
+            record_bodies: s.record_bodies,
             counts: Counts::default(),
         };
         Ok(Simulation {
@@ -163,11 +207,12 @@ impl Simulation {
         let model = &self.shared.model;
         let (qpos, qvel) = (repeat(&state.qpos), repeat(&state.qvel));
         let dtype = self.dtype(device);
-        self.start(
+        let start = self.start(
             write_as(qpos, batch, model.nq(), device, dtype),
             write_as(qvel, batch, model.nv(), device, dtype),
             write_as(repeat(&state.act), batch, model.na(), device, dtype),
-        )
+        );
+        self.recorded(start, &vec![state; batch])
     }
 
     /// A batch starting from `qpos` and `qvel`, with zero activations and cold warm starts.
@@ -175,15 +220,26 @@ impl Simulation {
         let (batch, device) = (qpos.dims()[0], qpos.device());
         let act = write_as(vec![0.0; batch * self.shared.na()], batch, self.shared.na(), &device, self.dtype(&device));
         let state = self.start(qpos, qvel, act);
-        lane_states(&self.shared, &state, self.dtype(&device))?;
-        Ok(state)
+        let lanes = lane_states(&self.shared, &state, self.dtype(&device))?;
+        Ok(self.recorded(state, &lanes))
+    }
+
+    /// `start` with its bodies recorded at its lanes' states `lanes`, where this simulation
+    /// records them.
+    fn recorded(&self, start: BatchState, lanes: &[State<f64>]) -> BatchState {
+        if !self.shared.record_bodies {
+            return start;
+        }
+        let model = &self.shared.model;
+        let bodies = lanes.iter().flat_map(|s| record_bodies(model, &forward_kinematics(model, &s.qpos), None));
+        BatchState { bodies: Arc::new(bodies.collect()), ..start }
     }
 
     /// A batch at time zero, with cold warm starts kept the way its device's route keeps them.
     fn start(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
         let batch = qpos.dims()[0];
         let warm = self.route(&qpos.device()).cold(&self.shared, batch);
-        BatchState { qpos, qvel, act, time: 0.0, warm, info: Arc::new(Vec::new()) }
+        BatchState { qpos, qvel, act, time: 0.0, warm, info: Arc::new(Vec::new()), bodies: Arc::new(Vec::new()) }
     }
 
     /// The solves this simulation's steps have run (see [`SolveCounts`]).

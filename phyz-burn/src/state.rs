@@ -9,7 +9,7 @@ use phyz_core::State;
 use phyz_core::sim::{ContactState, StepInfo};
 
 use crate::BurnError;
-use crate::batch::Shared;
+use crate::batch::{BODY_RECORD, Shared};
 use crate::host::read_as;
 
 /// A batch of states: each lane's positions, velocities and activations as tensors (what
@@ -23,6 +23,9 @@ pub struct BatchState {
     pub time: f64,
     pub(crate) warm: Warm,
     pub(crate) info: Arc<Vec<StepInfo>>,
+    /// Each lane's record of its bodies (`batch::record_bodies`), lane after lane; empty where
+    /// none was made.
+    pub(crate) bodies: Arc<Vec<f64>>,
 }
 
 /// A batch's contact warm starts, kept the way its route steps it.
@@ -40,7 +43,8 @@ impl BatchState {
     /// A batch at time zero from its tensors, with no warm starts: the start of a traced
     /// simulation (which keeps its own warm starts), in whatever float type the tensors hold.
     pub fn from_tensors(qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>) -> BatchState {
-        BatchState { qpos, qvel, act, time: 0.0, warm: Warm::Lanes(Arc::new(Vec::new())), info: Arc::new(Vec::new()) }
+        let (warm, info, bodies) = (Warm::Lanes(Arc::new(Vec::new())), Arc::new(Vec::new()), Arc::new(Vec::new()));
+        BatchState { qpos, qvel, act, time: 0.0, warm, info, bodies }
     }
 
     /// The number of lanes.
@@ -57,11 +61,34 @@ impl BatchState {
         &self.info
     }
 
+    /// Each body's position (MuJoCo's `xpos`, world frame) at the last evaluation of the step
+    /// that reached this state (RK4's fourth stage; at a start, the start), `3 × bodies`
+    /// numbers a lane, lane after lane, the world first. `None` unless the simulation records
+    /// its bodies ([`crate::Simulation::with_body_records`]).
+    pub fn body_positions(&self) -> Option<Vec<f64>> {
+        self.body_columns(0, 3)
+    }
+
+    /// Each body's external wrench from the constraints at the last evaluation of the step
+    /// that reached this state (MuJoCo's `cfrc_ext`: torque then force, world axes, the torque
+    /// about the centre of mass of the body's tree; zero at a start), `6 × bodies` numbers a
+    /// lane, as [`BatchState::body_positions`].
+    pub fn external_wrenches(&self) -> Option<Vec<f64>> {
+        self.body_columns(3, 6)
+    }
+
+    /// Columns `from..from + width` of every body's record.
+    fn body_columns(&self, from: usize, width: usize) -> Option<Vec<f64>> {
+        let records = self.bodies.chunks(BODY_RECORD).map(|r| &r[from..from + width]);
+        (!self.bodies.is_empty()).then(|| records.flatten().copied().collect())
+    }
+
     /// The state a traced step from this one reached: its tensors, this state's warm starts
     /// (the caller keeps the traced route's), no solve report.
     #[cfg(feature = "traced")]
     pub(crate) fn stepped(&self, qpos: Tensor<2>, qvel: Tensor<2>, act: Tensor<2>, dt: f64) -> BatchState {
-        BatchState { qpos, qvel, act, time: self.time + dt, warm: self.warm.clone(), info: Arc::new(Vec::new()) }
+        let (warm, info, bodies) = (self.warm.clone(), Arc::new(Vec::new()), Arc::new(Vec::new()));
+        BatchState { qpos, qvel, act, time: self.time + dt, warm, info, bodies }
     }
 
     /// The same state with its tensors marked for gradients (`Tensor::require_grad`): the
@@ -103,7 +130,19 @@ impl BatchState {
             time: self.time,
             warm,
             info: self.info.clone(),
+            bodies: Arc::new(self.lane_records(replace, fresh)),
         })
+    }
+
+    /// [`BatchState::with_lanes`]' records of the bodies: a replaced lane takes its fresh
+    /// one's; none unless both batches have them.
+    fn lane_records(&self, replace: &[bool], fresh: &BatchState) -> Vec<f64> {
+        if self.bodies.is_empty() || fresh.bodies.len() != self.bodies.len() {
+            return Vec::new();
+        }
+        let width = self.bodies.len() / self.batch();
+        let lanes = self.bodies.chunks(width).zip(fresh.bodies.chunks(width)).zip(replace);
+        lanes.flat_map(|((kept, new), &r)| if r { new } else { kept }).copied().collect()
     }
 
     /// The same state with its tensors cut from the graph: gradients stop here.

@@ -11,8 +11,10 @@ use burn::tensor::{DType, Device, Tensor, TensorData};
 use super::nets::host;
 use crate::{BatchState, BurnError, Simulation};
 
-/// Hopper's pay for each decision it ends healthy.
+/// Hopper's and ant's pay for each decision they end healthy.
 const HEALTHY_REWARD: f64 = 1.0;
+/// The range ant's contact wrenches are clipped to, observed and paid for.
+const ANT_WRENCH_RANGE: f64 = 1.0;
 
 /// A control task: a simulated system, its decisions and its rewards.
 pub trait Task {
@@ -94,6 +96,9 @@ pub enum Locomotion {
     Hopper,
     /// `HalfCheetah-v5`: a planar cheetah, paid for forward speed; it never falls.
     HalfCheetah,
+    /// `Ant-v5`: a four-legged ant, free in space, paid for forward speed while its torso stays
+    /// between 0.2 m and 1 m high, and charged for its contact wrenches.
+    Ant,
 }
 
 impl Locomotion {
@@ -102,6 +107,7 @@ impl Locomotion {
         match self {
             Locomotion::Hopper => "Hopper-v5",
             Locomotion::HalfCheetah => "HalfCheetah-v5",
+            Locomotion::Ant => "Ant-v5",
         }
     }
 }
@@ -117,12 +123,14 @@ pub struct Gymnasium {
 }
 
 impl Gymnasium {
-    /// The task on `sim`, a simulation of the task's model (gymnasium's `hopper.xml` or
-    /// `half_cheetah.xml`).
+    /// The task on `sim`, a simulation of the task's model (gymnasium's `hopper.xml`,
+    /// `half_cheetah.xml` or `ant.xml`). Ant's steps record the contact wrenches it observes,
+    /// which a simulation with a device route does not ([`Simulation::with_external_wrenches`]).
     pub fn new(kind: Locomotion, sim: Simulation) -> Result<Self, BurnError> {
         let expected = match kind {
             Locomotion::Hopper => (6, 6, 3),
             Locomotion::HalfCheetah => (9, 9, 6),
+            Locomotion::Ant => (15, 14, 8),
         };
         let model = sim.model();
         let got = (model.nq(), model.nv(), model.nu());
@@ -130,13 +138,14 @@ impl Gymnasium {
             return Err(BurnError::TaskModel { task: kind.name(), expected, got });
         }
         let dt = model.timestep * Self::skip(kind) as f64;
+        let sim = if kind == Locomotion::Ant { sim.with_body_records()? } else { sim };
         Ok(Gymnasium { kind, sim, dt })
     }
 
     fn skip(kind: Locomotion) -> usize {
         match kind {
             Locomotion::Hopper => 4,
-            Locomotion::HalfCheetah => 5,
+            Locomotion::HalfCheetah | Locomotion::Ant => 5,
         }
     }
 
@@ -152,6 +161,39 @@ impl Gymnasium {
         let bounded = qpos[2..].iter().chain(qvel).all(|x| x.abs() < 100.0);
         bounded && z > 0.7 && angle.abs() < 0.2
     }
+
+    /// Ant's forward speed as gymnasium measures it: of the torso's position in MuJoCo's data
+    /// after each decision, which is that of the last step's fourth RK4 stage, not of the state
+    /// reached (`[batch, 1]`, cut from the graph). Its sum over an episode is the torso's
+    /// travel but for that last stage's lag; the reward keeps this value, and differentiates
+    /// the travel between the states.
+    fn torso_speed(&self, before: &BatchState, after: &BatchState) -> Tensor<2> {
+        let bodies = self.sim.model().bodies().len();
+        let x = |s: &BatchState| -> Vec<f64> {
+            let positions = s.body_positions().unwrap_or_else(|| host(&s.qpos));
+            let width = positions.len() / s.batch();
+            // Body 1 is the torso; a state without records is a start, where it is the root's.
+            let at = if width == 3 * bodies { 3 } else { 0 };
+            positions.chunks(width).map(|lane| lane[at]).collect()
+        };
+        let speed: Vec<f64> = x(after).iter().zip(x(before)).map(|(a, b)| (a - b) / self.dt).collect();
+        let lanes = speed.len();
+        Tensor::from_data(TensorData::new(speed, [lanes, 1]), (&after.qpos.device(), DType::F64))
+    }
+
+    /// Ant's contact wrenches, every body's but the world's, clipped to ±1 and cut from the
+    /// graph: `[batch, 6 × (bodies − 1)]`, zero at a start (as gymnasium's after a reset).
+    /// The clip holds most of them at ±1 or 0, where it has no derivative to lose.
+    fn ant_wrenches(&self, state: &BatchState) -> Tensor<2> {
+        let (lanes, width) = (state.batch(), 6 * self.sim.model().bodies().len());
+        let values = match state.external_wrenches() {
+            Some(w) => w.iter().map(|x| x.clamp(-ANT_WRENCH_RANGE, ANT_WRENCH_RANGE)).collect(),
+            None => vec![0.0; lanes * width],
+        };
+        let device = state.qpos.device();
+        let all = Tensor::<2>::from_data(TensorData::new(values, [lanes, width]), (&device, DType::F64));
+        all.narrow(1, 6, width - 6)
+    }
 }
 
 impl Task for Gymnasium {
@@ -165,51 +207,72 @@ impl Task for Gymnasium {
 
     fn observations(&self) -> usize {
         let model = self.sim.model();
-        model.nq() - 1 + model.nv()
+        match self.kind {
+            Locomotion::Hopper | Locomotion::HalfCheetah => model.nq() - 1 + model.nv(),
+            Locomotion::Ant => model.nq() - 2 + model.nv() + 6 * (model.bodies().len() - 1),
+        }
     }
 
-    /// The positions but the forward one, and the velocities (hopper's clipped to ±10).
+    /// The positions but the forward ones (x; ant's x and y), and the velocities (hopper's
+    /// clipped to ±10); ant's clipped contact wrenches after them.
     fn observe(&self, state: &BatchState) -> Tensor<2> {
         let nq = state.qpos.dims()[1];
-        let qvel = match self.kind {
-            Locomotion::Hopper => state.qvel.clone().clamp(-10.0, 10.0),
-            Locomotion::HalfCheetah => state.qvel.clone(),
-        };
-        Tensor::cat(vec![state.qpos.clone().narrow(1, 1, nq - 1), qvel], 1)
+        match self.kind {
+            Locomotion::Hopper => {
+                let qvel = state.qvel.clone().clamp(-10.0, 10.0);
+                Tensor::cat(vec![state.qpos.clone().narrow(1, 1, nq - 1), qvel], 1)
+            }
+            Locomotion::HalfCheetah => {
+                Tensor::cat(vec![state.qpos.clone().narrow(1, 1, nq - 1), state.qvel.clone()], 1)
+            }
+            Locomotion::Ant => {
+                let positions = state.qpos.clone().narrow(1, 2, nq - 2);
+                Tensor::cat(vec![positions, state.qvel.clone(), self.ant_wrenches(state)], 1)
+            }
+        }
     }
 
-    /// Forward speed (of the root's x), less the control cost, plus hopper's 1 while healthy.
+    /// Forward speed (of the root's x), less the control cost, plus hopper's and ant's 1
+    /// while healthy, less ant's contact cost.
     fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>, fallen: &[bool]) -> Tensor<2> {
         let x = |s: &BatchState| s.qpos.clone().narrow(1, 0, 1);
         let speed = (x(after) - x(before)).div_scalar(self.dt);
         let effort = action.clone().powi_scalar(2).sum_dim(1);
+        let device = speed.device();
+        let alive = || {
+            let alive: Vec<f64> = fallen.iter().map(|&t| if t { 0.0 } else { HEALTHY_REWARD }).collect();
+            let lanes = alive.len();
+            Tensor::<2>::from_data(TensorData::new(alive, [lanes, 1]), (&device, DType::F64))
+        };
         match self.kind {
-            Locomotion::Hopper => {
-                let alive: Vec<f64> = fallen.iter().map(|&t| if t { 0.0 } else { HEALTHY_REWARD }).collect();
-                let lanes = alive.len();
-                let alive = Tensor::from_data(TensorData::new(alive, [lanes, 1]), (&speed.device(), DType::F64));
-                speed + alive - effort.mul_scalar(1e-3)
-            }
+            Locomotion::Hopper => speed + alive() - effort.mul_scalar(1e-3),
             Locomotion::HalfCheetah => speed - effort.mul_scalar(0.1),
+            Locomotion::Ant => {
+                let contact = self.ant_wrenches(after).powi_scalar(2).sum_dim(1);
+                let speed = speed.clone() + (self.torso_speed(before, after) - speed).detach();
+                speed + alive() - effort.mul_scalar(0.5) - contact.mul_scalar(5e-4)
+            }
         }
     }
 
     fn terminated(&self, state: &BatchState) -> Vec<bool> {
+        let (qpos, qvel) = (host(&state.qpos), host(&state.qvel));
+        let (nq, nv) = (state.qpos.dims()[1], state.qvel.dims()[1]);
+        let lanes = (0..state.batch()).map(|l| (&qpos[l * nq..(l + 1) * nq], &qvel[l * nv..(l + 1) * nv]));
         match self.kind {
             Locomotion::HalfCheetah => vec![false; state.batch()],
-            Locomotion::Hopper => {
-                let (qpos, qvel) = (host(&state.qpos), host(&state.qvel));
-                let (nq, nv) = (state.qpos.dims()[1], state.qvel.dims()[1]);
-                (0..state.batch())
-                    .map(|l| !Self::healthy(&qpos[l * nq..(l + 1) * nq], &qvel[l * nv..(l + 1) * nv]))
-                    .collect()
+            Locomotion::Hopper => lanes.map(|(q, v)| !Self::healthy(q, v)).collect(),
+            // Ant's health: every number of the state finite, the torso between 0.2 m and 1 m.
+            Locomotion::Ant => {
+                lanes.map(|(q, v)| !(q.iter().chain(v).all(|x| x.is_finite()) && (0.2..=1.0).contains(&q[2]))).collect()
             }
         }
     }
 
     /// Gymnasium's starts: the reference pose plus uniform noise of ±0.005 (hopper) or ±0.1
-    /// (cheetah) on the positions; on the velocities the same uniform noise (hopper) or 0.1
-    /// times a standard normal (cheetah).
+    /// (cheetah, ant) on the positions (ant's torso quaternion among them, left as it comes, as
+    /// gymnasium's); on the velocities the same uniform noise (hopper) or 0.1 times a standard
+    /// normal (cheetah, ant).
     fn reset(&self, rng: &mut Rng, lanes: usize, device: &Device) -> Result<BatchState, BurnError> {
         let model = self.sim.model();
         let reference = model.default_state();
@@ -222,7 +285,7 @@ impl Task for Gymnasium {
                     qpos.extend(reference.qpos.iter().map(|q| q + rng.symmetric(5e-3)));
                     qvel.extend(reference.qvel.iter().map(|v| v + rng.symmetric(5e-3)));
                 }
-                Locomotion::HalfCheetah => {
+                Locomotion::HalfCheetah | Locomotion::Ant => {
                     qpos.extend(reference.qpos.iter().map(|q| q + rng.symmetric(0.1)));
                     qvel.extend(reference.qvel.iter().map(|v| v + 0.1 * rng.normal()));
                 }

@@ -63,10 +63,12 @@ impl Route for Host {
             next.extend(s.next.qpos.iter().chain(&s.next.qvel).chain(&s.next.act));
         }
         let (mut contact, mut info, mut starts) = (Vec::with_capacity(batch), Vec::with_capacity(batch), Vec::new());
+        let mut bodies = Vec::new();
         for s in steps {
             contact.push(s.contact);
             info.push(s.info);
             starts.extend(s.start);
+            bodies.extend(s.bodies);
         }
         let taken = Taken { shared: shared.clone(), batch, next, starts, params: lane_params };
         let out = physics_step(packed, ctrl.clone(), params, StepRecord(Arc::new(taken)));
@@ -78,6 +80,7 @@ impl Route for Host {
             time: state.time + shared.model.timestep,
             warm: Warm::Lanes(Arc::new(contact)),
             info: Arc::new(info),
+            bodies: Arc::new(bodies),
         })
     }
 }

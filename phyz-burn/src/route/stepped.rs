@@ -81,6 +81,7 @@ impl Route for Stepped {
             time: state.time + shared.model.timestep,
             warm: Warm::Lanes(Arc::new(Vec::new())),
             info: Arc::new(Vec::new()),
+            bodies: Arc::new(Vec::new()),
         })
     }
 }

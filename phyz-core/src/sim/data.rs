@@ -67,6 +67,26 @@ impl<S: Scalar> Data<S> {
         self.gather.record_wrenches = true;
     }
 
+    /// Whether the evaluations that follow record what [`Data::external_wrenches`] reads (off
+    /// by default: a step does not need it).
+    pub fn set_record_wrenches(&mut self, on: bool) {
+        self.gather.record_wrenches = on;
+    }
+
+    /// Each body's external wrench from the constraints of this evaluation, as MuJoCo's
+    /// `mj_rnePostConstraint` leaves it in `cfrc_ext`: torque then force, world axes, the
+    /// torque about the centre of mass of the body's tree; the world's row zero. After a step
+    /// this is its last evaluation's (RK4's fourth stage, as MuJoCo's after `mj_step`). `None`
+    /// unless the evaluation recorded its wrenches ([`Data::set_record_wrenches`]).
+    pub fn external_wrenches(&self, model: &Model<S>) -> Option<Vec<[S; 6]>> {
+        let recorded = self.gather.record_wrenches || self.gather.list.is_empty();
+        recorded.then(|| {
+            let impulses = self.impulses();
+            let impulses = if impulses.is_empty() { DVector::zeros(self.gather.row_count()) } else { impulses };
+            super::loads::external_wrenches(model, self.kinematics(), &self.gather, &impulses, model.timestep)
+        })
+    }
+
     /// The gathered constraints.
     pub(super) fn gather(&self) -> &Gather<S> {
         &self.gather

@@ -34,6 +34,81 @@ pub(super) struct Loads<S> {
     contacts: Vec<ContactPush<S>>,
 }
 
+/// Each body's own external force and torque (about the world origin, world frame) from the
+/// gathered constraints' `impulses` over `dt`, the world's left zero (MuJoCo leaves its share
+/// out of `cfrc_ext`), and each contact's normal push.
+fn body_wrenches<S: Scalar>(
+    model: &Model<S>,
+    gather: &Gather<S>,
+    impulses: &DVector<S>,
+    dt: S,
+) -> (Vec<(Vector3<S>, Vector3<S>)>, Vec<ContactPush<S>>) {
+    let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
+    let mut contacts = Vec::new();
+    debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
+    let mut at = 0;
+    for g in &gather.list {
+        let dim = g.kind.dim();
+        let mut forces = [S::zero(); 6];
+        for (f, &impulse) in forces.iter_mut().zip(&impulses.as_slice()[at..at + dim]) {
+            *f = impulse / dt;
+        }
+        at += dim;
+        let Some(w) = g.wrench.map(|w| &gather.wrenches[w]) else { continue };
+        for side in (0..2).filter(|&side| w.bodies[side] != 0) {
+            let (force, torque) = w.on(side, &forces);
+            external[w.bodies[side]].0 += force;
+            external[w.bodies[side]].1 += torque;
+        }
+        if let Some(normal) = w.normal {
+            let force = w.rows.iter().zip(&forces).fold(S::zero(), |sum, (row, &f)| sum + row.0.dot(&normal) * f);
+            contacts.push(ContactPush { bodies: w.bodies, point: w.points[1], normal, force });
+        }
+    }
+    (external, contacts)
+}
+
+/// MuJoCo's `cfrc_ext` of the evaluation whose constraints `gather` holds at the pose `kin`
+/// holds, under `impulses` over `dt`: each body's external wrench from its contacts, connects
+/// and welds, torque then force, in world axes with the torque about the centre of mass of the
+/// body's tree (MuJoCo's `subtree_com` of its root). The world's row is zero.
+pub(super) fn external_wrenches<S: Scalar>(
+    model: &Model<S>,
+    kin: &Kinematics<S>,
+    gather: &Gather<S>,
+    impulses: &DVector<S>,
+    dt: S,
+) -> Vec<[S; 6]> {
+    let bodies = model.bodies();
+    let root = |mut b: usize| {
+        while bodies[b].parent() != 0 {
+            b = bodies[b].parent();
+        }
+        b
+    };
+    // Each tree's mass and first moment, by its root.
+    let mut moment = vec![(S::zero(), Vector3::zeros()); bodies.len()];
+    for (b, body) in bodies.iter().enumerate().skip(1) {
+        let x = kin.body_pose(model, b).transform_point(&body.com);
+        moment[root(b)].0 += body.mass;
+        moment[root(b)].1 += x * body.mass;
+    }
+    let (external, _) = body_wrenches(model, gather, impulses, dt);
+    let mut out = vec![[S::zero(); 6]; bodies.len()];
+    for b in 1..bodies.len() {
+        let r = root(b);
+        let (mass, sum) = moment[r];
+        // A massless tree's centre is its root's own (as MuJoCo's `subtree_com` then).
+        let heavy = mass.greater(S::from_f64(1e-15));
+        let own = kin.body_pose(model, r).transform_point(&bodies[r].com);
+        let centre = (sum / S::select(heavy, mass, S::one())).zip_map(&own, |c, o| S::select(heavy, c, o));
+        let (force, torque) = external[b];
+        let torque = torque - centre.cross(&force);
+        out[b] = [torque.x, torque.y, torque.z, force.x, force.y, force.z];
+    }
+    out
+}
+
 impl<S: Scalar> Loads<S> {
     /// The loads at the pose `kin` holds, velocity `qvel` and acceleration `qacc`, with the
     /// gathered constraints' `impulses` (one per row) over the step `dt`.
@@ -54,29 +129,7 @@ impl<S: Scalar> Loads<S> {
             |motions: &[Motion<S>]| kin.rooted.iter().zip(motions).map(|(to, m)| to.motion_to_child(m)).collect();
         let (velocity, acceleration) = (to_links(&links.velocity), to_links(&links.acceleration));
         let force = kin.rooted.iter().zip(&links.force).map(|(to, f)| to.force_to_child(f)).collect();
-        let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
-        let mut contacts = Vec::new();
-        debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
-        let mut at = 0;
-        for g in &gather.list {
-            let dim = g.kind.dim();
-            let mut forces = [S::zero(); 6];
-            for (f, &impulse) in forces.iter_mut().zip(&impulses.as_slice()[at..at + dim]) {
-                *f = impulse / dt;
-            }
-            at += dim;
-            let Some(w) = g.wrench.map(|w| &gather.wrenches[w]) else { continue };
-            // The world's own share is no body's load (MuJoCo leaves it out of `cfrc_ext`).
-            for side in (0..2).filter(|&side| w.bodies[side] != 0) {
-                let (force, torque) = w.on(side, &forces);
-                external[w.bodies[side]].0 += force;
-                external[w.bodies[side]].1 += torque;
-            }
-            if let Some(normal) = w.normal {
-                let force = w.rows.iter().zip(&forces).fold(S::zero(), |sum, (row, &f)| sum + row.0.dot(&normal) * f);
-                contacts.push(ContactPush { bodies: w.bodies, point: w.points[1], normal, force });
-            }
-        }
+        let (mut external, contacts) = body_wrenches(model, gather, impulses, dt);
         // About the world origin, wrenches add up the tree as they are (children come after
         // their parents).
         for b in (1..model.bodies().len()).rev().filter(|&b| model.bodies()[b].parent() != 0) {
