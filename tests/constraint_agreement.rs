@@ -234,6 +234,47 @@ fn acceleration_stage_sensors_match_mujoco_with_constraints() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
+/// `Data::external_wrenches` against MuJoCo's `cfrc_ext` after `mj_forward` and
+/// `mj_rnePostConstraint`, at the same states as the sensors above: contacts, a connect and a
+/// weld, on an arm, free bodies and a robot hand. Tolerance as the force sensors' (1e-8,
+/// relative to max(1, |value|)): the constraint forces bound it.
+#[test]
+fn external_wrenches_match_mujoco_cfrc_ext() {
+    const WRENCH_TOL: f64 = 1e-8;
+    let dir = root().join("tests/reference/constrained_sensors");
+    let names = entry_names(&dir);
+    assert!(!names.is_empty(), "constrained sensor data");
+    let mut failures = Vec::new();
+    for name in names {
+        let data = dir.join(&name);
+        let file = std::fs::read_to_string(data.join("model_path.txt"))
+            .map_or_else(|_| model_file(&name), |path| root().join(path.trim()));
+        let model = mjcf::load(file).expect("loads");
+        let (states, ctrls, wrenches) = (
+            rows(&data.join("states.csv"), true),
+            rows(&data.join("ctrl.csv"), false),
+            rows(&data.join("cfrc_ext.csv"), false),
+        );
+        let (mut worst, mut largest): (f64, f64) = (0.0, 0.0);
+        for ((s, u), want) in states.iter().zip(&ctrls).zip(&wrenches) {
+            let mut d = phyz::sim::Data::default();
+            d.set_record_wrenches(true);
+            phyz::sim::forward(&model, &state(&model, s), u, &SolverConfig::mujoco_compat(), &mut d).expect("forward");
+            let got: Vec<f64> = d.external_wrenches(&model).expect("recorded").into_iter().flatten().collect();
+            assert_eq!(got.len(), want.len(), "{name}: six numbers a body");
+            for (g, w) in got.iter().zip(want) {
+                worst = worst.max((g - w).abs() / w.abs().max(1.0));
+                largest = largest.max(w.abs());
+            }
+        }
+        eprintln!("cfrc_ext {name:<26} worst of {} states {worst:.2e} (largest entry {largest:.1})", states.len());
+        if worst.is_nan() || worst > WRENCH_TOL || largest == 0.0 {
+            failures.push((name, worst));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
 /// `sim::forward`'s `Data` against MuJoCo's `mjData` after `mj_forward` at the contact
 /// reference states (`tools/mujoco_forward_data.py`, MuJoCo solving to 1e-15), under
 /// `mujoco_compat`. Tolerances: the smooth acceleration as a smooth step (1e-10); each

@@ -13,6 +13,8 @@ evenly spread over the run. Per model, in tests/reference/constrained_sensors/<m
   ctrl.csv       their controls
   sensors.csv    d.sensordata after mj_forward at each (nsensordata numbers a row)
   contacts.csv   ncon,nefc at each
+  cfrc_ext.csv   d.cfrc_ext after mj_forward and mj_rnePostConstraint at each (nbody × 6
+                 numbers a row: each body's torque, then force)
   model_path.txt a robot model's file, from the repository root
 
 All floats are written with repr(); the run is deterministic (numpy PCG64 seeded with a fixed
@@ -51,10 +53,12 @@ def generate(name, path, out_root):
         return None
     picks = [found[i] for i in np.linspace(0, len(found) - 1, SAMPLES).round().astype(int)]
     d = mujoco.MjData(m)
-    states, ctrls, sensors, counts = [], [], [], []
+    states, ctrls, sensors, counts, wrenches = [], [], [], [], []
     for qpos, qvel, ctrl, ncon, nefc, extras in picks:
         set_state(m, d, qpos, qvel, ctrl, extras)
         mujoco.mj_forward(m, d)
+        mujoco.mj_rnePostConstraint(m, d)
+        wrenches.append(list(d.cfrc_ext.ravel()))
         states.append(state_row(d))
         ctrls.append(list(ctrl))
         sensors.append(list(d.sensordata))
@@ -65,6 +69,7 @@ def generate(name, path, out_root):
     write_csv(os.path.join(out, "ctrl.csv"), None, ctrls)
     write_csv(os.path.join(out, "sensors.csv"), None, sensors)
     write_csv(os.path.join(out, "contacts.csv"), ["ncon", "nefc"], counts)
+    write_csv(os.path.join(out, "cfrc_ext.csv"), None, wrenches)
     touch = [i for i in range(m.nsensor) if int(m.sensor_type[i]) == int(mujoco.mjtSensor.mjSENS_TOUCH)]
     touching = [sum(1 for row in sensors if row[m.sensor_adr[i]] > 0) for i in touch]
     return len(found), counts, touching

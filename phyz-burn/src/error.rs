@@ -47,6 +47,9 @@ pub enum BurnError {
     /// A device route refused the simulation or the state (see `Simulation::with_route`).
     #[error("device route: {0}")]
     Route(String),
+    /// Body records were asked of what does not keep them (see `Simulation::with_body_records`).
+    #[error("body records: {0}")]
+    BodyRecords(&'static str),
     /// A task was given a simulation of another model than its own.
     #[error("{task} needs a model of (nq, nv, nu) = {expected:?}, not {got:?}")]
     TaskModel { task: &'static str, expected: (usize, usize, usize), got: (usize, usize, usize) },

@@ -100,18 +100,20 @@ impl Simulation {
 
     /// The same simulation, its states recording each body's position and external wrench from
     /// the constraints at their step's last evaluation, as MuJoCo's `mjData` holds them after
-    /// `mj_step` and `mj_rnePostConstraint` (`xpos`, `cfrc_ext`: RK4's fourth stage), and a
-    /// start's at the start itself with no wrench: [`BatchState::body_positions`] and
+    /// `mj_step` and `mj_rnePostConstraint` (`xpos`, `cfrc_ext`: under RK4 its fourth stage's,
+    /// under Euler the step's start), and a start's at the start itself (in the model's own
+    /// parameters) with no wrench: [`BatchState::body_positions`] and
     /// [`BatchState::external_wrenches`], what gymnasium's ant reads. The host route records
     /// them; a simulation with a device route or step is refused, as a device route is refused
-    /// one that records.
+    /// one that records, and [`Simulation::traced`] makes a simulation of its own that does not
+    /// record. The records cut no gradient and carry none.
     pub fn with_body_records(&self) -> Result<Self, BurnError> {
         #[cfg(feature = "traced")]
         let routed = self.route.is_some() || self.stepped.is_some();
         #[cfg(not(feature = "traced"))]
         let routed = self.stepped.is_some();
         if routed {
-            return Err(BurnError::Route("bodies are recorded on the host route only".into()));
+            return Err(BurnError::BodyRecords("a device route or step does not record bodies"));
         }
         let s = &self.shared;
         let shared = Shared {
@@ -127,7 +129,7 @@ impl Simulation {
 
     fn host_only_records(&self) -> Result<(), BurnError> {
         if self.shared.record_bodies {
-            return Err(BurnError::Route("this simulation records its bodies, which only the host route does".into()));
+            return Err(BurnError::BodyRecords("this simulation records its bodies, which a device route does not"));
         }
         Ok(())
     }

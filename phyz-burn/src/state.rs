@@ -103,7 +103,9 @@ impl BatchState {
     }
 
     /// This batch with the lanes marked in `replace` taken from `fresh` (a batch of as many
-    /// lanes): their tensors' rows, their warm starts. Gradients reach the kept lanes only.
+    /// lanes): their tensors' rows, their warm starts, their body records
+    /// ([`BatchState::body_positions`]; refused where one batch has them and the other not).
+    /// Gradients reach the kept lanes only.
     pub fn with_lanes(&self, replace: &[bool], fresh: &BatchState) -> Result<BatchState, BurnError> {
         for got in [replace.len(), fresh.batch()] {
             if got != self.batch() {
@@ -130,19 +132,22 @@ impl BatchState {
             time: self.time,
             warm,
             info: self.info.clone(),
-            bodies: Arc::new(self.lane_records(replace, fresh)),
+            bodies: Arc::new(self.lane_records(replace, fresh)?),
         })
     }
 
     /// [`BatchState::with_lanes`]' records of the bodies: a replaced lane takes its fresh
-    /// one's; none unless both batches have them.
-    fn lane_records(&self, replace: &[bool], fresh: &BatchState) -> Vec<f64> {
-        if self.bodies.is_empty() || fresh.bodies.len() != self.bodies.len() {
-            return Vec::new();
+    /// one's. Refused where one batch has records and the other has none (or other ones).
+    fn lane_records(&self, replace: &[bool], fresh: &BatchState) -> Result<Vec<f64>, BurnError> {
+        if fresh.bodies.len() != self.bodies.len() {
+            return Err(BurnError::BodyRecords("the fresh lanes come from a simulation that records other bodies"));
+        }
+        if self.bodies.is_empty() {
+            return Ok(Vec::new());
         }
         let width = self.bodies.len() / self.batch();
         let lanes = self.bodies.chunks(width).zip(fresh.bodies.chunks(width)).zip(replace);
-        lanes.flat_map(|((kept, new), &r)| if r { new } else { kept }).copied().collect()
+        Ok(lanes.flat_map(|((kept, new), &r)| if r { new } else { kept }).copied().collect())
     }
 
     /// The same state with its tensors cut from the graph: gradients stop here.

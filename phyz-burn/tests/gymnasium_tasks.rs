@@ -59,11 +59,11 @@ fn compare(name: &str, kind: Locomotion) -> (f64, f64, usize) {
     (observed, paid, ended)
 }
 
-/// Tolerances, stated before measuring: a decision is 4 or 5 steps of MuJoCo's own model,
-/// which phyz follows to 1e-6 a step with sliding contact; an observation within 1e-4
-/// (relative, over the decision's steps and the solver's tolerance), a reward within 1e-3.
-const OBSERVATION: f64 = 1e-4;
-const REWARD: f64 = 1e-3;
+/// Tolerances: a decision is 4 or 5 steps of MuJoCo's own model, whose converged contact forces
+/// phyz follows to 1e-8 (relative, `tests/constraint_agreement.rs`); at these states the two
+/// agree to 1e-13, so 1e-8 leaves the solvers' tolerance and nothing more.
+const OBSERVATION: f64 = 1e-8;
+const REWARD: f64 = 1e-8;
 
 #[test]
 fn hopper_is_gymnasiums() {
@@ -81,4 +81,47 @@ fn half_cheetah_is_gymnasiums() {
 fn ant_is_gymnasiums() {
     let (o, r, t) = compare("ant", Locomotion::Ant);
     assert!(o < OBSERVATION && r < REWARD && t == 0, "ant: {o:e} {r:e} {t}");
+}
+
+/// A batch's body records are each lane's own: two ant lanes stepped together record what each
+/// records alone, and a restarted lane takes its fresh start's record (its own pose, no wrench).
+#[test]
+fn body_records_follow_their_lanes() {
+    let sim = Simulation::with_config(gymnasium("ant"), SolverConfig::mujoco_compat());
+    let task = Gymnasium::new(Locomotion::Ant, sim).expect("ant");
+    let sim = task.simulation();
+    let device: Device = f64_device(Device::flex()).expect("flex takes f64");
+    let (nq, nv, nu, bodies) = (sim.model().nq(), sim.model().nv(), sim.model().nu(), sim.model().bodies().len());
+    let reference = rows("ant");
+    // Two states where gymnasium's ant observed contact (a wrench in its observation).
+    let touching = |r: &&Vec<f64>| r[nq + nv + nu + nq - 2 + nv..][..6 * (bodies - 1)].iter().any(|&w| w != 0.0);
+    let lanes: Vec<&Vec<f64>> = reference.iter().filter(touching).take(2).collect();
+    assert_eq!(lanes.len(), 2, "two reference states with contact");
+    let column =
+        |from: usize, n: usize| -> Vec<f64> { lanes.iter().flat_map(|r| r[from..from + n].to_vec()).collect() };
+    let start = |qpos: Vec<f64>, qvel: Vec<f64>, b: usize| {
+        sim.state(tensor(qpos, b, nq, &device), tensor(qvel, b, nv, &device)).expect("a state")
+    };
+    let both = start(column(0, nq), column(nq, nv), 2);
+    let next = task.decide(&both, &tensor(column(nq + nv, nu), 2, nu, &device)).expect("a decision");
+    let (positions, wrenches) = (next.body_positions().expect("recorded"), next.external_wrenches().expect("recorded"));
+    assert_eq!((positions.len(), wrenches.len()), (2 * 3 * bodies, 2 * 6 * bodies));
+    for (l, row) in lanes.iter().enumerate() {
+        let one = start(row[..nq].to_vec(), row[nq..nq + nv].to_vec(), 1);
+        let alone =
+            task.decide(&one, &tensor(row[nq + nv..nq + nv + nu].to_vec(), 1, nu, &device)).expect("a decision");
+        assert_eq!(alone.body_positions().unwrap(), positions[l * 3 * bodies..(l + 1) * 3 * bodies]);
+        assert_eq!(alone.external_wrenches().unwrap(), wrenches[l * 6 * bodies..(l + 1) * 6 * bodies]);
+    }
+    assert!(wrenches.iter().any(|w| w.abs() > 1e-3), "the ant stands on the floor: some wrench is not zero");
+    let fresh = start(column(0, nq), vec![0.0; 2 * nv], 2);
+    let restarted = next.with_lanes(&[true, false], &fresh).expect("same records");
+    let (p, w) = (restarted.body_positions().unwrap(), restarted.external_wrenches().unwrap());
+    assert_eq!(p[3..6], lanes[0][..3], "lane 0's torso at its fresh start");
+    assert!(w[..6 * bodies].iter().all(|&x| x == 0.0), "a start has no wrench");
+    assert_eq!(p[3 * bodies..], positions[3 * bodies..], "lane 1 kept");
+    assert_eq!(w[6 * bodies..], wrenches[6 * bodies..], "lane 1 kept");
+    // A batch made without records cannot lend lanes to one with them.
+    let plain = phyz_burn::BatchState::from_tensors(fresh.qpos.clone(), fresh.qvel.clone(), fresh.act.clone());
+    assert!(next.with_lanes(&[true, false], &plain).is_err());
 }

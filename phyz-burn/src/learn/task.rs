@@ -4,7 +4,8 @@
 //!
 //! Observations and rewards are tensor expressions of the states, so that a learner through
 //! the physics (`shac`) differentiates them with the rollout, and one without (`ppo`) reads
-//! them detached.
+//! them detached; ant's contact wrenches, and the lag in how gymnasium measures its speed,
+//! enter as values cut from the graph (see [`Gymnasium`]).
 
 use burn::tensor::{DType, Device, Tensor, TensorData};
 
@@ -113,7 +114,11 @@ impl Locomotion {
 }
 
 /// One of gymnasium's MuJoCo locomotion tasks, v5, with its default settings: its model as
-/// written, its observation, reward, health check, time limit and start noise.
+/// written, its observation, reward, health check, time limit and start noise. Ant reads what
+/// MuJoCo's data holds after a step (the last RK4 stage's torso position and contact wrenches,
+/// `Simulation::with_body_records`): those values are gymnasium's, and a gradient through them
+/// is not. The reward keeps gymnasium's speed and differentiates the torso's travel between the
+/// states; the wrenches, clipped to ±1 (where most sit, or at 0), carry none.
 #[derive(Clone, Debug)]
 pub struct Gymnasium {
     kind: Locomotion,
@@ -124,8 +129,9 @@ pub struct Gymnasium {
 
 impl Gymnasium {
     /// The task on `sim`, a simulation of the task's model (gymnasium's `hopper.xml`,
-    /// `half_cheetah.xml` or `ant.xml`). Ant's steps record the contact wrenches it observes,
-    /// which a simulation with a device route does not ([`Simulation::with_external_wrenches`]).
+    /// `half_cheetah.xml` or `ant.xml`). Ant's steps record the bodies it reads
+    /// ([`Simulation::with_body_records`]): its simulation is then a copy of `sim` with its own
+    /// solve counts ([`Task::simulation`]), and a `sim` with a device route is refused.
     pub fn new(kind: Locomotion, sim: Simulation) -> Result<Self, BurnError> {
         let expected = match kind {
             Locomotion::Hopper => (6, 6, 3),
@@ -169,12 +175,13 @@ impl Gymnasium {
     /// the travel between the states.
     fn torso_speed(&self, before: &BatchState, after: &BatchState) -> Tensor<2> {
         let bodies = self.sim.model().bodies().len();
+        // Body 1 is the torso; a state without records (made elsewhere) reads its own pose,
+        // the free root's position.
         let x = |s: &BatchState| -> Vec<f64> {
-            let positions = s.body_positions().unwrap_or_else(|| host(&s.qpos));
-            let width = positions.len() / s.batch();
-            // Body 1 is the torso; a state without records is a start, where it is the root's.
-            let at = if width == 3 * bodies { 3 } else { 0 };
-            positions.chunks(width).map(|lane| lane[at]).collect()
+            match s.body_positions() {
+                Some(positions) => positions.chunks(3 * bodies).map(|lane| lane[3]).collect(),
+                None => host(&s.qpos).chunks(s.qpos.dims()[1]).map(|lane| lane[0]).collect(),
+            }
         };
         let speed: Vec<f64> = x(after).iter().zip(x(before)).map(|(a, b)| (a - b) / self.dt).collect();
         let lanes = speed.len();
@@ -232,8 +239,8 @@ impl Task for Gymnasium {
         }
     }
 
-    /// Forward speed (of the root's x), less the control cost, plus hopper's and ant's 1
-    /// while healthy, less ant's contact cost.
+    /// Forward speed (of the root's x; ant's of its torso's, as gymnasium reads it), less the
+    /// control cost, plus hopper's and ant's 1 while healthy, less ant's contact cost.
     fn reward(&self, before: &BatchState, after: &BatchState, action: &Tensor<2>, fallen: &[bool]) -> Tensor<2> {
         let x = |s: &BatchState| s.qpos.clone().narrow(1, 0, 1);
         let speed = (x(after) - x(before)).div_scalar(self.dt);
@@ -256,14 +263,17 @@ impl Task for Gymnasium {
     }
 
     fn terminated(&self, state: &BatchState) -> Vec<bool> {
+        if self.kind == Locomotion::HalfCheetah {
+            return vec![false; state.batch()];
+        }
         let (qpos, qvel) = (host(&state.qpos), host(&state.qvel));
         let (nq, nv) = (state.qpos.dims()[1], state.qvel.dims()[1]);
         let lanes = (0..state.batch()).map(|l| (&qpos[l * nq..(l + 1) * nq], &qvel[l * nv..(l + 1) * nv]));
         match self.kind {
-            Locomotion::HalfCheetah => vec![false; state.batch()],
             Locomotion::Hopper => lanes.map(|(q, v)| !Self::healthy(q, v)).collect(),
-            // Ant's health: every number of the state finite, the torso between 0.2 m and 1 m.
-            Locomotion::Ant => {
+            // Ant's health: the torso between 0.2 m and 1 m, and gymnasium's check that the
+            // state is finite (a step that would leave it so is refused first: `StepError`).
+            _ => {
                 lanes.map(|(q, v)| !(q.iter().chain(v).all(|x| x.is_finite()) && (0.2..=1.0).contains(&q[2]))).collect()
             }
         }

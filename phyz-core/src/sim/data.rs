@@ -61,14 +61,9 @@ impl<S: Scalar> Data<S> {
         self.smooth.prepare(model, state);
     }
 
-    /// Has the constraint stage record how each contact's and tie's rows push on the bodies
-    /// ([`Gather::wrenches`]).
-    pub(super) fn record_wrenches(&mut self) {
-        self.gather.record_wrenches = true;
-    }
-
-    /// Whether the evaluations that follow record what [`Data::external_wrenches`] reads (off
-    /// by default: a step does not need it).
+    /// Whether the evaluations that follow have the constraint stage record how each contact's
+    /// and tie's rows push on the bodies ([`Gather::wrenches`]), which the acceleration-stage
+    /// sensors and [`Data::external_wrenches`] read (off by default: a step does not need it).
     pub fn set_record_wrenches(&mut self, on: bool) {
         self.gather.record_wrenches = on;
     }
@@ -77,10 +72,10 @@ impl<S: Scalar> Data<S> {
     /// `mj_rnePostConstraint` leaves it in `cfrc_ext`: torque then force, world axes, the
     /// torque about the centre of mass of the body's tree; the world's row zero. After a step
     /// this is its last evaluation's (RK4's fourth stage, as MuJoCo's after `mj_step`). `None`
-    /// unless the evaluation recorded its wrenches ([`Data::set_record_wrenches`]).
+    /// unless there was an evaluation and it recorded its wrenches
+    /// ([`Data::set_record_wrenches`]).
     pub fn external_wrenches(&self, model: &Model<S>) -> Option<Vec<[S; 6]>> {
-        let recorded = self.gather.record_wrenches || self.gather.list.is_empty();
-        recorded.then(|| {
+        self.gather.recorded.then(|| {
             let impulses = self.impulses();
             let impulses = if impulses.is_empty() { DVector::zeros(self.gather.row_count()) } else { impulses };
             super::loads::external_wrenches(model, self.kinematics(), &self.gather, &impulses, model.timestep)

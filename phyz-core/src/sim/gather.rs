@@ -128,6 +128,8 @@ pub(super) struct Gather<S: Scalar> {
     /// `record_wrenches` asks (the acceleration-stage sensors read them; a step does not).
     pub wrenches: Vec<RowWrenches<S>>,
     pub record_wrenches: bool,
+    /// Whether the last gather (or clear) recorded them: there was one, and it was asked to.
+    pub recorded: bool,
     /// The model's reference positions and the links' motions, for equalities.
     q0: DVector<S>,
     motions: Motions<S>,
@@ -159,6 +161,7 @@ impl<S: Scalar> Default for Gather<S> {
             detection: Detection::default(),
             wrenches: Vec::new(),
             record_wrenches: false,
+            recorded: false,
             q0: DVector::zeros(0),
             motions: Motions::default(),
             near: Vec::new(),
@@ -195,6 +198,7 @@ impl<S: Scalar> Gather<S> {
         self.keys.clear();
         self.rows.clear(nv);
         self.wrenches.clear();
+        self.recorded = self.record_wrenches;
         (self.nv, self.lanes) = (nv, lanes);
     }
 

@@ -90,7 +90,7 @@ fn forward_loads<S: Scalar>(
     config: &SolverConfig,
 ) -> Result<Loads<S>, StepError> {
     let mut data = Data::default();
-    data.record_wrenches();
+    data.set_record_wrenches(true);
     forward(model, state, ctrl, config, &mut data)?;
     let motion = (&state.qvel, data.qacc());
     Ok(Loads::new(model, data.kinematics(), motion, data.gather(), &data.impulses(), model.timestep))
