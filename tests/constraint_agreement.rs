@@ -196,6 +196,36 @@ fn contact_steps_match_mujoco_on_the_gymnasium_models() {
     assert!(failures.is_empty(), "{failures:?}");
 }
 
+/// A model of `tests/reference/constrained_sensors`, its states, their controls and the rows
+/// of its file `wanted` (MuJoCo's output at each state).
+struct ConstrainedCase {
+    name: String,
+    model: phyz::Model<f64>,
+    states: Vec<Vec<f64>>,
+    ctrls: Vec<Vec<f64>>,
+    wanted: Vec<Vec<f64>>,
+}
+
+fn constrained_cases(wanted: &str) -> Vec<ConstrainedCase> {
+    let dir = root().join("tests/reference/constrained_sensors");
+    let names = entry_names(&dir);
+    assert!(!names.is_empty(), "constrained sensor data");
+    let case = |name: String| {
+        let data = dir.join(&name);
+        // A robot model's folder names its file.
+        let file = std::fs::read_to_string(data.join("model_path.txt"))
+            .map_or_else(|_| model_file(&name), |path| root().join(path.trim()));
+        ConstrainedCase {
+            model: mjcf::load(file).expect("loads"),
+            states: rows(&data.join("states.csv"), true),
+            ctrls: rows(&data.join("ctrl.csv"), false),
+            wanted: rows(&data.join(wanted), false),
+            name,
+        }
+    };
+    names.into_iter().map(case).collect()
+}
+
 /// The acceleration-stage sensors (touch, accelerometer, force, torque) with every constraint
 /// on, at 8 states with contacts per model (`tools/mujoco_sensor_reference.py`: MuJoCo solving
 /// to 1e-15), under `mujoco_compat`: each output within 1e-8 of MuJoCo's, relative to
@@ -203,21 +233,8 @@ fn contact_steps_match_mujoco_on_the_gymnasium_models() {
 #[test]
 fn acceleration_stage_sensors_match_mujoco_with_constraints() {
     const SENSOR_TOL: f64 = 1e-8;
-    let dir = root().join("tests/reference/constrained_sensors");
-    let names = entry_names(&dir);
-    assert!(!names.is_empty(), "constrained sensor data");
     let mut failures = Vec::new();
-    for name in names {
-        let data = dir.join(&name);
-        // A robot model's folder names its file.
-        let file = std::fs::read_to_string(data.join("model_path.txt"))
-            .map_or_else(|_| model_file(&name), |path| root().join(path.trim()));
-        let model = mjcf::load(file).expect("loads");
-        let (states, ctrls, sensors) = (
-            rows(&data.join("states.csv"), true),
-            rows(&data.join("ctrl.csv"), false),
-            rows(&data.join("sensors.csv"), false),
-        );
+    for ConstrainedCase { name, model, states, ctrls, wanted: sensors } in constrained_cases("sensors.csv") {
         let mut worst: f64 = 0.0;
         for ((s, u), want) in states.iter().zip(&ctrls).zip(&sensors) {
             let got = sensor_data_with(&model, &state(&model, s), u, &SolverConfig::mujoco_compat()).expect("sensors");
@@ -241,20 +258,8 @@ fn acceleration_stage_sensors_match_mujoco_with_constraints() {
 #[test]
 fn external_wrenches_match_mujoco_cfrc_ext() {
     const WRENCH_TOL: f64 = 1e-8;
-    let dir = root().join("tests/reference/constrained_sensors");
-    let names = entry_names(&dir);
-    assert!(!names.is_empty(), "constrained sensor data");
     let mut failures = Vec::new();
-    for name in names {
-        let data = dir.join(&name);
-        let file = std::fs::read_to_string(data.join("model_path.txt"))
-            .map_or_else(|_| model_file(&name), |path| root().join(path.trim()));
-        let model = mjcf::load(file).expect("loads");
-        let (states, ctrls, wrenches) = (
-            rows(&data.join("states.csv"), true),
-            rows(&data.join("ctrl.csv"), false),
-            rows(&data.join("cfrc_ext.csv"), false),
-        );
+    for ConstrainedCase { name, model, states, ctrls, wanted: wrenches } in constrained_cases("cfrc_ext.csv") {
         let (mut worst, mut largest): (f64, f64) = (0.0, 0.0);
         for ((s, u), want) in states.iter().zip(&ctrls).zip(&wrenches) {
             let mut d = phyz::sim::Data::default();

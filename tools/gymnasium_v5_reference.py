@@ -14,7 +14,8 @@ stage: ant's forward reward starts from it). (An episode that terminates starts 
 fresh reset.) phyz-burn's tests/gymnasium_tasks.rs
 takes the same decision from the same state and compares.
 
-Usage:  python3 tools/gymnasium_v5_reference.py   (needs `pip install gymnasium mujoco imageio`)
+Usage:  python3 tools/gymnasium_v5_reference.py
+(needs `pip install gymnasium mujoco imageio`: gymnasium's MuJoCo environments import imageio)
 """
 import csv
 import os

@@ -6,10 +6,11 @@
 //! Training runs for a wall-clock budget. Every `--eval-every` seconds of training the policy
 //! (its mean action) is evaluated over whole episodes (gymnasium's 1,000 decisions, or until a
 //! fall) from held-out starts; the clock stops meanwhile. The run writes, under
-//! `phyz-out/locomotion/`: `TASK_METHOD.csv` (env-steps, training seconds, held-out return,
-//! the mean and largest gradient norm before the clip since the last point), `TASK.png` (the learning curves of every method run so far on the task,
-//! against env-steps and against wall-clock), and `TASK_METHOD.html`, a page that plays one
-//! held-out episode of the final policy (`phyz view`).
+//! `phyz-out/locomotion/`: `TASK_RUN.csv` (env-steps, training seconds, held-out return, the
+//! mean and largest gradient norm before the clip since the last point; `RUN` is the method,
+//! and `_TAG` after it where `--tag` names one), `TASK.png` and `TASK_seconds.png` (the learning
+//! curves of every run there of the task, against env-steps and against wall-clock), and
+//! `TASK_RUN.html`, a page that plays one held-out episode of the final policy (`phyz view`).
 //!
 //! `cargo run --release -p phyz-burn --example locomotion -- --task hopper --method shac --minutes 10`
 //! (`--onset touch` steps contacts that act from their touch; `--lanes N` sets SHAC's or PPO's
@@ -148,7 +149,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_curve(&dir.join(format!("{task_name}_{run}.csv")), &points)?;
     plot_all(&dir, &task_name, kind)?;
     let page = dir.join(format!("{task_name}_{run}.html"));
-    view(&task, &last, &page, &format!("{} · {method} · held-out return {:.0}", kind.name(), last.returns[0]))?;
+    view(&task, &last, &page, &format!("{} · {run} · held-out return {:.0}", kind.name(), last.returns[0]))?;
     println!(
         "trained {decisions} env-steps in {:.0} s; curves and the episode's page in {}",
         trained.as_secs_f64(),

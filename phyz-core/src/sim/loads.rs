@@ -34,6 +34,20 @@ pub(super) struct Loads<S> {
     contacts: Vec<ContactPush<S>>,
 }
 
+/// The centre of mass of `body`'s subtree at the pose `kin` holds, world frame (MuJoCo's
+/// `subtree_com`): the body's own centre where the subtree has no mass.
+pub(super) fn subtree_centre<S: Scalar>(model: &Model<S>, kin: &Kinematics<S>, body: usize) -> Vector3<S> {
+    let centre = |b: usize| kin.body_pose(model, b).transform_point(&model.bodies()[b].com);
+    let (mut mass, mut moment) = (S::zero(), Vector3::zeros());
+    for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| model.in_subtree(*b, body)) {
+        mass += part.mass;
+        moment += centre(b) * part.mass;
+    }
+    let heavy = mass.greater(S::from_f64(1e-15));
+    let average = moment / S::select(heavy, mass, S::one());
+    average.zip_map(&centre(body), |c, own| S::select(heavy, c, own))
+}
+
 /// Each body's own external force and torque (about the world origin, world frame) from the
 /// gathered constraints' `impulses` over `dt`, the world's left zero (MuJoCo leaves its share
 /// out of `cfrc_ext`), and each contact's normal push.
@@ -86,22 +100,12 @@ pub(super) fn external_wrenches<S: Scalar>(
         }
         b
     };
-    // Each tree's mass and first moment, by its root.
-    let mut moment = vec![(S::zero(), Vector3::zeros()); bodies.len()];
-    for (b, body) in bodies.iter().enumerate().skip(1) {
-        let x = kin.body_pose(model, b).transform_point(&body.com);
-        moment[root(b)].0 += body.mass;
-        moment[root(b)].1 += x * body.mass;
-    }
     let (external, _) = body_wrenches(model, gather, impulses, dt);
+    let mut centres: Vec<Option<Vector3<S>>> = vec![None; bodies.len()];
     let mut out = vec![[S::zero(); 6]; bodies.len()];
     for b in 1..bodies.len() {
         let r = root(b);
-        let (mass, sum) = moment[r];
-        // A massless tree's centre is its root's own (as MuJoCo's `subtree_com` then).
-        let heavy = mass.greater(S::from_f64(1e-15));
-        let own = kin.body_pose(model, r).transform_point(&bodies[r].com);
-        let centre = (sum / S::select(heavy, mass, S::one())).zip_map(&own, |c, o| S::select(heavy, c, o));
+        let centre = *centres[r].get_or_insert_with(|| subtree_centre(model, kin, r));
         let (force, torque) = external[b];
         let torque = torque - centre.cross(&force);
         out[b] = [torque.x, torque.y, torque.z, force.x, force.y, force.z];

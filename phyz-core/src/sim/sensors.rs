@@ -6,7 +6,7 @@ use nalgebra::{DVector, Vector3};
 use super::check_input;
 use super::data::Data;
 use super::forward;
-use super::loads::Loads;
+use super::loads::{Loads, subtree_centre};
 use crate::Scalar;
 use crate::contact::SolverConfig;
 use crate::dynamics::actuation::{activation_rates, actuator_force};
@@ -264,29 +264,19 @@ impl<S: Scalar> Reading<'_, S> {
     }
 
     /// The centre of mass of `body`'s subtree and its velocity, world frame (the body's own
-    /// centre, and its velocity, when the subtree has no mass).
+    /// centre, not moving, when the subtree has no mass: as MuJoCo's momentum over its floored
+    /// mass).
     fn subtree(&self, body: usize) -> (Vector3<S>, Vector3<S>) {
         let model = self.model;
-        let within = |b: usize| model.in_subtree(b, body);
-        // A body's centre of mass, and its world velocity.
-        let com = |b: usize| {
-            let (pose, part) = (self.kin.body_pose(model, b), &model.bodies()[b]);
-            let v = model.tree().body_link[b].map_or_else(Motion::zero, |l| self.velocities[l]);
-            (pose.transform_point(&part.com), pose.rot * (v.lin + v.ang.cross(&part.com)))
-        };
-        let (mut mass, mut moment, mut momentum) = (S::zero(), Vector3::zeros(), Vector3::zeros());
-        for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| within(*b)) {
-            let (x, v) = com(b);
+        let (mut mass, mut momentum) = (S::zero(), Vector3::zeros());
+        for (b, part) in model.bodies().iter().enumerate().filter(|(b, _)| model.in_subtree(*b, body)) {
+            let (pose, v) = (self.kin.body_pose(model, b), model.tree().body_link[b].map(|l| self.velocities[l]));
+            let v = v.unwrap_or_else(Motion::zero);
             mass += part.mass;
-            moment += x * part.mass;
-            momentum += v * part.mass;
+            momentum += pose.rot * (v.lin + v.ang.cross(&part.com)) * part.mass;
         }
-        let (own_x, _) = com(body);
         let heavy = mass.greater(S::from_f64(1e-15));
-        let mass = S::select(heavy, mass, S::one());
-        let pick = |own: Vector3<S>, sum: Vector3<S>| own.zip_map(&(sum / mass), |o, c| S::select(heavy, c, o));
-        // A massless subtree sits at its body's centre and, as MuJoCo's momentum over its
-        // (floored) mass, does not move.
-        (pick(own_x, moment), pick(Vector3::zeros(), momentum))
+        let velocity = (momentum / S::select(heavy, mass, S::one())).map(|v| S::select(heavy, v, S::zero()));
+        (subtree_centre(model, self.kin, body), velocity)
     }
 }
