@@ -503,7 +503,7 @@ fn inherited_ranges_are_the_targets_scaled() {
         }
     }
     let [lo, hi] = model.actuators()[3].act_range.expect("an activation range");
-    let [c, d] = about(-1.0 * degrees, 100.0 * degrees, 0.5);
+    let [c, d] = about(-degrees, 100.0 * degrees, 0.5);
     assert!((lo - c).abs() < 1e-15 && (hi - d).abs() < 1e-15, "{lo} {hi}");
 }
 

@@ -81,7 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let budget = Duration::from_secs_f64(minutes * 60.0);
     let progress = ProgressBar::new(budget.as_secs());
     progress.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} s of training  {msg}")?);
-    let lanes = argument("--lanes", 64) as usize;
+    let lanes = argument("--lanes", 64);
     let mut learner: Box<dyn Learner> = match method.as_str() {
         "shac" => Box::new(Shac::new(&task, ShacConfig { seed, lanes, ..ShacConfig::default() }, &train)?),
         "ppo" => Box::new(Ppo::new(&task, PpoConfig { seed, lanes, ..PpoConfig::default() }, &plain, &train)?),

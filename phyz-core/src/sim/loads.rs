@@ -13,6 +13,9 @@ use crate::math::{Force, Motion, Pose};
 use crate::model::Model;
 use crate::{Mask, Scalar};
 
+/// A force and a torque (about the world origin, world frame).
+type ForceTorque<S> = (Vector3<S>, Vector3<S>);
+
 /// A contact's normal force where it acts, for touch sensors.
 struct ContactPush<S> {
     bodies: [usize; 2],
@@ -30,7 +33,7 @@ pub(super) struct Loads<S> {
     force: Vec<Force<S>>,
     /// The external force and torque (about the world origin, world frame) on each body's
     /// subtree; the world's is zero (as MuJoCo's `cfrc_ext[0]`: it has no parent).
-    external: Vec<(Vector3<S>, Vector3<S>)>,
+    external: Vec<ForceTorque<S>>,
     contacts: Vec<ContactPush<S>>,
 }
 
@@ -56,7 +59,7 @@ fn body_wrenches<S: Scalar>(
     gather: &Gather<S>,
     impulses: &DVector<S>,
     dt: S,
-) -> (Vec<(Vector3<S>, Vector3<S>)>, Vec<ContactPush<S>>) {
+) -> (Vec<ForceTorque<S>>, Vec<ContactPush<S>>) {
     let mut external = vec![(Vector3::zeros(), Vector3::zeros()); model.bodies().len()];
     let mut contacts = Vec::new();
     debug_assert_eq!(impulses.len(), gather.row_count(), "an impulse per gathered row");
