@@ -62,8 +62,8 @@ impl<S: Scalar> Data<S> {
     }
 
     /// Whether the evaluations that follow have the constraint stage record how each contact's
-    /// and tie's rows push on the bodies ([`Gather::wrenches`]), which the acceleration-stage
-    /// sensors and [`Data::external_wrenches`] read (off by default: a step does not need it).
+    /// and tie's rows push on the bodies, which the acceleration-stage sensors and
+    /// [`Data::external_wrenches`] read (off by default: a step does not need it).
     pub fn set_record_wrenches(&mut self, on: bool) {
         self.gather.record_wrenches = on;
     }
