@@ -239,6 +239,7 @@ fn acceleration_stage_sensors_match_mujoco_with_constraints() {
         for ((s, u), want) in states.iter().zip(&ctrls).zip(&sensors) {
             let got = sensor_data_with(&model, &state(&model, s), u, &SolverConfig::mujoco_compat()).expect("sensors");
             assert_eq!(got.len(), want.len(), "{name}: sensor outputs");
+            assert!(got.iter().all(|g| g.is_finite()), "{name}: a sensor output not finite");
             for (g, w) in got.iter().zip(want) {
                 worst = worst.max((g - w).abs() / w.abs().max(1.0));
             }
@@ -267,6 +268,7 @@ fn external_wrenches_match_mujoco_cfrc_ext() {
             phyz::sim::forward(&model, &state(&model, s), u, &SolverConfig::mujoco_compat(), &mut d).expect("forward");
             let got: Vec<f64> = d.external_wrenches(&model).expect("recorded").into_iter().flatten().collect();
             assert_eq!(got.len(), want.len(), "{name}: six numbers a body");
+            assert!(got.iter().all(|g| g.is_finite()), "{name}: a wrench not finite");
             for (g, w) in got.iter().zip(want) {
                 worst = worst.max((g - w).abs() / w.abs().max(1.0));
                 largest = largest.max(w.abs());

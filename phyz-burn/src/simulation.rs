@@ -214,7 +214,10 @@ impl Simulation {
             write_as(qvel, batch, model.nv(), device, dtype),
             write_as(repeat(&state.act), batch, model.na(), device, dtype),
         );
-        self.recorded(start, &vec![state; batch])
+        match self.shared.record_bodies {
+            true => self.recorded(start, &vec![state; batch]),
+            false => start,
+        }
     }
 
     /// A batch starting from `qpos` and `qvel`, with zero activations and cold warm starts.

@@ -140,7 +140,7 @@ impl BatchState {
     /// one's. Refused where one batch has records and the other has none (or other ones).
     fn lane_records(&self, replace: &[bool], fresh: &BatchState) -> Result<Vec<f64>, BurnError> {
         if fresh.bodies.len() != self.bodies.len() {
-            return Err(BurnError::BodyRecords("the fresh lanes come from a simulation that records other bodies"));
+            return Err(BurnError::BodyRecords("one batch records its bodies and the other does not (or other ones)"));
         }
         if self.bodies.is_empty() {
             return Ok(Vec::new());

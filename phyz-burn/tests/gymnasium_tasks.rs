@@ -45,7 +45,10 @@ fn compare(name: &str, kind: Locomotion) -> (f64, f64, usize) {
         let next = task.decide(&state, &action).expect("a decision");
         let fallen = task.terminated(&next);
         let reward = values(&task.reward(&state, &next, &action, &fallen))[0];
-        for (a, b) in values(&task.observe(&next)).iter().zip(obs) {
+        let got = values(&task.observe(&next));
+        assert_eq!(got.len(), no, "{name}: observations");
+        assert!(got.iter().chain([&reward]).all(|x| x.is_finite()), "{name}: a number not finite");
+        for (a, b) in got.iter().zip(obs) {
             observed = observed.max((a - b).abs() / (1.0 + b.abs()));
         }
         let started = match kind {
