@@ -38,6 +38,19 @@ pub(crate) struct Counts {
 }
 
 impl Shared {
+    /// The same model and preset with other chosen parameters and body records, and counts of
+    /// its own.
+    pub fn derived(&self, params: Vec<usize>, record_bodies: bool) -> Shared {
+        Shared {
+            model: self.model.clone(),
+            contact: self.contact.clone(),
+            params,
+            base: self.base.clone(),
+            record_bodies,
+            counts: Counts::default(),
+        }
+    }
+
     /// The model with the chosen parameters at `values`.
     pub fn model_with(&self, values: &[f64]) -> Result<Model<f64>, ModelError> {
         let mut all = self.base.clone();

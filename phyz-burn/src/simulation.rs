@@ -115,16 +115,7 @@ impl Simulation {
         if routed {
             return Err(BurnError::BodyRecords("a device route or step does not record bodies"));
         }
-        let s = &self.shared;
-        let shared = Shared {
-            model: s.model.clone(),
-            contact: s.contact.clone(),
-            params: s.params.clone(),
-            base: s.base.clone(),
-            record_bodies: true,
-            counts: Counts::default(),
-        };
-        Ok(Simulation::from_shared(shared))
+        Ok(Simulation::from_shared(self.shared.derived(self.shared.params.clone(), true)))
     }
 
     fn host_only_records(&self) -> Result<(), BurnError> {
@@ -163,15 +154,7 @@ impl Simulation {
             return Err(BurnError::RepeatedParameter { index, column: k });
         }
         check_differentiable(&self.shared.model, indices)?;
-        let s = &self.shared;
-        let shared = Shared {
-            model: s.model.clone(),
-            contact: s.contact.clone(),
-            params: indices.to_vec(),
-            base: s.base.clone(),
-            record_bodies: s.record_bodies,
-            counts: Counts::default(),
-        };
+        let shared = self.shared.derived(indices.to_vec(), self.shared.record_bodies);
         Ok(Simulation {
             shared: Arc::new(shared),
             #[cfg(feature = "traced")]
@@ -214,10 +197,7 @@ impl Simulation {
             write_as(qvel, batch, model.nv(), device, dtype),
             write_as(repeat(&state.act), batch, model.na(), device, dtype),
         );
-        match self.shared.record_bodies {
-            true => self.recorded(start, &vec![state; batch]),
-            false => start,
-        }
+        self.recorded(start, std::iter::repeat_n(&state, batch))
     }
 
     /// A batch starting from `qpos` and `qvel`, with zero activations and cold warm starts.
@@ -231,12 +211,12 @@ impl Simulation {
 
     /// `start` with its bodies recorded at its lanes' states `lanes`, where this simulation
     /// records them.
-    fn recorded(&self, start: BatchState, lanes: &[State<f64>]) -> BatchState {
+    fn recorded<'a>(&self, start: BatchState, lanes: impl IntoIterator<Item = &'a State<f64>>) -> BatchState {
         if !self.shared.record_bodies {
             return start;
         }
         let model = &self.shared.model;
-        let bodies = lanes.iter().flat_map(|s| record_bodies(model, &forward_kinematics(model, &s.qpos), None));
+        let bodies = lanes.into_iter().flat_map(|s| record_bodies(model, &forward_kinematics(model, &s.qpos), None));
         BatchState { bodies: Arc::new(bodies.collect()), ..start }
     }
 
